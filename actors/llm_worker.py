@@ -1,0 +1,100 @@
+"""LLMWorker: serves Generate requests on the active model profile, streams chunks back, cancels on
+request, and swaps profiles at runtime (S13).
+
+A request is pinned to the profile active when it arrived: a swap (`UseProfile`) affects only new
+requests, so nothing in flight restarts and no session loses state. Backends are created on first
+use and kept, so swapping back is instant.
+"""
+from __future__ import annotations
+
+import anyio
+
+import protocol as p
+from actors.base import Actor, Inbound
+from core.config import Config
+from llm.adapt import strip_think
+from llm.base import Backend, LLMError
+from llm.profiles import make_backend
+
+
+class LLMWorker(Actor):
+    name = "llm"
+
+    def __init__(self, config: Config, *, backends: dict[str, Backend] | None = None, **kwargs):
+        super().__init__(config, **kwargs)
+        self.profiles = config.llm.profiles
+        self.active = config.llm.profile
+        self._backends: dict[str, Backend] = dict(backends or {})
+        self._in_flight: dict[str, anyio.CancelScope] = {}
+
+    def backend(self, profile: str) -> Backend:
+        backend = self._backends.get(profile)
+        if backend is None:
+            backend = make_backend(self.profiles[profile], name=profile)
+            self._backends[profile] = backend
+        return backend
+
+    async def on_start(self) -> None:
+        self.backend(self.active)  # fail fast on a broken profile; models load on first request
+
+    async def handle(self, msg: Inbound) -> None:
+        body = msg.body
+        if isinstance(body, p.Generate):
+            profile = body.profile or self.active
+            if profile not in self.profiles and profile not in self._backends:
+                msg.reply(self, p.LLMFailed(request_id=body.request_id, error=f"unknown profile {profile!r}"))
+                return
+            scope = anyio.CancelScope()
+            self._in_flight[body.request_id] = scope
+            self.spawn(self._generate, msg, body, profile, scope, name=f"generate-{body.request_id}")
+        elif isinstance(body, p.CancelGenerate):
+            scope = self._in_flight.get(body.request_id)
+            if scope is not None:
+                scope.cancel()
+            msg.reply(self, p.Ok(detail="cancelled" if scope else "not running"))
+        elif isinstance(body, p.UseProfile):
+            known = set(self.profiles) | set(self._backends)
+            if body.profile not in known:
+                msg.reply(self, p.ErrorReply(code="unknown_profile", detail=f"profile {body.profile!r} does not exist; profiles: {', '.join(sorted(known))}"))
+                return
+            previous, self.active = self.active, body.profile
+            self.log.info("actor=llm profile swap from=%s to=%s in_flight=%d", previous, self.active, len(self._in_flight))
+            msg.reply(self, p.Ok(detail=f"active profile: {self.active} (was {previous}); {len(self._in_flight)} request(s) in flight finish on {previous}"))
+        elif isinstance(body, p.LLMStatusRequest):
+            self.spawn(self._status, msg)
+        else:
+            await super().handle(msg)
+
+    async def _status(self, msg: Inbound) -> None:
+        try:
+            healthy, detail = await self.backend(self.active).health()
+        except Exception as exc:  # noqa: BLE001 - status must answer even when the backend is broken
+            healthy, detail = False, f"{type(exc).__name__}: {exc}"
+        msg.reply(self, p.LLMStatus(
+            active=self.active, profiles=sorted(set(self.profiles) | set(self._backends)),
+            healthy=healthy, detail=detail, in_flight=len(self._in_flight),
+        ))
+
+    async def _generate(self, msg: Inbound, body: p.Generate, profile: str, scope: anyio.CancelScope) -> None:
+        request_id = body.request_id
+        try:
+            with scope:
+                backend = self.backend(profile)
+                async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens) as generation:
+                    async for piece in generation:
+                        if piece:
+                            msg.reply(self, p.LLMChunk(request_id=request_id, text=piece))
+                msg.reply(self, p.LLMDone(
+                    request_id=request_id, text=strip_think(generation.text), profile=profile,
+                    finish_reason=generation.finish_reason or "stop",
+                    prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
+                ))
+            if scope.cancelled_caught:
+                msg.reply(self, p.LLMFailed(request_id=request_id, error="cancelled"))
+        except LLMError as exc:
+            msg.reply(self, p.LLMFailed(request_id=request_id, error=str(exc)))
+        except Exception as exc:  # noqa: BLE001 - one broken request must not take the worker down
+            self.log.exception("actor=llm request=%s failed", request_id)
+            msg.reply(self, p.LLMFailed(request_id=request_id, error=f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._in_flight.pop(request_id, None)

@@ -1,0 +1,236 @@
+"""Supervision after Erlang/OTP: one_for_one restarts with an intensity/period limit.
+
+The supervisor starts the six actors (in their own OS processes over ipc:// or tcp://, or as
+tasks in this process over inproc://) and restarts one that dies. More than `intensity` restarts
+within `period_s` seconds means something is wrong that restarting will not fix: the system stops
+with a clear message instead of looping. The supervisor is itself an actor ("supervisor") so
+`run.py status` can ask it how everyone is.
+"""
+from __future__ import annotations
+
+import collections
+import importlib
+import os
+import signal
+import sys
+import time
+from typing import Callable
+
+import anyio
+import anyio.abc
+
+import protocol as p
+from actors.base import Actor, AskTimeout, Inbound
+from actors.topology import ACTORS
+from core.config import Config, to_json
+
+ACTOR_CLASSES = {
+    "skills": "actors.skill_store:SkillStore",
+    "toolsets": "actors.toolsets:ToolsetSupervisor",
+    "llm": "actors.llm_worker:LLMWorker",
+    "media": "actors.media_executor:MediaExecutor",
+    "session": "actors.session:SessionActor",
+    "glasses": "actors.glasses:GlassesBridge",
+}
+
+
+def actor_class(name: str) -> type[Actor]:
+    module, _, cls = ACTOR_CLASSES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+class RestartIntensityExceeded(Exception):
+    pass
+
+
+class RestartBudget:
+    """OTP's restart intensity: at most `intensity` restarts in any window of `period` seconds."""
+
+    def __init__(self, intensity: int, period: float, clock: Callable[[], float] = time.monotonic):
+        self.intensity = intensity
+        self.period = period
+        self.clock = clock
+        self._restarts: collections.deque[float] = collections.deque()
+
+    def record(self) -> bool:
+        """Record one restart; False when the budget is exceeded (the system must stop)."""
+        now = self.clock()
+        self._restarts.append(now)
+        while self._restarts and now - self._restarts[0] > self.period:
+            self._restarts.popleft()
+        return len(self._restarts) <= self.intensity
+
+
+class _Child:
+    __slots__ = ("name", "pid", "restarts", "alive", "process", "scope", "last_exit")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.pid = 0
+        self.restarts = 0
+        self.alive = False
+        self.process: anyio.abc.Process | None = None
+        self.scope: anyio.CancelScope | None = None
+        self.last_exit = ""
+
+
+class Supervisor(Actor):
+    name = "supervisor"
+
+    def __init__(self, config: Config, *, actors: tuple[str, ...] = ACTORS, in_process: bool | None = None, **kwargs):
+        super().__init__(config, **kwargs)
+        self.actor_names = actors
+        self.in_process = config.topology.mode == "inproc" if in_process is None else in_process
+        self.budget = RestartBudget(config.supervisor.intensity, config.supervisor.period_s)
+        self.children = {name: _Child(name) for name in actors}
+        self.failure: str = ""
+        self._all_started = anyio.Event()
+        self._stop = anyio.Event()
+
+    async def on_start(self) -> None:
+        self.spawn(self._supervise_all, name="supervise")
+
+    async def wait_started(self) -> None:
+        await self._all_started.wait()
+
+    async def _supervise_all(self) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                for name in self.actor_names:
+                    await tg.start(self._supervise, self.children[name])
+                self._all_started.set()
+                self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
+        except RestartIntensityExceeded as exc:
+            self.failure = str(exc)
+            self.log.critical("actor=supervisor %s", exc)
+            print(f"porfiry: {exc}", file=sys.stderr, flush=True)
+            self._stop.set()
+            self._tg.cancel_scope.cancel() if self._tg else None
+
+    async def _supervise(self, child: _Child, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
+        first = True
+        while True:
+            started = anyio.Event()
+            try:
+                if self.in_process:
+                    await self._run_task(child, started, task_status if first else anyio.TASK_STATUS_IGNORED)
+                else:
+                    await self._run_process(child, started, task_status if first else anyio.TASK_STATUS_IGNORED)
+            except Exception as exc:  # noqa: BLE001 - any crash of a child is a restart
+                child.last_exit = f"crashed: {type(exc).__name__}: {exc}"
+                self.log.exception("actor=supervisor child=%s crashed", child.name)
+            first = False
+            child.alive = False
+            if self._stop.is_set():
+                return
+            if not self.budget.record():
+                raise RestartIntensityExceeded(
+                    f"{child.name} died ({child.last_exit}); more than {self.budget.intensity} restarts within "
+                    f"{self.budget.period:g} s - stopping the system instead of restarting in a loop"
+                )
+            child.restarts += 1
+            self.log.warning("actor=supervisor restarting child=%s restarts=%d last_exit=%s", child.name, child.restarts, child.last_exit)
+
+    async def _run_task(self, child: _Child, started: anyio.Event, task_status) -> None:
+        actor = actor_class(child.name)(self.config, zmq_context=self.zmq)
+        with anyio.CancelScope() as scope:
+            child.scope = scope
+            child.pid = os.getpid()
+            async with anyio.create_task_group() as tg:
+                await tg.start(actor.run)
+                child.alive = True
+                task_status.started()
+        child.last_exit = "stopped"
+
+    async def _run_process(self, child: _Child, started: anyio.Event, task_status) -> None:
+        env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(self.config).decode())
+        process = await anyio.open_process(
+            [sys.executable, "-m", "actors.host", child.name], env=env, stdin=None, stdout=None, stderr=None,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )
+        child.process = process
+        child.pid = process.pid
+        try:
+            await self._await_ready(child, process)
+            child.alive = True
+            task_status.started()
+            code = await process.wait()
+            child.last_exit = f"exit code {code}" if code >= 0 else f"killed by signal {signal.Signals(-code).name}"
+        finally:
+            if process.returncode is None:
+                with anyio.CancelScope(shield=True):
+                    await _terminate(process)
+
+    async def _await_ready(self, child: _Child, process: anyio.abc.Process) -> None:
+        """A child is up when it answers Ping (its inbox is bound and its loop runs)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.returncode is not None:
+                raise RuntimeError(f"{child.name} exited during start with code {process.returncode}")
+            try:
+                await self.ask(child.name, p.Ping(), timeout=0.5)
+                return
+            except AskTimeout:
+                continue
+        raise RuntimeError(f"{child.name} did not become ready within 60 s")
+
+    async def handle(self, msg: Inbound) -> None:
+        body = msg.body
+        if isinstance(body, p.StatusRequest):
+            self.spawn(self._reply_status, msg)
+        elif isinstance(body, p.Shutdown):
+            msg.reply(self, p.Ok(detail="stopping"))
+            self._stop.set()
+        else:
+            await super().handle(msg)
+
+    async def status(self) -> p.SystemStatus:
+        rows: dict[str, p.ActorStatus] = {}
+
+        async def probe(child: _Child) -> None:
+            try:
+                pong = await self.ask(child.name, p.Ping(), timeout=1.0)
+                alive, depth, pid = True, getattr(pong, "inbox_depth", 0), getattr(pong, "pid", child.pid)
+            except AskTimeout:
+                alive, depth, pid = False, 0, child.pid
+            rows[child.name] = p.ActorStatus(
+                name=child.name, alive=alive and child.alive, pid=pid, restarts=child.restarts, inbox_depth=depth,
+                detail=child.last_exit,
+            )
+
+        async with anyio.create_task_group() as tg:
+            for child in self.children.values():
+                tg.start_soon(probe, child)
+        mode = "inproc" if self.in_process else self.config.topology.mode
+        return p.SystemStatus(mode=mode, actors=[rows[name] for name in self.actor_names])
+
+    async def _reply_status(self, msg: Inbound) -> None:
+        msg.reply(self, await self.status())
+
+    async def run_until_stopped(self) -> None:
+        """Run the supervisor and its children until Shutdown, a signal, or the restart limit."""
+        async with anyio.create_task_group() as tg:
+            await tg.start(self.run)
+
+            async def watch_stop() -> None:
+                await self._stop.wait()
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch_stop)
+        if self.failure:
+            raise RestartIntensityExceeded(self.failure)
+
+
+async def _terminate(process: anyio.abc.Process) -> None:
+    try:
+        process.terminate()
+    except ProcessLookupError:
+        return
+    with anyio.move_on_after(5):
+        await process.wait()
+        return
+    try:
+        process.kill()
+    except ProcessLookupError:
+        return
+    await process.wait()

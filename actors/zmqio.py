@@ -1,0 +1,204 @@
+"""ZeroMQ under anyio (and so under trio), without zmq-anyio's lost-message defect.
+
+pyzmq has no trio support, and zmq-anyio 0.4.1 loses the next message after a task waiting in
+`arecv()` is cancelled (its future stays queued). So every socket here is owned by exactly ONE
+task, the pump, which is the only code that touches it:
+
+- it drains receives until EAGAIN into a bounded memory object stream, and sends from a queue;
+- it re-reads ZMQ_EVENTS after every send and recv before it waits again, because the socket's
+  FD is edge-triggered: any zmq call may consume the wake-up, and one FD serves both directions;
+- it waits on the FD only when ZMQ_EVENTS says there is nothing to do, and a sender wakes it
+  by cancelling that wait.
+
+Receivers read from the memory stream, whose `receive()` is cancellation-safe: a cancelled
+receive takes nothing, so nothing is lost. Senders never touch the socket.
+"""
+from __future__ import annotations
+
+import collections
+import logging
+
+import anyio
+import anyio.abc
+import zmq
+
+_log = logging.getLogger("porfiry.zmq")
+_YIELD_EVERY = 64  # messages moved between checkpoints, so one busy socket cannot starve others
+
+
+class SocketClosed(Exception):
+    pass
+
+
+class AsyncSocket:
+    """A pyzmq socket driven by one pump task. Use as `async with AsyncSocket(sock) as s:`.
+
+    `recv_buffer` bounds what the pump takes from ZeroMQ before the reader catches up; past it
+    the pump stops reading and ZeroMQ's own high-water marks push back on the peer.
+    `send_buffer` bounds the outgoing queue: `send()` waits for room, `send_nowait()` raises.
+    """
+
+    def __init__(self, socket: zmq.Socket, *, recv_buffer: int = 1024, send_buffer: int = 10_000):
+        self.socket = socket
+        if socket.type == zmq.ROUTER:
+            # Without it a ROUTER silently drops messages for a peer whose pipe is full (HWM).
+            # With it the send fails with EAGAIN and we wait, or EHOSTUNREACH and we log.
+            socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        self._out: collections.deque[list[bytes]] = collections.deque()
+        self._send_buffer = send_buffer
+        self._room = anyio.Event()
+        self._in_tx, self._in_rx = anyio.create_memory_object_stream[list[bytes]](recv_buffer)
+        self._wait_scope: anyio.CancelScope | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._closed = False
+        self.sent = 0
+        self.received = 0
+        self.dropped = 0
+
+    # ---- lifecycle ------------------------------------------------------------------------
+    async def __aenter__(self) -> "AsyncSocket":
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        self._task_group.start_soon(self.run, name=f"zmq-pump-{self.socket.type}")
+        return self
+
+    async def __aexit__(self, *exc_info) -> bool | None:
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
+        try:
+            return await self._task_group.__aexit__(*exc_info)
+        finally:
+            self.close()
+
+    async def run(self) -> None:
+        """The pump; runs until cancelled. Start it in a task group you own, then `close()`."""
+        try:
+            await self._pump()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.socket.close(linger=0)
+            self._in_tx.close()
+            self._room.set()
+
+    # ---- public surface -------------------------------------------------------------------
+    def send_nowait(self, frames: list[bytes]) -> None:
+        if self._closed:
+            raise SocketClosed("socket is closed")
+        if len(self._out) >= self._send_buffer:
+            raise anyio.WouldBlock
+        self._out.append(frames)
+        self._wake()
+
+    async def send(self, frames: list[bytes]) -> None:
+        while len(self._out) >= self._send_buffer:
+            if self._closed:
+                raise SocketClosed("socket is closed")
+            self._room = anyio.Event() if self._room.is_set() else self._room
+            await self._room.wait()
+        self.send_nowait(frames)
+
+    async def recv(self) -> list[bytes]:
+        """Next message. Cancellation-safe: a cancelled call consumes nothing."""
+        try:
+            return await self._in_rx.receive()
+        except anyio.EndOfStream:
+            raise SocketClosed("socket is closed") from None
+
+    @property
+    def pending_in(self) -> int:
+        return self._in_rx.statistics().current_buffer_used
+
+    @property
+    def pending_out(self) -> int:
+        return len(self._out)
+
+    # ---- the pump -------------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()
+
+    def _send_one(self) -> None:
+        """Send the head of the queue; raises zmq.Again when ZeroMQ has no room."""
+        try:
+            self.socket.send_multipart(self._out[0], zmq.NOBLOCK)
+        except zmq.Again:
+            raise
+        except zmq.ZMQError as exc:
+            # e.g. EHOSTUNREACH from a ROUTER whose peer left: drop this message, keep serving.
+            self.dropped += 1
+            _log.warning("zmq send dropped a message: %s", exc)
+        else:
+            self.sent += 1
+        self._out.popleft()
+        if not self._room.is_set() and len(self._out) < self._send_buffer:
+            self._room.set()
+
+    async def _pump(self) -> None:
+        sock = self.socket
+        fd = sock.getsockopt(zmq.FD)
+        moved = 0
+        while True:
+            events = sock.getsockopt(zmq.EVENTS)
+            progressed = False
+            if events & zmq.POLLIN:
+                try:
+                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    pass
+                else:
+                    progressed = True
+                    self.received += 1
+                    try:
+                        self._in_tx.send_nowait(frames)
+                    except anyio.WouldBlock:
+                        # The reader is behind: wait for it, but keep sending meanwhile, so a
+                        # reader waiting for room in our send queue can never deadlock with us.
+                        await self._deliver_while_sending(frames, fd)
+            if self._out and events & zmq.POLLOUT:
+                try:
+                    self._send_one()
+                    progressed = True
+                except zmq.Again:
+                    pass
+            if progressed:
+                moved += 1
+                if moved >= _YIELD_EVERY:
+                    moved = 0
+                    await anyio.lowlevel.checkpoint()
+                continue
+            # ZMQ_EVENTS, read just now, says there is nothing to do: only now is it safe to wait
+            # on the edge-triggered FD. A sender wakes us by cancelling this scope.
+            moved = 0
+            with anyio.CancelScope() as scope:
+                self._wait_scope = scope
+                await anyio.wait_readable(fd)
+            self._wait_scope = None
+
+    async def _deliver_while_sending(self, frames: list[bytes], fd: int) -> None:
+        async with anyio.create_task_group() as tg:
+
+            async def deliver() -> None:
+                await self._in_tx.send(frames)
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(deliver)
+            while True:
+                events = self.socket.getsockopt(zmq.EVENTS)
+                if self._out and events & zmq.POLLOUT:
+                    try:
+                        self._send_one()
+                        await anyio.lowlevel.checkpoint()
+                        continue
+                    except zmq.Again:
+                        pass
+                with anyio.CancelScope() as scope:
+                    self._wait_scope = scope
+                    if self._out:
+                        await anyio.wait_readable(fd)
+                    else:
+                        await anyio.sleep_forever()
+                self._wait_scope = None

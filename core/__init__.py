@@ -1,0 +1,1 @@
+"""Pure logic of the Porfiry runtime: no sockets, no actors; tested directly."""

@@ -1,0 +1,129 @@
+"""Which toolsets one session has on, until when (S6), and the seamless substitution (S8).
+
+One ToolsetActivity per session, in memory only: a restart forgets it, by design. A toolset stays
+active `ttl` seconds (default 600) after its enable or the last call of any of its tools. Expiry
+is checked only when the prompt is built (`purge_expired`), never by a timer: between two prompt
+builds the model may keep using the tools it was shown. Every text is for the model and forgiving
+(S3): repeating enable or disable is never an error.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from core.toolsets import ToolsetRegistry
+
+DEFAULT_TTL_S = 600.0
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """What to do with a model's call of a toolset tool; the caller carries it out.
+
+    action "execute": run `tool` with `args`; `note` (maybe "") goes before the tool's result.
+    action "activated": the toolset was switched on instead; give the model `text`, run nothing.
+    action "reject": run nothing; give the model `text` (unknown tool, invalid arguments).
+    """
+
+    action: Literal["execute", "activated", "reject"]
+    tool: str
+    toolset: str | None
+    args: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+    note: str = ""
+
+
+class ToolsetActivity:
+    def __init__(self, registry: ToolsetRegistry, clock: Callable[[], float] = time.monotonic,
+                 ttl: float = DEFAULT_TTL_S):
+        self.registry = registry
+        self.clock = clock
+        self.ttl = ttl
+        self._deadlines: dict[str, float] = {}
+
+    def active(self) -> list[str]:
+        """Sorted names of the toolsets on now (as of the last purge)."""
+        return sorted(self._deadlines)
+
+    def is_active(self, toolset: str) -> bool:
+        return toolset in self._deadlines
+
+    def deadlines(self) -> dict[str, float]:
+        """toolset -> deadline, in the clock's time (for SessionInfo)."""
+        return dict(self._deadlines)
+
+    def purge_expired(self) -> list[str]:
+        """Drop toolsets whose deadline has passed (now > deadline); return their names.
+        Call it when building the prompt, and only then."""
+        now = self.clock()
+        expired = sorted(name for name, deadline in self._deadlines.items() if now > deadline)
+        for name in expired:
+            del self._deadlines[name]
+        return expired
+
+    def touch(self, toolset: str) -> None:
+        """A tool of the set was called: the deadline moves to now + ttl. No-op if not active."""
+        if toolset in self._deadlines:
+            self._deadlines[toolset] = self.clock() + self.ttl
+
+    def enable(self, name: str) -> str:
+        name = _clean(name)
+        if self.registry.toolset(name) is None:
+            return self.registry.unknown_toolset_text(name)
+        already = name in self._deadlines
+        self._deadlines[name] = self.clock() + self.ttl
+        if already:
+            return f"toolset {name} already active, timeout extended"
+        return f"Toolset {name} activated. Tools: {self.registry.terse_registry(name)}"
+
+    def disable(self, name: str = "") -> str:
+        """Turn one toolset off, or (empty name) all of them."""
+        name = _clean(name)
+        if name and self.registry.toolset(name) is None:
+            return self.registry.unknown_toolset_text(name)
+        if not self._deadlines:
+            return "no active toolsets"
+        if not name:
+            names = self.active()
+            self._deadlines.clear()
+            return f"toolset{'s' if len(names) > 1 else ''} {', '.join(names)} disabled"
+        if name not in self._deadlines:
+            return f"toolset {name} is not active; active toolsets: {', '.join(self.active())}"
+        del self._deadlines[name]
+        return f"toolset {name} disabled"
+
+    def substitute(self, tool: str, raw_args: str, execute_if_valid: bool = False) -> CallDecision:
+        """Decide a call of a toolset tool (S8). Active set: validate, touch, execute. Inactive set:
+        activate it and either answer with the registry, saying the call was NOT executed, or, when
+        `execute_if_valid` and the arguments fit, execute now with a note. Core tools are the
+        caller's business (ValueError)."""
+        if self.registry.is_core(tool):
+            raise ValueError(f"{tool} is a core tool; substitute() handles toolset tools only")
+        toolset = self.registry.toolset_of(tool)
+        if toolset is None or self.registry.spec(tool) is None:
+            return CallDecision("reject", tool, toolset, text=self.registry.unknown_tool_text(tool))
+        validated = self.registry.validate(tool, raw_args)
+        if toolset in self._deadlines:
+            self.touch(toolset)
+            if isinstance(validated, str):
+                return CallDecision("reject", tool, toolset, text=validated)
+            return CallDecision("execute", tool, toolset, args=validated)
+        self._deadlines[toolset] = self.clock() + self.ttl
+        if execute_if_valid and not isinstance(validated, str):
+            return CallDecision("execute", tool, toolset, args=validated,
+                                note=f"toolset {toolset} was enabled on the way")
+        return CallDecision("activated", tool, toolset, text=self._not_executed_text(tool, toolset))
+
+    def _not_executed_text(self, tool: str, toolset: str) -> str:
+        spec = self.registry.spec(tool)
+        placeholders = "; ".join(f"<{arg.name}>" for arg in spec.args if arg.required)
+        example = f"TOOL_CALL: {tool}|{placeholders}" if placeholders else f"TOOL_CALL: {tool}"
+        return (f"Toolset {toolset} activated. Registry: {self.registry.terse_registry(toolset)}. "
+                f"The call {tool} has NOT been executed yet. To run it, call {example}.")
+
+
+def _clean(name: str) -> str:
+    """Forgive `Media`, ` media ` and quotes around the name."""
+    return name.strip().strip("\"'`").strip().lower()

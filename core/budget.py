@@ -1,0 +1,23 @@
+"""The system prompt in a given state, built from the real catalog and skills (for budgets)."""
+from __future__ import annotations
+
+from core.config import Config
+from core.prompt import build_system_prompt
+from core.skills import SkillRepository
+from core.skills_notice import SKILLS_HOWTO
+from core.toolsets import ToolsetRegistry
+
+
+def default_catalog():
+    from core.timers import TIMERS_TOOLSET
+    from media.tools import MEDIA_TOOLSET
+
+    return [MEDIA_TOOLSET, TIMERS_TOOLSET]
+
+
+def prompt_for_state(config: Config, state: int, session: str = "budget") -> str:
+    """State 1: nothing active. State 3: media active (S7)."""
+    registry = ToolsetRegistry(default_catalog())
+    repo = SkillRepository(config.path(config.skills.builtin_dir), config.path(config.skills.user_dir))
+    active = ["media"] if state == 3 else []
+    return build_system_prompt(registry, active, repo.index(session), SKILLS_HOWTO)

@@ -1,0 +1,153 @@
+"""Typed settings: one TOML file decoded by msgspec, defaults that work out of the box, and the
+few environment variables a deployment must set.
+
+Lookup: `--config PATH`, else `PORFIRY_CONFIG`, else `porfiry.toml` in the current directory if
+present, else defaults. Every key is documented in README.md.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+import msgspec
+
+from llm.profiles import ProfileConfig, default_profiles
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class TopologyConfig(_Section):
+    """Where each actor's inbox lives. mode: inproc (one process), ipc (a process per actor, the
+    default of `run.py serve`) or tcp (across hosts). `addresses` overrides single actors."""
+
+    mode: str = "ipc"
+    ipc_dir: str = "/tmp/porfiry"
+    tcp_host: str = "127.0.0.1"
+    tcp_base_port: int = 7700
+    addresses: dict[str, str] = {}
+
+
+class SupervisorConfig(_Section):
+    """OTP-style: more than `intensity` restarts within `period_s` stops the system."""
+
+    intensity: int = 5
+    period_s: float = 30.0
+    ask_timeout_s: float = 2.0
+
+
+class ProtocolConfig(_Section):
+    max_message_bytes: int = 1 << 20
+
+
+class PhoneConfig(_Section):
+    endpoint: str = "tcp://127.0.0.1:7600"
+    curve: bool = False
+    keys_dir: str = "var/keys"  # server.key_secret + authorized/*.key (phone public keys)
+    playback_wait_s: float = 1.0
+
+
+class SessionConfig(_Section):
+    toolset_ttl_s: float = 600.0
+    timezone: str = "Europe/Moscow"
+    execute_substituted_calls: bool = False
+    queue_limit: int = 32
+    max_steps: int = 8
+    max_tokens: int = 256
+    llm_timeout_s: float = 60.0
+    tool_timeout_s: float = 10.0
+    urgent_words: list[str] = msgspec.field(default_factory=lambda: ["стоп", "stop", "отмена", "cancel", "хватит"])
+    parallel_patterns: list[str] = []
+    idle_session_ttl_s: float = 3600.0
+
+
+class SkillsConfig(_Section):
+    builtin_dir: str = "skills"
+    user_dir: str = "var/user-skills"
+    exclusions: dict[str, list[str]] = {}
+
+
+class MediaConfig(_Section):
+    catalog_path: str = ""  # empty: the catalog shipped in media/data
+    db_path: str = "var/media.sqlite3"
+
+
+class LLMConfig(_Section):
+    profile: str = "gemma"
+    profiles: dict[str, ProfileConfig] = {}
+
+
+class Config(_Section):
+    topology: TopologyConfig = msgspec.field(default_factory=TopologyConfig)
+    supervisor: SupervisorConfig = msgspec.field(default_factory=SupervisorConfig)
+    protocol: ProtocolConfig = msgspec.field(default_factory=ProtocolConfig)
+    phone: PhoneConfig = msgspec.field(default_factory=PhoneConfig)
+    session: SessionConfig = msgspec.field(default_factory=SessionConfig)
+    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
+    media: MediaConfig = msgspec.field(default_factory=MediaConfig)
+    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+
+    def path(self, value: str) -> Path:
+        """Resolve a configured path: relative paths are relative to the repository root."""
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else REPO_ROOT / p
+
+
+ENV_OVERRIDES = {
+    "PORFIRY_PHONE_ENDPOINT": "phone endpoint (phone.endpoint)",
+    "PORFIRY_LLM_PROFILE": "active LLM profile at start (llm.profile)",
+    "PORFIRY_QWEN_BASE_URL": "base URL of the Qwen OpenAI-compatible endpoint",
+    "PORFIRY_QWEN_API_KEY": "API key for the Qwen endpoint",
+    "PORFIRY_QWEN_MODEL": "model name sent to the Qwen endpoint",
+    "PORFIRY_USER_SKILLS_DIR": "user skills directory (skills.user_dir)",
+    "PORFIRY_TOPOLOGY": "inproc | ipc | tcp (topology.mode)",
+    "PORFIRY_IPC_DIR": "directory of ipc:// sockets (topology.ipc_dir)",
+    "PORFIRY_MODEL_CACHE": "where the Gemma GGUF is assembled (default ~/.cache/porfiry/models)",
+}
+
+
+class ConfigError(Exception):
+    pass
+
+
+def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | None = None) -> Config:
+    env = os.environ if env is None else env
+    path = path or env.get("PORFIRY_CONFIG")
+    if path is None and Path("porfiry.toml").exists():
+        path = "porfiry.toml"
+    if path:
+        try:
+            config = msgspec.toml.decode(Path(path).read_bytes(), type=Config)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ConfigError(f"config {path}: {exc}") from None
+    else:
+        config = Config()
+    return apply_env(config, env)
+
+
+def apply_env(config: Config, env: Mapping[str, str]) -> Config:
+    profiles = default_profiles(env)
+    profiles.update(config.llm.profiles)
+    llm = msgspec.structs.replace(config.llm, profiles=profiles, profile=env.get("PORFIRY_LLM_PROFILE", config.llm.profile))
+    if llm.profile not in llm.profiles:
+        raise ConfigError(f"LLM profile {llm.profile!r} is not defined; profiles: {', '.join(sorted(llm.profiles))}")
+    topology = config.topology
+    if "PORFIRY_TOPOLOGY" in env or "PORFIRY_IPC_DIR" in env:
+        topology = msgspec.structs.replace(
+            topology, mode=env.get("PORFIRY_TOPOLOGY", topology.mode), ipc_dir=env.get("PORFIRY_IPC_DIR", topology.ipc_dir)
+        )
+    phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
+    skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
+    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills)
+
+
+def to_json(config: Config) -> bytes:
+    return msgspec.json.encode(config)
+
+
+def from_json(data: bytes | str) -> Config:
+    return msgspec.json.decode(data, type=Config)

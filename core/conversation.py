@@ -1,0 +1,357 @@
+"""One session's brain: the event loop of E2 around the skills/toolsets mechanics of S2-S9.
+
+A `Conversation` owns a session's in-memory state (history, toolset deadlines, timers, what it
+knows of skills) and runs its loop as a task only while it has work, so an idle session costs a
+few objects and no task. Everything outside the session - the model, the toolsets, the skill
+store, the glasses - is reached through `Ports`, which the SessionActor implements with
+messages and tests may implement directly.
+
+The loop (E2): take every queued event at a safe point, record them as one labelled batch (E8),
+then steps: purge expired toolsets, rebuild the prompt (S4), stream the model's reply to the
+glasses with any TOOL_CALL line hidden, record it (E6 rule 1), run the call, record its result
+(rule 2), repeat until the model answers in plain text. `enable_toolset`/`disable_toolset` are
+invisible (S7): their calls and results never enter the history.
+
+Urgent events (E3) cancel the running step at once: a generation in progress is discarded
+unrecorded (rule 4) and the glasses cleared; a running tool gets a cancel signal and a
+placeholder result (rule 3), its real outcome arriving later as a labelled late result.
+Light independent requests (E5) are answered by a side run with only the core tools.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import time
+import zoneinfo
+from collections import OrderedDict
+from contextlib import AbstractAsyncContextManager
+from typing import AsyncIterator, Callable, Protocol
+
+import anyio
+
+import protocol as p
+from core.activity import ToolsetActivity
+from core.prompt import build_system_prompt
+from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
+from core.timers import TIMERS_TOOLSET, TimerError, TimerTable, run_timer_tool
+from core.toolcall import find_call_start, parse_reply
+from core.toolsets import ToolsetRegistry
+from core.trajectory import Trajectory
+from core.urgency import RuleRouter
+
+_log = logging.getLogger("porfiry.session")
+
+LOCAL_TOOLSETS = {TIMERS_TOOLSET.name}
+DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
+
+
+class ModelUnavailable(Exception):
+    pass
+
+
+class Ports(Protocol):
+    """What a conversation needs from the rest of the system."""
+
+    async def skills(self, session: str, phone_key: str) -> p.SkillIndex: ...
+
+    async def read_skill(self, session: str, phone_key: str, name: str) -> p.SkillBody: ...
+
+    def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int) -> AbstractAsyncContextManager[AsyncIterator[str]]: ...
+
+    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome: ...
+
+    def cancel_tool(self, session: str, call_id: str) -> None: ...
+
+    def send(self, session: str, body: p.Msg) -> None:
+        """To the user's glasses/phone: Display, TurnDone."""
+
+
+class SessionSettings:
+    """What every conversation shares: registry, config, clock, router, ports, task spawner."""
+
+    def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
+                 config, clock: Callable[[], float] = time.time, router=None,
+                 on_timer_set: Callable[[], None] = lambda: None):
+        self.registry = registry
+        self.ports = ports
+        self.spawn = spawn
+        self.config = config  # core.config.SessionConfig
+        self.clock = clock
+        self.router = router or RuleRouter()
+        self.on_timer_set = on_timer_set
+        try:
+            self.tz = zoneinfo.ZoneInfo(config.timezone)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            _log.warning("unknown time zone %r; using UTC", config.timezone)
+            self.tz = dt.timezone.utc
+
+
+def _new_id() -> str:
+    return os.urandom(6).hex()
+
+
+class Conversation:
+    __slots__ = (
+        "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
+        "running", "_step_scope", "_tool_tasks", "_skills", "ended",
+    )
+
+    def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
+        self.sid = sid
+        self.phone_key = phone_key
+        self.s = settings
+        self.trajectory = Trajectory()
+        self.activity = ToolsetActivity(settings.registry, clock=settings.clock, ttl=settings.config.toolset_ttl_s)
+        self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
+        self.tracker = SkillChangeTracker()
+        self.queue: list[p.Event] = []
+        self.seen: OrderedDict[str, None] = OrderedDict()
+        self.running = False
+        self._step_scope: anyio.CancelScope | None = None
+        self._tool_tasks: dict[str, str] = {}  # call_id -> tool, running in the background
+        self._skills: p.SkillIndex | None = None
+        self.ended = False
+
+    # ---- intake ---------------------------------------------------------------------------
+    def submit(self, event: p.Event) -> str:
+        """accepted | duplicate | busy. Never blocks; the loop runs as a separate task."""
+        if event.event_id in self.seen:
+            return "duplicate"
+        if len(self.queue) >= self.s.config.queue_limit and event.kind != "user_interrupt":
+            return "busy"
+        self.seen[event.event_id] = None
+        if len(self.seen) > DEDUP_WINDOW:
+            self.seen.popitem(last=False)
+        strategy = self.s.router.decide(event, self.running)
+        _log.info("session=%s event=%s kind=%s strategy=%s", self.sid, event.event_id, event.kind, strategy)
+        if strategy == "parallel":
+            self.s.spawn(self._parallel, event)
+            return "accepted"
+        self.queue.append(event)
+        if strategy == "cancel" and self.running:
+            self._interrupt()
+        if event.kind == "session_end":
+            self.ended = True
+        self._ensure_running()
+        return "accepted"
+
+    def _ensure_running(self) -> None:
+        if not self.running and self.queue:
+            self.running = True
+            self.s.spawn(self._loop)
+
+    @property
+    def idle(self) -> bool:
+        return not self.running and not self.queue and not self._tool_tasks
+
+    # ---- the loop -------------------------------------------------------------------------
+    async def _loop(self) -> None:
+        try:
+            while self.queue:
+                batch, self.queue = self.queue, []
+                turn_id = _new_id()
+                try:
+                    self.trajectory.record_events(batch)
+                except Exception:  # noqa: BLE001 - a malformed event must not stop the session
+                    _log.exception("session=%s could not record events", self.sid)
+                if all(e.kind in ("session_start", "session_end") for e in batch):
+                    self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[e.event_id for e in batch]))
+                    continue
+                with anyio.CancelScope() as scope:
+                    self._step_scope = scope
+                    await self._steps(turn_id)
+                self._step_scope = None
+                if scope.cancelled_caught:
+                    # Interrupted: the glasses stop showing the old answer; the urgent event is
+                    # already queued and the next iteration calls the model at once.
+                    self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
+                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[e.event_id for e in batch]))
+        finally:
+            self.running = False
+            self._step_scope = None
+
+    def _interrupt(self) -> None:
+        """E3: cancel the step now. Rule 3 for a running tool; rule 4 for a running generation."""
+        for call_id, tool in self.trajectory.pending_calls():
+            self.trajectory.record_placeholder(call_id)
+            self.s.ports.cancel_tool(self.sid, call_id)
+        if self._step_scope is not None:
+            self._step_scope.cancel()
+
+    async def _steps(self, turn_id: str) -> None:
+        for _ in range(self.s.config.max_steps):
+            expired = self.activity.purge_expired()
+            if expired:
+                _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
+            skills = await self._skill_index()
+            system = build_system_prompt(self.s.registry, self.activity.active(), skills.entries, SKILLS_HOWTO)
+            messages = [p.ChatMessage(role="system", content=system), *self.trajectory.messages()]
+            tools = self.s.registry.callable_tools(self.activity.active())
+            try:
+                reply = await self._generate(turn_id, messages, tools)
+            except ModelUnavailable as exc:
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"The model is unavailable: {exc}", final=True))
+                return
+            parsed = parse_reply(reply)
+            call = parsed.call
+            if call is None:
+                text = parsed.text_before.strip() or reply.strip()
+                if not text:
+                    text = "…"
+                self.trajectory.record_assistant(text)
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=text, final=True))
+                return
+            if call.name in ("enable_toolset", "disable_toolset"):
+                # S7: invisible tools - no history; the next prompt already shows the new state.
+                name = call.raw_args.strip()
+                result = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
+                _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, result)
+                continue
+            call_id = _new_id()
+            visible = parsed.text_before.strip()
+            self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
+            result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            if parsed.extra_calls:
+                result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
+            result += await self._skills_notice()
+            if self.trajectory.call_state(call_id) == "pending":
+                self.trajectory.record_result(call_id, result)
+        self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    async def _skill_index(self) -> p.SkillIndex:
+        try:
+            self._skills = await self.s.ports.skills(self.sid, self.phone_key)
+        except Exception as exc:  # noqa: BLE001 - a skill store hiccup must not stop the session
+            _log.warning("session=%s skill index unavailable: %s", self.sid, exc)
+            if self._skills is None:
+                return p.SkillIndex(version="", entries=[])
+        return self._skills
+
+    async def _skills_notice(self) -> str:
+        """V4: a tool result carries skills_version/skills_changed only when they changed."""
+        try:
+            self._skills = await self.s.ports.skills(self.sid, self.phone_key)
+        except Exception:  # noqa: BLE001 - no notice this time; the next result will carry it
+            return ""
+        skills = self._skills
+        notice = self.tracker.annotate(skills.version, skills.entries, skills.body_versions)
+        return f"\n{notice}" if notice else ""
+
+    async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str]) -> str:
+        text = ""
+        shown = ""
+        async with self.s.ports.generate(self.sid, messages, tools, self.s.config.max_tokens) as pieces:
+            async for piece in pieces:
+                text += piece
+                cut = find_call_start(text)
+                visible = (text if cut is None else text[:cut]).rstrip()
+                if visible and visible != shown:
+                    shown = visible
+                    self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=visible, final=False))
+        return text
+
+    async def _run_call(self, turn_id: str, call_id: str, tool: str, raw_args: str) -> str:
+        registry = self.s.registry
+        if registry.is_core(tool):
+            return await self._run_core(turn_id, tool, raw_args)
+        if registry.toolset_of(tool) is None:
+            return registry.unknown_tool_text(tool)
+        decision = self.activity.substitute(tool, raw_args, execute_if_valid=self.s.config.execute_substituted_calls)
+        if decision.action != "execute":
+            return decision.text
+        note = f"({decision.note})\n" if decision.note else ""
+        if decision.toolset in LOCAL_TOOLSETS:
+            return note + self._run_timer(tool, decision.args)
+        outcome = await self._invoke_in_background(call_id, tool, decision.args)
+        if outcome is None:
+            return ""  # interrupted: the placeholder already answers this call
+        return note + (outcome.text if outcome.ok else f"tool error: {outcome.text}")
+
+    async def _invoke_in_background(self, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome | None:
+        """The tool runs in its own task, so an interrupt can leave it running (E6 rule 3) and its
+        real result still reaches the history later, as a labelled late result."""
+        done = anyio.Event()
+        holder: list[p.ToolOutcome] = []
+        self._tool_tasks[call_id] = tool
+
+        async def run() -> None:
+            try:
+                outcome = await self.s.ports.invoke(self.sid, call_id, tool, args)
+            except Exception as exc:  # noqa: BLE001
+                outcome = p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: {exc}")
+            finally:
+                self._tool_tasks.pop(call_id, None)
+            holder.append(outcome)
+            done.set()
+            if self.trajectory.call_state(call_id) == "placeholder":
+                # The user interrupted this call: its outcome goes into the history, labelled as the
+                # late result of that call, without starting a turn - nothing speaks after "stop".
+                self.trajectory.record_late_result(call_id, outcome.text if outcome.ok else f"tool error: {outcome.text}")
+
+        self.s.spawn(run)
+        await done.wait()
+        return holder[0]
+
+    def _run_timer(self, tool: str, args: dict[str, str]) -> str:
+        text = run_timer_tool(self.timers, tool, args)
+        if tool == "timers_set":
+            self.s.on_timer_set()
+        return text
+
+    async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> str:
+        arg = raw_args.strip()
+        if tool == "get_current_time":
+            now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
+            return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A})"
+        if tool == "show_text":
+            if not arg:
+                return "arguments invalid for show_text; expected: show_text|text"
+            self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=arg, final=False))
+            return "shown on the glasses"
+        if tool == "read_skill":
+            if not arg:
+                return "arguments invalid for read_skill; expected: read_skill|name"
+            try:
+                body = await self.s.ports.read_skill(self.sid, self.phone_key, arg)
+            except Exception as exc:  # noqa: BLE001
+                return f"tool error: the skill store did not answer ({exc}); try again"
+            if body.found:
+                self.tracker.note_read(body.name, body.body_version)
+            return body.text
+        return self.s.registry.unknown_tool_text(tool)
+
+    # ---- timers (E10) ---------------------------------------------------------------------
+    def fire_due_timers(self, now: float) -> None:
+        for timer in self.timers.due(now):
+            self.submit(timer.to_event(now))
+
+    # ---- parallel light requests (E5) -----------------------------------------------------
+    async def _parallel(self, event: p.Event) -> None:
+        turn_id = _new_id()
+        core_only = build_system_prompt(self.s.registry, [], [], "")
+        messages = [p.ChatMessage(role="system", content=core_only), p.ChatMessage(role="user", content=event.content)]
+        answer = ""
+        for _ in range(3):
+            try:
+                reply = await self._generate(turn_id, messages, ["get_current_time"])
+            except ModelUnavailable as exc:
+                answer = f"The model is unavailable: {exc}"
+                break
+            parsed = parse_reply(reply)
+            if parsed.call is None or parsed.call.name not in ("get_current_time", "show_text"):
+                answer = parsed.text_before.strip() or reply.strip() or "…"
+                break
+            result = await self._run_core(turn_id, parsed.call.name, parsed.call.raw_args)
+            messages += [p.ChatMessage(role="assistant", content=reply), p.ChatMessage(role="tool", name=parsed.call.name, content=result)]
+        self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
+        self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id]))
+        self.trajectory.record_parallel(event.content, answer)
+
+    # ---- inspection -----------------------------------------------------------------------
+    def info(self) -> p.SessionInfo:
+        return p.SessionInfo(
+            exists=True, history=self.trajectory.as_dicts(), active_toolsets=self.activity.deadlines(),
+            queued=len(self.queue), busy=self.running,
+        )
+

@@ -1,0 +1,279 @@
+"""Timers a session sets for itself (E10): one-shot and repeating, woken by the clock, not polled.
+
+The session actor asks `next_due()` and sleeps exactly until then; on waking, `due(now)` hands
+back the timers that fired (their `to_event()` goes into the session's queue like any event).
+Times are epoch seconds from an injectable clock; text shown to the model is ISO 8601 in the
+session's time zone. The `timers` toolset lets the model manage them; its tools are forgiving
+like every tool (S3): cancelling twice or an unknown id is an explanation, not an error.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone, tzinfo
+
+from protocol import ArgSpec, Event, ToolSpec, ToolsetSpec
+
+MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
+EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30' or ISO time like 2026-12-01T09:00"
+
+
+class TimerError(ValueError):
+    """A time or timer request that cannot be honoured; the message says what to send instead."""
+
+
+_UNITS: dict[str, float] = {}
+for _names, _seconds in (
+    ("s sec secs second seconds с сек секунда секунду секунды секунд", 1.0),
+    ("m min mins minute minutes мин минута минуту минуты минут", 60.0),
+    ("h hr hrs hour hours ч час часа часов", 3600.0),
+    ("d day days день дня дней сутки суток", 86400.0),
+    ("w wk week weeks неделя неделю недели недель", 604800.0),
+):
+    _UNITS.update(dict.fromkeys(_names.split(), _seconds))
+
+_WORD_NUMBERS = {
+    "a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
+    "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10", "fifteen": "15",
+    "twenty": "20", "thirty": "30", "один": "1", "одну": "1", "одна": "1", "две": "2", "два": "2",
+    "три": "3", "четыре": "4", "пять": "5", "шесть": "6", "семь": "7", "восемь": "8",
+    "девять": "9", "десять": "10", "пятнадцать": "15", "двадцать": "20", "тридцать": "30",
+    "полтора": "1.5", "полторы": "1.5",
+}
+_PHRASES = (("half an hour", "30 minutes"), ("полчаса", "30 минут"), ("пол часа", "30 минут"))
+_FILLER = {"in", "after", "через", "спустя", "and", "и", "from", "now", "later", "every", "each",
+           "каждые", "каждый", "каждую", "каждое", "раз", "в"}
+_TOKEN = re.compile(r"(\d+(?:\.\d+)?)?\s*([^\W\d_]+)")
+_CLOCK = re.compile(r"(?:at |в |к )?(\d{1,2})[:.](\d{2})")
+_ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in "5 minutes", "через 2 часа", "1h30m", "полчаса", "every hour" (a unit alone = 1)."""
+    said = re.sub(r"(\d),(\d)", r"\1.\2", text.casefold()).replace(",", " ")
+    said = " ".join(said.split()).strip(".!?;: ")
+    for phrase, plain in _PHRASES:
+        said = said.replace(phrase, plain)
+    words = [_WORD_NUMBERS.get(w, w) for w in said.split() if w not in _FILLER]
+    rest = " ".join(words).replace(",", ".")
+    total, pos = 0.0, 0
+    for match in _TOKEN.finditer(rest):
+        if rest[pos:match.start()].strip():
+            break
+        number, unit = match.groups()
+        if unit not in _UNITS:
+            raise TimerError(f"cannot understand {text!r} ({unit!r} is not a time unit): use {EXAMPLES}")
+        total += float(number or 1) * _UNITS[unit]
+        pos = match.end()
+    if rest.replace(".", "").isdigit():
+        raise TimerError(f"the duration {text!r} has no unit: say e.g. '{rest} minutes'")
+    if not rest or rest[pos:].strip():
+        raise TimerError(f"cannot understand the duration {text!r}: use {EXAMPLES}")
+    if total <= 0:
+        raise TimerError(f"the duration {text!r} is zero: a timer needs a moment in the future")
+    if total > MAX_AHEAD_S:
+        raise TimerError(f"the duration {text!r} is more than ten years away")
+    return total
+
+
+def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
+    """The epoch time meant by `text`: a relative duration, a time of day (the next one), or an
+    ISO 8601 moment (naive ones are in `tz`). Raises TimerError with what to send instead."""
+    said = " ".join((text or "").split())
+    if not said:
+        raise TimerError(f"'when' is empty: use {EXAMPLES}")
+    if _ISO_START.match(said):
+        try:
+            moment = datetime.fromisoformat(said)
+        except ValueError:
+            raise TimerError(f"{said!r} is not a valid ISO 8601 time: use e.g. 2026-12-01T09:00") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=tz)
+        due = moment.timestamp()
+        if due <= now:
+            raise TimerError(f"{said} is in the past (now is {format_time(now, tz)})")
+        if due - now > MAX_AHEAD_S:
+            raise TimerError(f"{said} is more than ten years away")
+        return due
+    clock = _CLOCK.fullmatch(said.casefold())
+    if clock:
+        hour, minute = int(clock.group(1)), int(clock.group(2))
+        if hour > 23 or minute > 59:
+            raise TimerError(f"{said!r} is not a time of day: use HH:MM from 00:00 to 23:59")
+        local_now = datetime.fromtimestamp(now, tz)
+        moment = local_now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if moment.timestamp() <= now:
+            moment = (moment + timedelta(days=1)).replace(hour=hour, minute=minute)
+        return moment.timestamp()
+    return now + parse_duration(said)
+
+
+def format_time(ts: float, tz: tzinfo = timezone.utc) -> str:
+    """ISO 8601 in the session's zone, to the minute unless seconds matter."""
+    moment = datetime.fromtimestamp(ts, tz)
+    return moment.isoformat(timespec="minutes" if moment.second == 0 else "seconds")
+
+
+def format_span(seconds: float) -> str:
+    """"45 s", "5 min", "1 h 30 min", "2 d 3 h": how far away, for people and the model."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s} s"
+    parts = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= size:
+            parts.append(f"{s // size} {unit}")
+            s %= size
+        if len(parts) == 2:
+            break
+    return " ".join(parts)
+
+
+@dataclass(slots=True)
+class Timer:
+    timer_id: str
+    due: float
+    text: str
+    every: float | None = None  # seconds between firings; None: one-shot
+
+    def to_event(self, fired_at: float) -> Event:
+        """The timer event for the session queue (E1); the id is stable per firing (dedupe)."""
+        return Event(event_id=f"timer-{self.timer_id}-{int(self.due)}", kind="timer", source="timers",
+                     channel="timer", content=self.text, ts=fired_at,
+                     data={"timer_id": self.timer_id, "due": str(self.due)})
+
+
+class TimerTable:
+    """One session's timers. Ids are short ("t1") so they can be said aloud."""
+
+    __slots__ = ("_timers", "_next_number", "clock", "tz", "max_timers", "min_repeat_s")
+
+    def __init__(self, clock: Callable[[], float] = time.time, tz: tzinfo = timezone.utc,
+                 max_timers: int = 50, min_repeat_s: float = 60.0) -> None:
+        self._timers: dict[str, Timer] = {}
+        self._next_number = 1
+        self.clock = clock
+        self.tz = tz
+        self.max_timers = max_timers
+        self.min_repeat_s = min_repeat_s
+
+    def __len__(self) -> int:
+        return len(self._timers)
+
+    def set(self, when_text: str, text: str, every: str | None = None) -> tuple[str, float, str]:
+        """Add a timer: (id, due epoch, confirmation for the model). Raises TimerError."""
+        text = " ".join((text or "").split())
+        if not text:
+            raise TimerError("'text' is empty: say what the timer should remind about")
+        if len(self._timers) >= self.max_timers:
+            raise TimerError(f"too many timers ({self.max_timers}): cancel some first ({self._ids()})")
+        now = self.clock()
+        due = parse_when(when_text, now, self.tz)
+        interval = None
+        if every is not None and every.strip():
+            interval = parse_duration(every)
+            if interval < self.min_repeat_s:
+                raise TimerError(f"a repeating timer needs at least {format_span(self.min_repeat_s)} between firings")
+        timer_id = f"t{self._next_number}"
+        self._next_number += 1
+        self._timers[timer_id] = Timer(timer_id, due, text, interval)
+        repeat = f", then every {format_span(interval)}" if interval else ""
+        confirmation = f"Timer {timer_id} set for {self._when(due, now)}{repeat}: {text}"
+        return timer_id, due, confirmation
+
+    def list(self) -> str:
+        """One line per timer, soonest first, or a plain "no timers"."""
+        if not self._timers:
+            return "No timers set."
+        now = self.clock()
+        lines = [f"{len(self._timers)} timer{'s' if len(self._timers) > 1 else ''}:"]
+        for timer in sorted(self._timers.values(), key=lambda t: t.due):
+            repeat = f", every {format_span(timer.every)}" if timer.every else ""
+            lines.append(f"{timer.timer_id} at {self._when(timer.due, now)}{repeat}: {timer.text}")
+        return "\n".join(lines)
+
+    def cancel(self, timer_id: str) -> str:
+        """Remove a timer ("all" removes every one). Idempotent: an unknown id is explained."""
+        wanted = " ".join((timer_id or "").casefold().split())
+        if wanted in ("all", "все", "всё"):
+            count = len(self._timers)
+            self._timers.clear()
+            return f"All {count} timers cancelled." if count else "No timers set; nothing to cancel."
+        if wanted.isdigit():
+            wanted = f"t{wanted}"
+        timer = self._timers.pop(wanted, None)
+        if timer is not None:
+            return f"Timer {wanted} cancelled: {timer.text}"
+        active = f"active timers: {self._ids()}" if self._timers else "no timers are set"
+        return f"Timer {timer_id.strip() or '(no id)'} is not set (already fired, cancelled, or never set); {active}."
+
+    def due(self, now: float | None = None) -> list[Timer]:
+        """Timers due by `now`, soonest first. One-shots are removed; a repeating timer is
+        rescheduled after `now` (missed periods fire once, not in a burst)."""
+        now = self.clock() if now is None else now
+        fired = sorted((t for t in self._timers.values() if t.due <= now), key=lambda t: t.due)
+        result = []
+        for timer in fired:
+            if timer.every:
+                result.append(Timer(timer.timer_id, timer.due, timer.text, timer.every))
+                missed = (now - timer.due) // timer.every + 1
+                timer.due += missed * timer.every
+            else:
+                result.append(self._timers.pop(timer.timer_id))
+        return result
+
+    def next_due(self) -> float | None:
+        """When the soonest timer fires (epoch), or None: the actor sleeps exactly that long."""
+        return min((t.due for t in self._timers.values()), default=None)
+
+    def _ids(self) -> str:
+        return ", ".join(sorted(self._timers, key=lambda i: self._timers[i].due))
+
+    def _when(self, due: float, now: float) -> str:
+        return f"{format_time(due, self.tz)} (in {format_span(due - now)})"
+
+
+TIMERS_TOOLSET = ToolsetSpec(
+    name="timers",
+    summary="reminders that wake you later: one-shot or repeating",
+    tools=[
+        ToolSpec(name="timers_set",
+                 summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time; every: optional repeat",
+                 args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)]),
+        ToolSpec(name="timers_list", summary="list the timers that are set"),
+        ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")]),
+    ],
+)
+_SPECS = {tool.name: tool for tool in TIMERS_TOOLSET.tools}
+
+
+def _schema(spec: ToolSpec) -> str:
+    """The terse signature used everywhere in prompts (S11): `timers_set|when; text; every?`."""
+    args = "; ".join(a.name if a.required else f"{a.name}?" for a in spec.args)
+    return f"{spec.name}|{args}" if args else spec.name
+
+
+def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> str:
+    """Execute one timers_* call and return the text for the model; never raises on bad input."""
+    spec = _SPECS.get(tool)
+    if spec is None:
+        return f"Unknown tool {tool}; the timers toolset has: {', '.join(_schema(s) for s in _SPECS.values())}."
+    names = {a.name for a in spec.args}
+    missing = [a.name for a in spec.args if a.required and not str(args.get(a.name, "")).strip()]
+    extra = sorted(set(args) - names)
+    if missing or extra:
+        problem = "; ".join(filter(None, [
+            f"missing {', '.join(missing)}" if missing else "",
+            f"unknown {', '.join(extra)}" if extra else "",
+        ]))
+        return f"Arguments invalid ({problem}). Schema: {_schema(spec)}"
+    try:
+        if tool == "timers_set":
+            return table.set(args["when"], args["text"], args.get("every"))[2]
+        if tool == "timers_list":
+            return table.list()
+        return table.cancel(args["id"])
+    except TimerError as exc:
+        return f"Timer not set: {exc}"

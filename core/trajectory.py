@@ -1,0 +1,222 @@
+"""A session's history, kept in the synchronous shape a chat model was trained on (E6, S9).
+
+Models expect every tool call to be followed at once by its result. Real sessions are
+asynchronous: the user interrupts while a tool runs, results arrive late, light questions are
+answered in parallel. The five rules of E6 reconcile the two:
+
+1. `record_assistant` records the model's message (with its tool call) as soon as it returns.
+2. `record_result` records the tool's result when the tool finishes, right after its call.
+3. An interrupt while a tool runs: `record_placeholder` answers the call with "still running",
+   then the interrupt is recorded and the model called again. The real result comes later as
+   a new, labelled event (`record_late_result`, or a tool_result event in `record_events`),
+   never as a second answer to the call.
+4. An interrupt while the model generates: the partial generation is discarded. There is no
+   method for it on purpose: the loop simply never records the cancelled text.
+5. Non-interrupting events wait in the loop's queue; `record_events` appends a whole batch.
+
+Nothing may come between a call and its result, so text that arrives while a call is open
+(a parallel answer, a late result) is held back and appended right after the call is answered.
+The history is never cleaned (S9).
+"""
+from collections.abc import Sequence
+
+import msgspec
+
+from core.batching import format_batch
+from protocol import ChatMessage, Event
+
+PLACEHOLDER_TEMPLATE = (
+    "tool {tool} is still running in the background; handling the new event first. "
+    "Its result is NOT available yet: do not assume one. It will arrive later as a separate event."
+)
+PARALLEL_MARK = "[Handled in parallel with the main task]"
+LATE_CONTEXT = "late result of an earlier call that was answered 'still running'"
+
+_PENDING, _DONE, _PLACEHOLDER, _LATE = "pending", "done", "placeholder", "late"
+
+
+class TrajectoryError(ValueError):
+    """The session loop broke an E6 rule (e.g. recorded an event between a call and its result)."""
+
+
+class _Call:
+    """Bookkeeping of one tool call: where it was asked, where it was answered, and how."""
+
+    __slots__ = ("tool", "asked_at", "answered_at", "state")
+
+    def __init__(self, tool: str, asked_at: int) -> None:
+        self.tool = tool
+        self.asked_at = asked_at
+        self.answered_at = -1
+        self.state = _PENDING
+
+
+class Trajectory:
+    """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
+
+    __slots__ = ("_messages", "_calls", "_open", "_held")
+
+    def __init__(self) -> None:
+        self._messages: list[ChatMessage] = []
+        self._calls: dict[str, _Call] = {}
+        self._open: list[str] = []  # calls asked but not yet answered, in order
+        self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
+
+    # --- reading ---------------------------------------------------------------------------
+    def messages(self) -> list[ChatMessage]:
+        """The history for the next LLM request (a shallow copy; held-back text excluded)."""
+        return list(self._messages)
+
+    def as_dicts(self) -> list[dict[str, str]]:
+        """The history as plain dicts, e.g. for `protocol.SessionInfo.history`."""
+        return [msgspec.structs.asdict(m) for m in self._messages]
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def call_state(self, call_id: str) -> str | None:
+        """pending | done | placeholder | late, or None for an unknown call id."""
+        call = self._calls.get(call_id)
+        return call.state if call else None
+
+    def pending_calls(self) -> list[tuple[str, str]]:
+        """(call_id, tool) of calls still waiting for a result: placeholder them on interrupt."""
+        return [(cid, self._calls[cid].tool) for cid in self._open]
+
+    # --- the E6 rules ----------------------------------------------------------------------
+    def record_assistant(self, text: str, call_id: str | None = None, tool: str | None = None) -> ChatMessage:
+        """Rule 1: the model's message, recorded as soon as it returns; call_id pairs its call."""
+        self._require_no_open_call("record a new assistant message")
+        if call_id is not None:
+            if not call_id or not tool:
+                raise TrajectoryError("a tool call needs both a call id and a tool name")
+            if call_id in self._calls:
+                raise TrajectoryError(f"call id {call_id!r} was already used")
+            self._calls[call_id] = _Call(tool, len(self._messages))
+            self._open.append(call_id)
+        return self._append(ChatMessage(role="assistant", content=text))
+
+    def record_result(self, call_id: str, text: str) -> ChatMessage:
+        """Rule 2: the tool's result, paired with its call. A result for a call that was already
+        answered by a placeholder is recorded as a late result instead (rule 3)."""
+        call = self._known(call_id)
+        if call.state == _PLACEHOLDER:
+            return self.record_late_result(call_id, text)
+        if call.state != _PENDING:
+            raise TrajectoryError(f"call {call_id!r} ({call.tool}) already has its result")
+        return self._answer(call_id, text, _DONE)
+
+    def record_placeholder(self, call_id: str) -> ChatMessage:
+        """Rule 3: answer a still-running call with "still running" so the history stays paired."""
+        call = self._known(call_id)
+        if call.state != _PENDING:
+            raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
+        return self._answer(call_id, PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER)
+
+    def record_late_result(self, call_id: str, text: str) -> ChatMessage:
+        """The real result of a placeholder-answered call: a new labelled event (role user),
+        not a second answer. Held back while another call is open."""
+        call = self._known(call_id)
+        if call.state != _PLACEHOLDER:
+            raise TrajectoryError(
+                f"call {call_id!r} ({call.tool}) is {call.state}: only a call answered by a "
+                "placeholder can get a late result"
+            )
+        call.state = _LATE
+        event = Event(event_id=f"late-{call_id}", kind="tool_result", source=call.tool,
+                      channel="tool", content=text, context=LATE_CONTEXT)
+        return self._side(ChatMessage(role="user", content=format_batch([event])))
+
+    def record_events(self, events: Event | Sequence[Event] | str) -> ChatMessage | None:
+        """Rule 5 / rule 3: append events taken from the queue at a safe point as one user-side
+        message labelled by source (E8, E9). A str is taken as already formatted text.
+
+        A tool_result event whose data["call_id"] names a placeholder-answered call is marked
+        as that call's late result. Returns None for an empty batch.
+        """
+        self._require_no_open_call("record events")
+        if isinstance(events, str):
+            text = events
+        else:
+            batch = [events] if isinstance(events, Event) else list(events)
+            if not batch:
+                return None
+            text = format_batch([self._mark_late(e) for e in batch])
+        return self._append(ChatMessage(role="user", content=text))
+
+    def record_parallel(self, question: str, answer: str) -> ChatMessage:
+        """E5: a light request answered by a separate run, recorded in the main history, marked
+        so the model knows it is already handled. Held back while a call is open."""
+        text = (f"{PARALLEL_MARK} The user asked: {question.strip()}\n"
+                f"It was already answered: {answer.strip()}")
+        return self._side(ChatMessage(role="user", content=text))
+
+    # --- invariant -------------------------------------------------------------------------
+    def unpaired_calls(self) -> list[str]:
+        """Ids of calls that do not have exactly one result right after them."""
+        counts = {cid: 0 for cid in self._calls}
+        by_position = {c.asked_at: cid for cid, c in self._calls.items()}
+        for i, message in enumerate(self._messages):
+            if message.role == "tool" and (i - 1) in by_position:
+                counts[by_position[i - 1]] += 1
+        for cid, call in self._calls.items():
+            if call.answered_at >= 0 and call.answered_at != call.asked_at + 1:
+                counts[cid] = 0  # answered, but not adjacent: the model would not pair them
+        return [cid for cid, n in counts.items() if n != 1]
+
+    def check(self) -> None:
+        """Raise TrajectoryError unless every call has exactly one result and no tool message
+        is an orphan (the format every chat template requires)."""
+        problems = [f"call {cid!r} ({self._calls[cid].tool}) has no single paired result"
+                    for cid in self.unpaired_calls()]
+        answered = {c.answered_at for c in self._calls.values()}
+        problems += [f"message {i} is a tool result answering no call"
+                     for i, m in enumerate(self._messages) if m.role == "tool" and i not in answered]
+        if problems:
+            raise TrajectoryError("; ".join(problems))
+
+    # --- internals -------------------------------------------------------------------------
+    def _append(self, message: ChatMessage) -> ChatMessage:
+        self._messages.append(message)
+        return message
+
+    def _known(self, call_id: str) -> _Call:
+        call = self._calls.get(call_id)
+        if call is None:
+            raise TrajectoryError(f"unknown call id {call_id!r}")
+        return call
+
+    def _require_no_open_call(self, action: str) -> None:
+        if self._open:
+            cid = self._open[0]
+            raise TrajectoryError(
+                f"cannot {action}: call {cid!r} ({self._calls[cid].tool}) has no result yet; "
+                "record its result or a placeholder first (E6 rule 3)"
+            )
+
+    def _answer(self, call_id: str, text: str, state: str) -> ChatMessage:
+        call = self._calls[call_id]
+        call.state = state
+        call.answered_at = len(self._messages)
+        self._open.remove(call_id)
+        message = self._append(ChatMessage(role="tool", content=text, name=call.tool))
+        if not self._open and self._held:
+            self._messages.extend(self._held)
+            self._held.clear()
+        return message
+
+    def _side(self, message: ChatMessage) -> ChatMessage:
+        (self._held if self._open else self._messages).append(message)
+        return message
+
+    def _mark_late(self, event: Event) -> Event:
+        if event.kind != "tool_result":
+            return event
+        call = self._calls.get(event.data.get("call_id", ""))
+        if call is None or call.state != _PLACEHOLDER:
+            return event
+        call.state = _LATE
+        return msgspec.structs.replace(
+            event, context=event.context or LATE_CONTEXT,
+            data={**event.data, "tool": event.data.get("tool") or call.tool},
+        )

@@ -1,0 +1,89 @@
+"""Named model profiles: which backend, which model, and how to talk to it.
+
+A profile is plain data so config files and `UseProfile` can name it; `make_backend` is the one
+place that turns it into a live backend.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+
+from llm.base import Backend
+
+DEFAULT_QWEN_BASE_URL = "http://127.0.0.1:8000/v1"
+DEFAULT_QWEN_MODEL = "Qwen3.8-27B-NVFP4"
+
+
+class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Everything a backend needs. Fields a kind does not use are ignored by it."""
+
+    kind: Literal["openai", "llamacpp", "scripted"]
+    model: str = ""
+    # openai: endpoint, auth, timeouts (seconds), retry policy and concurrency bound
+    base_url: str = ""
+    api_key: str = ""
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 60.0  # longest silence between two streamed chunks
+    max_concurrency: int = 8
+    retries: int = 3  # extra attempts on connect errors, 429 and 5xx, only before any token
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 8.0
+    backoff_jitter: float = 0.25  # fraction of each delay added at random
+    enable_thinking: bool | None = None  # None: leave the server's default
+    temperature: float | None = None
+    # llamacpp: the local model; empty model_path means the packaged Gemma 3 270M
+    grammar: bool = False  # constrain output to one TOOL_CALL line or plain text
+    model_path: str = ""
+    n_ctx: int = 4096
+    n_threads: int = 0  # 0: let llama.cpp choose
+    seed: int = 0
+    # scripted: simulated latency
+    first_token_delay_s: float = 0.0
+    token_delay_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if self.retries < 0:
+            raise ValueError(f"retries must not be negative, got {self.retries}")
+        if self.kind == "openai" and not self.base_url:
+            raise ValueError("an openai profile needs base_url (e.g. http://127.0.0.1:8000/v1)")
+
+
+def default_profiles(env: Mapping[str, str] = os.environ) -> dict[str, ProfileConfig]:
+    """`qwen` (vLLM over HTTP), `gemma` (on-device llama.cpp) and `scripted` (tests, `run.py bench`)."""
+    return {
+        "qwen": ProfileConfig(
+            kind="openai",
+            model=env.get("PORFIRY_QWEN_MODEL") or DEFAULT_QWEN_MODEL,
+            base_url=env.get("PORFIRY_QWEN_BASE_URL") or DEFAULT_QWEN_BASE_URL,
+            api_key=env.get("PORFIRY_QWEN_API_KEY", ""),
+            enable_thinking=False,
+        ),
+        "gemma": ProfileConfig(kind="llamacpp", model="gemma-3-270m-q4_k_m", grammar=True, n_ctx=4096),
+        "scripted": ProfileConfig(kind="scripted", model="scripted"),
+    }
+
+
+def make_backend(profile: ProfileConfig, *, name: str = "") -> Backend:
+    """A live backend for `profile`; `name` (the profile's name) is what it reports as `backend.name`."""
+    if profile.kind == "openai":
+        from llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(profile, name=name or "openai")
+    if profile.kind == "llamacpp":
+        from llm.llamacpp_backend import LlamaCppBackend
+
+        return LlamaCppBackend(profile, name=name or "llamacpp")
+    if profile.kind == "scripted":
+        from llm.scripted import ScriptedBackend
+
+        return ScriptedBackend(
+            name=name or "scripted",
+            first_token_delay_s=profile.first_token_delay_s,
+            token_delay_s=profile.token_delay_s,
+        )
+    raise ValueError(f"unknown profile kind {profile.kind!r}")

@@ -1,0 +1,132 @@
+"""A deterministic stand-in model for tests and `run.py bench`: replies from rules, simulated latency.
+
+The default rules play the media round trip of SPEC S14 the way a well-behaved model would:
+
+    user asks about films/music/...      -> TOOL_CALL: read_skill|media
+    result of read_skill                 -> TOOL_CALL: enable_toolset|media
+    result of enable_toolset             -> TOOL_CALL: media_search|<the user's last words>
+    result of media_search               -> a final answer quoting the first result line
+    result of any other tool             -> a short acknowledgement
+    any other user message               -> a plain answer (no tool call)
+
+A rule's pattern is a regex searched in the last non-assistant message; `role`/`tool` narrow
+which messages it applies to. The reply is a string (with `{user}`, `{content}` and `{first_line}`
+placeholders) or a callable taking the history.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import anyio
+
+from llm.base import Generation
+from protocol import ChatMessage
+
+ReplyFn = Callable[[list[ChatMessage]], str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: str  # regex, searched (case-insensitive) in the last user/tool/system message
+    reply: str | ReplyFn
+    role: str = "any"  # "user", "tool" or "any"
+    tool: str = ""  # with role "tool": only results of this tool
+
+
+MEDIA_WORDS = r"\b(film|films|movie|movies|music|song|songs|album|video|videos|podcast|series|watch|listen|play)\b"
+
+def _after_read_skill(messages: list[ChatMessage]) -> str:
+    """enable_toolset calls never enter the history (S7): the system prompt tells whether media is
+    already active, exactly as it tells a real model."""
+    system = messages[0].content if messages and messages[0].role == "system" else ""
+    if re.search(r"^Active toolsets:.*\bmedia\b", system, re.MULTILINE):
+        return f"TOOL_CALL: media_search|{_last_user_text(messages)}"
+    return "TOOL_CALL: enable_toolset|media"
+
+
+DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule(r"", _after_read_skill, role="tool", tool="read_skill"),
+    Rule(r"", "TOOL_CALL: media_search|{user}", role="tool", tool="enable_toolset"),
+    Rule(r"", "Here is what I found: {first_line}", role="tool", tool="media_search"),
+    Rule(r"", "Done.", role="tool"),
+    Rule(MEDIA_WORDS, "TOOL_CALL: read_skill|media", role="user"),
+    Rule(r"", "Sure. Here is a short answer to: {user}", role="user"),
+)
+
+
+def split_into_tokens(text: str) -> list[str]:
+    """Word-sized pieces (each word with its trailing whitespace), like a tokenizer would stream."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
+def _last_user_text(messages: list[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if message.role == "user":
+            # The runtime labels events by source ("[User said] ..."); the words are after it.
+            return " ".join(re.sub(r"^\[[^\]]*\]:?\s*", "", message.content.strip()).split())
+    return ""
+
+
+class ScriptedBackend:
+    """Replies by the first matching rule (or `reply_fn`), streamed word by word with fixed delays."""
+
+    def __init__(
+        self,
+        rules: tuple[Rule, ...] | list[Rule] = DEFAULT_RULES,
+        *,
+        reply_fn: ReplyFn | None = None,
+        name: str = "scripted",
+        first_token_delay_s: float = 0.0,
+        token_delay_s: float = 0.0,
+        sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+        fallback: str = "I have nothing to say to that.",
+    ):
+        self.name = name
+        self.rules = tuple(rules)
+        self.reply_fn = reply_fn
+        self.first_token_delay_s = first_token_delay_s
+        self.token_delay_s = token_delay_s
+        self.fallback = fallback
+        self._sleep = sleep
+        self.calls: list[list[ChatMessage]] = []  # every history it was asked about, for assertions
+
+    def reply_for(self, messages: list[ChatMessage]) -> str:
+        """The full reply text the rules give for this history (no latency)."""
+        if self.reply_fn is not None:
+            return self.reply_fn(messages)
+        last = next((m for m in reversed(messages) if m.role != "assistant"), None)
+        if last is None:
+            return self.fallback
+        for rule in self.rules:
+            if rule.role != "any" and rule.role != last.role:
+                continue
+            if rule.tool and rule.tool != last.name:
+                continue
+            if not re.search(rule.pattern, last.content, re.IGNORECASE):
+                continue
+            if callable(rule.reply):
+                return rule.reply(messages)
+            first_line = next((line.strip() for line in last.content.splitlines() if line.strip()), "")
+            return rule.reply.format(user=_last_user_text(messages), content=last.content, first_line=first_line)
+        return self.fallback
+
+    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int) -> Generation:
+        self.calls.append(list(messages))
+        return Generation(lambda generation: self._produce(generation, messages, max_tokens))
+
+    async def _produce(self, generation: Generation, messages: list[ChatMessage], max_tokens: int) -> AsyncIterator[str]:
+        tokens = split_into_tokens(self.reply_for(messages))
+        generation.prompt_tokens = sum(len(split_into_tokens(m.content)) for m in messages)
+        for index, token in enumerate(tokens[:max_tokens]):
+            await self._sleep(self.first_token_delay_s if index == 0 else self.token_delay_s)
+            generation.completion_tokens = index + 1
+            yield token
+        generation.finish_reason = "length" if len(tokens) > max_tokens else "stop"
+
+    async def health(self) -> tuple[bool, str]:
+        return True, f"scripted backend with {len(self.rules)} rules"
+
+    async def aclose(self) -> None:
+        pass

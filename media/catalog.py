@@ -1,0 +1,392 @@
+"""The embedded film/series catalog: a shipped TSV indexed in SQLite FTS5 (trigram), searched by
+title in Russian or English, by part of it, with typos.
+
+Why SQLite: it is in the standard library, the index survives restarts, and the trigram tokenizer
+gives substring matching in any script. The index is rebuilt whenever the shipped file's content
+changes (its SHA-256 is stored in the database), so editing the TSV is all it takes to update it.
+
+Ranking tiers (best first): exact title, title prefix, title contains the query (or all its
+words), fuzzy title match (typos), a mention in the description or the director's name. A 4-digit
+year in the query ("Бэтмен 1989") may match the title's year instead of its text.
+"""
+from __future__ import annotations
+
+import csv
+import difflib
+import hashlib
+import logging
+import math
+import os
+import re
+import sqlite3
+import threading
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from media.provider import ProviderError, SearchPage, Title
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SOURCE = Path(__file__).with_name("data") / "catalog.tsv"
+COLUMNS = ("id", "kind", "title_ru", "title_en", "year", "genres", "runtime_min", "episodes", "director", "description")
+MAX_PER_PAGE = 50
+FUZZY_MIN_RATIO = 0.8
+FUZZY_MIN_QUERY_CHARS = 4
+
+TIER_EXACT, TIER_PREFIX, TIER_CONTAINS, TIER_FUZZY, TIER_MENTION = range(5)
+
+_ARTICLES = frozenset({"the", "a", "an"})
+_NON_WORD = re.compile(r"[\W_]+")
+_YEAR = re.compile(r"^(18|19|20)\d\d$")
+
+
+def normalize(text: str) -> str:
+    """Case-, accent- and punctuation-insensitive form: 'Лара Крофт: Ёлки!' -> 'лара крофт елки'.
+
+    ё/е and й/и fold together (both sides of every comparison go through here, so that is harmless)."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _NON_WORD.sub(" ", stripped).strip()
+
+
+_TRANSLIT = str.maketrans({
+    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ж": "zh", "з": "z", "и": "i",
+    "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
+    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y",
+    "ь": "", "э": "e", "ю": "yu", "я": "ya",
+})
+
+
+def transliterate(normalized: str) -> str:
+    """Latin spelling of a normalized Russian text ('брат 2' -> 'brat 2'), for Latin-keyboard queries."""
+    return normalized.translate(_TRANSLIT)
+
+
+def _has_cyrillic(text: str) -> bool:
+    return any("\u0400" <= ch <= "\u04ff" for ch in text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Indexed:
+    """A title with its normalized searchable forms, kept in memory after loading."""
+
+    title: Title
+    names: tuple[str, ...]  # normalized titles (ru, en; deduplicated)
+    body: str  # normalized description + director + genres
+
+
+class EmbeddedCatalog:
+    """The shipped catalog. Safe to call from several threads (one connection behind a lock).
+
+    The database is built lazily on first use and rebuilt when the source file's hash changes;
+    `ensure_ready()` does that eagerly (and says whether it rebuilt)."""
+
+    def __init__(self, db_path: str | os.PathLike[str], source_path: str | os.PathLike[str] = DEFAULT_SOURCE):
+        self.db_path = str(db_path)
+        self.source_path = Path(source_path)
+        self.skipped_rows: list[str] = []  # problems found in the source at the last build
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._records: dict[str, _Indexed] = {}
+        self._by_rowid: dict[int, _Indexed] = {}
+        self._source_stat: tuple[int, int] | None = None
+
+    # --- public -------------------------------------------------------------------------------
+    def search(self, query: str, page: int = 1, per_page: int = 5) -> SearchPage:
+        if page < 1 or not 1 <= per_page <= MAX_PER_PAGE:
+            raise ValueError(f"page must be >= 1 and per_page within 1..{MAX_PER_PAGE}")
+        with self._lock:
+            self.ensure_ready()
+            ranked = self._rank(query)
+        total = len(ranked)
+        start = (page - 1) * per_page
+        return SearchPage(
+            items=ranked[start:start + per_page], total=total, page=page,
+            pages=math.ceil(total / per_page), per_page=per_page,
+        )
+
+    def info(self, media_id: str) -> Title | None:
+        with self._lock:
+            self.ensure_ready()
+            record = self._records.get(media_id.strip().lower())
+        return record.title if record else None
+
+    def all_ids(self) -> list[str]:
+        with self._lock:
+            self.ensure_ready()
+            return list(self._records)
+
+    def __len__(self) -> int:
+        return len(self.all_ids())
+
+    def ensure_ready(self) -> bool:
+        """Open the database, (re)building it if the source changed. True when it rebuilt."""
+        with self._lock:
+            stat = self._stat_source()
+            if self._conn is not None and stat == self._source_stat:
+                return False
+            conn = self._connect()
+            if stat is None:  # source missing: serve what the database has, if anything
+                self._load(conn)
+                if not self._records:
+                    raise ProviderError(f"the media catalog file {self.source_path} is missing")
+                return False
+            digest = hashlib.sha256(self.source_path.read_bytes()).hexdigest()
+            rebuilt = False
+            if self._stored_hash(conn) != digest:
+                self._build(conn, digest)
+                rebuilt = True
+            if rebuilt or not self._records:
+                self._load(conn)
+            self._source_stat = stat
+            return rebuilt
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+                self._source_stat = None
+
+    # --- building -----------------------------------------------------------------------------
+    def _stat_source(self) -> tuple[int, int] | None:
+        try:
+            st = self.source_path.stat()
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if self.db_path != ":memory:":
+            Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(self.db_path, check_same_thread=False)
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        except sqlite3.DatabaseError as exc:  # a corrupt file: it is only a cache, start over
+            log.warning("media catalog database %s is unusable (%s); recreating it", self.db_path, exc)
+            if self.db_path == ":memory:":
+                raise ProviderError(f"the media catalog database cannot be opened: {exc}") from None
+            Path(self.db_path).unlink(missing_ok=True)
+            conn = sqlite3.connect(self.db_path, check_same_thread=False)
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._conn = conn
+        return conn
+
+    @staticmethod
+    def _stored_hash(conn: sqlite3.Connection) -> str | None:
+        row = conn.execute("SELECT value FROM meta WHERE key = 'source_sha256'").fetchone()
+        return row[0] if row else None
+
+    def _build(self, conn: sqlite3.Connection, digest: str) -> None:
+        titles = self._read_source()
+        with conn:  # one transaction: readers never see a half-built index
+            conn.execute("DROP TABLE IF EXISTS titles")
+            conn.execute("DROP TABLE IF EXISTS titles_fts")
+            conn.execute(
+                "CREATE TABLE titles (rowid INTEGER PRIMARY KEY, id TEXT UNIQUE NOT NULL, kind TEXT, "
+                "title_ru TEXT, title_en TEXT, year INTEGER, genres TEXT, runtime_min INTEGER, "
+                "episodes INTEGER, director TEXT, description TEXT)"
+            )
+            conn.execute("CREATE VIRTUAL TABLE titles_fts USING fts5(names, body, tokenize='trigram')")
+            for rowid, title in enumerate(titles, start=1):
+                conn.execute(
+                    "INSERT INTO titles VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (rowid, title.id, title.kind, title.title_ru, title.title_en, title.year,
+                     ",".join(title.genres), title.runtime_min, title.episodes, title.director,
+                     title.description),
+                )
+                indexed = _index(title)
+                conn.execute("INSERT INTO titles_fts (rowid, names, body) VALUES (?,?,?)",
+                             (rowid, " | ".join(indexed.names), indexed.body))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES ('source_sha256', ?)", (digest,))
+        log.info("media catalog built: %d titles from %s (%d rows skipped)",
+                 len(titles), self.source_path, len(self.skipped_rows))
+
+    def _read_source(self) -> list[Title]:
+        """Parse the TSV; a broken row is skipped and reported, never fatal."""
+        self.skipped_rows = []
+        titles: list[Title] = []
+        seen: set[str] = set()
+        with self.source_path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE)
+            header = next(reader, None)
+            if header is None or tuple(header) != COLUMNS:
+                raise ProviderError(f"the media catalog file {self.source_path} has an unexpected header")
+            for line_no, row in enumerate(reader, start=2):
+                if not row or not any(cell.strip() for cell in row):
+                    continue
+                try:
+                    title = _parse_row(row)
+                except ValueError as exc:
+                    self.skipped_rows.append(f"line {line_no}: {exc}")
+                    continue
+                if title.id in seen:
+                    self.skipped_rows.append(f"line {line_no}: duplicate id {title.id}")
+                    continue
+                seen.add(title.id)
+                titles.append(title)
+        for problem in self.skipped_rows:
+            log.warning("media catalog %s: %s", self.source_path, problem)
+        return titles
+
+    def _load(self, conn: sqlite3.Connection) -> None:
+        try:
+            rows = conn.execute(
+                "SELECT rowid, id, kind, title_ru, title_en, year, genres, runtime_min, episodes, "
+                "director, description FROM titles ORDER BY rowid"
+            ).fetchall()
+        except sqlite3.OperationalError:  # no table yet
+            rows = []
+        self._records, self._by_rowid = {}, {}
+        for rowid, *fields in rows:
+            title = Title(
+                id=fields[0], kind=fields[1], title_ru=fields[2], title_en=fields[3], year=fields[4],
+                genres=tuple(g for g in (fields[5] or "").split(",") if g), runtime_min=fields[6],
+                episodes=fields[7], director=fields[8] or "", description=fields[9] or "",
+            )
+            indexed = _index(title)
+            self._records[title.id] = indexed
+            self._by_rowid[rowid] = indexed
+
+    # --- searching ----------------------------------------------------------------------------
+    def _rank(self, query: str) -> list[Title]:
+        normalized = normalize(query)
+        if not normalized:
+            return []
+        words = normalized.split()
+        scored: dict[str, tuple[int, float, int]] = {}
+        for record in self._candidates(words):
+            tier_score = _classify(record, normalized, words)
+            if tier_score is not None:
+                scored[record.title.id] = (*tier_score, record.title.year)
+        if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()):
+            for record, ratio in self._fuzzy(normalized, words):
+                current = scored.get(record.title.id)
+                if current is None or current[0] > TIER_FUZZY:
+                    scored[record.title.id] = (TIER_FUZZY, -ratio, record.title.year)
+        order = sorted(scored, key=lambda media_id: scored[media_id])
+        return [self._records[media_id].title for media_id in order]
+
+    def _candidates(self, words: list[str]) -> list[_Indexed]:
+        """Rows that contain every searchable word somewhere (FTS trigram), or all rows when the
+        query has no word long enough for trigrams; exact classification happens in Python."""
+        long_words = [w for w in words if len(w) >= 3 and not _YEAR.match(w)]
+        if not long_words:
+            return list(self._records.values())
+        match = " ".join(f'"{w}"' for w in long_words)
+        rows = self._conn.execute("SELECT rowid FROM titles_fts WHERE titles_fts MATCH ?", (match,)).fetchall()
+        return [self._by_rowid[r[0]] for r in rows if r[0] in self._by_rowid]
+
+    def _fuzzy(self, normalized: str, words: list[str]) -> list[tuple[_Indexed, float]]:
+        """Titles whose words come close to the query despite typos (difflib over word windows)."""
+        core = " ".join(w for w in words if not _YEAR.match(w)) or normalized
+        if len(core.replace(" ", "")) < FUZZY_MIN_QUERY_CHARS:
+            return []
+        n = len(core.split())
+        matcher = difflib.SequenceMatcher(autojunk=False)
+        matcher.set_seq2(core)
+        found = []
+        for record in self._records.values():
+            best = 0.0
+            for name in record.names:
+                for window in _windows(name.split(), n):
+                    matcher.set_seq1(window)
+                    if matcher.real_quick_ratio() < FUZZY_MIN_RATIO or matcher.quick_ratio() < FUZZY_MIN_RATIO:
+                        continue
+                    best = max(best, matcher.ratio())
+            if best >= FUZZY_MIN_RATIO:
+                found.append((record, best))
+        return found
+
+
+def _windows(name_words: list[str], n: int):
+    """Runs of n-1..n+1 consecutive title words (the query may be a part of a longer title)."""
+    for size in {max(1, n - 1), n, n + 1}:
+        if size > len(name_words):
+            size = len(name_words)
+        for start in range(0, len(name_words) - size + 1):
+            yield " ".join(name_words[start:start + size])
+
+
+def _classify(record: _Indexed, normalized: str, words: list[str]) -> tuple[int, float] | None:
+    """(tier, tie-break) for a row, or None when the query does not match it at all."""
+    year = str(record.title.year)
+    variants = [words]
+    if year in words:  # "Бэтмен 1989": a word equal to the title's year may be a filter, not title text
+        variants.append([w for w in words if w != year])
+    best: tuple[int, float] | None = None
+    for core_words in variants:
+        candidate = _classify_words(record, core_words) if core_words else (TIER_MENTION, 0.0)
+        if candidate is not None and (best is None or candidate < best):
+            best = candidate
+    return best
+
+
+def _classify_words(record: _Indexed, core_words: list[str]) -> tuple[int, float] | None:
+    core = " ".join(core_words)
+    best: tuple[int, float] | None = None
+    for name in record.names:
+        if name == core:
+            candidate = (TIER_EXACT, 0.0)
+        elif name.startswith(core):
+            candidate = (TIER_PREFIX, 0.0)  # ties go by year: a franchise reads in order
+        elif f" {core}" in f" {name}":  # from a word start
+            candidate = (TIER_CONTAINS, 0.0)
+        elif core in name:
+            candidate = (TIER_CONTAINS, 1.0)
+        elif all(w in name for w in core_words):
+            candidate = (TIER_CONTAINS, 2.0)
+        else:
+            continue
+        if best is None or candidate < best:
+            best = candidate
+    if best is None and all(w in record.body or any(w in n for n in record.names) for w in core_words):
+        best = (TIER_MENTION, 0.0)
+    return best
+
+
+def _index(title: Title) -> _Indexed:
+    names = [n for n in (normalize(title.title_ru), normalize(title.title_en)) if n]
+    if names and _has_cyrillic(names[0]):  # "brat" typed on a Latin keyboard finds "Брат"
+        names.append(transliterate(names[0]))
+    for name in list(names):  # "The Terminator" is also just "terminator"
+        article, _, rest = name.partition(" ")
+        if article in _ARTICLES and rest:
+            names.append(rest)
+    names = tuple(dict.fromkeys(names))
+    body = normalize(" ".join((title.description, title.director, " ".join(title.genres))))
+    return _Indexed(title=title, names=names, body=body)
+
+
+def _parse_row(row: list[str]) -> Title:
+    if len(row) != len(COLUMNS):
+        raise ValueError(f"expected {len(COLUMNS)} tab-separated columns, found {len(row)}")
+    cells = dict(zip(COLUMNS, (cell.strip() for cell in row)))
+    media_id = cells["id"].lower()
+    if not re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)*", media_id):
+        raise ValueError(f"id {cells['id']!r} is not a lowercase slug")
+    if cells["kind"] not in ("film", "series"):
+        raise ValueError(f"kind {cells['kind']!r} is not film or series")
+    if not (cells["title_ru"] or cells["title_en"]):
+        raise ValueError("no title")
+    if not re.fullmatch(r"\d{4}", cells["year"]):
+        raise ValueError(f"year {cells['year']!r} is not a 4-digit year")
+
+    def optional_int(name: str) -> int | None:
+        value = cells[name]
+        if not value:
+            return None
+        if not value.isdigit():
+            raise ValueError(f"{name} {value!r} is not a number")
+        return int(value)
+
+    return Title(
+        id=media_id, kind=cells["kind"], title_ru=cells["title_ru"] or cells["title_en"],
+        title_en=cells["title_en"] or cells["title_ru"], year=int(cells["year"]),
+        genres=tuple(g.strip() for g in cells["genres"].split(",") if g.strip()),
+        runtime_min=optional_int("runtime_min"), episodes=optional_int("episodes"),
+        director=cells["director"], description=cells["description"],
+    )

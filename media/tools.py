@@ -1,0 +1,243 @@
+"""The media toolset (S5, S11): its terse spec, argument checks and the result texts the model reads.
+
+Pure functions over a `MediaProvider`; the MediaExecutor actor runs them in a worker thread and
+handles the phone round-trip for `media_play` (`play_command` builds the message, the
+`play_*_text` functions word the answers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from media.provider import MediaProvider, ProviderError, SearchPage, Title
+from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
+
+PER_PAGE = 5
+MAX_PAGE = 1000
+MAX_QUERY_CHARS = 200
+MAX_ID_CHARS = 100
+PLAY_ACTIONS = ("play", "pause", "resume", "stop")
+
+MEDIA_SEARCH = ToolSpec(
+    name="media_search", summary="Find films/series by title (ru/en), paged.",
+    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)],
+)
+MEDIA_INFO = ToolSpec(name="media_info", summary="Details of a title by id.", args=[ArgSpec(name="id")])
+MEDIA_PLAY = ToolSpec(
+    name="media_play", summary="Play/pause/resume/stop a title on the phone.",
+    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True,
+)
+MEDIA_TOOLSET = ToolsetSpec(
+    name="media", summary="Films and series: search, details, playback.",
+    tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
+)
+TOOLS = {tool.name: tool for tool in MEDIA_TOOLSET.tools}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolReply:
+    """What a tool says back: ok=False is an error the model should read (ToolOutcome.ok)."""
+
+    ok: bool
+    text: str
+
+
+class PlayRequest(NamedTuple):
+    """A checked media_play call. `title` is the display name when the provider knows the id."""
+
+    media_id: str
+    action: str
+    title: str = ""
+
+
+def signature(tool: ToolSpec) -> str:
+    """The one-line call form: 'media_search|query; page?'."""
+    return f"{tool.name}|" + "; ".join(a.name if a.required else f"{a.name}?" for a in tool.args)
+
+
+def check_args(tool: ToolSpec, args: dict[str, str]) -> ToolReply | None:
+    """None when `args` fit the tool's schema, else the terse 'arguments invalid' answer."""
+    known = {a.name for a in tool.args}
+    unknown = sorted(set(args) - known)
+    missing = [a.name for a in tool.args if a.required and not str(args.get(a.name, "")).strip()]
+    if unknown:
+        return invalid(tool, f"unknown {', '.join(unknown)}")
+    if missing:
+        return invalid(tool, f"missing {', '.join(missing)}")
+    return None
+
+
+def invalid(tool: ToolSpec, reason: str) -> ToolReply:
+    return ToolReply(False, f"arguments invalid; expected: {signature(tool)} ({reason})")
+
+
+# --- media_search ----------------------------------------------------------------------------
+def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+    """media_search|query; page? -> one line per title, then where this page sits in the total."""
+    if (error := check_args(MEDIA_SEARCH, args)) is not None:
+        return error
+    query = " ".join(args["query"].split())
+    if len(query) > MAX_QUERY_CHARS:
+        return invalid(MEDIA_SEARCH, f"query longer than {MAX_QUERY_CHARS} characters")
+    page_text = args.get("page", "").strip() or "1"
+    if not page_text.isdigit() or not 1 <= int(page_text) <= MAX_PAGE:
+        return invalid(MEDIA_SEARCH, f"page must be a number 1..{MAX_PAGE}")
+    try:
+        result = provider.search(query, page=int(page_text), per_page=PER_PAGE)
+    except ProviderError as exc:
+        return ToolReply(False, f"media catalog unavailable: {exc}")
+    return ToolReply(True, format_search(query, result))
+
+
+def format_search(query: str, result: SearchPage) -> str:
+    shown = _safe_arg(query)
+    if result.total == 0:
+        return (f"nothing found for \u201c{query}\u201d. Try a shorter part of the title, "
+                "the original (English) title or another spelling.")
+    if not result.items:
+        return (f"page {result.page} is past the end: {result.total} results on {result.pages} "
+                f"page(s); last page: TOOL_CALL: media_search|{shown}; page={result.pages}")
+    lines = [search_line(title) for title in result.items]
+    span = f"{result.first_index}" if len(result.items) == 1 else f"{result.first_index}\u2013{result.last_index}"
+    position = f"showing {span} of {result.total}"
+    if result.page < result.pages:
+        position += f"; next page: TOOL_CALL: media_search|{shown}; page={result.page + 1}"
+    else:
+        position += "; that is all"
+    lines.append(position)
+    return "\n".join(lines)
+
+
+def search_line(title: Title) -> str:
+    """'id — Title RU / Title EN (year): one line'."""
+    kind = ", series" if title.kind == "series" else ""
+    return f"{title.id} \u2014 {display_name(title)} ({title.year}{kind}): {title.description}"
+
+
+def display_name(title: Title) -> str:
+    if title.title_en and title.title_en != title.title_ru:
+        return f"{title.title_ru} / {title.title_en}"
+    return title.title_ru or title.title_en
+
+
+# --- media_info ------------------------------------------------------------------------------
+def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+    """media_info|id -> the title's facts, or a hint to search (with close matches)."""
+    if (error := check_args(MEDIA_INFO, args)) is not None:
+        return error
+    media_id = args["id"].strip()
+    if len(media_id) > MAX_ID_CHARS:
+        return invalid(MEDIA_INFO, f"id longer than {MAX_ID_CHARS} characters")
+    try:
+        title = provider.info(media_id)
+        if title is None:
+            return ToolReply(False, unknown_id_text(provider, media_id))
+    except ProviderError as exc:
+        return ToolReply(False, f"media catalog unavailable: {exc}")
+    return ToolReply(True, format_info(title))
+
+
+def format_info(title: Title) -> str:
+    facts = [f"genres: {', '.join(title.genres) or 'unknown'}"]
+    if title.kind == "series":
+        facts.append(f"episodes: {title.episodes}" if title.episodes else "episodes: unknown")
+        facts.append(f"director/creator: {title.director or 'unknown'}")
+    else:
+        facts.append(f"runtime: {title.runtime_min} min" if title.runtime_min else "runtime: unknown")
+        facts.append(f"director: {title.director or 'unknown'}")
+    original = f" (original: {title.title_en})" if title.title_en and title.title_en != title.title_ru else ""
+    lines = [
+        f"{title.title_ru}{original}, {title.year}, {title.kind}",
+        "; ".join(facts),
+    ]
+    if title.description:
+        lines.append(title.description)
+    lines.append(f"play: TOOL_CALL: media_play|{title.id}")
+    return "\n".join(lines)
+
+
+def unknown_id_text(provider: MediaProvider, media_id: str) -> str:
+    """'no such id' plus a search hint and, when the id's words find something, close matches."""
+    words = _id_words(media_id)
+    text = f"no title with id \u201c{media_id}\u201d; ids come from TOOL_CALL: media_search|{words or 'title'}"
+    if not words:
+        return text
+    try:
+        close = provider.search(words, page=1, per_page=3).items
+    except (ProviderError, ValueError):
+        return text
+    if close:
+        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close)
+    return text
+
+
+# --- media_play ------------------------------------------------------------------------------
+def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -> PlayRequest | ToolReply:
+    """A PlayRequest when the call is sound, else a ToolReply(ok=False) to answer with.
+
+    With a provider, the id must exist (an unknown id gets close matches instead of a phone command)."""
+    if (error := check_args(MEDIA_PLAY, args)) is not None:
+        return error
+    media_id = args["id"].strip()
+    if len(media_id) > MAX_ID_CHARS:
+        return invalid(MEDIA_PLAY, f"id longer than {MAX_ID_CHARS} characters")
+    action = (args.get("action", "").strip() or "play").lower()
+    if action not in PLAY_ACTIONS:
+        return invalid(MEDIA_PLAY, f"action must be one of {'|'.join(PLAY_ACTIONS)}")
+    if provider is None:
+        return PlayRequest(media_id, action)
+    try:
+        title = provider.info(media_id)
+        if title is None:
+            return ToolReply(False, unknown_id_text(provider, media_id))
+    except ProviderError as exc:
+        return ToolReply(False, f"media catalog unavailable: {exc}")
+    return PlayRequest(title.id, action, title.title_ru or title.title_en)
+
+
+def play_command(request: PlayRequest, task_id: str) -> PlaybackCommand:
+    """The phone command for a checked request."""
+    return PlaybackCommand(task_id=task_id, action=request.action, media_id=request.media_id, title=request.title)
+
+
+_STATE_WORDS = {
+    "started": "is playing", "playing": "is playing", "paused": "is paused", "resumed": "is playing again",
+    "stopped": "is stopped",
+}
+
+
+def play_started_text(request: PlayRequest, task_id: str) -> str:
+    """The immediate answer while the phone has not confirmed yet (E7: a task id, result later)."""
+    return (f"{request.action} {_quoted(request)} sent to the phone (task {task_id}); "
+            "its confirmation arrives as a later event")
+
+
+def play_status_text(request: PlayRequest, status: PlaybackStatus) -> str:
+    """How the phone's PlaybackStatus reads for the model."""
+    name = _quoted(request)
+    if status.state == "failed":
+        return f"{request.action} {name} failed on the phone: {status.detail or 'no reason given'}"
+    phrase = _STATE_WORDS.get(status.state, f"is {status.state}")
+    detail = f" ({status.detail})" if status.detail else ""
+    return f"{name} {phrase} on the phone{detail}"
+
+
+def play_timeout_text(request: PlayRequest, waited_s: float) -> str:
+    return f"the phone did not confirm {request.action} {_quoted(request)} within {waited_s:g} s; it may be offline"
+
+
+def _quoted(request: PlayRequest) -> str:
+    return f"\u00ab{request.title}\u00bb ({request.media_id})" if request.title else request.media_id
+
+
+def _safe_arg(text: str) -> str:
+    """A value that survives being pasted back into 'TOOL_CALL: name|value; key=value'."""
+    return " ".join(text.replace("|", " ").replace(";", " ").replace("\n", " ").split())
+
+
+def _id_words(media_id: str) -> str:
+    """'tomb-raider-2002' -> 'tomb raider' (the slug's words without a trailing year)."""
+    words = [w for w in _safe_arg(media_id.replace("-", " ").replace("_", " ")).split()]
+    if len(words) > 1 and words[-1].isdigit() and len(words[-1]) == 4:
+        words = words[:-1]
+    return " ".join(words)

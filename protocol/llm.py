@@ -1,0 +1,63 @@
+"""SessionActor <-> LLMWorker: generation requests, streamed chunks, cancellation, profile swap."""
+import msgspec
+
+from protocol.base import Msg
+
+
+class ChatMessage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One turn of the model-neutral history. role: system | user | assistant | tool.
+
+    Backends adapt it per model family (Gemma has no system or tool role, OpenAI has no
+    tool role without native tool calls); `name` names the tool for role "tool".
+    """
+
+    role: str
+    content: str
+    name: str = ""
+
+
+class Generate(Msg):
+    request_id: str
+    messages: list[ChatMessage]
+    tools: list[str] = []  # tool names valid in this prompt, for constrained decoding
+    max_tokens: int = 256
+    profile: str = ""  # empty: the worker's active profile
+
+
+class LLMChunk(Msg):
+    request_id: str
+    text: str
+
+
+class LLMDone(Msg):
+    request_id: str
+    text: str
+    profile: str
+    finish_reason: str = "stop"
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class LLMFailed(Msg):
+    request_id: str
+    error: str
+
+
+class CancelGenerate(Msg):
+    request_id: str
+
+
+class UseProfile(Msg):
+    profile: str
+
+
+class LLMStatusRequest(Msg):
+    pass
+
+
+class LLMStatus(Msg):
+    active: str
+    profiles: list[str]
+    healthy: bool
+    detail: str = ""
+    in_flight: int = 0

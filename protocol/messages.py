@@ -1,0 +1,47 @@
+"""The message catalogue: one tagged union, `Message`, of every body an Envelope may carry.
+
+To add a message: define a `Msg` subclass in the module of its conversation and list it in
+`_ALL` below. Tags are class names, so renaming a class is a protocol change (bump
+PROTOCOL_VERSION).
+"""
+from typing import Union
+
+from protocol.base import Msg
+from protocol.common import ErrorReply, Ok, Ping, Pong
+from protocol.control import ActorStatus, PhoneCommand, Shutdown, StatusRequest, SystemStatus
+from protocol.llm import (
+    CancelGenerate, ChatMessage, Generate, LLMChunk, LLMDone, LLMFailed, LLMStatus,
+    LLMStatusRequest, UseProfile,
+)
+from protocol.phone import (
+    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
+    SessionStart, TurnDone, UserInterrupt, UserText,
+)
+from protocol.session import DeliverEvent, Event, EventAccepted, SessionInfo, SessionInfoRequest
+from protocol.skills import (
+    SkillBody, SkillEntry, SkillIndex, SkillIndexRequest, SkillRead, SkillsAdmin, SkillsAdminReply,
+)
+from protocol.tools import (
+    ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolOutcome, ToolSpec, ToolsetSpec,
+)
+
+_ALL = (
+    Ok, ErrorReply, Ping, Pong,
+    StatusRequest, SystemStatus, Shutdown, PhoneCommand,
+    Generate, LLMChunk, LLMDone, LLMFailed, CancelGenerate, UseProfile, LLMStatusRequest, LLMStatus,
+    SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
+    Ack, Busy, Display, TurnDone, PlaybackCommand,
+    DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo,
+    SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply,
+    CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
+)
+
+Message = Union[_ALL]  # type: ignore[valid-type]
+
+PHONE_TO_RUNTIME = (Hello, SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus)
+
+__all__ = [
+    "Msg", "Message", "PHONE_TO_RUNTIME",
+    "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "ToolSpec", "ToolsetSpec",
+    *[cls.__name__ for cls in _ALL],
+]

@@ -1,0 +1,98 @@
+"""The edge: what a phone bridge process and the runtime (GlassesBridge) say to each other.
+
+Every phone -> runtime event carries a client-generated `event_id` (for at-least-once delivery and
+dedup) and the client's timestamp `ts` (seconds since the epoch). The session id travels in the
+envelope.
+"""
+from protocol.base import Msg
+
+
+# --- phone -> runtime -------------------------------------------------------------------------
+class SessionStart(Msg):
+    event_id: str
+    ts: float
+
+
+class SessionEnd(Msg):
+    event_id: str
+    ts: float
+
+
+class UserText(Msg):
+    """Recognised speech (or typed text)."""
+
+    event_id: str
+    ts: float
+    text: str
+
+
+class UserInterrupt(Msg):
+    """The user pressed "stop" (or said it): an urgent event."""
+
+    event_id: str
+    ts: float
+
+
+class ButtonPress(Msg):
+    event_id: str
+    ts: float
+    button: str
+
+
+class PlaybackStatus(Msg):
+    """The phone's answer to a PlaybackCommand: started / paused / resumed / stopped / failed."""
+
+    event_id: str
+    ts: float
+    task_id: str
+    state: str
+    detail: str = ""
+
+
+# --- runtime -> phone -------------------------------------------------------------------------
+class Ack(Msg):
+    """The session has the event; the phone may forget it."""
+
+    event_id: str
+    duplicate: bool = False
+
+
+class Busy(Msg):
+    """The session's queue is full; the phone should retry later. Nothing was taken."""
+
+    event_id: str
+    detail: str
+
+
+class Display(Msg):
+    """Text for the glasses. Partial displays replace each other; `final` closes the answer.
+
+    An empty partial text with `clear=True` wipes what the glasses show (after an interrupt).
+    """
+
+    turn_id: str
+    text: str
+    final: bool = False
+    clear: bool = False
+
+
+class TurnDone(Msg):
+    """The session finished handling the events listed; it is idle until the next event."""
+
+    turn_id: str
+    event_ids: list[str] = []
+
+
+class PlaybackCommand(Msg):
+    """Ask the phone to play, pause, resume or stop a title. Answered by PlaybackStatus."""
+
+    task_id: str
+    action: str
+    media_id: str = ""
+    title: str = ""
+
+
+class Hello(Msg):
+    """Phone -> runtime on connect; the runtime answers Ok. Lets a client verify the link."""
+
+    client: str = ""

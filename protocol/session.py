@@ -1,0 +1,45 @@
+"""Events delivered into a session (E1): one structured shape for everything that happens."""
+import msgspec
+
+from protocol.base import Msg
+
+
+class Event(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """Who (source), how (channel), what (content), and its relation to the task (context).
+
+    kind is one of: user_text, user_interrupt, button, tool_result, timer, playback, system,
+    session_start, session_end.
+    """
+
+    event_id: str
+    kind: str
+    source: str
+    channel: str
+    content: str = ""
+    context: str = ""
+    ts: float = 0.0
+    data: dict[str, str] = {}
+
+
+class DeliverEvent(Msg):
+    """Bridge (or an executor with a late result) -> SessionActor. Answered by EventAccepted or Busy."""
+
+    event: Event
+    phone_key: str = ""
+
+
+class EventAccepted(Msg):
+    event_id: str
+    duplicate: bool = False
+
+
+class SessionInfoRequest(Msg):
+    """Ask the SessionActor for one session's in-memory state (tests, debugging, `run.py`)."""
+
+
+class SessionInfo(Msg):
+    exists: bool
+    history: list[dict[str, str]] = []
+    active_toolsets: dict[str, float] = {}
+    queued: int = 0
+    busy: bool = False

@@ -1,0 +1,54 @@
+"""Toolsets: the catalog, tool invocation, and cancellation (S5, S11, E7)."""
+import msgspec
+
+from protocol.base import Msg
+
+
+class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    required: bool = True
+
+
+class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """name carries the toolset prefix (media_search); summary is one terse line."""
+
+    name: str
+    summary: str
+    args: list[ArgSpec] = []
+    long_running: bool = False
+
+
+class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    summary: str
+    tools: list[ToolSpec] = []
+
+
+class CatalogRequest(Msg):
+    pass
+
+
+class Catalog(Msg):
+    toolsets: list[ToolsetSpec]
+
+
+class ToolInvoke(Msg):
+    """Run one toolset tool for the session in the envelope. args are by argument name."""
+
+    call_id: str
+    tool: str
+    args: dict[str, str] = {}
+
+
+class ToolOutcome(Msg):
+    """ok=False is a tool error the model should read. A non-empty task_id means the tool
+    started asynchronously (E7): the outcome arrives later as a tool_result event."""
+
+    call_id: str
+    ok: bool
+    text: str
+    task_id: str = ""
+
+
+class ToolCancel(Msg):
+    call_id: str

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Porfiry's command line: serve the runtime, inspect it, talk to it.
+
+    python run.py serve [--inproc]       start the six actors under the supervisor (foreground)
+    python run.py status                 each actor: alive, pid, restarts, inbox depth
+    python run.py llm use gemma|qwen     swap the model at runtime; `llm status` shows it
+    python run.py skills list|show|exclude|include|reload
+    python run.py prompt --state 1|3     print a system prompt and its Gemma token count
+    python run.py say --session ID TEXT  send one event, print what the glasses show
+    python run.py phone --session ID     interactive phone console
+    python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
+    python run.py bench                  load test with a scripted model
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import anyio
+
+from core.config import ConfigError, load_config
+from core.logs import setup_logging
+
+
+def _config(args: argparse.Namespace):
+    try:
+        return load_config(args.config)
+    except ConfigError as exc:
+        sys.exit(f"porfiry: {exc}")
+
+
+# ---- serve / status ------------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from actors.supervisor import RestartIntensityExceeded, Supervisor
+
+    config = _config(args)
+    if args.inproc:
+        config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="inproc"))
+    setup_logging(args.log_level)
+
+    async def main() -> None:
+        supervisor = Supervisor(config)
+        import signal
+
+        async with anyio.create_task_group() as tg:
+            async def stop_on_signal() -> None:
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        print("porfiry: stopping", file=sys.stderr)
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(stop_on_signal)
+            await supervisor.run_until_stopped()
+            tg.cancel_scope.cancel()
+
+    try:
+        anyio.run(main, backend="trio")
+    except RestartIntensityExceeded as exc:
+        print(f"porfiry: stopped: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+async def ask_runtime(config, target: str, body, timeout: float = 5.0):
+    """One request to a running system's actor, from outside (a CLI client)."""
+    from actors.base import Endpoint
+
+    client = Endpoint(config, name="cli")
+    async with client.running():
+        return await client.ask(target, body, timeout=timeout)
+
+
+def _ask_or_exit(config, target: str, body, timeout: float = 5.0):
+    from actors.base import AskTimeout
+
+    try:
+        return anyio.run(ask_runtime, config, target, body, timeout, backend="trio")
+    except AskTimeout:
+        sys.exit(f"porfiry: no answer from {target} at {config.topology.mode} address; is `python run.py serve` running?")
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import protocol as p
+
+    config = _config(args)
+    status = _ask_or_exit(config, "supervisor", p.StatusRequest())
+    print(f"mode: {status.mode}")
+    print(f"{'actor':10} {'alive':6} {'pid':>8} {'restarts':>8} {'inbox':>6}  last exit")
+    for row in status.actors:
+        print(f"{row.name:10} {'yes' if row.alive else 'NO':6} {row.pid:>8} {row.restarts:>8} {row.inbox_depth:>6}  {row.detail}")
+    return 0 if all(row.alive for row in status.actors) else 1
+
+
+# ---- llm ----------------------------------------------------------------------------------
+def cmd_llm(args: argparse.Namespace) -> int:
+    import protocol as p
+
+    config = _config(args)
+    if args.llm_command == "use":
+        reply = _ask_or_exit(config, "llm", p.UseProfile(profile=args.profile))
+        if isinstance(reply, p.ErrorReply):
+            print(f"porfiry: {reply.detail}", file=sys.stderr)
+            return 1
+        print(reply.detail)
+        return 0
+    status = _ask_or_exit(config, "llm", p.LLMStatusRequest(), timeout=15.0)
+    print(f"active profile: {status.active}")
+    print(f"profiles:       {', '.join(status.profiles)}")
+    print(f"healthy:        {'yes' if status.healthy else 'NO'} ({status.detail})")
+    print(f"in flight:      {status.in_flight}")
+    return 0 if status.healthy else 1
+
+
+# ---- skills -------------------------------------------------------------------------------
+def cmd_skills(args: argparse.Namespace) -> int:
+    import protocol as p
+
+    config = _config(args)
+    reply = _ask_or_exit(config, "skills", p.SkillsAdmin(op=args.op, name=args.name or "", target=args.target or ""))
+    print(reply.text if isinstance(reply, p.SkillsAdminReply) else reply)
+    return 0
+
+
+# ---- prompt -------------------------------------------------------------------------------
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from core.budget import prompt_for_state
+
+    config = _config(args)
+    text = prompt_for_state(config, args.state)
+    print(text)
+    print("-" * 60)
+    try:
+        from llm.gemma_model import count_tokens
+    except ImportError as exc:  # pragma: no cover - the Makefile installs llama-cpp-python
+        print(f"(no Gemma tokenizer: {exc})")
+        return 1
+    tokens = count_tokens(text)
+    print(f"state {args.state}: {tokens} Gemma tokens, {len(text)} characters")
+    if args.state == 3:
+        print(f"activating media adds {tokens - count_tokens(prompt_for_state(config, 1))} tokens")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", help="TOML config file (default: $PORFIRY_CONFIG or ./porfiry.toml)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="start the runtime in the foreground")
+    serve.add_argument("--inproc", action="store_true", help="all actors in this process over inproc://")
+    serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
+    serve.set_defaults(func=cmd_serve)
+
+    status = sub.add_parser("status", help="show each actor of the running system")
+    status.set_defaults(func=cmd_status)
+
+    llm = sub.add_parser("llm", help="model profile of the running system")
+    llm_sub = llm.add_subparsers(dest="llm_command", required=True)
+    use = llm_sub.add_parser("use", help="switch the active profile (requests in flight finish where they started)")
+    use.add_argument("profile", help="gemma, qwen, scripted or a profile from the config")
+    llm_sub.add_parser("status", help="active profile, backend health, requests in flight")
+    llm.set_defaults(func=cmd_llm)
+
+    skills = sub.add_parser("skills", help="list, show, exclude, include or reload skills")
+    skills.add_argument("op", choices=["list", "show", "exclude", "include", "reload"])
+    skills.add_argument("name", nargs="?", help="skill name (show, exclude, include)")
+    skills.add_argument("target", nargs="?", help="session id or phone key (exclude, include)")
+    skills.set_defaults(func=cmd_skills)
+
+    prompt = sub.add_parser("prompt", help="print a system prompt and its Gemma token count")
+    prompt.add_argument("--state", type=int, choices=[1, 3], default=1, help="1: nothing active; 3: media active")
+    prompt.set_defaults(func=cmd_prompt)
+
+    for register in _extra_commands():
+        register(sub, _config)
+    return parser
+
+
+def _extra_commands():
+    """Commands that live beside their feature: the phone tools and the benchmark."""
+    registers = []
+    try:
+        from phone.cli import register as phone_commands
+
+        registers.append(phone_commands)
+    except ImportError:
+        pass
+    try:
+        from bench.cli import register as bench_commands
+
+        registers.append(bench_commands)
+    except ImportError:
+        pass
+    return registers
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

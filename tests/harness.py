@@ -1,0 +1,111 @@
+"""An in-process Porfiry for tests: real actors over real inproc:// ZeroMQ sockets, a scripted
+model injected into the real LLMWorker, and a recording stand-in for the glasses edge when a
+test does not need the phone bridge."""
+from __future__ import annotations
+
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+import zmq
+
+import protocol as p
+from actors.base import Actor, Endpoint, Inbound
+from core.config import Config, MediaConfig, SkillsConfig, TopologyConfig, apply_env
+
+
+class RecordingGlasses(Actor):
+    """Stands in for GlassesBridge: records what the session shows, per session."""
+
+    name = "glasses"
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        self.shown: dict[str, list[p.Msg]] = {}
+        self.changed = anyio.Event()
+
+    async def handle(self, msg: Inbound) -> None:
+        if isinstance(msg.body, (p.Display, p.TurnDone)):
+            self.shown.setdefault(msg.session, []).append(msg.body)
+            self.changed.set()
+            self.changed = anyio.Event()
+        elif isinstance(msg.body, p.PhoneCommand):
+            msg.reply(self, p.PlaybackStatus(event_id=p.new_id(), ts=time.time(), task_id=msg.body.command.task_id, state="started"))
+        else:
+            await super().handle(msg)
+
+    async def wait_turns(self, session: str, count: int, timeout: float = 10) -> list[p.Msg]:
+        with anyio.fail_after(timeout):
+            while sum(isinstance(m, p.TurnDone) for m in self.shown.get(session, [])) < count:
+                await self.changed.wait()
+        return self.shown[session]
+
+
+def test_config(tmp: Path, **session) -> Config:
+    base = Config(
+        topology=TopologyConfig(mode="inproc"),
+        skills=SkillsConfig(user_dir=str(tmp / "user-skills")),
+        media=MediaConfig(db_path=str(tmp / "media.sqlite3")),
+    )
+    config = apply_env(base, {})
+    if session:
+        config = msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, **session))
+    return config
+
+
+class System:
+    def __init__(self, config: Config, ctx: zmq.Context, actors: dict[str, Actor], client: Endpoint):
+        self.config = config
+        self.zmq = ctx
+        self.actors = actors
+        self.client = client
+
+    def deliver(self, session: str, text: str = "", kind: str = "user_text", event_id: str | None = None, **data):
+        event = p.Event(event_id=event_id or p.new_id(), kind=kind, source="user", channel="speech", content=text, ts=time.time(), data=data)
+        return self.client.ask("session", p.DeliverEvent(event=event), session=session)
+
+    async def history(self, session: str) -> list[dict[str, str]]:
+        info = await self.client.ask("session", p.SessionInfoRequest(), session=session)
+        return info.history
+
+    async def info(self, session: str) -> p.SessionInfo:
+        return await self.client.ask("session", p.SessionInfoRequest(), session=session)
+
+
+@asynccontextmanager
+async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.time, glasses: Actor | None = None,
+                        actors=("skills", "toolsets", "media", "llm", "session", "glasses"), config: Config | None = None, **session):
+    from actors.llm_worker import LLMWorker
+    from actors.session import SessionActor
+    from actors.supervisor import actor_class
+
+    tmp = tmp or Path(tempfile.mkdtemp(prefix="pf"))
+    config = config or test_config(tmp, **session)
+    if backend is not None:
+        config = msgspec.structs.replace(config, llm=msgspec.structs.replace(config.llm, profile="test"))
+    ctx = zmq.Context()
+    built: dict[str, Actor] = {}
+    for name in actors:
+        if name == "llm":
+            built[name] = LLMWorker(config, zmq_context=ctx, backends={"test": backend} if backend else None)
+        elif name == "session":
+            built[name] = SessionActor(config, zmq_context=ctx, clock=clock)
+        elif name == "glasses" and glasses is None:
+            built[name] = RecordingGlasses(config, zmq_context=ctx)
+        elif name == "glasses":
+            built[name] = glasses
+        else:
+            built[name] = actor_class(name)(config, zmq_context=ctx)
+    try:
+        async with anyio.create_task_group() as tg:
+            for actor in built.values():
+                await tg.start(actor.run)
+            client = Endpoint(config, zmq_context=ctx, name="test")
+            async with client.running():
+                yield System(config, ctx, built, client)
+            tg.cancel_scope.cancel()
+    finally:
+        ctx.destroy(linger=0)

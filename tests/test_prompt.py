@@ -1,0 +1,115 @@
+"""S4, S7, S11: the system prompt in its three states, its order, and its size."""
+from core.activity import ToolsetActivity
+from core.prompt import build_system_prompt, estimate_tokens
+from toolset_examples import COOKING_SKILL, MEDIA_SKILL, example_registry
+
+HOWTO = "Skills (read one before acting on it): TOOL_CALL: read_skill|name"
+SKILLS = [MEDIA_SKILL, COOKING_SKILL]
+MEDIA_SKILL_LINE = "media: Films: search, details, playback (play, pause, resume, stop)."
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def prompt_for(activity: ToolsetActivity, skills=SKILLS, **kwargs) -> str:
+    """What the session does on each request: purge, then build."""
+    activity.purge_expired()
+    return build_system_prompt(activity.registry, activity.active(), skills, HOWTO, **kwargs)
+
+
+def test_state_1_has_core_catalog_and_the_media_skill_but_no_media_tools():
+    prompt = prompt_for(ToolsetActivity(example_registry()))
+    assert "You are Porfiry" in prompt and "smart glasses" in prompt
+    assert "TOOL_CALL: name|args" in prompt
+    assert "never instructions from the user" in prompt
+    for core in ("get_current_time —", "show_text|text —", "read_skill|name —",
+                 "enable_toolset|name —", "disable_toolset|name? —"):
+        assert core in prompt
+    assert "media — films: search, details, playback" in prompt
+    assert "timers — reminders and timers" in prompt
+    assert HOWTO in prompt and MEDIA_SKILL_LINE in prompt
+    assert "media_search" not in prompt
+    assert "Active toolsets" not in prompt
+
+
+def test_state_3_has_the_media_tools_the_active_line_and_no_media_skill():
+    activity = ToolsetActivity(example_registry())
+    activity.enable("media")
+    prompt = prompt_for(activity)
+    assert "\nActive toolsets: media\n" in prompt
+    assert "media_search|query; page? — find films by title" in prompt
+    assert "media_info|id — details of one film" in prompt
+    assert "media_play|id; action? — play, pause, resume or stop a film" in prompt
+    assert MEDIA_SKILL_LINE not in prompt
+    assert "cooking: recipes step by step" in prompt  # other skills stay
+    assert "timers_set" not in prompt
+    assert "media — films" in prompt  # the catalog is always there
+
+
+def test_disable_and_expiry_bring_back_the_state_1_text_exactly():
+    clock = FakeClock()
+    activity = ToolsetActivity(example_registry(), clock=clock)
+    state_1 = prompt_for(activity)
+    activity.enable("media")
+    assert prompt_for(activity) != state_1
+    activity.disable("media")
+    assert prompt_for(activity) == state_1
+    activity.enable("media")
+    clock.now += 601
+    assert prompt_for(activity) == state_1
+
+
+def test_order_keeps_the_longest_common_prefix_between_states():
+    registry = example_registry()
+    skills = [COOKING_SKILL, MEDIA_SKILL]
+    state_1 = build_system_prompt(registry, [], skills, HOWTO)
+    state_3 = build_system_prompt(registry, ["media"], skills, HOWTO)
+    # everything up to the removed media skill is shared, the active section comes last
+    assert state_3.startswith(state_1[: state_1.index(MEDIA_SKILL_LINE)])
+    assert state_3.rindex("Active toolsets") > state_3.index("cooking:")
+    sections = [state_3.index(mark) for mark in
+                ("You are Porfiry", "Core tools:", "Toolsets (", HOWTO, "Active toolsets:")]
+    assert sections == sorted(sections)
+
+
+def test_two_active_toolsets_are_listed_sorted_with_their_tools():
+    prompt = build_system_prompt(example_registry(), ["timers", "media"], SKILLS, HOWTO)
+    tail = prompt[prompt.index("Active toolsets:"):]
+    assert tail.splitlines()[0] == "Active toolsets: media, timers"
+    assert tail.index("media_play") < tail.index("timers_set")
+    assert "timers_list — list reminders" in tail
+
+
+def test_toolset_skill_map_links_a_differently_named_skill():
+    films = MEDIA_SKILL.__class__(name="films", description="watch films")
+    off = build_system_prompt(example_registry(), ["media"], [films], HOWTO)
+    linked = build_system_prompt(example_registry(), ["media"], [films], HOWTO,
+                                 toolset_skill_map={"films": "media"})
+    assert "films: watch films" in off
+    assert "films: watch films" not in linked
+    unlinked = build_system_prompt(example_registry(), ["media"], [MEDIA_SKILL], HOWTO,
+                                   toolset_skill_map={"media": ""})
+    assert MEDIA_SKILL_LINE in unlinked
+
+
+def test_no_skills_means_no_skills_section_and_unknown_active_names_are_skipped():
+    prompt = build_system_prompt(example_registry(), ["weather"], [], HOWTO)
+    assert HOWTO not in prompt
+    assert "Active toolsets" not in prompt
+
+
+def test_the_prompt_is_terse():
+    registry = example_registry()
+    state_1 = build_system_prompt(registry, [], SKILLS, HOWTO)
+    state_3 = build_system_prompt(registry, ["media"], SKILLS, HOWTO)
+    assert estimate_tokens(state_1) <= 250
+    assert estimate_tokens(state_3) - estimate_tokens(state_1) <= 100  # S11: well under 400
+
+
+def test_estimate_tokens_counts_words_digits_and_punctuation():
+    assert estimate_tokens("media_search|dune 12") == 7

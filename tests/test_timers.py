@@ -1,0 +1,135 @@
+"""E10 timers: parsing, the table, and the timers toolset, on a fake clock."""
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from core.timers import (
+    TIMERS_TOOLSET, TimerError, TimerTable, parse_duration, parse_when, run_timer_tool,
+)
+
+UTC = timezone.utc
+MSK = timezone(timedelta(hours=3))
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC).timestamp()
+
+
+class FakeClock:
+    def __init__(self, now: float = NOW) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize("text, seconds", [
+    ("in 5 minutes", 300), ("через 5 минут", 300), ("in 1 hour", 3600), ("через 2 часа", 7200),
+    ("in 30 s", 30), ("5m", 300), ("1h30m", 5400), ("через час", 3600), ("in an hour", 3600),
+    ("через полчаса", 1800), ("через 1,5 часа", 5400),
+])
+def test_relative_times(text, seconds):
+    assert parse_when(text, NOW) == NOW + seconds
+
+
+def test_absolute_iso_times_with_and_without_offset():
+    assert parse_when("2026-12-01T09:00", NOW, MSK) == datetime(2026, 12, 1, 6, 0, tzinfo=UTC).timestamp()
+    assert parse_when("2026-12-01T09:00", NOW) == datetime(2026, 12, 1, 9, 0, tzinfo=UTC).timestamp()
+    assert parse_when("2026-12-01T09:00+01:00", NOW, MSK) == datetime(2026, 12, 1, 8, 0, tzinfo=UTC).timestamp()
+
+
+def test_time_of_day_means_the_next_one():
+    assert parse_when("15:30", NOW, MSK) == datetime(2026, 6, 1, 12, 30, tzinfo=UTC).timestamp()
+    assert parse_when("14:00", NOW, MSK) == datetime(2026, 6, 2, 11, 0, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), ("soon", "cannot understand"), ("5", "no unit"), ("in 0 minutes", "zero"),
+    ("2020-01-01T00:00", "in the past"), ("2026-13-01T00:00", "not a valid ISO 8601"),
+    ("25:00", "not a time of day"), ("in 5 parsecs", "not a time unit"),
+])
+def test_invalid_times_say_what_is_wrong(text, message):
+    with pytest.raises(TimerError, match=message):
+        parse_when(text, NOW)
+
+
+def test_set_list_cancel_twice():
+    table = TimerTable(clock=FakeClock(), tz=MSK)
+    assert table.list() == "No timers set."
+    timer_id, due, confirmation = table.set("in 5 minutes", "check the oven")
+    assert (timer_id, due) == ("t1", NOW + 300)
+    assert confirmation == "Timer t1 set for 2026-06-01T15:05+03:00 (in 5 min): check the oven"
+    table.set("2026-06-02T09:00", "call mom")
+    assert table.list().splitlines() == [
+        "2 timers:",
+        "t1 at 2026-06-01T15:05+03:00 (in 5 min): check the oven",
+        "t2 at 2026-06-02T09:00+03:00 (in 18 h): call mom",
+    ]
+    assert table.cancel("t1") == "Timer t1 cancelled: check the oven"
+    again = table.cancel("t1")
+    assert "t1 is not set" in again and "active timers: t2" in again
+    assert table.cancel("2") == "Timer t2 cancelled: call mom"
+    assert "no timers are set" in table.cancel("t2")
+
+
+def test_set_rejects_bad_input_and_leaves_table_unchanged():
+    table = TimerTable(clock=FakeClock())
+    with pytest.raises(TimerError, match="text"):
+        table.set("in 5 minutes", "  ")
+    with pytest.raises(TimerError, match="cannot understand"):
+        table.set("whenever", "x")
+    with pytest.raises(TimerError, match="at least 1 min"):
+        table.set("in 1 minute", "x", every="10 s")
+    assert len(table) == 0 and table.next_due() is None
+
+
+def test_due_fires_one_shots_once_as_the_clock_advances():
+    clock = FakeClock()
+    table = TimerTable(clock=clock)
+    table.set("in 10 minutes", "second")
+    table.set("in 5 minutes", "first")
+    assert table.next_due() == NOW + 300
+    assert table.due() == []
+    clock.now = NOW + 300
+    fired = table.due()
+    assert [t.text for t in fired] == ["first"]
+    assert table.next_due() == NOW + 600
+    clock.now = NOW + 3600
+    assert [t.text for t in table.due()] == ["second"]
+    assert table.due() == [] and table.next_due() is None
+
+
+def test_repeating_timer_reschedules_and_skips_missed_periods():
+    clock = FakeClock()
+    table = TimerTable(clock=clock)
+    table.set("in 1 hour", "drink water", every="1 hour")
+    clock.now = NOW + 3 * 3600 + 60  # slept through three firings
+    fired = table.due()
+    assert len(fired) == 1 and fired[0].due == NOW + 3600
+    assert table.next_due() == NOW + 4 * 3600
+    event = fired[0].to_event(clock.now)
+    assert (event.kind, event.content, event.data["timer_id"]) == ("timer", "drink water", "t1")
+
+
+def test_durations_for_repeats():
+    assert parse_duration("every 2 hours") == 7200
+    assert parse_duration("каждые 10 минут") == 600
+    assert parse_duration("каждый час") == 3600
+
+
+def test_timer_toolset_spec_is_prefixed_and_terse():
+    assert TIMERS_TOOLSET.name == "timers"
+    assert [t.name for t in TIMERS_TOOLSET.tools] == ["timers_set", "timers_list", "timers_cancel"]
+    assert all(t.name.startswith("timers_") and "\n" not in t.summary for t in TIMERS_TOOLSET.tools)
+    set_args = {a.name: a.required for a in TIMERS_TOOLSET.tools[0].args}
+    assert set_args == {"when": True, "text": True, "every": False}
+
+
+def test_run_timer_tool_never_raises():
+    table = TimerTable(clock=FakeClock())
+    assert run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
+    assert "t1" in run_timer_tool(table, "timers_list", {})
+    assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")
+    invalid = run_timer_tool(table, "timers_set", {"when": "in 5 minutes"})
+    assert invalid == "Arguments invalid (missing text). Schema: timers_set|when; text; every?"
+    assert "unknown idx" in run_timer_tool(table, "timers_cancel", {"idx": "t1"})
+    assert "timers_set" in run_timer_tool(table, "timers_snooze", {})
+    assert run_timer_tool(table, "timers_cancel", {"id": "t1"}) == "Timer t1 cancelled: tea"
+    assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"})

@@ -1,0 +1,106 @@
+"""S5, S11: the catalog checked at start-up, prefix routing, terse signatures, argument checks."""
+import pytest
+
+from core.toolsets import CORE_TOOL_NAMES, ToolsetRegistry
+from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
+from toolset_examples import example_registry, media_toolset, timers_toolset
+
+
+def test_a_tool_without_its_toolset_prefix_is_refused_at_start_up():
+    bad = ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="search", summary="find")])
+    with pytest.raises(ValueError, match="tool 'search' of toolset media lacks the prefix media_"):
+        ToolsetRegistry([bad])
+
+
+def test_a_tool_named_after_another_toolset_is_refused():
+    bad = ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="timers_set", summary="x")])
+    with pytest.raises(ValueError, match="lacks the prefix media_"):
+        ToolsetRegistry([bad, timers_toolset()])
+
+
+@pytest.mark.parametrize("toolsets,problem", [
+    ([media_toolset(), media_toolset()], "toolset media is declared twice"),
+    ([ToolsetSpec(name="smart_home", summary="lights")], "no '_'"),
+    ([ToolsetSpec(name="media", summary="two\nlines")], "one-line summary"),
+    ([ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="media_", summary="x")])],
+     "lacks the prefix"),
+    ([ToolsetSpec(name="media", summary="films", tools=[
+        ToolSpec(name="media_play", summary="x", args=[ArgSpec(name="id"), ArgSpec(name="id")])])],
+     "argument id of media_play is declared twice"),
+    ([ToolsetSpec(name="media", summary="films", tools=[
+        ToolSpec(name="media_play", summary="x",
+                 args=[ArgSpec(name="action", required=False), ArgSpec(name="id")])])],
+     "required argument id of media_play follows an optional one"),
+    ([ToolsetSpec(name="show", summary="x", tools=[ToolSpec(name="show_text", summary="x")])],
+     "tool show_text is declared twice"),
+])
+def test_catalog_problems_are_named_at_start_up(toolsets, problem):
+    with pytest.raises(ValueError, match=problem):
+        ToolsetRegistry(toolsets)
+
+
+def test_all_problems_are_reported_together():
+    bad = ToolsetSpec(name="media", summary="films",
+                      tools=[ToolSpec(name="search", summary="x"), ToolSpec(name="play", summary="y")])
+    with pytest.raises(ValueError) as caught:
+        ToolsetRegistry([bad])
+    assert "'search'" in str(caught.value) and "'play'" in str(caught.value)
+
+
+@pytest.mark.parametrize("tool,toolset", [
+    ("media_search", "media"), ("media_play", "media"), ("timers_cancel", "timers"),
+    ("media_rewind", "media"),  # routed by prefix even though media has no such tool
+    ("show_text", None), ("get_current_time", None), ("weather_now", None), ("media", None),
+])
+def test_prefix_routes_a_tool_to_its_toolset(tool, toolset):
+    assert example_registry().toolset_of(tool) == toolset
+
+
+def test_terse_signatures_mark_optional_arguments():
+    registry = example_registry()
+    assert registry.terse_signature("media_search") == "media_search|query; page?"
+    assert registry.terse_signature("media_info") == "media_info|id"
+    assert registry.terse_signature("timers_set") == "timers_set|when; text"
+    assert registry.terse_signature("timers_list") == "timers_list"
+    assert registry.terse_signature("show_text") == "show_text|text"
+    assert registry.terse_registry("media") == "media_search|query; page?, media_info|id, media_play|id; action?"
+
+
+def test_catalog_has_one_line_per_toolset():
+    assert example_registry().catalog_lines() == [
+        "media — films: search, details, playback", "timers — reminders and timers"]
+
+
+def test_spec_and_callable_tools():
+    registry = example_registry()
+    assert registry.spec("media_info").summary == "details of one film"
+    assert registry.spec("media_rewind") is None
+    assert registry.callable_tools([]) == list(CORE_TOOL_NAMES)
+    assert registry.callable_tools(["timers"])[-3:] == ["timers_set", "timers_list", "timers_cancel"]
+
+
+def test_validate_returns_arguments_by_name():
+    registry = example_registry()
+    assert registry.validate("media_search", "dune; page=2") == {"query": "dune", "page": "2"}
+    assert registry.validate("media_play", "tt42") == {"id": "tt42"}
+    assert registry.validate("show_text", "a; b=c") == {"text": "a; b=c"}
+    assert registry.validate("get_current_time", "") == {}
+
+
+@pytest.mark.parametrize("tool,raw,text", [
+    ("media_info", "", "arguments invalid for media_info; expected: media_info|id"),
+    ("media_search", "a; 1; extra", "arguments invalid for media_search; expected: media_search|query; page?"),
+    ("timers_set", "10:00", "arguments invalid for timers_set; expected: timers_set|when; text"),
+    ("read_skill", "  ", "arguments invalid for read_skill; expected: read_skill|name"),
+])
+def test_invalid_arguments_answer_with_the_schema(tool, raw, text):
+    assert example_registry().validate(tool, raw) == text
+
+
+def test_unknown_tools_list_what_exists():
+    registry = example_registry()
+    assert registry.validate("weather_now", "") == (
+        "tool weather_now does not exist; core tools: get_current_time, show_text, read_skill, "
+        "enable_toolset, disable_toolset; toolsets: media, timers")
+    assert registry.validate("media_rewind", "") == (
+        "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play")

@@ -1,0 +1,107 @@
+"""E3-E5: which events cancel, queue, run in parallel, or start a step now."""
+import anyio
+import pytest
+
+from core.urgency import LLMRouter, RuleRouter, UrgencyConfig, decide, decide_why, parse_route_answer
+from protocol import Event
+
+
+def ev(kind: str, content: str = "", **data: str) -> Event:
+    return Event(event_id="e", kind=kind, source="user", channel="voice", content=content, data=data)
+
+
+def said(text: str) -> Event:
+    return ev("user_text", text)
+
+
+def test_user_interrupt_cancels_busy_or_idle():
+    assert decide(ev("user_interrupt"), session_busy=True) == "cancel"
+    assert decide(ev("user_interrupt"), session_busy=False) == "cancel"
+
+
+@pytest.mark.parametrize("text", ["стоп", "Стоп!", "  STOP.  ", "отмена", "Cancel", "хватит...", "стоп, стоп!"])
+def test_a_stop_word_alone_cancels(text):
+    assert decide_why(said(text), session_busy=True) == ("cancel", "stop_word")
+
+
+@pytest.mark.parametrize("text", ["stop the music please", "не останавливайся, стоп это песня", "cancellation policy?"])
+def test_a_stop_word_inside_a_request_is_not_urgent(text):
+    assert decide(said(text), session_busy=True) == "queue"
+
+
+@pytest.mark.parametrize("text", ["Который час?", "сколько времени", "подскажи, какое сегодня число?",
+                                  "What time is it?", "what's the date today", "Hey, what time is it now?"])
+def test_time_question_runs_in_parallel_while_busy_and_now_while_idle(text):
+    assert decide(said(text), session_busy=True) == "parallel"
+    assert decide(said(text), session_busy=False) == "now"
+
+
+def test_a_longer_request_mentioning_time_is_queued():
+    assert decide(said("what time is it in Tokyo and book a flight"), session_busy=True) == "queue"
+
+
+def test_ordinary_events_queue_while_busy_and_start_now_while_idle():
+    for event in (said("only films from last month"), ev("tool_result", "3 films"), ev("timer", "call mom")):
+        assert decide(event, session_busy=True) == "queue"
+        assert decide(event, session_busy=False) == "now"
+
+
+def test_urgent_flag_cancels():
+    assert decide(ev("system", "payment failed", urgent="true"), session_busy=True) == "cancel"
+
+
+def test_config_replaces_words_and_patterns_and_rejects_bad_regex():
+    cfg = UrgencyConfig.from_mapping({"urgent_words": ["halt"], "parallel_patterns": [r"weather\??"]})
+    assert decide(said("Halt!"), True, cfg) == "cancel"
+    assert decide(said("stop"), True, cfg) == "queue"
+    assert decide(said("weather?"), True, cfg) == "parallel"
+    with pytest.raises(ValueError, match="not a valid regex"):
+        UrgencyConfig(parallel_patterns=("(",))
+    with pytest.raises(ValueError, match="unknown urgency settings"):
+        UrgencyConfig.from_mapping({"urgent": ["x"]})
+
+
+async def test_rule_router_is_the_default_router():
+    assert await RuleRouter().route(said("стоп"), True) == "cancel"
+
+
+def test_route_answer_parsing():
+    assert parse_route_answer(" Parallel.") == "parallel"
+    assert parse_route_answer("queue - it can wait") == "queue"
+    assert parse_route_answer("I think you should") is None
+    assert parse_route_answer("") is None
+
+
+async def test_llm_router_uses_the_model_for_user_text_while_busy():
+    prompts = []
+
+    async def classify(prompt: str) -> str:
+        prompts.append(prompt)
+        return "parallel"
+
+    router = LLMRouter(classify)
+    assert await router.route(said("какая погода завтра?"), True) == "parallel"
+    assert "User said: какая погода завтра?" in prompts[0]
+    # sure cases never reach the model
+    assert await router.route(said("стоп"), True) == "cancel"
+    assert await router.route(ev("tool_result", "x"), True) == "queue"
+    assert await router.route(said("привет"), False) == "now"
+    assert len(prompts) == 1
+
+
+async def test_llm_router_falls_back_to_rules_on_garbage_errors_and_silence():
+    async def garbage(prompt: str) -> str:
+        return "Sure! Here is a poem about routing."
+
+    async def broken(prompt: str) -> str:
+        raise RuntimeError("endpoint down")
+
+    async def silent(prompt: str) -> str:
+        await anyio.sleep(5)
+        return "cancel"
+
+    for classify in (garbage, broken, silent):
+        router = LLMRouter(classify, timeout_s=0.05)
+        assert await router.route(said("который час"), True) == "parallel"
+        assert await router.route(said("покажи ещё фильмы"), True) == "queue"
+        assert router.fallbacks == 2
