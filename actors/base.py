@@ -165,8 +165,13 @@ class Endpoint:
             return None
 
     async def _dispatch(self, envelope: p.Envelope, send: Callable[[bytes], None]) -> None:
-        waiter = self._pending.get(envelope.corr) if envelope.corr else None
-        if waiter is not None:
+        if envelope.corr:
+            # A reply or streamed chunk. Nobody waiting (the asker gave up or was cancelled) means
+            # it is stale: drop it. Never answer a reply - two actors would ping-pong errors.
+            waiter = self._pending.get(envelope.corr)
+            if waiter is None:
+                self.log.debug("actor=%s dropped stale reply %s", self.name, describe(envelope))
+                return
             try:
                 waiter.send_nowait(envelope)
             except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):

@@ -69,6 +69,13 @@ class MediaExecutor(Actor):
             await super().handle(msg)
 
     def _start(self, msg: Inbound, call: p.ToolInvoke) -> None:
+        age = self.clock() - msg.env.ts
+        if age > self.config.session.tool_timeout_s:
+            # Queued while this executor was down: its caller has had a timeout error already, so
+            # running it now would, say, start a film the user gave up on minutes ago.
+            self.log.warning("actor=%s dropped stale %s call_id=%s age=%.1fs", self.name, call.tool,
+                             call.call_id, age)
+            return
         key = (msg.session, call.call_id)
         if key in self._running:
             msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=False,

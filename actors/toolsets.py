@@ -80,8 +80,9 @@ class ToolsetSupervisor(Actor):
             self._start_invoke(msg, body)
         elif isinstance(body, p.ToolCancel):
             msg.reply(self, self._cancel(msg.session, body.call_id))
-        elif isinstance(body, (p.Ok, p.ErrorReply)):
-            # An executor's answer to a ToolCancel we told it: answering it would echo forever.
+        elif isinstance(body, (p.Ok, p.ErrorReply, p.ToolOutcome)):
+            # A late answer: to a ToolCancel we told, or from an executor to a call already
+            # cancelled or timed out. Answering it would echo between the two actors forever.
             self.log.debug("actor=%s dropped uncorrelated %s", self.name, type(body).__name__)
         else:
             await super().handle(msg)
@@ -130,6 +131,9 @@ class ToolsetSupervisor(Actor):
                 except AskTimeout:
                     outcome = failed(call.tool, call.call_id,
                                      f"the {executor} executor did not answer within {timeout:g} s")
+                except Exception as exc:  # noqa: BLE001 - a spawned task must never take the actor down
+                    self.log.exception("actor=%s invoke %s failed", self.name, call.tool)
+                    outcome = failed(call.tool, call.call_id, f"{type(exc).__name__}: {exc}")
                 else:
                     outcome = self._outcome(call, executor, answer)
         finally:

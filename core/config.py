@@ -49,6 +49,7 @@ class PhoneConfig(_Section):
     curve: bool = False
     keys_dir: str = "var/keys"  # server.key_secret + authorized/*.key (phone public keys)
     playback_wait_s: float = 1.0
+    pending_per_session: int = 16  # events a session may have waiting in the bridge before Busy
 
 
 class SessionConfig(_Section):

@@ -10,7 +10,9 @@ The loop (E2): take every queued event at a safe point, record them as one label
 then steps: purge expired toolsets, rebuild the prompt (S4), stream the model's reply to the
 glasses with any TOOL_CALL line hidden, record it (E6 rule 1), run the call, record its result
 (rule 2), repeat until the model answers in plain text. `enable_toolset`/`disable_toolset` are
-invisible (S7): their calls and results never enter the history.
+invisible (S7): their calls and results never enter the history; the result (S3's forgiving
+answers) is shown to the very next request only, as a system notice after the history, so a
+model that repeats an enable learns "already active" without the history changing.
 
 Urgent events (E3) cancel the running step at once: a generation in progress is discarded
 unrecorded (rule 4) and the glasses cleared; a running tool gets a cancel signal and a
@@ -149,27 +151,33 @@ class Conversation:
     async def _loop(self) -> None:
         try:
             while self.queue:
-                batch, self.queue = self.queue, []
                 turn_id = _new_id()
-                try:
-                    self.trajectory.record_events(batch)
-                except Exception:  # noqa: BLE001 - a malformed event must not stop the session
-                    _log.exception("session=%s could not record events", self.sid)
-                if all(e.kind in ("session_start", "session_end") for e in batch):
-                    self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[e.event_id for e in batch]))
-                    continue
+                consumed: list[str] = []
                 with anyio.CancelScope() as scope:
                     self._step_scope = scope
-                    await self._steps(turn_id)
+                    await self._steps(turn_id, consumed)
                 self._step_scope = None
                 if scope.cancelled_caught:
                     # Interrupted: the glasses stop showing the old answer; the urgent event is
                     # already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
-                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[e.event_id for e in batch]))
+                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed))
         finally:
             self.running = False
             self._step_scope = None
+
+    def _take_queue(self, consumed: list[str]) -> bool:
+        """A safe point (E2): every queued event goes into the history at once, labelled (E8).
+        True when something needs the model (not just session start/end bookkeeping)."""
+        batch, self.queue = self.queue, []
+        if not batch:
+            return False
+        consumed.extend(e.event_id for e in batch)
+        try:
+            self.trajectory.record_events(batch)
+        except Exception:  # noqa: BLE001 - a malformed event must not stop the session
+            _log.exception("session=%s could not record events", self.sid)
+        return any(e.kind not in ("session_start", "session_end") for e in batch)
 
     def _interrupt(self) -> None:
         """E3: cancel the step now. Rule 3 for a running tool; rule 4 for a running generation."""
@@ -179,14 +187,21 @@ class Conversation:
         if self._step_scope is not None:
             self._step_scope.cancel()
 
-    async def _steps(self, turn_id: str) -> None:
+    async def _steps(self, turn_id: str, consumed: list[str]) -> None:
+        notice = ""  # the answer to an invisible call: shown to the next request only, never stored
+        if not self._take_queue(consumed):
+            return
         for _ in range(self.s.config.max_steps):
+            self._take_queue(consumed)
             expired = self.activity.purge_expired()
             if expired:
                 _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
             skills = await self._skill_index()
             system = build_system_prompt(self.s.registry, self.activity.active(), skills.entries, SKILLS_HOWTO)
             messages = [p.ChatMessage(role="system", content=system), *self.trajectory.messages()]
+            if notice:
+                messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
+                notice = ""
             tools = self.s.registry.callable_tools(self.activity.active())
             try:
                 reply = await self._generate(turn_id, messages, tools)
@@ -205,8 +220,8 @@ class Conversation:
             if call.name in ("enable_toolset", "disable_toolset"):
                 # S7: invisible tools - no history; the next prompt already shows the new state.
                 name = call.raw_args.strip()
-                result = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
-                _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, result)
+                notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
+                _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, notice)
                 continue
             call_id = _new_id()
             visible = parsed.text_before.strip()

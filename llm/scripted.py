@@ -48,6 +48,8 @@ def _after_read_skill(messages: list[ChatMessage]) -> str:
 
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(r"", _after_read_skill, role="tool", tool="read_skill"),
+    # The runtime answers enable_toolset with a one-off notice, not a history entry (S7).
+    Rule(r"^\[System notice\] Toolset media activated", "TOOL_CALL: media_search|{user}", role="user"),
     Rule(r"", "TOOL_CALL: media_search|{user}", role="tool", tool="enable_toolset"),
     Rule(r"", "Here is what I found: {first_line}", role="tool", tool="media_search"),
     Rule(r"", "Done.", role="tool"),
@@ -63,7 +65,7 @@ def split_into_tokens(text: str) -> list[str]:
 
 def _last_user_text(messages: list[ChatMessage]) -> str:
     for message in reversed(messages):
-        if message.role == "user":
+        if message.role == "user" and not message.content.startswith("[System notice]"):
             # The runtime labels events by source ("[User said] ..."); the words are after it.
             return " ".join(re.sub(r"^\[[^\]]*\]:?\s*", "", message.content.strip()).split())
     return ""

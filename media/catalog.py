@@ -30,9 +30,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = Path(__file__).with_name("data") / "catalog.tsv"
 COLUMNS = ("id", "kind", "title_ru", "title_en", "year", "genres", "runtime_min", "episodes", "director", "description")
+INDEX_FORMAT = 1  # bump when normalize()/_index() change what is stored
 MAX_PER_PAGE = 50
-FUZZY_MIN_RATIO = 0.8
+FUZZY_MIN_RATIO = 0.75
 FUZZY_MIN_QUERY_CHARS = 4
+FUZZY_MIN_BIGRAM_SHARE = 0.5
 
 TIER_EXACT, TIER_PREFIX, TIER_CONTAINS, TIER_FUZZY, TIER_MENTION = range(5)
 
@@ -74,6 +76,7 @@ class _Indexed:
     title: Title
     names: tuple[str, ...]  # normalized titles (ru, en; deduplicated)
     body: str  # normalized description + director + genres
+    bigrams: frozenset[str]  # of all names: a cheap pre-filter for the fuzzy pass
 
 
 class EmbeddedCatalog:
@@ -132,7 +135,8 @@ class EmbeddedCatalog:
                 if not self._records:
                     raise ProviderError(f"the media catalog file {self.source_path} is missing")
                 return False
-            digest = hashlib.sha256(self.source_path.read_bytes()).hexdigest()
+            # The code's index format is part of the key: changing normalization re-indexes too.
+            digest = f"{INDEX_FORMAT}:{hashlib.sha256(self.source_path.read_bytes()).hexdigest()}"
             rebuilt = False
             if self._stored_hash(conn) != digest:
                 self._build(conn, digest)
@@ -259,7 +263,7 @@ class EmbeddedCatalog:
         words = normalized.split()
         scored: dict[str, tuple[int, float, int]] = {}
         for record in self._candidates(words):
-            tier_score = _classify(record, normalized, words)
+            tier_score = _classify(record, words)
             if tier_score is not None:
                 scored[record.title.id] = (*tier_score, record.title.year)
         if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()):
@@ -288,8 +292,13 @@ class EmbeddedCatalog:
         n = len(core.split())
         matcher = difflib.SequenceMatcher(autojunk=False)
         matcher.set_seq2(core)
+        query_grams = _bigrams(core)
+        # A typo in a short word spoils most of its pairs ("шрэк"/"шрек" share one), so ask less there.
+        needed = 1 if len(core) <= 5 else len(query_grams) * FUZZY_MIN_BIGRAM_SHARE
         found = []
         for record in self._records.values():
+            if len(query_grams & record.bigrams) < needed:
+                continue  # too few letter pairs in common to be a typo of this title
             best = 0.0
             for name in record.names:
                 for window in _windows(name.split(), n):
@@ -311,7 +320,7 @@ def _windows(name_words: list[str], n: int):
             yield " ".join(name_words[start:start + size])
 
 
-def _classify(record: _Indexed, normalized: str, words: list[str]) -> tuple[int, float] | None:
+def _classify(record: _Indexed, words: list[str]) -> tuple[int, float] | None:
     """(tier, tie-break) for a row, or None when the query does not match it at all."""
     year = str(record.title.year)
     variants = [words]
@@ -335,17 +344,25 @@ def _classify_words(record: _Indexed, core_words: list[str]) -> tuple[int, float
             candidate = (TIER_PREFIX, 0.0)  # ties go by year: a franchise reads in order
         elif f" {core}" in f" {name}":  # from a word start
             candidate = (TIER_CONTAINS, 0.0)
-        elif core in name:
+        elif _contains(name, core):
             candidate = (TIER_CONTAINS, 1.0)
-        elif all(w in name for w in core_words):
+        elif all(_contains(name, w) for w in core_words):
             candidate = (TIER_CONTAINS, 2.0)
         else:
             continue
         if best is None or candidate < best:
             best = candidate
-    if best is None and all(w in record.body or any(w in n for n in record.names) for w in core_words):
+    if best is None and all(_contains(record.body, w) or any(_contains(n, w) for n in record.names)
+                            for w in core_words):
         best = (TIER_MENTION, 0.0)
     return best
+
+
+def _contains(text: str, part: str) -> bool:
+    """Substring match; a short part (< 4 characters) must start a word, or "оно" would match "Мононоке"."""
+    if len(part) >= 4:
+        return part in text
+    return f" {part}" in f" {text}"
 
 
 def _index(title: Title) -> _Indexed:
@@ -358,7 +375,11 @@ def _index(title: Title) -> _Indexed:
             names.append(rest)
     names = tuple(dict.fromkeys(names))
     body = normalize(" ".join((title.description, title.director, " ".join(title.genres))))
-    return _Indexed(title=title, names=names, body=body)
+    return _Indexed(title=title, names=names, body=body, bigrams=frozenset(g for n in names for g in _bigrams(n)))
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i:i + 2] for i in range(len(text) - 1) if " " not in text[i:i + 2]}
 
 
 def _parse_row(row: list[str]) -> Title:

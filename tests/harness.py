@@ -37,6 +37,16 @@ class RecordingGlasses(Actor):
         else:
             await super().handle(msg)
 
+    async def wait_event_done(self, session: str, event_id: str, timeout: float = 10) -> list[p.Msg]:
+        """Everything shown for the session up to the TurnDone that covers `event_id`."""
+        with anyio.fail_after(timeout):
+            while True:
+                shown = self.shown.get(session, [])
+                for index, msg in enumerate(shown):
+                    if isinstance(msg, p.TurnDone) and event_id in msg.event_ids:
+                        return shown[: index + 1]
+                await self.changed.wait()
+
     async def wait_turns(self, session: str, count: int, timeout: float = 10) -> list[p.Msg]:
         with anyio.fail_after(timeout):
             while sum(isinstance(m, p.TurnDone) for m in self.shown.get(session, [])) < count:
@@ -67,6 +77,13 @@ class System:
         event = p.Event(event_id=event_id or p.new_id(), kind=kind, source="user", channel="speech", content=text, ts=time.time(), data=data)
         return self.client.ask("session", p.DeliverEvent(event=event), session=session)
 
+    async def turn(self, session: str, text: str, kind: str = "user_text") -> list[p.Msg]:
+        """Deliver one event and wait until the session has handled it."""
+        event_id = p.new_id()
+        reply = await self.deliver(session, text, kind=kind, event_id=event_id)
+        assert isinstance(reply, p.EventAccepted), reply
+        return await self.actors["glasses"].wait_event_done(session, event_id)
+
     async def history(self, session: str) -> list[dict[str, str]]:
         info = await self.client.ask("session", p.SessionInfoRequest(), session=session)
         return info.history
@@ -77,7 +94,9 @@ class System:
 
 @asynccontextmanager
 async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.time, glasses: Actor | None = None,
-                        actors=("skills", "toolsets", "media", "llm", "session", "glasses"), config: Config | None = None, **session):
+                        actors=("skills", "toolsets", "media", "llm", "session", "glasses"), config: Config | None = None,
+                        stand_ins: dict[str, type] | None = None, **session):
+    """`stand_ins` replaces named actors by test classes (constructed like the real ones)."""
     from actors.llm_worker import LLMWorker
     from actors.session import SessionActor
     from actors.supervisor import actor_class
@@ -89,7 +108,9 @@ async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.tim
     ctx = zmq.Context()
     built: dict[str, Actor] = {}
     for name in actors:
-        if name == "llm":
+        if stand_ins and name in stand_ins:
+            built[name] = stand_ins[name](config, zmq_context=ctx)
+        elif name == "llm":
             built[name] = LLMWorker(config, zmq_context=ctx, backends={"test": backend} if backend else None)
         elif name == "session":
             built[name] = SessionActor(config, zmq_context=ctx, clock=clock)

@@ -69,4 +69,3 @@ async def test_real_delays_and_cancellation_mid_stream():
 def test_tokens_keep_all_text():
     text = "  TOOL_CALL: media_search|jazz  films\n"
     assert "".join(split_into_tokens(text)) == text
-    assert len(DEFAULT_RULES) == 6

@@ -38,3 +38,81 @@ async def test_question_read_skill_enable_search_answer(tmp_path):
         system_prompt = backend.calls[-1][0].content
         assert "Active toolsets: media" in system_prompt
         assert "media_search" in system_prompt
+
+
+def _media_model(messages):
+    """A model that follows the media skill: read it, enable, search, answer."""
+    last = messages[-1]
+    system = messages[0].content
+    if last.role == "tool" and last.name == "media_search":
+        return "Found: " + last.content.splitlines()[0]
+    if last.role == "tool" and last.name == "read_skill":
+        return "TOOL_CALL: media_search|terminator" if "Active toolsets: media" in system else "TOOL_CALL: enable_toolset|media"
+    if last.role == "tool":
+        return "ok: " + last.content.splitlines()[0]
+    words = last.content.split("] ", 1)[-1]
+    if words.startswith("call "):
+        return "TOOL_CALL: " + words[len("call "):]
+    if "film" in words:
+        return "TOOL_CALL: read_skill|media"
+    return "plain answer"
+
+
+async def test_two_sessions_interleaved_have_their_own_toolsets(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_media_model)) as system:
+        glasses = system.actors["glasses"]
+        await system.deliver("a", "a film please")
+        await system.deliver("b", "hello")
+        await glasses.wait_turns("a", 1)
+        await glasses.wait_turns("b", 1)
+        assert list((await system.info("a")).active_toolsets) == ["media"]
+        assert (await system.info("b")).active_toolsets == {}
+        assert finals(glasses.shown["b"]) == ["plain answer"]
+
+
+async def test_toolset_expires_after_ttl_on_the_test_clock(tmp_path):
+    clock = ManualClock(1_000_000.0)
+    backend = ScriptedBackend(reply_fn=_media_model)
+    async with inproc_system(tmp_path, backend=backend, clock=clock) as system:
+        glasses = system.actors["glasses"]
+        await system.turn("s", "call enable_toolset|media")
+        await system.turn("s", "hello")
+        assert "Active toolsets: media" in backend.calls[-1][0].content
+        clock.advance(599)
+        await system.turn("s", "hello again")
+        assert "Active toolsets: media" in backend.calls[-1][0].content
+        clock.advance(601)  # past the deadline, extended by nothing since
+        await system.turn("s", "and now?")
+        assert "Active toolsets" not in backend.calls[-1][0].content
+        assert (await system.info("s")).active_toolsets == {}
+
+
+@pytest.mark.parametrize("execute_at_once", [False, True])
+async def test_substitution_when_inactive(tmp_path, execute_at_once):
+    backend = ScriptedBackend(reply_fn=_media_model)
+    async with inproc_system(tmp_path, backend=backend, execute_substituted_calls=execute_at_once) as system:
+        await system.deliver("s", "call media_search|terminator")
+        await system.actors["glasses"].wait_turns("s", 1)
+        results = tool_results(await system.history("s"))
+        assert results[0]["name"] == "media_search"
+        if execute_at_once:
+            assert "enabled on the way" in results[0]["content"]
+            assert "Терминатор" in results[0]["content"] or "Terminator" in results[0]["content"]
+        else:
+            assert "has NOT been executed" in results[0]["content"]
+            assert "media_search" in results[0]["content"]
+        assert list((await system.info("s")).active_toolsets) == ["media"]
+
+
+async def test_double_enable_and_double_disable_are_forgiving_and_invisible(tmp_path):
+    backend = ScriptedBackend(reply_fn=_media_model)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        glasses = system.actors["glasses"]
+        for n, text in enumerate(["call enable_toolset|media", "call enable_toolset|media", "call disable_toolset|media",
+                                  "call disable_toolset|media", "call enable_toolset|nosuch"], start=1):
+            await system.turn("s", text)
+        history = await system.history("s")
+        assert not any("_toolset" in m["content"] for m in history if m["role"] in ("assistant", "tool"))
+        assert (await system.info("s")).active_toolsets == {}
+        # Every turn still ended with an answer on the glasses.
+        assert len(finals(glasses.shown["s"])) == 5

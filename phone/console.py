@@ -1,0 +1,127 @@
+"""`run.py phone --session ID`: an interactive console that plays the phone and the glasses.
+
+Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/quit` (or Ctrl-D)
+leaves. What the glasses show appears as it streams: partial text rewritten in place, the final
+text on its own line; playback commands and errors on lines of their own.
+"""
+from __future__ import annotations
+
+import sys
+from typing import Callable, TextIO
+
+import anyio
+
+import protocol as p
+from phone.client import PhoneClient, PhoneError
+
+HELP = "type to talk · /stop interrupts · /button NAME · /quit leaves"
+_ERASE = "\r\x1b[K"  # back to column 0 and clear the line
+
+
+class Screen:
+    """What the runtime sends, as terminal text. `live`: partials rewrite one line in place (a
+    person watching); otherwise every display is its own line, partials prefixed with "… "
+    (scripts, `say`)."""
+
+    def __init__(self, *, live: bool):
+        self.live = live
+        self._partial_open = False  # a partial line is on screen, without a newline yet
+
+    def render(self, body: p.Msg) -> str:
+        if isinstance(body, p.Display):
+            return self._display(body)
+        if isinstance(body, p.PlaybackCommand):
+            what = body.title or body.media_id or "-"
+            return self.note(f"[playback] {body.action} {what} (task {body.task_id})")
+        if isinstance(body, p.ErrorReply):
+            return self.note(f"[error {body.code}] {body.detail}")
+        return ""
+
+    def _display(self, body: p.Display) -> str:
+        if body.clear and not body.text:
+            if self.live and self._partial_open:
+                self._partial_open = False
+                return _ERASE
+            return ""
+        if body.final:
+            if self.live:
+                self._partial_open = False
+                return f"{_ERASE}{body.text}\n"
+            return f"{body.text}\n"
+        flat = " ".join(body.text.split())
+        if self.live:
+            self._partial_open = True
+            return f"{_ERASE}… {flat}"
+        return f"… {flat}\n"
+
+    def note(self, text: str) -> str:
+        """A line of its own (closing an open partial line first)."""
+        if self.live and self._partial_open:
+            self._partial_open = False
+            return f"\n{text}\n"
+        return f"{text}\n"
+
+
+def parse_command(line: str) -> tuple[str, str]:
+    """A typed line as (action, argument): say / stop / button / quit / help / empty / unknown."""
+    text = line.strip()
+    if not text:
+        return ("empty", "")
+    if not text.startswith("/"):
+        return ("say", text)
+    name, _, argument = text[1:].partition(" ")
+    name = name.lower()
+    if name in ("stop", "quit", "help"):
+        return (name, "")
+    if name in ("exit", "q"):
+        return ("quit", "")
+    if name == "button":
+        return ("button", argument.strip()) if argument.strip() else ("unknown", "usage: /button NAME")
+    return ("unknown", f"unknown command /{name}; {HELP}")
+
+
+async def run_console(client: PhoneClient, session: str, *, read_line: Callable[[], str] | None = None,
+                      out: TextIO = sys.stdout) -> int:
+    """The console loop on a connected client. `read_line` returns "" at end of input."""
+    read_line = read_line or sys.stdin.readline
+    screen = Screen(live=out.isatty() if hasattr(out, "isatty") else False)
+
+    def write(text: str) -> None:
+        if text:
+            out.write(text)
+            out.flush()
+
+    async def send(action, *args) -> None:
+        try:
+            await action(session, *args)
+        except PhoneError as exc:
+            write(screen.note(f"[not delivered] {exc}"))
+
+    write(f"session {session} at {client.endpoint} — {HELP}\n")
+    async with client.events(session) as incoming, anyio.create_task_group() as tg:
+        async def show() -> None:
+            async for env in incoming:
+                write(screen.render(env.body))
+
+        tg.start_soon(show)
+        await send(client.start)
+        while True:
+            line = await anyio.to_thread.run_sync(read_line, abandon_on_cancel=True)
+            if line == "":
+                break
+            action, argument = parse_command(line)
+            if action == "quit":
+                break
+            if action == "say":
+                tg.start_soon(send, client.send_text, argument)
+            elif action == "stop":
+                tg.start_soon(send, client.interrupt)
+            elif action == "button":
+                tg.start_soon(send, client.button, argument)
+            elif action in ("help", "unknown"):
+                write(f"{argument or HELP}\n")
+        with anyio.move_on_after(3):  # let what was just typed reach the runtime
+            while client.pending:
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    return 0

@@ -1,0 +1,262 @@
+"""MediaExecutor through real sockets, behind the ToolsetSupervisor as a session uses it:
+search and info on the embedded catalog, playback through a stand-in GlassesBridge, cancellation,
+searches that do not block other sessions, and an executor killed mid-call."""
+import shutil
+import tempfile
+import threading
+import time
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+import protocol as p
+from actors.base import Actor, AskTimeout, Endpoint
+from actors.media_executor import MediaExecutor
+from actors.toolsets import ToolsetSupervisor
+from core.config import Config, MediaConfig, PhoneConfig, SessionConfig, SupervisorConfig, TopologyConfig
+from media.catalog import EmbeddedCatalog
+
+
+@pytest.fixture
+def ipc_dir():
+    path = tempfile.mkdtemp(prefix="pf")  # short: unix socket paths are limited to ~100 characters
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def make_config(ipc_dir, tmp_path, *, tool_timeout_s=3.0, playback_wait_s=0.2, ask_timeout_s=0.3):
+    return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
+                  session=SessionConfig(tool_timeout_s=tool_timeout_s),
+                  supervisor=SupervisorConfig(ask_timeout_s=ask_timeout_s),
+                  phone=PhoneConfig(playback_wait_s=playback_wait_s),
+                  media=MediaConfig(db_path=str(tmp_path / "media.sqlite3")))
+
+
+@pytest.fixture
+def config(ipc_dir, tmp_path):
+    return make_config(ipc_dir, tmp_path)
+
+
+class StandInGlasses(Actor):
+    """Plays the GlassesBridge: answers PhoneCommand as `mode` says (started, failed, pending,
+    silent) and records what it was asked."""
+
+    name = "glasses"
+
+    def __init__(self, config, mode="started"):
+        super().__init__(config)
+        self.mode = mode
+        self.commands: list[tuple[str, p.PhoneCommand]] = []
+
+    async def handle(self, msg):
+        self.commands.append((msg.session, msg.body))
+        command = msg.body.command
+        if self.mode == "started":
+            msg.reply(self, p.PlaybackStatus(event_id="e1", ts=time.time(), task_id=command.task_id, state="started"))
+        elif self.mode == "failed":
+            msg.reply(self, p.PlaybackStatus(event_id="e1", ts=time.time(), task_id=command.task_id,
+                                             state="failed", detail="no player app on the phone"))
+        elif self.mode == "pending":
+            msg.reply(self, p.Ok(detail="pending"))
+        # silent: no answer at all
+
+
+@asynccontextmanager
+async def running(config, *actors):
+    async with anyio.create_task_group() as tg:
+        for actor in actors:
+            await tg.start(actor.run)
+        client = Endpoint(config, name="test")
+        async with client.running():
+            yield client
+        tg.cancel_scope.cancel()
+
+
+def invoke(tool, call_id="c1", **args):
+    return p.ToolInvoke(call_id=call_id, tool=tool, args=args)
+
+
+async def test_search_in_russian_english_and_with_typos_through_the_supervisor(config):
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+        english = await client.ask("toolsets", invoke("media_search", query="lara croft"), session="s1", timeout=5)
+        russian = await client.ask("toolsets", invoke("media_search", query="Лара Крофт"), session="s1", timeout=5)
+        typo = await client.ask("toolsets", invoke("media_search", query="Терминатр"), session="s1", timeout=5)
+        paged = await client.ask("toolsets", invoke("media_search", query="терминатор", page="2"),
+                                 session="s1", timeout=5)
+    for outcome in (english, russian):
+        assert outcome.ok is True and outcome.call_id == "c1"
+        assert outcome.text.splitlines()[0].startswith("lara-croft-tomb-raider-2001 — Лара Крофт")
+    assert typo.ok is True and typo.text.startswith("terminator-1984 — Терминатор / The Terminator (1984)")
+    assert paged.ok is True and "showing 6" in paged.text  # page 2 starts at the sixth result
+
+
+async def test_info_for_a_known_and_an_unknown_id(config):
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+        known = await client.ask("toolsets", invoke("media_info", id="terminator-1984"), session="s1", timeout=5)
+        unknown = await client.ask("toolsets", invoke("media_info", id="terminatr-1984"), session="s1", timeout=5)
+    assert known.ok is True
+    assert known.text.startswith("Терминатор (original: The Terminator), 1984, film")
+    assert "James Cameron" in known.text
+    assert unknown.ok is False
+    assert unknown.text.startswith("no title with id “terminatr-1984”; ids come from TOOL_CALL: media_search|")
+
+
+async def test_executor_checks_arguments_itself(config):
+    async with running(config, MediaExecutor(config)) as client:
+        missing = await client.ask("media", invoke("media_info"), session="s1")
+        stray = await client.ask("media", invoke("media_search", query="alien", colour="red"), session="s1")
+        action = await client.ask("media", invoke("media_play", id="terminator-1984", action="rewind"), session="s1")
+        unknown = await client.ask("media", invoke("media_rate", id="x"), session="s1")
+    assert missing == p.ToolOutcome(call_id="c1", ok=False,
+                                    text="arguments invalid; expected: media_info|id (missing id)")
+    assert stray.ok is False and stray.text.startswith("arguments invalid; expected: media_search|query; page?")
+    assert action.ok is False and "action must be one of play|pause|resume|stop" in action.text
+    assert unknown.ok is False and unknown.text.startswith("tool media_rate does not exist; toolset media has:")
+
+
+@pytest.mark.parametrize("mode, ok, words", [
+    ("started", True, ["«Терминатор", "(terminator-1984) is playing on the phone"]),
+    ("failed", False, ["play «Терминатор", "(terminator-1984) failed on the phone: no player app on the phone"]),
+])
+async def test_play_reports_what_the_phone_answered(config, mode, ok, words):
+    glasses = StandInGlasses(config, mode)
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
+    assert (outcome.call_id, outcome.ok, outcome.task_id) == ("c1", ok, "")
+    assert outcome.text.startswith(words[0]) and outcome.text.endswith(words[1])
+    [(session, command)] = glasses.commands
+    assert session == "s1" and command.wait_s == config.phone.playback_wait_s
+    assert (command.command.action, command.command.media_id) == ("play", "terminator-1984")
+    assert command.command.title.startswith("Терминатор")
+
+
+async def test_play_pending_returns_a_task_id_for_the_later_event(config):
+    glasses = StandInGlasses(config, "pending")
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="pause"),
+                                   session="s1", timeout=5)
+    [(_, command)] = glasses.commands
+    assert command.command.action == "pause"
+    assert outcome.ok is True and outcome.task_id == command.command.task_id != ""
+    assert outcome.text.startswith("pause «Терминатор")
+    assert outcome.text.endswith(f"(terminator-1984) sent to the phone (task {outcome.task_id}); "
+                                 "its confirmation arrives as a later event")
+
+
+async def test_play_with_the_glasses_bridge_down_is_a_clear_error(config):
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+        started = time.monotonic()
+        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
+    assert outcome == p.ToolOutcome(call_id="c1", ok=False, text=(
+        "media_play failed: the glasses bridge did not answer within 0.5 s, so the phone may not have the "
+        "command; try again"))
+    assert time.monotonic() - started < config.session.tool_timeout_s
+
+
+async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
+    glasses = StandInGlasses(config)
+    async with running(config, MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("media", invoke("media_play", id="no-such-film"), session="s1")
+    assert outcome.ok is False and outcome.text.startswith("no title with id “no-such-film”")
+    assert glasses.commands == []
+
+
+async def test_cancel_stops_a_call_waiting_for_the_phone(config, ipc_dir, tmp_path):
+    config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=30)
+    glasses = StandInGlasses(config, "silent")
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+        answers = {}
+
+        async def call():
+            answers["play"] = await client.ask("toolsets", invoke("media_play", call_id="c5", id="terminator-1984"),
+                                               session="s1", timeout=30)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            with anyio.fail_after(3):
+                while not glasses.commands:
+                    await anyio.sleep(0.01)
+            started = time.monotonic()
+            answers["cancel"] = await client.ask("toolsets", p.ToolCancel(call_id="c5"), session="s1")
+        elapsed = time.monotonic() - started
+        direct = await client.ask("media", p.ToolCancel(call_id="c5"), session="s1")
+    assert answers["play"] == p.ToolOutcome(call_id="c5", ok=False, text="cancelled")
+    assert answers["cancel"] == p.Ok(detail="cancelled")
+    assert elapsed < 1
+    assert direct == p.Ok(detail="call c5 is not running")  # the executor dropped it too
+
+
+class SlowCatalog(EmbeddedCatalog):
+    """The real catalog, but a search for "slow" takes a while (a remote backend, a big index)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.release = threading.Event()
+
+    def search(self, query, page=1, per_page=5):
+        if query == "slow":
+            self.release.wait(5)
+        return super().search(query, page, per_page)
+
+
+async def test_a_slow_search_does_not_block_other_sessions(config):
+    catalog = SlowCatalog(config.media.db_path)
+    async with running(config, ToolsetSupervisor(config), MediaExecutor(config, provider=catalog)) as client:
+        done = {}
+
+        async def slow():
+            done["slow"] = await client.ask("toolsets", invoke("media_search", call_id="a", query="slow"),
+                                            session="s1", timeout=10)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(slow)
+            await anyio.sleep(0.05)
+            with anyio.fail_after(2):
+                done["other"] = await client.ask("toolsets", invoke("media_info", call_id="b", id="terminator-1984"),
+                                                 session="s2", timeout=2)
+            assert "slow" not in done  # the other session was served while the search still ran
+            catalog.release.set()
+    assert done["other"].ok is True and done["slow"].ok is True
+
+
+async def test_executor_killed_mid_call_gives_a_tool_error_and_a_new_one_serves(ipc_dir, tmp_path):
+    config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=1.0)
+    glasses = StandInGlasses(config, "silent")
+    async with running(config, ToolsetSupervisor(config), glasses) as client:
+        answers = {}
+
+        async def call():
+            answers["play"] = await client.ask("toolsets", invoke("media_play", id="terminator-1984"),
+                                               session="s1", timeout=5)
+
+        async with anyio.create_task_group() as tg:
+            async with anyio.create_task_group() as executor_group:
+                await executor_group.start(MediaExecutor(config).run)
+                tg.start_soon(call)
+                with anyio.fail_after(3):
+                    while not glasses.commands:
+                        await anyio.sleep(0.01)
+                executor_group.cancel_scope.cancel()  # the executor dies with the call in flight
+        assert answers["play"] == p.ToolOutcome(call_id="c1", ok=False, text=(
+            "tool media_play failed: the media executor did not answer within 1 s; try again"))
+
+        async with anyio.create_task_group() as executor_group:
+            await executor_group.start(MediaExecutor(config).run)  # what the supervisor's restart does
+            with anyio.fail_after(3):
+                again = await client.ask("toolsets", invoke("media_search", call_id="c2", query="lara croft"),
+                                         session="s1", timeout=3)
+            executor_group.cancel_scope.cancel()
+    assert again.ok is True and again.text.startswith("lara-croft-tomb-raider-2001")
+
+
+async def test_a_call_older_than_the_tool_timeout_is_not_run(config):
+    """A call queued while the executor was down has been answered with a timeout already:
+    a restarted executor must not start that film minutes later."""
+    glasses = StandInGlasses(config)
+    later = config.session.tool_timeout_s + 1
+    executor = MediaExecutor(config, clock=lambda: time.time() + later)  # every call looks stale
+    async with running(config, executor, glasses) as client:
+        with pytest.raises(AskTimeout):
+            await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=0.5)
+    assert glasses.commands == []

@@ -1,0 +1,181 @@
+"""Event-driven sessions (SPEC E1-E10) through the real SessionActor, with a model and a tool
+whose timing the test controls."""
+import anyio
+
+import protocol as p
+from actors.base import Actor, Inbound
+from core.budget import default_catalog
+from core.clock import ManualClock
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+
+class SlowToolsets(Actor):
+    """Stands in for the ToolsetSupervisor: every tool blocks until the test releases it, and
+    ignores ToolCancel (the worst case: a tool that cannot stop)."""
+
+    name = "toolsets"
+
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        self.release = anyio.Event()
+        self.started = anyio.Event()
+        self.cancels: list[str] = []
+
+    async def handle(self, msg: Inbound) -> None:
+        body = msg.body
+        if isinstance(body, p.CatalogRequest):
+            msg.reply(self, p.Catalog(toolsets=default_catalog()))
+        elif isinstance(body, p.ToolInvoke):
+            self.spawn(self._slow, msg, body)
+        elif isinstance(body, p.ToolCancel):
+            self.cancels.append(body.call_id)
+
+    async def _slow(self, msg: Inbound, body: p.ToolInvoke) -> None:
+        self.started.set()
+        await self.release.wait()
+        msg.reply(self, p.ToolOutcome(call_id=body.call_id, ok=True, text=f"slow result for {body.args.get('query', '')}"))
+
+
+def model(messages):
+    last = messages[-1]
+    text = last.content
+    if last.role == "tool":
+        return f"answer after {last.name}"
+    if "[User said] search" in text and "Unprocessed" not in text:
+        return "TOOL_CALL: media_search|lara"
+    if "get_current_time" not in messages[0].content:
+        return "no core tools?"
+    if "который час" in text and not any(m.role == "tool" for m in messages):
+        return "TOOL_CALL: get_current_time"
+    if "story" in text:
+        return "once upon a time " * 40
+    return "noted: " + " | ".join(line for line in text.splitlines() if line.startswith("[") or line.startswith("Above"))
+
+
+def assert_every_call_paired(history):
+    for index, message in enumerate(history):
+        if message["role"] == "assistant" and "TOOL_CALL:" in message["content"]:
+            assert history[index + 1]["role"] == "tool", history
+        if message["role"] == "tool":
+            assert "TOOL_CALL:" in history[index - 1]["content"], history
+    calls = sum(1 for m in history if m["role"] == "assistant" and "TOOL_CALL:" in m["content"])
+    assert calls == sum(1 for m in history if m["role"] == "tool")
+
+
+async def _wait(predicate, timeout=10):
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.01)
+
+
+async def test_stop_mid_generation_discards_the_partial_answer(tmp_path):
+    backend = ScriptedBackend(reply_fn=model, token_delay_s=0.02)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        glasses = system.actors["glasses"]
+        await system.deliver("s", "tell me a story", event_id="e1")
+        await _wait(lambda: any(isinstance(m, p.Display) and "once upon" in m.text for m in glasses.shown.get("s", [])))
+        await system.deliver("s", "стоп", event_id="e2")
+        shown = await glasses.wait_event_done("s", "e2")
+        assert any(isinstance(m, p.Display) and m.clear for m in shown), "glasses were not cleared"
+        history = await system.history("s")
+        assert not any("once upon" in m["content"] for m in history), "partial output was stored"
+        # The next model call saw the interrupt together with the original request.
+        last_request = backend.calls[-1]
+        assert "стоп" in last_request[-1].content
+        assert any("story" in m.content for m in last_request[1:-1])
+        final = [m for m in shown if isinstance(m, p.Display) and m.final][-1]
+        assert final.text.startswith("noted:")
+        assert_every_call_paired(history)
+
+
+async def test_interrupt_during_slow_tool_records_placeholder_then_late_result(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), stand_ins={"toolsets": SlowToolsets},
+                             execute_substituted_calls=True) as system:
+        slow = system.actors["toolsets"]
+        await system.deliver("s", "search lara", event_id="e1")
+        await slow.started.wait()
+        await system.deliver("s", "", kind="user_interrupt", event_id="e2")
+        shown = await system.actors["glasses"].wait_event_done("s", "e2")
+        history = await system.history("s")
+        tool_msgs = [m for m in history if m["role"] == "tool"]
+        assert "still running in the background" in tool_msgs[0]["content"]
+        assert slow.cancels, "the running tool got no cancel signal"
+        assert any(isinstance(m, p.Display) and m.final for m in shown)
+        slow.release.set()
+        async def late_recorded():
+            hist = await system.history("s")
+            return any("late result" in m["content"] and "slow result" in m["content"] for m in hist)
+        with anyio.fail_after(5):
+            while not await late_recorded():
+                await anyio.sleep(0.02)
+        history = await system.history("s")
+        assert_every_call_paired(history)
+
+
+async def test_events_during_a_step_are_batched_with_labels(tmp_path):
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+                             execute_substituted_calls=True) as system:
+        slow = system.actors["toolsets"]
+        await system.deliver("s", "search lara", event_id="e1")
+        await slow.started.wait()
+        await system.deliver("s", "and also the sequel", event_id="e2")
+        await system.deliver("s", "in Russian please", event_id="e3")
+        late = p.Event(event_id="e4", kind="tool_result", source="media_play", channel="tool", content="playback started")
+        await system.client.ask("session", p.DeliverEvent(event=late), session="s")
+        slow.release.set()
+        shown = await system.actors["glasses"].wait_event_done("s", "e4")
+        batched = [m for m in backend.calls[-1] if "Unprocessed event" in m.content][0].content
+        for label in ("[Unprocessed event 1/3]", "[Unprocessed event 2/3]", "[Unprocessed event 3/3]"):
+            assert label in batched
+        assert "Above are 3 unprocessed events" in batched and "covers all of them" in batched
+        assert "Tool result from media_play" in batched
+        # One model call covered all three, after the tool's own result.
+        calls_with_batch = [c for c in backend.calls if any("Unprocessed event" in m.content for m in c)]
+        assert len(calls_with_batch) == 1
+        assert_every_call_paired(await system.history("s"))
+
+
+async def test_time_question_during_slow_tool_is_answered_in_parallel(tmp_path):
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+                             execute_substituted_calls=True) as system:
+        slow = system.actors["toolsets"]
+        await system.deliver("s", "search lara", event_id="e1")
+        await slow.started.wait()
+        await system.deliver("s", "который час?", event_id="e2")
+        shown = await system.actors["glasses"].wait_event_done("s", "e2")
+        assert not slow.release.is_set(), "the parallel answer waited for the tool"
+        answer = [m for m in shown if isinstance(m, p.Display) and m.final][-1].text
+        assert answer == "answer after get_current_time"
+        slow.release.set()
+        await system.actors["glasses"].wait_event_done("s", "e1")
+        history = await system.history("s")
+        assert any("handled in parallel with the main task" in m["content"].lower() for m in history)
+        assert_every_call_paired(history)
+
+
+async def test_timer_fires_into_idle_and_busy_sessions(tmp_path):
+    clock = ManualClock(1_000_000.0)
+
+    def timer_model(messages):
+        text = messages[-1].content
+        if messages[-1].role == "tool":
+            return "timer noted"
+        if "remind me" in text:
+            return "TOOL_CALL: timers_set|in 5 minutes; tea is ready"
+        if "Timer fired" in text:
+            return "Reminder: tea is ready"
+        return "ok"
+
+    backend = ScriptedBackend(reply_fn=timer_model)
+    async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
+        glasses = system.actors["glasses"]
+        await system.turn("idle", "remind me about tea")
+        await system.turn("busy", "remind me about tea")
+        clock.advance(301)
+        await _wait(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["idle"]))
+        await _wait(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["busy"]))
+        for session in ("idle", "busy"):
+            assert_every_call_paired(await system.history(session))
