@@ -9,7 +9,7 @@ SESSION ?= me
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 
-.PHONY: run test serve bench clean
+.PHONY: run test serve clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,17 +18,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	@$(PY) -c "from llm.gemma_model import model_path; model_path()"
-	@PORFIRY_LOG_FILE=var/porfiry.log $(PY) -m phone.run_and_console --session $(SESSION)
+	@$(PY) -c "from llm.gemma_model import model_path; print('model:', model_path())"
+	$(PY) run.py up --session $(SESSION)
 
 serve: $(VENV)/.installed
 	$(PY) run.py serve
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
-
-bench: $(VENV)/.installed
-	$(PY) run.py bench
 
 clean:
 	rm -rf $(VENV) var

@@ -2,6 +2,7 @@
 """Porfiry's command line: serve the runtime, inspect it, talk to it.
 
     python run.py serve [--inproc]       start the six actors under the supervisor (foreground)
+    python run.py up [--session ID]      serve in the background + a phone console (`make run`)
     python run.py status                 each actor: alive, pid, restarts, inbox depth
     python run.py llm use gemma|qwen     swap the model at runtime; `llm status` shows it
     python run.py skills list|show|exclude|include|reload
@@ -9,7 +10,6 @@
     python run.py say --session ID TEXT  send one event, print what the glasses show
     python run.py phone --session ID     interactive phone console
     python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
-    python run.py bench                  load test with a scripted model
 """
 from __future__ import annotations
 
@@ -33,15 +33,16 @@ def _config(args: argparse.Namespace):
 def cmd_serve(args: argparse.Namespace) -> int:
     import msgspec
 
-    from actors.supervisor import RestartIntensityExceeded, Supervisor
+    from actors.supervisor import Supervisor
 
     config = _config(args)
     if args.inproc:
         config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="inproc"))
     setup_logging(args.log_level)
 
+    supervisor = Supervisor(config)
+
     async def main() -> None:
-        supervisor = Supervisor(config)
         import signal
 
         async with anyio.create_task_group() as tg:
@@ -58,11 +59,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     try:
         anyio.run(main, backend="trio")
-    except RestartIntensityExceeded as exc:
-        print(f"porfiry: stopped: {exc}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         pass
+    if supervisor.failure:
+        print(f"porfiry: stopped: {supervisor.failure}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -94,6 +95,50 @@ def cmd_status(args: argparse.Namespace) -> int:
     for row in status.actors:
         print(f"{row.name:10} {'yes' if row.alive else 'NO':6} {row.pid:>8} {row.restarts:>8} {row.inbox_depth:>6}  {row.detail}")
     return 0 if all(row.alive for row in status.actors) else 1
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    """`make run`: the runtime in the background (logs to var/porfiry.log) and a phone console
+    in the foreground; leaving the console stops the runtime."""
+    import os
+    import subprocess
+    import time
+
+    import protocol as p
+    from actors.base import AskTimeout
+
+    config = _config(args)
+    log_path = config.path("var/porfiry.log")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
+    with open(log_path, "ab") as log:
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    print(f"porfiry: starting the runtime (profile {config.llm.profile}; log: {log_path})", flush=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if server.poll() is not None:
+                print(f"porfiry: the runtime exited with code {server.returncode}; see {log_path}", file=sys.stderr)
+                return 1
+            try:
+                status = anyio.run(ask_runtime, config, "supervisor", p.StatusRequest(), 2.0, backend="trio")
+                if all(row.alive for row in status.actors):
+                    break
+            except AskTimeout:
+                pass
+            if time.monotonic() > deadline:
+                print("porfiry: the runtime did not start within 120 s", file=sys.stderr)
+                return 1
+            time.sleep(0.5)
+        from phone.cli import cmd_phone
+
+        return cmd_phone(args, _config)
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
 
 
 # ---- llm ----------------------------------------------------------------------------------
@@ -156,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
     serve.set_defaults(func=cmd_serve)
 
+    up = sub.add_parser("up", help="start the runtime and open a phone console (what `make run` does)")
+    from phone.cli import _add_connection_args
+
+    _add_connection_args(up)
+    up.set_defaults(func=cmd_up)
+
     status = sub.add_parser("status", help="show each actor of the running system")
     status.set_defaults(func=cmd_status)
 
@@ -182,21 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Commands that live beside their feature: the phone tools and the benchmark."""
-    registers = []
-    try:
-        from phone.cli import register as phone_commands
+    """Commands that live beside their feature: the phone tools."""
+    from phone.cli import register as phone_commands
 
-        registers.append(phone_commands)
-    except ImportError:
-        pass
-    try:
-        from bench.cli import register as bench_commands
-
-        registers.append(bench_commands)
-    except ImportError:
-        pass
-    return registers
+    return [phone_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -208,7 +208,8 @@ class Supervisor(Actor):
         msg.reply(self, await self.status())
 
     async def run_until_stopped(self) -> None:
-        """Run the supervisor and its children until Shutdown, a signal, or the restart limit."""
+        """Run the supervisor and its children until Shutdown, a signal, or the restart limit
+        (then `failure` says why)."""
         async with anyio.create_task_group() as tg:
             await tg.start(self.run)
 
@@ -217,8 +218,6 @@ class Supervisor(Actor):
                 tg.cancel_scope.cancel()
 
             tg.start_soon(watch_stop)
-        if self.failure:
-            raise RestartIntensityExceeded(self.failure)
 
 
 async def _terminate(process: anyio.abc.Process) -> None:

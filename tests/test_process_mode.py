@@ -1,0 +1,117 @@
+"""The real deployment shape: `run.py serve` with each actor in its own OS process over ipc://,
+the phone over tcp://, driven by the CLI like an operator would."""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_config(tmp: Path, intensity: int = 5) -> Path:
+    ipc_dir = tempfile.mkdtemp(prefix="pf")
+    config = tmp / "porfiry.toml"
+    config.write_text(f"""
+[topology]
+mode = "ipc"
+ipc_dir = "{ipc_dir}"
+
+[phone]
+endpoint = "tcp://127.0.0.1:{_free_port()}"
+
+[supervisor]
+intensity = {intensity}
+period_s = 30
+
+[llm]
+profile = "scripted"
+
+[skills]
+user_dir = "{tmp / 'user-skills'}"
+
+[media]
+db_path = "{tmp / 'media.sqlite3'}"
+""")
+    return config
+
+
+def _cli(config: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "run.py", "--config", str(config), *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _status(config: Path) -> dict[str, list[str]]:
+    out = _cli(config, "status").stdout.splitlines()
+    return {line.split()[0]: line.split() for line in out[2:] if line.strip()}
+
+
+def _wait_until(predicate, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.3)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def served(tmp_path):
+    started = []
+
+    def start(intensity: int = 5):
+        config = _write_config(tmp_path, intensity)
+        log = open(tmp_path / "serve.log", "w")
+        proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        started.append(proc)
+        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        return config, proc
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def test_serve_status_say_and_a_killed_actor_is_restarted(served):
+    config, _ = served()
+    status = _status(config)
+    pids = {name: int(row[2]) for name, row in status.items()}
+    assert len(set(pids.values())) == 6, "each actor runs in its own process"
+
+    said = _cli(config, "say", "--session", "p1", "--timeout", "20", "lara croft film")
+    assert said.returncode == 0, said.stderr
+    assert "Lara Croft" in said.stdout.splitlines()[-1]
+
+    os.kill(pids["session"], signal.SIGKILL)
+    restarted = _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pids["session"] and row)
+    assert restarted[3] == "1"
+    # The system keeps serving: a message crosses ipc:// between the actor processes and back.
+    said = _cli(config, "say", "--session", "p2", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip().splitlines()[-1].startswith("Sure.")
+
+
+def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served, tmp_path):
+    config, proc = served(intensity=0)
+    pid = int(_status(config)["media"][2])
+    os.kill(pid, signal.SIGKILL)
+    assert proc.wait(timeout=30) == 2
+    log = (tmp_path / "serve.log").read_text()
+    assert "more than 0 restarts within 30 s" in log
