@@ -39,10 +39,6 @@ def actor_class(name: str) -> type[Actor]:
     return getattr(importlib.import_module(module), cls)
 
 
-class RestartIntensityExceeded(Exception):
-    pass
-
-
 class RestartBudget:
     """OTP's restart intensity: at most `intensity` restarts in any window of `period` seconds."""
 
@@ -94,18 +90,17 @@ class Supervisor(Actor):
         await self._all_started.wait()
 
     async def _supervise_all(self) -> None:
-        try:
-            async with anyio.create_task_group() as tg:
-                for name in self.actor_names:
-                    await tg.start(self._supervise, self.children[name])
-                self._all_started.set()
-                self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
-        except RestartIntensityExceeded as exc:
-            self.failure = str(exc)
-            self.log.critical("actor=supervisor %s", exc)
-            print(f"porfiry: {exc}", file=sys.stderr, flush=True)
-            self._stop.set()
-            self._tg.cancel_scope.cancel() if self._tg else None
+        async with anyio.create_task_group() as tg:
+            for name in self.actor_names:
+                await tg.start(self._supervise, self.children[name])
+            self._all_started.set()
+            self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
+
+    def _give_up(self, reason: str) -> None:
+        """Escalate, OTP-style: stop everything with a clear message instead of looping."""
+        self.failure = reason
+        self.log.critical("actor=supervisor %s", reason)
+        self._stop.set()
 
     async def _supervise(self, child: _Child, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
         first = True
@@ -124,10 +119,11 @@ class Supervisor(Actor):
             if self._stop.is_set():
                 return
             if not self.budget.record():
-                raise RestartIntensityExceeded(
+                self._give_up(
                     f"{child.name} died ({child.last_exit}); more than {self.budget.intensity} restarts within "
                     f"{self.budget.period:g} s - stopping the system instead of restarting in a loop"
                 )
+                return
             child.restarts += 1
             self.log.warning("actor=supervisor restarting child=%s restarts=%d last_exit=%s", child.name, child.restarts, child.last_exit)
 
