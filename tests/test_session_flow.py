@@ -116,3 +116,37 @@ async def test_double_enable_and_double_disable_are_forgiving_and_invisible(tmp_
         assert (await system.info("s")).active_toolsets == {}
         # Every turn still ended with an answer on the glasses.
         assert len(finals(glasses.shown["s"])) == 5
+
+
+async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_result(tmp_path):
+    skill_dir = tmp_path / "user-skills" / "tea"
+    skill_dir.mkdir(parents=True)
+    skill_file = skill_dir / "SKILL.md"
+    skill_file.write_text("---\nname: tea\ndescription: Brewing tea.\n---\nBoil water.\n")
+    backend = ScriptedBackend(reply_fn=_media_model)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "call read_skill|tea")
+        await system.turn("s", "call get_current_time")
+        results = tool_results(await system.history("s"))
+        assert "Boil water." in results[0]["content"]
+        assert "skills_changed" not in results[1]["content"], "no notice while nothing changed"
+        # The user edits the skill while the conversation goes on.
+        skill_file.write_text("---\nname: tea\ndescription: Brewing tea.\n---\nBoil water, then wait 3 minutes.\n")
+        await anyio.sleep(0.6)  # the store re-checks files at most twice a second
+        await system.turn("s", "call get_current_time")
+        notice = tool_results(await system.history("s"))[2]["content"]
+        assert "skills_changed:" in notice and "tea" in notice
+        assert "re-read" in notice
+        # And a skill added meanwhile appears in the next prompt's index, after the built-ins.
+        (tmp_path / "user-skills" / "coffee").mkdir()
+        (tmp_path / "user-skills" / "coffee" / "SKILL.md").write_text("---\nname: coffee\ndescription: Making coffee.\n---\nGrind.\n")
+        await anyio.sleep(0.6)
+        await system.turn("s", "hello")
+        prompt = backend.calls[-1][0].content
+        assert prompt.index("coffee:") < prompt.index("tea:"), "user skills come newest first"
+        # Exclusion hides a skill from one session and not another.
+        await system.client.ask("skills", p.SkillsAdmin(op="exclude", name="coffee", target="other"))
+        await system.turn("other", "hello")
+        assert "coffee" not in backend.calls[-1][0].content
+        await system.turn("s", "hello")
+        assert "coffee:" in backend.calls[-1][0].content
