@@ -54,7 +54,7 @@ class RecordingGlasses(Actor):
         return self.shown[session]
 
 
-def test_config(tmp: Path, **session) -> Config:
+def make_config(tmp: Path, **session) -> Config:
     base = Config(
         topology=TopologyConfig(mode="inproc"),
         skills=SkillsConfig(user_dir=str(tmp / "user-skills")),
@@ -77,12 +77,12 @@ class System:
         event = p.Event(event_id=event_id or p.new_id(), kind=kind, source="user", channel="speech", content=text, ts=time.time(), data=data)
         return self.client.ask("session", p.DeliverEvent(event=event), session=session)
 
-    async def turn(self, session: str, text: str, kind: str = "user_text") -> list[p.Msg]:
+    async def turn(self, session: str, text: str, kind: str = "user_text", timeout: float = 10) -> list[p.Msg]:
         """Deliver one event and wait until the session has handled it."""
         event_id = p.new_id()
         reply = await self.deliver(session, text, kind=kind, event_id=event_id)
         assert isinstance(reply, p.EventAccepted), reply
-        return await self.actors["glasses"].wait_event_done(session, event_id)
+        return await self.actors["glasses"].wait_event_done(session, event_id, timeout=timeout)
 
     async def history(self, session: str) -> list[dict[str, str]]:
         info = await self.client.ask("session", p.SessionInfoRequest(), session=session)
@@ -102,7 +102,7 @@ async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.tim
     from actors.supervisor import actor_class
 
     tmp = tmp or Path(tempfile.mkdtemp(prefix="pf"))
-    config = config or test_config(tmp, **session)
+    config = config or make_config(tmp, **session)
     if backend is not None:
         config = msgspec.structs.replace(config, llm=msgspec.structs.replace(config.llm, profile="test"))
     ctx = zmq.Context()
