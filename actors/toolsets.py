@@ -64,6 +64,7 @@ class ToolsetSupervisor(Actor):
         self._toolsets = list(toolsets) if toolsets is not None else None
         self.executors = dict(EXECUTORS if executors is None else executors)
         self.registry: ToolsetRegistry | None = None
+        self.catalog = p.Catalog(toolsets=[])
         self._running: dict[tuple[str, str], tuple[anyio.CancelScope, str]] = {}
 
     async def on_start(self) -> None:

@@ -132,7 +132,7 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         assert "skills_changed" not in results[1]["content"], "no notice while nothing changed"
         # The user edits the skill while the conversation goes on.
         skill_file.write_text("---\nname: tea\ndescription: Brewing tea.\n---\nBoil water, then wait 3 minutes.\n")
-        await anyio.sleep(0.6)  # the store re-checks files at most twice a second
+        await anyio.sleep(1.1)  # the store re-checks files at most twice a second
         await system.turn("s", "call get_current_time")
         notice = tool_results(await system.history("s"))[2]["content"]
         assert "skills_changed:" in notice and "tea" in notice
@@ -140,7 +140,7 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         # And a skill added meanwhile appears in the next prompt's index, after the built-ins.
         (tmp_path / "user-skills" / "coffee").mkdir()
         (tmp_path / "user-skills" / "coffee" / "SKILL.md").write_text("---\nname: coffee\ndescription: Making coffee.\n---\nGrind.\n")
-        await anyio.sleep(0.6)
+        await anyio.sleep(1.1)
         await system.turn("s", "hello")
         prompt = backend.calls[-1][0].content
         assert prompt.index("coffee:") < prompt.index("tea:"), "user skills come newest first"
