@@ -15,7 +15,6 @@ raises is logged and answered with ErrorReply: a bad message never kills an acto
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from contextlib import asynccontextmanager
@@ -263,7 +262,3 @@ def _router_reply(inbox: AsyncSocket, identity: bytes) -> Callable[[bytes], None
         inbox.send_nowait([identity, payload])
 
     return send
-
-
-def never() -> float:
-    return math.inf
