@@ -96,7 +96,7 @@ def _new_id() -> str:
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
-        "running", "_step_scope", "_tool_tasks", "_skills", "ended",
+        "running", "_step_scope", "_skills", "_skills_fresh",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -111,9 +111,8 @@ class Conversation:
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
-        self._tool_tasks: dict[str, str] = {}  # call_id -> tool, running in the background
         self._skills: p.SkillIndex | None = None
-        self.ended = False
+        self._skills_fresh = False  # fetched after the last tool result: the next prompt reuses it
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -133,8 +132,6 @@ class Conversation:
         self.queue.append(event)
         if strategy == "cancel" and self.running:
             self._interrupt()
-        if event.kind == "session_end":
-            self.ended = True
         self._ensure_running()
         return "accepted"
 
@@ -142,10 +139,6 @@ class Conversation:
         if not self.running and self.queue:
             self.running = True
             self.s.spawn(self._loop)
-
-    @property
-    def idle(self) -> bool:
-        return not self.running and not self.queue and not self._tool_tasks
 
     # ---- the loop -------------------------------------------------------------------------
     async def _loop(self) -> None:
@@ -235,6 +228,11 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
     async def _skill_index(self) -> p.SkillIndex:
+        """This session's skills index, one SkillStore round trip per step at most: the fetch made
+        for a tool result's change notice is reused by the prompt of the step that follows."""
+        if self._skills_fresh and self._skills is not None:
+            self._skills_fresh = False
+            return self._skills
         try:
             self._skills = await self.s.ports.skills(self.sid, self.phone_key)
         except Exception as exc:  # noqa: BLE001 - a skill store hiccup must not stop the session
@@ -246,10 +244,10 @@ class Conversation:
     async def _skills_notice(self) -> str:
         """V4: a tool result carries skills_version/skills_changed only when they changed."""
         try:
-            self._skills = await self.s.ports.skills(self.sid, self.phone_key)
+            skills = self._skills = await self.s.ports.skills(self.sid, self.phone_key)
         except Exception:  # noqa: BLE001 - no notice this time; the next result will carry it
             return ""
-        skills = self._skills
+        self._skills_fresh = True
         notice = self.tracker.annotate(skills.version, skills.entries, skills.body_versions)
         return f"\n{notice}" if notice else ""
 
@@ -288,15 +286,12 @@ class Conversation:
         real result still reaches the history later, as a labelled late result."""
         done = anyio.Event()
         holder: list[p.ToolOutcome] = []
-        self._tool_tasks[call_id] = tool
 
         async def run() -> None:
             try:
                 outcome = await self.s.ports.invoke(self.sid, call_id, tool, args)
             except Exception as exc:  # noqa: BLE001
                 outcome = p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: {exc}")
-            finally:
-                self._tool_tasks.pop(call_id, None)
             holder.append(outcome)
             done.set()
             if self.trajectory.call_state(call_id) == "placeholder":
