@@ -10,6 +10,7 @@
     python run.py say --session ID TEXT  send one event, print what the glasses show
     python run.py phone --session ID     interactive phone console
     python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
+    python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
 """
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.inproc:
         config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="inproc"))
     setup_logging(args.log_level)
+    if args.log_level:
+        import os
+
+        os.environ["PORFIRY_LOG_LEVEL"] = args.log_level  # the actor processes read it too
 
     supervisor = Supervisor(config)
 
@@ -233,10 +238,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Commands that live beside their feature: the phone tools."""
+    """Commands that live beside their feature: the phone tools, the benchmarks."""
+    from bench.cli import register as bench_commands
     from phone.cli import register as phone_commands
 
-    return [phone_commands]
+    return [phone_commands, bench_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

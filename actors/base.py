@@ -111,7 +111,7 @@ class Endpoint:
         link = self._links.get(target)
         if link is None:
             sock = self.zmq.socket(zmq.DEALER)
-            sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{p.new_id()[:6]}".encode())
+            sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{os.urandom(3).hex()}".encode())
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(self.topology.address(target))
             link = AsyncSocket(sock)

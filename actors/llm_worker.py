@@ -14,6 +14,7 @@ from actors.base import Actor, Inbound
 from core.config import Config
 from llm.adapt import strip_think
 from llm.base import Backend, LLMError
+from llm.chunks import ChunkCoalescer
 from llm.profiles import make_backend
 
 
@@ -80,10 +81,15 @@ class LLMWorker(Actor):
         try:
             with scope:
                 backend = self.backend(profile)
+                chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, anyio.current_time)
                 async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens) as generation:
                     async for piece in generation:
-                        if piece:
-                            msg.reply(self, p.LLMChunk(request_id=request_id, text=piece))
+                        text = chunks.add(piece) if piece else ""
+                        if text:
+                            msg.reply(self, p.LLMChunk(request_id=request_id, text=text))
+                    rest = chunks.flush()
+                    if rest:
+                        msg.reply(self, p.LLMChunk(request_id=request_id, text=rest))
                 msg.reply(self, p.LLMDone(
                     request_id=request_id, text=strip_think(generation.text), profile=profile,
                     finish_reason=generation.finish_reason or "stop",

@@ -8,6 +8,7 @@ phone through the GlassesBridge ("glasses"). A call can be cancelled with ToolCa
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable
 
@@ -123,7 +124,7 @@ class MediaExecutor(Actor):
 
     async def play(self, call_id: str, request: PlayRequest, session: str) -> p.ToolOutcome:
         """Send the command to the session's phone and report its answer (or that it is pending)."""
-        task_id = p.new_id()[:8]
+        task_id = os.urandom(4).hex()
         wait_s = self.config.phone.playback_wait_s
         timeout = wait_s + self.config.supervisor.ask_timeout_s
         command = p.PhoneCommand(command=play_command(request, task_id), wait_s=wait_s)

@@ -74,6 +74,9 @@ class SessionActor(Actor):
                 msg.reply(self, p.Busy(event_id=body.event.event_id, detail=f"session {msg.session} has {len(conversation.queue)} events waiting; try again shortly"))
             else:
                 msg.reply(self, p.EventAccepted(event_id=body.event.event_id, duplicate=verdict == "duplicate"))
+        elif isinstance(body, p.SkillsChanged):
+            if self.settings is not None:
+                self.settings.skills_epoch += 1  # every session asks again on its next step
         elif isinstance(body, p.SessionInfoRequest):
             conversation = self.sessions.get(msg.session)
             msg.reply(self, conversation.info() if conversation else p.SessionInfo(exists=False))

@@ -2,11 +2,16 @@
 
 A thin shell around one core.skills.SkillRepository: built-in skills from `skills.builtin_dir`,
 the user's from `skills.user_dir`, exclusions from `skills.exclusions`. Hot reload is the
-repository's check-on-use, so every answer reflects the files as they are now.
+repository's check-on-use plus a look every refresh interval of its own, so every answer reflects
+the files as they are now.
 
-Repository calls stat (and sometimes parse) files, so they run in a worker thread: in a
-one-process topology the other actors keep running meanwhile. They are still one at a time
-(each handler awaits its call), so the repository needs no lock.
+Sessions keep their skills index between steps; whenever what some session may see changes
+(a file, an exclusion, a restart of this actor) the store tells the SessionActor `SkillsChanged`
+and each session asks again on its next step. So a step costs no round trip to this actor.
+
+A call that will read the folders (a refresh is due) runs in a worker thread: in a one-process
+topology the other actors keep running meanwhile; the rest answer from memory at once. Calls are
+still one at a time (each handler awaits its call), so the repository needs no lock.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ class SkillStore(Actor):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
         self.refresh_interval_s = refresh_interval_s
         self.repo: SkillRepository | None = None
+        self._announced = -1  # the repository generation the sessions were last told about
 
     async def on_start(self) -> None:
         self.repo = await anyio.to_thread.run_sync(
@@ -48,6 +54,8 @@ class SkillStore(Actor):
         skills = self.repo.skills()
         self.log.info("actor=%s serving %d skills: %s", self.name, len(skills),
                       ", ".join(s.name for s in skills) or "(none)")
+        self._announce()  # a restarted store may serve other skills than the sessions cached
+        self.spawn(self._watch, name="skills-watch")
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
@@ -62,7 +70,30 @@ class SkillStore(Actor):
             await super().handle(msg)
 
     async def _run(self, fn, *args):
-        return await anyio.to_thread.run_sync(fn, *args)
+        assert self.repo is not None
+        if self.repo.refresh_due():
+            result = await anyio.to_thread.run_sync(fn, *args)
+        else:
+            result = fn(*args)
+        self._announce()
+        return result
+
+    async def _watch(self) -> None:
+        """Notice edits even while no session asks, so cached indexes never stay stale for long."""
+        assert self.repo is not None
+        while True:
+            await anyio.sleep(self.refresh_interval_s)
+            await anyio.to_thread.run_sync(self.repo.refresh)
+            self._announce()
+
+    def _announce(self) -> None:
+        assert self.repo is not None
+        if self.repo.generation != self._announced:
+            self._announced = self.repo.generation
+            try:
+                self.tell("session", p.SkillsChanged(generation=self._announced))
+            except Exception as exc:  # noqa: BLE001 - the session re-asks after its own restart anyway
+                self.log.warning("actor=skills could not tell the sessions about a change: %s", exc)
 
     # --- the answers (plain functions of the repository, run in a worker thread) ----------------
     def index(self, session_id: str, phone_key: str) -> p.SkillIndex:

@@ -11,7 +11,11 @@ task, the pump, which is the only code that touches it:
   by cancelling that wait.
 
 Receivers read from the memory stream, whose `receive()` is cancellation-safe: a cancelled
-receive takes nothing, so nothing is lost. Senders never touch the socket.
+receive takes nothing, so nothing is lost. A sender whose message would be first in the queue
+sends it itself (one thread, so no other code is inside the socket): no queue, no wake-up of the
+pump, which costs more than the send. Only when ZeroMQ has no room does the message queue up
+for the pump. After such a direct send, the sender wakes the pump if input is waiting, since
+the send may have consumed the FD's edge.
 """
 from __future__ import annotations
 
@@ -88,6 +92,8 @@ class AsyncSocket:
     def send_nowait(self, frames: list[bytes]) -> None:
         if self._closed:
             raise SocketClosed("socket is closed")
+        if not self._out and self._send_direct(frames):
+            return
         if len(self._out) >= self._send_buffer:
             raise anyio.WouldBlock
         self._out.append(frames)
@@ -117,6 +123,21 @@ class AsyncSocket:
         return len(self._out)
 
     # ---- the pump -------------------------------------------------------------------------
+    def _send_direct(self, frames: list[bytes]) -> bool:
+        """Send now, in the caller's task; False when ZeroMQ has no room (then the pump queues)."""
+        try:
+            self.socket.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            return False
+        except zmq.ZMQError as exc:
+            self.dropped += 1
+            _log.warning("zmq send dropped a message: %s", exc)
+        else:
+            self.sent += 1
+        if self._wait_scope is not None and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self._wait_scope.cancel()
+        return True
+
     def _wake(self) -> None:
         if self._wait_scope is not None:
             self._wait_scope.cancel()

@@ -1,7 +1,7 @@
 """Typed settings: one TOML file decoded by msgspec, defaults that work out of the box, and the
 few environment variables a deployment must set.
 
-Lookup: `--config PATH`, else `PORFIRY_CONFIG`, else `porfiry.toml` in the current directory if
+Lookup: `--config PATH` (TOML; a `.json` file is read as JSON with the same keys), else `PORFIRY_CONFIG`, else `porfiry.toml` in the current directory if
 present, else defaults. Every key is documented in README.md.
 """
 from __future__ import annotations
@@ -80,6 +80,7 @@ class MediaConfig(_Section):
 class LLMConfig(_Section):
     profile: str = "gemma"
     profiles: dict[str, ProfileConfig] = {}
+    stream_interval_ms: float = 30.0  # streamed text leaves the worker at most this often (first piece at once)
 
 
 class Config(_Section):
@@ -121,8 +122,9 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     if path is None and Path("porfiry.toml").exists():
         path = "porfiry.toml"
     if path:
+        decode = msgspec.json.decode if str(path).endswith(".json") else msgspec.toml.decode
         try:
-            config = msgspec.toml.decode(Path(path).read_bytes(), type=Config)
+            config = decode(Path(path).read_bytes(), type=Config)
         except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ConfigError(f"config {path}: {exc}") from None
     else:

@@ -82,6 +82,7 @@ class SessionSettings:
         self.clock = clock
         self.router = router or RuleRouter()
         self.on_timer_set = on_timer_set
+        self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -96,7 +97,7 @@ def _new_id() -> str:
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
-        "running", "_step_scope", "_skills", "_skills_fresh",
+        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -112,7 +113,8 @@ class Conversation:
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
         self._skills: p.SkillIndex | None = None
-        self._skills_fresh = False  # fetched after the last tool result: the next prompt reuses it
+        self._skills_epoch = -1  # settings.skills_epoch when _skills was fetched
+        self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -146,6 +148,7 @@ class Conversation:
             while self.queue:
                 turn_id = _new_id()
                 consumed: list[str] = []
+                self._model_calls = 0
                 with anyio.CancelScope() as scope:
                     self._step_scope = scope
                     await self._steps(turn_id, consumed)
@@ -154,7 +157,7 @@ class Conversation:
                     # Interrupted: the glasses stop showing the old answer; the urgent event is
                     # already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
-                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed))
+                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
         finally:
             self.running = False
             self._step_scope = None
@@ -196,6 +199,7 @@ class Conversation:
                 messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
                 notice = ""
             tools = self.s.registry.callable_tools(self.activity.active())
+            self._model_calls += 1
             try:
                 reply = await self._generate(turn_id, messages, tools)
             except ModelUnavailable as exc:
@@ -228,13 +232,14 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
     async def _skill_index(self) -> p.SkillIndex:
-        """This session's skills index, one SkillStore round trip per step at most: the fetch made
-        for a tool result's change notice is reused by the prompt of the step that follows."""
-        if self._skills_fresh and self._skills is not None:
-            self._skills_fresh = False
+        """This session's skills index: kept until the SkillStore says skills changed
+        (SkillsChanged), then asked for again - no round trip on an ordinary step."""
+        if self._skills is not None and self._skills_epoch == self.s.skills_epoch:
             return self._skills
+        epoch = self.s.skills_epoch  # read first: a change announced meanwhile means ask again
         try:
             self._skills = await self.s.ports.skills(self.sid, self.phone_key)
+            self._skills_epoch = epoch
         except Exception as exc:  # noqa: BLE001 - a skill store hiccup must not stop the session
             _log.warning("session=%s skill index unavailable: %s", self.sid, exc)
             if self._skills is None:
@@ -243,11 +248,9 @@ class Conversation:
 
     async def _skills_notice(self) -> str:
         """V4: a tool result carries skills_version/skills_changed only when they changed."""
-        try:
-            skills = self._skills = await self.s.ports.skills(self.sid, self.phone_key)
-        except Exception:  # noqa: BLE001 - no notice this time; the next result will carry it
-            return ""
-        self._skills_fresh = True
+        skills = await self._skill_index()
+        if not skills.version:
+            return ""  # the store did not answer: the next result will carry the notice
         notice = self.tracker.annotate(skills.version, skills.entries, skills.body_versions)
         return f"\n{notice}" if notice else ""
 
@@ -342,7 +345,9 @@ class Conversation:
         core_only = build_system_prompt(self.s.registry, [], [], "")
         messages = [p.ChatMessage(role="system", content=core_only), p.ChatMessage(role="user", content=event.content)]
         answer = ""
+        model_calls = 0
         for _ in range(3):
+            model_calls += 1
             try:
                 reply = await self._generate(turn_id, messages, ["get_current_time"])
             except ModelUnavailable as exc:
@@ -355,7 +360,7 @@ class Conversation:
             result = await self._run_core(turn_id, parsed.call.name, parsed.call.raw_args)
             messages += [p.ChatMessage(role="assistant", content=reply), p.ChatMessage(role="tool", name=parsed.call.name, content=result)]
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
-        self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id]))
+        self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.trajectory.record_parallel(event.content, answer)
 
     # ---- inspection -----------------------------------------------------------------------

@@ -88,22 +88,29 @@ class SkillRepository:
         self._by_name: dict[str, Skill] = {}
         self._problems: dict[str, str] = {}
         self._exclusions: dict[str, set[str]] = {}
+        self.generation = 0  # +1 whenever what some session sees may have changed
         for name, targets in _checked_exclusions(exclusions or {}).items():
             for target in targets:
                 self.exclude(name, target)
         self.refresh(force=True)
 
     # --- reload ---------------------------------------------------------------------------------
+    def refresh_due(self) -> bool:
+        """True when the next look at the skills will read the folders (a refresh is due)."""
+        return self._last_refresh is None or self._clock() - self._last_refresh >= self._refresh_interval_s
+
     def refresh(self, force: bool = False) -> bool:
         """Pick up added, edited and removed SKILL.md files. Rate-limited unless `force`.
         Returns True when the served skills changed."""
-        now = self._clock()
-        if not force and self._last_refresh is not None and now - self._last_refresh < self._refresh_interval_s:
+        if not force and not self.refresh_due():
             return False
-        self._last_refresh = now
+        self._last_refresh = self._clock()
         for directory, builtin in self._sources:
             self._scan(directory, builtin)
-        return self._merge()
+        changed = self._merge()
+        if changed:
+            self.generation += 1
+        return changed
 
     def _scan(self, directory: Path, builtin: bool) -> None:
         try:
@@ -196,6 +203,7 @@ class SkillRepository:
         if target in targets:
             return False
         targets.add(target)
+        self.generation += 1
         return True
 
     def include(self, name: str, target: str) -> bool:
@@ -207,6 +215,7 @@ class SkillRepository:
         targets.discard(target)
         if not targets:
             del self._exclusions[name]
+        self.generation += 1
         return True
 
     def exclusions(self) -> dict[str, list[str]]:

@@ -7,6 +7,10 @@ The default rules play the media round trip of SPEC S14 the way a well-behaved m
     result of enable_toolset             -> TOOL_CALL: media_search|<the user's last words>
     result of media_search               -> a final answer quoting the first result line
     result of any other tool             -> a short acknowledgement
+    "search X" (habit, media inactive)   -> TOOL_CALL: media_search|X at once; the runtime
+                                            substitutes (S8) and the model repeats the call
+    "tell me a long story ..."           -> a long streamed answer (something to interrupt)
+    the user interrupted                 -> a short acknowledgement
     any other user message               -> a plain answer (no tool call)
 
 A rule's pattern is a regex searched in the last non-assistant message; `role`/`tool` narrow
@@ -15,6 +19,7 @@ placeholders) or a callable taking the history.
 """
 from __future__ import annotations
 
+import collections
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -46,13 +51,25 @@ def _after_read_skill(messages: list[ChatMessage]) -> str:
     return "TOOL_CALL: enable_toolset|media"
 
 
+LONG_STORY = " ".join(["Once upon a time there was a story that went on and on."] * 12)
+
+
+def _search_words(messages: list[ChatMessage]) -> str:
+    return re.sub(r"^search\s+", "", _last_user_text(messages), flags=re.IGNORECASE)
+
+
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(r"", _after_read_skill, role="tool", tool="read_skill"),
+    # S8: the runtime activated media instead of searching; a good model repeats the call.
+    Rule(r"has NOT been executed", lambda messages: f"TOOL_CALL: media_search|{_search_words(messages)}", role="tool", tool="media_search"),
     # The runtime answers enable_toolset with a one-off notice, not a history entry (S7).
     Rule(r"^\[System notice\] Toolset media activated", "TOOL_CALL: media_search|{user}", role="user"),
     Rule(r"", "TOOL_CALL: media_search|{user}", role="tool", tool="enable_toolset"),
     Rule(r"", "Here is what I found: {first_line}", role="tool", tool="media_search"),
     Rule(r"", "Done.", role="tool"),
+    Rule(r"\[User interrupted\]", "OK, stopped.", role="user"),
+    Rule(r"^\[User said\]:?\s*search\s+\S", lambda messages: f"TOOL_CALL: media_search|{_search_words(messages)}", role="user"),
+    Rule(r"\blong story\b", LONG_STORY, role="user"),
     Rule(MEDIA_WORDS, "TOOL_CALL: read_skill|media", role="user"),
     Rule(r"", "Sure. Here is a short answer to: {user}", role="user"),
 )
@@ -84,6 +101,7 @@ class ScriptedBackend:
         token_delay_s: float = 0.0,
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         fallback: str = "I have nothing to say to that.",
+        keep_calls: int = 1000,
     ):
         self.name = name
         self.rules = tuple(rules)
@@ -92,7 +110,8 @@ class ScriptedBackend:
         self.token_delay_s = token_delay_s
         self.fallback = fallback
         self._sleep = sleep
-        self.calls: list[list[ChatMessage]] = []  # every history it was asked about, for assertions
+        # the latest histories it was asked about, for assertions (bounded: bench runs are long)
+        self.calls: collections.deque[list[ChatMessage]] = collections.deque(maxlen=keep_calls)
 
     def reply_for(self, messages: list[ChatMessage]) -> str:
         """The full reply text the rules give for this history (no latency)."""
@@ -120,7 +139,9 @@ class ScriptedBackend:
 
     async def _produce(self, generation: Generation, messages: list[ChatMessage], max_tokens: int) -> AsyncIterator[str]:
         tokens = split_into_tokens(self.reply_for(messages))
-        generation.prompt_tokens = sum(len(split_into_tokens(m.content)) for m in messages)
+        # an estimate (~4 characters a token): counting words of the whole history on every call
+        # would make the stand-in model's own cost grow with the conversation
+        generation.prompt_tokens = sum(len(m.content) for m in messages) // 4
         for index, token in enumerate(tokens[:max_tokens]):
             await self._sleep(self.first_token_delay_s if index == 0 else self.token_delay_s)
             generation.completion_tokens = index + 1

@@ -21,6 +21,7 @@ import collections
 import inspect
 import logging
 import math
+import os
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -141,7 +142,7 @@ class PhoneClient:
             raise ValueError(f"client_id {client_id!r} must be non-empty and contain no '/'")
         self.endpoint = endpoint
         self.client_id = client_id
-        self.identity = f"{client_id}/{p.new_id()[:12]}".encode()
+        self.identity = f"{client_id}/{os.urandom(6).hex()}".encode()
         self.curve = curve
         self.ack_timeout_s = ack_timeout_s
         self.max_resends = max_resends
@@ -159,7 +160,8 @@ class PhoneClient:
         self._lanes: dict[str, _Lane] = {}
         self._by_env: dict[str, _Outgoing] = {}
         self._finished: collections.OrderedDict[str, _Outgoing] = collections.OrderedDict()  # recent, for acked()
-        self._subscribers: list[tuple[str | None, MemoryObjectSendStream[p.Envelope]]] = []
+        # session (None: every session) -> its subscribers; one dict lookup per incoming message
+        self._subscribers: dict[str | None, list[MemoryObjectSendStream[p.Envelope]]] = {}
         self._wake: anyio.Event | None = None  # anyio events need a running loop: made on entry
         self._hello_id = ""
         self._hello_done: anyio.Event | None = None
@@ -218,8 +220,9 @@ class PhoneClient:
         finally:
             self._sock.close()
             self._monitor.close()
-            for _, stream in self._subscribers:
-                stream.close()
+            for streams in self._subscribers.values():
+                for stream in streams:
+                    stream.close()
             for lane in self._lanes.values():
                 for out in lane.pending.values():
                     out.error = out.error or PhoneError(f"event {out.event_id} not acked: the client closed")
@@ -394,12 +397,14 @@ class PhoneClient:
         """Subscribe to what the runtime sends (all sessions, or one): Display, TurnDone,
         PlaybackCommand, ErrorReply envelopes, from now on. Subscribe before sending."""
         tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
-        entry = (session, tx)
-        self._subscribers.append(entry)
+        self._subscribers.setdefault(session, []).append(tx)
         try:
             yield rx
         finally:
-            self._subscribers.remove(entry)
+            streams = self._subscribers[session]
+            streams.remove(tx)
+            if not streams:
+                del self._subscribers[session]
             tx.close()
             rx.close()
 
@@ -453,15 +458,15 @@ class PhoneClient:
             self._publish(env)
 
     def _publish(self, env: p.Envelope) -> None:
-        for session, stream in self._subscribers:
-            if session is None or session == env.session:
-                try:
-                    stream.send_nowait(env)
-                except anyio.WouldBlock:
-                    self.events_dropped += 1
-                    _log.warning("phone=%s a subscriber is not reading; dropped %s", self.client_id, type(env.body).__name__)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
+        streams = [*self._subscribers.get(env.session, ()), *self._subscribers.get(None, ())]
+        for stream in streams:
+            try:
+                stream.send_nowait(env)
+            except anyio.WouldBlock:
+                self.events_dropped += 1
+                _log.warning("phone=%s a subscriber is not reading; dropped %s", self.client_id, type(env.body).__name__)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
 
     async def _answer_playback(self, session: str, command: p.PlaybackCommand) -> None:
         assert self.playback_handler is not None

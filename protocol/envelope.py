@@ -1,4 +1,5 @@
 """The envelope around every message: identity, routing, correlation, version."""
+import itertools
 import os
 import time
 
@@ -9,9 +10,22 @@ from protocol.messages import Message
 PROTOCOL_VERSION = 1
 
 
+_id_prefix = os.urandom(8).hex()
+_id_counter = itertools.count()
+
+
+def _reseed_ids() -> None:
+    global _id_prefix, _id_counter
+    _id_prefix, _id_counter = os.urandom(8).hex(), itertools.count()
+
+
+os.register_at_fork(after_in_child=_reseed_ids)
+
+
 def new_id() -> str:
-    """A short unique id (96 random bits, hex). Cheap enough for every message."""
-    return os.urandom(12).hex()
+    """A short unique id: 64 random bits per process (re-drawn in a forked child) and a counter.
+    Made for every message, so it must be cheap: no system call per id."""
+    return f"{_id_prefix}{next(_id_counter):x}"
 
 
 class Envelope(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

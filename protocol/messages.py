@@ -20,6 +20,7 @@ from protocol.phone import (
 from protocol.session import DeliverEvent, Event, EventAccepted, SessionInfo, SessionInfoRequest
 from protocol.skills import (
     SkillBody, SkillEntry, SkillIndex, SkillIndexRequest, SkillRead, SkillsAdmin, SkillsAdminReply,
+    SkillsChanged,
 )
 from protocol.tools import (
     ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolOutcome, ToolSpec, ToolsetSpec,
@@ -32,7 +33,7 @@ _ALL = (
     SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
     Ack, Busy, Display, TurnDone, PlaybackCommand,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo,
-    SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply,
+    SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
 )
 

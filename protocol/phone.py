@@ -81,6 +81,7 @@ class TurnDone(Msg):
 
     turn_id: str
     event_ids: list[str] = []
+    model_calls: int = 0  # generations the turn needed: lets a client subtract model time (bench)
 
 
 class PlaybackCommand(Msg):

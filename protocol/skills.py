@@ -22,6 +22,14 @@ class SkillIndex(Msg):
     body_versions: dict[str, str] = {}
 
 
+class SkillsChanged(Msg):
+    """SkillStore -> SessionActor: what some session may see changed (a SKILL.md added, edited or
+    removed, an exclusion). Sessions keep their skills index until told, instead of asking for it
+    on every step; the next step of each session asks again."""
+
+    generation: int = 0
+
+
 class SkillRead(Msg):
     name: str
     phone_key: str = ""

@@ -24,6 +24,9 @@ async def test_question_read_skill_enable_search_answer(tmp_path):
         shown = await system.actors["glasses"].wait_turns("s1", 1)
         answer = finals(shown)[-1]
         assert answer.startswith("Here is what I found:")
+        # read_skill, enable_toolset, media_search, answer: four model calls, which the phone
+        # learns from TurnDone (the benchmark subtracts the model's time with it)
+        assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)] == [4]
         assert "Lara Croft" in answer or "Лара Крофт" in answer
         history = await system.history("s1")
         calls = [m["content"] for m in history if m["role"] == "assistant"]

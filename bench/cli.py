@@ -1,0 +1,113 @@
+"""`python run.py bench`: the load benchmark, and `--prompts` for prompt budgets and caching."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Callable
+
+import anyio
+import msgspec
+
+from core.config import Config
+
+
+def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) -> None:
+    bench = subparsers.add_parser(
+        "bench", help="load benchmark through the phone endpoint (process mode, scripted model)",
+        description="Start Porfiry in process mode with the scripted model, drive N phone sessions x M turns "
+                    "through the real phone endpoint and print the runtime's own cost. --prompts instead "
+                    "measures prompt sizes and prefix-cache reuse with the real Gemma tokenizer and model.")
+    bench.add_argument("--sessions", type=int, default=100, help="concurrent phone sessions (default 100)")
+    bench.add_argument("--turns", type=int, default=5, help="turns per session (default 5)")
+    bench.add_argument("--latency-ms", type=float, default=0.0, help="scripted model delay before each reply (default 0)")
+    bench.add_argument("--think-ms", type=float, default=1000.0,
+                       help="mean pause before each turn, 0.5x-1.5x uniform (default 1000); 0 = back to back, a saturation run")
+    bench.add_argument("--sessions-per-phone", type=int, default=20, help="sessions sharing one phone connection (default 20)")
+    bench.add_argument("--seed", type=int, default=1, help="seed of the turn mix and pauses (default 1)")
+    bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    bench.add_argument("--log-level", default="INFO",
+                       help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
+    bench.add_argument("--prompts", action="store_true", help="prompt budgets and prefix reuse instead of the load run")
+    bench.add_argument("--prompt-turns", type=int, default=20, help="with --prompts: turns of the scripted conversation")
+    bench.add_argument("--no-ttft", action="store_true", help="with --prompts: skip the real-model time-to-first-token runs")
+    bench.set_defaults(func=lambda args: cmd_bench(args, load_config))
+
+
+def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespace], Config]) -> int:
+    config = load_config(args)
+    if args.prompts:
+        return _prompts(args, config)
+    from bench.load import LoadOptions
+
+    if args.sessions < 1 or args.turns < 1:
+        sys.exit("porfiry: --sessions and --turns must be at least 1")
+    options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
+                          think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
+    try:
+        report = anyio.run(run_load_bench, config, options, args.log_level, backend="trio")
+    except RuntimeError as exc:
+        sys.exit(f"porfiry: bench: {exc}")
+    from bench.report import format_report
+
+    print(format_report(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 1 if report.lost or report.errors else 0
+
+
+async def run_load_bench(config: Config, options, log_level: str = "INFO",
+                         progress: Callable[[str], None] | None = None):
+    """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop."""
+    from bench.load import LoadDriver, LoadOptions, warmup_plan
+    from bench.report import build_report
+    from bench.runtime import BenchRuntime, read_rss_kb
+
+    say = progress or _stderr_progress
+    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level) as runtime:
+        say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
+        status = await runtime.wait_ready()
+        pids = {row.name: row.pid for row in status.actors}
+        pids["supervisor"] = runtime.pid
+        endpoint = runtime.config.phone.endpoint
+        warmup = await LoadDriver(endpoint, LoadOptions(latency_ms=options.latency_ms, session_prefix="warmup")).run(plans=warmup_plan())
+        if warmup.lost or warmup.errors.total():
+            raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
+        baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
+        say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
+        driver = LoadDriver(endpoint, options)
+        result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
+        await anyio.sleep(0.5)  # let the last messages settle before reading memory
+        idle = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
+        peak = {name: read_rss_kb(pid)[1] for name, pid in pids.items()}
+        final = await runtime.status()
+        restarts = {row.name: row.restarts for row in final.actors}
+        for row in final.actors:
+            if row.pid != pids.get(row.name):
+                idle[row.name] = peak[row.name] = 0  # restarted: the old process's figures are gone
+        phones = -(-options.sessions // max(1, options.sessions_per_phone))
+        return build_report(options, result, phones=phones, log_level=log_level, peak_kb=peak, idle_kb=idle,
+                            baseline_kb=baseline, restarts=restarts)
+
+
+def _progress_line(result, options) -> str:
+    rate = result.events_done / result.duration_s
+    return (f"[{result.duration_s:6.1f} s] turns {result.turns_done}/{options.sessions * options.turns}  "
+            f"{rate:7.1f} events/s  lost {result.lost}  errors {result.errors.total()}")
+
+
+def _stderr_progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _prompts(args: argparse.Namespace, config: Config) -> int:
+    from bench.prompts import format_report, measure_prompts
+
+    report = anyio.run(lambda: measure_prompts(config, turns=args.prompt_turns, ttft=not args.no_ttft,
+                                               progress=_stderr_progress), backend="trio")
+    print(format_report(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 0

@@ -1,0 +1,243 @@
+"""The load generator: many phone sessions talking to a running Porfiry through its phone endpoint.
+
+Each session is one task on a shared PhoneClient (a phone carries many sessions over one
+connection, as the bridge allows). It opens with SessionStart, then plays its plan of turns with
+a think pause (uniform around the mean, seeded) before each. A turn is timed on the phone's side, from the
+moment the event is handed to the client until the TurnDone that covers it; the scripted model's
+own time (`model_calls` x latency, reported in TurnDone) is subtracted, which leaves what the
+runtime itself costs. Every event must be acked AND covered by a TurnDone: anything else is lost.
+
+The mix (weights in `MIX`), each checked against what a user would see:
+    plain         a question answered in one model call                 "Sure. Here is ..."
+    media         read_skill -> enable_toolset -> media_search -> answer "Here is what I found: ..."
+    substitution  media_search called while media is inactive (S8), then repeated -> same answer
+    interrupt     a long story, then "stop" at once -> the last thing shown is "OK, stopped."
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+import anyio
+import zmq
+
+import protocol as p
+from bench.stats import Tally
+from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError
+
+MIX: dict[str, float] = {"plain": 0.4, "media": 0.3, "substitution": 0.15, "interrupt": 0.15}
+
+PLAIN_QUESTIONS = (
+    "how tall is mount everest", "what is a haiku", "how do I say thank you in japanese",
+    "what is the capital of australia", "how many legs does a spider have", "what does a barista do",
+    "why is the sky blue", "what is the boiling point of water on a mountain",
+)
+TITLES = ("lara croft", "the matrix", "inception", "interstellar", "the godfather", "parasite",
+          "pulp fiction", "spirited away")
+STORY_TOPICS = ("a lighthouse keeper", "a lost cat", "the first train", "a dragon who loved tea")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    sessions: int = 100
+    turns: int = 5
+    latency_ms: float = 0.0  # the scripted model's delay before each reply's first token
+    think_ms: float = 1000.0  # mean pause before each turn (0.5x..1.5x, uniform); 0: back to back (saturation)
+    sessions_per_phone: int = 20  # sessions sharing one PhoneClient connection
+    turn_timeout_s: float = 60.0  # past this (plus model time) the turn's events count as lost
+    seed: int = 1
+    session_prefix: str = "bench"
+
+
+@dataclass
+class TurnPlan:
+    kind: str
+    text: str
+    think_s: float
+
+
+@dataclass
+class SessionPlan:
+    start_after_s: float  # sessions arrive spread over one think time, not all in the first instant
+    turns: list[TurnPlan]
+
+
+def plan_sessions(options: LoadOptions) -> list[SessionPlan]:
+    """Every session's turns, decided up front from the seed so runs compare."""
+    rng = random.Random(options.seed)
+    kinds, weights = list(MIX), list(MIX.values())
+    think_s = options.think_ms / 1000
+    plans = []
+    for _ in range(options.sessions):
+        turns = []
+        for _ in range(options.turns):
+            kind = rng.choices(kinds, weights)[0]
+            think = rng.uniform(0.5, 1.5) * think_s
+            turns.append(TurnPlan(kind, _utterance(kind, rng), think))
+        plans.append(SessionPlan(rng.uniform(0, think_s), turns))
+    return plans
+
+
+def warmup_plan() -> list[SessionPlan]:
+    """One session that plays every kind once: loads what loads lazily before the baseline."""
+    rng = random.Random(0)
+    return [SessionPlan(0.0, [TurnPlan(kind, _utterance(kind, rng), 0.0) for kind in MIX])]
+
+
+def _utterance(kind: str, rng: random.Random) -> str:
+    if kind == "plain":
+        return rng.choice(PLAIN_QUESTIONS)
+    if kind == "media":
+        return f"{rng.choice(TITLES)} film"
+    if kind == "substitution":
+        return f"search {rng.choice(TITLES)}"
+    return f"tell me a long story about {rng.choice(STORY_TOPICS)}"
+
+
+def check_answer(kind: str, finals: list[str]) -> str:
+    """'' when the glasses showed what this kind of turn must show; else what went wrong."""
+    last = finals[-1] if finals else ""
+    if kind == "plain":
+        ok = last.startswith("Sure. Here is a short answer")
+    elif kind in ("media", "substitution"):
+        ok = last.startswith("Here is what I found:") and "nothing found" not in last
+    else:
+        ok = last == "OK, stopped."
+    return "" if ok else f"{kind} turn ended with {last[:80]!r}"
+
+
+@dataclass
+class LoadResult:
+    """Raw samples; bench.report turns them into figures."""
+
+    overhead_s: dict[str, list[float]] = field(default_factory=dict)  # by kind (interrupts excluded)
+    first_display_s: list[float] = field(default_factory=list)
+    events_sent: int = 0
+    events_done: int = 0
+    turns_done: int = 0
+    lost: int = 0
+    model_calls: int = 0
+    errors: Tally = field(default_factory=Tally)
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    resends: int = 0
+    busy: int = 0
+
+    @property
+    def duration_s(self) -> float:
+        return max(self.finished_at - self.started_at, 1e-9)
+
+
+class LoadDriver:
+    def __init__(self, endpoint: str, options: LoadOptions, *, zmq_context: zmq.Context | None = None):
+        self.endpoint = endpoint
+        self.options = options
+        self.result = LoadResult()
+        self._latency_s = options.latency_ms / 1000
+        self._context = zmq_context
+
+    async def run(self, *, plans: list[SessionPlan] | None = None, progress: Callable[[LoadResult], None] | None = None,
+                  progress_every_s: float = 1.0) -> LoadResult:
+        """Play `plans` (default: `plan_sessions(options)`) to the end; never raises for a lost
+        event or a wrong answer - those are counted - only when no phone can connect."""
+        options, result = self.options, self.result
+        plans = plans if plans is not None else plan_sessions(options)
+        phones = max(1, math.ceil(len(plans) / max(1, options.sessions_per_phone)))
+        context = self._context or zmq.Context()
+        try:
+            clients = [PhoneClient(self.endpoint, client_id=f"bench{i}", zmq_context=context) for i in range(phones)]
+            async with contextlib.AsyncExitStack() as stack:
+                for client in clients:  # each in this task: a client's task group lives in it
+                    await stack.enter_async_context(client)
+                result.started_at = anyio.current_time()
+                async with anyio.create_task_group() as tg:
+                    if progress is not None:
+                        tg.start_soon(self._report_progress, progress, progress_every_s)
+                    async with anyio.create_task_group() as sessions:
+                        for index, plan in enumerate(plans):
+                            sessions.start_soon(self._session, clients[index % phones], f"{options.session_prefix}-{index}", plan)
+                    result.finished_at = anyio.current_time()
+                    tg.cancel_scope.cancel()
+                result.resends = sum(c.resends for c in clients)
+                result.busy = sum(c.busy_received for c in clients)
+        finally:
+            if self._context is None:
+                context.destroy(linger=0)
+        return result
+
+    async def _report_progress(self, progress: Callable[[LoadResult], None], every_s: float) -> None:
+        while True:
+            await anyio.sleep(every_s)
+            self.result.finished_at = anyio.current_time()
+            progress(self.result)
+
+    async def _session(self, phone: PhoneClient, session: str, plan: SessionPlan) -> None:
+        await anyio.sleep(plan.start_after_s)
+        async with phone.events(session) as incoming:
+            await self._exchange(phone, incoming, session, TurnPlan("start", "", 0.0))
+            for turn in plan.turns:
+                await anyio.sleep(turn.think_s)
+                await self._exchange(phone, incoming, session, turn)
+
+    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> None:
+        """One turn: send its events, read until a TurnDone has covered every one of them."""
+        result = self.result
+        started = anyio.current_time()
+        sends = [lambda: phone.start(session)] if turn.kind == "start" else [lambda: phone.send_text(session, turn.text)]
+        if turn.kind == "interrupt":
+            sends.append(lambda: phone.interrupt(session))
+        waiting: set[str] = set()
+        for send in sends:
+            result.events_sent += 1
+            try:
+                waiting.add(await send())
+            except DeliveryFailed as exc:
+                result.lost += 1
+                result.errors.add("delivery_failed", str(exc))
+            except EventRejected as exc:
+                result.lost += 1
+                result.errors.add(f"rejected:{exc.code}", exc.detail)
+            except PhoneError as exc:
+                result.lost += 1
+                result.errors.add("phone_error", str(exc))
+        first_display = None
+        finals: list[str] = []
+        model_calls = 0
+        with anyio.move_on_after(self.options.turn_timeout_s + 8 * self._latency_s):
+            while waiting:
+                env = await incoming.receive()
+                body = env.body
+                if isinstance(body, p.Display):
+                    if body.text and first_display is None:
+                        first_display = anyio.current_time()
+                    if body.final:
+                        finals.append(body.text)
+                elif isinstance(body, p.TurnDone):
+                    model_calls += body.model_calls
+                    covered = waiting.intersection(body.event_ids)
+                    result.events_done += len(covered)
+                    waiting -= covered
+                elif isinstance(body, p.ErrorReply):
+                    result.errors.add(f"error_reply:{body.code}", body.detail)
+        finished = anyio.current_time()
+        result.model_calls += model_calls
+        if waiting:
+            result.lost += len(waiting)
+            result.errors.add("turn_timeout", f"session {session}: no TurnDone for {turn.kind} {turn.text!r}")
+            return
+        if turn.kind == "start":
+            return
+        result.turns_done += 1
+        wrong = check_answer(turn.kind, finals)
+        if wrong:
+            result.errors.add("wrong_answer", f"session {session}: {wrong}")
+        if turn.kind == "interrupt":
+            return  # its length is set by when "stop" came, not by the runtime
+        model_s = model_calls * self._latency_s
+        result.overhead_s.setdefault(turn.kind, []).append(finished - started - model_s)
+        if first_display is not None:
+            # every model call of these turns precedes the answer text (tool calls show nothing)
+            result.first_display_s.append(first_display - started - model_s)

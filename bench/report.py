@@ -1,0 +1,95 @@
+"""What `run.py bench` prints and writes with --json: one Struct, so every run compares key by key."""
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from bench.load import LoadOptions, LoadResult
+from bench.stats import Percentiles, summarize
+
+
+class LoadReport(msgspec.Struct, kw_only=True):
+    sessions: int
+    turns: int  # per session, as asked (--turns)
+    turns_completed: int
+    latency_ms: float
+    think_ms: float
+    phones: int
+    log_level: str
+    duration_s: float
+    events: int
+    events_per_s: float
+    overhead_ms: Percentiles  # runtime time per turn: phone-side wall time minus the model's
+    overhead_ms_by_kind: dict[str, Percentiles]
+    first_display_ms: Percentiles  # event -> first text on the glasses, model time subtracted
+    model_calls: int
+    lost: int
+    errors: dict[str, int]
+    error_examples: dict[str, list[str]]
+    resends: int  # events the phones had to resend (ack late or lost)
+    busy: int  # Busy answers (a session's queue was full)
+    rss_mb: dict[str, float]  # peak RSS of each actor process (and the supervisor)
+    rss_idle_mb: dict[str, float]  # RSS after the load, every session idle
+    bytes_per_idle_session: float
+    restarts: dict[str, int]  # actor restarts during the run (should be all 0)
+
+
+def _ms(samples: list[float]) -> Percentiles:
+    figures = summarize(s * 1000 for s in samples)
+    return msgspec.structs.replace(figures, **{k: round(getattr(figures, k), 3) for k in ("p50", "p95", "p99", "max")})
+
+
+def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, peak_kb: dict[str, int],
+                 idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int]) -> LoadReport:
+    grown_kb = sum(idle_kb.values()) - sum(baseline_kb.get(name, 0) for name in idle_kb)
+    return LoadReport(
+        sessions=options.sessions, turns=options.turns, turns_completed=result.turns_done,
+        latency_ms=options.latency_ms, think_ms=options.think_ms, phones=phones, log_level=log_level,
+        duration_s=round(result.duration_s, 3), events=result.events_sent,
+        events_per_s=round(result.events_done / result.duration_s, 1),
+        overhead_ms=_ms([s for samples in result.overhead_s.values() for s in samples]),
+        overhead_ms_by_kind={kind: _ms(samples) for kind, samples in sorted(result.overhead_s.items())},
+        first_display_ms=_ms(result.first_display_s),
+        model_calls=result.model_calls, lost=result.lost,
+        errors=dict(result.errors.counts), error_examples=result.errors.examples,
+        resends=result.resends, busy=result.busy,
+        rss_mb={name: round(kb / 1024, 1) for name, kb in peak_kb.items()},
+        rss_idle_mb={name: round(kb / 1024, 1) for name, kb in idle_kb.items()},
+        bytes_per_idle_session=round(max(0, grown_kb) * 1024 / max(1, options.sessions)),
+        restarts=restarts,
+    )
+
+
+def _row(label: str, figures: Percentiles) -> str:
+    if not figures.count:
+        return f"  {label:24} (no samples)"
+    return (f"  {label:24} p50 {figures.p50:8.2f}   p95 {figures.p95:8.2f}   p99 {figures.p99:8.2f}   "
+            f"max {figures.max:8.2f}   n={figures.count}")
+
+
+def format_report(report: LoadReport) -> str:
+    lines = [
+        f"Porfiry load benchmark: {report.sessions} sessions x {report.turns} turns over {report.phones} phone "
+        f"connection(s); scripted model {report.latency_ms:g} ms per call, think {report.think_ms:g} ms, "
+        f"log level {report.log_level}",
+        f"  duration                 {report.duration_s:.1f} s; {report.turns_completed} turns, {report.events} events, "
+        f"{report.model_calls} model calls",
+        f"  events per second        {report.events_per_s:.1f}",
+        "runtime time per turn, ms (model time subtracted; measured on the phone side):",
+        _row("all turns", report.overhead_ms),
+        *(_row(kind, figures) for kind, figures in report.overhead_ms_by_kind.items()),
+        _row("event -> first display", report.first_display_ms),
+        f"events lost              {report.lost}",
+        "errors                   " + (", ".join(f"{k}: {v}" for k, v in sorted(report.errors.items())) or "none"),
+    ]
+    for kind, examples in sorted(report.error_examples.items()):
+        lines += [f"    {kind}: {example}" for example in examples]
+    lines.append(f"phone resends {report.resends}, busy answers {report.busy}, actor restarts "
+                 f"{sum(report.restarts.values())}")
+    lines.append("memory, MB (peak RSS; RSS with every session idle):")
+    for name, peak in report.rss_mb.items():
+        lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
+    lines.append(f"memory per idle session   {report.bytes_per_idle_session / 1024:.1f} KB "
+                 f"(growth of all processes' RSS over the warmed-up baseline / sessions)")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The system under test: `run.py serve` in process mode, in a scratch directory, with the
+scripted model - started, watched (pids, RSS) and stopped by the benchmark."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+import msgspec
+
+import protocol as p
+from core.config import Config, REPO_ROOT, to_json
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:
+    """`base` with what a repeatable benchmark needs: a process per actor over ipc:// in the
+    scratch directory, a free phone port, no CURVE, empty user skills, the scripted model with
+    `latency_ms` before each reply's first token (word tokens follow without delay)."""
+    replace = msgspec.structs.replace
+    scripted = replace(base.llm.profiles["scripted"], first_token_delay_s=latency_ms / 1000, token_delay_s=0.0)
+    return replace(
+        base,
+        topology=replace(base.topology, mode="ipc", ipc_dir=str(workdir / "ipc"), addresses={}),
+        phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False),
+        skills=replace(base.skills, user_dir=str(workdir / "user-skills"), exclusions={}),
+        media=replace(base.media, db_path=str(workdir / "media.sqlite3")),
+        llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
+    )
+
+
+def read_rss_kb(pid: int) -> tuple[int, int]:
+    """(current, peak) resident set of a process in KiB, from /proc (Linux); (0, 0) if gone."""
+    current = peak = 0
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    current = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    peak = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return current, peak
+
+
+class BenchRuntime:
+    """Use as a context manager: the runtime runs while the block runs; its log stays in `log_path`."""
+
+    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING"):
+        self.workdir = Path(tempfile.mkdtemp(prefix="porfiry-bench-"))
+        self.config = bench_config(base, self.workdir, latency_ms=latency_ms)
+        self.log_path = self.workdir / "porfiry.log"
+        self.log_level = log_level
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> "BenchRuntime":
+        config_path = self.workdir / "bench-config.json"
+        config_path.write_bytes(to_json(self.config))
+        command = [sys.executable, str(REPO_ROOT / "run.py"), "--config", str(config_path),
+                   "serve", "--log-level", self.log_level]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PORFIRY_")}  # the file says it all
+        with open(self.log_path, "ab") as log:
+            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid if self._process is not None else 0
+
+    def exited(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    async def status(self, timeout: float = 2.0) -> p.SystemStatus:
+        from actors.base import Endpoint
+
+        client = Endpoint(self.config, name="bench")
+        async with client.running():
+            return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+
+    async def wait_ready(self, timeout: float = 60.0) -> p.SystemStatus:
+        """Until every actor is alive; a runtime that exits or stays down raises RuntimeError."""
+        from actors.base import AskTimeout
+
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.exited() is not None:
+                raise RuntimeError(f"the runtime exited with code {self.exited()}; see {self.log_path}")
+            try:
+                status = await self.status()
+                if all(row.alive for row in status.actors):
+                    return status
+            except AskTimeout:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the runtime did not start within {timeout:g} s; see {self.log_path}")
+            await anyio.sleep(0.2)

@@ -1,0 +1,90 @@
+"""`run.py bench`: the load generator's own logic, and a small load run through the real system
+(process mode, real phone endpoint) that must lose nothing and end every turn correctly."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+
+from bench.load import MIX, LoadOptions, check_answer, plan_sessions
+from bench.stats import percentile, summarize
+from llm.chunks import ChunkCoalescer
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_percentiles_are_nearest_rank_values_that_happened():
+    samples = list(range(1, 101))
+    assert percentile(samples, 50) == 50
+    assert percentile(samples, 99) == 99
+    assert percentile(samples, 100) == 100
+    assert percentile([7.0], 99) == 7.0
+    assert math.isnan(percentile([], 50))
+    figures = summarize([3.0, 1.0, 2.0])
+    assert (figures.p50, figures.max, figures.count) == (2.0, 3.0, 3)
+
+
+def test_plans_are_reproducible_and_cover_the_mix():
+    options = LoadOptions(sessions=40, turns=5, think_ms=2000, seed=7)
+    first, again = plan_sessions(options), plan_sessions(options)
+    assert [[(t.kind, t.text, t.think_s) for t in s.turns] for s in first] == \
+           [[(t.kind, t.text, t.think_s) for t in s.turns] for s in again]
+    kinds = {t.kind for s in first for t in s.turns}
+    assert kinds == set(MIX)
+    assert all(1.0 <= t.think_s <= 3.0 for s in first for t in s.turns)
+    assert all(0 <= s.start_after_s <= 2.0 for s in first)
+    other_seed = plan_sessions(LoadOptions(sessions=40, turns=5, think_ms=2000, seed=8))
+    assert [t.text for s in other_seed for t in s.turns] != [t.text for s in first for t in s.turns]
+
+
+def test_answers_are_checked_against_what_each_kind_must_show():
+    assert check_answer("plain", ["Sure. Here is a short answer to: why"]) == ""
+    assert check_answer("media", ["Here is what I found: matrix-1999 — Матрица"]) == ""
+    assert "nothing found" in check_answer("media", ["Here is what I found: nothing found for “x”"])
+    assert check_answer("substitution", ["Sure. Here is a short answer to: search x"]) != ""
+    assert check_answer("interrupt", ["Once upon a time", "OK, stopped."]) == ""
+    assert check_answer("interrupt", ["OK, stopped.", "Once upon a time"]) != ""
+    assert check_answer("plain", []) != ""
+
+
+def test_coalescer_sends_the_first_piece_at_once_and_the_rest_at_most_once_per_interval():
+    now = [0.0]
+    chunks = ChunkCoalescer(0.03, clock=lambda: now[0])
+    assert chunks.add("Hello") == "Hello"
+    now[0] = 0.01
+    assert chunks.add(" there") == ""
+    assert chunks.add(",") == ""
+    now[0] = 0.05
+    assert chunks.add(" friend") == " there, friend"
+    now[0] = 0.06
+    assert chunks.add(".") == ""
+    assert chunks.flush() == "."
+    assert chunks.flush() == ""
+
+
+def test_fifty_sessions_three_turns_lose_nothing_and_end_every_turn_correctly(tmp_path):
+    """The whole path: `run.py bench` starts the runtime (a process per actor), 50 sessions on
+    3 phone connections play the mix (media round trips, substitutions, interrupts) at once."""
+    out = tmp_path / "bench.json"
+    done = subprocess.run(
+        [sys.executable, "run.py", "bench", "--sessions", "50", "--turns", "3", "--think-ms", "40",
+         "--sessions-per-phone", "20", "--json", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads(out.read_text())
+    assert figures["lost"] == 0 and figures["errors"] == {}, figures["error_examples"]
+    assert (figures["sessions"], figures["turns"], figures["turns_completed"]) == (50, 3, 150)
+    assert figures["events"] >= 50 + 150  # a start per session, a text per turn, "stop" per interrupt
+    assert figures["restarts"] == {name: 0 for name in ("skills", "toolsets", "llm", "media", "session", "glasses")}
+    interrupts = 150 - figures["overhead_ms"]["count"]
+    assert set(figures["overhead_ms_by_kind"]) | ({"interrupt"} if interrupts else set()) <= set(MIX)
+    for key in ("overhead_ms", "first_display_ms"):
+        assert set(figures[key]) >= {"p50", "p95", "p99"}
+        assert 0 < figures[key]["p50"] <= figures[key]["p99"]
+    assert figures["events_per_s"] > 0
+    assert set(figures["rss_mb"]) >= {"skills", "toolsets", "llm", "media", "session", "glasses"}
+    assert all(mb > 5 for mb in figures["rss_mb"].values())
+    assert "bytes_per_idle_session" in figures
+    assert "events lost              0" in done.stdout
