@@ -114,11 +114,25 @@ class Endpoint:
             sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{os.urandom(3).hex()}".encode())
             sock.setsockopt(zmq.LINGER, 0)
             sock.connect(self.topology.address(target))
-            link = AsyncSocket(sock)
+
+            def reply_on_link(payload: bytes) -> None:
+                link.send_nowait([payload])
+
+            def deliver(frames: list[bytes]) -> None:
+                envelope = self._decode(frames[0])
+                if envelope is not None:
+                    self._dispatch_nowait(envelope, reply_on_link)
+
+            async def deliver_wait(frames: list[bytes]) -> None:
+                envelope = self._decode(frames[0])
+                if envelope is not None:
+                    await self._dispatch(envelope, reply_on_link)
+
+            # the pump hands each message to `deliver` itself: no reader task, one switch less
+            link = AsyncSocket(sock, deliver=deliver, deliver_wait=deliver_wait)
             self._links[target] = link
             assert self._tg is not None, "endpoint is not running"
             self._tg.start_soon(link.run, name=f"link-{target}")
-            self._tg.start_soon(self._read_link, target, link, name=f"link-reader-{target}")
         return link
 
     def tell(self, target: str, body: p.Msg, *, session: str = "", corr: str = "") -> str:
@@ -149,13 +163,6 @@ class Endpoint:
             rx.close()
 
     # ---- receiving --------------------------------------------------------------------------
-    async def _read_link(self, target: str, link: AsyncSocket) -> None:
-        while True:
-            (payload, *_) = await link.recv()
-            envelope = self._decode(payload)
-            if envelope is not None:
-                await self._dispatch(envelope, lambda payload, link=link: link.send_nowait([payload]))
-
     def _decode(self, payload: bytes) -> p.Envelope | None:
         try:
             return self.codec.decode(payload)
@@ -163,23 +170,37 @@ class Endpoint:
             self.log.warning("actor=%s decode error kind=%s detail=%s", self.name, exc.kind, exc.detail)
             return None
 
+    def _dispatch_nowait(self, envelope: p.Envelope, send: Callable[[bytes], None]) -> None:
+        """Called by a socket's pump: a reply goes to its waiter, anything else to `unsolicited_nowait`
+        (raises anyio.WouldBlock when that is full; the pump then awaits `_dispatch`)."""
+        if envelope.corr:
+            self._to_waiter(envelope)
+        else:
+            self.unsolicited_nowait(Inbound(envelope, send))
+
     async def _dispatch(self, envelope: p.Envelope, send: Callable[[bytes], None]) -> None:
         if envelope.corr:
-            # A reply or streamed chunk. Nobody waiting (the asker gave up or was cancelled) means
-            # it is stale: drop it. Never answer a reply - two actors would ping-pong errors.
-            waiter = self._pending.get(envelope.corr)
-            if waiter is None:
-                self.log.debug("actor=%s dropped stale reply %s", self.name, describe(envelope))
-                return
-            try:
-                waiter.send_nowait(envelope)
-            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                self.log.warning("actor=%s dropped reply nobody reads %s", self.name, describe(envelope))
+            self._to_waiter(envelope)
+        else:
+            await self.unsolicited(Inbound(envelope, send))
+
+    def _to_waiter(self, envelope: p.Envelope) -> None:
+        """A reply or streamed chunk. Nobody waiting (the asker gave up or was cancelled) means it
+        is stale: drop it. Never answer a reply - two actors would ping-pong errors."""
+        waiter = self._pending.get(envelope.corr)
+        if waiter is None:
+            self.log.debug("actor=%s dropped stale reply %s", self.name, describe(envelope))
             return
-        await self.unsolicited(Inbound(envelope, send))
+        try:
+            waiter.send_nowait(envelope)
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self.log.warning("actor=%s dropped reply nobody reads %s", self.name, describe(envelope))
+
+    def unsolicited_nowait(self, msg: Inbound) -> None:
+        self.log.info("actor=%s ignored uncorrelated %s", self.name, describe(msg.env))
 
     async def unsolicited(self, msg: Inbound) -> None:
-        self.log.info("actor=%s ignored uncorrelated %s", self.name, describe(msg.env))
+        self.unsolicited_nowait(msg)
 
 
 class Actor(Endpoint):
@@ -208,9 +229,8 @@ class Actor(Endpoint):
     async def run(self, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
         self.started_at = time.time()
         async with self.running():
-            self._inbox = AsyncSocket(self.inbox_socket())
+            self._inbox = AsyncSocket(self.inbox_socket(), deliver=self._deliver_inbound, deliver_wait=self._deliver_inbound_wait)
             self.spawn(self._inbox.run, name=f"{self.name}-inbox")
-            self.spawn(self._read_inbox, name=f"{self.name}-inbox-reader")
             await self.on_start()
             self.log.info("actor=%s started pid=%s at=%s", self.name, os.getpid(), self.topology.address(self.name))
             task_status.started()
@@ -220,24 +240,34 @@ class Actor(Endpoint):
     async def on_start(self) -> None:
         """Start background tasks, load state. Runs before the first message is handled."""
 
-    async def _read_inbox(self) -> None:
+    def _inbound(self, frames: list[bytes]) -> tuple[p.Envelope, Callable[[bytes], None]] | None:
+        """Decode what arrived in the inbox; answer what cannot be decoded, and drop it."""
         assert self._inbox is not None
-        inbox = self._inbox
-        while True:
-            frames = await inbox.recv()
-            if len(frames) != 2:
-                self.log.warning("actor=%s dropped a frame set of %d parts", self.name, len(frames))
-                continue
-            identity, payload = frames
-            send = _router_reply(inbox, identity)
-            try:
-                envelope = self.codec.decode(payload)
-            except p.DecodeError as exc:
-                self.log.warning("actor=%s decode error kind=%s detail=%s", self.name, exc.kind, exc.detail)
-                error = p.Envelope(body=p.ErrorReply(code=f"decode:{exc.kind}", detail=exc.detail), sender=self.name)
-                send(self.codec.encode(error))
-                continue
-            await self._dispatch(envelope, send)
+        if len(frames) != 2:
+            self.log.warning("actor=%s dropped a frame set of %d parts", self.name, len(frames))
+            return None
+        identity, payload = frames
+        send = _router_reply(self._inbox, identity)
+        try:
+            return self.codec.decode(payload), send
+        except p.DecodeError as exc:
+            self.log.warning("actor=%s decode error kind=%s detail=%s", self.name, exc.kind, exc.detail)
+            error = p.Envelope(body=p.ErrorReply(code=f"decode:{exc.kind}", detail=exc.detail), sender=self.name)
+            send(self.codec.encode(error))
+            return None
+
+    def _deliver_inbound(self, frames: list[bytes]) -> None:
+        inbound = self._inbound(frames)
+        if inbound is not None:
+            self._dispatch_nowait(*inbound)
+
+    async def _deliver_inbound_wait(self, frames: list[bytes]) -> None:
+        inbound = self._inbound(frames)
+        if inbound is not None:
+            await self._dispatch(*inbound)
+
+    def unsolicited_nowait(self, msg: Inbound) -> None:
+        self._mail_tx.send_nowait(msg)
 
     async def unsolicited(self, msg: Inbound) -> None:
         await self._mail_tx.send(msg)

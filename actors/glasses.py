@@ -285,9 +285,9 @@ class GlassesBridge(Actor):
         except zmq.ZMQError as exc:
             sock.close(linger=0)
             raise RuntimeError(f"cannot bind the phone endpoint {self.endpoint}: {exc}") from None
-        self._phone = AsyncSocket(sock)
+        # the pump hands each phone message straight to _on_phone_frames (never blocks)
+        self._phone = AsyncSocket(sock, deliver=self._on_phone_frames)
         self.spawn(self._phone.run, name="glasses-phone")
-        self.spawn(self._serve_phones, name="glasses-phone-reader")
         self.log.info("actor=glasses phone endpoint=%s curve=%s", self.endpoint, "on" if phone.curve else "off")
 
     def _allowed_keys(self) -> set[bytes]:
@@ -309,16 +309,14 @@ class GlassesBridge(Actor):
             zap.send_nowait(reply)
 
     # ---- phone -> runtime -------------------------------------------------------------------
-    async def _serve_phones(self) -> None:
-        assert self._phone is not None
-        while True:
-            *parts, user_id = await self._phone.recv()
-            if len(parts) != 2:
-                self.log.warning("actor=glasses phone sent %d frames, expected 1", len(parts) - 1)
-                if parts:
-                    self._error(parts[0], "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
-                continue
-            self._on_phone_frame(parts[0], parts[1], user_id)
+    def _on_phone_frames(self, frames: list[bytes]) -> None:
+        *parts, user_id = frames
+        if len(parts) != 2:
+            self.log.warning("actor=glasses phone sent %d frames, expected 1", len(parts) - 1)
+            if parts:
+                self._error(parts[0], "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
+            return
+        self._on_phone_frame(parts[0], parts[1], user_id)
 
     def _on_phone_frame(self, identity: bytes, payload: bytes, user_id: bytes) -> None:
         try:

@@ -11,7 +11,10 @@ task, the pump, which is the only code that touches it:
   by cancelling that wait.
 
 Receivers read from the memory stream, whose `receive()` is cancellation-safe: a cancelled
-receive takes nothing, so nothing is lost. A sender whose message would be first in the queue
+receive takes nothing, so nothing is lost. Or the owner passes `deliver`, a plain function the
+pump calls with each message, which saves a task switch per message on every hop (the actors'
+inboxes and links, the phone endpoint): `deliver` either takes the message or raises
+anyio.WouldBlock, and then the pump awaits `deliver_wait` for it while it keeps sending. A sender whose message would be first in the queue
 sends it itself (one thread, so no other code is inside the socket): no queue, no wake-up of the
 pump, which costs more than the send. Only when ZeroMQ has no room does the message queue up
 for the pump. After such a direct send, the sender wakes the pump if input is waiting, since
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from typing import Awaitable, Callable
 
 import anyio
 import anyio.abc
@@ -42,7 +46,9 @@ class AsyncSocket:
     `send_buffer` bounds the outgoing queue: `send()` waits for room, `send_nowait()` raises.
     """
 
-    def __init__(self, socket: zmq.Socket, *, recv_buffer: int = 1024, send_buffer: int = 10_000):
+    def __init__(self, socket: zmq.Socket, *, recv_buffer: int = 1024, send_buffer: int = 10_000,
+                 deliver: Callable[[list[bytes]], None] | None = None,
+                 deliver_wait: Callable[[list[bytes]], Awaitable[None]] | None = None):
         self.socket = socket
         if socket.type == zmq.ROUTER:
             # Without it a ROUTER silently drops messages for a peer whose pipe is full (HWM).
@@ -52,6 +58,8 @@ class AsyncSocket:
         self._send_buffer = send_buffer
         self._room = anyio.Event()
         self._in_tx, self._in_rx = anyio.create_memory_object_stream[list[bytes]](recv_buffer)
+        self._deliver = deliver or self._in_tx.send_nowait
+        self._deliver_wait = deliver_wait or self._in_tx.send
         self._wait_scope: anyio.CancelScope | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False
@@ -174,11 +182,14 @@ class AsyncSocket:
                     progressed = True
                     self.received += 1
                     try:
-                        self._in_tx.send_nowait(frames)
+                        self._deliver(frames)
                     except anyio.WouldBlock:
                         # The reader is behind: wait for it, but keep sending meanwhile, so a
                         # reader waiting for room in our send queue can never deadlock with us.
                         await self._deliver_while_sending(frames, fd)
+                    except Exception:  # noqa: BLE001 - a faulty deliver must not stop the socket
+                        self.dropped += 1
+                        _log.exception("zmq deliver failed; message dropped")
             if self._out and events & zmq.POLLOUT:
                 try:
                     self._send_one()
@@ -203,7 +214,7 @@ class AsyncSocket:
         async with anyio.create_task_group() as tg:
 
             async def deliver() -> None:
-                await self._in_tx.send(frames)
+                await self._deliver_wait(frames)
                 tg.cancel_scope.cancel()
 
             tg.start_soon(deliver)

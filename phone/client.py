@@ -189,7 +189,7 @@ class PhoneClient:
             sock.curve_secretkey = self.curve.secret
         self._monitor = AsyncSocket(sock.get_monitor_socket(_HANDSHAKE_FAILURES | zmq.EVENT_HANDSHAKE_SUCCEEDED))
         sock.connect(self.endpoint)
-        self._sock = AsyncSocket(sock)
+        self._sock = AsyncSocket(sock, deliver=self._on_frames)  # the pump calls it: no reader task
         # The task group is entered here and left in __aexit__ WITHOUT the body's exception, so
         # an error raised inside `async with client:` reaches the caller as itself, not wrapped
         # in an ExceptionGroup.
@@ -198,7 +198,6 @@ class PhoneClient:
         tg.start_soon(self._sock.run, name="phone-pump")
         tg.start_soon(self._monitor.run, name="phone-monitor-pump")
         tg.start_soon(self._watch_handshakes, self._monitor, name="phone-monitor")
-        tg.start_soon(self._read, name="phone-reader")
         tg.start_soon(self._resender, name="phone-resender")
         try:
             if self.connect_timeout_s is not None:
@@ -408,16 +407,13 @@ class PhoneClient:
             tx.close()
             rx.close()
 
-    async def _read(self) -> None:
-        assert self._sock is not None
-        while True:
-            frames = await self._sock.recv()
-            try:
-                env = self.codec.decode(frames[-1])
-            except p.DecodeError as exc:
-                _log.warning("phone=%s undecodable message from the runtime: %s", self.client_id, exc)
-                continue
-            self._dispatch(env)
+    def _on_frames(self, frames: list[bytes]) -> None:
+        try:
+            env = self.codec.decode(frames[-1])
+        except p.DecodeError as exc:
+            _log.warning("phone=%s undecodable message from the runtime: %s", self.client_id, exc)
+            return
+        self._dispatch(env)
 
     def _dispatch(self, env: p.Envelope) -> None:
         body = env.body
