@@ -24,9 +24,13 @@ from core.logs import setup_logging
 
 
 def _config(args: argparse.Namespace):
+    from actors.topology import process_groups
+
     try:
-        return load_config(args.config)
-    except ConfigError as exc:
+        config = load_config(args.config)
+        process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
+        return config
+    except (ConfigError, ValueError) as exc:
         sys.exit(f"porfiry: {exc}")
 
 

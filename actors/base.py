@@ -81,7 +81,7 @@ class Endpoint:
         self.config = config
         if name:
             self.name = name
-        self.topology = Topology(config.topology)
+        self.topology = Topology(config.topology, owner=self.name)
         self.codec = p.Codec(config.protocol.max_message_bytes)
         self.zmq = zmq_context or zmq.Context.instance()
         self.log = logging.getLogger(f"porfiry.{self.name}")
@@ -218,7 +218,8 @@ class Actor(Endpoint):
     def inbox_socket(self) -> zmq.Socket:
         sock = self.zmq.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
-        sock.bind(self.topology.bind_address(self.name))
+        for address in self.topology.bind_addresses(self.name):
+            sock.bind(address)
         return sock
 
     @property

@@ -1,4 +1,6 @@
-"""Run one actor in this OS process: `python -m actors.host NAME` (started by the supervisor).
+"""Run actors in this OS process: `python -m actors.host NAME[,NAME...]` (started by the
+supervisor): one actor, or a process group of `topology.groups` sharing one zmq context, so the
+group's actors reach each other over inproc://.
 
 The resolved config arrives as JSON in PORFIRY_CONFIG_JSON so a child sees exactly what its
 supervisor saw, environment overrides included.
@@ -15,14 +17,15 @@ from core.config import from_json, load_config
 from core.logs import setup_logging
 
 
-async def _main(name: str) -> None:
+async def _main(names: list[str]) -> None:
     from actors.supervisor import actor_class
 
     data = os.environ.get("PORFIRY_CONFIG_JSON")
     config = from_json(data) if data else load_config()
-    actor = actor_class(name)(config)
+    actors = [actor_class(name)(config) for name in names]
     async with anyio.create_task_group() as tg:
-        tg.start_soon(actor.run)
+        for actor in actors:
+            tg.start_soon(actor.run)  # together: one may wait for another while it starts
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for _ in signals:
                 tg.cancel_scope.cancel()
@@ -30,10 +33,13 @@ async def _main(name: str) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) != 2:
-        sys.exit("usage: python -m actors.host ACTOR")
+    from actors.supervisor import ACTOR_CLASSES
+
+    names = sys.argv[1].split(",") if len(sys.argv) == 2 else []
+    if not names or any(name not in ACTOR_CLASSES for name in names):
+        sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTOR_CLASSES)}")
     setup_logging()
-    anyio.run(_main, sys.argv[1], backend="trio")
+    anyio.run(_main, names, backend="trio")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Supervision after Erlang/OTP: one_for_one restarts with an intensity/period limit.
 
 The supervisor starts the six actors (in their own OS processes over ipc:// or tcp://, or as
-tasks in this process over inproc://) and restarts one that dies. More than `intensity` restarts
+tasks in this process over inproc://) and restarts one that dies. Actors of one process group
+(`topology.groups`) share a process and so live, die and restart together. More than `intensity` restarts
 within `period_s` seconds means something is wrong that restarting will not fix: the system stops
 with a clear message instead of looping. The supervisor is itself an actor ("supervisor") so
 `run.py status` can ask it how everyone is.
@@ -21,7 +22,7 @@ import anyio.abc
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
-from actors.topology import ACTORS
+from actors.topology import ACTORS, process_groups
 from core.config import Config, to_json
 
 ACTOR_CLASSES = {
@@ -58,10 +59,13 @@ class RestartBudget:
 
 
 class _Child:
-    __slots__ = ("name", "pid", "restarts", "alive", "process", "scope", "last_exit")
+    """One supervised unit: an actor task (inproc), or an OS process running one or more actors."""
 
-    def __init__(self, name: str):
-        self.name = name
+    __slots__ = ("name", "members", "pid", "restarts", "alive", "process", "scope", "last_exit")
+
+    def __init__(self, members: tuple[str, ...]):
+        self.name = "+".join(members)
+        self.members = members
         self.pid = 0
         self.restarts = 0
         self.alive = False
@@ -78,7 +82,12 @@ class Supervisor(Actor):
         self.actor_names = actors
         self.in_process = config.topology.mode == "inproc" if in_process is None else in_process
         self.budget = RestartBudget(config.supervisor.intensity, config.supervisor.period_s)
-        self.children = {name: _Child(name) for name in actors}
+        if self.in_process:
+            units = [(name,) for name in actors]
+        else:
+            units = [tuple(n for n in group if n in actors) for group in process_groups(config.topology)]
+        self.children = {child.name: child for child in (_Child(u) for u in units if u)}
+        self._child_of = {name: child for child in self.children.values() for name in child.members}
         self.failure: str = ""
         self._all_started = anyio.Event()
         self._stop = anyio.Event()
@@ -91,8 +100,15 @@ class Supervisor(Actor):
 
     async def _supervise_all(self) -> None:
         async with anyio.create_task_group() as tg:
-            for name in self.actor_names:
-                await tg.start(self._supervise, self.children[name])
+            if self.in_process:
+                for child in self.children.values():  # leaves first: each starts on a running system
+                    await tg.start(self._supervise, child)
+            else:
+                # Processes start together: a process group may hold an actor whose start waits
+                # for an actor of a later group (the session waits for the toolset catalog).
+                async with anyio.create_task_group() as starting:
+                    for child in self.children.values():
+                        starting.start_soon(tg.start, self._supervise, child)
             self._all_started.set()
             self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
 
@@ -128,7 +144,7 @@ class Supervisor(Actor):
             self.log.warning("actor=supervisor restarting child=%s restarts=%d last_exit=%s", child.name, child.restarts, child.last_exit)
 
     async def _run_task(self, child: _Child, started: anyio.Event, task_status) -> None:
-        actor = actor_class(child.name)(self.config, zmq_context=self.zmq)
+        actor = actor_class(child.members[0])(self.config, zmq_context=self.zmq)
         with anyio.CancelScope() as scope:
             child.scope = scope
             child.pid = os.getpid()
@@ -141,7 +157,7 @@ class Supervisor(Actor):
     async def _run_process(self, child: _Child, started: anyio.Event, task_status) -> None:
         env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(self.config).decode())
         process = await anyio.open_process(
-            [sys.executable, "-m", "actors.host", child.name], env=env, stdin=None, stdout=None, stderr=None,
+            [sys.executable, "-m", "actors.host", ",".join(child.members)], env=env, stdin=None, stdout=None, stderr=None,
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
         child.process = process
@@ -158,14 +174,17 @@ class Supervisor(Actor):
                     await _terminate(process)
 
     async def _await_ready(self, child: _Child, process: anyio.abc.Process) -> None:
-        """A child is up when it answers Ping (its inbox is bound and its loop runs)."""
+        """A child is up when its actors answer Ping (inboxes bound, loop running)."""
         deadline = time.monotonic() + 60
+        waiting = list(child.members)
         while time.monotonic() < deadline:
             if process.returncode is not None:
                 raise RuntimeError(f"{child.name} exited during start with code {process.returncode}")
             try:
-                await self.ask(child.name, p.Ping(), timeout=0.5)
-                return
+                await self.ask(waiting[0], p.Ping(), timeout=0.5)
+                waiting.pop(0)
+                if not waiting:
+                    return
             except AskTimeout:
                 continue
         raise RuntimeError(f"{child.name} did not become ready within 60 s")
@@ -183,20 +202,21 @@ class Supervisor(Actor):
     async def status(self) -> p.SystemStatus:
         rows: dict[str, p.ActorStatus] = {}
 
-        async def probe(child: _Child) -> None:
+        async def probe(name: str) -> None:
+            child = self._child_of[name]
             try:
-                pong = await self.ask(child.name, p.Ping(), timeout=1.0)
+                pong = await self.ask(name, p.Ping(), timeout=1.0)
                 alive, depth, pid = True, getattr(pong, "inbox_depth", 0), getattr(pong, "pid", child.pid)
             except AskTimeout:
                 alive, depth, pid = False, 0, child.pid
-            rows[child.name] = p.ActorStatus(
-                name=child.name, alive=alive and child.alive, pid=pid, restarts=child.restarts, inbox_depth=depth,
+            rows[name] = p.ActorStatus(
+                name=name, alive=alive and child.alive, pid=pid, restarts=child.restarts, inbox_depth=depth,
                 detail=child.last_exit,
             )
 
         async with anyio.create_task_group() as tg:
-            for child in self.children.values():
-                tg.start_soon(probe, child)
+            for name in self.actor_names:
+                tg.start_soon(probe, name)
         mode = "inproc" if self.in_process else self.config.topology.mode
         return p.SystemStatus(mode=mode, actors=[rows[name] for name in self.actor_names])
 

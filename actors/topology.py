@@ -1,5 +1,7 @@
 """Where every actor's inbox lives, from one config, so the same actor code runs in one process
-(inproc://), a process per actor (ipc://) or across hosts (tcp://)."""
+(inproc://), a process per actor (ipc://), across hosts (tcp://), or in process groups: actors
+grouped in `topology.groups` share an OS process and reach each other over inproc://, while
+everyone else reaches them over ipc/tcp (an inbox binds both)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,12 +14,35 @@ ACTORS = ("skills", "toolsets", "llm", "media", "session", "glasses")
 CONTROL = "supervisor"
 
 
+def process_groups(config: TopologyConfig) -> list[tuple[str, ...]]:
+    """The OS processes of ipc/tcp mode, in start order: each configured group, then every other
+    actor alone. A group names known actors, each once; otherwise ValueError says what is wrong."""
+    seen: set[str] = set()
+    groups: list[tuple[str, ...]] = []
+    for group in config.groups:
+        for name in group:
+            if name not in ACTORS:
+                raise ValueError(f"topology.groups: unknown actor {name!r}; actors: {', '.join(ACTORS)}")
+            if name in seen:
+                raise ValueError(f"topology.groups: {name!r} is in more than one group")
+            seen.add(name)
+        if group:
+            groups.append(tuple(name for name in ACTORS if name in group))
+    groups += [(name,) for name in ACTORS if name not in seen]
+    return sorted(groups, key=lambda group: min(ACTORS.index(name) for name in group))
+
+
 class Topology:
-    def __init__(self, config: TopologyConfig):
+    def __init__(self, config: TopologyConfig, owner: str = ""):
+        """`owner`: the actor using this view; actors in its process group are reached in-process."""
         if config.mode not in ("inproc", "ipc", "tcp"):
             raise ValueError(f"topology mode must be inproc, ipc or tcp, not {config.mode!r}")
         self.config = config
         self.mode = config.mode
+        self.groups = process_groups(config)
+        self.local: tuple[str, ...] = ()
+        if self.mode != "inproc":
+            self.local = next((group for group in self.groups if owner in group and len(group) > 1), ())
 
     def address(self, actor: str) -> str:
         if actor in self.config.addresses:
@@ -25,14 +50,21 @@ class Topology:
         names = (CONTROL, *ACTORS)
         if actor not in names:
             raise KeyError(f"unknown actor {actor!r}; actors: {', '.join(names)}")
-        if self.mode == "inproc":
+        if self.mode == "inproc" or actor in self.local:
             return f"inproc://porfiry-{actor}"
+        return self._external(actor)
+
+    def _external(self, actor: str) -> str:
+        names = (CONTROL, *ACTORS)
         if self.mode == "ipc":
             return f"ipc://{Path(self.config.ipc_dir) / actor}.sock"
         return f"tcp://{self.config.tcp_host}:{self.config.tcp_base_port + names.index(actor)}"
 
-    def bind_address(self, actor: str) -> str:
-        """tcp binds on all interfaces of the configured host; others bind what they connect to."""
+    def bind_addresses(self, actor: str) -> list[str]:
+        """Where the inbox binds: what others connect to, plus inproc:// for its process group."""
         if self.mode == "ipc":
             Path(self.config.ipc_dir).mkdir(parents=True, exist_ok=True)
-        return self.address(actor)
+        if actor in self.config.addresses or self.mode == "inproc":
+            return [self.address(actor)]
+        grouped = any(actor in group and len(group) > 1 for group in self.groups)
+        return [self._external(actor)] + ([f"inproc://porfiry-{actor}"] if grouped else [])

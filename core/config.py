@@ -30,6 +30,10 @@ class TopologyConfig(_Section):
     tcp_host: str = "127.0.0.1"
     tcp_base_port: int = 7700
     addresses: dict[str, str] = {}
+    # ipc/tcp: actors listed together share one OS process and talk over inproc:// (the others
+    # still reach them over ipc/tcp). Fewer hops between processes, less isolation: a crash
+    # restarts the whole group. E.g. [["glasses", "session"]]. Default: a process per actor.
+    groups: list[list[str]] = []
 
 
 class SupervisorConfig(_Section):

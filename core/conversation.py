@@ -83,6 +83,7 @@ class SessionSettings:
         self.router = router or RuleRouter()
         self.on_timer_set = on_timer_set
         self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
+        self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -325,14 +326,29 @@ class Conversation:
         if tool == "read_skill":
             if not arg:
                 return "arguments invalid for read_skill; expected: read_skill|name"
-            try:
-                body = await self.s.ports.read_skill(self.sid, self.phone_key, arg)
-            except Exception as exc:  # noqa: BLE001
-                return f"tool error: the skill store did not answer ({exc}); try again"
-            if body.found:
-                self.tracker.note_read(body.name, body.body_version)
-            return body.text
+            return await self._read_skill(arg)
         return self.s.registry.unknown_tool_text(tool)
+
+    async def _read_skill(self, name: str) -> str:
+        """A skill's body. The body of a version this session's index lists is the same for every
+        session that may see it, so it is fetched from the SkillStore once per version."""
+        name = name.strip().lower()
+        body_version = (await self._skill_index()).body_versions.get(name, "")
+        cached = self.s.skill_bodies.get((name, body_version)) if body_version else None
+        if cached is not None:
+            self.tracker.note_read(name, body_version)
+            return cached
+        try:
+            body = await self.s.ports.read_skill(self.sid, self.phone_key, name)
+        except Exception as exc:  # noqa: BLE001
+            return f"tool error: the skill store did not answer ({exc}); try again"
+        if body.found:
+            self.tracker.note_read(name, body.body_version)
+            if body.body_version:
+                if len(self.s.skill_bodies) >= 256:  # old versions of edited skills: start afresh
+                    self.s.skill_bodies.clear()
+                self.s.skill_bodies[(name, body.body_version)] = body.text
+        return body.text
 
     # ---- timers (E10) ---------------------------------------------------------------------
     def fire_due_timers(self, now: float) -> None:

@@ -20,13 +20,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_config(tmp: Path, intensity: int = 5) -> Path:
+def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]") -> Path:
     ipc_dir = tempfile.mkdtemp(prefix="pf")
     config = tmp / "porfiry.toml"
     config.write_text(f"""
 [topology]
 mode = "ipc"
 ipc_dir = "{ipc_dir}"
+groups = {groups}
 
 [phone]
 endpoint = "tcp://127.0.0.1:{_free_port()}"
@@ -71,8 +72,8 @@ def _wait_until(predicate, timeout: float = 60.0):
 def served(tmp_path):
     started = []
 
-    def start(intensity: int = 5):
-        config = _write_config(tmp_path, intensity)
+    def start(intensity: int = 5, groups: str = "[]"):
+        config = _write_config(tmp_path, intensity, groups)
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
@@ -115,3 +116,24 @@ def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served
     assert proc.wait(timeout=30) == 2
     log = (tmp_path / "serve.log").read_text()
     assert "more than 0 restarts within 30 s" in log
+
+
+def test_a_process_group_shares_one_process_and_restarts_together(served):
+    config, _ = served(groups='[["glasses", "session", "llm"]]')
+    pids = {name: int(row[2]) for name, row in _status(config).items()}
+    assert pids["glasses"] == pids["session"] == pids["llm"], "the group is one process"
+    assert len(set(pids.values())) == 4, "the other three actors run alone"
+    said = _cli(config, "say", "--session", "g1", "--timeout", "20", "the matrix film")
+    assert said.returncode == 0, said.stderr
+    assert "Matrix" in said.stdout.splitlines()[-1]
+
+    os.kill(pids["session"], signal.SIGKILL)
+    def group_restarted():
+        rows = _status(config)
+        return all(rows[n][1] == "yes" and int(rows[n][2]) != pids[n] and rows[n][3] == "1"
+                   for n in ("glasses", "session", "llm")) and rows
+    rows = _wait_until(group_restarted)
+    assert int(rows["media"][2]) == pids["media"] and rows["media"][3] == "0", "the others keep running"
+    said = _cli(config, "say", "--session", "g2", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip().splitlines()[-1].startswith("Sure.")

@@ -140,6 +140,12 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         notice = tool_results(await system.history("s"))[2]["content"]
         assert "skills_changed:" in notice and "tea" in notice
         assert "re-read" in notice
+        # Re-reading gives the new body (bodies are shared between sessions per version, so a
+        # stale one would show here), in this session and in another one.
+        await system.turn("s", "call read_skill|tea")
+        assert "wait 3 minutes" in tool_results(await system.history("s"))[3]["content"]
+        await system.turn("s2", "call read_skill| Tea")
+        assert "wait 3 minutes" in tool_results(await system.history("s2"))[0]["content"]
         # And a skill added meanwhile appears in the next prompt's index, after the built-ins.
         (tmp_path / "user-skills" / "coffee").mkdir()
         (tmp_path / "user-skills" / "coffee" / "SKILL.md").write_text("---\nname: coffee\ndescription: Making coffee.\n---\nGrind.\n")
