@@ -3,7 +3,9 @@
 All the behaviour lives in core.conversation; this actor only turns messages into calls and
 calls into messages: DeliverEvent in, Display/TurnDone out to the glasses, Generate to the LLM
 worker, ToolInvoke to the ToolsetSupervisor, SkillIndexRequest/SkillRead to the SkillStore.
-Session state is in memory only (S6): a restart of this actor starts every session afresh.
+Session state is in memory only (S6): a restart of this actor starts every session afresh, and
+a session idle for `session.idle_session_ttl_s` (nothing running, no timer set) is forgotten, so
+a long-running server does not keep every session it ever saw; its next event starts afresh.
 """
 from __future__ import annotations
 
@@ -153,20 +155,36 @@ class SessionActor(Actor):
     def send(self, session: str, body: p.Msg) -> None:
         self.tell("glasses", body, session=session)
 
-    # ---- timers (E10): sleep exactly until the next one, no polling ------------------------
+    # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:
         self._timer_wake.set()
 
     async def _timer_wheel(self) -> None:
+        ttl = self.config.session.idle_session_ttl_s
+        sweep_every = min(ttl / 2, 60.0)
+        next_sweep = self.clock() + sweep_every
         while True:
             self._timer_wake = anyio.Event()
             now = self.clock()
-            next_due = math.inf
+            next_due = next_sweep
             for conversation in self.sessions.values():
                 if len(conversation.timers):
                     conversation.fire_due_timers(now)
                     due = conversation.timers.next_due()
                     if due is not None:
                         next_due = min(next_due, due)
+            if now >= next_sweep:
+                self.forget_idle_sessions(now, ttl)
+                next_sweep = now + sweep_every
+                next_due = min(next_due, next_sweep)
             with anyio.move_on_after(max(0.0, next_due - now)):
                 await self._timer_wake.wait()
+
+    def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
+        idle = [sid for sid, c in self.sessions.items() if (since := c.idle_since()) is not None and now - since >= ttl]
+        for sid in idle:
+            del self.sessions[sid]
+        if idle:
+            self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
+                          ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
+        return idle

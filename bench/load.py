@@ -114,6 +114,7 @@ class LoadResult:
     """Raw samples; bench.report turns them into figures."""
 
     overhead_s: dict[str, list[float]] = field(default_factory=dict)  # by kind (interrupts excluded)
+    per_call_s: list[float] = field(default_factory=list)  # a turn's overhead / its model calls
     first_display_s: list[float] = field(default_factory=list)
     events_sent: int = 0
     events_done: int = 0
@@ -238,6 +239,8 @@ class LoadDriver:
             return  # its length is set by when "stop" came, not by the runtime
         model_s = model_calls * self._latency_s
         result.overhead_s.setdefault(turn.kind, []).append(finished - started - model_s)
+        if model_calls:
+            result.per_call_s.append((finished - started - model_s) / model_calls)
         if first_display is not None:
             # every model call of these turns precedes the answer text (tool calls show nothing)
             result.first_display_s.append(first_display - started - model_s)

@@ -22,6 +22,7 @@ class LoadReport(msgspec.Struct, kw_only=True):
     events_per_s: float
     overhead_ms: Percentiles  # runtime time per turn: phone-side wall time minus the model's
     overhead_ms_by_kind: dict[str, Percentiles]
+    overhead_per_model_call_ms: Percentiles  # a turn's runtime time divided by its model calls
     first_display_ms: Percentiles  # event -> first text on the glasses, model time subtracted
     model_calls: int
     lost: int
@@ -50,6 +51,7 @@ def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_l
         events_per_s=round(result.events_done / result.duration_s, 1),
         overhead_ms=_ms([s for samples in result.overhead_s.values() for s in samples]),
         overhead_ms_by_kind={kind: _ms(samples) for kind, samples in sorted(result.overhead_s.items())},
+        overhead_per_model_call_ms=_ms(result.per_call_s),
         first_display_ms=_ms(result.first_display_s),
         model_calls=result.model_calls, lost=result.lost,
         errors=dict(result.errors.counts), error_examples=result.errors.examples,
@@ -79,6 +81,7 @@ def format_report(report: LoadReport) -> str:
         "runtime time per turn, ms (model time subtracted; measured on the phone side):",
         _row("all turns", report.overhead_ms),
         *(_row(kind, figures) for kind, figures in report.overhead_ms_by_kind.items()),
+        _row("per model call", report.overhead_per_model_call_ms),
         _row("event -> first display", report.first_display_ms),
         f"events lost              {report.lost}",
         "errors                   " + (", ".join(f"{k}: {v}" for k, v in sorted(report.errors.items())) or "none"),

@@ -67,7 +67,7 @@ class SessionConfig(_Section):
     tool_timeout_s: float = 10.0
     urgent_words: list[str] = msgspec.field(default_factory=lambda: ["стоп", "stop", "отмена", "cancel", "хватит"])
     parallel_patterns: list[str] = []
-    idle_session_ttl_s: float = 3600.0
+    idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
 
 
 class SkillsConfig(_Section):

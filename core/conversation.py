@@ -36,7 +36,7 @@ import protocol as p
 from core.activity import ToolsetActivity
 from core.prompt import build_system_prompt
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
-from core.timers import TIMERS_TOOLSET, TimerError, TimerTable, run_timer_tool
+from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import ToolsetRegistry
 from core.trajectory import Trajectory
@@ -98,7 +98,7 @@ def _new_id() -> str:
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
-        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls",
+        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -116,10 +116,12 @@ class Conversation:
         self._skills: p.SkillIndex | None = None
         self._skills_epoch = -1  # settings.skills_epoch when _skills was fetched
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
+        self.last_active = settings.clock()
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
         """accepted | duplicate | busy. Never blocks; the loop runs as a separate task."""
+        self.last_active = self.s.clock()
         if event.event_id in self.seen:
             return "duplicate"
         if len(self.queue) >= self.s.config.queue_limit and event.kind != "user_interrupt":
@@ -162,6 +164,14 @@ class Conversation:
         finally:
             self.running = False
             self._step_scope = None
+            self.last_active = self.s.clock()
+
+    def idle_since(self) -> float | None:
+        """When the session last did anything, if it could be forgotten now: nothing running or
+        queued, no timer set, no interrupted tool call still to report back. Else None."""
+        if self.running or self.queue or len(self.timers) or self.trajectory.awaiting_late_results():
+            return None
+        return self.last_active
 
     def _take_queue(self, consumed: list[str]) -> bool:
         """A safe point (E2): every queued event goes into the history at once, labelled (E8).

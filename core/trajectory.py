@@ -79,6 +79,10 @@ class Trajectory:
         call = self._calls.get(call_id)
         return call.state if call else None
 
+    def awaiting_late_results(self) -> bool:
+        """A call answered by a placeholder still waits for its real result."""
+        return any(call.state == _PLACEHOLDER for call in self._calls.values())
+
     def pending_calls(self) -> list[tuple[str, str]]:
         """(call_id, tool) of calls still waiting for a result: placeholder them on interrupt."""
         return [(cid, self._calls[cid].tool) for cid in self._open]

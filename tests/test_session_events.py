@@ -179,3 +179,41 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path):
         await _wait(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["busy"]))
         for session in ("idle", "busy"):
             assert_every_call_paired(await system.history(session))
+
+
+async def test_a_session_idle_past_its_ttl_is_forgotten_unless_a_timer_waits(tmp_path):
+    """A long-running server must not keep every session it ever saw (session.idle_session_ttl_s)."""
+    clock = ManualClock(1_000_000.0)
+
+    def reminder_model(messages):
+        if messages[-1].role == "tool":
+            return "timer noted"
+        return "TOOL_CALL: timers_set|in 30 minutes; tea" if "remind me" in messages[-1].content else "ok"
+
+    backend = ScriptedBackend(reply_fn=reminder_model)
+    async with inproc_system(tmp_path, backend=backend, clock=clock, idle_session_ttl_s=600,
+                            execute_substituted_calls=True) as system:
+        await system.turn("chatty", "hello")
+        await system.turn("reminded", "remind me about tea")
+        clock.advance(599)
+        await anyio.sleep(0.05)
+        assert (await system.info("chatty")).exists, "not yet: 599 s idle"
+        clock.advance(61)  # idle sessions are looked for once a minute
+        await _wait_async(lambda: _gone(system, "chatty"))
+        reminded = await system.info("reminded")
+        assert reminded.exists, "a session with a timer set is kept"
+        assert any(m["role"] == "tool" and m["name"] == "timers_set" for m in reminded.history)
+        # The forgotten session's next event starts afresh.
+        await system.turn("chatty", "hello again")
+        history = await system.history("chatty")
+        assert [m["content"] for m in history if m["role"] == "user"] == ["[User said] hello again"]
+
+
+async def _gone(system, session):
+    return not (await system.info(session)).exists
+
+
+async def _wait_async(predicate, timeout=10):
+    with anyio.fail_after(timeout):
+        while not await predicate():
+            await anyio.sleep(0.01)
