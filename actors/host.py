@@ -7,6 +7,7 @@ supervisor saw, environment overrides included.
 """
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -24,12 +25,22 @@ async def _main(names: list[str]) -> None:
     config = from_json(data) if data else load_config()
     actors = [actor_class(name)(config) for name in names]
     async with anyio.create_task_group() as tg:
-        for actor in actors:
-            tg.start_soon(actor.run)  # together: one may wait for another while it starts
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with anyio.create_task_group() as starting:
+                for actor in actors:  # together: one may wait for another while it starts
+                    starting.start_soon(tg.start, actor.run)
+            freeze_startup_objects()
             async for _ in signals:
                 tg.cancel_scope.cancel()
                 break
+
+
+def freeze_startup_objects() -> None:
+    """What start-up made (modules, catalogs, indexes) lives as long as the process. Out of the
+    collector's way, a full collection scans only what came later: measured under load, a full
+    pass over the start-up heap stalled an actor 12-135 ms, the runtime's worst tail latency."""
+    gc.collect()
+    gc.freeze()
 
 
 def main() -> None:

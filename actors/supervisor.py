@@ -110,6 +110,10 @@ class Supervisor(Actor):
                     for child in self.children.values():
                         starting.start_soon(tg.start, self._supervise, child)
             self._all_started.set()
+            if self.in_process:
+                from actors.host import freeze_startup_objects
+
+                freeze_startup_objects()
             self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
 
     def _give_up(self, reason: str) -> None:
