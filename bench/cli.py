@@ -40,14 +40,20 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         return _prompts(args, config)
     from bench.load import LoadOptions
 
-    if args.sessions < 1 or args.turns < 1:
-        sys.exit("porfiry: --sessions and --turns must be at least 1")
+    if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
+        sys.exit("porfiry: --sessions, --turns and --sessions-per-phone must be at least 1")
+    if args.latency_ms < 0 or args.think_ms < 0:
+        sys.exit("porfiry: --latency-ms and --think-ms cannot be negative")
+    from phone.client import PhoneError
+
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
                           think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
     try:
         report = anyio.run(run_load_bench, config, options, args.log_level, backend="trio")
-    except RuntimeError as exc:
+    except (RuntimeError, PhoneError) as exc:
         sys.exit(f"porfiry: bench: {exc}")
+    except KeyboardInterrupt:
+        sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
     from bench.report import format_report
 
     print(format_report(report))
@@ -68,7 +74,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
-        pids = {row.name: row.pid for row in status.actors}
+        pids = _processes(status)
         pids["supervisor"] = runtime.pid
         endpoint = runtime.config.phone.endpoint
         warmup = await LoadDriver(endpoint, LoadOptions(latency_ms=options.latency_ms, session_prefix="warmup")).run(plans=warmup_plan())
@@ -81,14 +87,25 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         idle = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
         peak = {name: read_rss_kb(pid)[1] for name, pid in pids.items()}
+        runtime.keep = bool(result.lost or result.errors.total())  # its log tells what went wrong
         final = await runtime.status()
         restarts = {row.name: row.restarts for row in final.actors}
-        for row in final.actors:
-            if row.pid != pids.get(row.name):
-                idle[row.name] = peak[row.name] = 0  # restarted: the old process's figures are gone
+        for name, pid in _processes(final).items():
+            if pid != pids.get(name):
+                idle[name] = peak[name] = 0  # restarted: the old process's figures are gone
+        if runtime.keep:
+            say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = -(-options.sessions // max(1, options.sessions_per_phone))
         return build_report(options, result, phones=phones, log_level=log_level, peak_kb=peak, idle_kb=idle,
                             baseline_kb=baseline, restarts=restarts)
+
+
+def _processes(status) -> dict[str, int]:
+    """OS process -> pid, named by its actors ("glasses+session" for a process group)."""
+    members: dict[int, list[str]] = {}
+    for row in status.actors:
+        members.setdefault(row.pid, []).append(row.name)
+    return {"+".join(names): pid for pid, names in members.items()}
 
 
 def _progress_line(result, options) -> str:

@@ -204,6 +204,8 @@ class LoadDriver:
             except PhoneError as exc:
                 result.lost += 1
                 result.errors.add("phone_error", str(exc))
+        if not waiting:
+            return  # nothing reached the runtime: counted as lost above
         first_display = None
         finals: list[str] = []
         model_calls = 0

@@ -30,7 +30,7 @@ class LoadReport(msgspec.Struct, kw_only=True):
     error_examples: dict[str, list[str]]
     resends: int  # events the phones had to resend (ack late or lost)
     busy: int  # Busy answers (a session's queue was full)
-    rss_mb: dict[str, float]  # peak RSS of each actor process (and the supervisor)
+    rss_mb: dict[str, float]  # peak RSS of each actor process (and the supervisor); a group: "a+b"
     rss_idle_mb: dict[str, float]  # RSS after the load, every session idle
     bytes_per_idle_session: float
     restarts: dict[str, int]  # actor restarts during the run (should be all 0)

@@ -3,6 +3,7 @@ scripted model - started, watched (pids, RSS) and stopped by the benchmark."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +63,7 @@ class BenchRuntime:
         self.config = bench_config(base, self.workdir, latency_ms=latency_ms)
         self.log_path = self.workdir / "porfiry.log"
         self.log_level = log_level
+        self.keep = True  # keep the scratch directory (config, log) unless the run went well
         self._process: subprocess.Popen | None = None
 
     def __enter__(self) -> "BenchRuntime":
@@ -76,14 +78,15 @@ class BenchRuntime:
 
     def __exit__(self, *exc_info) -> None:
         process, self._process = self._process, None
-        if process is None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process is not None:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if not self.keep and exc_info[0] is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     @property
     def pid(self) -> int:
