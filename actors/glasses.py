@@ -94,9 +94,11 @@ def zap_answer(request: list[bytes], allowed: set[bytes]) -> tuple[list[bytes], 
 class SessionTable:
     """Who owns each session, and which connection its displays go back to."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
         self._owner: dict[str, str] = {}
         self._route: dict[str, bytes] = {}
+        self._seen: dict[str, float] = {}  # last traffic either way
 
     def claim(self, session: str, owner: str, identity: bytes) -> bool:
         """True if `owner` may address `session` (first come owns it); routes it to `identity`."""
@@ -104,13 +106,29 @@ class SessionTable:
         if current != owner:
             return False
         self._route[session] = identity
+        self._seen[session] = self.clock()
         return True
 
     def owner(self, session: str) -> str | None:
         return self._owner.get(session)
 
     def route(self, session: str) -> bytes | None:
-        return self._route.get(session)
+        identity = self._route.get(session)
+        if identity is not None:
+            self._seen[session] = self.clock()
+        return identity
+
+    def forget(self, sessions: list[str], idle_s: float) -> list[str]:
+        """Forget those of `sessions` without traffic for `idle_s`; one that came alive again
+        since the session actor decided keeps its owner. Returns the forgotten."""
+        now = self.clock()
+        gone = [s for s in sessions if s in self._owner and now - self._seen.get(s, now) >= idle_s]
+        for session in gone:
+            del self._owner[session], self._route[session], self._seen[session]
+        return gone
+
+    def __len__(self) -> int:
+        return len(self._owner)
 
 
 @dataclass
@@ -244,7 +262,7 @@ class GlassesBridge(Actor):
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None,
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
-        self.sessions = SessionTable()
+        self.sessions = SessionTable(self.clock)
         self.lanes = Lanes(config.phone.pending_per_session, self.resend_hold_s, monotonic)
         self.endpoint = config.phone.endpoint
         self._phone: AsyncSocket | None = None
@@ -428,6 +446,10 @@ class GlassesBridge(Actor):
             self._to_phone(identity, body, session=msg.session)
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
+        elif isinstance(body, p.SessionsForgotten):
+            # A little under the session actor's TTL: its sweep and our clock agree on "idle".
+            gone = self.sessions.forget(body.sessions, 0.9 * self.config.session.idle_session_ttl_s)
+            self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
         elif msg.env.corr:
             # A reply that came after its ask gave up (e.g. the session actor answering a
             # DeliverEvent after a restart). The phone resends; answering it would start a loop.

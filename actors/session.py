@@ -185,6 +185,7 @@ class SessionActor(Actor):
         for sid in idle:
             del self.sessions[sid]
         if idle:
+            self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
         return idle

@@ -67,7 +67,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(r"", "TOOL_CALL: media_search|{user}", role="tool", tool="enable_toolset"),
     Rule(r"", "Here is what I found: {first_line}", role="tool", tool="media_search"),
     Rule(r"", "Done.", role="tool"),
-    Rule(r"\[User interrupted\]", "OK, stopped.", role="user"),
+    # alone ("[User interrupted] stop") or in a batch with what it interrupts ("User interrupted: stop")
+    Rule(r"\bUser interrupted\b", "OK, stopped.", role="user"),
     Rule(r"^\[User said\]:?\s*search\s+\S", lambda messages: f"TOOL_CALL: media_search|{_search_words(messages)}", role="user"),
     Rule(r"\blong story\b", LONG_STORY, role="user"),
     Rule(MEDIA_WORDS, "TOOL_CALL: read_skill|media", role="user"),

@@ -17,7 +17,9 @@ from protocol.phone import (
     Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
 )
-from protocol.session import DeliverEvent, Event, EventAccepted, SessionInfo, SessionInfoRequest
+from protocol.session import (
+    DeliverEvent, Event, EventAccepted, SessionInfo, SessionInfoRequest, SessionsForgotten,
+)
 from protocol.skills import (
     SkillBody, SkillEntry, SkillIndex, SkillIndexRequest, SkillRead, SkillsAdmin, SkillsAdminReply,
     SkillsChanged,
@@ -32,7 +34,7 @@ _ALL = (
     Generate, LLMChunk, LLMDone, LLMFailed, CancelGenerate, UseProfile, LLMStatusRequest, LLMStatus,
     SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
     Ack, Busy, Display, TurnDone, PlaybackCommand,
-    DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo,
+    DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
 )

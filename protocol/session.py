@@ -33,6 +33,13 @@ class EventAccepted(Msg):
     duplicate: bool = False
 
 
+class SessionsForgotten(Msg):
+    """SessionActor -> GlassesBridge: these sessions were idle past `session.idle_session_ttl_s` and
+    are forgotten; the bridge forgets who owned them unless they came alive again meanwhile."""
+
+    sessions: list[str]
+
+
 class SessionInfoRequest(Msg):
     """Ask the SessionActor for one session's in-memory state (tests, debugging, `run.py`)."""
 

@@ -25,6 +25,7 @@ class RecordingGlasses(Actor):
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         self.shown: dict[str, list[p.Msg]] = {}
+        self.forgotten: list[str] = []
         self.changed = anyio.Event()
 
     async def handle(self, msg: Inbound) -> None:
@@ -32,6 +33,8 @@ class RecordingGlasses(Actor):
             self.shown.setdefault(msg.session, []).append(msg.body)
             self.changed.set()
             self.changed = anyio.Event()
+        elif isinstance(msg.body, p.SessionsForgotten):
+            self.forgotten += msg.body.sessions
         elif isinstance(msg.body, p.PhoneCommand):
             msg.reply(self, p.PlaybackStatus(event_id=p.new_id(), ts=time.time(), task_id=msg.body.command.task_id, state="started"))
         else:

@@ -395,6 +395,18 @@ def test_owner_is_the_curve_key_or_the_client_id():
     assert not table.claim("s", "intruder", b"intruder/1") and table.route("s") == b"pixel/2"
 
 
+def test_an_idle_session_is_forgotten_unless_it_came_alive_again():
+    now = [1000.0]
+    table = SessionTable(clock=lambda: now[0])
+    table.claim("old", "pixel", b"pixel/1")
+    table.claim("busy", "pixel", b"pixel/1")
+    now[0] += 3600
+    table.route("busy")  # a display went out just now (e.g. a timer fired)
+    assert table.forget(["old", "busy", "unknown"], idle_s=3000) == ["old"]
+    assert table.route("old") is None and table.route("busy") == b"pixel/1" and len(table) == 1
+    assert table.claim("old", "intruder", b"intruder/1"), "a forgotten id is free to claim again"
+
+
 def test_zap_admits_only_allowed_keys():
     public, _ = zmq.curve_keypair()
     raw = z85.decode(public)

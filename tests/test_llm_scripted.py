@@ -2,6 +2,7 @@
 import anyio
 
 from llm.scripted import DEFAULT_RULES, Rule, ScriptedBackend, split_into_tokens
+import protocol as p
 from protocol import ChatMessage
 
 
@@ -69,3 +70,14 @@ async def test_real_delays_and_cancellation_mid_stream():
 def test_tokens_keep_all_text():
     text = "  TOOL_CALL: media_search|jazz  films\n"
     assert "".join(split_into_tokens(text)) == text
+
+
+def test_a_stop_is_acknowledged_alone_or_batched_with_what_it_interrupts():
+    from core.batching import format_batch, format_event
+
+    backend = ScriptedBackend()
+    story = p.Event(event_id="a", kind="user_text", source="user", channel="speech", content="tell me a long story", ts=0.0)
+    stop = p.Event(event_id="b", kind="user_interrupt", source="user", channel="button", content="stop", ts=0.0)
+    for text in (format_event(stop), format_batch([story, stop])):
+        assert backend.reply_for([ChatMessage(role="user", content=text)]) == "OK, stopped."
+    assert backend.reply_for([ChatMessage(role="user", content=format_event(story))]).startswith("Once upon a time")

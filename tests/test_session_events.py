@@ -200,6 +200,7 @@ async def test_a_session_idle_past_its_ttl_is_forgotten_unless_a_timer_waits(tmp
         assert (await system.info("chatty")).exists, "not yet: 599 s idle"
         clock.advance(61)  # idle sessions are looked for once a minute
         await _wait_async(lambda: _gone(system, "chatty"))
+        await _wait(lambda: system.actors["glasses"].forgotten == ["chatty"])  # the bridge forgets too
         reminded = await system.info("reminded")
         assert reminded.exists, "a session with a timer set is kept"
         assert any(m["role"] == "tool" and m["name"] == "timers_set" for m in reminded.history)
