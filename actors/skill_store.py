@@ -83,7 +83,11 @@ class SkillStore(Actor):
         assert self.repo is not None
         while True:
             await anyio.sleep(self.refresh_interval_s)
-            await anyio.to_thread.run_sync(self.repo.refresh)
+            try:
+                await anyio.to_thread.run_sync(self.repo.refresh)
+            except Exception:  # noqa: BLE001 - the next look (or the next request) tries again
+                self.log.exception("actor=skills could not re-read the skill folders")
+                continue
             self._announce()
 
     def _announce(self) -> None:
