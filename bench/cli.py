@@ -23,7 +23,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--latency-ms", type=float, default=0.0, help="scripted model delay before each reply (default 0)")
     bench.add_argument("--think-ms", type=float, default=1000.0,
                        help="mean pause before each turn, 0.5x-1.5x uniform (default 1000); 0 = back to back, a saturation run")
-    bench.add_argument("--sessions-per-phone", type=int, default=20, help="sessions sharing one phone connection (default 20)")
+    bench.add_argument("--sessions-per-phone", type=int, default=1,
+                       help="sessions sharing one phone connection (default 1: a phone per user)")
     bench.add_argument("--seed", type=int, default=1, help="seed of the turn mix and pauses (default 1)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",

@@ -1,7 +1,7 @@
 """The load generator: many phone sessions talking to a running Porfiry through its phone endpoint.
 
-Each session is one task on a shared PhoneClient (a phone carries many sessions over one
-connection, as the bridge allows). It opens with SessionStart, then plays its plan of turns with
+Each session is one task on a PhoneClient: its own by default, as every user has a phone, or
+shared by `sessions_per_phone` sessions (the bridge allows many sessions on one connection). It opens with SessionStart, then plays its plan of turns with
 a think pause (uniform around the mean, seeded) before each. A turn is timed on the phone's side, from the
 moment the event is handed to the client until the TurnDone that covers it; the scripted model's
 own time (`model_calls` x latency, reported in TurnDone) is subtracted, which leaves what the
@@ -46,7 +46,7 @@ class LoadOptions:
     turns: int = 5
     latency_ms: float = 0.0  # the scripted model's delay before each reply's first token
     think_ms: float = 1000.0  # mean pause before each turn (0.5x..1.5x, uniform); 0: back to back (saturation)
-    sessions_per_phone: int = 20  # sessions sharing one PhoneClient connection
+    sessions_per_phone: int = 1  # sessions sharing one PhoneClient connection (1: a phone per user)
     turn_timeout_s: float = 60.0  # past this (plus model time) the turn's events count as lost
     seed: int = 1
     session_prefix: str = "bench"
@@ -147,7 +147,10 @@ class LoadDriver:
         options, result = self.options, self.result
         plans = plans if plans is not None else plan_sessions(options)
         phones = max(1, math.ceil(len(plans) / max(1, options.sessions_per_phone)))
-        context = self._context or zmq.Context()
+        context = self._context
+        if context is None:
+            context = zmq.Context()
+            context.set(zmq.MAX_SOCKETS, 4 * phones + 64)  # a phone: its socket and its monitor's pair
         try:
             clients = [PhoneClient(self.endpoint, client_id=f"bench{i}", zmq_context=context) for i in range(phones)]
             async with contextlib.AsyncExitStack() as stack:
