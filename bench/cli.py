@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Callable
@@ -26,6 +27,9 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--sessions-per-phone", type=int, default=1,
                        help="sessions sharing one phone connection (default 1: a phone per user)")
     bench.add_argument("--seed", type=int, default=1, help="seed of the turn mix and pauses (default 1)")
+    bench.add_argument("--nice", type=int, default=10,
+                       help="CPU niceness of the load generator once the runtime runs (default 10; real phones "
+                            "are other machines: here they take the CPU the runtime leaves; 0 = same priority)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
@@ -50,7 +54,7 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
                           think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
     try:
-        report = anyio.run(run_load_bench, config, options, args.log_level, backend="trio")
+        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice), backend="trio")
     except (RuntimeError, PhoneError) as exc:
         sys.exit(f"porfiry: bench: {exc}")
     except KeyboardInterrupt:
@@ -65,8 +69,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
-                         progress: Callable[[str], None] | None = None):
-    """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop."""
+                         progress: Callable[[str], None] | None = None, nice: int = 0):
+    """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
+    `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs)."""
     from bench.load import LoadDriver, LoadOptions, warmup_plan
     from bench.report import build_report
     from bench.runtime import BenchRuntime, read_rss_kb
@@ -75,6 +80,8 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
+        if nice > 0:
+            os.nice(nice)
         pids = _processes(status)
         pids["supervisor"] = runtime.pid
         endpoint = runtime.config.phone.endpoint
@@ -97,7 +104,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = -(-options.sessions // max(1, options.sessions_per_phone))
-        return build_report(options, result, phones=phones, log_level=log_level, peak_kb=peak, idle_kb=idle,
+        return build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
                             baseline_kb=baseline, restarts=restarts)
 
 

@@ -17,6 +17,7 @@ class LoadReport(msgspec.Struct, kw_only=True):
     think_ms: float
     phones: int
     log_level: str
+    nice: int  # the load generator's niceness (the runtime's processes run at 0)
     duration_s: float
     events: int
     events_per_s: float
@@ -41,12 +42,12 @@ def _ms(samples: list[float]) -> Percentiles:
     return msgspec.structs.replace(figures, **{k: round(getattr(figures, k), 3) for k in ("p50", "p95", "p99", "max")})
 
 
-def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, peak_kb: dict[str, int],
+def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, nice: int, peak_kb: dict[str, int],
                  idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int]) -> LoadReport:
     grown_kb = sum(idle_kb.values()) - sum(baseline_kb.get(name, 0) for name in idle_kb)
     return LoadReport(
         sessions=options.sessions, turns=options.turns, turns_completed=result.turns_done,
-        latency_ms=options.latency_ms, think_ms=options.think_ms, phones=phones, log_level=log_level,
+        latency_ms=options.latency_ms, think_ms=options.think_ms, phones=phones, log_level=log_level, nice=nice,
         duration_s=round(result.duration_s, 3), events=result.events_sent,
         events_per_s=round(result.events_done / result.duration_s, 1),
         overhead_ms=_ms([s for samples in result.overhead_s.values() for s in samples]),
@@ -74,7 +75,7 @@ def format_report(report: LoadReport) -> str:
     lines = [
         f"Porfiry load benchmark: {report.sessions} sessions x {report.turns} turns over {report.phones} phone "
         f"connection(s); scripted model {report.latency_ms:g} ms per call, think {report.think_ms:g} ms, "
-        f"log level {report.log_level}",
+        f"log level {report.log_level}, load generator at nice {report.nice}",
         f"  duration                 {report.duration_s:.1f} s; {report.turns_completed} turns, {report.events} events, "
         f"{report.model_calls} model calls",
         f"  events per second        {report.events_per_s:.1f}",
