@@ -129,8 +129,11 @@ def _stderr_progress(line: str) -> None:
 def _prompts(args: argparse.Namespace, config: Config) -> int:
     from bench.prompts import format_report, measure_prompts
 
-    report = anyio.run(lambda: measure_prompts(config, turns=args.prompt_turns, ttft=not args.no_ttft,
-                                               progress=_stderr_progress), backend="trio")
+    try:
+        report = anyio.run(lambda: measure_prompts(config, turns=args.prompt_turns, ttft=not args.no_ttft,
+                                                   progress=_stderr_progress), backend="trio")
+    except ValueError as exc:
+        sys.exit(f"porfiry: bench --prompts: {exc}")
     print(format_report(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
