@@ -9,7 +9,6 @@ a long-running server does not keep every session it ever saw; its next event st
 """
 from __future__ import annotations
 
-import math
 import time
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable

@@ -34,6 +34,14 @@ _log = logging.getLogger("porfiry.zmq")
 _YIELD_EVERY = 64  # messages moved between checkpoints, so one busy socket cannot starve others
 
 
+def _deliver_later(deliver: Callable[[list[bytes]], None]) -> Callable[[list[bytes]], Awaitable[None]]:
+    """For a `deliver` given alone: it never blocks, so waiting for it is just calling it."""
+    async def deliver_wait(frames: list[bytes]) -> None:
+        deliver(frames)
+
+    return deliver_wait
+
+
 class SocketClosed(Exception):
     pass
 
@@ -59,7 +67,7 @@ class AsyncSocket:
         self._room = anyio.Event()
         self._in_tx, self._in_rx = anyio.create_memory_object_stream[list[bytes]](recv_buffer)
         self._deliver = deliver or self._in_tx.send_nowait
-        self._deliver_wait = deliver_wait or self._in_tx.send
+        self._deliver_wait = deliver_wait or (self._in_tx.send if deliver is None else _deliver_later(deliver))
         self._wait_scope: anyio.CancelScope | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._closed = False

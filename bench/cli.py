@@ -93,8 +93,9 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         driver = LoadDriver(endpoint, options)
         result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
-        idle = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
-        peak = {name: read_rss_kb(pid)[1] for name, pid in pids.items()}
+        rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
+        idle = {name: current for name, (current, _) in rss.items()}
+        peak = {name: highest for name, (_, highest) in rss.items()}
         runtime.keep = bool(result.lost or result.errors.total())  # its log tells what went wrong
         final = await runtime.status()
         restarts = {row.name: row.restarts for row in final.actors}

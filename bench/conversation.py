@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import AsyncIterator
 
 import anyio
@@ -196,12 +195,6 @@ class InProcessPorts:
         if isinstance(body, p.TurnDone):
             self.turn_done.set()
 
-
-def scratch_config(config: Config, workdir: Path) -> Config:
-    """The config with the user skills dir and the media database moved into `workdir`."""
-    skills = msgspec.structs.replace(config.skills, user_dir=str(workdir / "user-skills"))
-    media = msgspec.structs.replace(config.media, db_path=str(workdir / "media.sqlite3"))
-    return msgspec.structs.replace(config, skills=skills, media=media)
 
 
 async def record_conversation(config: Config, script: Sequence[str], *,

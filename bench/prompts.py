@@ -26,7 +26,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from bench.conversation import CONVERSATION, SESSION, RecordedRequest, scratch_config, record_conversation
+from bench.conversation import CONVERSATION, SESSION, RecordedRequest, record_conversation
+from bench.runtime import scratch_config
 from core.budget import prompt_for_state
 from core.config import Config
 from llm.adapt import render_gemma_prompt

@@ -24,18 +24,26 @@ def free_tcp_port() -> int:
         return probe.getsockname()[1]
 
 
+def scratch_config(config: Config, workdir: Path) -> Config:
+    """The config with the user skills dir and the media database moved into `workdir`, so a
+    benchmark neither reads the user's skills nor writes into var/."""
+    replace = msgspec.structs.replace
+    return replace(config, skills=replace(config.skills, user_dir=str(workdir / "user-skills")),
+                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")))
+
+
 def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:
     """`base` with what a repeatable benchmark needs: a process per actor over ipc:// in the
     scratch directory, a free phone port, no CURVE, empty user skills, the scripted model with
     `latency_ms` before each reply's first token (word tokens follow without delay)."""
     replace = msgspec.structs.replace
     scripted = replace(base.llm.profiles["scripted"], first_token_delay_s=latency_ms / 1000, token_delay_s=0.0)
+    scratch = scratch_config(base, workdir)
     return replace(
-        base,
+        scratch,
         topology=replace(base.topology, mode="ipc", ipc_dir=str(workdir / "ipc"), addresses={}),
         phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False),
-        skills=replace(base.skills, user_dir=str(workdir / "user-skills"), exclusions={}),
-        media=replace(base.media, db_path=str(workdir / "media.sqlite3")),
+        skills=replace(scratch.skills, exclusions={}),
         llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
     )
 

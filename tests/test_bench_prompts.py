@@ -2,7 +2,8 @@
 import msgspec
 import pytest
 
-from bench.conversation import CONVERSATION, scratch_config, record_conversation
+from bench.conversation import CONVERSATION, record_conversation
+from bench.runtime import scratch_config
 from bench.prompts import (
     TTFT, PromptReport, RequestPrefix, common_prefix_len, format_report, measure_prompts, prefix_shares,
     summarize_shares,
