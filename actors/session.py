@@ -98,8 +98,10 @@ class SessionActor(Actor):
         return reply
 
     @asynccontextmanager
-    async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int) -> AsyncIterator[AsyncIterator[str]]:
-        request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens)
+    async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
+                       arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
+        request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens,
+                             arg_choices=arg_choices or {})
         timeout = self.config.session.llm_timeout_s
         finished = False
 

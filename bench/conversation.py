@@ -165,10 +165,10 @@ class InProcessPorts:
 
     @asynccontextmanager
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str],
-                       max_tokens: int) -> AsyncIterator[AsyncIterator[str]]:
+                       max_tokens: int, arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
         self._step += 1
         self.requests.append(RecordedRequest(turn=self.turn, step=self._step, messages=list(messages), tools=list(tools)))
-        async with self.backend.stream(messages, tools=tools, max_tokens=max_tokens) as pieces:
+        async with self.backend.stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices) as pieces:
             yield pieces
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:

@@ -76,7 +76,7 @@ class ToolsetActivity:
         self._deadlines[name] = self.clock() + self.ttl
         if already:
             return f"toolset {name} already active, timeout extended"
-        return f"Toolset {name} activated. Tools: {self.registry.terse_registry(name)}"
+        return f"Toolset {name} activated: its tools are listed under Active toolsets. Call the one you need now."
 
     def disable(self, name: str = "") -> str:
         """Turn one toolset off, or (empty name) all of them."""

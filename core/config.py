@@ -82,7 +82,7 @@ class MediaConfig(_Section):
 
 
 class LLMConfig(_Section):
-    profile: str = "gemma"
+    profile: str = "local"
     profiles: dict[str, ProfileConfig] = {}
     stream_interval_ms: float = 30.0  # streamed text leaves the worker at most this often (first piece at once)
 
@@ -112,7 +112,7 @@ ENV_OVERRIDES = {
     "PORFIRY_USER_SKILLS_DIR": "user skills directory (skills.user_dir)",
     "PORFIRY_TOPOLOGY": "inproc | ipc | tcp (topology.mode)",
     "PORFIRY_IPC_DIR": "directory of ipc:// sockets (topology.ipc_dir)",
-    "PORFIRY_MODEL_CACHE": "where the Gemma GGUF is assembled (default ~/.cache/porfiry/models)",
+    "PORFIRY_MODEL_CACHE": "where the packaged GGUF models are assembled (default ~/.cache/porfiry/models)",
 }
 
 

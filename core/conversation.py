@@ -34,7 +34,7 @@ import anyio
 
 import protocol as p
 from core.activity import ToolsetActivity
-from core.prompt import build_system_prompt
+from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, build_system_prompt, visible_skills
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
@@ -59,7 +59,10 @@ class Ports(Protocol):
 
     async def read_skill(self, session: str, phone_key: str, name: str) -> p.SkillBody: ...
 
-    def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int) -> AbstractAsyncContextManager[AsyncIterator[str]]: ...
+    def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
+                 arg_choices: dict[str, list[str]] | None = None) -> AbstractAsyncContextManager[AsyncIterator[str]]:
+        """Stream the model's reply; `tools` may be called now, `arg_choices` limits some
+        tools' argument to names that exist (for grammar-constrained backends)."""
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome: ...
 
@@ -204,15 +207,26 @@ class Conversation:
             if expired:
                 _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
             skills = await self._skill_index()
-            system = build_system_prompt(self.s.registry, self.activity.active(), skills.entries, SKILLS_HOWTO)
-            messages = [p.ChatMessage(role="system", content=system), *self.trajectory.messages()]
-            if notice:
-                messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
-                notice = ""
-            tools = self.s.registry.callable_tools(self.activity.active())
+            active = self.activity.active()
+            prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
+            history = self.trajectory.messages()
+            # static part first, state part last: see core/prompt.py (prefix caching)
+            messages = [p.ChatMessage(role="system", content=prompt.static), *history]
+            # a skill body is a recipe to follow, not an answer: no nudge to answer after it
+            after_result = (not notice and bool(history) and history[-1].role == "tool"
+                            and history[-1].name != "read_skill")
+            state = "\n\n".join(filter(None, [prompt.state, f"[System notice] {notice}" if notice else "",
+                                               AFTER_RESULT_RULE if after_result else ""]))
+            if state:
+                messages.append(p.ChatMessage(role="user", content=state))
+            notice = ""
+            tools = self.s.registry.callable_tools(active)
+            unread = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
+                      if not self.tracker.has_read(skill.name, skills.body_versions.get(skill.name, ""))]
+            choices = arg_choices(self.s.registry, active, unread)
             self._model_calls += 1
             try:
-                reply = await self._generate(turn_id, messages, tools)
+                reply = await self._generate(turn_id, messages, tools, choices)
             except ModelUnavailable as exc:
                 self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"The model is unavailable: {exc}", final=True))
                 return
@@ -265,10 +279,11 @@ class Conversation:
         notice = self.tracker.annotate(skills.version, skills.entries, skills.body_versions)
         return f"\n{notice}" if notice else ""
 
-    async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str]) -> str:
+    async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
+                        choices: dict[str, list[str]] | None = None) -> str:
         text = ""
         shown = ""
-        async with self.s.ports.generate(self.sid, messages, tools, self.s.config.max_tokens) as pieces:
+        async with self.s.ports.generate(self.sid, messages, tools, self.s.config.max_tokens, choices) as pieces:
             async for piece in pieces:
                 text += piece
                 cut = find_call_start(text)

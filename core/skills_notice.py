@@ -5,8 +5,7 @@ from collections.abc import Iterable
 from protocol.skills import SkillEntry
 
 # V1: few tokens, said once at the top of the skills index.
-SKILLS_HOWTO = ("Skills below are recipes (name: when to use). Before acting on one, read it: "
-                "TOOL_CALL: read_skill|name")
+SKILLS_HOWTO = "Skills (name: when to use; read_skill|name gives its recipe):"
 
 
 def render_index(entries: Iterable[SkillEntry], howto: str = SKILLS_HOWTO) -> str:
@@ -44,6 +43,10 @@ class SkillChangeTracker:
         """The session received this skill's body (a successful read_skill)."""
         if body_version:
             self._read[name] = body_version
+
+    def has_read(self, name: str, body_version: str) -> bool:
+        """This session already holds this version of the skill's body in its history."""
+        return bool(body_version) and self._read.get(name) == body_version
 
     def annotate(self, current_version: str, entries: Iterable[SkillEntry],
                  body_versions: dict[str, str]) -> str:

@@ -17,12 +17,13 @@ from core.toolcall import ArgumentError, bind_args
 from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(name="get_current_time", summary="date, time and time zone (ISO 8601)"),
-    ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")]),
-    ToolSpec(name="read_skill", summary="read a skill's steps", args=[ArgSpec(name="name")]),
-    ToolSpec(name="enable_toolset", summary="turn a toolset's tools on", args=[ArgSpec(name="name")]),
+    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone"),
+    ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")], example="Buy bread"),
+    ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")]),
+    ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",
+             args=[ArgSpec(name="name")]),
     # name optional: a bare disable_toolset turns every active toolset off (forgiving, S3)
-    ToolSpec(name="disable_toolset", summary="turn them off",
+    ToolSpec(name="disable_toolset", summary="turn a toolset off",
              args=[ArgSpec(name="name", required=False)]),
 )
 CORE_TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in CORE_TOOLS)
@@ -116,9 +117,13 @@ class ToolsetRegistry:
         return terse(self._tools[tool])
 
     def tool_line(self, tool: str) -> str:
-        """One prompt line: `media_search|query; page? — search films by title`."""
+        """One prompt line: `media_search|query; page? — find films by title; e.g. TOOL_CALL: media_search|Stalker`."""
         spec = self._tools[tool]
-        return f"{terse(spec)} — {spec.summary}"
+        # Optional arguments stay out of the signature (the summary says how to use them): a
+        # small model copies `; page?` into its call literally.
+        required = "; ".join(arg.name for arg in spec.args if arg.required)
+        signature = f"{spec.name}|{required}" if required else spec.name
+        return f"{signature} — {spec.summary}"
 
     def catalog_lines(self) -> list[str]:
         """One line per toolset: `media — films: search, details, playback`."""

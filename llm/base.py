@@ -5,7 +5,7 @@ profile change, not a code change (SPEC S13).
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 from protocol import ChatMessage
@@ -28,6 +28,7 @@ class Generation:
         """`produce(self)` is the backend's async generator; it fills the counters as it learns them."""
         self.finish_reason = ""  # "stop", "length", ... once the stream ended normally
         self.prompt_tokens = 0
+        self.reused_tokens = 0  # prompt tokens the backend's prefix cache did not recompute, where known
         self.completion_tokens = 0
         self.text = ""  # everything yielded so far, concatenated
         self._body = produce(self)
@@ -65,8 +66,10 @@ class Backend(Protocol):
 
     name: str
 
-    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int) -> Generation:
-        """Generate a reply to `messages`; `tools` are the tool names valid in this prompt."""
+    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
+               arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
+        """Generate a reply to `messages`; `tools` are the tool names valid in this prompt and
+        `arg_choices` the only arguments some of them accept (for constrained decoding)."""
         ...
 
     async def health(self) -> tuple[bool, str]:

@@ -1,29 +1,68 @@
-"""In-process llama.cpp (Gemma) behind the same Backend interface.
+"""In-process llama.cpp behind the same Backend interface: the embedded Qwen2.5 instruct
+(`local`), the packaged Gemma 3 270M (`gemma`), or any chat GGUF a profile's `model_path` names.
 
 One `Llama` instance serves requests one at a time, in arrival order (a FIFO lock: trio's Lock
 is fair, and anyio's asyncio Lock queues waiters in a deque and hands over in order). Each token
 is computed in a worker thread by advancing llama-cpp-python's completion iterator one step,
 so a cancelled consumer stops generation between two tokens and the model is free at once.
-The prompt is rendered by hand in the Gemma 3 turn format (the GGUF of the base model has no
-chat template, and llama-cpp-python's `chat_format="gemma"` drops the system message) and sent
-as a raw completion; identical histories render identically, so the instance's longest-common-
-prefix reuse skips re-evaluating everything the previous request already saw.
+The conversation is rendered with the chat template the GGUF carries (`tokenizer.chat_template`,
+a Jinja template) and sent as a raw completion; a GGUF without one (the base Gemma) gets the
+Gemma 3 turn format by hand. Identical histories render identically, so the instance's
+longest-common-prefix reuse skips re-evaluating everything the previous request already saw.
+With `grammar` on, the reply is constrained per request (llm/grammar.py) to plain text or one
+call of a tool the prompt offers, with the argument of `read_skill`/`enable_toolset` limited to
+names that exist.
 """
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import os
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import anyio
 
-from llm.adapt import render_gemma_prompt
+from llm.adapt import render_gemma_prompt, to_openai_messages
 from llm.base import Generation, LLMError
 from llm.grammar import tool_call_grammar
 from llm.profiles import ProfileConfig
 from protocol import ChatMessage
 
-STOP_TEXTS = ["<end_of_turn>", "<start_of_turn>"]
+GEMMA_STOP_TEXTS = ["<end_of_turn>", "<start_of_turn>"]
 _FINISHED = object()
+
+
+class ChatRenderer:
+    """Messages -> the raw prompt text of one model: its GGUF chat template when it has one."""
+
+    def __init__(self, llama: Any):
+        self.template = (getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template", "")
+        self.stop: list[str] = list(GEMMA_STOP_TEXTS)
+        self._formatter = None
+        if self.template:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            def token_text(token: int) -> str:
+                return llama._model.token_get_text(token) if token != -1 else ""
+
+            eos, bos = token_text(llama.token_eos()), token_text(llama.token_bos())
+            self._formatter = Jinja2ChatFormatter(template=self.template, eos_token=eos, bos_token=bos)
+            self.stop = [text for text in (eos, "<|im_end|>", "<|endoftext|>") if text]
+
+    def render(self, messages: list[ChatMessage]) -> str:
+        if self._formatter is None:
+            return render_gemma_prompt(messages)
+        rendered = self._formatter(messages=to_openai_messages(messages))
+        self.stop = sorted(set(self.stop) | set(_as_list(rendered.stop)))
+        prompt = rendered.prompt
+        bos = self._formatter.bos_token
+        # llama.cpp adds the BOS itself when the model wants one: do not send it twice
+        return prompt[len(bos):] if bos and prompt.startswith(bos) else prompt
+
+
+def _as_list(stop: Any) -> list[str]:
+    if not stop:
+        return []
+    return [stop] if isinstance(stop, str) else list(stop)
 
 
 class LlamaCppBackend:
@@ -32,6 +71,7 @@ class LlamaCppBackend:
         self.name = name
         self.profile = profile
         self._llama = llama
+        self._renderer: ChatRenderer | None = None
         self._lock = anyio.Lock()  # FIFO: one generation at a time, in arrival order
         self._load_error = ""
         self._waiting = 0
@@ -46,39 +86,43 @@ class LlamaCppBackend:
             try:
                 import llama_cpp
             except ImportError:
-                self._load_error = "llama-cpp-python is not installed: pip install 'porfiry[gemma]'"
+                self._load_error = "llama-cpp-python is not installed: pip install -e '.[local]'"
                 raise LLMError(self._load_error) from None
-            from llm.gemma_model import model_path
+            from llm.packaged_models import ModelMissing, resolve_model_path
 
-            path = self.profile.model_path or "the packaged Gemma model"
+            path = self.profile.model_path or self.profile.model or "the packaged model"
             try:
-                path = self.profile.model_path or str(model_path())
+                path = str(resolve_model_path(self.profile.model_path, self.profile.model))
                 self._llama = llama_cpp.Llama(
                     model_path=path,
                     n_ctx=self.profile.n_ctx,
-                    n_threads=self.profile.n_threads or None,
+                    n_threads=self.profile.n_threads or os.cpu_count() or 1,
                     seed=self.profile.seed,
                     verbose=False,
                 )
-            except (ValueError, RuntimeError, OSError) as problem:
+            except (ValueError, RuntimeError, OSError, ModelMissing) as problem:
                 self._load_error = f"cannot load {path}: {problem}"
                 raise LLMError(self._load_error) from None
+        if self._renderer is None:
+            self._renderer = ChatRenderer(self._llama)
         return self._llama
 
-    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int) -> Generation:
-        try:
-            prompt = render_gemma_prompt(messages)
-        except ValueError as problem:
-            raise LLMError(f"cannot build a Gemma prompt: {problem}") from None
-        grammar_text = tool_call_grammar(tools) if self.profile.grammar else None
-        return Generation(lambda generation: self._produce(generation, prompt, grammar_text, max_tokens))
+    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
+               arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
+        grammar_text = tool_call_grammar(tools, arg_choices) if self.profile.grammar else None
+        return Generation(lambda generation: self._produce(generation, list(messages), grammar_text, max_tokens))
 
-    async def _produce(self, generation: Generation, prompt: str, grammar_text: str | None, max_tokens: int) -> AsyncIterator[str]:
+    async def _produce(self, generation: Generation, messages: list[ChatMessage], grammar_text: str | None,
+                       max_tokens: int) -> AsyncIterator[str]:
         self._waiting += 1
         try:
             async with self._lock:
                 llama = await anyio.to_thread.run_sync(self._load)
-                steps, generation.prompt_tokens = await anyio.to_thread.run_sync(
+                try:
+                    prompt = self._renderer.render(messages)
+                except Exception as problem:  # noqa: BLE001 - a template error is the request's, not the worker's
+                    raise LLMError(f"cannot render the prompt with the model's chat template: {problem}") from None
+                steps, generation.prompt_tokens, generation.reused_tokens = await anyio.to_thread.run_sync(
                     self._start, llama, prompt, grammar_text, max_tokens
                 )
                 try:
@@ -102,9 +146,11 @@ class LlamaCppBackend:
 
     def _start(
         self, llama: Any, prompt: str, grammar_text: str | None, max_tokens: int
-    ) -> tuple[Iterator[dict[str, Any]], int]:
-        """Check the prompt fits and set up the completion iterator (runs in a worker thread)."""
-        prompt_tokens = len(llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
+    ) -> tuple[Iterator[dict[str, Any]], int, int]:
+        """Check the prompt fits and set up the completion iterator (runs in a worker thread).
+        Also says how many prompt tokens the model already holds from the previous request."""
+        tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+        prompt_tokens = len(tokens)
         if prompt_tokens + max_tokens > llama.n_ctx():
             raise LLMError(
                 f"prompt of {prompt_tokens} tokens plus {max_tokens} to generate exceeds the context of {llama.n_ctx()}"
@@ -114,12 +160,23 @@ class LlamaCppBackend:
             import llama_cpp
 
             grammar = llama_cpp.LlamaGrammar.from_string(grammar_text, verbose=False)
+        # llama-cpp-python keeps the longest common prefix with what it evaluated last (and always
+        # re-evaluates the final prompt token for its logits)
+        reused = min(_common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens), prompt_tokens - 1)
         steps = llama.create_completion(
-            prompt, max_tokens=max_tokens, stream=True, stop=STOP_TEXTS, grammar=grammar,
+            tokens, max_tokens=max_tokens, stream=True, stop=self._renderer.stop, grammar=grammar,
             temperature=self.profile.temperature if self.profile.temperature is not None else 0.0,
             seed=self.profile.seed,
         )
-        return steps, prompt_tokens
+        return steps, prompt_tokens, reused
+
+    def tokenize(self, text: str) -> list[int]:
+        """The model's own tokens for a rendered prompt (loads the model on first use)."""
+        return self._load().tokenize(text.encode("utf-8"), add_bos=True, special=True)
+
+    def render(self, messages: list[ChatMessage]) -> str:
+        self._load()
+        return self._renderer.render(messages)
 
     async def health(self) -> tuple[bool, str]:
         if self._load_error:
@@ -133,3 +190,12 @@ class LlamaCppBackend:
             llama, self._llama = self._llama, None
             if llama is not None and hasattr(llama, "close"):
                 await anyio.to_thread.run_sync(llama.close)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    length = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        length += 1
+    return length

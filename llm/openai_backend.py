@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -101,7 +101,8 @@ class OpenAIBackend:
             body["temperature"] = self.profile.temperature
         return body
 
-    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int) -> Generation:
+    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
+               arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
         # `tools` is unused: the tool protocol is plain text in the prompt (SPEC S12).
         body = self.request_body(messages, max_tokens=max_tokens)
         return Generation(lambda generation: self._produce(generation, body))

@@ -34,11 +34,12 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     backoff_jitter: float = 0.25  # fraction of each delay added at random
     enable_thinking: bool | None = None  # None: leave the server's default
     temperature: float | None = None
-    # llamacpp: the local model; empty model_path means the packaged Gemma 3 270M
+    # llamacpp: empty model_path means the packaged model `model` names (llm/packaged_models.py),
+    # else the packaged Gemma 3 270M
     grammar: bool = False  # constrain output to one TOOL_CALL line or plain text
     model_path: str = ""
     n_ctx: int = 4096
-    n_threads: int = 0  # 0: let llama.cpp choose
+    n_threads: int = 0  # 0: every core
     seed: int = 0
     # scripted: simulated latency
     first_token_delay_s: float = 0.0
@@ -54,8 +55,10 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def default_profiles(env: Mapping[str, str] = os.environ) -> dict[str, ProfileConfig]:
-    """`qwen` (vLLM over HTTP), `gemma` (on-device llama.cpp) and `scripted` (tests, `run.py bench`)."""
+    """`local` (the embedded default: Qwen2.5-Coder-1.5B-Instruct in llama.cpp), `qwen` (vLLM over
+    HTTP), `gemma` (the packaged Gemma 3 270M base model, a floor) and `scripted` (tests, bench)."""
     return {
+        "local": ProfileConfig(kind="llamacpp", model="qwen2.5-coder-1.5b-instruct", grammar=True, n_ctx=8192),
         "qwen": ProfileConfig(
             kind="openai",
             model=env.get("PORFIRY_QWEN_MODEL") or DEFAULT_QWEN_MODEL,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import anyio
@@ -134,7 +134,8 @@ class ScriptedBackend:
             return rule.reply.format(user=_last_user_text(messages), content=last.content, first_line=first_line)
         return self.fallback
 
-    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int) -> Generation:
+    def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
+               arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
         self.calls.append(list(messages))
         return Generation(lambda generation: self._produce(generation, messages, max_tokens))
 

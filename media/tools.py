@@ -19,13 +19,14 @@ MAX_ID_CHARS = 100
 PLAY_ACTIONS = ("play", "pause", "resume", "stop")
 
 MEDIA_SEARCH = ToolSpec(
-    name="media_search", summary="Find films/series by title (ru/en), paged.",
-    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)],
+    name="media_search", summary="find films/series by title (ru/en)",
+    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)], example="Stalker",
 )
-MEDIA_INFO = ToolSpec(name="media_info", summary="Details of a title by id.", args=[ArgSpec(name="id")])
+MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: director, year, runtime",
+                      args=[ArgSpec(name="id")], example="stalker-1979")
 MEDIA_PLAY = ToolSpec(
-    name="media_play", summary="Play/pause/resume/stop a title on the phone.",
-    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True,
+    name="media_play", summary="play a title on the phone by its id (add ; action=pause, resume or stop to control it)",
+    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True, example="stalker-1979",
 )
 MEDIA_TOOLSET = ToolsetSpec(
     name="media", summary="Films and series: search, details, playback.",

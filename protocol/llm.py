@@ -20,6 +20,7 @@ class Generate(Msg):
     request_id: str
     messages: list[ChatMessage]
     tools: list[str] = []  # tool names valid in this prompt, for constrained decoding
+    arg_choices: dict[str, list[str]] = {}  # tool -> the only arguments it takes now (read_skill: visible skills)
     max_tokens: int = 256
     profile: str = ""  # empty: the worker's active profile
 
@@ -36,6 +37,7 @@ class LLMDone(Msg):
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    reused_tokens: int = 0  # prompt tokens the model's prefix cache did not recompute, where known
 
 
 class LLMFailed(Msg):

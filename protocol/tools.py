@@ -16,6 +16,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary: str
     args: list[ArgSpec] = []
     long_running: bool = False
+    example: str = ""  # the arguments of one typical call (`Stalker`): small models copy examples, not schemas
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -1,0 +1,256 @@
+"""`run.py eval`: play the scenarios through the real session loop on a real model and score them.
+
+Each scenario gets a fresh `Conversation` (the same loop the SessionActor runs) with in-process
+ports: the real media catalog (SQLite FTS5), the real skills repository (built-in skills plus the
+scenario's own), timers inside the loop on a clock the eval drives, and the model of the chosen
+profile. No sockets: the eval measures the model and the texts it reads, not the transport.
+
+Modes: `progressive` is Porfiry as it runs (toolsets enabled on demand, S7); `flat` turns every
+toolset on before every turn, so the model sees every tool from the first request, as in a
+runtime without toolsets (the seed's thesis, measured on the same scenarios).
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+
+import protocol as p
+from bench.conversation import InProcessPorts
+from core.budget import default_catalog
+from core.clock import ManualClock
+from core.config import Config
+from core.conversation import Conversation, SessionSettings
+from core.skills import SkillRepository
+from core.toolcall import parse_reply
+from core.toolsets import ToolsetRegistry
+from evals.scenarios import PlayedTurn, Scenario, judge_turn
+from llm.base import Backend
+
+EVAL_START = 1_773_500_400.0  # 2026-03-14 18:00 Moscow: the clock every scenario starts at
+TURN_TIMEOUT_S = 300.0
+GAVE_UP = ("Sorry, I could not finish", "The model is unavailable")
+INVALID_MARKERS = ("does not exist", "rguments invalid", "tool error", "has NOT been")
+
+
+class RequestStats(msgspec.Struct, kw_only=True):
+    scenario: str
+    model_ms: float
+    ttft_ms: float
+    prompt_tokens: int
+    evaluated_tokens: int  # prompt tokens the model computed (not reused from its prefix cache)
+
+
+class ScenarioResult(msgspec.Struct, kw_only=True):
+    id: str
+    lang: str
+    passed: bool
+    steps: int
+    calls: list[str]
+    why: str = ""
+
+
+class Percentiles(msgspec.Struct, kw_only=True):
+    p50: float
+    p95: float
+
+
+class EvalReport(msgspec.Struct, kw_only=True):
+    profile: str
+    mode: str
+    scenarios: int
+    passed: int
+    success_rate: float
+    mean_steps: float
+    invalid_calls: int
+    model_ms: Percentiles
+    ttft_ms: Percentiles
+    prompt_tokens_evaluated: list[int]
+    max_prompt_tokens_evaluated: int
+    per_scenario: list[ScenarioResult]
+
+
+class EvalPorts(InProcessPorts):
+    """InProcessPorts that also time every request and record the call each reply made."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.scenario = ""
+        self.calls: list[tuple[str, str]] = []
+        self.stats: list[RequestStats] = []
+        self.on_first_piece: Callable[[], None] | None = None
+        self.trace: Callable[[dict], None] | None = None  # told every request and reply (--trace)
+
+    @asynccontextmanager
+    async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
+                       arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
+        started = time.perf_counter()
+        first: list[float] = []
+        generation = self.backend.stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
+
+        async def pieces() -> AsyncIterator[str]:
+            async for piece in generation:
+                if not first:
+                    first.append(time.perf_counter())
+                    hook, self.on_first_piece = self.on_first_piece, None
+                    if hook is not None:
+                        hook()
+                yield piece
+
+        stream = pieces()
+        try:
+            async with generation:
+                yield stream
+        finally:
+            await stream.aclose()
+            ended = time.perf_counter()
+            self.stats.append(RequestStats(
+                scenario=self.scenario, model_ms=(ended - started) * 1000,
+                ttft_ms=((first[0] if first else ended) - started) * 1000,
+                prompt_tokens=generation.prompt_tokens,
+                evaluated_tokens=generation.prompt_tokens - generation.reused_tokens,
+            ))
+            if self.trace is not None:
+                self.trace({"scenario": self.scenario, "reply": generation.text,
+                                   "messages": [msgspec.to_builtins(m) for m in messages]})
+            call = parse_reply(generation.text).call
+            if call is not None:
+                self.calls.append((call.name, call.raw_args.strip()))
+
+
+def _write_skills(directory: Path, skills: dict[str, str]) -> None:
+    for name, text in skills.items():
+        folder = directory / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(text, encoding="utf-8")
+
+
+async def _wait_idle(conversation: Conversation) -> None:
+    with anyio.fail_after(TURN_TIMEOUT_S):
+        await anyio.sleep(0)
+        while conversation.running or conversation.queue:
+            await anyio.sleep(0.02)
+
+
+async def play_scenario(scenario: Scenario, *, backend: Backend, provider, config: Config, mode: str,
+                        workdir: Path, trace: Callable[[dict], None] | None = None) -> tuple[ScenarioResult, int, list[RequestStats]]:
+    """Play one scenario: its result, how many tool results said a call was invalid, its requests."""
+    user_dir = workdir / scenario.id
+    user_dir.mkdir(parents=True, exist_ok=True)
+    _write_skills(user_dir, scenario.skills)
+    repo = SkillRepository(config.path(config.skills.builtin_dir), user_dir)
+    ports = EvalPorts(repo, provider, backend)
+    ports.scenario = scenario.id
+    ports.trace = trace
+    clock = ManualClock(EVAL_START)
+    problems: list[str] = []
+    all_calls: list[tuple[str, str]] = []
+    steps = 0
+    async with anyio.create_task_group() as tasks:
+        settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
+                                   spawn=tasks.start_soon, config=config.session, clock=clock)
+        conversation = Conversation(f"eval-{scenario.id}", settings)
+        for number, turn in enumerate(scenario.turns, start=1):
+            clock.advance(turn.advance_s)
+            shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
+            if mode == "flat":
+                for toolset in settings.registry.toolset_names():
+                    conversation.activity.enable(toolset)
+            conversation.fire_due_timers(clock())
+            if turn.say:
+                if turn.while_busy:
+                    ports.on_first_piece = lambda text=turn.while_busy: conversation.submit(_event(text, clock()))
+                conversation.submit(_event(turn.say, clock()))
+            await _wait_idle(conversation)
+            ports.on_first_piece = None
+            shown = ports.shown[shown_before:]
+            displays = [m.text for m in shown if isinstance(m, p.Display)]
+            finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+            final = finals[-1] if finals else (displays[-1] if displays else "")
+            played = PlayedTurn(calls=ports.calls[calls_before:], displays=displays, final=final,
+                                steps=len(ports.stats) - steps_before,
+                                gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
+            problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
+            all_calls += played.calls
+            steps += played.steps
+        tasks.cancel_scope.cancel()
+    invalid = sum(
+        1 for message in conversation.trajectory.messages()
+        if message.role == "tool" and any(marker in message.content for marker in INVALID_MARKERS)
+    )
+    result = ScenarioResult(id=scenario.id, lang=scenario.lang, passed=not problems, steps=steps,
+                            calls=[f"{name}|{args}" for name, args in all_calls], why="; ".join(problems))
+    return result, invalid, ports.stats
+
+
+def _event(text: str, now: float) -> p.Event:
+    return p.Event(event_id=p.new_id(), kind="user_text", source="user", channel="speech", content=text, ts=now)
+
+
+def _percentiles(values: list[float]) -> Percentiles:
+    if not values:
+        return Percentiles(p50=0.0, p95=0.0)
+    ordered = sorted(values)
+    return Percentiles(p50=round(statistics.median(ordered), 1),
+                       p95=round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1))
+
+
+async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backend, profile: str, mode: str,
+                   trace: Callable[[dict], None] | None = None,
+                   progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> EvalReport:
+    from actors.media_executor import default_provider
+
+    if mode not in ("progressive", "flat"):
+        raise ValueError(f"mode must be progressive or flat, not {mode!r}")
+    results: list[ScenarioResult] = []
+    stats: list[RequestStats] = []
+    invalid_calls = 0
+    with tempfile.TemporaryDirectory(prefix="porfiry-eval-") as scratch:
+        workdir = Path(scratch)
+        config = msgspec.structs.replace(config, media=msgspec.structs.replace(config.media, db_path=str(workdir / "media.sqlite3")))
+        provider = default_provider(config)
+        await anyio.to_thread.run_sync(provider.ensure_ready)
+        started = time.perf_counter()
+        for index, scenario in enumerate(scenarios, start=1):
+            result, invalid, requests = await play_scenario(
+                scenario, backend=backend, provider=provider, config=config, mode=mode, workdir=workdir, trace=trace)
+            results.append(result)
+            stats += requests
+            invalid_calls += invalid
+            passed = sum(r.passed for r in results)
+            progress(f"[{index}/{len(scenarios)}] {'PASS' if result.passed else 'FAIL'} {scenario.id} "
+                     f"({result.steps} steps) - {passed}/{index} passed, {time.perf_counter() - started:.0f} s"
+                     + ("" if result.passed else f"\n      {result.why}"))
+    passed = sum(r.passed for r in results)
+    evaluated = [s.evaluated_tokens for s in stats]
+    return EvalReport(
+        profile=profile, mode=mode, scenarios=len(results), passed=passed,
+        success_rate=round(passed / len(results), 3) if results else 0.0,
+        mean_steps=round(sum(r.steps for r in results) / len(results), 2) if results else 0.0,
+        invalid_calls=invalid_calls,
+        model_ms=_percentiles([s.model_ms for s in stats]), ttft_ms=_percentiles([s.ttft_ms for s in stats]),
+        prompt_tokens_evaluated=evaluated, max_prompt_tokens_evaluated=max(evaluated, default=0),
+        per_scenario=results,
+    )
+
+
+def format_report(report: EvalReport) -> str:
+    lines = [f"{'scenario':34} {'lang':4} {'result':6} {'steps':>5}  calls"]
+    for result in report.per_scenario:
+        lines.append(f"{result.id:34} {result.lang:4} {'pass' if result.passed else 'FAIL':6} {result.steps:>5}  "
+                     + ", ".join(result.calls)[:90])
+    lines.append("")
+    lines.append(f"profile {report.profile}, mode {report.mode}: {report.passed}/{report.scenarios} passed "
+                 f"({report.success_rate:.0%}), {report.mean_steps} steps per scenario, "
+                 f"{report.invalid_calls} invalid calls")
+    lines.append(f"model time per step p50 {report.model_ms.p50:.0f} ms, p95 {report.model_ms.p95:.0f} ms; "
+                 f"first token p50 {report.ttft_ms.p50:.0f} ms, p95 {report.ttft_ms.p95:.0f} ms; "
+                 f"prompt tokens evaluated per request: max {report.max_prompt_tokens_evaluated}")
+    return "\n".join(lines)

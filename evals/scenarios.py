@@ -1,0 +1,91 @@
+"""Eval scenarios as data, and how one played turn is judged.
+
+A scenario is a short conversation (a few user turns) with expectations per turn, written in
+`evals/scenarios.toml`. Judging is by outcome, never by wording: the tools the model had to
+call (in order), what the final display must mention, what must not happen (a raw TOOL_CALL on
+the glasses, a forbidden tool, running out of steps).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+DEFAULT_SCENARIOS = Path(__file__).with_name("scenarios.toml")
+
+
+class Turn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    say: str
+    calls: list[str] = []  # required, in this order: "tool" or "tool|text the arguments contain"
+    mentions: list[str] = []  # the final display mentions at least one of these (case-insensitive)
+    forbid: list[str] = []  # tools that must not be called in this turn
+    advance_s: float = 0.0  # move the clock this far before the turn (timers fire, toolsets expire)
+    while_busy: str = ""  # said while the model works on `say` (a correction)
+
+
+class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    id: str
+    lang: str
+    tags: list[str] = []
+    skills: dict[str, str] = {}  # user skills the scenario installs: name -> SKILL.md text
+    turns: list[Turn]
+
+
+class ScenarioFile(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    scenario: list[Scenario]
+
+
+def load_scenarios(path: Path | str = DEFAULT_SCENARIOS) -> list[Scenario]:
+    """Every scenario of a TOML file; a malformed file is a ValueError naming the problem."""
+    try:
+        scenarios = msgspec.toml.decode(Path(path).read_bytes(), type=ScenarioFile).scenario
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ValueError(f"scenarios {path}: {exc}") from None
+    seen: set[str] = set()
+    for scenario in scenarios:
+        if scenario.id in seen:
+            raise ValueError(f"scenarios {path}: id {scenario.id!r} is used twice")
+        seen.add(scenario.id)
+    return scenarios
+
+
+class PlayedTurn(msgspec.Struct, kw_only=True):
+    """What happened in one turn: every call the model made, every display, the final one."""
+
+    calls: list[tuple[str, str]]  # (tool, raw args) in order, invisible ones included
+    displays: list[str]
+    final: str
+    steps: int
+    gave_up: bool  # the turn ran out of steps, or the model was unavailable
+
+
+def _call_matches(expected: str, call: tuple[str, str]) -> bool:
+    tool, _, needle = expected.partition("|")
+    return call[0] == tool and needle.lower() in call[1].lower()
+
+
+def judge_turn(turn: Turn, played: PlayedTurn) -> list[str]:
+    """Why the turn failed; empty when it passed."""
+    problems = []
+    position = 0
+    for expected in turn.calls:
+        while position < len(played.calls) and not _call_matches(expected, played.calls[position]):
+            position += 1
+        if position == len(played.calls):
+            problems.append(f"no call {expected} (calls: {_calls_text(played.calls)})")
+            break
+        position += 1
+    for tool in turn.forbid:
+        if any(name == tool for name, _ in played.calls):
+            problems.append(f"called {tool}, which it must not")
+    if turn.mentions and not any(word.lower() in played.final.lower() for word in turn.mentions):
+        problems.append(f"final display {played.final[:80]!r} mentions none of {turn.mentions}")
+    if any("TOOL_CALL" in text for text in played.displays):
+        problems.append("a TOOL_CALL line reached the glasses")
+    if played.gave_up:
+        problems.append(f"gave up after {played.steps} steps: {played.final[:60]!r}")
+    return problems
+
+
+def _calls_text(calls: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{name}|{args}" for name, args in calls) or "none"
