@@ -117,6 +117,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from actors.base import AskTimeout
 
     config = _config(args)
+    web = None
     log_path = config.path("var/porfiry.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
@@ -139,15 +140,39 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print("porfiry: the runtime did not start within 120 s", file=sys.stderr)
                 return 1
             time.sleep(0.5)
+        web = _start_web(args, config, log_path)
         from phone.cli import cmd_phone
 
         return cmd_phone(args, _config)
     finally:
+        if web is not None:
+            web.terminate()
         server.terminate()
         try:
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _start_web(args: argparse.Namespace, config, log_path):
+    """`up` also serves the web console (its log joins the runtime's); None when it cannot start."""
+    import os
+    import subprocess
+    import time
+
+    host, port = args.host or config.web.host, config.web.port if args.port is None else args.port
+    command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else [])
+    command += ["web", "--host", host, "--port", str(port), "--session", args.session]
+    command += ["--client-id", args.client_id] if args.client_id else []
+    with open(log_path, "ab") as log:
+        web = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    time.sleep(1.0)
+    if web.poll() is not None:
+        print(f"porfiry: the web console did not start (port {port} taken?); see {log_path}", file=sys.stderr)
+        return None
+    print(f"web console: http://{host}:{port}" + ("" if host in ("127.0.0.1", "localhost", "::1") else
+                                                   f"  (token required: see {log_path})"), flush=True)
+    return web
 
 
 # ---- llm ----------------------------------------------------------------------------------
@@ -214,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     from phone.cli import _add_connection_args
 
     _add_connection_args(up)
+    from web.cli import add_web_args
+
+    add_web_args(up)
     up.set_defaults(func=cmd_up)
 
     status = sub.add_parser("status", help="show each actor of the running system")
@@ -245,8 +273,9 @@ def _extra_commands():
     """Commands that live beside their feature: the phone tools, the benchmarks."""
     from bench.cli import register as bench_commands
     from phone.cli import register as phone_commands
+    from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands]
+    return [phone_commands, bench_commands, web_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

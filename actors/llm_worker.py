@@ -94,6 +94,7 @@ class LLMWorker(Actor):
                     request_id=request_id, text=strip_think(generation.text), profile=profile,
                     finish_reason=generation.finish_reason or "stop",
                     prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
+                    reused_tokens=generation.reused_tokens,
                 ))
             if scope.cancelled_caught:
                 msg.reply(self, p.LLMFailed(request_id=request_id, error="cancelled"))

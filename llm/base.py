@@ -29,6 +29,7 @@ class Generation:
         self.finish_reason = ""  # "stop", "length", ... once the stream ended normally
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.reused_tokens = -1  # prompt tokens served from the backend's prefix cache; -1: unknown
         self.text = ""  # everything yielded so far, concatenated
         self._body = produce(self)
 
