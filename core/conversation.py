@@ -276,8 +276,6 @@ class Conversation:
         return f"\n{notice}" if notice else ""
 
     async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str]) -> str:
-        text = ""
-        shown = ""
         with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed:
             text = await self._stream(turn_id, messages, tools, observed)
         return text
