@@ -10,7 +10,6 @@ import os
 import time
 from typing import Callable, Iterable
 
-import anyio
 
 import protocol as p
 from actors.base import Inbound
@@ -73,7 +72,7 @@ class Subscribers:
                 continue
             try:
                 sub.request.reply(self.endpoint, fact)
-            except (anyio.WouldBlock, Exception):  # noqa: BLE001 - a slow or gone subscriber loses facts, never the session
+            except Exception:  # noqa: BLE001 - a slow or gone subscriber loses facts, never the session
                 pass
 
     def shown(self, session: str, body: p.Msg) -> None:

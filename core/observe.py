@@ -152,6 +152,8 @@ class Observer:
     def tool_started(self, conv: "Conversation", turn_id: str, call_id: str, tool: str, args: str) -> None:
         if not self.listening():
             return
+        if len(self._tool_started) > 4096:  # calls whose end was never observed (a late result that never came)
+            self._tool_started.clear()
         self._tool_started[call_id] = (time.time(), time.perf_counter())
         self.publish(p.ToolCallFact(session=conv.sid, ts=time.time(), turn_id=turn_id, call_id=call_id, tool=tool,
                                     args=excerpt(args), outcome="running"))

@@ -2,11 +2,9 @@
 ZeroMQ), the console's journal, the Prometheus metrics, and the console's token."""
 from __future__ import annotations
 
-import time
 from contextlib import asynccontextmanager
 
 import anyio
-import pytest
 
 import protocol as p
 from actors.observers import Subscribers

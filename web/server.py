@@ -34,7 +34,6 @@ from web.journal import Journal
 from web.link import RuntimeLink
 from web.metrics import CONTENT_TYPE, Metrics
 
-_log = logging.getLogger("porfiry.web")
 STATIC = Path(__file__).resolve().parent / "static"
 HEARTBEAT_S = 15.0
 COOKIE = "porfiry_token"
@@ -156,7 +155,6 @@ class Console:
             "profiles": sorted(self.config.llm.profiles),
             "llm": msgspec.to_builtins(llm) if isinstance(llm, p.LLMStatus) else None,
             "skills": skills.text if isinstance(skills, p.SkillsAdminReply) else "(the skill store did not answer)",
-            "exclusions": self.config.skills.exclusions,
             "sessions": self.journal.session_list(),
         })
 
