@@ -81,6 +81,7 @@ class LlamaCppBackend:
                 steps, generation.prompt_tokens = await anyio.to_thread.run_sync(
                     self._start, llama, prompt, grammar_text, max_tokens
                 )
+                generation.reused_tokens = await anyio.to_thread.run_sync(cached_prefix, llama, prompt)
                 try:
                     while True:
                         # not abandonable: a cancel waits for the current token, then stops
@@ -133,3 +134,19 @@ class LlamaCppBackend:
             llama, self._llama = self._llama, None
             if llama is not None and hasattr(llama, "close"):
                 await anyio.to_thread.run_sync(llama.close)
+
+
+def cached_prefix(llama: Any, prompt: str) -> int:
+    """Prompt tokens llama.cpp takes from its cache instead of evaluating: the prefix shared with
+    the tokens it holds (the last one is evaluated again when the whole prompt matches). Read
+    before the completion starts; -1 when the model does not expose what it holds."""
+    held = getattr(llama, "_input_ids", None)
+    if held is None:
+        return -1
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    shared = 0
+    for old, new in zip(held, tokens):
+        if old != new:
+            break
+        shared += 1
+    return shared - 1 if shared and shared == len(tokens) else shared
