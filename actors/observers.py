@@ -16,12 +16,13 @@ from actors.base import Inbound
 
 
 class _Subscription:
-    __slots__ = ("request", "lease_s", "expires")
+    __slots__ = ("request", "lease_s", "expires", "prompts")
 
-    def __init__(self, request: Inbound, lease_s: float, now: float):
+    def __init__(self, request: Inbound, lease_s: float, now: float, prompts: list[str]):
         self.request = request
         self.lease_s = lease_s
         self.expires = now + lease_s
+        self.prompts = frozenset(prompts)
 
 
 class Subscribers:
@@ -37,6 +38,9 @@ class Subscribers:
     def listening(self) -> bool:
         return bool(self._subs)
 
+    def wants_prompt(self, session: str) -> bool:
+        return any(session in sub.prompts for sub in self._subs.values())
+
     def handle(self, msg: Inbound, summaries: Callable[[], list[p.SessionSummary]]) -> None:
         """Observe, ObserveRenew or ObserveStop."""
         body = msg.body
@@ -49,7 +53,7 @@ class Subscribers:
                 return
             lease = min(max(body.lease_s, 1.0), 300.0)
             sub_id = os.urandom(6).hex()
-            self._subs[sub_id] = _Subscription(msg, lease, now)
+            self._subs[sub_id] = _Subscription(msg, lease, now, body.prompt_sessions)
             msg.reply(self.endpoint, p.Observing(subscription_id=sub_id, sessions=summaries()))
         elif isinstance(body, p.ObserveRenew):
             sub = self._subs.get(body.subscription_id)
@@ -57,6 +61,7 @@ class Subscribers:
                 msg.reply(self.endpoint, p.ErrorReply(code="unknown_subscription", detail=f"no subscription {body.subscription_id}; subscribe again"))
                 return
             sub.expires = now + sub.lease_s
+            sub.prompts = frozenset(body.prompt_sessions)
             msg.reply(self.endpoint, p.Ok())
         elif isinstance(body, p.ObserveStop):
             self._subs.pop(body.subscription_id, None)
@@ -69,6 +74,8 @@ class Subscribers:
         for sub_id, sub in list(self._subs.items()):
             if now > sub.expires:
                 del self._subs[sub_id]
+                continue
+            if isinstance(fact, p.PromptFact) and fact.session not in sub.prompts:
                 continue
             try:
                 sub.request.reply(self.endpoint, fact)

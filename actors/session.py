@@ -47,7 +47,7 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
             clock=self.clock, router=RuleRouter(urgency), on_timer_set=self.wake_timers,
-            observer=Observer(self.subscribers.publish, self.subscribers.listening),
+            observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.spawn(self._timer_wheel, name="timer-wheel")
 

@@ -115,9 +115,11 @@ QUIET = _Quiet()
 class Observer:
     """Builds facts for `publish` while `listening()` says someone subscribed."""
 
-    def __init__(self, publish: Callable[[p.Msg], None] | None = None, listening: Callable[[], bool] = lambda: False):
+    def __init__(self, publish: Callable[[p.Msg], None] | None = None, listening: Callable[[], bool] = lambda: False,
+                 wants_prompt: Callable[[str], bool] = lambda session: True):
         self.publish = publish or (lambda fact: None)
         self.listening = listening if publish else (lambda: False)
+        self.wants_prompt = wants_prompt  # the whole prompt is most of the bytes: only for sessions watched
         self._tool_started: dict[str, tuple[float, float]] = {}  # call_id -> (ts, perf counter)
 
     # ---- intake and turns ---------------------------------------------------------------------
@@ -144,8 +146,9 @@ class Observer:
         if not self.listening():
             return QUIET
         self.state(conv)
-        self.publish(p.PromptFact(session=conv.sid, ts=time.time(), turn_id=turn_id, step=step, messages=list(messages),
-                                  tools=list(tools), dynamic=dynamic_sections(messages)))
+        if self.wants_prompt(conv.sid):
+            self.publish(p.PromptFact(session=conv.sid, ts=time.time(), turn_id=turn_id, step=step, messages=list(messages),
+                                      tools=list(tools), dynamic=dynamic_sections(messages)))
         return ModelCallProbe(self, conv.sid, turn_id, step)
 
     # ---- tools ----------------------------------------------------------------------------------

@@ -23,9 +23,11 @@ class SessionSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Observe(Msg):
-    """Subscribe to every session's facts. Answered by Observing, then a stream of facts."""
+    """Subscribe to every session's facts. Answered by Observing, then a stream of facts.
+    PromptFacts (the whole prompt, most of the bytes) only for the sessions in `prompt_sessions`."""
 
     lease_s: float = 30.0
+    prompt_sessions: list[str] = []
 
 
 class Observing(Msg):
@@ -34,9 +36,11 @@ class Observing(Msg):
 
 
 class ObserveRenew(Msg):
-    """Keep a subscription alive; answered Ok, or ErrorReply(code="unknown_subscription")."""
+    """Keep a subscription alive (and say again whose prompts it wants); answered Ok, or
+    ErrorReply(code="unknown_subscription")."""
 
     subscription_id: str
+    prompt_sessions: list[str] = []
 
 
 class ObserveStop(Msg):

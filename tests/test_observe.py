@@ -22,10 +22,10 @@ from web.metrics import Metrics
 
 
 @asynccontextmanager
-async def observed(system):
+async def observed(system, prompt_sessions=()):
     """Subscribe like the console does; yields (Observing, a list that fills with facts)."""
     facts: list[p.Msg] = []
-    async with system.client.ask_stream("session", p.Observe(lease_s=30)) as replies:
+    async with system.client.ask_stream("session", p.Observe(lease_s=30, prompt_sessions=list(prompt_sessions))) as replies:
         first = (await replies.receive()).body
         assert isinstance(first, p.Observing), first
         async with anyio.create_task_group() as tg:
@@ -51,10 +51,13 @@ def _of(facts, kind, **match):
 # ---- facts from a real session ---------------------------------------------------------------------
 async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_and_state(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
-        async with observed(system) as (observing, facts):
+        async with observed(system, prompt_sessions=["s1"]) as (observing, facts):
             assert observing.sessions == []
+            await system.turn("s2", "hello")  # a session nobody looks at: no prompts (the bulk of the bytes)
             await system.turn("s1", "find films about space")
-            await _until(lambda: _of(facts, p.TurnFact, phase="end") and isinstance(facts[-1], p.StateFact))
+            await _until(lambda: _of(facts, p.TurnFact, phase="end", session="s1") and isinstance(facts[-1], p.StateFact))
+        assert _of(facts, p.ModelCallFact, session="s2") and not _of(facts, p.PromptFact, session="s2")
+        facts = [f for f in facts if getattr(f, "session", "") == "s1"]
         event = _of(facts, p.EventFact)[0]
         assert (event.session, event.kind, event.strategy, event.content) == ("s1", "user_text", "now", "find films about space")
         start, end = _of(facts, p.TurnFact, phase="start")[0], _of(facts, p.TurnFact, phase="end")[0]

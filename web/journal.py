@@ -113,6 +113,10 @@ class Journal:
         self._clients.append((session, stream))
         return True
 
+    def watched(self) -> list[str]:
+        """The sessions pages show now."""
+        return sorted({session for session, _ in self._clients})
+
     def detach(self, stream: anyio.abc.ObjectSendStream) -> None:
         self._clients = [(s, c) for s, c in self._clients if c is not stream]
 

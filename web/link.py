@@ -20,8 +20,10 @@ LEASE_S = 15.0  # the subscription's lease; renewed every LEASE_S / 3
 
 class RuntimeLink:
     def __init__(self, config: Config, on_fact: Callable[[p.Msg], None], on_sessions: Callable[[list[p.SessionSummary]], None],
-                 phone: PhoneClient):
+                 phone: PhoneClient, watched: Callable[[], list[str]] = lambda: []):
         self.config = config
+        self.watched = watched  # sessions pages show: only their prompts are sent (the bulk of the bytes)
+        self._poke = anyio.Event()
         self.on_fact = on_fact
         self.on_sessions = on_sessions
         self.phone = phone
@@ -39,7 +41,8 @@ class RuntimeLink:
                 await anyio.sleep(1.0)
 
     async def _observe(self) -> None:
-        async with self.admin.ask_stream("session", p.Observe(lease_s=LEASE_S), buffer=8192) as replies:
+        observe = p.Observe(lease_s=LEASE_S, prompt_sessions=self.watched())
+        async with self.admin.ask_stream("session", observe, buffer=8192) as replies:
             first = None
             with anyio.move_on_after(5.0):
                 first = (await replies.receive()).body
@@ -51,9 +54,12 @@ class RuntimeLink:
             async with anyio.create_task_group() as tg:
                 async def renew() -> None:
                     while True:
-                        await anyio.sleep(LEASE_S / 3)
+                        with anyio.move_on_after(LEASE_S / 3):
+                            await self._poke.wait()
+                        self._poke = anyio.Event()
+                        renewal = p.ObserveRenew(subscription_id=first.subscription_id, prompt_sessions=self.watched())
                         try:
-                            reply = await self.admin.ask("session", p.ObserveRenew(subscription_id=first.subscription_id), timeout=LEASE_S / 3)
+                            reply = await self.admin.ask("session", renewal, timeout=LEASE_S / 3)
                         except AskTimeout:
                             continue
                         if isinstance(reply, p.ErrorReply):
@@ -67,6 +73,10 @@ class RuntimeLink:
                         self.on_fact(envelope.body)
                     except Exception:  # noqa: BLE001 - one odd fact must not end the stream
                         _log.exception("web: could not take fact %s", type(envelope.body).__name__)
+
+    def watch_changed(self) -> None:
+        """A page opened another session: say so now (its prompts start with its next request)."""
+        self._poke.set()
 
     # ---- what the page asks -------------------------------------------------------------------
     async def send(self, session: str, action: str, value: str = "") -> str:

@@ -103,6 +103,8 @@ class Console:
             tx.send_nowait(item)
         if not self.journal.attach(session, tx):
             return JSONResponse({"error": f"too many pages open (web.max_clients = {self.journal.max_clients})"}, status_code=503)
+        if self.link is not None:
+            self.link.watch_changed()
         hello = msgspec.json.encode({"type": "Hello", "session": session, "default_session": self.default_session})
 
         async def events():
@@ -243,7 +245,7 @@ async def serve_console(config: Config, host: str, port: int, *, default_session
     phone = PhoneClient(config.phone.endpoint, client_id=client_id, connect_timeout_s=None,
                         max_message_bytes=config.protocol.max_message_bytes)
     async with phone:
-        link = RuntimeLink(config, journal.take, seed, phone)
+        link = RuntimeLink(config, journal.take, seed, phone, journal.watched)
         console = Console(config, link, journal, metrics, default_session, token)
         hyper = HypercornConfig()
         hyper.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
