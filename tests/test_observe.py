@@ -259,3 +259,47 @@ async def test_a_console_off_loopback_needs_its_token(tmp_path):
             assert (await client.get("/")).status_code == 200  # the cookie it set
             assert "porfiry_turns_total 0.0" in (await client.get("/metrics")).text
         tg.cancel_scope.cancel()
+
+
+async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp_path):
+    """Over ipc:// as between processes (the console is always another process)."""
+    import shutil
+    import tempfile
+
+    import msgspec
+
+    from actors.session import SessionActor
+    from harness import make_config
+    from web.link import RuntimeLink
+
+    ipc_dir = tempfile.mkdtemp(prefix="pfo")  # short: ipc:// paths have a length limit
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="ipc", ipc_dir=ipc_dir))
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), actors=("skills", "toolsets", "media", "llm", "glasses"),
+                             config=config) as system:
+        facts, seeded = [], []
+        link = RuntimeLink(system.config, facts.append, seeded.append, None, lease_s=1.5)
+
+        async def session_actor(task_status=anyio.TASK_STATUS_IGNORED):
+            await SessionActor(system.config, zmq_context=system.zmq).run(task_status=task_status)
+
+        async with anyio.create_task_group() as tg:
+            first = anyio.CancelScope()
+
+            async def run_first(task_status=anyio.TASK_STATUS_IGNORED):
+                with first:
+                    await SessionActor(system.config, zmq_context=system.zmq).run(task_status=task_status)
+
+            await tg.start(run_first)
+            await tg.start(link.run)
+            await _until(lambda: seeded)
+            await system.turn("before", "hello")
+            await _until(lambda: _of(facts, p.TurnFact, session="before", phase="end"))
+            first.cancel()  # the session actor dies; a new one starts with no subscribers
+            await anyio.sleep(0.1)
+            await tg.start(session_actor)
+            await _until(lambda: len(seeded) == 2)  # the renewal was refused: subscribed again
+            await system.turn("after", "hello again")
+            await _until(lambda: _of(facts, p.TurnFact, session="after", phase="end"))
+            tg.cancel_scope.cancel()
+    shutil.rmtree(ipc_dir, ignore_errors=True)

@@ -20,8 +20,9 @@ LEASE_S = 15.0  # the subscription's lease; renewed every LEASE_S / 3
 
 class RuntimeLink:
     def __init__(self, config: Config, on_fact: Callable[[p.Msg], None], on_sessions: Callable[[list[p.SessionSummary]], None],
-                 phone: PhoneClient, watched: Callable[[], list[str]] = lambda: []):
+                 phone: PhoneClient | None, watched: Callable[[], list[str]] = lambda: [], lease_s: float = LEASE_S):
         self.config = config
+        self.lease_s = lease_s
         self.watched = watched  # sessions pages show: only their prompts are sent (the bulk of the bytes)
         self._poke = anyio.Event()
         self.on_fact = on_fact
@@ -41,7 +42,7 @@ class RuntimeLink:
                 await anyio.sleep(1.0)
 
     async def _observe(self) -> None:
-        observe = p.Observe(lease_s=LEASE_S, prompt_sessions=self.watched())
+        observe = p.Observe(lease_s=self.lease_s, prompt_sessions=self.watched())
         async with self.admin.ask_stream("session", observe, buffer=8192) as replies:
             first = None
             with anyio.move_on_after(5.0):
@@ -54,12 +55,12 @@ class RuntimeLink:
             async with anyio.create_task_group() as tg:
                 async def renew() -> None:
                     while True:
-                        with anyio.move_on_after(LEASE_S / 3):
+                        with anyio.move_on_after(self.lease_s / 3):
                             await self._poke.wait()
                         self._poke = anyio.Event()
                         renewal = p.ObserveRenew(subscription_id=first.subscription_id, prompt_sessions=self.watched())
                         try:
-                            reply = await self.admin.ask("session", renewal, timeout=LEASE_S / 3)
+                            reply = await self.admin.ask("session", renewal, timeout=self.lease_s / 3)
                         except AskTimeout:
                             continue
                         if isinstance(reply, p.ErrorReply):
@@ -81,6 +82,7 @@ class RuntimeLink:
     # ---- what the page asks -------------------------------------------------------------------
     async def send(self, session: str, action: str, value: str = "") -> str:
         """text | stop | button: an event from the page's phone; returns its event id once acked."""
+        assert self.phone is not None, "this link has no phone"
         if action == "text":
             return await self.phone.send_text(session, value)
         if action == "stop":
