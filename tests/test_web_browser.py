@@ -155,6 +155,30 @@ def test_enable_toolset_shows_a_countdown_and_the_timeline_lists_the_model_calls
     assert 'porfiry_tool_calls_total{outcome="ok",tool="media_search"} 1.0' in metrics
 
 
+def test_a_button_press_reaches_the_session_as_an_event(console):
+    page, _ = console
+    page.click("#buttons [data-button='double_tap']")
+    page.locator("#timeline .turn").first.locator(".row.event", has_text="button: double_tap").wait_for()
+    page.wait_for_function("() => !document.querySelector('#timeline .turn .turn-head').textContent.includes('running')"
+                           " && document.querySelector('#hud-text').dataset.state === 'final'")
+
+
+def test_the_picker_opens_another_session_and_a_page_opened_later_sees_the_recent_past(console):
+    page, url = console
+    shown = page.text_content("#hud-text")
+    page.fill("#new-session", "second")
+    page.press("#new-session", "Enter")
+    page.wait_for_function("() => document.querySelector('#session-picker').value === 'second'")
+    assert page.text_content("#hud-text") == ""
+    _say(page, "hello from the second session")
+    page.wait_for_function("() => document.querySelector('#hud-text').textContent.endsWith('hello from the second session')")
+    page.select_option("#session-picker", "browser")
+    # the console replays what it kept of that session: its HUD, its state and its timeline
+    page.wait_for_function("(shown) => document.querySelector('#hud-text').textContent === shown", arg=shown)
+    assert page.locator("#timeline .turn").count() >= 4
+    page.locator("#toolsets li[data-toolset='media']").wait_for()
+
+
 def test_admin_lists_profiles_from_the_config_and_the_sessions(console):
     page, _ = console
     page.click("#admin-panel summary")
