@@ -140,39 +140,20 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print("porfiry: the runtime did not start within 120 s", file=sys.stderr)
                 return 1
             time.sleep(0.5)
-        web = _start_web(args, config, log_path)
+        from web.cli import start_web
+
+        web = start_web(args, config, log_path, os.path.abspath(__file__))
         from phone.cli import cmd_phone
 
         return cmd_phone(args, _config)
     finally:
         if web is not None:
-            web.terminate()
+            web.terminate()  # it stops at once on SIGTERM
         server.terminate()
         try:
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
-
-
-def _start_web(args: argparse.Namespace, config, log_path):
-    """`up` also serves the web console (its log joins the runtime's); None when it cannot start."""
-    import os
-    import subprocess
-    import time
-
-    host, port = args.host or config.web.host, config.web.port if args.port is None else args.port
-    command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else [])
-    command += ["web", "--host", host, "--port", str(port), "--session", args.session]
-    command += ["--client-id", args.client_id] if args.client_id else []
-    with open(log_path, "ab") as log:
-        web = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    time.sleep(1.0)
-    if web.poll() is not None:
-        print(f"porfiry: the web console did not start (port {port} taken?); see {log_path}", file=sys.stderr)
-        return None
-    print(f"web console: http://{host}:{port}" + ("" if host in ("127.0.0.1", "localhost", "::1") else
-                                                   f"  (token required: see {log_path})"), flush=True)
-    return web
 
 
 # ---- llm ----------------------------------------------------------------------------------

@@ -59,3 +59,26 @@ def cmd_web(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def start_web(args: argparse.Namespace, config: Config, log_path, run_py: str):
+    """`run.py up` also serves the console, in the background (its log joins the runtime's).
+    Returns the process, or None when it could not start (the phone console runs anyway)."""
+    import subprocess
+    import time
+
+    from web.server import is_loopback
+
+    host, port = args.host or config.web.host, config.web.port if args.port is None else args.port
+    command = [sys.executable, run_py] + (["--config", args.config] if args.config else [])
+    command += ["web", "--host", host, "--port", str(port), "--session", args.session]
+    command += ["--client-id", args.client_id] if args.client_id else []
+    with open(log_path, "ab") as log:
+        web = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    time.sleep(1.0)
+    if web.poll() is not None:
+        print(f"porfiry: the web console did not start (port {port} taken?); see {log_path}", file=sys.stderr)
+        return None
+    note = "" if is_loopback(host) else f"  (not loopback: every request needs the token printed in {log_path})"
+    print(f"web console: http://{host}:{port}{note}", flush=True)
+    return web
