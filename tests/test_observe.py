@@ -222,10 +222,12 @@ def test_metrics_count_turns_model_and_tool_calls_and_take_the_runtime_time_per_
     for line in ("porfiry_turns_total 1.0", 'porfiry_model_calls_total{outcome="ok"} 1.0',
                  'porfiry_tool_calls_total{outcome="ok",tool="media_search"} 1.0', 'porfiry_events_total{strategy="now"} 1.0',
                  "porfiry_turn_runtime_seconds_count 1.0", "porfiry_turn_runtime_seconds_sum 0.25",
-                 "porfiry_session_queue_depth 1.0", "porfiry_sessions_in_memory 1.0", 'porfiry_actor_restarts{actor="llm"} 2.0',
-                 'porfiry_actor_inbox_depth{actor="llm"} 3.0', "porfiry_phone_busy_answers 4.0", "porfiry_phone_dropped_frames 1.0"):
+                 "porfiry_session_queue_depth 1.0", "porfiry_sessions_in_memory 1.0", 'porfiry_actor_restarts_total{actor="llm"} 2.0',
+                 'porfiry_actor_inbox_depth{actor="llm"} 3.0', "porfiry_phone_busy_answers_total 4.0", "porfiry_phone_dropped_frames_total 1.0"):
         assert line in text.splitlines(), line
     assert 'outcome="running"' not in text  # a call still running is not an outcome
+    metrics.take_status(None, None)  # nobody answered this scrape: no stale figures
+    assert "porfiry_actor_restarts" not in metrics.render().decode()
 
 
 # ---- the console's token ---------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ itself costs); model time is per generation.
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 import protocol as p
 
@@ -28,12 +29,10 @@ class Metrics:
         self.tool_calls = Counter("porfiry_tool_calls", "Tool calls by tool and outcome", ["tool", "outcome"], registry=r)
         self.events = Counter("porfiry_events", "Events reaching sessions, by strategy", ["strategy"], registry=r)
         self.queue_depth = Gauge("porfiry_session_queue_depth", "Events waiting in sessions (sum over sessions)", registry=r)
-        self.inbox_depth = Gauge("porfiry_actor_inbox_depth", "Messages waiting in an actor's inbox", ["actor"], registry=r)
         self.sessions = Gauge("porfiry_sessions_in_memory", "Sessions the session actor holds (seen since subscribing, not forgotten)", registry=r)
-        self.restarts = Gauge("porfiry_actor_restarts", "Restarts of each actor since the supervisor started", ["actor"], registry=r)
-        self.alive = Gauge("porfiry_actor_up", "1 when the actor is running", ["actor"], registry=r)
-        self.busy = Gauge("porfiry_phone_busy_answers", "Busy answers to phones since the bridge started", registry=r)
-        self.dropped = Gauge("porfiry_phone_dropped_frames", "Phone frames dropped since the bridge started", registry=r)
+        self._status: p.SystemStatus | None = None
+        self._edge: p.EdgeStats | None = None
+        r.register(_RuntimeCounters(self))
         self._open_turns: dict[str, tuple[float, float]] = {}  # turn_id -> (start ts, model seconds so far)
         self._queues: dict[str, int] = {}
         self._turn_of_call: dict[str, str] = {}
@@ -76,14 +75,33 @@ class Metrics:
         self.sessions.set(len(self._queues))
 
     def take_status(self, status: p.Msg | None, edge: p.Msg | None) -> None:
-        if isinstance(status, p.SystemStatus):
-            for row in status.actors:
-                self.restarts.labels(row.name).set(row.restarts)
-                self.inbox_depth.labels(row.name).set(row.inbox_depth)
-                self.alive.labels(row.name).set(1 if row.alive else 0)
-        if isinstance(edge, p.EdgeStats):
-            self.busy.set(edge.busy)
-            self.dropped.set(edge.dropped_frames)
+        """What the supervisor and the bridge answered at this scrape (None: they did not)."""
+        self._status = status if isinstance(status, p.SystemStatus) else None
+        self._edge = edge if isinstance(edge, p.EdgeStats) else None
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _RuntimeCounters:
+    """Counters the runtime keeps itself (restarts, busy answers, dropped frames) and inbox
+    depths, exposed as read at the last scrape; absent when their actor did not answer."""
+
+    def __init__(self, metrics: Metrics):
+        self.metrics = metrics
+
+    def collect(self):
+        status, edge = self.metrics._status, self.metrics._edge  # noqa: SLF001 - one module
+        if status is not None:
+            restarts = CounterMetricFamily("porfiry_actor_restarts", "Restarts of each actor since the supervisor started", labels=["actor"])
+            depth = GaugeMetricFamily("porfiry_actor_inbox_depth", "Messages waiting in an actor's inbox", labels=["actor"])
+            up = GaugeMetricFamily("porfiry_actor_up", "1 when the actor is running", labels=["actor"])
+            for row in status.actors:
+                restarts.add_metric([row.name], row.restarts)
+                depth.add_metric([row.name], row.inbox_depth)
+                up.add_metric([row.name], 1 if row.alive else 0)
+            yield from (restarts, depth, up)
+        if edge is not None:
+            yield CounterMetricFamily("porfiry_phone_busy_answers", "Busy answers to phones since the bridge started", value=edge.busy)
+            yield CounterMetricFamily("porfiry_phone_dropped_frames", "Phone frames dropped (undecodable, malformed, unsendable) since the bridge started",
+                                      value=edge.dropped_frames)
