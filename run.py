@@ -2,7 +2,8 @@
 """Porfiry's command line: serve the runtime, inspect it, talk to it.
 
     python run.py serve [--inproc]       start the six actors under the supervisor (foreground)
-    python run.py up [--session ID]      serve in the background + a phone console (`make run`)
+    python run.py up [--session ID]      serve and the web console in the background + a phone console (`make run`)
+    python run.py web [--port 8780]      the web console and /metrics for a running system
     python run.py status                 each actor: alive, pid, restarts, inbox depth
     python run.py llm use gemma|qwen     swap the model at runtime; `llm status` shows it
     python run.py skills list|show|exclude|include|reload
@@ -216,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
     serve.set_defaults(func=cmd_serve)
 
-    up = sub.add_parser("up", help="start the runtime and open a phone console (what `make run` does)")
+    up = sub.add_parser("up", help="start the runtime and the web console, open a phone console (what `make run` does)")
     from phone.cli import _add_connection_args
 
     _add_connection_args(up)
