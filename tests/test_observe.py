@@ -260,6 +260,10 @@ async def test_a_console_off_loopback_needs_its_token(tmp_path):
             assert (await client.get(f"/?token={token}")).status_code == 303
             assert (await client.get("/")).status_code == 200  # the cookie it set
             assert "porfiry_turns_total 0.0" in (await client.get("/metrics")).text
+            # a command another web site could send without a preflight (a "simple" request) is refused
+            forged = await client.post("/api/send", content='{"session": "s", "action": "stop"}', headers={"content-type": "text/plain"})
+            assert forged.status_code == 415
+            assert (await client.post("/api/send", json={"session": "", "action": "stop"})).status_code == 400
         tg.cancel_scope.cancel()
 
 

@@ -125,6 +125,8 @@ class Console:
     async def send(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
+        if (refusal := _not_json(request)) is not None:
+            return refusal
         body = await _json(request)
         session = str(body.get("session") or "").strip()
         action = str(body.get("action") or "")
@@ -163,6 +165,8 @@ class Console:
     async def use_profile(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
+        if (refusal := _not_json(request)) is not None:
+            return refusal
         profile = str((await _json(request)).get("profile") or "")
         if profile not in self.config.llm.profiles:
             return _bad(f"unknown profile {profile!r}; profiles: {', '.join(sorted(self.config.llm.profiles))}")
@@ -177,6 +181,8 @@ class Console:
     async def skills(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
+        if (refusal := _not_json(request)) is not None:
+            return refusal
         body = await _json(request)
         op = str(body.get("op") or "")
         if op not in ("exclude", "include", "reload", "show"):
@@ -215,6 +221,14 @@ def _refused() -> Response:
 
 def _bad(detail: str) -> Response:
     return JSONResponse({"error": detail}, status_code=400)
+
+
+def _not_json(request: Request) -> Response | None:
+    """Commands come as application/json only: another web site cannot send that to this console
+    without a CORS preflight, which it does not answer (no cross-site requests on loopback)."""
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        return JSONResponse({"error": "send commands as application/json"}, status_code=415)
+    return None
 
 
 async def _json(request: Request) -> dict:
