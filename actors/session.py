@@ -17,8 +17,10 @@ import anyio
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
+from actors.observers import Subscribers
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
+from core.observe import Observer
 from core.toolsets import ToolsetRegistry
 from core.urgency import RuleRouter, UrgencyConfig
 
@@ -31,6 +33,7 @@ class SessionActor(Actor):
         self.sessions: dict[str, Conversation] = {}
         self.settings: SessionSettings | None = None
         self._timer_wake = anyio.Event()
+        self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
 
@@ -44,6 +47,7 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
             clock=self.clock, router=RuleRouter(urgency), on_timer_set=self.wake_timers,
+            observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.spawn(self._timer_wheel, name="timer-wheel")
 
@@ -78,6 +82,10 @@ class SessionActor(Actor):
         elif isinstance(body, p.SkillsChanged):
             if self.settings is not None:
                 self.settings.skills_epoch += 1  # every session asks again on its next step
+        elif isinstance(body, (p.Observe, p.ObserveRenew, p.ObserveStop)):
+            self.subscribers.handle(msg, lambda: [
+                p.SessionSummary(session=sid, busy=c.running, queued=len(c.queue), last_active=c.last_active)
+                for sid, c in self.sessions.items()])
         elif isinstance(body, p.SessionInfoRequest):
             conversation = self.sessions.get(msg.session)
             msg.reply(self, conversation.info() if conversation else p.SessionInfo(exists=False))
@@ -119,6 +127,7 @@ class SessionActor(Actor):
                     continue
                 finished = True
                 if isinstance(body, p.LLMDone):
+                    usage.done = body  # what the backend said about tokens, for observers
                     return
                 if isinstance(body, p.LLMFailed):
                     raise ModelUnavailable(body.error)
@@ -127,8 +136,9 @@ class SessionActor(Actor):
         try:
             async with self.ask_stream("llm", request, session=session) as replies:
                 stream = pieces()
+                usage = _Pieces(stream)
                 try:
-                    yield stream
+                    yield usage
                 finally:
                     await stream.aclose()
         finally:
@@ -155,6 +165,8 @@ class SessionActor(Actor):
 
     def send(self, session: str, body: p.Msg) -> None:
         self.tell("glasses", body, session=session)
+        if self.subscribers:
+            self.subscribers.shown(session, body)
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:
@@ -187,6 +199,24 @@ class SessionActor(Actor):
             del self.sessions[sid]
         if idle:
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
+            self.subscribers.gone(idle)
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
         return idle
+
+
+class _Pieces:
+    """The model's text pieces, remembering the LLMDone that closed them (`done`): token counts
+    for observers, without changing what a conversation iterates."""
+
+    __slots__ = ("_stream", "done")
+
+    def __init__(self, stream: AsyncIterator[str]):
+        self._stream = stream
+        self.done: p.LLMDone | None = None
+
+    def __aiter__(self) -> "_Pieces":
+        return self
+
+    async def __anext__(self) -> str:
+        return await self._stream.__anext__()

@@ -87,6 +87,21 @@ class LLMConfig(_Section):
     stream_interval_ms: float = 30.0  # streamed text leaves the worker at most this often (first piece at once)
 
 
+class WebConfig(_Section):
+    """The web console and /metrics (`run.py web`). Any host but loopback requires the token;
+    empty: one is generated into `token_path` on first use."""
+
+    host: str = "127.0.0.1"
+    port: int = 8780
+    token: str = ""
+    token_path: str = "var/web-token"
+    max_subscribers: int = 8  # Observe subscriptions the session actor serves at once
+    max_clients: int = 32  # browser pages streaming at once
+    timeline_facts: int = 1000  # per session: events, turns, model and tool calls the console keeps
+    sessions_kept: int = 200  # sessions the console remembers (least recently active dropped)
+    max_text_chars: int = 2000  # a message typed in the page
+
+
 class Config(_Section):
     topology: TopologyConfig = msgspec.field(default_factory=TopologyConfig)
     supervisor: SupervisorConfig = msgspec.field(default_factory=SupervisorConfig)
@@ -96,6 +111,7 @@ class Config(_Section):
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     media: MediaConfig = msgspec.field(default_factory=MediaConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    web: WebConfig = msgspec.field(default_factory=WebConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""

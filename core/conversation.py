@@ -35,6 +35,7 @@ import anyio
 import protocol as p
 from core.activity import ToolsetActivity
 from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, build_system_prompt, visible_skills
+from core.observe import Observer, strategy_name
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
@@ -77,8 +78,9 @@ class SessionSettings:
 
     def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
                  config, clock: Callable[[], float] = time.time, router=None,
-                 on_timer_set: Callable[[], None] = lambda: None):
+                 on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None):
         self.registry = registry
+        self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports
         self.spawn = spawn
         self.config = config  # core.config.SessionConfig
@@ -134,6 +136,7 @@ class Conversation:
             self.seen.popitem(last=False)
         strategy = self.s.router.decide(event, self.running)
         _log.info("session=%s event=%s kind=%s strategy=%s", self.sid, event.event_id, event.kind, strategy)
+        self.s.observer.event(self, event, strategy_name(strategy, self.running), "accepted")
         if strategy == "parallel":
             self.s.spawn(self._parallel, event)
             return "accepted"
@@ -141,6 +144,7 @@ class Conversation:
         if strategy == "cancel" and self.running:
             self._interrupt()
         self._ensure_running()
+        self.s.observer.state(self)
         return "accepted"
 
     def _ensure_running(self) -> None:
@@ -157,6 +161,7 @@ class Conversation:
                 self._model_calls = 0
                 with anyio.CancelScope() as scope:
                     self._step_scope = scope
+                    self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
                     await self._steps(turn_id, consumed)
                 self._step_scope = None
                 if scope.cancelled_caught:
@@ -164,6 +169,7 @@ class Conversation:
                     # already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
                 self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+                self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
         finally:
             self.running = False
             self._step_scope = None
@@ -193,6 +199,7 @@ class Conversation:
         """E3: cancel the step now. Rule 3 for a running tool; rule 4 for a running generation."""
         for call_id, tool in self.trajectory.pending_calls():
             self.trajectory.record_placeholder(call_id)
+            self.s.observer.tool_finished(self, "", call_id, tool, "", "placeholder", "")
             self.s.ports.cancel_tool(self.sid, call_id)
         if self._step_scope is not None:
             self._step_scope.cancel()
@@ -244,16 +251,19 @@ class Conversation:
                 name = call.raw_args.strip()
                 notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
                 _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, notice)
+                self.s.observer.tool_finished(self, turn_id, "", call.name, name, "invisible", notice)
                 continue
             call_id = _new_id()
             visible = parsed.text_before.strip()
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
+            self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
             result += await self._skills_notice()
             if self.trajectory.call_state(call_id) == "pending":
                 self.trajectory.record_result(call_id, result)
+            self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
     async def _skill_index(self) -> p.SkillIndex:
@@ -281,16 +291,24 @@ class Conversation:
 
     async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
                         choices: dict[str, list[str]] | None = None) -> str:
+        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed:
+            text = await self._stream(turn_id, messages, tools, choices, observed)
+        return text
+
+    async def _stream(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
+                      choices: dict[str, list[str]] | None, observed) -> str:
         text = ""
         shown = ""
         async with self.s.ports.generate(self.sid, messages, tools, self.s.config.max_tokens, choices) as pieces:
             async for piece in pieces:
+                observed.piece(piece)
                 text += piece
                 cut = find_call_start(text)
                 visible = (text if cut is None else text[:cut]).rstrip()
                 if visible and visible != shown:
                     shown = visible
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=visible, final=False))
+        observed.done(pieces)
         return text
 
     async def _run_call(self, turn_id: str, call_id: str, tool: str, raw_args: str) -> str:
@@ -327,6 +345,7 @@ class Conversation:
                 # The user interrupted this call: its outcome goes into the history, labelled as the
                 # late result of that call, without starting a turn - nothing speaks after "stop".
                 self.trajectory.record_late_result(call_id, outcome.text if outcome.ok else f"tool error: {outcome.text}")
+                self.s.observer.tool_finished(self, "", call_id, tool, "", "late", outcome.text)
 
         self.s.spawn(run)
         await done.wait()
@@ -383,6 +402,7 @@ class Conversation:
     # ---- parallel light requests (E5) -----------------------------------------------------
     async def _parallel(self, event: p.Event) -> None:
         turn_id = _new_id()
+        self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         core_only = build_system_prompt(self.s.registry, [], [], "")
         messages = [p.ChatMessage(role="system", content=core_only), p.ChatMessage(role="user", content=event.content)]
         answer = ""
@@ -402,6 +422,7 @@ class Conversation:
             messages += [p.ChatMessage(role="assistant", content=reply), p.ChatMessage(role="tool", name=parsed.call.name, content=result)]
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
+        self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
 
     # ---- inspection -----------------------------------------------------------------------

@@ -224,6 +224,10 @@ class TimerTable:
                 result.append(self._timers.pop(timer.timer_id))
         return result
 
+    def pending(self) -> list[Timer]:
+        """The timers set, soonest first (for observers)."""
+        return sorted(self._timers.values(), key=lambda t: t.due)
+
     def next_due(self) -> float | None:
         """When the soonest timer fires (epoch), or None: the actor sleeps exactly that long."""
         return min((t.due for t in self._timers.values()), default=None)

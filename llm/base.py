@@ -28,8 +28,8 @@ class Generation:
         """`produce(self)` is the backend's async generator; it fills the counters as it learns them."""
         self.finish_reason = ""  # "stop", "length", ... once the stream ended normally
         self.prompt_tokens = 0
-        self.reused_tokens = 0  # prompt tokens the backend's prefix cache did not recompute, where known
         self.completion_tokens = 0
+        self.reused_tokens = -1  # prompt tokens served from the backend's prefix cache; -1: unknown
         self.text = ""  # everything yielded so far, concatenated
         self._body = produce(self)
 

@@ -188,6 +188,9 @@ def _absorb_chunk(generation: Generation, event: dict[str, Any]) -> str:
     if isinstance(usage, dict):
         generation.prompt_tokens = int(usage.get("prompt_tokens") or 0)
         generation.completion_tokens = int(usage.get("completion_tokens") or 0)
+        details = usage.get("prompt_tokens_details")
+        if isinstance(details, dict) and details.get("cached_tokens") is not None:
+            generation.reused_tokens = int(details["cached_tokens"])
     choices = event.get("choices") or []
     if not choices:
         return ""

@@ -37,7 +37,7 @@ class LLMDone(Msg):
     finish_reason: str = "stop"
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    reused_tokens: int = 0  # prompt tokens the model's prefix cache did not recompute, where known
+    reused_tokens: int = -1  # prompt tokens taken from the backend's prefix cache; -1: unknown
 
 
 class LLMFailed(Msg):

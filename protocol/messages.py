@@ -9,6 +9,11 @@ from typing import Union
 from protocol.base import Msg
 from protocol.common import ErrorReply, Ok, Ping, Pong
 from protocol.control import ActorStatus, PhoneCommand, Shutdown, StatusRequest, SystemStatus
+from protocol.observe import (
+    DisplayFact, EdgeStats, EdgeStatsRequest, EventFact, ModelCallFact, Observe, ObserveRenew,
+    ObserveStop, Observing, PromptFact, PromptSection, SessionGoneFact, SessionSummary, StateFact,
+    TimerView, ToolCallFact, TurnFact,
+)
 from protocol.llm import (
     CancelGenerate, ChatMessage, Generate, LLMChunk, LLMDone, LLMFailed, LLMStatus,
     LLMStatusRequest, UseProfile,
@@ -37,6 +42,8 @@ _ALL = (
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
+    Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
+    ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]
@@ -46,5 +53,6 @@ PHONE_TO_RUNTIME = (Hello, SessionStart, SessionEnd, UserText, UserInterrupt, Bu
 __all__ = [
     "Msg", "Message", "PHONE_TO_RUNTIME",
     "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "ToolSpec", "ToolsetSpec",
+    "SessionSummary", "PromptSection", "TimerView",
     *[cls.__name__ for cls in _ALL],
 ]

@@ -162,6 +162,13 @@ async def collect_turn(incoming, event_id: str, timeout: float = 5.0) -> list[p.
     raise AssertionError("stream ended")
 
 
+async def edge_stats(rt: Runtime) -> p.EdgeStats:
+    """The bridge's counters, asked as /metrics asks them."""
+    client = Endpoint(rt.config, zmq_context=rt.zmq, name="metrics")
+    async with client.running():
+        return await client.ask("glasses", p.EdgeStatsRequest())
+
+
 # ---- end to end -------------------------------------------------------------------------------
 async def test_two_phones_with_several_sessions_each_interleaved(dirs):
     config = make_config(dirs)
@@ -260,6 +267,7 @@ async def test_malformed_frames_get_an_error_while_other_sessions_keep_working(d
             got = await collect_turn(from_b, event_id)
             assert got[-2] == p.Display(turn_id=got[-1].turn_id, text="echo: still there?", final=True)
             assert await a.send_text("a1", "me too")  # the sender of garbage is served as well
+        assert (await edge_stats(rt)).dropped_frames == 3  # not msgpack, two frames, an unknown type
 
 
 async def test_someone_elses_session_is_refused(dirs):
@@ -294,6 +302,8 @@ async def test_session_busy_answer_reaches_the_phone(dirs):
             await phone.send_text("full", "anyone?")
         assert phone.busy_received == 3
         assert await phone.send_text("other", "fine")
+        stats = await edge_stats(rt)
+        assert (stats.busy, stats.sessions) == (3, 2)
 
 
 async def test_session_actor_down_for_a_moment_loses_no_event(dirs):

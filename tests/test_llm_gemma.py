@@ -125,6 +125,8 @@ async def test_cancellation_mid_generation_then_the_next_request_is_served(llama
         generation = backend.stream(FEW_SHOT, tools=[], max_tokens=6)
         text = await generation.collect()
     assert text.strip() and generation.completion_tokens >= 2
+    # the same prompt again: llama.cpp re-evaluates only its last token (what the console shows as reused)
+    assert generation.reused_tokens == generation.prompt_tokens - 1
 
 
 async def test_grammar_constrains_the_real_model_to_a_valid_call_or_text(llama):

@@ -40,6 +40,19 @@ async def test_streams_pieces_in_order_and_sends_the_expected_request():
     assert server.headers[0]["authorization"] == "Bearer sekret"
 
 
+async def test_prompt_tokens_the_server_took_from_its_prefix_cache_are_reported():
+    usage = {"prompt_tokens": 300, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 256}}
+    async with ScriptedOpenAIServer([Reply(chunks=["ok"], usage=usage), Reply(chunks=["ok"])]) as server:
+        backend = backend_for(server)
+        cached = backend.stream(QUESTION, tools=[], max_tokens=8)
+        await cached.collect()
+        unknown = backend.stream(QUESTION, tools=[], max_tokens=8)
+        await unknown.collect()
+        await backend.aclose()
+    assert (cached.prompt_tokens, cached.reused_tokens) == (300, 256)
+    assert unknown.reused_tokens == -1  # a server that does not say: unknown, not zero
+
+
 async def test_no_authorization_header_and_no_template_kwargs_unless_configured():
     async with ScriptedOpenAIServer() as server:
         backend = backend_for(server)
