@@ -3,9 +3,12 @@
 All the behaviour lives in core.conversation; this actor only turns messages into calls and
 calls into messages: DeliverEvent in, Display/TurnDone out to the glasses, Generate to the LLM
 worker, ToolInvoke to the ToolsetSupervisor, SkillIndexRequest/SkillRead to the SkillStore.
-Session state is in memory only (S6): a restart of this actor starts every session afresh, and
-a session idle for `session.idle_session_ttl_s` (nothing running, no timer set) is forgotten, so
-a long-running server does not keep every session it ever saw; its next event starts afresh.
+Every session is journaled (storage/journal.py): its history entries as the Trajectory records
+them, the events it accepted (on disk before the phone is acked), its timers and what it knows of
+skills. Memory holds the active sessions, disk holds all: a session idle for
+`session.idle_session_ttl_s` leaves memory and comes back from the journal on its next event; a
+restart brings back at once every session with unanswered events or timers, and continues a turn
+the crash cut. Toolset activity is deliberately not kept (S6: a restart resets toolsets).
 """
 from __future__ import annotations
 
@@ -14,13 +17,20 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable
 
 import anyio
+import msgspec
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
+from core.timers import Timer
 from core.toolsets import ToolsetRegistry
+from core.trajectory import Trajectory
 from core.urgency import RuleRouter, UrgencyConfig
+from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
+
+RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
+SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 
 
 class SessionActor(Actor):
@@ -33,9 +43,16 @@ class SessionActor(Actor):
         self._timer_wake = anyio.Event()
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
+        self.journal = Journal(config.path(config.storage.path), clock=clock)
+        self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
+        self._restored: set[str] = set()  # sessions in memory that came back from the journal
+        self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
+        self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
+        assert self._tg is not None
+        await self._tg.start(self.journal.run)
         catalog = await self._fetch_catalog()
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
@@ -45,6 +62,14 @@ class SessionActor(Actor):
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
             clock=self.clock, router=RuleRouter(urgency), on_timer_set=self.wake_timers,
         )
+        self.settings.search_history = self.search_history
+        self.spawn(self._learn_model_context, name="model-context")
+        await self._purge_expired()
+        unfinished = await self.journal.unfinished()
+        for sid in unfinished:
+            await self.conversation(sid)
+        if unfinished:
+            self.log.info("actor=session brought back %d session(s) with unanswered events or timers", len(unfinished))
         self.spawn(self._timer_wheel, name="timer-wheel")
 
     async def _fetch_catalog(self) -> p.Catalog:
@@ -66,21 +91,17 @@ class SessionActor(Actor):
             if not msg.session:
                 msg.reply(self, p.ErrorReply(code="no_session", detail="DeliverEvent needs a session id in the envelope"))
                 return
-            conversation = self.sessions.get(msg.session)
-            if conversation is None:
-                assert self.settings is not None
-                conversation = self.sessions[msg.session] = Conversation(msg.session, self.settings, body.phone_key)
-            verdict = conversation.submit(body.event)
-            if verdict == "busy":
-                msg.reply(self, p.Busy(event_id=body.event.event_id, detail=f"session {msg.session} has {len(conversation.queue)} events waiting; try again shortly"))
+            if msg.session in self.sessions and msg.session not in self._loading:
+                self._deliver_now(msg, body)
             else:
-                msg.reply(self, p.EventAccepted(event_id=body.event.event_id, duplicate=verdict == "duplicate"))
+                self.spawn(self._deliver, msg, body)
         elif isinstance(body, p.SkillsChanged):
             if self.settings is not None:
                 self.settings.skills_epoch += 1  # every session asks again on its next step
         elif isinstance(body, p.SessionInfoRequest):
-            conversation = self.sessions.get(msg.session)
-            msg.reply(self, conversation.info() if conversation else p.SessionInfo(exists=False))
+            self.spawn(self._info, msg)
+        elif isinstance(body, p.ModelInfo):
+            self._model_info(body)
         else:
             await super().handle(msg)
 
@@ -152,6 +173,8 @@ class SessionActor(Actor):
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)
 
     def send(self, session: str, body: p.Msg) -> None:
+        if isinstance(body, p.TurnDone):
+            body = self._turn_done(session, body)
         self.tell("glasses", body, session=session)
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
@@ -162,13 +185,14 @@ class SessionActor(Actor):
         ttl = self.config.session.idle_session_ttl_s
         sweep_every = min(ttl / 2, 60.0)
         next_sweep = self.clock() + sweep_every
+        next_purge = self.clock() + 3600.0
         while True:
             self._timer_wake = anyio.Event()
             now = self.clock()
             next_due = next_sweep
-            for conversation in self.sessions.values():
+            for sid, conversation in list(self.sessions.items()):
                 if len(conversation.timers):
-                    conversation.fire_due_timers(now)
+                    self._fire_due_timers(sid, conversation, now)
                     due = conversation.timers.next_due()
                     if due is not None:
                         next_due = min(next_due, due)
@@ -176,15 +200,223 @@ class SessionActor(Actor):
                 self.forget_idle_sessions(now, ttl)
                 next_sweep = now + sweep_every
                 next_due = min(next_due, next_sweep)
+            if now >= next_purge:
+                next_purge = now + 3600.0
+                self.spawn(self._purge_expired)
             with anyio.move_on_after(max(0.0, next_due - now)):
                 await self._timer_wake.wait()
 
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
         idle = [sid for sid, c in self.sessions.items() if (since := c.idle_since()) is not None and now - since >= ttl]
         for sid in idle:
-            del self.sessions[sid]
+            del self.sessions[sid]  # its journal holds it all: the next event brings it back
+            self._restored.discard(sid)
         if idle:
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
         return idle
+
+    # ---- the journal: accepted events on disk before the ack, sessions back from disk ----------
+    def _deliver_now(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """DeliverEvent for a session in memory: taken in arrival order at once, acked once the
+        journal stored it (an ack means it survives any restart)."""
+        sid, event = msg.session, body.event
+        conversation = self.sessions[sid]
+        verdict = conversation.submit(event)
+        if verdict == "busy":
+            msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
+        elif verdict == "duplicate":
+            msg.reply(self, p.EventAccepted(event_id=event.event_id, duplicate=True))
+        else:
+            self.spawn(self._ack_when_stored, msg, event.event_id, self.journal.accept_event(sid, body.phone_key, event))
+
+    async def _ack_when_stored(self, msg: Inbound, event_id: str, waiter) -> None:
+        try:
+            await self.journal.stored(waiter)
+        except JournalError as exc:
+            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, exc)
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {exc}"))
+            return
+        msg.reply(self, p.EventAccepted(event_id=event_id))
+
+    async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """DeliverEvent for a session not in memory: read it back from the journal first."""
+        try:
+            await self.conversation(msg.session, body.phone_key)
+        except JournalError as exc:
+            self.log.error("actor=session session=%s could not be read back: %s", msg.session, exc)
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"session {msg.session} could not be read from the journal: {exc}"))
+            return
+        self._deliver_now(msg, body)
+
+    async def _info(self, msg: Inbound) -> None:
+        """A session in memory as it is; one that left memory as its journal holds it."""
+        sid = msg.session
+        conversation = self.sessions.get(sid)
+        if conversation is not None:
+            msg.reply(self, msgspec.structs.replace(conversation.info(), restored=sid in self._restored, resident=True))
+            return
+        try:
+            stored = await self.journal.load(sid)
+        except JournalError as exc:
+            msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
+            return
+        if stored is None:
+            msg.reply(self, p.SessionInfo(exists=False))
+            return
+        history = [msgspec.structs.asdict(entry.message()) for entry in stored.entries if entry.role]
+        msg.reply(self, p.SessionInfo(exists=True, history=history, queued=len(stored.open_events)))
+
+    async def conversation(self, sid: str, phone_key: str = "", *, create: bool = True) -> Conversation | None:
+        """The session in memory, else read back from the journal (and continued if a restart cut
+        it), else a new one (None when `create` is false). Raises JournalError."""
+        while (loading := self._loading.get(sid)) is not None:
+            await loading.wait()
+        conversation = self.sessions.get(sid)
+        if conversation is not None:
+            return conversation
+        done = self._loading[sid] = anyio.Event()
+        try:
+            stored = await self.journal.load(sid)
+            if stored is None and not create:
+                return None
+            conversation = self._build(sid, phone_key, stored)
+            self.sessions[sid] = conversation
+        finally:
+            del self._loading[sid]
+            done.set()
+        if stored is not None:
+            self._restored.add(sid)
+            self._continue(sid, conversation, stored)
+        return conversation
+
+    def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:
+        assert self.settings is not None
+        conversation = Conversation(sid, self.settings, phone_key or (stored.phone_key if stored else ""))
+        sink = lambda entry: self.journal.append(sid, entry)  # noqa: E731
+        if stored is None:
+            conversation.trajectory.sink = sink
+        else:
+            conversation.trajectory = Trajectory.restore(stored.entries, sink)
+            conversation.seen.update(dict.fromkeys(stored.seen))
+            state = stored.state
+            conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
+            tracker = conversation.tracker
+            tracker.seen_version, tracker._seen_names, tracker._read = state.skills_version, list(state.skills_names), dict(state.skills_read)
+            conversation.last_active = stored.last_active
+        conversation.timers.on_change = lambda: self._save_state(sid)
+        return conversation
+
+    def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
+        """After a restart: a call the crash cut gets a result saying so; a turn the crash cut is
+        continued after a notice (its TurnDone covers its events); accepted events that never
+        reached the history are queued again. Timers due meanwhile fire from the timer wheel."""
+        taken = {event_id for entry in stored.entries for event_id in entry.event_ids}
+        cut = [e.event_id for e in stored.open_events if e.event_id in taken]
+        waiting = [e for e in stored.open_events if e.event_id not in taken]
+        calls = conversation.trajectory.pending_calls()
+        for call_id, _tool in calls:
+            conversation.trajectory.record_cut(call_id)
+        if cut or calls:
+            notice = p.Event(event_id=f"restart-{p.new_id()}", kind="system", source="runtime", channel="system",
+                             content=RESTART_NOTICE, ts=self.clock())
+            self._resumed[notice.event_id] = cut
+            conversation.queue.append(notice)
+        conversation.queue.extend(waiting)
+        if conversation.queue:
+            self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
+                          sid, len(cut), len(waiting))
+            conversation._ensure_running()
+        if len(conversation.timers):
+            self.wake_timers()
+
+    def _turn_done(self, sid: str, body: p.TurnDone) -> p.TurnDone:
+        """A TurnDone closes its events in the journal (a restart will not run them again), and
+        the session's skills knowledge is saved with it."""
+        ids = list(body.event_ids)
+        for event_id in body.event_ids:
+            ids += self._resumed.pop(event_id, [])
+        if len(ids) != len(body.event_ids):
+            body = msgspec.structs.replace(body, event_ids=ids)
+        if ids:
+            self.journal.events_done(sid, ids)
+        self._save_state(sid)
+        return body
+
+    def _save_state(self, sid: str) -> None:
+        conversation = self.sessions.get(sid)
+        if conversation is None:
+            return
+        timers, next_number = conversation.timers.snapshot()
+        tracker = conversation.tracker
+        self.journal.save_state(sid, SessionState(
+            timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
+            skills_version=tracker.seen_version, skills_names=list(tracker._seen_names), skills_read=dict(tracker._read)))
+
+    def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
+        """Due timers become events, journaled in the same transaction as the timers' new state
+        (nothing awaited in between), so a crash neither loses a firing nor repeats it."""
+        assert self.settings is not None
+        for timer in conversation.timers.due(now):
+            event = timer.to_event(now, self.settings.tz)
+            if event.event_id in conversation.seen:
+                continue
+            self.journal.note_event(sid, event)
+            conversation.submit(event)
+
+    async def search_history(self, sid: str, words: str) -> str:
+        """history_search: the session's matching turns from the whole journal, with their time."""
+        from core.timers import format_time
+
+        try:
+            hits = await self.journal.search(sid, words)
+        except JournalError as exc:
+            return f"tool error: {exc}"
+        if not hits:
+            return f"nothing in this conversation matches {words!r}"
+        assert self.settings is not None
+        lines = []
+        for hit in hits:
+            said = f"[{format_time(hit.ts, self.settings.tz)}] {hit.role}: {hit.content.strip()}"
+            if hit.reply:
+                said += f"\n  assistant: {hit.reply.strip()}"
+            lines.append(said)
+        text = "\n".join(lines)
+        return text if len(text) <= SEARCH_RESULT_CHARS else text[:SEARCH_RESULT_CHARS] + " …"
+
+    async def _purge_expired(self) -> None:
+        days = self.config.storage.retention_days
+        if days <= 0:
+            return
+        try:
+            deleted = await self.journal.purge(self.clock() - days * 86400.0)
+        except JournalError as exc:
+            self.log.error("actor=session retention purge failed: %s", exc)
+            return
+        if deleted:
+            self.log.info("actor=session deleted %d journal entries older than %g days", deleted, days)
+
+    # ---- the model's context (for the fold) ---------------------------------------------------
+    def _model_info(self, info: p.ModelInfo) -> None:
+        assert self.settings is not None
+        model = self.settings.model
+        if model.profile != info.profile:
+            model.tokens_per_char = 0.5  # another tokenizer: conservative until it reports counts
+        model.profile, model.context_tokens = info.profile, info.context_tokens
+        self._llm_started = info.worker_started or self._llm_started
+        self.log.info("actor=session model profile=%s context_tokens=%d", info.profile, info.context_tokens)
+
+    async def _learn_model_context(self) -> None:
+        """The LLM worker tells its context when it starts; if it started before us, ask."""
+        assert self.settings is not None
+        for _ in range(30):
+            if self.settings.model.context_tokens:
+                return
+            try:
+                reply = await self.ask("llm", p.LLMStatusRequest(), timeout=2.0)
+            except AskTimeout:
+                continue
+            if isinstance(reply, p.LLMStatus) and not self.settings.model.context_tokens:
+                self.settings.model.profile, self.settings.model.context_tokens = reply.active, reply.context_tokens
+                return

@@ -28,12 +28,13 @@ import time
 import zoneinfo
 from collections import OrderedDict
 from contextlib import AbstractAsyncContextManager
-from typing import AsyncIterator, Callable, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Protocol
 
 import anyio
 
 import protocol as p
 from core.activity import ToolsetActivity
+from core.fold import ModelContext, fold_history
 from core.prompt import build_system_prompt
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
@@ -84,6 +85,8 @@ class SessionSettings:
         self.on_timer_set = on_timer_set
         self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
+        self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
+        self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -98,7 +101,7 @@ def _new_id() -> str:
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
-        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
+        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active", "fold_cut",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -117,6 +120,7 @@ class Conversation:
         self._skills_epoch = -1  # settings.skills_epoch when _skills was fetched
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
+        self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -196,6 +200,7 @@ class Conversation:
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
+        turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
         for _ in range(self.s.config.max_steps):
@@ -205,7 +210,7 @@ class Conversation:
                 _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
             skills = await self._skill_index()
             system = build_system_prompt(self.s.registry, self.activity.active(), skills.entries, SKILLS_HOWTO)
-            messages = [p.ChatMessage(role="system", content=system), *self.trajectory.messages()]
+            messages = [p.ChatMessage(role="system", content=system), *self._fitted(system, notice, turn_start)]
             if notice:
                 messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
                 notice = ""
@@ -241,6 +246,16 @@ class Conversation:
             if self.trajectory.call_state(call_id) == "pending":
                 self.trajectory.record_result(call_id, result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    def _fitted(self, system: str, notice: str, turn_start: int) -> list[p.ChatMessage]:
+        """The history that fits the model's context: the oldest whole turns folded into one
+        line (core/fold.py). The journal keeps everything; history_search finds it."""
+        model = self.s.model
+        others = model.cost(p.ChatMessage(role="system", content=system + notice))
+        fold = fold_history(self.trajectory.messages(), cut=self.fold_cut, current_start=turn_start,
+                            other_tokens=others, max_tokens=self.s.config.max_tokens, model=model)
+        self.fold_cut = fold.cut
+        return fold.messages
 
     async def _skill_index(self) -> p.SkillIndex:
         """This session's skills index: kept until the SkillStore says skills changed
@@ -337,6 +352,12 @@ class Conversation:
             if not arg:
                 return "arguments invalid for read_skill; expected: read_skill|name"
             return await self._read_skill(arg)
+        if tool == "history_search":
+            if not arg:
+                return "arguments invalid for history_search; expected: history_search|words"
+            if self.s.search_history is None:
+                return "history_search is not available: this runtime keeps no journal"
+            return await self.s.search_history(self.sid, arg)
         return self.s.registry.unknown_tool_text(tool)
 
     async def _read_skill(self, name: str) -> str:
@@ -363,7 +384,7 @@ class Conversation:
     # ---- timers (E10) ---------------------------------------------------------------------
     def fire_due_timers(self, now: float) -> None:
         for timer in self.timers.due(now):
-            self.submit(timer.to_event(now))
+            self.submit(timer.to_event(now, self.s.tz))
 
     # ---- parallel light requests (E5) -----------------------------------------------------
     async def _parallel(self, event: p.Event) -> None:

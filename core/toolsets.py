@@ -20,6 +20,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="date, time and time zone (ISO 8601)"),
     ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")]),
     ToolSpec(name="read_skill", summary="read a skill's steps", args=[ArgSpec(name="name")]),
+    ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")]),
     ToolSpec(name="enable_toolset", summary="turn a toolset's tools on", args=[ArgSpec(name="name")]),
     # name optional: a bare disable_toolset turns every active toolset off (forgiving, S3)
     ToolSpec(name="disable_toolset", summary="turn them off",

@@ -13,6 +13,7 @@ from protocol.llm import (
     CancelGenerate, ChatMessage, Generate, LLMChunk, LLMDone, LLMFailed, LLMStatus,
     LLMStatusRequest, UseProfile,
 )
+from protocol.llm import ModelInfo
 from protocol.phone import (
     Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
@@ -37,6 +38,7 @@ _ALL = (
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
+    ModelInfo,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]

@@ -50,3 +50,5 @@ class SessionInfo(Msg):
     active_toolsets: dict[str, float] = {}
     queued: int = 0
     busy: bool = False
+    restored: bool = False  # this session's state in memory was loaded back from the journal
+    resident: bool = False  # in memory now; else `history` was read from the journal
