@@ -11,6 +11,7 @@
     python run.py phone --session ID     interactive phone console
     python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
     python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
+    python run.py sessions list|show ID|export ID|delete ID   the session journal
 """
 from __future__ import annotations
 
@@ -245,8 +246,9 @@ def _extra_commands():
     """Commands that live beside their feature: the phone tools, the benchmarks."""
     from bench.cli import register as bench_commands
     from phone.cli import register as phone_commands
+    from storage.cli import register as sessions_commands
 
-    return [phone_commands, bench_commands]
+    return [phone_commands, bench_commands, sessions_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -138,6 +138,8 @@ class SessionActor(Actor):
                     continue
                 finished = True
                 if isinstance(body, p.LLMDone):
+                    if self.settings is not None:  # how many tokens a character costs on this model
+                        self.settings.model.observe(body.prompt_tokens, sum(len(m.content) for m in messages))
                     return
                 if isinstance(body, p.LLMFailed):
                     raise ModelUnavailable(body.error)
