@@ -30,6 +30,7 @@ from core.urgency import RuleRouter, UrgencyConfig
 from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
 
 RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
+WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 
 
@@ -48,6 +49,7 @@ class SessionActor(Actor):
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
         self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
+        self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -123,17 +125,30 @@ class SessionActor(Actor):
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens)
         timeout = self.config.session.llm_timeout_s
         finished = False
+        env_id = ""
 
         async def pieces() -> AsyncIterator[str]:
             # No yield inside a cancel scope: receive under the timeout, yield outside it.
-            nonlocal finished
+            nonlocal finished, request
+            yielded = False
             while True:
                 body = None
                 with anyio.move_on_after(timeout):
                     body = (await replies.receive()).body
                 if body is None:
                     raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
+                if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
+                    if yielded:
+                        raise ModelUnavailable("the model worker restarted in the middle of the answer")
+                    # The request died with the worker: ask its successor, on the same stream.
+                    self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
+                    request = msgspec.structs.replace(request, request_id=p.new_id())
+                    self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
+                    continue
+                if getattr(body, "request_id", request.request_id) != request.request_id:
+                    continue  # from a request given up when the worker restarted
                 if isinstance(body, p.LLMChunk):
+                    yielded = True
                     yield body.text
                     continue
                 finished = True
@@ -147,10 +162,13 @@ class SessionActor(Actor):
 
         try:
             async with self.ask_stream("llm", request, session=session) as replies:
+                env_id = next(reversed(self._pending))  # the request ask_stream just sent
+                self._generating[env_id] = self.clock()
                 stream = pieces()
                 try:
                     yield stream
                 finally:
+                    self._generating.pop(env_id, None)
                     await stream.aclose()
         finally:
             if not finished:
@@ -406,7 +424,18 @@ class SessionActor(Actor):
         if model.profile != info.profile:
             model.tokens_per_char = 0.5  # another tokenizer: conservative until it reports counts
         model.profile, model.context_tokens = info.profile, info.context_tokens
-        self._llm_started = info.worker_started or self._llm_started
+        if info.worker_started > self._llm_started:
+            # A new worker: the requests the old one was serving died with it. Ask again.
+            for env_id in list(self._generating):
+                waiter = self._pending.get(env_id)
+                if waiter is not None:
+                    try:
+                        waiter.send_nowait(p.Envelope(body=p.LLMFailed(request_id="", error=WORKER_RESTARTED), corr=env_id, sender="llm"))
+                    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass
+            if self._generating:
+                self.log.warning("actor=session the LLM worker restarted: %d request(s) asked again", len(self._generating))
+        self._llm_started = max(self._llm_started, info.worker_started)
         self.log.info("actor=session model profile=%s context_tokens=%d", info.profile, info.context_tokens)
 
     async def _learn_model_context(self) -> None:

@@ -130,7 +130,7 @@ def _cli(config_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 async def test_sessions_export_and_delete_do_what_they_say(tmp_path):
-    async with inproc_system(tmp_path) as system:
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
         await system.turn("mine", "Меня зовут Аглая")
         await system.turn("other", "hello")
     config_path = tmp_path / "porfiry.json"
@@ -147,6 +147,6 @@ async def test_sessions_export_and_delete_do_what_they_say(tmp_path):
     assert "mine" not in _cli(config_path, "sessions", "list").stdout
     gone = _cli(config_path, "sessions", "export", "mine")
     assert gone.returncode == 1 and "no session 'mine'" in gone.stderr
-    async with inproc_system(tmp_path) as system:
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
         assert not (await system.info("mine")).exists
         assert (await system.info("other")).exists
