@@ -150,3 +150,30 @@ async def test_sessions_export_and_delete_do_what_they_say(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
         assert not (await system.info("mine")).exists
         assert (await system.info("other")).exists
+
+
+async def test_an_event_the_journal_cannot_store_is_a_clear_error_not_an_ack(tmp_path):
+    import sqlite3
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        await system.turn("s", "hello")
+        with sqlite3.connect(tmp_path / "porfiry.sqlite3") as conn:
+            conn.execute("DROP TABLE events")  # the disk lost the table under the runtime
+        reply = await system.deliver("s", "are you there", event_id="ev-unstored")
+        assert isinstance(reply, p.ErrorReply) and reply.code == "storage", reply
+        assert "ev-unstored" in reply.detail and "events" in reply.detail
+
+
+async def test_a_request_that_died_with_a_restarted_llm_worker_is_asked_again(tmp_path):
+    slow_then_fast = ScriptedBackend(first_token_delay_s=0.5)
+    async with inproc_system(tmp_path, backend=slow_then_fast) as system:
+        reply = await system.deliver("w", "what is a haiku", event_id="ev-w")
+        assert isinstance(reply, p.EventAccepted)
+        with anyio.fail_after(5):
+            while not slow_then_fast.calls:
+                await anyio.sleep(0.01)
+        # What a restarted worker says first: a later start time than the one the session knew.
+        system.client.tell("session", p.ModelInfo(profile="test", context_tokens=0, worker_started=4e9))
+        shown = await system.actors["glasses"].wait_event_done("w", "ev-w")
+        assert [m.text for m in shown if isinstance(m, p.Display) and m.final] == ["Sure. Here is a short answer to: what is a haiku"]
+        assert len(slow_then_fast.calls) == 2, "asked again of the new worker, once"
