@@ -7,8 +7,9 @@ it), `entries_fts` (FTS5 over the entries' text, for `history_search`).
 
 All database work runs off the event loop: callers queue operations; one writer task hands
 everything queued so far to a worker thread as one transaction (`anyio.to_thread`), so a burst
-of entries costs one commit. Appends are fire-and-forget (order is kept: one queue, one writer);
-`accept_event` waits for its commit, because the phone's ack must mean "on disk". WAL with
+of entries costs one commit. Appends are fire-and-forget (order is kept: one queue, one writer)
+and wait up to `COALESCE_S` for company; `accept_event` and reads are waited for, so they go at
+once (taking everything queued before them along), because the phone's ack must mean "on disk". WAL with
 synchronous=NORMAL survives the death of any process (what restarts are about); only a power
 loss may take the last commits.
 """
@@ -31,6 +32,7 @@ from core.trajectory import Recorded
 
 _log = logging.getLogger("porfiry.journal")
 
+COALESCE_S = 0.005  # an append waits this long for others to share its transaction
 DEDUP_KEPT = 256  # event ids loaded back per session (the in-memory dedup window)
 
 SCHEMA = """
@@ -292,6 +294,7 @@ class Journal:
         self._conn: sqlite3.Connection | None = None
         self._queue: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]] = []
         self._wake = anyio.Event()
+        self._now = anyio.Event()  # set when something waits on the queue: flush without delay
         self.failure = ""  # the last failed write nobody waited for, until a write succeeds
         self.batches = 0
 
@@ -305,6 +308,9 @@ class Journal:
             while True:
                 await self._wake.wait()
                 self._wake = anyio.Event()
+                with anyio.move_on_after(COALESCE_S):
+                    await self._now.wait()
+                self._now = anyio.Event()
                 await self._flush()
         finally:
             with anyio.CancelScope(shield=True):
@@ -357,6 +363,8 @@ class Journal:
     def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None) -> None:
         self._queue.append((operation, waiter))
         self._wake.set()
+        if waiter is not None:
+            self._now.set()
 
     async def _call(self, operation: Callable[[sqlite3.Connection], Any]) -> Any:
         return await self.wait(self._queue_waited(operation))
