@@ -26,6 +26,10 @@ def respond(request) -> Reply:
         return Reply(chunks=["Here is what I found: Lara Croft"])
     if "search lara croft" in last:
         return Reply(chunks=["TOOL_CALL: media_search|lara croft"])
+    if "runtime restarted" in last:
+        return Reply(chunks=["Сорок два."])
+    if "slow question" in last:
+        return Reply(chunks=["never shown"], first_chunk_delay_s=30)
     return Reply(chunks=["Приятно ", "познакомиться."])
 
 
@@ -116,6 +120,21 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
             assert "Active toolsets:" not in system_prompt(after_kill[0]) or "media" not in system_prompt(after_kill[0]).split("Active toolsets:")[-1], \
                 "toolsets are not persisted (S6)"
             assert "has NOT been executed" in after_kill[1]["messages"][-1]["content"], "the call is substituted (S8)"
+
+            # A turn cut by the SIGKILL: the phone was acked, so the turn is continued after the restart.
+            rows = await status(config)
+            before = len(server.requests)
+            outcome: list[tuple[int, str]] = []
+            async with anyio.create_task_group() as tg:
+                async def ask_slowly():
+                    outcome.append(await cli(config, "say", "--session", "d1", "--timeout", "40", "slow question"))
+                tg.start_soon(ask_slowly)
+                await wait_until(lambda: _asked(server, before, "slow question"))
+                os.kill(int(rows["session"][2]), signal.SIGKILL)
+            code, out = outcome[0]
+            assert code == 0 and out.strip().splitlines()[-1].endswith("Сорок два."), out
+            continued = server.requests[-1]["messages"]
+            assert "slow question" in said(server.requests[-1]) and "runtime restarted" in continued[-1]["content"]
         finally:
             process.send_signal(signal.SIGTERM)
             with anyio.fail_after(30):
@@ -127,7 +146,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
             code, out = await cli(config, "say", "--session", "d1", "--timeout", "20", "как меня зовут?")
             assert code == 0, out
             carried = said(server.requests[before])
-            assert "Меня зовут Аглая" in carried and carried.count("search lara croft") == 2, \
+            assert "Меня зовут Аглая" in carried and carried.count("search lara croft") == 2 and "slow question" in carried, \
                 "the whole history survives a stop and start of the runtime"
         finally:
             process.send_signal(signal.SIGKILL)  # the whole runtime dies at once: nothing to flush
@@ -138,6 +157,10 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
                     os.kill(int(row[2]), signal.SIGKILL)
                 except (ProcessLookupError, ValueError):
                     pass
+
+
+async def _asked(server, before: int, words: str) -> bool:
+    return any(words in said(request) for request in server.requests[before:])
 
 
 async def _restarted(config: Path, name: str, old_pid: str):
