@@ -177,3 +177,16 @@ async def test_a_request_that_died_with_a_restarted_llm_worker_is_asked_again(tm
         shown = await system.actors["glasses"].wait_event_done("w", "ev-w")
         assert [m.text for m in shown if isinstance(m, p.Display) and m.final] == ["Sure. Here is a short answer to: what is a haiku"]
         assert len(slow_then_fast.calls) == 2, "asked again of the new worker, once"
+
+
+async def test_retention_days_expires_old_sessions_at_start(tmp_path):
+    clock = ManualClock(1_000_000.0)
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, storage=msgspec.structs.replace(config.storage, retention_days=1.0))
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), clock=clock, config=config) as system:
+        await system.turn("old", "hello from the past")
+    clock.advance(2 * 86400)
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), clock=clock, config=config) as system:
+        await system.turn("new", "hello from today")
+        assert not (await system.info("old")).exists, "idle longer than storage.retention_days: deleted"
+        assert (await system.info("new")).exists
