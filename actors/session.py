@@ -104,6 +104,8 @@ class SessionActor(Actor):
             self.spawn(self._info, msg)
         elif isinstance(body, p.ModelInfo):
             self._model_info(body)
+        elif isinstance(body, p.SessionDelete):
+            self.spawn(self._delete, msg)
         else:
             await super().handle(msg)
 
@@ -310,6 +312,25 @@ class SessionActor(Actor):
             self._restored.add(sid)
             self._continue(sid, conversation, stored)
         return conversation
+
+    async def _delete(self, msg: Inbound) -> None:
+        """`run.py sessions delete` while we run: out of memory, then out of the journal (after
+        whatever is still queued for it, so nothing of it is written back)."""
+        sid = msg.session
+        conversation = self.sessions.get(sid)
+        if conversation is not None and (conversation.running or conversation.queue):
+            msg.reply(self, p.ErrorReply(code="busy", detail=f"session {sid} is in the middle of a turn; try again when it is done"))
+            return
+        if conversation is not None:
+            del self.sessions[sid]
+            self._restored.discard(sid)
+            conversation.timers.on_change = None
+        try:
+            existed = await self.journal.delete(sid)
+        except JournalError as exc:
+            msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
+            return
+        msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
 
     def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:
         assert self.settings is not None

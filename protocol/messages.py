@@ -14,6 +14,7 @@ from protocol.llm import (
     LLMStatusRequest, UseProfile,
 )
 from protocol.llm import ModelInfo
+from protocol.session import SessionDelete
 from protocol.phone import (
     Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
@@ -38,7 +39,7 @@ _ALL = (
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
-    ModelInfo,
+    ModelInfo, SessionDelete,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]

@@ -40,6 +40,11 @@ class SessionsForgotten(Msg):
     sessions: list[str]
 
 
+class SessionDelete(Msg):
+    """`run.py sessions delete` -> SessionActor: forget the session in memory and delete its
+    journal (after anything still queued for it). Answered Ok, or ErrorReply while it is busy."""
+
+
 class SessionInfoRequest(Msg):
     """Ask the SessionActor for one session's in-memory state (tests, debugging, `run.py`)."""
 

@@ -1,8 +1,8 @@
 """`python run.py sessions list|show ID|export ID|delete ID`: users own their data.
 
-Reads and writes the journal directly (SQLite in WAL mode allows it while the runtime runs). A
-session deleted while the runtime holds it in memory is deleted from disk; what it records
-afterwards starts a new journal for it.
+Reads the journal directly (SQLite in WAL mode allows it while the runtime runs). `delete` asks
+the running runtime's session actor first (it forgets the session in memory, then deletes its
+journal after anything still queued for it); with no runtime answering, it deletes on disk.
 """
 from __future__ import annotations
 
@@ -24,6 +24,28 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                        ("delete", "delete everything the journal holds about a session")):
         action.add_parser(name, help=text).add_argument("session")
     sessions.set_defaults(func=lambda args: cmd_sessions(args, load_config(args)))
+
+
+def _delete_in_runtime(config: Config, session: str, timeout: float = 2.0) -> str:
+    """"deleted", "unknown" (the runtime knows nothing of it), an error text, or "" when no
+    runtime answers."""
+    import anyio
+
+    import protocol as p
+    from actors.base import AskTimeout, Endpoint
+
+    async def ask() -> str:
+        client = Endpoint(config, name="sessions-cli")
+        async with client.running():
+            reply = await client.ask("session", p.SessionDelete(), session=session, timeout=timeout)
+        if isinstance(reply, p.Ok):
+            return "deleted" if reply.detail == "deleted" else ""
+        return getattr(reply, "detail", type(reply).__name__)
+
+    try:
+        return anyio.run(ask, backend="trio")
+    except (AskTimeout, BaseExceptionGroup):
+        return ""
 
 
 def _when(ts: float) -> str:
@@ -48,6 +70,12 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
         entries = journal.session_entries(conn, args.session)
         known = any(row[0] == args.session for row in journal.list_sessions(conn)) if not entries else True
         if args.action == "delete":
+            answer = _delete_in_runtime(config, args.session)
+            if answer == "deleted":
+                print(f"deleted session {args.session} ({len(entries)} entries), in the running runtime too")
+                return 0
+            if answer:
+                sys.exit(f"porfiry: {answer}")
             if not journal.delete_session(conn, args.session):
                 sys.exit(f"porfiry: no session {args.session!r} in {path}")
             print(f"deleted session {args.session} ({len(entries)} entries)")

@@ -248,17 +248,21 @@ def session_entries(conn: sqlite3.Connection, session: str) -> list[dict[str, An
     ]
 
 
-def delete_session(conn: sqlite3.Connection, session: str) -> bool:
-    """Everything the journal holds about the session; False when it held nothing."""
-    conn.execute("BEGIN IMMEDIATE")
+def delete_session(conn: sqlite3.Connection, session: str, *, transaction: bool = True) -> bool:
+    """Everything the journal holds about the session; False when it held nothing.
+    `transaction=False`: the caller's transaction (the Journal's batch) holds it."""
+    if transaction:
+        conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("DELETE FROM entries_fts WHERE rowid IN (SELECT id FROM entries WHERE session = ?)", (session,))
         conn.execute("DELETE FROM entries WHERE session = ?", (session,))
         conn.execute("DELETE FROM events WHERE session = ?", (session,))
         gone = conn.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount
-        conn.execute("COMMIT")
+        if transaction:
+            conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if transaction:
+            conn.execute("ROLLBACK")
         raise
     return bool(gone)
 
@@ -425,6 +429,9 @@ class Journal:
 
     async def search(self, session: str, words: str, limit: int = 5) -> list[SearchHit]:
         return await self._call(lambda conn: search(conn, session, words, limit))
+
+    async def delete(self, session: str) -> bool:
+        return await self._call(lambda conn: delete_session(conn, session, transaction=False))
 
     async def purge(self, cutoff: float) -> int:
         return await self._call(lambda conn: purge_older_than(conn, cutoff))

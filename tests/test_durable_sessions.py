@@ -134,7 +134,8 @@ async def test_sessions_export_and_delete_do_what_they_say(tmp_path):
         await system.turn("mine", "Меня зовут Аглая")
         await system.turn("other", "hello")
     config_path = tmp_path / "porfiry.json"
-    config_path.write_bytes(msgspec.json.encode({"storage": {"path": str(tmp_path / "porfiry.sqlite3")}}))
+    config_path.write_bytes(msgspec.json.encode({"storage": {"path": str(tmp_path / "porfiry.sqlite3")},
+                                                  "topology": {"ipc_dir": str(tmp_path / "ipc")}}))  # no runtime there
     listed = _cli(config_path, "sessions", "list")
     assert listed.returncode == 0 and "mine" in listed.stdout and "other" in listed.stdout
     exported = _cli(config_path, "sessions", "export", "mine")
@@ -190,3 +191,17 @@ async def test_retention_days_expires_old_sessions_at_start(tmp_path):
         await system.turn("new", "hello from today")
         assert not (await system.info("old")).exists, "idle longer than storage.retention_days: deleted"
         assert (await system.info("new")).exists
+
+
+async def test_a_session_deleted_while_the_runtime_holds_it_is_gone_from_memory_and_disk(tmp_path):
+    from storage import journal as j
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        await system.turn("mine", "Меня зовут Аглая")
+        reply = await system.client.ask("session", p.SessionDelete(), session="mine")
+        assert isinstance(reply, p.Ok) and reply.detail == "deleted"
+        assert not (await system.info("mine")).exists
+        await system.turn("mine", "hello again")
+        assert _user_texts_dicts(await system.history("mine")) == ["[User said] hello again"]
+    conn = j.connect(tmp_path / "porfiry.sqlite3")
+    assert [e["content"] for e in j.session_entries(conn, "mine") if e["role"] == "user"] == ["[User said] hello again"]
