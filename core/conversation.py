@@ -101,7 +101,8 @@ def _new_id() -> str:
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
-        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active", "fold_cut",
+        "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
+        "fold_cut",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
