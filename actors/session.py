@@ -25,7 +25,7 @@ from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
 from core.timers import Timer
 from core.toolsets import ToolsetRegistry
-from core.trajectory import Trajectory
+from core.trajectory import CUT_BY_RESTART, Trajectory
 from core.urgency import RuleRouter, UrgencyConfig
 from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
 
@@ -359,6 +359,9 @@ class SessionActor(Actor):
         calls = conversation.trajectory.pending_calls()
         for call_id, _tool in calls:
             conversation.trajectory.record_cut(call_id)
+        for call_id, tool in conversation.trajectory.placeholder_calls():
+            # Interrupted before the restart: its real result died with the task that waited for it.
+            conversation.trajectory.record_late_result(call_id, CUT_BY_RESTART.format(tool=tool))
         if cut or calls:
             notice = p.Event(event_id=f"restart-{p.new_id()}", kind="system", source="runtime", channel="system",
                              content=RESTART_NOTICE, ts=self.clock())

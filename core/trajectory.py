@@ -129,6 +129,10 @@ class Trajectory:
         """A call answered by a placeholder still waits for its real result."""
         return any(call.state == _PLACEHOLDER for call in self._calls.values())
 
+    def placeholder_calls(self) -> list[tuple[str, str]]:
+        """(call_id, tool) of calls answered "still running" whose real result has not come."""
+        return [(cid, call.tool) for cid, call in self._calls.items() if call.state == _PLACEHOLDER]
+
     def pending_calls(self) -> list[tuple[str, str]]:
         """(call_id, tool) of calls still waiting for a result: placeholder them on interrupt."""
         return [(cid, self._calls[cid].tool) for cid in self._open]

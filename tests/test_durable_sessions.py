@@ -205,3 +205,35 @@ async def test_a_session_deleted_while_the_runtime_holds_it_is_gone_from_memory_
         assert _user_texts_dicts(await system.history("mine")) == ["[User said] hello again"]
     conn = j.connect(tmp_path / "porfiry.sqlite3")
     assert [e["content"] for e in j.session_entries(conn, "mine") if e["role"] == "user"] == ["[User said] hello again"]
+
+
+async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_session_can_leave_memory(tmp_path):
+    """The journal as a crash left it: a call answered "still running" (the user said stop), its
+    real result never came - the task waiting for it died with the process."""
+    from core.trajectory import CUT_BY_RESTART, Trajectory
+    from storage import journal as j
+
+    clock = ManualClock(1_000_000.0)
+    conn = j.connect(tmp_path / "porfiry.sqlite3")
+    trajectory = Trajectory(sink=lambda entry: j.insert_entry(conn, "i", clock(), entry))
+    for event_id, kind, text in (("ev-find", "user_text", "find lara croft"), ("ev-stop", "user_interrupt", "stop")):
+        j.insert_event(conn, "i", "", p.Event(event_id=event_id, kind=kind, source="user", channel="speech", content=text), clock())
+        if kind == "user_text":
+            trajectory.record_events(p.Event(event_id=event_id, kind=kind, source="user", channel="speech", content=text))
+            trajectory.record_assistant("TOOL_CALL: media_search|lara croft", "c1", "media_search")
+            trajectory.record_placeholder("c1")
+        else:
+            trajectory.record_events(p.Event(event_id=event_id, kind=kind, source="user", channel="speech", content=text))
+            trajectory.record_assistant("OK, stopped.")
+    j.mark_done(conn, "i", ["ev-find", "ev-stop"])
+    conn.close()
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), clock=clock, idle_session_ttl_s=600) as system:
+        await system.turn("i", "hello")
+        history = await system.history("i")
+        lost = [m for m in history if m["role"] == "user" and CUT_BY_RESTART.format(tool="media_search") in m["content"]]
+        assert len(lost) == 1 and "late result" in lost[0]["content"], history
+        clock.advance(700)
+        with anyio.fail_after(10):
+            while (await system.info("i")).resident:
+                await anyio.sleep(0.05)
