@@ -13,6 +13,7 @@
     python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
     python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
     python run.py eval [--profile P]     score a real model on the eval scenarios (progressive vs flat)
+    python run.py sessions list|show ID|export ID|delete ID   the session journal
 """
 from __future__ import annotations
 
@@ -257,9 +258,10 @@ def _extra_commands():
     from bench.cli import register as bench_commands
     from evals.cli import register as eval_commands
     from phone.cli import register as phone_commands
+    from storage.cli import register as sessions_commands
     from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands, eval_commands, web_commands]
+    return [phone_commands, bench_commands, eval_commands, sessions_commands, web_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from core.config import Config
 from llm.adapt import strip_think
 from llm.base import Backend, LLMError
 from llm.chunks import ChunkCoalescer
-from llm.profiles import make_backend
+from llm.profiles import context_of, make_backend
 
 
 class LLMWorker(Actor):
@@ -37,6 +37,13 @@ class LLMWorker(Actor):
 
     async def on_start(self) -> None:
         self.backend(self.active)  # fail fast on a broken profile; models load on first request
+        self.tell("session", self.model_info())
+
+    def model_info(self) -> p.ModelInfo:
+        """What sessions need to keep their prompts inside the active model's context."""
+        profile = self.profiles.get(self.active)
+        return p.ModelInfo(profile=self.active, context_tokens=context_of(profile) if profile else 0,
+                           worker_started=self.started_at)
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
@@ -59,6 +66,7 @@ class LLMWorker(Actor):
                 msg.reply(self, p.ErrorReply(code="unknown_profile", detail=f"profile {body.profile!r} does not exist; profiles: {', '.join(sorted(known))}"))
                 return
             previous, self.active = self.active, body.profile
+            self.tell("session", self.model_info())
             self.log.info("actor=llm profile swap from=%s to=%s in_flight=%d", previous, self.active, len(self._in_flight))
             msg.reply(self, p.Ok(detail=f"active profile: {self.active} (was {previous}); {len(self._in_flight)} request(s) in flight finish on {previous}"))
         elif isinstance(body, p.LLMStatusRequest):
@@ -74,6 +82,7 @@ class LLMWorker(Actor):
         msg.reply(self, p.LLMStatus(
             active=self.active, profiles=sorted(set(self.profiles) | set(self._backends)),
             healthy=healthy, detail=detail, in_flight=len(self._in_flight),
+            context_tokens=self.model_info().context_tokens,
         ))
 
     async def _generate(self, msg: Inbound, body: p.Generate, profile: str, scope: anyio.CancelScope) -> None:

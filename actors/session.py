@@ -3,9 +3,12 @@
 All the behaviour lives in core.conversation; this actor only turns messages into calls and
 calls into messages: DeliverEvent in, Display/TurnDone out to the glasses, Generate to the LLM
 worker, ToolInvoke to the ToolsetSupervisor, SkillIndexRequest/SkillRead to the SkillStore.
-Session state is in memory only (S6): a restart of this actor starts every session afresh, and
-a session idle for `session.idle_session_ttl_s` (nothing running, no timer set) is forgotten, so
-a long-running server does not keep every session it ever saw; its next event starts afresh.
+Every session is journaled (storage/journal.py): its history entries as the Trajectory records
+them, the events it accepted (on disk before the phone is acked), its timers and what it knows of
+skills. Memory holds the active sessions, disk holds all: a session idle for
+`session.idle_session_ttl_s` leaves memory and comes back from the journal on its next event; a
+restart brings back at once every session with unanswered events or timers, and continues a turn
+the crash cut. Toolset activity is deliberately not kept (S6: a restart resets toolsets).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator, Callable
 
 import anyio
+import msgspec
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
@@ -21,8 +25,15 @@ from actors.observers import Subscribers
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
 from core.observe import Observer
+from core.timers import Timer
 from core.toolsets import ToolsetRegistry
+from core.trajectory import CUT_BY_RESTART, Trajectory
 from core.urgency import RuleRouter, UrgencyConfig
+from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
+
+RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
+WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
+SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 
 
 class SessionActor(Actor):
@@ -36,9 +47,17 @@ class SessionActor(Actor):
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
+        self.journal = Journal(config.path(config.storage.path), clock=clock)
+        self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
+        self._restored: set[str] = set()  # sessions in memory that came back from the journal
+        self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
+        self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
+        self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
+        assert self._tg is not None
+        await self._tg.start(self.journal.run)
         catalog = await self._fetch_catalog()
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
@@ -49,6 +68,14 @@ class SessionActor(Actor):
             clock=self.clock, router=RuleRouter(urgency), on_timer_set=self.wake_timers,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
+        self.settings.search_history = self.search_history
+        self.spawn(self._learn_model_context, name="model-context")
+        await self._purge_expired()
+        unfinished = await self.journal.unfinished()
+        for sid in unfinished:
+            await self.conversation(sid)
+        if unfinished:
+            self.log.info("actor=session brought back %d session(s) with unanswered events or timers", len(unfinished))
         self.spawn(self._timer_wheel, name="timer-wheel")
 
     async def _fetch_catalog(self) -> p.Catalog:
@@ -70,15 +97,10 @@ class SessionActor(Actor):
             if not msg.session:
                 msg.reply(self, p.ErrorReply(code="no_session", detail="DeliverEvent needs a session id in the envelope"))
                 return
-            conversation = self.sessions.get(msg.session)
-            if conversation is None:
-                assert self.settings is not None
-                conversation = self.sessions[msg.session] = Conversation(msg.session, self.settings, body.phone_key)
-            verdict = conversation.submit(body.event)
-            if verdict == "busy":
-                msg.reply(self, p.Busy(event_id=body.event.event_id, detail=f"session {msg.session} has {len(conversation.queue)} events waiting; try again shortly"))
+            if msg.session in self.sessions and msg.session not in self._loading:
+                self._deliver_now(msg, body)
             else:
-                msg.reply(self, p.EventAccepted(event_id=body.event.event_id, duplicate=verdict == "duplicate"))
+                self.spawn(self._deliver, msg, body)
         elif isinstance(body, p.SkillsChanged):
             if self.settings is not None:
                 self.settings.skills_epoch += 1  # every session asks again on its next step
@@ -87,8 +109,11 @@ class SessionActor(Actor):
                 p.SessionSummary(session=sid, busy=c.running, queued=len(c.queue), last_active=c.last_active)
                 for sid, c in self.sessions.items()])
         elif isinstance(body, p.SessionInfoRequest):
-            conversation = self.sessions.get(msg.session)
-            msg.reply(self, conversation.info() if conversation else p.SessionInfo(exists=False))
+            self.spawn(self._info, msg)
+        elif isinstance(body, p.ModelInfo):
+            self._model_info(body)
+        elif isinstance(body, p.SessionDelete):
+            self.spawn(self._delete, msg)
         else:
             await super().handle(msg)
 
@@ -112,22 +137,37 @@ class SessionActor(Actor):
                              arg_choices=arg_choices or {})
         timeout = self.config.session.llm_timeout_s
         finished = False
+        env_id = ""
 
         async def pieces() -> AsyncIterator[str]:
             # No yield inside a cancel scope: receive under the timeout, yield outside it.
-            nonlocal finished
+            nonlocal finished, request
+            yielded = False
             while True:
                 body = None
                 with anyio.move_on_after(timeout):
                     body = (await replies.receive()).body
                 if body is None:
                     raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
+                if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
+                    if yielded:
+                        raise ModelUnavailable("the model worker restarted in the middle of the answer")
+                    # The request died with the worker: ask its successor, on the same stream.
+                    self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
+                    request = msgspec.structs.replace(request, request_id=p.new_id())
+                    self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
+                    continue
+                if getattr(body, "request_id", request.request_id) != request.request_id:
+                    continue  # from a request given up when the worker restarted
                 if isinstance(body, p.LLMChunk):
+                    yielded = True
                     yield body.text
                     continue
                 finished = True
                 if isinstance(body, p.LLMDone):
                     usage.done = body  # what the backend said about tokens, for observers
+                    if self.settings is not None:  # how many tokens a character costs on this model
+                        self.settings.model.observe(body.prompt_tokens, sum(len(m.content) for m in messages))
                     return
                 if isinstance(body, p.LLMFailed):
                     raise ModelUnavailable(body.error)
@@ -135,11 +175,14 @@ class SessionActor(Actor):
 
         try:
             async with self.ask_stream("llm", request, session=session) as replies:
+                env_id = next(reversed(self._pending))  # the request ask_stream just sent
+                self._generating[env_id] = self.clock()
                 stream = pieces()
                 usage = _Pieces(stream)
                 try:
                     yield usage
                 finally:
+                    self._generating.pop(env_id, None)
                     await stream.aclose()
         finally:
             if not finished:
@@ -164,6 +207,8 @@ class SessionActor(Actor):
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)
 
     def send(self, session: str, body: p.Msg) -> None:
+        if isinstance(body, p.TurnDone):
+            body = self._turn_done(session, body)
         self.tell("glasses", body, session=session)
         if self.subscribers:
             self.subscribers.shown(session, body)
@@ -176,13 +221,14 @@ class SessionActor(Actor):
         ttl = self.config.session.idle_session_ttl_s
         sweep_every = min(ttl / 2, 60.0)
         next_sweep = self.clock() + sweep_every
+        next_purge = self.clock() + 3600.0
         while True:
             self._timer_wake = anyio.Event()
             now = self.clock()
             next_due = next_sweep
-            for conversation in self.sessions.values():
+            for sid, conversation in list(self.sessions.items()):
                 if len(conversation.timers):
-                    conversation.fire_due_timers(now)
+                    self._fire_due_timers(sid, conversation, now)
                     due = conversation.timers.next_due()
                     if due is not None:
                         next_due = min(next_due, due)
@@ -190,13 +236,17 @@ class SessionActor(Actor):
                 self.forget_idle_sessions(now, ttl)
                 next_sweep = now + sweep_every
                 next_due = min(next_due, next_sweep)
+            if now >= next_purge:
+                next_purge = now + 3600.0
+                self.spawn(self._purge_expired)
             with anyio.move_on_after(max(0.0, next_due - now)):
                 await self._timer_wake.wait()
 
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
         idle = [sid for sid, c in self.sessions.items() if (since := c.idle_since()) is not None and now - since >= ttl]
         for sid in idle:
-            del self.sessions[sid]
+            del self.sessions[sid]  # its journal holds it all: the next event brings it back
+            self._restored.discard(sid)
         if idle:
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
@@ -204,6 +254,242 @@ class SessionActor(Actor):
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
         return idle
 
+    # ---- the journal: accepted events on disk before the ack, sessions back from disk ----------
+    def _deliver_now(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """DeliverEvent for a session in memory: taken in arrival order at once, acked once the
+        journal stored it (an ack means it survives any restart)."""
+        sid, event = msg.session, body.event
+        conversation = self.sessions[sid]
+        verdict = conversation.submit(event)
+        if verdict == "busy":
+            msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
+        elif verdict == "duplicate":
+            msg.reply(self, p.EventAccepted(event_id=event.event_id, duplicate=True))
+        else:
+            self.spawn(self._ack_when_stored, msg, event.event_id, self.journal.accept_event(sid, body.phone_key, event))
+
+    async def _ack_when_stored(self, msg: Inbound, event_id: str, waiter) -> None:
+        try:
+            await self.journal.stored(waiter)
+        except JournalError as exc:
+            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, exc)
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {exc}"))
+            return
+        msg.reply(self, p.EventAccepted(event_id=event_id))
+
+    async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """DeliverEvent for a session not in memory: read it back from the journal first."""
+        try:
+            await self.conversation(msg.session, body.phone_key)
+        except JournalError as exc:
+            self.log.error("actor=session session=%s could not be read back: %s", msg.session, exc)
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"session {msg.session} could not be read from the journal: {exc}"))
+            return
+        self._deliver_now(msg, body)
+
+    async def _info(self, msg: Inbound) -> None:
+        """A session in memory as it is; one that left memory as its journal holds it."""
+        sid = msg.session
+        conversation = self.sessions.get(sid)
+        if conversation is not None:
+            msg.reply(self, msgspec.structs.replace(conversation.info(), restored=sid in self._restored, resident=True))
+            return
+        try:
+            stored = await self.journal.load(sid)
+        except JournalError as exc:
+            msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
+            return
+        if stored is None:
+            msg.reply(self, p.SessionInfo(exists=False))
+            return
+        history = [msgspec.structs.asdict(entry.message()) for entry in stored.entries if entry.role]
+        msg.reply(self, p.SessionInfo(exists=True, history=history, queued=len(stored.open_events)))
+
+    async def conversation(self, sid: str, phone_key: str = "", *, create: bool = True) -> Conversation | None:
+        """The session in memory, else read back from the journal (and continued if a restart cut
+        it), else a new one (None when `create` is false). Raises JournalError."""
+        while (loading := self._loading.get(sid)) is not None:
+            await loading.wait()
+        conversation = self.sessions.get(sid)
+        if conversation is not None:
+            return conversation
+        done = self._loading[sid] = anyio.Event()
+        try:
+            stored = await self.journal.load(sid)
+            if stored is None and not create:
+                return None
+            conversation = self._build(sid, phone_key, stored)
+            self.sessions[sid] = conversation
+        finally:
+            del self._loading[sid]
+            done.set()
+        if stored is not None:
+            self._restored.add(sid)
+            self._continue(sid, conversation, stored)
+        return conversation
+
+    async def _delete(self, msg: Inbound) -> None:
+        """`run.py sessions delete` while we run: out of memory, then out of the journal (after
+        whatever is still queued for it, so nothing of it is written back)."""
+        sid = msg.session
+        conversation = self.sessions.get(sid)
+        if conversation is not None and (conversation.running or conversation.queue):
+            msg.reply(self, p.ErrorReply(code="busy", detail=f"session {sid} is in the middle of a turn; try again when it is done"))
+            return
+        if conversation is not None:
+            del self.sessions[sid]
+            self._restored.discard(sid)
+            conversation.timers.on_change = None
+        try:
+            existed = await self.journal.delete(sid)
+        except JournalError as exc:
+            msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
+            return
+        msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
+
+    def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:
+        assert self.settings is not None
+        conversation = Conversation(sid, self.settings, phone_key or (stored.phone_key if stored else ""))
+        sink = lambda entry: self.journal.append(sid, entry)  # noqa: E731
+        if stored is None:
+            conversation.trajectory.sink = sink
+        else:
+            conversation.trajectory = Trajectory.restore(stored.entries, sink)
+            conversation.seen.update(dict.fromkeys(stored.seen))
+            state = stored.state
+            conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
+            tracker = conversation.tracker
+            tracker.seen_version, tracker._seen_names, tracker._read = state.skills_version, list(state.skills_names), dict(state.skills_read)
+            conversation.last_active = stored.last_active
+        conversation.timers.on_change = lambda: self._save_state(sid)
+        return conversation
+
+    def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
+        """After a restart: a call the crash cut gets a result saying so; a turn the crash cut is
+        continued after a notice (its TurnDone covers its events); accepted events that never
+        reached the history are queued again. Timers due meanwhile fire from the timer wheel."""
+        taken = {event_id for entry in stored.entries for event_id in entry.event_ids}
+        cut = [e.event_id for e in stored.open_events if e.event_id in taken]
+        waiting = [e for e in stored.open_events if e.event_id not in taken]
+        calls = conversation.trajectory.pending_calls()
+        for call_id, _tool in calls:
+            conversation.trajectory.record_cut(call_id)
+        for call_id, tool in conversation.trajectory.placeholder_calls():
+            # Interrupted before the restart: its real result died with the task that waited for it.
+            conversation.trajectory.record_late_result(call_id, CUT_BY_RESTART.format(tool=tool))
+        if cut or calls:
+            notice = p.Event(event_id=f"restart-{p.new_id()}", kind="system", source="runtime", channel="system",
+                             content=RESTART_NOTICE, ts=self.clock())
+            self._resumed[notice.event_id] = cut
+            conversation.queue.append(notice)
+        conversation.queue.extend(waiting)
+        if conversation.queue:
+            self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
+                          sid, len(cut), len(waiting))
+            conversation._ensure_running()
+        if len(conversation.timers):
+            self.wake_timers()
+
+    def _turn_done(self, sid: str, body: p.TurnDone) -> p.TurnDone:
+        """A TurnDone closes its events in the journal (a restart will not run them again), and
+        the session's skills knowledge is saved with it."""
+        ids = list(body.event_ids)
+        for event_id in body.event_ids:
+            ids += self._resumed.pop(event_id, [])
+        if len(ids) != len(body.event_ids):
+            body = msgspec.structs.replace(body, event_ids=ids)
+        if ids:
+            self.journal.events_done(sid, ids)
+        self._save_state(sid)
+        return body
+
+    def _save_state(self, sid: str) -> None:
+        conversation = self.sessions.get(sid)
+        if conversation is None:
+            return
+        timers, next_number = conversation.timers.snapshot()
+        tracker = conversation.tracker
+        self.journal.save_state(sid, SessionState(
+            timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
+            skills_version=tracker.seen_version, skills_names=list(tracker._seen_names), skills_read=dict(tracker._read)))
+
+    def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
+        """Due timers become events, journaled in the same transaction as the timers' new state
+        (nothing awaited in between), so a crash neither loses a firing nor repeats it."""
+        assert self.settings is not None
+        for timer in conversation.timers.due(now):
+            event = timer.to_event(now, self.settings.tz)
+            if event.event_id in conversation.seen:
+                continue
+            self.journal.note_event(sid, event)
+            conversation.submit(event)
+
+    async def search_history(self, sid: str, words: str) -> str:
+        """history_search: the session's matching turns from the whole journal, with their time."""
+        from core.timers import format_time
+
+        try:
+            hits = await self.journal.search(sid, words)
+        except JournalError as exc:
+            return f"tool error: {exc}"
+        if not hits:
+            return f"nothing in this conversation matches {words!r}"
+        assert self.settings is not None
+        lines = []
+        for hit in hits:
+            said = f"[{format_time(hit.ts, self.settings.tz)}] {hit.role}: {hit.content.strip()}"
+            if hit.reply:
+                said += f"\n  assistant: {hit.reply.strip()}"
+            lines.append(said)
+        text = "\n".join(lines)
+        return text if len(text) <= SEARCH_RESULT_CHARS else text[:SEARCH_RESULT_CHARS] + " …"
+
+    async def _purge_expired(self) -> None:
+        days = self.config.storage.retention_days
+        if days <= 0:
+            return
+        try:
+            deleted = await self.journal.purge(self.clock() - days * 86400.0)
+        except JournalError as exc:
+            self.log.error("actor=session retention purge failed: %s", exc)
+            return
+        if deleted:
+            self.log.info("actor=session deleted %d journal entries older than %g days", deleted, days)
+
+    # ---- the model's context (for the fold) ---------------------------------------------------
+    def _model_info(self, info: p.ModelInfo) -> None:
+        assert self.settings is not None
+        model = self.settings.model
+        if model.profile != info.profile:
+            model.tokens_per_char = 0.5  # another tokenizer: conservative until it reports counts
+        model.profile, model.context_tokens = info.profile, info.context_tokens
+        if info.worker_started > self._llm_started:
+            # A new worker: the requests the old one was serving died with it. Ask again.
+            for env_id in list(self._generating):
+                waiter = self._pending.get(env_id)
+                if waiter is not None:
+                    try:
+                        waiter.send_nowait(p.Envelope(body=p.LLMFailed(request_id="", error=WORKER_RESTARTED), corr=env_id, sender="llm"))
+                    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        pass
+            if self._generating:
+                self.log.warning("actor=session the LLM worker restarted: %d request(s) asked again", len(self._generating))
+        self._llm_started = max(self._llm_started, info.worker_started)
+        self.log.info("actor=session model profile=%s context_tokens=%d", info.profile, info.context_tokens)
+
+    async def _learn_model_context(self) -> None:
+        """The LLM worker tells its context when it starts; if it started before us, ask."""
+        assert self.settings is not None
+        for _ in range(30):
+            if self.settings.model.context_tokens:
+                return
+            try:
+                reply = await self.ask("llm", p.LLMStatusRequest(), timeout=2.0)
+            except AskTimeout:
+                continue
+            if isinstance(reply, p.LLMStatus) and not self.settings.model.context_tokens:
+                self.settings.model.profile, self.settings.model.context_tokens = reply.active, reply.context_tokens
+                return
 
 class _Pieces:
     """The model's text pieces, remembering the LLMDone that closed them (`done`): token counts

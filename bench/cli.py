@@ -30,6 +30,9 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--nice", type=int, default=10,
                        help="CPU niceness of the load generator once the runtime runs (default 10; real phones "
                             "are other machines: here they take the CPU the runtime leaves; 0 = same priority)")
+    bench.add_argument("--chaos", type=float, default=0.0, metavar="SECONDS",
+                       help="SIGKILL a random actor process every SECONDS during the load (default 0: never); "
+                            "reports chaos_kills, sessions_recovered, history_intact")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
@@ -47,14 +50,14 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
         sys.exit("porfiry: --sessions, --turns and --sessions-per-phone must be at least 1")
-    if args.latency_ms < 0 or args.think_ms < 0:
-        sys.exit("porfiry: --latency-ms and --think-ms cannot be negative")
+    if args.latency_ms < 0 or args.think_ms < 0 or args.chaos < 0:
+        sys.exit("porfiry: --latency-ms, --think-ms and --chaos cannot be negative")
     from phone.client import PhoneError
 
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
                           think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
     try:
-        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice), backend="trio")
+        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos), backend="trio")
     except (RuntimeError, PhoneError) as exc:
         sys.exit(f"porfiry: bench: {exc}")
     except KeyboardInterrupt:
@@ -69,15 +72,16 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
-                         progress: Callable[[str], None] | None = None, nice: int = 0):
+                         progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0):
     """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
-    `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs)."""
+    `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs).
+    `chaos_s`: SIGKILL a random actor process this often during the load."""
     from bench.load import LoadDriver, LoadOptions, warmup_plan
     from bench.report import build_report
     from bench.runtime import BenchRuntime, read_rss_kb
 
     say = progress or _stderr_progress
-    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level) as runtime:
+    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
         if nice > 0:
@@ -91,7 +95,13 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
         driver = LoadDriver(endpoint, options)
-        result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
+        kills: dict[str, int] = {}
+        async with anyio.create_task_group() as chaos:
+            if chaos_s > 0:
+                chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say)
+            result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
+            chaos.cancel_scope.cancel()
+        recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
         idle = {name: current for name, (current, _) in rss.items()}
@@ -105,8 +115,56 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = -(-options.sessions // max(1, options.sessions_per_phone))
-        return build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
-                            baseline_kb=baseline, restarts=restarts)
+        report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
+                              baseline_kb=baseline, restarts=restarts)
+        return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
+                                       history_intact=intact)
+
+
+async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say: Callable[[str], None]) -> None:
+    """Every `every_s`: SIGKILL one actor process picked at random (any kind; a group as one)."""
+    import random
+    import signal
+
+    rng = random.Random(seed)
+    while True:
+        await anyio.sleep(every_s)
+        try:
+            processes = _processes(await runtime.status())
+        except Exception as exc:  # noqa: BLE001 - the supervisor is busy restarting: try next time
+            say(f"chaos: no status ({type(exc).__name__}); no kill this time")
+            continue
+        name = rng.choice(sorted(processes))
+        try:
+            os.kill(processes[name], signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        kills[name] = kills.get(name, 0) + 1
+        say(f"chaos: SIGKILLed {name} (pid {processes[name]})")
+
+
+async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, float]:
+    """(sessions that came back from the journal, share of sessions whose history - what their
+    next request carries - holds every text the phone got acked, in order)."""
+    import protocol as p
+    from actors.base import Endpoint
+
+    await runtime.wait_ready()
+    recovered = intact = 0
+    client = Endpoint(runtime.config, name="bench-check")
+    async with client.running():
+        for session, texts in said.items():
+            info = await client.ask("session", p.SessionInfoRequest(), session=session, timeout=10.0)
+            history = "\n".join(m["content"] for m in getattr(info, "history", []) if m["role"] == "user")
+            recovered += bool(getattr(info, "restored", False))
+            position = 0
+            for text in texts:
+                position = history.find(text, position)
+                if position < 0:
+                    break
+                position += len(text)
+            intact += position >= 0
+    return recovered, round(intact / max(1, len(said)), 4)
 
 
 def _processes(status) -> dict[str, int]:

@@ -126,6 +126,7 @@ class LoadResult:
     finished_at: float = 0.0
     resends: int = 0
     busy: int = 0
+    said: dict[str, list[str]] = field(default_factory=dict)  # session -> its acked texts, in order (--chaos)
 
     @property
     def duration_s(self) -> float:
@@ -194,10 +195,12 @@ class LoadDriver:
         if turn.kind == "interrupt":
             sends.append(lambda: phone.interrupt(session))
         waiting: set[str] = set()
-        for send in sends:
+        for index, send in enumerate(sends):
             result.events_sent += 1
             try:
                 waiting.add(await send())
+                if index == 0 and turn.text:
+                    result.said.setdefault(session, []).append(turn.text)
             except DeliveryFailed as exc:
                 result.lost += 1
                 result.errors.add("delivery_failed", str(exc))

@@ -35,6 +35,10 @@ class LoadReport(msgspec.Struct, kw_only=True):
     rss_idle_mb: dict[str, float]  # RSS after the load, every session idle
     bytes_per_idle_session: float
     restarts: dict[str, int]  # actor restarts during the run (should be all 0)
+    chaos_s: float = 0.0  # --chaos: a random actor process SIGKILLed this often (0: none)
+    chaos_kills: dict[str, int] = {}  # processes killed, by name
+    sessions_recovered: int = 0  # sessions that came back from the journal after a kill
+    history_intact: float = 1.0  # share of sessions whose history holds every turn the phone got acked, in order
 
 
 def _ms(samples: list[float]) -> Percentiles:
@@ -91,6 +95,10 @@ def format_report(report: LoadReport) -> str:
         lines += [f"    {kind}: {example}" for example in examples]
     lines.append(f"phone resends {report.resends}, busy answers {report.busy}, actor restarts "
                  f"{sum(report.restarts.values())}")
+    if report.chaos_s:
+        lines.append(f"chaos: a random actor process SIGKILLed every {report.chaos_s:g} s; kills "
+                     + (", ".join(f"{k}: {v}" for k, v in sorted(report.chaos_kills.items())) or "none")
+                     + f"; sessions recovered {report.sessions_recovered}; history intact {report.history_intact:.3f}")
     lines.append("memory, MB (peak RSS; RSS with every session idle):")
     for name, peak in report.rss_mb.items():
         lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")

@@ -25,14 +25,15 @@ def free_tcp_port() -> int:
 
 
 def scratch_config(config: Config, workdir: Path) -> Config:
-    """The config with the user skills dir and the media database moved into `workdir`, so a
-    benchmark neither reads the user's skills nor writes into var/."""
+    """The config with the user skills dir, the media database and the session journal moved into
+    `workdir`, so a benchmark neither reads the user's skills nor writes into var/."""
     replace = msgspec.structs.replace
     return replace(config, skills=replace(config.skills, user_dir=str(workdir / "user-skills")),
-                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")))
+                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")),
+                   storage=replace(config.storage, path=str(workdir / "porfiry.sqlite3")))
 
 
-def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:
+def bench_config(base: Config, workdir: Path, *, latency_ms: float, chaos: bool = False) -> Config:
     """`base` with what a repeatable benchmark needs: a process per actor over ipc:// in the
     scratch directory, a free phone port, no CURVE, empty user skills, the scripted model with
     `latency_ms` before each reply's first token (word tokens follow without delay)."""
@@ -45,6 +46,8 @@ def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:
         phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False),
         skills=replace(scratch.skills, exclusions={}),
         llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
+        # --chaos kills on purpose: the supervisor must keep restarting, not give up
+        supervisor=replace(base.supervisor, intensity=1_000_000) if chaos else base.supervisor,
     )
 
 
@@ -66,9 +69,9 @@ def read_rss_kb(pid: int) -> tuple[int, int]:
 class BenchRuntime:
     """Use as a context manager: the runtime runs while the block runs; its log stays in `log_path`."""
 
-    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING"):
+    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING", chaos: bool = False):
         self.workdir = Path(tempfile.mkdtemp(prefix="porfiry-bench-"))
-        self.config = bench_config(base, self.workdir, latency_ms=latency_ms)
+        self.config = bench_config(base, self.workdir, latency_ms=latency_ms, chaos=chaos)
         self.log_path = self.workdir / "porfiry.log"
         self.log_level = log_level
         self.keep = True  # keep the scratch directory (config, log) unless the run went well
@@ -107,8 +110,13 @@ class BenchRuntime:
         from actors.base import Endpoint
 
         client = Endpoint(self.config, name="bench")
-        async with client.running():
-            return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+        try:
+            async with client.running():
+                return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+        except BaseExceptionGroup as group:  # the endpoint's task group wraps what the ask raised
+            if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
+                raise group.exceptions[0] from None
+            raise
 
     async def wait_ready(self, timeout: float = 60.0) -> p.SystemStatus:
         """Until every actor is alive; a runtime that exits or stays down raises RuntimeError."""

@@ -81,6 +81,13 @@ class MediaConfig(_Section):
     db_path: str = "var/media.sqlite3"
 
 
+class StorageConfig(_Section):
+    """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
+
+    path: str = "var/porfiry.sqlite3"
+    retention_days: float = 0.0  # 0: keep forever
+
+
 class LLMConfig(_Section):
     profile: str = "local"
     profiles: dict[str, ProfileConfig] = {}
@@ -112,6 +119,7 @@ class Config(_Section):
     media: MediaConfig = msgspec.field(default_factory=MediaConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     web: WebConfig = msgspec.field(default_factory=WebConfig)
+    storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -128,6 +136,7 @@ ENV_OVERRIDES = {
     "PORFIRY_USER_SKILLS_DIR": "user skills directory (skills.user_dir)",
     "PORFIRY_TOPOLOGY": "inproc | ipc | tcp (topology.mode)",
     "PORFIRY_IPC_DIR": "directory of ipc:// sockets (topology.ipc_dir)",
+    "PORFIRY_STORAGE_PATH": "the session journal database (storage.path)",
     "PORFIRY_MODEL_CACHE": "where the packaged GGUF models are assembled (default ~/.cache/porfiry/models)",
 }
 
@@ -165,7 +174,8 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
         )
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
-    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills)
+    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))
+    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage)
 
 
 def to_json(config: Config) -> bytes:

@@ -28,7 +28,7 @@ import time
 import zoneinfo
 from collections import OrderedDict
 from contextlib import AbstractAsyncContextManager
-from typing import AsyncIterator, Callable, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Protocol
 
 import anyio
 
@@ -36,6 +36,7 @@ import protocol as p
 from core.activity import ToolsetActivity
 from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, build_system_prompt, visible_skills
 from core.observe import Observer, strategy_name
+from core.fold import ModelContext, fold_history
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
@@ -89,6 +90,8 @@ class SessionSettings:
         self.on_timer_set = on_timer_set
         self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
+        self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
+        self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -104,6 +107,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
+        "fold_cut",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -122,6 +126,7 @@ class Conversation:
         self._skills_epoch = -1  # settings.skills_epoch when _skills was fetched
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
+        self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -206,6 +211,7 @@ class Conversation:
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
+        turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
         for _ in range(self.s.config.max_steps):
@@ -216,8 +222,8 @@ class Conversation:
             skills = await self._skill_index()
             active = self.activity.active()
             prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
-            history = self.trajectory.messages()
             # static part first, state part last: see core/prompt.py (prefix caching)
+            history = self._fitted(prompt.static + prompt.state, notice, turn_start)
             messages = [p.ChatMessage(role="system", content=prompt.static), *history]
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
             after_result = (not notice and bool(history) and history[-1].role == "tool"
@@ -265,6 +271,16 @@ class Conversation:
                 self.trajectory.record_result(call_id, result)
             self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    def _fitted(self, system: str, notice: str, turn_start: int) -> list[p.ChatMessage]:
+        """The history that fits the model's context: the oldest whole turns folded into one
+        line (core/fold.py). The journal keeps everything; history_search finds it."""
+        model = self.s.model
+        others = model.cost(p.ChatMessage(role="system", content=system + notice))
+        fold = fold_history(self.trajectory.messages(), cut=self.fold_cut, current_start=turn_start,
+                            other_tokens=others, max_tokens=self.s.config.max_tokens, model=model)
+        self.fold_cut = fold.cut
+        return fold.messages
 
     async def _skill_index(self) -> p.SkillIndex:
         """This session's skills index: kept until the SkillStore says skills changed
@@ -371,6 +387,12 @@ class Conversation:
             if not arg:
                 return "arguments invalid for read_skill; expected: read_skill|name"
             return await self._read_skill(arg)
+        if tool == "history_search":
+            if not arg:
+                return "arguments invalid for history_search; expected: history_search|words"
+            if self.s.search_history is None:
+                return "history_search is not available: this runtime keeps no journal"
+            return await self.s.search_history(self.sid, arg)
         return self.s.registry.unknown_tool_text(tool)
 
     async def _read_skill(self, name: str) -> str:
@@ -397,7 +419,7 @@ class Conversation:
     # ---- timers (E10) ---------------------------------------------------------------------
     def fire_due_timers(self, now: float) -> None:
         for timer in self.timers.due(now):
-            self.submit(timer.to_event(now))
+            self.submit(timer.to_event(now, self.s.tz))
 
     # ---- parallel light requests (E5) -----------------------------------------------------
     async def _parallel(self, event: p.Event) -> None:

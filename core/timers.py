@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 from protocol import ArgSpec, Event, ToolSpec, ToolsetSpec
 
+LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
 MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
 EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30' or ISO time like 2026-12-01T09:00"
 
@@ -138,17 +139,20 @@ class Timer:
     text: str
     every: float | None = None  # seconds between firings; None: one-shot
 
-    def to_event(self, fired_at: float) -> Event:
-        """The timer event for the session queue (E1); the id is stable per firing (dedupe)."""
+    def to_event(self, fired_at: float, tz: tzinfo = timezone.utc) -> Event:
+        """The timer event for the session queue (E1); the id is stable per firing (dedupe). One
+        that fires well after its time (the runtime was down) says so."""
+        late = fired_at - self.due > LATE_AFTER_S
+        context = f"late: it was due at {format_time(self.due, tz)}; the runtime was down then" if late else ""
         return Event(event_id=f"timer-{self.timer_id}-{int(self.due)}", kind="timer", source="timers",
-                     channel="timer", content=self.text, ts=fired_at,
+                     channel="timer", content=self.text, context=context, ts=fired_at,
                      data={"timer_id": self.timer_id, "due": str(self.due)})
 
 
 class TimerTable:
     """One session's timers. Ids are short ("t1") so they can be said aloud."""
 
-    __slots__ = ("_timers", "_next_number", "clock", "tz", "max_timers", "min_repeat_s")
+    __slots__ = ("_timers", "_next_number", "clock", "tz", "max_timers", "min_repeat_s", "on_change")
 
     def __init__(self, clock: Callable[[], float] = time.time, tz: tzinfo = timezone.utc,
                  max_timers: int = 50, min_repeat_s: float = 60.0) -> None:
@@ -158,6 +162,19 @@ class TimerTable:
         self.tz = tz
         self.max_timers = max_timers
         self.min_repeat_s = min_repeat_s
+        self.on_change: Callable[[], None] | None = None  # told after every change (the journal)
+
+    def snapshot(self) -> tuple[list[Timer], int]:
+        """(timers, next id number): what a restart needs to bring the table back."""
+        return [Timer(t.timer_id, t.due, t.text, t.every) for t in self._timers.values()], self._next_number
+
+    def restore(self, timers: list[Timer], next_number: int) -> None:
+        self._timers = {t.timer_id: t for t in timers}
+        self._next_number = max(next_number, 1)
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def __len__(self) -> int:
         return len(self._timers)
@@ -179,6 +196,7 @@ class TimerTable:
         timer_id = f"t{self._next_number}"
         self._next_number += 1
         self._timers[timer_id] = Timer(timer_id, due, text, interval)
+        self._changed()
         repeat = f", then every {format_span(interval)}" if interval else ""
         confirmation = f"Timer {timer_id} set for {self._when(due, now)}{repeat}: {text}"
         return timer_id, due, confirmation
@@ -200,11 +218,13 @@ class TimerTable:
         if wanted in ("all", "все", "всё"):
             count = len(self._timers)
             self._timers.clear()
+            self._changed()
             return f"All {count} timers cancelled." if count else "No timers set; nothing to cancel."
         if wanted.isdigit():
             wanted = f"t{wanted}"
         timer = self._timers.pop(wanted, None)
         if timer is not None:
+            self._changed()
             return f"Timer {wanted} cancelled: {timer.text}"
         active = f"active timers: {self._ids()}" if self._timers else "no timers are set"
         return f"Timer {timer_id.strip() or '(no id)'} is not set (already fired, cancelled, or never set); {active}."
@@ -222,6 +242,8 @@ class TimerTable:
                 timer.due += missed * timer.every
             else:
                 result.append(self._timers.pop(timer.timer_id))
+        if result:
+            self._changed()
         return result
 
     def pending(self) -> list[Timer]:

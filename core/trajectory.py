@@ -17,8 +17,12 @@ answered in parallel. The five rules of E6 reconcile the two:
 Nothing may come between a call and its result, so text that arrives while a call is open
 (a parallel answer, a late result) is held back and appended right after the call is answered.
 The history is never cleaned (S9).
+
+Persistence: a `sink` (the session's journal) is told every message as it lands in the history
+and every change of a call's state, as `Recorded` entries; `Trajectory.restore` rebuilds the
+same history, calls and states from them after a restart.
 """
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
 
@@ -31,12 +35,31 @@ PLACEHOLDER_TEMPLATE = (
 )
 PARALLEL_MARK = "[Handled in parallel with the main task]"
 LATE_CONTEXT = "late result of an earlier call that was answered 'still running'"
+CUT_BY_RESTART = ("tool {tool} was cut off by a runtime restart: its result is lost. "
+                  "Call it again if it is still needed.")
 
 _PENDING, _DONE, _PLACEHOLDER, _LATE = "pending", "done", "placeholder", "late"
 
 
 class TrajectoryError(ValueError):
     """The session loop broke an E6 rule (e.g. recorded an event between a call and its result)."""
+
+
+class Recorded(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One journal entry: a message as it landed in the history (role set), or a call's new state
+    (role empty). call_id/call_state pair calls with results; event_ids name the events a user
+    batch holds (so a restart knows which accepted events were already taken)."""
+
+    role: str = ""
+    content: str = ""
+    name: str = ""
+    call_id: str = ""
+    call_state: str = ""
+    tool: str = ""
+    event_ids: list[str] = []
+
+    def message(self) -> ChatMessage:
+        return ChatMessage(role=self.role, content=self.content, name=self.name)
 
 
 class _Call:
@@ -54,13 +77,36 @@ class _Call:
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_calls", "_open", "_held")
+    __slots__ = ("_messages", "_calls", "_open", "_held", "sink")
 
-    def __init__(self) -> None:
+    def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
         self._calls: dict[str, _Call] = {}
         self._open: list[str] = []  # calls asked but not yet answered, in order
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
+        self.sink = sink  # told every entry as it is recorded (the journal); None: memory only
+
+    @classmethod
+    def restore(cls, entries: Iterable[Recorded], sink: Callable[[Recorded], None] | None = None) -> "Trajectory":
+        """The history a sink was told, with its calls and their states, as it was then."""
+        trajectory = cls()
+        for entry in entries:
+            call = trajectory._calls.get(entry.call_id) if entry.call_id else None
+            if not entry.role:
+                if call is not None:
+                    call.state = entry.call_state
+                continue
+            if entry.role == "assistant" and entry.call_id and entry.tool:
+                trajectory._calls[entry.call_id] = _Call(entry.tool, len(trajectory._messages))
+                trajectory._open.append(entry.call_id)
+            elif entry.role == "tool" and call is not None:
+                call.state = entry.call_state or _DONE
+                call.answered_at = len(trajectory._messages)
+                if entry.call_id in trajectory._open:
+                    trajectory._open.remove(entry.call_id)
+            trajectory._messages.append(entry.message())
+        trajectory.sink = sink
+        return trajectory
 
     # --- reading ---------------------------------------------------------------------------
     def messages(self) -> list[ChatMessage]:
@@ -83,6 +129,10 @@ class Trajectory:
         """A call answered by a placeholder still waits for its real result."""
         return any(call.state == _PLACEHOLDER for call in self._calls.values())
 
+    def placeholder_calls(self) -> list[tuple[str, str]]:
+        """(call_id, tool) of calls answered "still running" whose real result has not come."""
+        return [(cid, call.tool) for cid, call in self._calls.items() if call.state == _PLACEHOLDER]
+
     def pending_calls(self) -> list[tuple[str, str]]:
         """(call_id, tool) of calls still waiting for a result: placeholder them on interrupt."""
         return [(cid, self._calls[cid].tool) for cid in self._open]
@@ -98,7 +148,7 @@ class Trajectory:
                 raise TrajectoryError(f"call id {call_id!r} was already used")
             self._calls[call_id] = _Call(tool, len(self._messages))
             self._open.append(call_id)
-        return self._append(ChatMessage(role="assistant", content=text))
+        return self._append(ChatMessage(role="assistant", content=text), call_id=call_id or "", tool=tool or "")
 
     def record_result(self, call_id: str, text: str) -> ChatMessage:
         """Rule 2: the tool's result, paired with its call. A result for a call that was already
@@ -117,6 +167,14 @@ class Trajectory:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
         return self._answer(call_id, PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER)
 
+    def record_cut(self, call_id: str) -> ChatMessage:
+        """After a restart: a call that was running when the runtime died gets a result saying
+        so (its real result is lost), so the history stays paired."""
+        call = self._known(call_id)
+        if call.state != _PENDING:
+            raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
+        return self._answer(call_id, CUT_BY_RESTART.format(tool=call.tool), _DONE)
+
     def record_late_result(self, call_id: str, text: str) -> ChatMessage:
         """The real result of a placeholder-answered call: a new labelled event (role user),
         not a second answer. Held back while another call is open."""
@@ -127,6 +185,7 @@ class Trajectory:
                 "placeholder can get a late result"
             )
         call.state = _LATE
+        self._note_state(call_id, _LATE)
         event = Event(event_id=f"late-{call_id}", kind="tool_result", source=call.tool,
                       channel="tool", content=text, context=LATE_CONTEXT)
         return self._side(ChatMessage(role="user", content=format_batch([event])))
@@ -139,6 +198,7 @@ class Trajectory:
         as that call's late result. Returns None for an empty batch.
         """
         self._require_no_open_call("record events")
+        event_ids: list[str] = []
         if isinstance(events, str):
             text = events
         else:
@@ -146,7 +206,8 @@ class Trajectory:
             if not batch:
                 return None
             text = format_batch([self._mark_late(e) for e in batch])
-        return self._append(ChatMessage(role="user", content=text))
+            event_ids = [e.event_id for e in batch]
+        return self._append(ChatMessage(role="user", content=text), event_ids=event_ids)
 
     def record_parallel(self, question: str, answer: str) -> ChatMessage:
         """E5: a light request answered by a separate run, recorded in the main history, marked
@@ -180,9 +241,17 @@ class Trajectory:
             raise TrajectoryError("; ".join(problems))
 
     # --- internals -------------------------------------------------------------------------
-    def _append(self, message: ChatMessage) -> ChatMessage:
+    def _append(self, message: ChatMessage, *, call_id: str = "", state: str = "", tool: str = "",
+                event_ids: list[str] | None = None) -> ChatMessage:
         self._messages.append(message)
+        if self.sink is not None:
+            self.sink(Recorded(role=message.role, content=message.content, name=message.name, call_id=call_id,
+                               call_state=state, tool=tool, event_ids=event_ids or []))
         return message
+
+    def _note_state(self, call_id: str, state: str) -> None:
+        if self.sink is not None:
+            self.sink(Recorded(call_id=call_id, call_state=state))
 
     def _known(self, call_id: str) -> _Call:
         call = self._calls.get(call_id)
@@ -203,15 +272,18 @@ class Trajectory:
         call.state = state
         call.answered_at = len(self._messages)
         self._open.remove(call_id)
-        message = self._append(ChatMessage(role="tool", content=text, name=call.tool))
+        message = self._append(ChatMessage(role="tool", content=text, name=call.tool), call_id=call_id, state=state)
         if not self._open and self._held:
-            self._messages.extend(self._held)
-            self._held.clear()
+            held, self._held = self._held, []
+            for side in held:
+                self._append(side)
         return message
 
     def _side(self, message: ChatMessage) -> ChatMessage:
-        (self._held if self._open else self._messages).append(message)
-        return message
+        if self._open:
+            self._held.append(message)
+            return message
+        return self._append(message)
 
     def _mark_late(self, event: Event) -> Event:
         if event.kind != "tool_result":
@@ -220,6 +292,7 @@ class Trajectory:
         if call is None or call.state != _PLACEHOLDER:
             return event
         call.state = _LATE
+        self._note_state(event.data["call_id"], _LATE)
         return msgspec.structs.replace(
             event, context=event.context or LATE_CONTEXT,
             data={**event.data, "tool": event.data.get("tool") or call.tool},

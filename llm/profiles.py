@@ -39,6 +39,9 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     grammar: bool = False  # constrain output to one TOOL_CALL line or plain text
     model_path: str = ""
     n_ctx: int = 4096
+    # the model's context in tokens, which the session keeps every prompt inside (folding the
+    # oldest turns); 0: n_ctx for llamacpp, 32768 otherwise
+    context_tokens: int = 0
     n_threads: int = 0  # 0: every core
     seed: int = 0
     # scripted: simulated latency
@@ -50,8 +53,17 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
         if self.retries < 0:
             raise ValueError(f"retries must not be negative, got {self.retries}")
+        if self.context_tokens < 0:
+            raise ValueError(f"context_tokens must not be negative, got {self.context_tokens}")
         if self.kind == "openai" and not self.base_url:
             raise ValueError("an openai profile needs base_url (e.g. http://127.0.0.1:8000/v1)")
+
+
+def context_of(profile: ProfileConfig) -> int:
+    """The profile's context in tokens: `context_tokens`, else llama.cpp's n_ctx, else 32768."""
+    if profile.context_tokens:
+        return profile.context_tokens
+    return profile.n_ctx if profile.kind == "llamacpp" else 32768
 
 
 def default_profiles(env: Mapping[str, str] = os.environ) -> dict[str, ProfileConfig]:
@@ -88,5 +100,6 @@ def make_backend(profile: ProfileConfig, *, name: str = "") -> Backend:
             name=name or "scripted",
             first_token_delay_s=profile.first_token_delay_s,
             token_delay_s=profile.token_delay_s,
+            context_tokens=profile.context_tokens,
         )
     raise ValueError(f"unknown profile kind {profile.kind!r}")

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from llm.base import Generation
+from llm.base import Generation, LLMError
 from protocol import ChatMessage
 
 ReplyFn = Callable[[list[ChatMessage]], str]
@@ -103,6 +103,7 @@ class ScriptedBackend:
         sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
         fallback: str = "I have nothing to say to that.",
         keep_calls: int = 1000,
+        context_tokens: int = 0,
     ):
         self.name = name
         self.rules = tuple(rules)
@@ -110,6 +111,7 @@ class ScriptedBackend:
         self.first_token_delay_s = first_token_delay_s
         self.token_delay_s = token_delay_s
         self.fallback = fallback
+        self.context_tokens = context_tokens  # 0: no limit; else refuses longer prompts, like a real model
         self._sleep = sleep
         # the latest histories it was asked about, for assertions (bounded: bench runs are long)
         self.calls: collections.deque[list[ChatMessage]] = collections.deque(maxlen=keep_calls)
@@ -144,6 +146,9 @@ class ScriptedBackend:
         # an estimate (~4 characters a token): counting words of the whole history on every call
         # would make the stand-in model's own cost grow with the conversation
         generation.prompt_tokens = sum(len(m.content) for m in messages) // 4
+        if self.context_tokens and generation.prompt_tokens + max_tokens > self.context_tokens:
+            raise LLMError(f"prompt of {generation.prompt_tokens} tokens plus {max_tokens} to generate "
+                           f"exceeds the context of {self.context_tokens} tokens")
         for index, token in enumerate(tokens[:max_tokens]):
             await self._sleep(self.first_token_delay_s if index == 0 else self.token_delay_s)
             generation.completion_tokens = index + 1

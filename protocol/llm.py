@@ -63,3 +63,14 @@ class LLMStatus(Msg):
     healthy: bool
     detail: str = ""
     in_flight: int = 0
+    context_tokens: int = 0  # of the active profile
+
+
+class ModelInfo(Msg):
+    """LLMWorker -> SessionActor when it starts and on every profile swap: the active profile's
+    context, so sessions keep their prompts inside it. `worker_started` changes when the worker
+    restarted: requests it was serving are gone."""
+
+    profile: str
+    context_tokens: int
+    worker_started: float = 0.0

@@ -18,6 +18,8 @@ from protocol.llm import (
     CancelGenerate, ChatMessage, Generate, LLMChunk, LLMDone, LLMFailed, LLMStatus,
     LLMStatusRequest, UseProfile,
 )
+from protocol.llm import ModelInfo
+from protocol.session import SessionDelete
 from protocol.phone import (
     Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
@@ -44,6 +46,7 @@ _ALL = (
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
     Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
     ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,
+    ModelInfo, SessionDelete,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]

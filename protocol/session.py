@@ -40,6 +40,11 @@ class SessionsForgotten(Msg):
     sessions: list[str]
 
 
+class SessionDelete(Msg):
+    """`run.py sessions delete` -> SessionActor: forget the session in memory and delete its
+    journal (after anything still queued for it). Answered Ok, or ErrorReply while it is busy."""
+
+
 class SessionInfoRequest(Msg):
     """Ask the SessionActor for one session's in-memory state (tests, debugging, `run.py`)."""
 
@@ -50,3 +55,5 @@ class SessionInfo(Msg):
     active_toolsets: dict[str, float] = {}
     queued: int = 0
     busy: bool = False
+    restored: bool = False  # this session's state in memory was loaded back from the journal
+    resident: bool = False  # in memory now; else `history` was read from the journal

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import anyio
 import anyio.abc
@@ -40,8 +40,10 @@ def chunk_event(text: str, finish_reason: str | None = None) -> str:
 
 
 class ScriptedOpenAIServer:
-    def __init__(self, replies: list[Reply] | None = None, *, models: list[str] | None = None):
+    def __init__(self, replies: list[Reply] | None = None, *, models: list[str] | None = None,
+                 respond: Callable[[dict[str, Any]], Reply] | None = None):
         self.replies = list(replies or [Reply(chunks=["ok"])])
+        self.respond = respond  # the reply computed from each request body, instead of the script
         self.models = models or ["scripted-model"]
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -94,7 +96,7 @@ class ScriptedOpenAIServer:
                 return
             self.requests.append(json.loads(body or b"{}"))
             self.headers.append({k.decode().lower(): v.decode() for k, v in request.headers})
-            reply = self._next_reply()
+            reply = self.respond(self.requests[-1]) if self.respond else self._next_reply()
             if reply.status != 200:
                 error = json.dumps({"error": {"message": f"scripted status {reply.status}", "code": reply.status}})
                 await _send_whole(conn, stream, reply.status, error.encode())

@@ -181,8 +181,9 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path):
             assert_every_call_paired(await system.history(session))
 
 
-async def test_a_session_idle_past_its_ttl_is_forgotten_unless_a_timer_waits(tmp_path):
-    """A long-running server must not keep every session it ever saw (session.idle_session_ttl_s)."""
+async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_and_comes_back_from_disk(tmp_path):
+    """A long-running server must not keep every session it ever saw in memory
+    (session.idle_session_ttl_s); the journal keeps them all (seed 000 §8)."""
     clock = ManualClock(1_000_000.0)
 
     def reminder_model(messages):
@@ -197,21 +198,25 @@ async def test_a_session_idle_past_its_ttl_is_forgotten_unless_a_timer_waits(tmp
         await system.turn("reminded", "remind me about tea")
         clock.advance(599)
         await anyio.sleep(0.05)
-        assert (await system.info("chatty")).exists, "not yet: 599 s idle"
+        assert (await system.info("chatty")).resident, "not yet: 599 s idle"
         clock.advance(61)  # idle sessions are looked for once a minute
         await _wait_async(lambda: _gone(system, "chatty"))
+        on_disk = await system.info("chatty")
+        assert on_disk.exists and [m["content"] for m in on_disk.history if m["role"] == "user"] == ["[User said] hello"]
         await _wait(lambda: system.actors["glasses"].forgotten == ["chatty"])  # the bridge forgets too
         reminded = await system.info("reminded")
-        assert reminded.exists, "a session with a timer set is kept"
+        assert reminded.resident, "a session with a timer set is kept in memory"
         assert any(m["role"] == "tool" and m["name"] == "timers_set" for m in reminded.history)
-        # The forgotten session's next event starts afresh.
+        # The session's next event brings it back from the journal with its whole history.
         await system.turn("chatty", "hello again")
-        history = await system.history("chatty")
-        assert [m["content"] for m in history if m["role"] == "user"] == ["[User said] hello again"]
+        info = await system.info("chatty")
+        assert info.resident and info.restored
+        assert [m["content"] for m in info.history if m["role"] == "user"] == ["[User said] hello", "[User said] hello again"]
+        assert [m.content for m in backend.calls[-1] if m.role == "user"] == ["[User said] hello", "[User said] hello again"]
 
 
 async def _gone(system, session):
-    return not (await system.info(session)).exists
+    return not (await system.info(session)).resident
 
 
 async def _wait_async(predicate, timeout=10):

@@ -100,7 +100,7 @@ def test_invalid_arguments_answer_with_the_schema(tool, raw, text):
 def test_unknown_tools_list_what_exists():
     registry = example_registry()
     assert registry.validate("weather_now", "") == (
-        "tool weather_now does not exist; core tools: get_current_time, show_text, read_skill, "
+        "tool weather_now does not exist; core tools: get_current_time, show_text, read_skill, history_search, "
         "enable_toolset, disable_toolset; toolsets: media, timers")
     assert registry.validate("media_rewind", "") == (
         "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play")

@@ -1,0 +1,437 @@
+"""Each session's journal in SQLite (WAL): what a session needs to continue after a restart.
+
+Tables: `sessions` (phone key, last activity, a snapshot of timers and what the session knows of
+skills), `entries` (every history entry as the Trajectory recorded it, in order), `events`
+(every accepted event: its id dedups resends across restarts, `done` says a TurnDone covered
+it), `entries_fts` (FTS5 over the entries' text, for `history_search`).
+
+All database work runs off the event loop: callers queue operations; one writer task hands
+everything queued so far to a worker thread as one transaction (`anyio.to_thread`), so a burst
+of entries costs one commit. Appends are fire-and-forget (order is kept: one queue, one writer)
+and wait up to `COALESCE_S` for company; `accept_event` and reads are waited for, so they go at
+once (taking everything queued before them along), because the phone's ack must mean "on disk". WAL with
+synchronous=NORMAL survives the death of any process (what restarts are about); only a power
+loss may take the last commits.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import msgspec
+
+import protocol as p
+from core.trajectory import Recorded
+
+_log = logging.getLogger("porfiry.journal")
+
+COALESCE_S = 0.005  # an append waits this long for others to share its transaction
+DEDUP_KEPT = 256  # event ids loaded back per session (the in-memory dedup window)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    session TEXT PRIMARY KEY,
+    phone_key TEXT NOT NULL DEFAULT '',
+    created REAL NOT NULL,
+    last_active REAL NOT NULL,
+    next_due REAL,
+    state BLOB
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id INTEGER PRIMARY KEY,
+    session TEXT NOT NULL,
+    ts REAL NOT NULL,
+    role TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    content TEXT NOT NULL DEFAULT '',
+    call_id TEXT NOT NULL DEFAULT '',
+    call_state TEXT NOT NULL DEFAULT '',
+    tool TEXT NOT NULL DEFAULT '',
+    event_ids TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS entries_by_session ON entries (session, id);
+CREATE TABLE IF NOT EXISTS events (
+    session TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    event BLOB NOT NULL,
+    done INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session, event_id)
+);
+CREATE INDEX IF NOT EXISTS events_open ON events (session) WHERE done = 0;
+CREATE VIRTUAL TABLE IF NOT EXISTS entries_fts USING fts5 (sk, content, tokenize = 'unicode61 remove_diacritics 2');
+"""
+
+
+class JournalError(Exception):
+    """The journal could not store or read something; the message says what and why."""
+
+
+class TimerRow(msgspec.Struct, array_like=True):
+    timer_id: str
+    due: float
+    text: str
+    every: float | None = None
+
+
+class SessionState(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What a session knows besides its history: timers, and the skills it saw and read (V4).
+    Toolset activity is deliberately not here (seed 000 §5: a restart resets toolsets)."""
+
+    timers: list[TimerRow] = []
+    next_timer: int = 1
+    skills_version: str | None = None
+    skills_names: list[str] = []
+    skills_read: dict[str, str] = {}
+
+
+class StoredSession(msgspec.Struct, kw_only=True):
+    """A session as the journal holds it: enough to rebuild its Conversation."""
+
+    session: str
+    phone_key: str
+    entries: list[Recorded]
+    seen: list[str]  # the latest event ids, oldest first (dedup window)
+    open_events: list[p.Event]  # accepted, not yet covered by a TurnDone, in order
+    state: SessionState
+    last_active: float
+
+
+class SearchHit(msgspec.Struct, kw_only=True):
+    ts: float
+    role: str
+    content: str
+    reply: str = ""  # for a user entry: the assistant's answer that followed
+
+
+_EVENT = msgspec.msgpack.Encoder()
+_EVENT_DECODER = msgspec.msgpack.Decoder(p.Event)
+_STATE_DECODER = msgspec.msgpack.Decoder(SessionState)
+
+
+def session_key(session: str) -> str:
+    """One FTS token per session, so a search is restricted to its session inside the index."""
+    return "k" + hashlib.blake2b(session.encode(), digest_size=8).hexdigest()
+
+
+def fts_query(words: str) -> str:
+    """A forgiving FTS5 query: any of the words, each also matching its other endings (a crude
+    stem for Russian and English: "Аглаю" finds "Аглая"). Empty when there is no word."""
+    terms = []
+    for word in re.findall(r"\w+", words.casefold()):
+        if len(word) >= 5:
+            terms.append(f'"{word[:max(4, len(word) - 2)]}"*')
+        elif len(word) >= 2 or word.isdigit():
+            terms.append(f'"{word}"')
+    return " OR ".join(dict.fromkeys(terms))
+
+
+def connect(path: str | Path) -> sqlite3.Connection:
+    """The database at `path`, created with its schema if new (WAL, NORMAL sync)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA cache_size=-1024")  # 1 MB: writes append, reads are one session at a time
+    conn.executescript(SCHEMA)
+    return conn
+
+
+# ---- synchronous operations (the worker thread, and `run.py sessions`) ---------------------------
+def _touch(conn: sqlite3.Connection, session: str, ts: float, phone_key: str = "") -> None:
+    conn.execute(
+        "INSERT INTO sessions (session, phone_key, created, last_active) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session) DO UPDATE SET last_active = excluded.last_active, "
+        "phone_key = CASE WHEN excluded.phone_key != '' THEN excluded.phone_key ELSE phone_key END",
+        (session, phone_key, ts, ts))
+
+
+def insert_entry(conn: sqlite3.Connection, session: str, ts: float, entry: Recorded) -> None:
+    cursor = conn.execute(
+        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session, ts, entry.role, entry.name, entry.content, entry.call_id, entry.call_state, entry.tool,
+         " ".join(entry.event_ids)))
+    if entry.role and entry.content:
+        conn.execute("INSERT INTO entries_fts (rowid, sk, content) VALUES (?, ?, ?)",
+                     (cursor.lastrowid, session_key(session), entry.content))
+
+
+def insert_event(conn: sqlite3.Connection, session: str, phone_key: str, event: p.Event, ts: float) -> None:
+    conn.execute("INSERT OR IGNORE INTO events (session, event_id, ts, event) VALUES (?, ?, ?, ?)",
+                 (session, event.event_id, ts, _EVENT.encode(event)))
+    _touch(conn, session, ts, phone_key)
+
+
+def mark_done(conn: sqlite3.Connection, session: str, event_ids: Iterable[str]) -> None:
+    conn.executemany("UPDATE events SET done = 1 WHERE session = ? AND event_id = ? AND done = 0",
+                     [(session, event_id) for event_id in event_ids])
+
+
+def save_state(conn: sqlite3.Connection, session: str, state: SessionState, ts: float) -> None:
+    next_due = min((t.due for t in state.timers), default=None)
+    _touch(conn, session, ts)
+    conn.execute("UPDATE sessions SET state = ?, next_due = ? WHERE session = ?",
+                 (msgspec.msgpack.encode(state), next_due, session))
+
+
+def load_session(conn: sqlite3.Connection, session: str) -> StoredSession | None:
+    row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = ?", (session,)).fetchone()
+    if row is None:
+        return None
+    phone_key, last_active, state = row
+    entries = [
+        Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
+                 event_ids=ids.split() if ids else [])
+        for role, name, content, call_id, call_state, tool, ids in conn.execute(
+            "SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
+            "WHERE session = ? ORDER BY id", (session,))
+    ]
+    seen = [r[0] for r in conn.execute(
+        "SELECT event_id FROM events WHERE session = ? ORDER BY rowid DESC LIMIT ?", (session, DEDUP_KEPT))][::-1]
+    open_events = [_EVENT_DECODER.decode(r[0]) for r in conn.execute(
+        "SELECT event FROM events WHERE session = ? AND done = 0 ORDER BY rowid", (session,))]
+    return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen, open_events=open_events,
+                         state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
+
+
+def unfinished_sessions(conn: sqlite3.Connection) -> list[str]:
+    """Sessions a restart must bring back at once: events not yet answered, or timers set."""
+    rows = conn.execute("SELECT DISTINCT session FROM events WHERE done = 0 "
+                        "UNION SELECT session FROM sessions WHERE next_due IS NOT NULL")
+    return sorted(r[0] for r in rows)
+
+
+def search(conn: sqlite3.Connection, session: str, words: str, limit: int = 5) -> list[SearchHit]:
+    query = fts_query(words)
+    if not query:
+        return []
+    try:
+        rows = conn.execute(
+            "SELECT e.id, e.ts, e.role, e.content FROM entries_fts f JOIN entries e ON e.id = f.rowid "
+            "WHERE entries_fts MATCH ? ORDER BY bm25(entries_fts) LIMIT ?",
+            (f"sk : {session_key(session)} AND content : ({query})", limit)).fetchall()
+    except sqlite3.OperationalError as exc:
+        raise JournalError(f"cannot search for {words!r}: {exc}") from None
+    hits = []
+    for entry_id, ts, role, content in sorted(rows):
+        reply = ""
+        if role == "user":
+            after = conn.execute("SELECT content FROM entries WHERE session = ? AND id > ? AND role = 'assistant' "
+                                 "ORDER BY id LIMIT 1", (session, entry_id)).fetchone()
+            reply = after[0] if after else ""
+        hits.append(SearchHit(ts=ts, role=role, content=content, reply=reply))
+    return hits
+
+
+def list_sessions(conn: sqlite3.Connection) -> list[tuple[str, str, float, float, int]]:
+    """(session, phone_key, created, last_active, entries), most recently active first."""
+    return conn.execute(
+        "SELECT s.session, s.phone_key, s.created, s.last_active, "
+        "(SELECT count(*) FROM entries e WHERE e.session = s.session AND e.role != '') "
+        "FROM sessions s ORDER BY s.last_active DESC").fetchall()
+
+
+def session_entries(conn: sqlite3.Connection, session: str) -> list[dict[str, Any]]:
+    """The session's history as recorded, with the time of each entry (export, show)."""
+    return [
+        {"ts": ts, "role": role, "content": content, **({"name": name} if name else {})}
+        for ts, role, name, content in conn.execute(
+            "SELECT ts, role, name, content FROM entries WHERE session = ? AND role != '' ORDER BY id", (session,))
+    ]
+
+
+def delete_session(conn: sqlite3.Connection, session: str, *, transaction: bool = True) -> bool:
+    """Everything the journal holds about the session; False when it held nothing.
+    `transaction=False`: the caller's transaction (the Journal's batch) holds it."""
+    if transaction:
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("DELETE FROM entries_fts WHERE rowid IN (SELECT id FROM entries WHERE session = ?)", (session,))
+        conn.execute("DELETE FROM entries WHERE session = ?", (session,))
+        conn.execute("DELETE FROM events WHERE session = ?", (session,))
+        gone = conn.execute("DELETE FROM sessions WHERE session = ?", (session,)).rowcount
+        if transaction:
+            conn.execute("COMMIT")
+    except BaseException:
+        if transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return bool(gone)
+
+
+def purge_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
+    """storage.retention_days: entries and answered events older than `cutoff` (epoch) go, and
+    sessions idle since then go whole. Returns the number of entries deleted."""
+    conn.execute("DELETE FROM entries_fts WHERE rowid IN (SELECT id FROM entries WHERE ts < ?)", (cutoff,))
+    deleted = conn.execute("DELETE FROM entries WHERE ts < ?", (cutoff,)).rowcount
+    conn.execute("DELETE FROM events WHERE ts < ? AND done = 1", (cutoff,))
+    conn.execute("DELETE FROM sessions WHERE last_active < ? AND next_due IS NULL "
+                 "AND session NOT IN (SELECT session FROM events WHERE done = 0)", (cutoff,))
+    return deleted
+
+
+# ---- the asynchronous journal -----------------------------------------------------------------
+class _Waiter:
+    __slots__ = ("done", "result", "error")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class Journal:
+    """The runtime's journal: queue operations from the event loop, one writer runs them in a
+    worker thread, a batch per transaction. Start `run` in a task group before using it."""
+
+    def __init__(self, path: str | Path, clock: Callable[[], float] = time.time):
+        self.path = Path(path)
+        self.clock = clock
+        self._conn: sqlite3.Connection | None = None
+        self._queue: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]] = []
+        self._wake = anyio.Event()
+        self._now = anyio.Event()  # set when something waits on the queue: flush without delay
+        self.failure = ""  # the last failed write nobody waited for, until a write succeeds
+        self.batches = 0
+
+    async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            self._conn = await anyio.to_thread.run_sync(connect, self.path)
+        except (sqlite3.Error, OSError) as exc:
+            raise JournalError(f"cannot open the journal {self.path}: {exc}") from None
+        task_status.started()
+        try:
+            while True:
+                await self._wake.wait()
+                self._wake = anyio.Event()
+                with anyio.move_on_after(COALESCE_S):
+                    await self._now.wait()
+                self._now = anyio.Event()
+                await self._flush()
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self._queue:
+                    await self._flush()  # what was queued before a stop still lands
+                conn, self._conn = self._conn, None
+                await anyio.to_thread.run_sync(conn.close)
+
+    async def _flush(self) -> None:
+        batch, self._queue = self._queue, []
+        if not batch:
+            return
+        await anyio.to_thread.run_sync(self._run_batch, batch)
+        self.batches += 1
+        for _, waiter in batch:
+            if waiter is not None:
+                waiter.done.set()
+
+    def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]]) -> None:
+        conn = self._conn
+        assert conn is not None
+        failed = ""
+        try:
+            conn.execute("BEGIN")
+            for operation, waiter in batch:
+                try:
+                    result = operation(conn)
+                except Exception as exc:  # noqa: BLE001 - one bad operation fails alone
+                    failed = f"{type(exc).__name__}: {exc}"
+                    if waiter is not None:
+                        waiter.error = JournalError(f"journal write failed: {failed}")
+                    else:
+                        _log.error("journal write failed: %s", failed)
+                else:
+                    if waiter is not None:
+                        waiter.result = result
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            failed = f"{type(exc).__name__}: {exc}"
+            _log.error("journal commit failed (%d operations): %s", len(batch), failed)
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            for _, waiter in batch:
+                if waiter is not None:
+                    waiter.error = JournalError(f"journal write failed: {failed}")
+        self.failure = failed
+
+    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None) -> None:
+        self._queue.append((operation, waiter))
+        self._wake.set()
+        if waiter is not None:
+            self._now.set()
+
+    async def _call(self, operation: Callable[[sqlite3.Connection], Any]) -> Any:
+        return await self.wait(self._queue_waited(operation))
+
+    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any]) -> _Waiter:
+        waiter = _Waiter()
+        if self._conn is None:
+            waiter.error = JournalError(f"the journal {self.path} is not open")
+            waiter.done.set()
+        else:
+            self._submit(operation, waiter)
+        return waiter
+
+    @staticmethod
+    async def wait(waiter: _Waiter) -> Any:
+        """The result of a queued operation once its transaction committed; raises JournalError."""
+        await waiter.done.wait()
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    # ---- what sessions write ----------------------------------------------------------------
+    def append(self, session: str, entry: Recorded) -> None:
+        """A history entry, in order; not waited for (a restart replays what reached the disk)."""
+        ts = self.clock()
+        self._submit(lambda conn: insert_entry(conn, session, ts, entry))
+
+    def accept_event(self, session: str, phone_key: str, event: p.Event) -> _Waiter:
+        """An event the session accepted, queued now (before anything it causes, so the disk
+        never holds an effect without its cause); `await stored(waiter)` before acking it."""
+        ts = self.clock()
+        return self._queue_waited(lambda conn: insert_event(conn, session, phone_key, event, ts))
+
+    async def stored(self, waiter: _Waiter) -> None:
+        """Raises JournalError when the event could not be stored, or an earlier write was lost."""
+        await self.wait(waiter)
+        if self.failure:
+            raise JournalError(f"the journal lost a write: {self.failure}")
+
+    def note_event(self, session: str, event: p.Event) -> None:
+        """An event from inside the runtime (a timer): recorded for dedup, not waited for."""
+        ts = self.clock()
+        self._submit(lambda conn: insert_event(conn, session, "", event, ts))
+
+    def events_done(self, session: str, event_ids: list[str]) -> None:
+        self._submit(lambda conn: mark_done(conn, session, event_ids))
+
+    def save_state(self, session: str, state: SessionState) -> None:
+        ts = self.clock()
+        self._submit(lambda conn: save_state(conn, session, state, ts))
+
+    # ---- what sessions read -----------------------------------------------------------------
+    async def load(self, session: str) -> StoredSession | None:
+        return await self._call(lambda conn: load_session(conn, session))
+
+    async def unfinished(self) -> list[str]:
+        return await self._call(unfinished_sessions)
+
+    async def search(self, session: str, words: str, limit: int = 5) -> list[SearchHit]:
+        return await self._call(lambda conn: search(conn, session, words, limit))
+
+    async def delete(self, session: str) -> bool:
+        return await self._call(lambda conn: delete_session(conn, session, transaction=False))
+
+    async def purge(self, cutoff: float) -> int:
+        return await self._call(lambda conn: purge_older_than(conn, cutoff))
