@@ -49,6 +49,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         os.environ["PORFIRY_LOG_LEVEL"] = args.log_level  # the actor processes read it too
 
+    from core.instance_lock import AlreadyRunning, InstanceLock
+
+    try:  # before any socket binds: a second runtime must not steal the first one's sockets
+        instance_lock = InstanceLock(config.topology.ipc_dir).acquire()
+    except (AlreadyRunning, OSError) as exc:
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return 1
     supervisor = Supervisor(config)
 
     async def main() -> None:
@@ -70,6 +77,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         anyio.run(main, backend="trio")
     except KeyboardInterrupt:
         pass
+    finally:
+        instance_lock.release()
     if supervisor.failure:
         print(f"porfiry: stopped: {supervisor.failure}", file=sys.stderr)
         return 2

@@ -54,6 +54,12 @@ class PhoneConfig(_Section):
     keys_dir: str = "var/keys"  # server.key_secret + authorized/*.key (phone public keys)
     playback_wait_s: float = 1.0
     pending_per_session: int = 16  # events a session may have waiting in the bridge before Busy
+    max_text_chars: int = 4000  # a longer UserText is refused with ErrorReply "too_long"
+    events_per_s: float = 50.0  # per connection (token bucket, burst = 2 s worth); past it: RateLimited
+    sessions_per_connection: int = 64  # sessions one connection may open; past it: ErrorReply "too_many_sessions"
+    pending_per_connection: int = 256  # events of one connection waiting at the bridge before Busy
+    send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is dropped
+    garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
 
 
 class SessionConfig(_Section):
@@ -68,17 +74,27 @@ class SessionConfig(_Section):
     urgent_words: list[str] = msgspec.field(default_factory=lambda: ["стоп", "stop", "отмена", "cancel", "хватит"])
     parallel_patterns: list[str] = []
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
+    llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
 
 
 class SkillsConfig(_Section):
     builtin_dir: str = "skills"
     user_dir: str = "var/user-skills"
     exclusions: dict[str, list[str]] = {}
+    max_skill_bytes: int = 64 * 1024  # a larger SKILL.md is rejected before it is read
+    read_timeout_s: float = 2.0  # a SKILL.md that takes longer to read is rejected
 
 
 class MediaConfig(_Section):
     catalog_path: str = ""  # empty: the catalog shipped in media/data
     db_path: str = "var/media.sqlite3"
+
+
+class StorageConfig(_Section):
+    """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
+
+    path: str = "var/porfiry.sqlite3"
+    retention_days: float = 0.0  # 0: keep forever
 
 
 class LLMConfig(_Section):
@@ -96,6 +112,7 @@ class Config(_Section):
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     media: MediaConfig = msgspec.field(default_factory=MediaConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
+    storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -149,7 +166,8 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
         )
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
-    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills)
+    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))
+    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage)
 
 
 def to_json(config: Config) -> bytes:

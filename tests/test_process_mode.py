@@ -44,6 +44,9 @@ user_dir = "{tmp / 'user-skills'}"
 
 [media]
 db_path = "{tmp / 'media.sqlite3'}"
+
+[storage]
+path = "{tmp / 'porfiry.sqlite3'}"
 """)
     return config
 

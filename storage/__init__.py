@@ -1,0 +1,1 @@
+"""Durable state in an embedded SQLite database (WAL): session journals, ownership."""
