@@ -36,6 +36,11 @@ class AskTimeout(TimeoutError):
     pass
 
 
+class MessageTooLarge(ValueError):
+    """A request larger than protocol.max_message_bytes: the receiver would refuse it unanswered,
+    so it is never sent and the caller fails at once instead of waiting for a timeout."""
+
+
 def describe(env: p.Envelope) -> str:
     """Structured log fields for one message."""
     parts = [f"type={type(env.body).__name__}", f"id={env.id}"]
@@ -152,10 +157,13 @@ class Endpoint:
     async def ask_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
         """Send a request and receive every envelope correlated with it (streamed replies)."""
         envelope = p.Envelope(body=body, sender=self.name, session=session)
+        payload = self.codec.encode(envelope)
+        if len(payload) > self.codec.max_bytes:
+            raise MessageTooLarge(f"{type(body).__name__} of {len(payload)} bytes exceeds protocol.max_message_bytes ({self.codec.max_bytes})")
         tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
         self._pending[envelope.id] = tx
         try:
-            self._link(target).send_nowait([self.codec.encode(envelope)])
+            self._link(target).send_nowait([payload])
             yield rx
         finally:
             self._pending.pop(envelope.id, None)

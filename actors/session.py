@@ -10,13 +10,13 @@ a long-running server does not keep every session it ever saw; its next event st
 from __future__ import annotations
 
 import time
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import AsyncIterator, Callable
 
 import anyio
 
 import protocol as p
-from actors.base import Actor, AskTimeout, Inbound
+from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
 from core.toolsets import ToolsetRegistry
@@ -101,6 +101,8 @@ class SessionActor(Actor):
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int) -> AsyncIterator[AsyncIterator[str]]:
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens)
         timeout = self.config.session.llm_timeout_s
+        turn_timeout = self.config.session.llm_turn_timeout_s
+        deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
         finished = False
 
         async def pieces() -> AsyncIterator[str]:
@@ -108,8 +110,11 @@ class SessionActor(Actor):
             nonlocal finished
             while True:
                 body = None
-                with anyio.move_on_after(timeout):
+                left = deadline - anyio.current_time()
+                with anyio.move_on_after(min(timeout, left)):
                     body = (await replies.receive()).body
+                if body is None and left <= timeout:
+                    raise ModelUnavailable(f"the model did not finish its answer within {turn_timeout:g} s")
                 if body is None:
                     raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
                 if isinstance(body, p.LLMChunk):
@@ -123,7 +128,12 @@ class SessionActor(Actor):
                 raise ModelUnavailable(f"unexpected reply {type(body).__name__}")
 
         try:
-            async with self.ask_stream("llm", request, session=session) as replies:
+            async with AsyncExitStack() as stack:
+                try:
+                    replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
+                except MessageTooLarge as exc:
+                    finished = True
+                    raise ModelUnavailable(f"this conversation is too long for one model request ({exc}); start a new session") from None
                 stream = pieces()
                 try:
                     yield stream
