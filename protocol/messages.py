@@ -14,7 +14,7 @@ from protocol.llm import (
     LLMStatusRequest, UseProfile,
 )
 from protocol.phone import (
-    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
+    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, RateLimited, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
 )
 from protocol.session import (
@@ -33,7 +33,7 @@ _ALL = (
     StatusRequest, SystemStatus, Shutdown, PhoneCommand,
     Generate, LLMChunk, LLMDone, LLMFailed, CancelGenerate, UseProfile, LLMStatusRequest, LLMStatus,
     SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
-    Ack, Busy, Display, TurnDone, PlaybackCommand,
+    Ack, Busy, Display, TurnDone, PlaybackCommand, RateLimited,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
