@@ -105,7 +105,7 @@ class SessionTable:
 
     def __init__(self, clock: Callable[[], float] = time.time, store: OwnershipStore | None = None) -> None:
         self.clock = clock
-        self.store = store or OwnershipStore(":memory:")
+        self.store = store if store is not None else OwnershipStore(":memory:")
         self._seen: dict[str, float] = {}  # last traffic either way
 
     def admit(self, session: str, identity: bytes, *, key: str = "", token: str = "", event_id: str = "") -> tuple[bool, str]:
@@ -202,6 +202,7 @@ class Lanes:
             else:
                 return f"busy: session {session} waits for the resend of earlier event {lane.blocked_on}; resend in order"
         if len(lane.queue) >= self.limit:
+            self.hold(session, event_id)  # a later event that finds room must not overtake this one
             return f"busy: session {session} has {len(lane.queue)} events waiting for delivery; retry shortly"
         lane.queue.append(item)
         lane.ids.add(event_id)
@@ -242,6 +243,14 @@ class Lanes:
         lane = self._lanes[session]
         lane.blocked_on = event_id
         lane.blocked_until = self.clock() + self.hold_s
+
+    def hold(self, session: str, event_id: str) -> None:
+        """`event_id` was turned away before reaching the lane (rate limit): later events of the
+        session wait for its resend, so the session still gets them in order."""
+        lane = self._lanes.setdefault(session, Lane())
+        if not lane.blocked_on or self.clock() >= lane.blocked_until:
+            lane.blocked_on = event_id
+            lane.blocked_until = self.clock() + self.hold_s
 
     def stop(self, session: str) -> None:
         """The delivery task ends; forget an idle, unblocked lane."""
@@ -427,6 +436,8 @@ class GlassesBridge(Actor):
         event_id = getattr(env.body, "event_id", "") if env is not None else ""
         self._garbage(identity, "over the rate limit")
         if event_id:
+            if env.session and isinstance(env.body, EVENT_TYPES) and self.sessions.owner(env.session) is not None:
+                self.lanes.hold(env.session, event_id)
             wait = conn.bucket.retry_after()
             self._to_phone(identity, p.RateLimited(
                 event_id=event_id, retry_after_s=round(wait, 3),
