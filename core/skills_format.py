@@ -19,6 +19,7 @@ MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
 MAX_SKILL_BYTES = 64 * 1024  # a skill is a recipe, not a book (skills.max_skill_bytes)
 READ_TIMEOUT_S = 2.0  # skills.read_timeout_s
+MAX_FRONTMATTER_DEPTH = 32  # nested [ and {: PyYAML's scanner is quadratic in them (5,000 took seconds)
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*", re.ASCII)
 
 
@@ -85,8 +86,18 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
             break
     else:
         raise SkillFormatError("the frontmatter is not closed by a '---' line")
+    frontmatter = "".join(lines[1:closing])
+    depth = deepest = 0
+    for char in frontmatter:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    if deepest > MAX_FRONTMATTER_DEPTH:
+        raise SkillFormatError(f"frontmatter is nested too deeply ({deepest} levels; the limit is {MAX_FRONTMATTER_DEPTH})")
     try:
-        meta = yaml.load("".join(lines[1:closing]), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+        meta = yaml.load(frontmatter, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except RecursionError:
         raise SkillFormatError("frontmatter is nested too deeply") from None
     except yaml.YAMLError as exc:
