@@ -163,7 +163,11 @@ class Endpoint:
         tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
         self._pending[envelope.id] = tx
         try:
-            self._link(target).send_nowait([payload])
+            link = self._link(target)
+            try:
+                link.send_nowait([payload])
+            except anyio.WouldBlock:  # the target's inbox is behind: wait for room, never raise
+                await link.send([payload])
             yield rx
         finally:
             self._pending.pop(envelope.id, None)

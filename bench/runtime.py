@@ -29,7 +29,8 @@ def scratch_config(config: Config, workdir: Path) -> Config:
     benchmark neither reads the user's skills nor writes into var/."""
     replace = msgspec.structs.replace
     return replace(config, skills=replace(config.skills, user_dir=str(workdir / "user-skills")),
-                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")))
+                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")),
+                   storage=replace(config.storage, path=str(workdir / "porfiry.sqlite3")))
 
 
 def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:

@@ -14,7 +14,7 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
-from core.config import Config, MediaConfig, SkillsConfig, TopologyConfig, apply_env
+from core.config import Config, MediaConfig, SkillsConfig, StorageConfig, TopologyConfig, apply_env
 
 
 class RecordingGlasses(Actor):
@@ -62,6 +62,7 @@ def make_config(tmp: Path, **session) -> Config:
         topology=TopologyConfig(mode="inproc"),
         skills=SkillsConfig(user_dir=str(tmp / "user-skills")),
         media=MediaConfig(db_path=str(tmp / "media.sqlite3")),
+        storage=StorageConfig(path=str(tmp / "porfiry.sqlite3")),
     )
     config = apply_env(base, {})
     if session:
