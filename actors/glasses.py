@@ -138,6 +138,11 @@ class SessionTable:
     def owner(self, session: str) -> Owner | None:
         return self.store.get(session)
 
+    def owned_by(self, session: str, *, key: str = "", token: str = "") -> bool:
+        """Does this key (CURVE) or token prove ownership of an existing session? Changes nothing."""
+        owner = self.store.get(session)
+        return owner is not None and (proves(owner, "key", key) if key else bool(token) and proves(owner, "token", token))
+
     def route(self, session: str) -> bytes | None:
         owner = self.store.get(session)
         if owner is None:
@@ -417,7 +422,7 @@ class GlassesBridge(Actor):
             self.outboxes.drop(identity)
             return
         if not self.connections.get(identity).bucket.take():
-            self._rate_limited(identity, parts)
+            self._rate_limited(identity, parts, user_id)
             return
         if len(parts) != 2:
             self._garbage(identity, f"{len(parts) - 1} frames, expected 1")
@@ -425,7 +430,7 @@ class GlassesBridge(Actor):
             return
         self._on_phone_frame(identity, parts[1], user_id)
 
-    def _rate_limited(self, identity: bytes, parts: list[bytes]) -> None:
+    def _rate_limited(self, identity: bytes, parts: list[bytes], user_id: bytes) -> None:
         """Past phone.events_per_s: an event is answered RateLimited (nothing taken, resend later);
         anything else is dropped."""
         conn = self.connections.get(identity)
@@ -436,8 +441,9 @@ class GlassesBridge(Actor):
         event_id = getattr(env.body, "event_id", "") if env is not None else ""
         self._garbage(identity, "over the rate limit")
         if event_id:
-            if env.session and isinstance(env.body, EVENT_TYPES) and self.sessions.owner(env.session) is not None:
-                self.lanes.hold(env.session, event_id)
+            if env.session and isinstance(env.body, EVENT_TYPES) and self.sessions.owned_by(
+                    env.session, key=user_id.decode("ascii", "replace") if user_id else "", token=env.body.token):
+                self.lanes.hold(env.session, event_id)  # only its owner may hold a session's lane
             wait = conn.bucket.retry_after()
             self._to_phone(identity, p.RateLimited(
                 event_id=event_id, retry_after_s=round(wait, 3),
