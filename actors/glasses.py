@@ -119,7 +119,9 @@ class SessionTable:
             if key:
                 self.store.claim(session, "key", key, event_id, identity)
             else:
-                handed = new_token()
+                # A phone that still holds a token of this session from before it was forgotten
+                # keeps it, so its events already under way with that token are not refused.
+                handed = token if len(token) >= 16 else new_token()
                 self.store.claim(session, "token", handed, event_id, identity)
         elif key:
             if not proves(owner, "key", key):

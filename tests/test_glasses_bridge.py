@@ -407,6 +407,8 @@ def test_without_curve_a_session_belongs_to_whoever_holds_its_token():
     assert table.admit("s", b"pixel/2", token=token, event_id="e2") == (True, "")
     assert table.route("s") == b"pixel/2"
     assert table.admit("s", b"pixel/3", event_id="e1") == (True, token), "the opening event's resend gets its token again"
+    table.forget(["s"], idle_s=0)
+    assert table.admit("s", b"pixel/4", token=token, event_id="e7") == (True, token), "a forgotten session is reopened with the token in hand"
 
 
 def test_an_idle_session_is_forgotten_unless_it_came_alive_again():

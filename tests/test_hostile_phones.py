@@ -196,3 +196,16 @@ async def test_a_removed_key_is_refused_within_a_second_on_its_live_connection(d
         with anyio.fail_after(10), pytest.raises(DeliveryFailed):
             await phone.send_text("s1", "still here?")
     assert [e.content for e in rt.journal.events["s1"]] == ["hello"]
+
+
+async def test_without_curve_events_sent_at_once_wait_for_the_sessions_token(dirs):
+    """The first event opens the session; the ones sent right behind it wait for its Ack (and
+    token) and then go, in order, carrying it."""
+    config = with_phone(make_config(dirs), curve=False)
+    async with runtime(config) as rt, rt.phone("fast", curve=None) as phone:
+        ids = [await phone.send_text("s1", f"t{i}", wait=False) for i in range(5)]
+        with anyio.fail_after(10):
+            for event_id in ids:
+                await phone.acked(event_id)
+        assert rt.journal.ids("s1") == ids
+        assert phone.tokens.get("s1")
