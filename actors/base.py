@@ -26,7 +26,7 @@ import zmq
 
 import protocol as p
 from actors.topology import Topology
-from actors.zmqio import AsyncSocket
+from actors.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
 
 _log = logging.getLogger("porfiry.actor")
@@ -73,7 +73,12 @@ class Inbound:
     def reply(self, endpoint: "Endpoint", body: p.Msg) -> None:
         """Send `body` back to the sender, correlated with this message."""
         envelope = p.Envelope(body=body, sender=endpoint.name, session=self.env.session, corr=self.env.id)
-        self._send(endpoint.codec.encode(envelope))
+        try:
+            self._send(endpoint.codec.encode(envelope))
+        except (anyio.WouldBlock, SocketClosed) as exc:
+            # The asker reads nothing (its pipe and our queue are full) or we are stopping: drop
+            # the reply - the asker times out and its caller resends - rather than crash the actor.
+            _log.warning("actor=%s dropped a reply %s: %s", endpoint.name, describe(envelope), type(exc).__name__)
 
 
 class Endpoint:
