@@ -43,7 +43,9 @@ def bench_config(base: Config, workdir: Path, *, latency_ms: float) -> Config:
     return replace(
         scratch,
         topology=replace(base.topology, mode="ipc", ipc_dir=str(workdir / "ipc"), addresses={}),
-        phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False),
+        # per-connection limits lifted: one bench connection may carry many sessions at full speed
+        phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False, events_per_s=1e9,
+                      sessions_per_connection=1_000_000, pending_per_connection=1_000_000),
         skills=replace(scratch.skills, exclusions={}),
         llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
     )
