@@ -107,11 +107,15 @@ class BenchRuntime:
         return None if self._process is None else self._process.poll()
 
     async def status(self, timeout: float = 2.0) -> p.SystemStatus:
-        from actors.base import Endpoint
+        from actors.base import AskTimeout, Endpoint
 
         client = Endpoint(self.config, name="bench")
         async with client.running():
-            return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+            try:
+                return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+            except AskTimeout as exc:
+                timed_out = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
+        raise timed_out
 
     async def wait_ready(self, timeout: float = 60.0) -> p.SystemStatus:
         """Until every actor is alive; a runtime that exits or stays down raises RuntimeError."""

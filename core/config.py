@@ -58,7 +58,7 @@ class PhoneConfig(_Section):
     events_per_s: float = 50.0  # per connection (token bucket, burst = 2 s worth); past it: RateLimited
     sessions_per_connection: int = 64  # sessions one connection may open; past it: ErrorReply "too_many_sessions"
     pending_per_connection: int = 256  # events of one connection waiting at the bridge before Busy
-    send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is dropped
+    send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is cut off
     garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
 
 
