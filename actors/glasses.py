@@ -492,6 +492,7 @@ class GlassesBridge(Actor):
         if isinstance(body, p.PlaybackStatus) and self._status_for_waiter(env.session, body, identity, env.id):
             return
         if self.lanes.by_identity[identity] >= phone.pending_per_connection:
+            self.lanes.hold(env.session, body.event_id)  # later events of the session wait for this one
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=f"this connection has {phone.pending_per_connection} "
                            "events waiting for delivery (phone.pending_per_connection); retry shortly"), session=env.session, corr=env.id)
             return

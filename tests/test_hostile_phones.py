@@ -209,3 +209,18 @@ async def test_without_curve_events_sent_at_once_wait_for_the_sessions_token(dir
                 await phone.acked(event_id)
         assert rt.journal.ids("s1") == ids
         assert phone.tokens.get("s1")
+
+
+async def test_events_waiting_per_connection_are_bounded_and_nothing_is_lost_or_reordered(dirs):
+    gate = anyio.Event()
+    config = with_phone(make_config(dirs, ask_timeout_s=3.0), pending_per_connection=3)
+    async with runtime(config, gate=gate) as rt, rt.phone(ack_timeout_s=2.0, busy_backoff_s=0.05) as phone:
+        ids = {s: [await phone.send_text(s, f"{s}-{i}", wait=False) for i in range(4)] for s in ("s1", "s2")}
+        with anyio.fail_after(5):
+            while phone.busy_received == 0:
+                await anyio.sleep(0.01)
+        gate.set()
+        with anyio.fail_after(20):
+            for event_id in ids["s1"] + ids["s2"]:
+                await phone.acked(event_id)
+        assert rt.journal.ids("s1") == ids["s1"] and rt.journal.ids("s2") == ids["s2"]
