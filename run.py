@@ -87,11 +87,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 async def ask_runtime(config, target: str, body, timeout: float = 5.0):
     """One request to a running system's actor, from outside (a CLI client)."""
-    from actors.base import Endpoint
+    from actors.base import AskTimeout, Endpoint
 
     client = Endpoint(config, name="cli")
     async with client.running():
-        return await client.ask(target, body, timeout=timeout)
+        try:
+            return await client.ask(target, body, timeout=timeout)
+        except AskTimeout as exc:
+            timed_out = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
+    raise timed_out
 
 
 def _ask_or_exit(config, target: str, body, timeout: float = 5.0):
