@@ -88,3 +88,33 @@ async def test_a_history_past_the_message_limit_fails_at_once_and_clearly(tmp_pa
                 assert "exceeds protocol.max_message_bytes (65536)" in final.text
                 assert isinstance(shown[-1], p.TurnDone)
     assert len(model.sizes) == 1, "no oversized request reached the model"
+
+
+async def test_a_bridge_that_falls_behind_pushes_back_and_the_session_actor_survives(tmp_path):
+    from harness import RecordingGlasses
+    from llm.scripted import ScriptedBackend
+
+    gate = anyio.Event()
+
+    class Stalled(RecordingGlasses):
+        async def handle(self, msg):
+            await gate.wait()
+            await super().handle(msg)
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: "ok"),
+                             stand_ins={"glasses": Stalled}) as system:
+        session = system.actors["session"]
+        session._link("glasses")._send_buffer = 50  # a small link queue: the backlog is reached sooner
+        sessions = [f"s{i}" for i in range(1500)]
+        with anyio.fail_after(60):
+            for sid in sessions:  # each turn sends a final display and a TurnDone to the stalled bridge
+                assert isinstance(await system.deliver(sid, "hi"), p.EventAccepted)
+            while not session._backlog:
+                await anyio.sleep(0.05)
+            assert (await system.info("s0")).exists, "the session actor still answers while held back"
+            gate.set()
+            glasses = system.actors["glasses"]
+            for sid in sessions:
+                shown = await glasses.wait_turns(sid, 1, timeout=60)
+                assert isinstance(shown[-1], p.TurnDone) and shown[-2] == p.Display(turn_id=shown[-1].turn_id, text="ok", final=True)
+        assert not session._backlog
