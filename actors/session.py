@@ -150,11 +150,15 @@ class SessionActor(Actor):
                 wait = min(silence_left, left)
                 with anyio.move_on_after(min(wait, self.llm_probe_s)):
                     body = (await replies.receive()).body
-                if body is None and wait > self.llm_probe_s and not retried and not streamed:
+                if body is None and wait > self.llm_probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
-                    # request died with it - send it once more, to the new worker.
+                    # request died with it - send it once more, to the new worker (or, when part
+                    # of the answer was already shown, end the turn now rather than after the timeout).
                     now_started = await self._llm_incarnation()
                     if now_started is not None and incarnation is not None and now_started != incarnation:
+                        if streamed:
+                            self._llm_started_at = now_started
+                            raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
                         retried = True
                         self.llm_retries += 1
                         self._llm_started_at = now_started
