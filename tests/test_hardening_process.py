@@ -50,7 +50,7 @@ from phone.client import EventRejected, PhoneClient  # noqa: E402
 from test_process_mode import _free_port, _wait_until  # noqa: E402
 
 
-def _config(tmp, *, phone: str = "", first_token_delay_s: float = 0.0):
+def _config(tmp, *, phone: str = "", first_token_delay_s: float = 0.0, token_delay_s: float = 0.0):
     port = _free_port()
     path = tmp / "porfiry.toml"
     path.write_text(f"""
@@ -73,6 +73,7 @@ profile = "scripted"
 kind = "scripted"
 model = "scripted"
 first_token_delay_s = {first_token_delay_s}
+token_delay_s = {token_delay_s}
 
 [skills]
 user_dir = "{tmp / 'user-skills'}"
@@ -194,3 +195,18 @@ def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime)
     out, err = say.communicate(timeout=60)
     assert say.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("Sure.")
+
+
+def test_a_killed_llm_worker_mid_answer_ends_the_turn_at_once_with_a_clear_message(runtime):
+    config, _ = runtime(token_delay_s=0.5)  # "Sure. Here is a short answer to: ..." word by word
+    started = time.monotonic()
+    say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k3", "--timeout", "40",
+                            "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # part of the answer is on the glasses
+    _kill_and_wait_restart(config, "llm")
+    out, err = say.communicate(timeout=60)
+    assert say.returncode == 0, err
+    lines = out.strip().splitlines()
+    assert any(line.startswith("… Sure.") for line in lines), out
+    assert lines[-1] == "The model is unavailable: the model restarted in the middle of its answer; please ask again"
+    assert time.monotonic() - started < 30, "not after llm_timeout_s (60 s)"
