@@ -52,6 +52,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         os.environ["PORFIRY_LOG_LEVEL"] = args.log_level  # the actor processes read it too
 
+    from core.instance_lock import AlreadyRunning, InstanceLock
+
+    try:  # before any socket binds: a second runtime must not steal the first one's sockets
+        instance_lock = InstanceLock(config.topology.ipc_dir).acquire()
+    except (AlreadyRunning, OSError) as exc:
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return 1
     supervisor = Supervisor(config)
 
     async def main() -> None:
@@ -73,6 +80,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         anyio.run(main, backend="trio")
     except KeyboardInterrupt:
         pass
+    finally:
+        instance_lock.release()
     if supervisor.failure:
         print(f"porfiry: stopped: {supervisor.failure}", file=sys.stderr)
         return 2
@@ -81,11 +90,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 async def ask_runtime(config, target: str, body, timeout: float = 5.0):
     """One request to a running system's actor, from outside (a CLI client)."""
-    from actors.base import Endpoint
+    from actors.base import AskTimeout, Endpoint
 
     client = Endpoint(config, name="cli")
     async with client.running():
-        return await client.ask(target, body, timeout=timeout)
+        try:
+            return await client.ask(target, body, timeout=timeout)
+        except AskTimeout as exc:
+            timed_out = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
+    raise timed_out
 
 
 def _ask_or_exit(config, target: str, body, timeout: float = 5.0):

@@ -26,7 +26,7 @@ import zmq
 
 import protocol as p
 from actors.topology import Topology
-from actors.zmqio import AsyncSocket
+from actors.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
 
 _log = logging.getLogger("porfiry.actor")
@@ -34,6 +34,11 @@ _log = logging.getLogger("porfiry.actor")
 
 class AskTimeout(TimeoutError):
     pass
+
+
+class MessageTooLarge(ValueError):
+    """A request larger than protocol.max_message_bytes: the receiver would refuse it unanswered,
+    so it is never sent and the caller fails at once instead of waiting for a timeout."""
 
 
 def describe(env: p.Envelope) -> str:
@@ -68,7 +73,12 @@ class Inbound:
     def reply(self, endpoint: "Endpoint", body: p.Msg) -> None:
         """Send `body` back to the sender, correlated with this message."""
         envelope = p.Envelope(body=body, sender=endpoint.name, session=self.env.session, corr=self.env.id)
-        self._send(endpoint.codec.encode(envelope))
+        try:
+            self._send(endpoint.codec.encode(envelope))
+        except (anyio.WouldBlock, SocketClosed) as exc:
+            # The asker reads nothing (its pipe and our queue are full) or we are stopping: drop
+            # the reply - the asker times out and its caller resends - rather than crash the actor.
+            _log.warning("actor=%s dropped a reply %s: %s", endpoint.name, describe(envelope), type(exc).__name__)
 
 
 class Endpoint:
@@ -152,10 +162,17 @@ class Endpoint:
     async def ask_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
         """Send a request and receive every envelope correlated with it (streamed replies)."""
         envelope = p.Envelope(body=body, sender=self.name, session=session)
+        payload = self.codec.encode(envelope)
+        if len(payload) > self.codec.max_bytes:
+            raise MessageTooLarge(f"{type(body).__name__} of {len(payload)} bytes exceeds protocol.max_message_bytes ({self.codec.max_bytes})")
         tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
         self._pending[envelope.id] = tx
         try:
-            self._link(target).send_nowait([self.codec.encode(envelope)])
+            link = self._link(target)
+            try:
+                link.send_nowait([payload])
+            except anyio.WouldBlock:  # the target's inbox is behind: wait for room, never raise
+                await link.send([payload])
             yield rx
         finally:
             self._pending.pop(envelope.id, None)

@@ -10,7 +10,13 @@ Besides its actor inbox it binds a ROUTER at `phone.endpoint`. Phone events beco
 - when the session actor does not answer in time (restarting) the event is not acked (the
   phone resends it) and the lane holds later events of that session with `Busy` until that
   event comes back, so a restart does not reorder a session's events;
-- the connection that first addresses a session owns it; others get ErrorReply "forbidden".
+- ownership is durable (storage.ownership, SQLite) and must be proved, never declared: with
+  CURVE the session belongs to the phone's key; without, to a secret token handed out in the Ack
+  of the session's first event, which every later event must carry. Others get "forbidden";
+- bounded edges: per connection a token bucket (`RateLimited`), a cap on sessions and on events
+  waiting (`Busy`); per peer an outbox, so a phone that does not read loses only its own replies
+  (and is cut off past `phone.send_queue_per_peer`); garbage is logged once per peer per interval;
+- a removed phone key is refused within half a second, live connection or not.
 
 CURVE (phone.curve): the ROUTER is a CURVE server and every handshake is checked by a small ZAP
 responder in this actor (not pyzmq's thread authenticator): it lives and dies with the actor's
@@ -32,7 +38,9 @@ import protocol as p
 from actors.base import Actor, AskTimeout, Inbound, describe
 from actors.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
+from core.edge_limits import Connections, GarbageLog, Outboxes
 from phone import keys as keyfiles
+from storage.ownership import Owner, OwnershipStore, new_token, proves
 
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"porfiry"
@@ -92,43 +100,70 @@ def zap_answer(request: list[bytes], allowed: set[bytes]) -> tuple[list[bytes], 
 
 
 class SessionTable:
-    """Who owns each session, and which connection its displays go back to."""
+    """Who owns each session (durable, in an OwnershipStore), and which connection its displays
+    go back to."""
 
-    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time, store: OwnershipStore | None = None) -> None:
         self.clock = clock
-        self._owner: dict[str, str] = {}
-        self._route: dict[str, bytes] = {}
+        self.store = store if store is not None else OwnershipStore(":memory:")
         self._seen: dict[str, float] = {}  # last traffic either way
 
-    def claim(self, session: str, owner: str, identity: bytes) -> bool:
-        """True if `owner` may address `session` (first come owns it); routes it to `identity`."""
-        current = self._owner.setdefault(session, owner)
-        if current != owner:
-            return False
-        self._route[session] = identity
+    def admit(self, session: str, identity: bytes, *, key: str = "", token: str = "", event_id: str = "") -> tuple[bool, str]:
+        """(allowed, token to hand back). `key`: the connection's CURVE key (z85), "" without CURVE.
+        The first comer opens the session: bound to its key, or to a fresh token. Later, with
+        CURVE the same key; without, the token - or a resend of the very event that opened the
+        session, which gets the token again (its Ack was lost). Routes the session to `identity`."""
+        owner = self.store.get(session)
+        handed = ""
+        if owner is None:
+            if key:
+                self.store.claim(session, "key", key, event_id, identity)
+            else:
+                # A phone that still holds a token of this session from before it was forgotten
+                # keeps it, so its events already under way with that token are not refused.
+                handed = token if len(token) >= 16 else new_token()
+                self.store.claim(session, "token", handed, event_id, identity)
+        elif key:
+            if not proves(owner, "key", key):
+                return False, ""
+        elif token:
+            if not proves(owner, "token", token):
+                return False, ""
+        elif owner.kind == "token" and event_id and event_id == owner.claim_event:
+            handed = owner.proof
+        else:
+            return False, ""
+        self.store.set_route(session, identity)
         self._seen[session] = self.clock()
-        return True
+        return True, handed
 
-    def owner(self, session: str) -> str | None:
-        return self._owner.get(session)
+    def owner(self, session: str) -> Owner | None:
+        return self.store.get(session)
+
+    def owned_by(self, session: str, *, key: str = "", token: str = "") -> bool:
+        """Does this key (CURVE) or token prove ownership of an existing session? Changes nothing."""
+        owner = self.store.get(session)
+        return owner is not None and (proves(owner, "key", key) if key else bool(token) and proves(owner, "token", token))
 
     def route(self, session: str) -> bytes | None:
-        identity = self._route.get(session)
-        if identity is not None:
-            self._seen[session] = self.clock()
-        return identity
+        owner = self.store.get(session)
+        if owner is None:
+            return None
+        self._seen[session] = self.clock()
+        return owner.route
 
     def forget(self, sessions: list[str], idle_s: float) -> list[str]:
         """Forget those of `sessions` without traffic for `idle_s`; one that came alive again
         since the session actor decided keeps its owner. Returns the forgotten."""
         now = self.clock()
-        gone = [s for s in sessions if s in self._owner and now - self._seen.get(s, now) >= idle_s]
+        gone = [s for s in sessions if self.store.get(s) is not None and now - self._seen.get(s, now) >= idle_s]
+        self.store.forget(gone)
         for session in gone:
-            del self._owner[session], self._route[session], self._seen[session]
+            self._seen.pop(session, None)
         return gone
 
     def __len__(self) -> int:
-        return len(self._owner)
+        return len(self.store)
 
 
 @dataclass
@@ -139,6 +174,7 @@ class Pending:
     identity: bytes  # the connection to ack
     corr: str  # the phone envelope's id
     phone_key: str
+    token: str = ""  # handed back in the Ack: this event opened the session (no CURVE)
 
 
 @dataclass
@@ -158,6 +194,7 @@ class Lanes:
         self.hold_s = hold_s
         self.clock = clock
         self._lanes: dict[str, Lane] = {}
+        self.by_identity: collections.Counter[bytes] = collections.Counter()  # events waiting per connection
 
     def offer(self, session: str, item: Pending) -> str:
         """Queue an event. Returns "start" (queued; start the lane's delivery task), "queued",
@@ -172,9 +209,11 @@ class Lanes:
             else:
                 return f"busy: session {session} waits for the resend of earlier event {lane.blocked_on}; resend in order"
         if len(lane.queue) >= self.limit:
+            self.hold(session, event_id)  # a later event that finds room must not overtake this one
             return f"busy: session {session} has {len(lane.queue)} events waiting for delivery; retry shortly"
         lane.queue.append(item)
         lane.ids.add(event_id)
+        self.by_identity[item.identity] += 1
         if lane.running:
             return "queued"
         lane.running = True
@@ -189,6 +228,7 @@ class Lanes:
         lane = self._lanes[session]
         item = lane.queue.popleft()
         lane.ids.discard(item.event.event_id)
+        self._release(item.identity)
 
     def flush(self, session: str) -> list[Pending]:
         """Take every queued event off the lane (they get Busy and come back in order)."""
@@ -196,13 +236,28 @@ class Lanes:
         items = list(lane.queue)
         lane.queue.clear()
         lane.ids.clear()
+        for item in items:
+            self._release(item.identity)
         return items
+
+    def _release(self, identity: bytes) -> None:
+        self.by_identity[identity] -= 1
+        if self.by_identity[identity] <= 0:
+            del self.by_identity[identity]
 
     def block(self, session: str, event_id: str) -> None:
         """Hold later events until `event_id` is resent (or hold_s passes)."""
         lane = self._lanes[session]
         lane.blocked_on = event_id
         lane.blocked_until = self.clock() + self.hold_s
+
+    def hold(self, session: str, event_id: str) -> None:
+        """`event_id` was turned away before reaching the lane (rate limit): later events of the
+        session wait for its resend, so the session still gets them in order."""
+        lane = self._lanes.setdefault(session, Lane())
+        if not lane.blocked_on or self.clock() >= lane.blocked_until:
+            lane.blocked_on = event_id
+            lane.blocked_until = self.clock() + self.hold_s
 
     def stop(self, session: str) -> None:
         """The delivery task ends; forget an idle, unblocked lane."""
@@ -258,11 +313,13 @@ class _Waiter:
 class GlassesBridge(Actor):
     name = "glasses"
     resend_hold_s = 10.0  # how long a lane waits for a timed-out event's resend
+    outbox_hold_s = 30.0  # how long a reply waits for a phone that cannot take it (full, or reconnecting)
+    revocation_check_s = 0.5  # how often the CURVE allow-list is re-read for removed keys
 
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None,
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
-        self.sessions = SessionTable(self.clock)
+        self.sessions = SessionTable(self.clock)  # in memory until on_start opens the durable store
         self.lanes = Lanes(config.phone.pending_per_session, self.resend_hold_s, monotonic)
         self.endpoint = config.phone.endpoint
         self._phone: AsyncSocket | None = None
@@ -270,10 +327,22 @@ class GlassesBridge(Actor):
         self._handed: _RecentIds = _RecentIds()
         self.busy_sent = 0  # Busy answers to phones (metrics: EdgeStats)
         self.frames_dropped = 0  # phone frames undecodable, malformed, or not sendable
+        phone = config.phone
+        self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic)
+        self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
+        self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
+        self.cut_off = 0  # peers whose outbox overflowed
+        self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
+        self._outbox_ready = anyio.Event()
+        self._allowed: set[bytes] = set()  # CURVE: the allow-list as last read (removals refused)
 
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
         phone = self.config.phone
+        store_path = self.config.path(self.config.storage.path)
+        self.sessions = SessionTable(self.clock, OwnershipStore(store_path))
+        self.log.info("actor=glasses session owners=%d store=%s", len(self.sessions), store_path)
+        self.spawn(self._flush_outboxes, name="glasses-outboxes")
         if phone.curve:
             server_public, server_secret = keyfiles.load_server_keys(self.config.path(phone.keys_dir))
             zap = self.zmq.socket(zmq.ROUTER)
@@ -286,9 +355,10 @@ class GlassesBridge(Actor):
             zap_socket = AsyncSocket(zap)
             self.spawn(zap_socket.run, name="glasses-zap")
             self.spawn(self._serve_zap, zap_socket, name="glasses-zap-reader")
-            allowed = self._allowed_keys()
+            allowed = self._allowed = self._allowed_keys()
             if not allowed:
                 self.log.warning("actor=glasses curve=on allow-list is empty: no phone can connect; see `run.py keys`")
+            self.spawn(self._watch_allow_list, name="glasses-revocations")
         sock = self.zmq.socket(zmq.ROUTER, socket_class=_PeerKeyedRouter)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.MAXMSGSIZE, self.config.protocol.max_message_bytes)  # larger: peer disconnected
@@ -323,28 +393,73 @@ class GlassesBridge(Actor):
             reply, admitted, key = zap_answer(request, self._allowed_keys())
             address = request[5].decode(errors="replace") if len(request) > 5 else "?"
             if admitted:
+                self._allowed.add(key.encode())
                 self.log.info("actor=glasses phone admitted key=%s address=%s", key, address)
             else:
                 self.log.warning("actor=glasses phone refused key=%s address=%s reason=%s", key or "-", address, reply[5].decode())
             zap.send_nowait(reply)
 
+    async def _watch_allow_list(self) -> None:
+        """A key removed from authorized/ is refused within revocation_check_s, even on a
+        connection that was admitted before (ZAP only sees new handshakes)."""
+        while True:
+            await anyio.sleep(self.revocation_check_s)
+            allowed = await anyio.to_thread.run_sync(self._allowed_keys)
+            for key in self._allowed - allowed:
+                self.log.warning("actor=glasses phone key removed from the allow-list: key=%s; its connections are refused from now on", key.decode())
+            self._allowed = allowed
+
+    def _garbage(self, identity: bytes, what: str) -> None:
+        """Log bad input once per peer per interval, with a count."""
+        self.frames_dropped += 1
+        count = self.garbage.note(identity)
+        if count:
+            self.log.warning("actor=glasses phone=%r sent %d bad message(s) (latest: %s)", identity, count, what)
+
     # ---- phone -> runtime -------------------------------------------------------------------
     def _on_phone_frames(self, frames: list[bytes]) -> None:
         *parts, user_id = frames
-        if len(parts) != 2:
-            self.log.warning("actor=glasses phone sent %d frames, expected 1", len(parts) - 1)
-            self.frames_dropped += 1
-            if parts:
-                self._error(parts[0], "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
+        if not parts:
             return
-        self._on_phone_frame(parts[0], parts[1], user_id)
+        identity = parts[0]
+        if self.config.phone.curve and user_id not in self._allowed:
+            self._garbage(identity, "message on a connection whose key was removed")
+            self.outboxes.drop(identity)
+            return
+        if not self.connections.get(identity).bucket.take():
+            self._rate_limited(identity, parts, user_id)
+            return
+        if len(parts) != 2:
+            self._garbage(identity, f"{len(parts) - 1} frames, expected 1")
+            self._error(identity, "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
+            return
+        self._on_phone_frame(identity, parts[1], user_id)
+
+    def _rate_limited(self, identity: bytes, parts: list[bytes], user_id: bytes) -> None:
+        """Past phone.events_per_s: an event is answered RateLimited (nothing taken, resend later);
+        anything else is dropped."""
+        conn = self.connections.get(identity)
+        try:
+            env = self.codec.decode(parts[1]) if len(parts) == 2 else None
+        except p.DecodeError:
+            env = None
+        event_id = getattr(env.body, "event_id", "") if env is not None else ""
+        self._garbage(identity, "over the rate limit")
+        if event_id:
+            if env.session and isinstance(env.body, EVENT_TYPES) and self.sessions.owned_by(
+                    env.session, key=user_id.decode("ascii", "replace") if user_id else "", token=env.body.token):
+                self.lanes.hold(env.session, event_id)  # only its owner may hold a session's lane
+            wait = conn.bucket.retry_after()
+            self._to_phone(identity, p.RateLimited(
+                event_id=event_id, retry_after_s=round(wait, 3),
+                detail=f"more than {self.config.phone.events_per_s:g} events/s on this connection; resend in {wait:.2f} s"),
+                session=env.session, corr=env.id)
 
     def _on_phone_frame(self, identity: bytes, payload: bytes, user_id: bytes) -> None:
         try:
             env = self.codec.decode(payload)
         except p.DecodeError as exc:
-            self.log.warning("actor=glasses phone=%r decode error kind=%s detail=%s", identity, exc.kind, exc.detail)
-            self.frames_dropped += 1
+            self._garbage(identity, f"decode error kind={exc.kind} detail={exc.detail[:200]}")
             self._error(identity, "", f"decode:{exc.kind}", exc.detail)
             return
         body = env.body
@@ -353,21 +468,38 @@ class GlassesBridge(Actor):
             self._to_phone(identity, p.Ok(detail="porfiry glasses bridge"), corr=env.id)
             return
         if not isinstance(body, EVENT_TYPES):
-            self.log.warning("actor=glasses phone=%r sent a non-phone message %s", identity, describe(env))
+            self._garbage(identity, f"a non-phone message {describe(env)}")
             allowed = ", ".join(t.__name__ for t in (p.Hello, *EVENT_TYPES))
             self._error(identity, env.session, "wrong_direction", f"{type(body).__name__} is not a phone message; phones send {allowed}", corr=env.id)
             return
         if not env.session:
             self._error(identity, "", "no_session", f"{type(body).__name__} {body.event_id} needs a session id in the envelope", corr=env.id)
             return
+        phone = self.config.phone
+        if isinstance(body, p.UserText) and len(body.text) > phone.max_text_chars:
+            self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
+                        f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
+            return
+        if not self.connections.admit_session(identity, env.session):
+            self._error(identity, env.session, "too_many_sessions", f"this connection already addresses {phone.sessions_per_connection} "
+                        "sessions (phone.sessions_per_connection); end some or open another connection", corr=env.id)
+            return
         owner = owner_key(identity, user_id)
-        if not self.sessions.claim(env.session, owner, identity):
-            self.log.warning("actor=glasses refused session=%s to owner=%s (owned by another phone)", env.session, owner)
-            self._error(identity, env.session, "forbidden", f"session {env.session} belongs to another phone connection", corr=env.id)
+        allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
+                                             token=body.token, event_id=body.event_id)
+        if not allowed:
+            self.log.warning("actor=glasses refused session=%s to phone=%r (owned by another phone)", env.session, identity)
+            self._error(identity, env.session, "forbidden", f"session {env.session} belongs to another phone"
+                        + ("" if user_id else "; present the session's token from the Ack of its first event"), corr=env.id)
             return
         if isinstance(body, p.PlaybackStatus) and self._status_for_waiter(env.session, body, identity, env.id):
             return
-        item = Pending(event=to_event(body), identity=identity, corr=env.id, phone_key=owner)
+        if self.lanes.by_identity[identity] >= phone.pending_per_connection:
+            self.lanes.hold(env.session, body.event_id)  # later events of the session wait for this one
+            self._to_phone(identity, p.Busy(event_id=body.event_id, detail=f"this connection has {phone.pending_per_connection} "
+                           "events waiting for delivery (phone.pending_per_connection); retry shortly"), session=env.session, corr=env.id)
+            return
+        item = Pending(event=to_event(body), identity=identity, corr=env.id, phone_key=owner, token=token)
         verdict = self.lanes.offer(env.session, item)
         if verdict == "start":
             self.spawn(self._drain, env.session, name=f"glasses-lane-{env.session}")
@@ -412,7 +544,7 @@ class GlassesBridge(Actor):
             return
         self.lanes.done(session)
         if isinstance(reply, p.EventAccepted):
-            self._to_phone(item.identity, p.Ack(event_id=event_id, duplicate=reply.duplicate), session=session, corr=item.corr)
+            self._to_phone(item.identity, p.Ack(event_id=event_id, duplicate=reply.duplicate, token=item.token), session=session, corr=item.corr)
         elif isinstance(reply, p.Busy):
             self._busy(session, item, reply.detail)
             for other in self.lanes.flush(session):
@@ -429,15 +561,49 @@ class GlassesBridge(Actor):
 
     # ---- runtime -> phone -------------------------------------------------------------------
     def _to_phone(self, identity: bytes, body: p.Msg, *, session: str = "", corr: str = "") -> str:
+        """Send now, or queue in this peer's own outbox (never in a queue shared with others)."""
         assert self._phone is not None
         env = p.Envelope(body=body, sender=self.name, session=session, corr=corr)
         self.busy_sent += isinstance(body, p.Busy)
-        try:
-            self._phone.send_nowait([identity, self.codec.encode(env)])
-        except (anyio.WouldBlock, SocketClosed) as exc:
-            self.frames_dropped += 1
-            self.log.warning("actor=glasses could not send %s to phone=%r: %s", describe(env), identity, type(exc).__name__)
+        payload = self.codec.encode(env)
+        if not self.outboxes.has(identity):
+            try:
+                outcome = self._phone.try_send([identity, payload])
+            except (SocketClosed, zmq.ZMQError) as exc:
+                self.log.warning("actor=glasses could not send %s to phone=%r: %s", describe(env), identity, exc)
+                return env.id
+            if outcome == "sent":
+                self._cut.pop(identity, None)  # it reads again
+                return env.id
+            if identity in self._cut:
+                self.frames_dropped += 1
+                return env.id  # cut off: what it cannot take now is dropped, not queued
+        if not self.outboxes.put(identity, payload):
+            self.cut_off += 1
+            self._cut[identity] = None
+            while len(self._cut) > 4096:
+                self._cut.popitem(last=False)
+            self.log.warning("actor=glasses phone=%r does not read its replies: %d waiting, cut off (phone.send_queue_per_peer)",
+                             identity, self.config.phone.send_queue_per_peer)
+        self._outbox_ready.set()
         return env.id
+
+    async def _flush_outboxes(self) -> None:
+        """Retry each peer's outbox in order; a peer that cannot take its head waits, alone."""
+        while True:
+            await self._outbox_ready.wait()
+            self._outbox_ready = anyio.Event()
+            while len(self.outboxes):
+                for peer in self.outboxes.peers():
+                    while (payload := self.outboxes.head(peer)) is not None:
+                        try:
+                            outcome = self._phone.try_send([peer, payload]) if self._phone else "unreachable"
+                        except (SocketClosed, zmq.ZMQError):
+                            outcome = "unreachable"
+                        if outcome != "sent":
+                            break
+                        self.outboxes.pop(peer)
+                await anyio.sleep(0.02)
 
     def _error(self, identity: bytes, session: str, code: str, detail: str, *, corr: str = "") -> None:
         self._to_phone(identity, p.ErrorReply(code=code, detail=detail), session=session, corr=corr)
@@ -449,7 +615,7 @@ class GlassesBridge(Actor):
             if identity is None:
                 self.log.warning("actor=glasses no phone owns session=%s; dropped %s", msg.session, describe(msg.env))
                 return
-            self._to_phone(identity, body, session=msg.session)
+            self._to_phone(identity, body, session=msg.session)  # not connected yet: it waits in the outbox
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
         elif isinstance(body, p.EdgeStatsRequest):
@@ -458,6 +624,8 @@ class GlassesBridge(Actor):
         elif isinstance(body, p.SessionsForgotten):
             # A little under the session actor's TTL: its sweep and our clock agree on "idle".
             gone = self.sessions.forget(body.sessions, 0.9 * self.config.session.idle_session_ttl_s)
+            for session in gone:
+                self.connections.forget_session(session)
             self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
         elif msg.env.corr:
             # A reply that came after its ask gave up (e.g. the session actor answering a

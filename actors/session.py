@@ -12,15 +12,16 @@ the crash cut. Toolset activity is deliberately not kept (S6: a restart resets t
 """
 from __future__ import annotations
 
+import collections
 import time
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import AsyncIterator, Callable
 
 import anyio
 import msgspec
 
 import protocol as p
-from actors.base import Actor, AskTimeout, Inbound
+from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
@@ -38,11 +39,18 @@ SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 
 class SessionActor(Actor):
     name = "session"
+    llm_probe_s = 2.0  # silence from the model this long: is the worker that has the request still alive?
+    backlog_limit = 10_000  # messages for the glasses waiting for room before partial displays are dropped
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time, **kwargs):
         super().__init__(config, clock=clock, **kwargs)
         self.sessions: dict[str, Conversation] = {}
         self.settings: SessionSettings | None = None
+        self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
+        self._llm_started_at: float | None = None  # the LLM worker's incarnation, from its Pong
+        self._probe: tuple[float, anyio.Event, list[float]] | None = None
+        self.llm_retries = 0
+        self.dropped_partials = 0
         self._timer_wake = anyio.Event()
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
@@ -77,6 +85,29 @@ class SessionActor(Actor):
         if unfinished:
             self.log.info("actor=session brought back %d session(s) with unanswered events or timers", len(unfinished))
         self.spawn(self._timer_wheel, name="timer-wheel")
+        self.spawn(self._llm_incarnation, name="llm-incarnation")
+
+    async def _llm_incarnation(self) -> float | None:
+        """When the LLM worker (re)started, from its Pong; None when it does not answer. Shared:
+        sessions waiting at once cause one Ping per probe interval, not one each."""
+        now = anyio.current_time()
+        if self._probe is not None and now - self._probe[0] < self.llm_probe_s / 2:
+            done, result = self._probe[1], self._probe[2]
+            await done.wait()
+            return result[0] if result else None
+        done, result = anyio.Event(), []
+        self._probe = (now, done, result)
+        try:
+            pong = await self.ask("llm", p.Ping(), timeout=1.0)
+            if isinstance(pong, p.Pong):
+                result.append(pong.started_at)
+                if self._llm_started_at is None:
+                    self._llm_started_at = pong.started_at
+        except AskTimeout:
+            pass
+        finally:
+            done.set()
+        return result[0] if result else None
 
     async def _fetch_catalog(self) -> p.Catalog:
         """The ToolsetSupervisor may start after us (or restart): wait for it, loudly."""
@@ -135,32 +166,62 @@ class SessionActor(Actor):
                        arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens,
                              arg_choices=arg_choices or {})
+        incarnation = self._llm_started_at  # the worker this request goes to, as far as we know
         timeout = self.config.session.llm_timeout_s
+        turn_timeout = self.config.session.llm_turn_timeout_s
+        deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
         finished = False
         env_id = ""
 
         async def pieces() -> AsyncIterator[str]:
             # No yield inside a cancel scope: receive under the timeout, yield outside it.
-            nonlocal finished, request
-            yielded = False
+            nonlocal finished, replies, request
+            retried = streamed = False
+            silent_until = anyio.current_time() + timeout
             while True:
                 body = None
-                with anyio.move_on_after(timeout):
+                now = anyio.current_time()
+                left, silence_left = deadline - now, silent_until - now
+                wait = min(silence_left, left)
+                with anyio.move_on_after(min(wait, self.llm_probe_s)):
                     body = (await replies.receive()).body
+                if body is None and wait > self.llm_probe_s and not retried:
+                    # Silent a while: if the worker restarted since the request went out, the
+                    # request died with it - send it once more, to the new worker (or, when part
+                    # of the answer was already shown, end the turn now rather than after the timeout).
+                    now_started = await self._llm_incarnation()
+                    if now_started is not None and incarnation is not None and now_started != incarnation:
+                        if streamed:
+                            self._llm_started_at = now_started
+                            raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
+                        retried = True
+                        self.llm_retries += 1
+                        self._llm_started_at = now_started
+                        request = msgspec.structs.replace(request, request_id=p.new_id())
+                        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
+                        replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
+                    continue
+                if body is None and wait > self.llm_probe_s:
+                    continue
+                if body is None and left <= silence_left:
+                    raise ModelUnavailable(f"the model did not finish its answer within {turn_timeout:g} s")
                 if body is None:
                     raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
+                silent_until = anyio.current_time() + timeout
                 if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
-                    if yielded:
-                        raise ModelUnavailable("the model worker restarted in the middle of the answer")
-                    # The request died with the worker: ask its successor, on the same stream.
-                    self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
-                    request = msgspec.structs.replace(request, request_id=p.new_id())
-                    self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
+                    # The worker announced a restart (ModelInfo): the request died with it.
+                    if streamed:
+                        raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
+                    if not retried:  # ask its successor, on the same stream
+                        retried = True
+                        self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
+                        request = msgspec.structs.replace(request, request_id=p.new_id())
+                        self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
                     continue
                 if getattr(body, "request_id", request.request_id) != request.request_id:
                     continue  # from a request given up when the worker restarted
                 if isinstance(body, p.LLMChunk):
-                    yielded = True
+                    streamed = True
                     yield body.text
                     continue
                 finished = True
@@ -174,7 +235,12 @@ class SessionActor(Actor):
                 raise ModelUnavailable(f"unexpected reply {type(body).__name__}")
 
         try:
-            async with self.ask_stream("llm", request, session=session) as replies:
+            async with AsyncExitStack() as stack:
+                try:
+                    replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
+                except MessageTooLarge as exc:
+                    finished = True
+                    raise ModelUnavailable(f"this conversation is too long for one model request ({exc}); start a new session") from None
                 env_id = next(reversed(self._pending))  # the request ask_stream just sent
                 self._generating[env_id] = self.clock()
                 stream = pieces()
@@ -207,11 +273,31 @@ class SessionActor(Actor):
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)
 
     def send(self, session: str, body: p.Msg) -> None:
+        """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
+        backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
+        a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
+        partial displays are dropped: the final one replaces them anyway."""
         if isinstance(body, p.TurnDone):
             body = self._turn_done(session, body)
-        self.tell("glasses", body, session=session)
         if self.subscribers:
             self.subscribers.shown(session, body)
+        if not self._backlog:
+            try:
+                self.tell("glasses", body, session=session)
+                return
+            except anyio.WouldBlock:
+                self.spawn(self._drain_backlog, name="glasses-backlog")
+        if len(self._backlog) >= self.backlog_limit and isinstance(body, p.Display) and not body.final:
+            self.dropped_partials += 1
+            return
+        self._backlog.append((session, body))
+
+    async def _drain_backlog(self) -> None:
+        link = self._link("glasses")
+        while self._backlog:
+            session, body = self._backlog[0]
+            await link.send([self.codec.encode(p.Envelope(body=body, sender=self.name, session=session))])
+            self._backlog.popleft()
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:

@@ -35,6 +35,8 @@ def build_repository(config: Config, *, refresh_interval_s: float = REFRESH_INTE
         config.path(config.skills.user_dir),
         exclusions=config.skills.exclusions,
         refresh_interval_s=refresh_interval_s,
+        max_skill_bytes=config.skills.max_skill_bytes,
+        read_timeout_s=config.skills.read_timeout_s,
     )
 
 

@@ -115,6 +115,25 @@ class AsyncSocket:
         self._out.append(frames)
         self._wake()
 
+    def try_send(self, frames: list[bytes]) -> str:
+        """Send now, never queue: "sent", "full" (no room for this peer now) or "unreachable"
+        (a ROUTER peer that is not connected). For an owner that keeps its own per-peer queues, so
+        one peer that does not read never holds up the others (a shared queue would)."""
+        if self._closed:
+            raise SocketClosed("socket is closed")
+        try:
+            self.socket.send_multipart(frames, zmq.NOBLOCK)
+        except zmq.Again:
+            return "full"
+        except zmq.ZMQError as exc:
+            if exc.errno == zmq.EHOSTUNREACH:
+                return "unreachable"
+            raise
+        self.sent += 1
+        if self._wait_scope is not None and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self._wait_scope.cancel()
+        return "sent"
+
     async def send(self, frames: list[bytes]) -> None:
         while len(self._out) >= self._send_buffer:
             if self._closed:

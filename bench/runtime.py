@@ -43,7 +43,9 @@ def bench_config(base: Config, workdir: Path, *, latency_ms: float, chaos: bool 
     return replace(
         scratch,
         topology=replace(base.topology, mode="ipc", ipc_dir=str(workdir / "ipc"), addresses={}),
-        phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False),
+        # per-connection limits lifted: one bench connection may carry many sessions at full speed
+        phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False, events_per_s=1e9,
+                      sessions_per_connection=1_000_000, pending_per_connection=1_000_000),
         skills=replace(scratch.skills, exclusions={}),
         llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
         # --chaos kills on purpose: the supervisor must keep restarting, not give up
@@ -107,16 +109,15 @@ class BenchRuntime:
         return None if self._process is None else self._process.poll()
 
     async def status(self, timeout: float = 2.0) -> p.SystemStatus:
-        from actors.base import Endpoint
+        from actors.base import AskTimeout, Endpoint
 
         client = Endpoint(self.config, name="bench")
-        try:
-            async with client.running():
+        async with client.running():
+            try:
                 return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
-        except BaseExceptionGroup as group:  # the endpoint's task group wraps what the ask raised
-            if len(group.exceptions) == 1 and not isinstance(group.exceptions[0], BaseExceptionGroup):
-                raise group.exceptions[0] from None
-            raise
+            except AskTimeout as exc:
+                timed_out = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
+        raise timed_out
 
     async def wait_ready(self, timeout: float = 60.0) -> p.SystemStatus:
         """Until every actor is alive; a runtime that exits or stays down raises RuntimeError."""

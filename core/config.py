@@ -54,6 +54,12 @@ class PhoneConfig(_Section):
     keys_dir: str = "var/keys"  # server.key_secret + authorized/*.key (phone public keys)
     playback_wait_s: float = 1.0
     pending_per_session: int = 16  # events a session may have waiting in the bridge before Busy
+    max_text_chars: int = 4000  # a longer UserText is refused with ErrorReply "too_long"
+    events_per_s: float = 50.0  # per connection (token bucket, burst = 2 s worth); past it: RateLimited
+    sessions_per_connection: int = 64  # sessions one connection may open; past it: ErrorReply "too_many_sessions"
+    pending_per_connection: int = 256  # events of one connection waiting at the bridge before Busy
+    send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is cut off
+    garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
 
 
 class SessionConfig(_Section):
@@ -68,12 +74,15 @@ class SessionConfig(_Section):
     urgent_words: list[str] = msgspec.field(default_factory=lambda: ["стоп", "stop", "отмена", "cancel", "хватит"])
     parallel_patterns: list[str] = []
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
+    llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
 
 
 class SkillsConfig(_Section):
     builtin_dir: str = "skills"
     user_dir: str = "var/user-skills"
     exclusions: dict[str, list[str]] = {}
+    max_skill_bytes: int = 64 * 1024  # a larger SKILL.md is rejected before it is read
+    read_timeout_s: float = 2.0  # a SKILL.md that takes longer to read is rejected
 
 
 class MediaConfig(_Section):

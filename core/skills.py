@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from core.skills_format import SKILL_FILE, Skill, SkillFormatError, load_skill, name_problem, short_hash
+from core.skills_format import (
+    MAX_SKILL_BYTES, READ_TIMEOUT_S, SKILL_FILE, Skill, SkillFormatError, load_skill, name_problem, short_hash,
+)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker, render_index
 from protocol.skills import SkillEntry
 
@@ -76,7 +78,10 @@ class SkillRepository:
     def __init__(self, builtin_dir: str | Path, user_dir: str | Path | None = None, *,
                  exclusions: Mapping[str, Iterable[str]] | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 refresh_interval_s: float = REFRESH_INTERVAL_S):
+                 refresh_interval_s: float = REFRESH_INTERVAL_S,
+                 max_skill_bytes: int = MAX_SKILL_BYTES, read_timeout_s: float = READ_TIMEOUT_S):
+        self._max_skill_bytes = max_skill_bytes
+        self._read_timeout_s = read_timeout_s
         self._sources: list[tuple[Path, bool]] = [(Path(builtin_dir), True)]
         if user_dir is not None:
             self._sources.append((Path(user_dir), False))
@@ -122,6 +127,7 @@ class SkillRepository:
             log.warning("cannot list skills in %s (%s); keeping what was loaded", directory, exc)
             return
         present = set()
+        root = os.path.realpath(directory)
         for folder in folders:
             path = directory / folder.name / SKILL_FILE
             try:
@@ -135,8 +141,12 @@ class SkillRepository:
                 continue
             last_good = state.skill if state is not None else None
             try:
-                skill = load_skill(path, builtin, stat.st_mtime_ns)
-            except SkillFormatError as exc:
+                if os.path.commonpath([root, os.path.realpath(path)]) != root:
+                    raise SkillFormatError("SKILL.md leads out of the skills folder (a symlink); copy the skill in instead")
+                skill = load_skill(path, builtin, stat.st_mtime_ns, self._max_skill_bytes, self._read_timeout_s)
+            except Exception as exc:  # noqa: BLE001 - a rejected skill never stops the store
+                if not isinstance(exc, SkillFormatError):
+                    exc = SkillFormatError(f"{type(exc).__name__}: {exc}")
                 problem = (f"invalid edit, still serving the last good version: {exc}"
                            if last_good is not None else str(exc))
                 self._files[path] = _FileState(signature, last_good, problem)
@@ -165,7 +175,7 @@ class SkillRepository:
         skills = builtins + users
         for where, reason in problems.items():
             if self._problems.get(where) != reason:
-                log.warning("skill %s: %s", where, reason)
+                log.warning("skill rejected: %s: %s", reason, where)
         changed = [(s.name, s.body_version, s.description) for s in skills] != \
                   [(s.name, s.body_version, s.description) for s in self._skills]
         if changed:

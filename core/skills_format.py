@@ -5,7 +5,10 @@ of everything else (`license`, `compatibility`, `metadata`, `allowed-tools`, fut
 skill written for another Agent Skills client loads here unchanged.
 """
 import hashlib
+import os
 import re
+import stat
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,12 +17,25 @@ import yaml
 SKILL_FILE = "SKILL.md"
 MAX_NAME_CHARS = 64
 MAX_DESCRIPTION_CHARS = 1024
-MAX_SKILL_BYTES = 256 * 1024  # a skill is a recipe, not a book; keeps one bad file from eating memory
+MAX_SKILL_BYTES = 64 * 1024  # a skill is a recipe, not a book (skills.max_skill_bytes)
+READ_TIMEOUT_S = 2.0  # skills.read_timeout_s
+MAX_FRONTMATTER_DEPTH = 32  # nested [ and {: PyYAML's scanner is quadratic in them (5,000 took seconds)
 _NAME_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*", re.ASCII)
 
 
 class SkillFormatError(ValueError):
     """A SKILL.md that cannot be served; the message says what to fix."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load without aliases: a frontmatter is two short keys, and `*alias` is how YAML
+    bombs multiply a few bytes into gigabytes."""
+
+    def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed", event.start_mark)
+        return super().compose_node(parent, index)
 
 
 @dataclass(frozen=True)
@@ -70,8 +86,20 @@ def split_frontmatter(text: str) -> tuple[dict, str]:
             break
     else:
         raise SkillFormatError("the frontmatter is not closed by a '---' line")
+    frontmatter = "".join(lines[1:closing])
+    depth = deepest = 0
+    for char in frontmatter:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    if deepest > MAX_FRONTMATTER_DEPTH:
+        raise SkillFormatError(f"frontmatter is nested too deeply ({deepest} levels; the limit is {MAX_FRONTMATTER_DEPTH})")
     try:
-        meta = yaml.safe_load("".join(lines[1:closing]))
+        meta = yaml.load(frontmatter, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
+    except RecursionError:
+        raise SkillFormatError("frontmatter is nested too deeply") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at frontmatter line {where.line + 1}" if where is not None else ""
@@ -109,18 +137,64 @@ def parse_skill(text: str, folder: str) -> tuple[str, str, str, dict]:
     return name, " ".join(description.split()), body, extra
 
 
-def load_skill(path: Path, builtin: bool, mtime_ns: int) -> Skill:
-    """Read and parse one SKILL.md; every failure (size, encoding, format) is a SkillFormatError."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SkillFormatError(f"cannot read the file: {exc.strerror or exc}") from None
-    if len(data) > MAX_SKILL_BYTES:
-        raise SkillFormatError(f"SKILL.md is {len(data)} bytes; the limit is {MAX_SKILL_BYTES}")
+def read_bounded(path: Path, max_bytes: int = MAX_SKILL_BYTES, timeout_s: float = READ_TIMEOUT_S) -> bytes:
+    """The bytes of a file that may be hostile: a regular file only (not a FIFO, a device, a link
+    to /dev/zero), its size checked before reading, never more than `max_bytes` read, within
+    `timeout_s` (a worker thread reads; one that hangs is abandoned, the file rejected)."""
+    outcome: list = []
+
+    def read() -> None:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # a FIFO opens without a writer
+            try:
+                info = os.fstat(fd)
+                if not stat.S_ISREG(info.st_mode):
+                    raise SkillFormatError("SKILL.md is not a regular file")
+                if info.st_size > max_bytes:
+                    raise SkillFormatError(f"SKILL.md is {info.st_size} bytes; the limit is {max_bytes}")
+                chunks, total = [], 0
+                while total <= max_bytes:
+                    chunk = os.read(fd, min(1 << 16, max_bytes + 1 - total))
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    total += len(chunk)
+                if total > max_bytes:
+                    raise SkillFormatError(f"SKILL.md grew past the limit of {max_bytes} bytes while being read")
+                outcome.append(b"".join(chunks))
+            finally:
+                os.close(fd)
+        except SkillFormatError as exc:
+            outcome.append(exc)
+        except OSError as exc:
+            outcome.append(SkillFormatError(f"cannot read the file: {exc.strerror or exc}"))
+
+    reader = threading.Thread(target=read, name="skill-read", daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    if not outcome:
+        raise SkillFormatError(f"reading SKILL.md took longer than {timeout_s:g} s")
+    if isinstance(outcome[0], Exception):
+        raise outcome[0]
+    return outcome[0]
+
+
+def load_skill(path: Path, builtin: bool, mtime_ns: int, max_bytes: int = MAX_SKILL_BYTES,
+               timeout_s: float = READ_TIMEOUT_S) -> Skill:
+    """Read and parse one SKILL.md; every failure (type, size, time, encoding, format, a parser
+    that recurses or runs out of memory) is a SkillFormatError."""
+    data = read_bounded(path, max_bytes, timeout_s)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SkillFormatError(f"SKILL.md is not UTF-8 (byte {exc.start})") from None
-    name, description, body, extra = parse_skill(text, path.parent.name)
+    try:
+        name, description, body, extra = parse_skill(text, path.parent.name)
+    except SkillFormatError:
+        raise
+    except RecursionError:
+        raise SkillFormatError("SKILL.md is nested too deeply to parse") from None
+    except Exception as exc:  # noqa: BLE001 - whatever a parser does with hostile input, reject the file
+        raise SkillFormatError(f"SKILL.md could not be parsed ({type(exc).__name__}: {exc})") from None
     return Skill(name=name, description=description, body=body, builtin=builtin, path=path,
                  mtime_ns=mtime_ns, body_version=short_hash(body), extra=extra)

@@ -17,13 +17,14 @@ import anyio
 from core.config import Config
 from phone import keys as keyfiles
 from phone.client import PhoneClient, PhoneError
+from phone.credentials import SessionTokens, tokens_file
 from phone.console import run_console
 from phone.say import EXIT_REFUSED, say
 
 
 def default_client_id() -> str:
-    """The user's name: without CURVE a session belongs to a client id, so `say` and `phone` of
-    the same person share sessions."""
+    """The user's name: `say` and `phone` of the same person share the session tokens kept for
+    this client id, and so her sessions."""
     try:
         name = getpass.getuser()
     except Exception:  # noqa: BLE001 - no user name in some containers
@@ -42,9 +43,12 @@ def connect_factory(args: argparse.Namespace, config: Config, *, connect_timeout
     """A PhoneClient for the configured endpoint (CURVE keys from keys_dir when curve is on)."""
     curve = keyfiles.load_phone_keys(config.path(config.phone.keys_dir), args.key_name) if config.phone.curve else None
     client_id = args.client_id or default_client_id()
+    # without CURVE a session belongs to whoever holds its token: kept per client id, next to the
+    # runtime's database (var/ by default), so this user resumes her sessions from a new process
+    tokens = SessionTokens(tokens_file(config.path(config.storage.path).parent, client_id))
 
     def connect() -> PhoneClient:
-        return PhoneClient(config.phone.endpoint, client_id=client_id, curve=curve,
+        return PhoneClient(config.phone.endpoint, client_id=client_id, curve=curve, tokens=tokens,
                            max_message_bytes=config.protocol.max_message_bytes, connect_timeout_s=connect_timeout_s)
 
     return connect

@@ -12,8 +12,11 @@ original order (and newer events of that session wait for that round), so a lost
 restarting session actor never reorders what the user said. After `max_resends` the event
 fails with DeliveryFailed. The runtime drops duplicates by event id.
 
-A session opens on use: the first event for a session id claims it for this client (CURVE: for
-this key pair; otherwise for this client_id).
+A session opens on use: the first event for a session id claims it for this client. With CURVE
+it belongs to this key pair. Without, the runtime answers that first event's Ack with a secret
+token which every later event of the session carries (`tokens`, a `SessionTokens`, keeps them;
+pass a file-backed one to resume sessions from another process); until that Ack arrives, newer
+events of the session wait.
 """
 from __future__ import annotations
 
@@ -29,12 +32,14 @@ from typing import AsyncIterator, Awaitable, Callable, Union
 
 import anyio
 import anyio.abc
+import msgspec
 import zmq
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from zmq.utils.monitor import parse_monitor_message
 
 import protocol as p
 from actors.zmqio import AsyncSocket, SocketClosed
+from phone.credentials import SessionTokens
 from phone.keys import ClientKeys
 
 _log = logging.getLogger("porfiry.phone")
@@ -104,6 +109,7 @@ class _Outgoing:
     event_id: str
     env_id: str
     payload: bytes
+    body: p.Msg | None = None
     sent_at: float = -math.inf  # -inf: held back, not sent yet
     resends: int = 0
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -117,6 +123,7 @@ class _Lane:
     pending: collections.OrderedDict[str, _Outgoing] = field(default_factory=collections.OrderedDict)
     stalled: bool = False  # Busy: wait until resume_at, then resend everything in order
     resume_at: float = 0.0
+    opening: _Outgoing | None = None  # no token yet: this event opens the session, the rest wait for its Ack
 
 
 class PhoneClient:
@@ -137,6 +144,7 @@ class PhoneClient:
         max_message_bytes: int = p.DEFAULT_MAX_MESSAGE_BYTES,
         zmq_context: zmq.Context | None = None,
         clock: Callable[[], float] = time.time,
+        tokens: SessionTokens | None = None,
     ):
         if "/" in client_id or not client_id:
             raise ValueError(f"client_id {client_id!r} must be non-empty and contain no '/'")
@@ -151,6 +159,7 @@ class PhoneClient:
         self.connect_timeout_s = connect_timeout_s
         self.playback_handler = playback_handler
         self.clock = clock
+        self.tokens = tokens if tokens is not None else SessionTokens()
         self.codec = p.Codec(max_message_bytes)
         self._own_context = zmq_context is None
         self._context = zmq_context
@@ -309,15 +318,20 @@ class PhoneClient:
     def _submit(self, session: str, body: p.Msg) -> _Outgoing:
         if self._sock is None:
             raise PhoneError("the client is not connected: use `async with PhoneClient(...)`")
+        if self.curve is None and self.tokens.get(session):
+            body = msgspec.structs.replace(body, token=self.tokens.get(session))
         env = p.Envelope(body=body, sender=self.client_id, session=session)
         payload = self.codec.encode(env)
         if len(payload) > self.codec.max_bytes:
             raise ValueError(f"event of {len(payload)} bytes exceeds the runtime's limit of {self.codec.max_bytes}")
-        out = _Outgoing(session=session, event_id=body.event_id, env_id=env.id, payload=payload)  # type: ignore[attr-defined]
+        out = _Outgoing(session=session, event_id=body.event_id, env_id=env.id, payload=payload, body=body)  # type: ignore[attr-defined]
         lane = self._lanes.setdefault(session, _Lane(backoff=self.busy_backoff_s))
         now = anyio.current_time()
-        # Behind a Busy or an overdue ack, a new event waits for the in-order resend round.
-        send_now = not lane.stalled and self._lane_due(lane) > now
+        # Behind a Busy or an overdue ack, a new event waits for the in-order resend round;
+        # behind a session's opening event (no token yet), for that event's Ack.
+        send_now = not lane.stalled and self._lane_due(lane) > now and lane.opening is None
+        if self.curve is None and not self.tokens.get(session) and lane.opening is None and not lane.pending:
+            lane.opening = out
         lane.pending[out.event_id] = out
         self._by_env[out.env_id] = out
         if send_now:
@@ -327,6 +341,10 @@ class PhoneClient:
 
     def _transmit(self, out: _Outgoing, now: float) -> None:
         out.sent_at = now
+        token = self.tokens.get(out.session) if self.curve is None else ""
+        if token and out.body is not None and getattr(out.body, "token", token) != token:
+            out.body = msgspec.structs.replace(out.body, token=token)  # the token came after it was made
+            out.payload = self.codec.encode(p.Envelope(body=out.body, id=out.env_id, sender=self.client_id, session=out.session))
         self._send([out.payload])
 
     def _send(self, frames: list[bytes]) -> None:
@@ -341,11 +359,13 @@ class PhoneClient:
             return math.inf
         if lane.stalled:
             return lane.resume_at
+        if lane.opening is not None:
+            return lane.opening.sent_at + self.ack_timeout_s
         return min(out.sent_at for out in lane.pending.values()) + self.ack_timeout_s
 
     def _resend_lane(self, lane: _Lane, now: float) -> None:
         lane.stalled = False
-        for out in list(lane.pending.values()):
+        for out in list(lane.pending.values()) if lane.opening is None else [lane.opening]:
             if out.sent_at != -math.inf:
                 out.resends += 1
                 if out.resends > self.max_resends:
@@ -373,8 +393,17 @@ class PhoneClient:
 
     def _finish(self, out: _Outgoing, *, ack: p.Ack | None = None, error: PhoneError | None = None) -> None:
         lane = self._lanes.get(out.session)
+        if ack is not None and ack.token and self.curve is None:
+            self.tokens.set(out.session, ack.token)
         if lane is not None:
             lane.pending.pop(out.event_id, None)
+            if lane.opening is out:
+                lane.opening = None  # the session is open (or refused): the events behind it go now
+                now = anyio.current_time()
+                if not lane.stalled:
+                    for held in list(lane.pending.values()):
+                        self._transmit(held, now)
+                self._wake.set()
         self._by_env.pop(out.env_id, None)
         out.ack, out.error = ack, error
         self._finished[out.event_id] = out
@@ -429,13 +458,14 @@ class PhoneClient:
             if lane is not None:
                 lane.backoff = self.busy_backoff_s
             self._finish(out, ack=body)
-        elif isinstance(body, p.Busy):
+        elif isinstance(body, (p.Busy, p.RateLimited)):
             self.busy_received += 1
             out = self._find(body.event_id)
             lane = self._lanes.get(out.session) if out else None
             if lane is not None and not lane.stalled:
                 lane.stalled = True
-                lane.resume_at = anyio.current_time() + lane.backoff
+                wait = max(lane.backoff, body.retry_after_s) if isinstance(body, p.RateLimited) else lane.backoff
+                lane.resume_at = anyio.current_time() + wait
                 lane.backoff = min(lane.backoff * 2, self.max_backoff_s)
                 _log.info("phone=%s session=%s busy, resending in %.2fs: %s", self.client_id, env.session, lane.resume_at - anyio.current_time(), body.detail)
                 self._wake.set()

@@ -21,7 +21,7 @@ from protocol.llm import (
 from protocol.llm import ModelInfo
 from protocol.session import SessionDelete
 from protocol.phone import (
-    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, SessionEnd,
+    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, RateLimited, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
 )
 from protocol.session import (
@@ -40,7 +40,7 @@ _ALL = (
     StatusRequest, SystemStatus, Shutdown, PhoneCommand,
     Generate, LLMChunk, LLMDone, LLMFailed, CancelGenerate, UseProfile, LLMStatusRequest, LLMStatus,
     SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
-    Ack, Busy, Display, TurnDone, PlaybackCommand,
+    Ack, Busy, Display, TurnDone, PlaybackCommand, RateLimited,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
     CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,

@@ -11,11 +11,13 @@ from protocol.base import Msg
 class SessionStart(Msg):
     event_id: str
     ts: float
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 class SessionEnd(Msg):
     event_id: str
     ts: float
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 class UserText(Msg):
@@ -24,6 +26,7 @@ class UserText(Msg):
     event_id: str
     ts: float
     text: str
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 class UserInterrupt(Msg):
@@ -31,12 +34,14 @@ class UserInterrupt(Msg):
 
     event_id: str
     ts: float
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 class ButtonPress(Msg):
     event_id: str
     ts: float
     button: str
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 class PlaybackStatus(Msg):
@@ -47,6 +52,7 @@ class PlaybackStatus(Msg):
     task_id: str
     state: str
     detail: str = ""
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
 # --- runtime -> phone -------------------------------------------------------------------------
@@ -55,6 +61,7 @@ class Ack(Msg):
 
     event_id: str
     duplicate: bool = False
+    token: str = ""  # without CURVE, on the Ack of a session's first event: present it from now on
 
 
 class Busy(Msg):
@@ -62,6 +69,15 @@ class Busy(Msg):
 
     event_id: str
     detail: str
+
+
+class RateLimited(Msg):
+    """This connection sends faster than phone.events_per_s: nothing was taken; resend after
+    `retry_after_s`."""
+
+    event_id: str
+    detail: str
+    retry_after_s: float = 1.0
 
 
 class Display(Msg):

@@ -18,8 +18,9 @@ from zmq.utils import z85
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
-from core.config import Config, PhoneConfig, SupervisorConfig, TopologyConfig
+from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
 from phone import keys as keyfiles
+from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
 
 
@@ -103,6 +104,7 @@ def dirs():
 def make_config(dirs, *, ask_timeout_s=0.5, pending=16, playback_wait_s=0.3) -> Config:
     ipc, keys = dirs
     return Config(
+        storage=StorageConfig(path=str(Path(ipc) / "porfiry.sqlite3")),
         topology=TopologyConfig(mode="ipc", ipc_dir=ipc),
         supervisor=SupervisorConfig(ask_timeout_s=ask_timeout_s),
         phone=PhoneConfig(endpoint=f"tcp://127.0.0.1:{free_port()}", curve=True, keys_dir=str(keys),
@@ -400,21 +402,35 @@ def test_owner_is_the_curve_key_or_the_client_id():
     assert owner_key(b"pixel/abc123", b"") == "pixel"
     assert owner_key(b"pixel/abc123", b"KEYZ85") == "KEYZ85"
     table = SessionTable()
-    assert table.claim("s", "pixel", b"pixel/1") and table.claim("s", "pixel", b"pixel/2")
+    assert table.admit("s", b"pixel/1", key="KEY-A") == (True, "")
+    assert table.admit("s", b"pixel/2", key="KEY-A") == (True, "")
     assert table.route("s") == b"pixel/2"  # displays follow the owner's latest connection
-    assert not table.claim("s", "intruder", b"intruder/1") and table.route("s") == b"pixel/2"
+    assert table.admit("s", b"pixel/3", key="KEY-B") == (False, "") and table.route("s") == b"pixel/2"
+
+
+def test_without_curve_a_session_belongs_to_whoever_holds_its_token():
+    table = SessionTable()
+    allowed, token = table.admit("s", b"pixel/1", event_id="e1")
+    assert allowed and len(token) >= 32
+    assert table.admit("s", b"pixel/1", event_id="e2") == (False, ""), "a client id alone proves nothing"
+    assert table.admit("s", b"pixel/9", token="guess", event_id="e2") == (False, "")
+    assert table.admit("s", b"pixel/2", token=token, event_id="e2") == (True, "")
+    assert table.route("s") == b"pixel/2"
+    assert table.admit("s", b"pixel/3", event_id="e1") == (True, token), "the opening event's resend gets its token again"
+    table.forget(["s"], idle_s=0)
+    assert table.admit("s", b"pixel/4", token=token, event_id="e7") == (True, token), "a forgotten session is reopened with the token in hand"
 
 
 def test_an_idle_session_is_forgotten_unless_it_came_alive_again():
     now = [1000.0]
     table = SessionTable(clock=lambda: now[0])
-    table.claim("old", "pixel", b"pixel/1")
-    table.claim("busy", "pixel", b"pixel/1")
+    table.admit("old", b"pixel/1", key="K")
+    table.admit("busy", b"pixel/1", key="K")
     now[0] += 3600
     table.route("busy")  # a display went out just now (e.g. a timer fired)
     assert table.forget(["old", "busy", "unknown"], idle_s=3000) == ["old"]
     assert table.route("old") is None and table.route("busy") == b"pixel/1" and len(table) == 1
-    assert table.claim("old", "intruder", b"intruder/1"), "a forgotten id is free to claim again"
+    assert table.admit("old", b"intruder/1", key="K2")[0], "a forgotten id is free to claim again"
 
 
 def test_zap_admits_only_allowed_keys():
@@ -460,8 +476,9 @@ async def test_without_curve_a_session_belongs_to_a_client_id(dirs):
     config = make_config(dirs)
     config = msgspec.structs.replace(config, phone=msgspec.structs.replace(config.phone, curve=False))
     async with runtime(config) as rt:
-        async with rt.phone("pixel", curve=None) as first, rt.phone("pixel", curve=None) as second, \
-                rt.phone("other", curve=None) as other:
+        tokens = SessionTokens()  # the same user's phone, e.g. `run.py say` and `run.py phone` sharing var/
+        async with rt.phone("pixel", curve=None, tokens=tokens) as first, rt.phone("pixel", curve=None, tokens=tokens) as second, \
+                rt.phone("other", curve=None) as other, rt.phone("pixel", curve=None) as impostor:
             await first.turn("s1", "from the first connection", timeout=5)
             async with first.events("s1") as on_first, second.events("s1") as on_second:
                 event_id = await second.send_text("s1", "same client id, second connection")
@@ -470,4 +487,6 @@ async def test_without_curve_a_session_belongs_to_a_client_id(dirs):
                     assert (await on_first.receive()) is None
             with pytest.raises(EventRejected, match="forbidden"):
                 await other.send_text("s1", "not mine")
+            with pytest.raises(EventRejected, match="forbidden"):  # the same client id without the token
+                await impostor.send_text("s1", "I am pixel too")
         assert rt.journal.phone_keys["s1"] == "pixel"

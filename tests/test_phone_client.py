@@ -19,6 +19,7 @@ import protocol as p
 from actors.zmqio import AsyncSocket
 from phone import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneUnreachable
+from phone.credentials import SessionTokens
 from phone.console import Screen, parse_command, run_console
 from phone.say import EXIT_OK, EXIT_REFUSED, EXIT_TIMEOUT, say
 
@@ -83,8 +84,17 @@ async def fake_runtime(policy=None):
         ctx.destroy(linger=0)
 
 
+class EverySessionOpen(SessionTokens):
+    """The fake runtime hands out no tokens: as if every session had been opened before, so
+    events are pipelined from the first one (the opening wait is tested on its own)."""
+
+    def get(self, session: str) -> str:
+        return "token-" + session
+
+
 def client(fake: FakeRuntime, **kwargs) -> PhoneClient:
     kwargs.setdefault("ack_timeout_s", 0.1)
+    kwargs.setdefault("tokens", EverySessionOpen())
     return PhoneClient(fake.endpoint, client_id="test-phone", **kwargs)
 
 
@@ -218,7 +228,7 @@ async def test_say_times_out_and_reports_refusals():
 async def test_run_py_say_end_to_end(tmp_path):
     async with fake_runtime() as fake:
         env = {**os.environ, "PORFIRY_PHONE_ENDPOINT": fake.endpoint, "PYTHONPATH": str(REPO)}
-        (tmp_path / "porfiry.toml").write_text("")
+        (tmp_path / "porfiry.toml").write_text(f"[storage]\npath = \"{tmp_path / 'porfiry.sqlite3'}\"\n")
         with anyio.fail_after(30):
             result = await anyio.run_process(
                 [sys.executable, str(REPO / "run.py"), "--config", str(tmp_path / "porfiry.toml"),

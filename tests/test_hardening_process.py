@@ -1,0 +1,212 @@
+"""Issue 17 against a real `run.py serve` (a process per actor over ipc://, the phone over tcp://):
+the attacks that need whole processes."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from test_process_mode import REPO, _cli, _status, served  # noqa: F401 - served is a fixture
+
+
+def test_a_second_serve_with_the_same_config_exits_at_once_and_leaves_the_first_untouched(served, tmp_path):
+    config, first = served()
+    pids = {name: int(row[2]) for name, row in _status(config).items()}
+    started = time.monotonic()
+    second = subprocess.run([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
+                            capture_output=True, text=True, timeout=30)
+    assert second.returncode == 1
+    assert f"another Porfiry runtime is running here (pid {first.pid}); stop it or set topology.ipc_dir" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert time.monotonic() - started < 15  # "at once": no actor was started
+    assert first.poll() is None
+    status = _status(config)
+    assert {name: int(row[2]) for name, row in status.items()} == pids
+    assert all(row[1] == "yes" for row in status.values())
+    said = _cli(config, "say", "--session", "one", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    # After the first one stops, the lock is free again.
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=30) == 0
+    third = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)
+        assert third.poll() is None, third.stderr.read().decode()
+    finally:
+        third.send_signal(signal.SIGTERM)
+        third.wait(timeout=30)
+
+
+# ---- a runtime whose config the test shapes ---------------------------------------------------
+import tempfile  # noqa: E402
+
+import anyio  # noqa: E402
+import pytest  # noqa: E402
+import zmq  # noqa: E402
+
+import protocol as p  # noqa: E402
+from phone.client import EventRejected, PhoneClient  # noqa: E402
+from test_process_mode import _free_port, _wait_until  # noqa: E402
+
+
+def _config(tmp, *, phone: str = "", first_token_delay_s: float = 0.0, token_delay_s: float = 0.0):
+    port = _free_port()
+    path = tmp / "porfiry.toml"
+    path.write_text(f"""
+[topology]
+mode = "ipc"
+ipc_dir = "{tempfile.mkdtemp(prefix='pf')}"
+
+[phone]
+endpoint = "tcp://127.0.0.1:{port}"
+{phone}
+
+[supervisor]
+intensity = 10
+period_s = 30
+
+[llm]
+profile = "scripted"
+
+[llm.profiles.scripted]
+kind = "scripted"
+model = "scripted"
+first_token_delay_s = {first_token_delay_s}
+token_delay_s = {token_delay_s}
+
+[skills]
+user_dir = "{tmp / 'user-skills'}"
+
+[media]
+db_path = "{tmp / 'media.sqlite3'}"
+
+[storage]
+path = "{tmp / 'porfiry.sqlite3'}"
+""")
+    return path, f"tcp://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def runtime(tmp_path):
+    started = []
+
+    def start(**kwargs):
+        config, endpoint = _config(tmp_path, **kwargs)
+        log = open(tmp_path / "serve.log", "w")
+        proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
+                                stdout=log, stderr=subprocess.STDOUT)
+        started.append(proc)
+        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        return config, endpoint
+
+    yield start
+    for proc in started:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _pids(config) -> dict[str, int]:
+    return {name: int(row[2]) for name, row in _status(config).items()}
+
+
+def _kill_and_wait_restart(config, actor: str) -> None:
+    old = _pids(config)[actor]
+    os.kill(old, signal.SIGKILL)
+    _wait_until(lambda: (row := _status(config).get(actor)) and row[1] == "yes" and int(row[2]) != old)
+
+
+# ---- finding 1 through the CLI: a killed bridge comes back knowing who owns what ---------------
+def test_no_takeover_after_the_bridge_process_is_killed(runtime):
+    config, endpoint = runtime()
+    said = _cli(config, "say", "--client-id", "alice", "--session", "s1", "--timeout", "20", "my secret is 1234")
+    assert said.returncode == 0, said.stderr
+    _kill_and_wait_restart(config, "glasses")
+    intruder = _cli(config, "say", "--client-id", "mallory", "--session", "s1", "--timeout", "20", "what is my secret?")
+    assert intruder.returncode == 1 and "forbidden" in intruder.stderr, intruder
+
+    async def same_name_without_the_token():
+        async with PhoneClient(endpoint, client_id="alice") as impostor:
+            await impostor.send_text("s1", "I am alice, honest")
+
+    with pytest.raises(EventRejected, match="forbidden"):
+        anyio.run(same_name_without_the_token, backend="trio")
+    again = _cli(config, "say", "--client-id", "alice", "--session", "s1", "--timeout", "20", "hello there")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip().splitlines()[-1].startswith("Sure.")
+
+
+# ---- finding 3: a flood of valid events from one connection does not crash the session actor ----
+def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtime):
+    # the per-connection limits are lifted, so the flood reaches the session actor in full
+    config, endpoint = runtime(phone="events_per_s = 1000000.0\nsessions_per_connection = 1000000\npending_per_connection = 1000000")
+    before = _pids(config)
+    ctx = zmq.Context()
+    flooder = ctx.socket(zmq.DEALER)
+    flooder.setsockopt(zmq.IDENTITY, b"flood/1")
+    flooder.setsockopt(zmq.SNDHWM, 0)
+    flooder.setsockopt(zmq.LINGER, 0)
+    flooder.connect(endpoint)
+    codec = p.Codec()
+    answers: dict[str, int] = {}
+    try:
+        for i in range(20_000):
+            env = p.Envelope(body=p.SessionStart(event_id=f"e{i}", ts=0.0), session=f"flood-{i}")
+            flooder.send(codec.encode(env))
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and flooder.poll(3000):  # until the runtime has gone quiet
+            kind = type(codec.decode(flooder.recv()).body).__name__
+            answers[kind] = answers.get(kind, 0) + 1
+    finally:
+        ctx.destroy(linger=0)
+    # an event not acked here (Busy, or the session actor behind) is one a real phone resends
+    assert answers.get("Ack", 0) > 1000 and set(answers) <= {"Ack", "Busy", "TurnDone"}, answers
+    status = _status(config)
+    assert _pids(config) == before, "no actor was restarted"
+    assert all(row[3] == "0" for row in status.values()), status
+    said = _cli(config, "say", "--session", "after", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+
+
+# ---- finding 8: SIGKILL under way loses nothing on our side ------------------------------------
+def test_a_request_in_flight_to_a_killed_llm_worker_is_retried_on_the_restarted_one(runtime, tmp_path):
+    config, _ = runtime(first_token_delay_s=3.0)
+    say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k1", "--timeout", "40",
+                            "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # the request is at the worker, which waits 3 s before its first token
+    _kill_and_wait_restart(config, "llm")
+    out, err = say.communicate(timeout=60)
+    assert say.returncode == 0, err
+    assert out.strip().splitlines()[-1].startswith("Sure.")
+    assert "model is unavailable" not in out
+    assert "the LLM worker restarted during a request; sent it again" in (tmp_path / "serve.log").read_text()
+
+
+def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime):
+    config, _ = runtime(first_token_delay_s=3.0)
+    say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k2", "--timeout", "40",
+                            "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)  # acked; the model is thinking
+    _kill_and_wait_restart(config, "glasses")
+    out, err = say.communicate(timeout=60)
+    assert say.returncode == 0, err
+    assert out.strip().splitlines()[-1].startswith("Sure.")
+
+
+def test_a_killed_llm_worker_mid_answer_ends_the_turn_at_once_with_a_clear_message(runtime):
+    config, _ = runtime(token_delay_s=0.5)  # "Sure. Here is a short answer to: ..." word by word
+    started = time.monotonic()
+    say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k3", "--timeout", "40",
+                            "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)  # part of the answer is on the glasses
+    _kill_and_wait_restart(config, "llm")
+    out, err = say.communicate(timeout=60)
+    assert say.returncode == 0, err
+    lines = out.strip().splitlines()
+    assert any(line.startswith("… Sure.") for line in lines), out
+    assert lines[-1] == "The model is unavailable: the model restarted in the middle of its answer; please ask again"
+    assert time.monotonic() - started < 30, "not after llm_timeout_s (60 s)"
