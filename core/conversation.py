@@ -211,6 +211,7 @@ class Conversation:
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
+        repeated = ""  # the tool whose result the last step brought (not offered again right away)
         turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
@@ -234,6 +235,9 @@ class Conversation:
                 messages.append(p.ChatMessage(role="user", content=state))
             notice = ""
             tools = self.s.registry.callable_tools(active)
+            if repeated:
+                # a small model repeats a call whose result it already has: not twice in a row
+                tools = [tool for tool in tools if tool != repeated]
             unread = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
                       if not self.tracker.has_read(skill.name, skills.body_versions.get(skill.name, ""))]
             choices = arg_choices(self.s.registry, active, unread)
@@ -264,6 +268,7 @@ class Conversation:
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            repeated = "" if result.startswith(("tool error", "arguments invalid")) else call.name
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
             result += await self._skills_notice()

@@ -110,9 +110,11 @@ def format_search(query: str, result: SearchPage) -> str:
 
 
 def search_line(title: Title) -> str:
-    """'id — Title RU / Title EN (year): one line'."""
-    kind = ", series" if title.kind == "series" else ""
-    return f"{title.id} \u2014 {display_name(title)} ({title.year}{kind}): {title.description}"
+    """'id — Title RU / Title EN (year, director, runtime): one line'. The director and runtime
+    answer the commonest follow-up without a media_info round (measured by run.py eval)."""
+    facts = [str(title.year), "series" if title.kind == "series" else ""]
+    facts += [title.director, f"{title.runtime_min} min" if title.runtime_min else ""]
+    return f"{title.id} \u2014 {display_name(title)} ({', '.join(f for f in facts if f)}): {title.description}"
 
 
 def display_name(title: Title) -> str:
