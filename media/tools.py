@@ -20,9 +20,10 @@ PLAY_ACTIONS = ("play", "pause", "resume", "stop")
 
 MEDIA_SEARCH = ToolSpec(
     name="media_search", summary="Find films/series by title (ru/en), paged.",
-    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)],
+    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)], read_only=True,
 )
-MEDIA_INFO = ToolSpec(name="media_info", summary="Details of a title by id.", args=[ArgSpec(name="id")])
+MEDIA_INFO = ToolSpec(name="media_info", summary="Details of a title by id.", args=[ArgSpec(name="id")],
+                      read_only=True)
 MEDIA_PLAY = ToolSpec(
     name="media_play", summary="Play/pause/resume/stop a title on the phone.",
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True,
