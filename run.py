@@ -11,6 +11,7 @@
     python run.py phone --session ID     interactive phone console
     python run.py keys --dir DIR         CURVE key pairs for the phone endpoint
     python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
+    python run.py eval-router [--profile P]  router accuracy (rules, model) on the labelled set
 """
 from __future__ import annotations
 
@@ -244,9 +245,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their feature: the phone tools, the benchmarks."""
     from bench.cli import register as bench_commands
+    from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
 
-    return [phone_commands, bench_commands]
+    return [phone_commands, bench_commands, router_eval_command]
 
 
 def main(argv: list[str] | None = None) -> int:

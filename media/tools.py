@@ -24,9 +24,11 @@ MEDIA_SEARCH = ToolSpec(
 )
 MEDIA_INFO = ToolSpec(name="media_info", summary="Details of a title by id.", args=[ArgSpec(name="id")],
                       read_only=True)
+# Not `long_running`: the executor itself answers within phone.playback_wait_s, with the phone's
+# task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
     name="media_play", summary="Play/pause/resume/stop a title on the phone.",
-    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True,
+    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
 )
 MEDIA_TOOLSET = ToolsetSpec(
     name="media", summary="Films and series: search, details, playback.",

@@ -1,0 +1,1 @@
+"""run.py eval: measured model behaviour (scenarios, router)."""
