@@ -160,8 +160,8 @@ class Conversation:
             self.s.spawn(self._parallel, event)
             return
         self.queue.append(event)
-        if self.running and strategy == "cancel":
-            self._cancel()
+        if strategy == "cancel" and (self.running or len(self.runs)):
+            self._cancel()  # "stop" also stops what runs in the background
         elif self.running and strategy == "interrupt":
             self._interrupt()
         self._ensure_running()

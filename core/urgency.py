@@ -47,13 +47,13 @@ NOW: Strategy = "now"
 
 # An utterance that STARTS with one of these cancels (whatever follows is the new request).
 DEFAULT_STOP_PHRASES = (
-    "стоп", "стой", "хватит", "отмена", "остановись", "прекрати", "перестань", "замолчи",
-    "stop", "stop it", "cancel", "enough", "halt", "never mind", "nevermind",
+    "стоп", "стой", "хватит", "отмена", "остановись", "прекрати", "перестань", "замолчи", "забудь",
+    "stop", "stop it", "cancel", "enough", "halt", "never mind", "nevermind", "forget it",
 )
 # While a tool runs, an utterance that STARTS with one of these is a priority request (interrupt).
 DEFAULT_INTERRUPT_PHRASES = (
-    "подожди", "погоди", "сначала", "а сначала", "но сначала", "прежде всего", "секунду",
-    "wait", "hold on", "but first", "first of all", "before that", "one moment", "one sec",
+    "подожди", "погоди", "сначала", "а сначала", "но сначала", "прежде всего", "секунду", "срочно",
+    "wait", "hold on", "but first", "first of all", "before that", "one moment", "one sec", "urgent",
 )
 DEFAULT_URGENT_WORDS = DEFAULT_STOP_PHRASES  # the name the config key `session.urgent_words` keeps
 DEFAULT_PARALLEL_PATTERNS = (

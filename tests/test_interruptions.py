@@ -202,6 +202,24 @@ async def test_a_long_running_tool_is_answered_at_once_and_reports_as_an_event(t
         assert finals(glasses.shown["s"])[-1] == "The command finished: job done: report.pdf"
 
 
+async def test_stop_also_cancels_a_command_running_in_the_background(tmp_path):
+    backend = ScriptedBackend(reply_fn=scenario_model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
+                             execute_substituted_calls=True, tool_background_after_s=0.1) as system:
+        tools, glasses = system.actors["toolsets"], system.actors["glasses"]
+        await system.turn("s", "run the backup command")
+        shown = await system.turn("s", "стоп, не надо")
+        assert tools.cancels, "the background command got no cancel signal"
+        history = await system.history("s")
+        cancelled = [m["content"] for m in history if m["content"].startswith("[Tool result from shell_run")]
+        assert len(cancelled) == 1 and cancelled[0].endswith("] cancelled by the user")
+        assert finals(shown)[-1] == "OK: стоп, не надо"
+        tools.release["shell_run"].set()  # the stand-in answers anyway: dropped, no turn starts
+        await anyio.sleep(0.3)
+        assert not late_turns(glasses.shown["s"])
+        assert not any("backup finished" in m["content"] for m in await system.history("s"))
+
+
 async def test_a_late_result_arriving_while_busy_joins_the_next_batch(tmp_path):
     backend = ScriptedBackend(reply_fn=scenario_model)
     async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
