@@ -67,6 +67,7 @@ class Score:
     per_label: dict[str, list[int]] = field(default_factory=lambda: {label: [0, 0] for label in LABELS})
     decided_by: Counter = field(default_factory=Counter)
     misses: list[tuple[str, str, str]] = field(default_factory=list)  # (text, expected, got)
+    fell_back: list[tuple[str, str]] = field(default_factory=list)  # (text, why the model did not decide)
     seconds: float = 0.0
 
     @property
@@ -80,14 +81,17 @@ class Score:
             "per_label": {label: {"correct": c, "total": t} for label, (c, t) in self.per_label.items()},
             "decided_by": dict(self.decided_by), "seconds": round(self.seconds, 3),
             "misses": [{"text": t, "expected": e, "got": g} for t, e, g in self.misses],
+            "model_fell_back": [{"text": t, "why": w} for t, w in self.fell_back],
         }
 
 
 def _decider(rule: str) -> str:
-    """"model", "rules", or "rules (model fell back)" for the tally."""
+    """"model", "rules", or "rules (model fell back: timeout|nonsense|error)" for the tally."""
     if rule == "model":
         return "model"
-    return "rules (model fell back)" if "model fell back" in rule else "rules"
+    if "model fell back: " in rule:
+        return "rules (model fell back: " + rule.split("model fell back: ", 1)[1].split(":")[0].rstrip(")") + ")"
+    return "rules"
 
 
 async def score(router: Router, items: Sequence[Utterance], name: str) -> Score:
@@ -99,6 +103,8 @@ async def score(router: Router, items: Sequence[Utterance], name: str) -> Score:
         result.total += 1
         result.per_label[item.label][1] += 1
         result.decided_by[_decider(decision.rule)] += 1
+        if "model fell back: " in decision.rule:
+            result.fell_back.append((item.text, decision.rule.split("model fell back: ", 1)[1].rstrip(")")))
         if decision.strategy == item.label:
             result.correct += 1
             result.per_label[item.label][0] += 1
@@ -155,6 +161,10 @@ def format_report(scores: Sequence[Score], items: Sequence[Utterance], path: Pat
                      f"[decided by: {decided}; {s.seconds:.1f} s]")
         for text, expected, got in s.misses:
             lines.append(f"    miss: {text!r}: expected {expected}, got {got}")
+        for text, why in s.fell_back[:5]:
+            lines.append(f"    model fell back on {text!r}: {why}")
+        if len(s.fell_back) > 5:
+            lines.append(f"    ... the model fell back {len(s.fell_back)} times in all (--json lists them)")
     return "\n".join(lines)
 
 
