@@ -110,6 +110,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active", "runs",
+        "_finished",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -129,6 +130,7 @@ class Conversation:
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
+        self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -216,7 +218,7 @@ class Conversation:
         """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
         session has running; each call's result says so plainly."""
         for call_id, _tool in self.trajectory.pending_calls():
-            self.trajectory.record_result(call_id, CANCELLED_TEXT)
+            self.trajectory.record_result(call_id, self._finished.pop(call_id, CANCELLED_TEXT))
         for call_id in list(self.runs.ids()):
             run = self.runs.get(call_id)
             was_background = run.state == BACKGROUND
@@ -232,8 +234,8 @@ class Conversation:
         its real result comes later as an event. A generation in progress is discarded (rule 4)."""
         for call_id, tool in self.trajectory.pending_calls():
             run = self.runs.get(call_id)
-            if run is None:  # a core tool inside the step: it stops with the step
-                self.trajectory.record_result(call_id, UNFINISHED_TEXT)
+            if call_id in self._finished or run is None:  # done, or a core tool that stops with the step
+                self.trajectory.record_result(call_id, self._finished.pop(call_id, UNFINISHED_TEXT))
                 continue
             run.state = BACKGROUND
             self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
@@ -284,8 +286,12 @@ class Conversation:
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
-            skills_notice = await self._skills_notice()
-            if self.trajectory.call_state(call_id) == "pending":
+            self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
+            try:
+                skills_notice = await self._skills_notice()
+            finally:
+                result = self._finished.pop(call_id, None)
+            if result is not None and self.trajectory.call_state(call_id) == "pending":
                 self.trajectory.record_result(call_id, result, skills_notice)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
