@@ -29,12 +29,12 @@ from core.observe import Observer
 from core.timers import Timer
 from core.toolsets import ToolsetRegistry
 from core.trajectory import CUT_BY_RESTART, Trajectory
-from core.urgency import RuleRouter, UrgencyConfig
 from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
 
 RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
+from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
 
 
 class SessionActor(Actor):
@@ -69,11 +69,15 @@ class SessionActor(Actor):
         catalog = await self._fetch_catalog()
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
-            {"urgent_words": cfg.urgent_words, **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
+            {"urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+             **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
         )
+        router = RuleRouter(urgency)
+        if cfg.router == "model":
+            router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
-            clock=self.clock, router=RuleRouter(urgency), on_timer_set=self.wake_timers,
+            clock=self.clock, router=router, on_timer_set=self.wake_timers,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.settings.search_history = self.search_history
@@ -255,6 +259,30 @@ class SessionActor(Actor):
                 # Cancelled or abandoned mid-stream: stop the generation at the worker too.
                 try:
                     self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+
+    async def classify(self, prompt: str) -> str:
+        """The model router's question (`session.router = "model"`), on `session.router_profile`.
+        The router bounds the wait; a cancelled wait stops the generation at the worker too."""
+        request = p.Generate(request_id=p.new_id(), messages=[p.ChatMessage(role="user", content=prompt)],
+                             max_tokens=4, profile=self.config.session.router_profile)
+        text, finished = "", False
+        try:
+            async with self.ask_stream("llm", request) as replies:
+                while True:
+                    body = (await replies.receive()).body
+                    if isinstance(body, p.LLMChunk):
+                        text += body.text
+                        continue
+                    finished = True
+                    if isinstance(body, p.LLMDone):
+                        return body.text or text
+                    raise RuntimeError(body.error if isinstance(body, p.LLMFailed) else type(body).__name__)
+        finally:
+            if not finished:
+                try:
+                    self.tell("llm", p.CancelGenerate(request_id=request.request_id))
                 except Exception:  # noqa: BLE001 - best effort
                     pass
 

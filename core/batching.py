@@ -12,6 +12,7 @@ Conventions the session loop relies on (fields of `protocol.Event`):
 """
 from collections.abc import Sequence
 
+from core.fence import fence
 from protocol import Event
 
 # kind -> (label, singular noun, plural noun) for the summary line.
@@ -47,9 +48,9 @@ def event_label(event: Event) -> str:
 
 
 def _body(content: str) -> str:
-    """Content with continuation lines indented: only real headers start at column 0, so a
-    tool result cannot forge a "[User said]" line of its own (E9)."""
-    text = content.strip()
+    """Content fenced (core.fence) and its continuation lines indented: only real headers start
+    at column 0 and look like labels, so a tool result cannot forge a "[User said]" line (E9)."""
+    text = fence(content.strip())
     if not text:
         return "(empty)"
     return "\n  ".join(text.splitlines())

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Annotated, Literal, Mapping
 
 import msgspec
 
+from core.urgency import DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES
 from llm.profiles import ProfileConfig, default_profiles
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -71,8 +72,13 @@ class SessionConfig(_Section):
     max_tokens: int = 256
     llm_timeout_s: float = 60.0
     tool_timeout_s: float = 10.0
-    urgent_words: list[str] = msgspec.field(default_factory=lambda: ["стоп", "stop", "отмена", "cancel", "хватит"])
+    urgent_words: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_STOP_PHRASES))
     parallel_patterns: list[str] = []
+    interrupt_phrases: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INTERRUPT_PHRASES))
+    router: Literal["rules", "model"] = "rules"  # rules | model: a classifier model judges user text the rules would queue
+    router_profile: str = ""  # the model router's LLM profile; empty: the active profile
+    router_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 1.5  # no usable answer by then: the rules decide
+    tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a slower tool call moves to the background (task id)
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
     llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
 
@@ -181,6 +187,9 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
         topology = msgspec.structs.replace(
             topology, mode=env.get("PORFIRY_TOPOLOGY", topology.mode), ipc_dir=env.get("PORFIRY_IPC_DIR", topology.ipc_dir)
         )
+    if config.session.router_profile and config.session.router_profile not in llm.profiles:
+        raise ConfigError(f"session.router_profile {config.session.router_profile!r} is not defined; "
+                          f"profiles: {', '.join(sorted(llm.profiles))}")
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
     storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))

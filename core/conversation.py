@@ -14,10 +14,15 @@ invisible (S7): their calls and results never enter the history; the result (S3'
 answers) is shown to the very next request only, as a system notice after the history, so a
 model that repeats an enable learns "already active" without the history changing.
 
-Urgent events (E3) cancel the running step at once: a generation in progress is discarded
-unrecorded (rule 4) and the glasses cleared; a running tool gets a cancel signal and a
-placeholder result (rule 3), its real outcome arriving later as a labelled late result.
-Light independent requests (E5) are answered by a side run with only the core tools.
+Urgent events stop the running step at once, in one of two ways (core.urgency): CANCEL ("stop")
+discards a generation in progress unrecorded (rule 4), clears the glasses, cancels the running
+tools (their result: "cancelled by the user") and calls the model at once with the queue;
+INTERRUPT (a priority request while a tool runs) also discards the generation, but the tool keeps
+running: its call gets the rule-3 placeholder and its real result comes later as a tool_result
+event, which starts a turn when the session is idle or joins the next batch (core.background).
+A toolset call slower than `session.tool_background_after_s`, or of a `long_running` tool, moves
+to the background the same way. Light independent requests (E5) are answered by a side run
+offering only what it can run (core.parallel).
 """
 from __future__ import annotations
 
@@ -34,15 +39,21 @@ import anyio
 
 import protocol as p
 from core.activity import ToolsetActivity
-from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, build_system_prompt, visible_skills
+from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, visible_skills
 from core.observe import Observer, strategy_name
 from core.fold import ModelContext, fold_history
+from core.background import (
+    BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
+    ToolRuns, late_event,
+)
+from core.fence import fence
+from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import ToolsetRegistry
 from core.trajectory import Trajectory
-from core.urgency import RuleRouter
+from core.urgency import Decision, RuleRouter
 
 _log = logging.getLogger("porfiry.session")
 
@@ -107,7 +118,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
-        "fold_cut",
+        "fold_cut", "runs", "_finished",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -127,6 +138,8 @@ class Conversation:
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
         self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
+        self.runs = ToolRuns()  # toolset calls in flight, each in its own task
+        self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -134,23 +147,37 @@ class Conversation:
         self.last_active = self.s.clock()
         if event.event_id in self.seen:
             return "duplicate"
-        if len(self.queue) >= self.s.config.queue_limit and event.kind != "user_interrupt":
+        # A late tool result is the session's own: it must never be refused.
+        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result"):
             return "busy"
         self.seen[event.event_id] = None
         if len(self.seen) > DEDUP_WINDOW:
             self.seen.popitem(last=False)
-        strategy = self.s.router.decide(event, self.running)
-        _log.info("session=%s event=%s kind=%s strategy=%s", self.sid, event.event_id, event.kind, strategy)
+        decision = self.s.router.sure(event, self.running)
+        if decision is None:  # the model router is asked (bounded by session.router_timeout_s)
+            self.s.spawn(self._route_by_model, event)
+        else:
+            self._apply(event, decision)
+        return "accepted"
+
+    async def _route_by_model(self, event: p.Event) -> None:
+        self._apply(event, await self.s.router.route_why(event, self.running))
+
+    def _apply(self, event: p.Event, decision: Decision) -> None:
+        strategy = decision.strategy
+        _log.info("session=%s event=%s kind=%s strategy=%s decided_by=%s", self.sid, event.event_id,
+                  event.kind, strategy, decision.rule)
         self.s.observer.event(self, event, strategy_name(strategy, self.running), "accepted")
-        if strategy == "parallel":
+        if strategy == "parallel" and self.running:
             self.s.spawn(self._parallel, event)
-            return "accepted"
+            return
         self.queue.append(event)
-        if strategy == "cancel" and self.running:
+        if strategy == "cancel" and (self.running or len(self.runs)):
+            self._cancel()  # "stop" also stops what runs in the background
+        elif self.running and strategy == "interrupt":
             self._interrupt()
         self._ensure_running()
         self.s.observer.state(self)
-        return "accepted"
 
     def _ensure_running(self) -> None:
         if not self.running and self.queue:
@@ -170,8 +197,8 @@ class Conversation:
                     await self._steps(turn_id, consumed)
                 self._step_scope = None
                 if scope.cancelled_caught:
-                    # Interrupted: the glasses stop showing the old answer; the urgent event is
-                    # already queued and the next iteration calls the model at once.
+                    # Cancelled or interrupted: the glasses stop showing the old answer; the
+                    # urgent event is already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
                 self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
                 self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
@@ -183,7 +210,7 @@ class Conversation:
     def idle_since(self) -> float | None:
         """When the session last did anything, if it could be forgotten now: nothing running or
         queued, no timer set, no interrupted tool call still to report back. Else None."""
-        if self.running or self.queue or len(self.timers) or self.trajectory.awaiting_late_results():
+        if self.running or self.queue or len(self.timers) or len(self.runs) or self.trajectory.awaiting_late_results():
             return None
         return self.last_active
 
@@ -200,12 +227,31 @@ class Conversation:
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
 
-    def _interrupt(self) -> None:
-        """E3: cancel the step now. Rule 3 for a running tool; rule 4 for a running generation."""
-        for call_id, tool in self.trajectory.pending_calls():
-            self.trajectory.record_placeholder(call_id)
-            self.s.observer.tool_finished(self, "", call_id, tool, "", "placeholder", "")
+    def _cancel(self) -> None:
+        """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
+        session has running; each call's result says so plainly."""
+        for call_id, _tool in self.trajectory.pending_calls():
+            self.trajectory.record_result(call_id, self._finished.pop(call_id, CANCELLED_TEXT))
+        for call_id in list(self.runs.ids()):
+            run = self.runs.get(call_id)
+            was_background = run.state == BACKGROUND
+            run.state = CANCELLED
             self.s.ports.cancel_tool(self.sid, call_id)
+            if was_background and self.trajectory.call_state(call_id) == "placeholder":
+                self.trajectory.record_late_result(call_id, CANCELLED_TEXT)
+        if self._step_scope is not None:
+            self._step_scope.cancel()
+
+    def _interrupt(self) -> None:
+        """INTERRUPT (E6 rule 3): the running tool keeps running and its call gets the placeholder;
+        its real result comes later as an event. A generation in progress is discarded (rule 4)."""
+        for call_id, tool in self.trajectory.pending_calls():
+            run = self.runs.get(call_id)
+            if call_id in self._finished or run is None:  # done, or a core tool that stops with the step
+                self.trajectory.record_result(call_id, self._finished.pop(call_id, UNFINISHED_TEXT))
+                continue
+            run.state = BACKGROUND
+            self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
         if self._step_scope is not None:
             self._step_scope.cancel()
 
@@ -258,7 +304,8 @@ class Conversation:
                 return
             if call.name in ("enable_toolset", "disable_toolset"):
                 # S7: invisible tools - no history; the next prompt already shows the new state.
-                name = call.raw_args.strip()
+                bound = self.s.registry.validate(call.name, call.raw_args)
+                name = bound.get("name", "") if isinstance(bound, dict) else ""
                 notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
                 _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, notice)
                 self.s.observer.tool_finished(self, turn_id, "", call.name, name, "invisible", notice)
@@ -271,10 +318,15 @@ class Conversation:
             repeated = "" if result.startswith(("tool error", "arguments invalid")) else call.name
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
-            result += await self._skills_notice()
-            if self.trajectory.call_state(call_id) == "pending":
-                self.trajectory.record_result(call_id, result)
-            self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, "error" if "tool error" in result[:80] else "ok", result)
+            self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
+            try:
+                skills_notice = await self._skills_notice()
+            finally:
+                result = self._finished.pop(call_id, None)
+            if result is not None and self.trajectory.call_state(call_id) == "pending":
+                self.trajectory.record_result(call_id, result, skills_notice)
+                self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
+                                              "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
     def _fitted(self, system: str, notice: str, turn_start: int) -> list[p.ChatMessage]:
@@ -344,33 +396,45 @@ class Conversation:
         note = f"({decision.note})\n" if decision.note else ""
         if decision.toolset in LOCAL_TOOLSETS:
             return note + self._run_timer(tool, decision.args)
-        outcome = await self._invoke_in_background(call_id, tool, decision.args)
-        if outcome is None:
-            return ""  # interrupted: the placeholder already answers this call
-        return note + (outcome.text if outcome.ok else f"tool error: {outcome.text}")
+        text = await self._invoke_tool(call_id, tool, decision.args)
+        if text is None:
+            return ""  # in the background: the placeholder answers this call, the result comes later
+        return note + text
 
-    async def _invoke_in_background(self, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome | None:
-        """The tool runs in its own task, so an interrupt can leave it running (E6 rule 3) and its
-        real result still reaches the history later, as a labelled late result."""
-        done = anyio.Event()
-        holder: list[p.ToolOutcome] = []
+    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str]) -> str | None:
+        """Run a toolset call in its own task and wait for it - not at all for a `long_running`
+        tool, at most `session.tool_background_after_s` for others (0: until it ends). Still
+        running then: the call is answered with a task id and the result comes later as an event.
+        None when the call went to the background."""
+        run = self.runs.start(call_id, tool)
+        self.s.spawn(self._run_tool, run, args)
+        spec = self.s.registry.spec(tool)
+        long_running = spec is not None and spec.long_running
+        wait_s = self.s.config.tool_background_after_s
+        if not long_running:
+            with anyio.move_on_after(wait_s if wait_s > 0 else float("inf")):
+                await run.done.wait()
+        if run.done.is_set():
+            return run.text
+        if self.trajectory.call_state(call_id) != "pending":
+            return None
+        run.state = BACKGROUND
+        text = (STARTED_TEXT if long_running else SLOW_TEXT).format(tool=tool, task_id=run.task_id)
+        self.trajectory.record_placeholder(call_id, text)
+        _log.info("session=%s %s call=%s moved to the background as task %s", self.sid, tool, call_id, run.task_id)
+        return None
 
-        async def run() -> None:
-            try:
-                outcome = await self.s.ports.invoke(self.sid, call_id, tool, args)
-            except Exception as exc:  # noqa: BLE001
-                outcome = p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: {exc}")
-            holder.append(outcome)
-            done.set()
-            if self.trajectory.call_state(call_id) == "placeholder":
-                # The user interrupted this call: its outcome goes into the history, labelled as the
-                # late result of that call, without starting a turn - nothing speaks after "stop".
-                self.trajectory.record_late_result(call_id, outcome.text if outcome.ok else f"tool error: {outcome.text}")
-                self.s.observer.tool_finished(self, "", call_id, tool, "", "late", outcome.text)
-
-        self.s.spawn(run)
-        await done.wait()
-        return holder[0]
+    async def _run_tool(self, run, args: dict[str, str]) -> None:
+        """The call's own task. A result the step no longer waits for comes back as an event: it
+        starts a turn when the session is idle or joins the next batch (E6 rule 3, E7)."""
+        try:
+            outcome = await self.s.ports.invoke(self.sid, run.call_id, run.tool, args)
+        except Exception as exc:  # noqa: BLE001
+            outcome = p.ToolOutcome(call_id=run.call_id, ok=False, text=f"tool {run.tool} failed: {exc}")
+        text = outcome.text if outcome.ok else f"tool error: {outcome.text}"
+        if self.runs.finish(run, text) == BACKGROUND:
+            self.s.observer.tool_finished(self, "", run.call_id, run.tool, "", "late", text)
+            self.submit(late_event(run, text, self.s.clock()))
 
     def _run_timer(self, tool: str, args: dict[str, str]) -> str:
         text = run_timer_tool(self.timers, tool, args)
@@ -379,25 +443,21 @@ class Conversation:
         return text
 
     async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> str:
-        arg = raw_args.strip()
+        args = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
+        if isinstance(args, str):
+            return args
         if tool == "get_current_time":
             now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
             return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A})"
         if tool == "show_text":
-            if not arg:
-                return "arguments invalid for show_text; expected: show_text|text"
-            self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=arg, final=False))
+            self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
             return "shown on the glasses"
         if tool == "read_skill":
-            if not arg:
-                return "arguments invalid for read_skill; expected: read_skill|name"
-            return await self._read_skill(arg)
+            return await self._read_skill(args["name"])
         if tool == "history_search":
-            if not arg:
-                return "arguments invalid for history_search; expected: history_search|words"
             if self.s.search_history is None:
                 return "history_search is not available: this runtime keeps no journal"
-            return await self.s.search_history(self.sid, arg)
+            return await self.s.search_history(self.sid, args["query"])
         return self.s.registry.unknown_tool_text(tool)
 
     async def _read_skill(self, name: str) -> str:
@@ -428,29 +488,54 @@ class Conversation:
 
     # ---- parallel light requests (E5) -----------------------------------------------------
     async def _parallel(self, event: p.Event) -> None:
+        """A side run: it offers only the tools it can run (core tools that change nothing, the
+        read-only tools of active toolsets), runs them as the main loop does, and never shows
+        or records a TOOL_CALL line as the answer."""
         turn_id = _new_id()
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
-        core_only = build_system_prompt(self.s.registry, [], [], "")
-        messages = [p.ChatMessage(role="system", content=core_only), p.ChatMessage(role="user", content=event.content)]
+        tools = parallel_tools(self.s.registry, self.activity.active())
+        system = parallel_prompt(self.s.registry, tools)
+        messages = [p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content=event.content)]
         answer = ""
         model_calls = 0
         for _ in range(3):
             model_calls += 1
             try:
-                reply = await self._generate(turn_id, messages, ["get_current_time"])
+                reply = await self._generate(turn_id, messages, tools)
             except ModelUnavailable as exc:
                 answer = f"The model is unavailable: {exc}"
                 break
             parsed = parse_reply(reply)
-            if parsed.call is None or parsed.call.name not in ("get_current_time", "show_text"):
-                answer = parsed.text_before.strip() or reply.strip() or "…"
+            answer = parsed.text_before.strip()
+            if parsed.call is None:
                 break
-            result = await self._run_core(turn_id, parsed.call.name, parsed.call.raw_args)
-            messages += [p.ChatMessage(role="assistant", content=reply), p.ChatMessage(role="tool", name=parsed.call.name, content=result)]
+            call = parsed.call
+            if call.name not in tools:
+                result = unavailable_text(call.name, tools)
+            else:
+                result = fence(await self._run_side_call(turn_id, call.name, call.raw_args))
+            messages += [p.ChatMessage(role="assistant", content=f"TOOL_CALL: {call.name}|{call.raw_args}"),
+                         p.ChatMessage(role="tool", name=call.name, content=result)]
+        answer = answer or PARALLEL_FALLBACK
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
+
+    async def _run_side_call(self, turn_id: str, tool: str, raw_args: str) -> str:
+        """A call of the side run: a core tool, a timers tool, or a read-only toolset tool."""
+        if self.s.registry.is_core(tool):
+            return await self._run_core(turn_id, tool, raw_args)
+        args = self.s.registry.validate(tool, raw_args)
+        if isinstance(args, str):
+            return args
+        if self.s.registry.toolset_of(tool) in LOCAL_TOOLSETS:
+            return self._run_timer(tool, args)
+        try:
+            outcome = await self.s.ports.invoke(self.sid, _new_id(), tool, args)
+        except Exception as exc:  # noqa: BLE001
+            return f"tool error: tool {tool} failed: {exc}"
+        return outcome.text if outcome.ok else f"tool error: {outcome.text}"
 
     # ---- inspection -----------------------------------------------------------------------
     def info(self) -> p.SessionInfo:

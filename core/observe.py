@@ -49,8 +49,9 @@ def dynamic_sections(messages: list[p.ChatMessage]) -> list[p.PromptSection]:
 
 
 def strategy_name(strategy: str, running: bool) -> str:
-    """The router's decision as the console shows it: a cancel that stopped a step is an interrupt."""
-    return "interrupt" if strategy == "cancel" and running else strategy
+    """The router's decision as the console shows it: `now` for an event that starts an idle
+    session, else the strategy (queue, cancel, interrupt, parallel)."""
+    return strategy if running or strategy in ("cancel", "parallel") else "now"
 
 
 class ModelCallProbe:

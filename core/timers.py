@@ -267,11 +267,9 @@ TIMERS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="timers_set",
                  summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time (add ; every=1 day to repeat)",
-                 args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)],
-                 example="in 10 minutes; check the oven"),
-        ToolSpec(name="timers_list", summary="list the timers that are set"),
-        ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")],
-                 example="all"),
+                 args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)]),
+        ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True),
+        ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")]),
     ],
 )
 _SPECS = {tool.name: tool for tool in TIMERS_TOOLSET.tools}

@@ -18,7 +18,7 @@ from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone"),
-    ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")], example="Buy bread"),
+    ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")]),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")]),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")]),
     ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",

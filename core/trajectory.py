@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 import msgspec
 
 from core.batching import format_batch
+from core.fence import fence
 from protocol import ChatMessage, Event
 
 PLACEHOLDER_TEMPLATE = (
@@ -150,22 +151,24 @@ class Trajectory:
             self._open.append(call_id)
         return self._append(ChatMessage(role="assistant", content=text), call_id=call_id or "", tool=tool or "")
 
-    def record_result(self, call_id: str, text: str) -> ChatMessage:
-        """Rule 2: the tool's result, paired with its call. A result for a call that was already
-        answered by a placeholder is recorded as a late result instead (rule 3)."""
+    def record_result(self, call_id: str, text: str, notice: str = "") -> ChatMessage:
+        """Rule 2: the tool's result (fenced: it is data, E9), paired with its call, then the
+        runtime's own `notice` lines. A result for a call that was already answered by a
+        placeholder is recorded as a late result instead (rule 3)."""
         call = self._known(call_id)
         if call.state == _PLACEHOLDER:
-            return self.record_late_result(call_id, text)
+            return self.record_late_result(call_id, text + notice)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) already has its result")
-        return self._answer(call_id, text, _DONE)
+        return self._answer(call_id, fence(text) + notice, _DONE)
 
-    def record_placeholder(self, call_id: str) -> ChatMessage:
-        """Rule 3: answer a still-running call with "still running" so the history stays paired."""
+    def record_placeholder(self, call_id: str, text: str | None = None) -> ChatMessage:
+        """Rule 3: answer a still-running call with "still running" so the history stays paired
+        (`text`: the runtime's own wording, e.g. with the background task id)."""
         call = self._known(call_id)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
-        return self._answer(call_id, PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER)
+        return self._answer(call_id, text or PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER)
 
     def record_cut(self, call_id: str) -> ChatMessage:
         """After a restart: a call that was running when the runtime died gets a result saying
@@ -212,8 +215,8 @@ class Trajectory:
     def record_parallel(self, question: str, answer: str) -> ChatMessage:
         """E5: a light request answered by a separate run, recorded in the main history, marked
         so the model knows it is already handled. Held back while a call is open."""
-        text = (f"{PARALLEL_MARK} The user asked: {question.strip()}\n"
-                f"It was already answered: {answer.strip()}")
+        text = (f"{PARALLEL_MARK} The user asked: {fence(question.strip())}\n"
+                f"It was already answered: {fence(answer.strip())}")
         return self._side(ChatMessage(role="user", content=text))
 
     # --- invariant -------------------------------------------------------------------------

@@ -1,18 +1,32 @@
-"""What to do with an incoming event: cancel the step, queue it, answer in parallel, or start now.
+"""What to do with an incoming event: cancel, interrupt, queue, answer in parallel, or start now.
 
-E3-E5: an urgent event cancels the current step, an ordinary one waits for the next safe point,
-an independent light question gets its own quick run. `decide` is a small rule engine whose
-rules are data (`RULES`), tried in order, first match wins:
+E3-E6 and the SPEC's clarification: two different urgent strategies, plus the queue and the side run.
 
-  interrupt      user_interrupt                          -> cancel
-  stop_word      user_text that is only stop words        -> cancel  ("stop the music" is not)
+  cancel     "stop" (and a stop phrase starting an utterance): the generation is discarded, the
+             running tools are cancelled (their result says "cancelled by the user"), the queue
+             goes into the history with the stop, and the model is called at once
+  interrupt  a priority request while a tool runs ("подожди, сначала …", "wait, first …"): the
+             generation is discarded, the tool keeps running (its call gets the rule-3
+             placeholder) and its real result comes later as an event the agent acts on
+  parallel   an independent light question while busy: a side run answers it at once (E5)
+  queue      anything else while busy: it waits for the next safe point (E4)
+  now        anything while idle
+
+`decide` is a small rule engine whose rules are data (`RULES`), tried in order, first match wins:
+
+  interrupt      user_interrupt (the /stop button)          -> cancel
+  stop_phrase    user_text STARTING with a stop phrase      -> cancel  ("Стоп! Я неправильно
+                                                               сказал": the rest is the new request)
   urgent_flag    any event with data["urgent"] = true/1/yes -> cancel (supervisor, urgent alert)
-  light_request  user_text fully matching a light pattern -> parallel (only while busy)
-  busy           anything else while a step runs          -> queue
-  idle           anything else                            -> now
+  light_request  user_text fully matching a light pattern   -> parallel (only while busy)
+  priority       user_text starting with an interrupt phrase -> interrupt (only while busy)
+  busy           anything else while a step runs            -> queue
+  idle           anything else                              -> now
 
-Rules cannot read meaning, so `LLMRouter` may ask a small classifier model for user text while
-busy; any answer it cannot use falls back to the rules.
+The default phrase lists (`DEFAULT_STOP_PHRASES`, `DEFAULT_INTERRUPT_PHRASES`, both languages) live
+here and only here; the config's defaults are these tuples. Rules cannot read meaning, so
+`LLMRouter` may ask a small classifier model about user text the rules would only queue; any
+answer it cannot use, or none within its timeout, falls back to the rules' verdict.
 """
 import re
 import string
@@ -22,16 +36,26 @@ from typing import Literal, NamedTuple, Protocol
 
 import anyio
 
-from core.batching import event_label
 from protocol import Event
 
-Strategy = Literal["cancel", "queue", "parallel", "now"]
+Strategy = Literal["cancel", "interrupt", "queue", "parallel", "now"]
 CANCEL: Strategy = "cancel"
+INTERRUPT: Strategy = "interrupt"
 QUEUE: Strategy = "queue"
 PARALLEL: Strategy = "parallel"
 NOW: Strategy = "now"
 
-DEFAULT_URGENT_WORDS = ("стоп", "stop", "отмена", "cancel", "хватит", "остановись", "прекрати", "stop it")
+# An utterance that STARTS with one of these cancels (whatever follows is the new request).
+DEFAULT_STOP_PHRASES = (
+    "стоп", "стой", "хватит", "отмена", "остановись", "прекрати", "перестань", "замолчи", "забудь",
+    "stop", "stop it", "cancel", "enough", "halt", "never mind", "nevermind", "forget it",
+)
+# While a tool runs, an utterance that STARTS with one of these is a priority request (interrupt).
+DEFAULT_INTERRUPT_PHRASES = (
+    "подожди", "погоди", "сначала", "а сначала", "но сначала", "прежде всего", "секунду", "срочно",
+    "wait", "hold on", "but first", "first of all", "before that", "one moment", "one sec", "urgent",
+)
+DEFAULT_URGENT_WORDS = DEFAULT_STOP_PHRASES  # the name the config key `session.urgent_words` keeps
 DEFAULT_PARALLEL_PATTERNS = (
     r"который (?:сейчас )?час",
     r"сколько (?:сейчас )?времени",
@@ -55,17 +79,49 @@ def normalize_utterance(text: str) -> str:
     return " ".join(text.casefold().strip(_EDGE_PUNCT).split())
 
 
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
+# Who the user addresses before the stop phrase does not change it: "Порфирий, стоп!"
+_ADDRESS = frozenset({"порфирий", "porfiry", "эй", "hey", "ok", "okay", "ну", "а", "so", "oh"})
+
+
+def utterance_words(text: str) -> list[str]:
+    """The words of an utterance, normalized, punctuation dropped ("Стоп! Я" -> ["стоп", "я"])."""
+    return _WORD.findall(normalize_utterance(text))
+
+
+def _phrase_table(phrases: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """Phrases as word tuples, longest first (so "stop it" wins over "stop")."""
+    table = {tuple(utterance_words(p)) for p in phrases}
+    table.discard(())
+    return tuple(sorted(table, key=len, reverse=True))
+
+
+def _leading_phrase(words: list[str], table: tuple[tuple[str, ...], ...]) -> int:
+    """How many words the leading phrase of `words` takes (after an address), 0 if none leads."""
+    start = 0
+    while start < len(words) - 1 and words[start] in _ADDRESS:
+        start += 1
+    for phrase in table:
+        if tuple(words[start:start + len(phrase)]) == phrase:
+            return start + len(phrase)
+    return 0
+
+
 @dataclass(frozen=True)
 class UrgencyConfig:
-    """Stop words (whole utterance) and light-request patterns (full match, regex, case-insensitive)."""
+    """Stop phrases and interrupt phrases (each matched at the START of an utterance, whole words,
+    case and punctuation ignored) and light-request patterns (full match, regex, case-insensitive)."""
 
-    urgent_words: tuple[str, ...] = DEFAULT_URGENT_WORDS
+    urgent_words: tuple[str, ...] = DEFAULT_STOP_PHRASES
     parallel_patterns: tuple[str, ...] = DEFAULT_PARALLEL_PATTERNS
-    _words: frozenset[str] = field(init=False, repr=False, compare=False)
+    interrupt_phrases: tuple[str, ...] = DEFAULT_INTERRUPT_PHRASES
+    _stops: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    _interrupts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_words", frozenset(normalize_utterance(w) for w in self.urgent_words))
+        object.__setattr__(self, "_stops", _phrase_table(self.urgent_words))
+        object.__setattr__(self, "_interrupts", _phrase_table(self.interrupt_phrases))
         compiled = []
         for pattern in self.parallel_patterns:
             try:
@@ -76,13 +132,15 @@ class UrgencyConfig:
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, object] | None) -> "UrgencyConfig":
-        """From a config section {urgent_words: [...], parallel_patterns: [...]}; missing keys keep defaults."""
+        """From a config section {urgent_words, parallel_patterns, interrupt_phrases: [...]};
+        missing keys keep the defaults."""
         raw = raw or {}
-        unknown = set(raw) - {"urgent_words", "parallel_patterns"}
+        known = ("urgent_words", "parallel_patterns", "interrupt_phrases")
+        unknown = set(raw) - set(known)
         if unknown:
-            raise ValueError(f"unknown urgency settings {sorted(unknown)}; known: urgent_words, parallel_patterns")
+            raise ValueError(f"unknown urgency settings {sorted(unknown)}; known: {', '.join(known)}")
         kwargs = {}
-        for key in ("urgent_words", "parallel_patterns"):
+        for key in known:
             if key in raw:
                 value = raw[key]
                 if isinstance(value, str) or not isinstance(value, Iterable):
@@ -91,14 +149,21 @@ class UrgencyConfig:
         return cls(**kwargs)
 
     def is_stop(self, text: str) -> bool:
-        """The whole utterance is a stop word/phrase, or only stop words ("стоп, стоп!")."""
-        said = normalize_utterance(text)
-        if not said:
-            return False
-        if said in self._words:
-            return True
-        words = [w.strip(_EDGE_PUNCT) for w in said.split()]
-        return all(w in self._words for w in words if w) and any(words)
+        """The utterance starts with a stop phrase: "стоп", "Стоп! Я неправильно сказал",
+        "stop, wrong film" ("stopwatch" and "cancellation policy" do not: whole words only)."""
+        return _leading_phrase(utterance_words(text), self._stops) > 0
+
+    def is_priority(self, text: str) -> bool:
+        """The utterance starts with an interrupt phrase: "Подожди, сначала погода", "wait, first …"."""
+        return _leading_phrase(utterance_words(text), self._interrupts) > 0
+
+    def after_stop(self, text: str) -> str:
+        """What follows the leading stop phrases ("Стоп! Я неправильно сказал" -> "я неправильно
+        сказал"); "" when the utterance is only a stop."""
+        words = utterance_words(text)
+        while (taken := _leading_phrase(words, self._stops)) > 0:
+            words = words[taken:]
+        return " ".join(words)
 
     def is_light(self, text: str) -> bool:
         said = normalize_utterance(text)
@@ -120,9 +185,10 @@ class Rule(NamedTuple):
 
 RULES: tuple[Rule, ...] = (
     Rule("interrupt", lambda e, busy, c: e.kind == "user_interrupt", CANCEL),
-    Rule("stop_word", lambda e, busy, c: e.kind == "user_text" and c.is_stop(e.content), CANCEL),
+    Rule("stop_phrase", lambda e, busy, c: e.kind == "user_text" and c.is_stop(e.content), CANCEL),
     Rule("urgent_flag", lambda e, busy, c: e.data.get("urgent", "").strip().lower() in _TRUE, CANCEL),
     Rule("light_request", lambda e, busy, c: busy and e.kind == "user_text" and c.is_light(e.content), PARALLEL),
+    Rule("priority", lambda e, busy, c: busy and e.kind == "user_text" and c.is_priority(e.content), INTERRUPT),
     Rule("busy", lambda e, busy, c: busy, QUEUE),
     Rule("idle", lambda e, busy, c: True, NOW),
 )
@@ -144,18 +210,21 @@ def decide_why(event: Event, session_busy: bool, config: UrgencyConfig | None = 
 
 
 def decide(event: Event, session_busy: bool, config: UrgencyConfig | None = None) -> Strategy:
-    """cancel | queue | parallel | now for this event (see the module's rule table)."""
+    """cancel | interrupt | queue | parallel | now for this event (see the module's rule table)."""
     return decide_why(event, session_busy, config).strategy
 
 
 class Router(Protocol):
-    """Chooses a strategy per incoming event. Async so a model-backed router fits the same slot."""
+    """Chooses a strategy per incoming event. `sure` answers at once when no model is needed
+    (None: ask `route_why`, which may take up to the router's timeout)."""
 
-    async def route(self, event: Event, session_busy: bool) -> Strategy: ...
+    def sure(self, event: Event, session_busy: bool) -> Decision | None: ...
+
+    async def route_why(self, event: Event, session_busy: bool) -> Decision: ...
 
 
 class RuleRouter:
-    """The default router: the rule table, no model."""
+    """The default router (`session.router = "rules"`): the rule table, no model."""
 
     __slots__ = ("config",)
 
@@ -165,21 +234,28 @@ class RuleRouter:
     def decide(self, event: Event, session_busy: bool) -> Strategy:
         return decide(event, session_busy, self.config)
 
+    def sure(self, event: Event, session_busy: bool) -> Decision:
+        return decide_why(event, session_busy, self.config)
+
+    async def route_why(self, event: Event, session_busy: bool) -> Decision:
+        return self.sure(event, session_busy)
+
     async def route(self, event: Event, session_busy: bool) -> Strategy:
         return self.decide(event, session_busy)
 
 
-ROUTER_PROMPT = """You route one incoming event for a voice assistant that is busy with a task.
-Event: {label}: {content}
+ROUTER_PROMPT = """You route one message a user said to a voice assistant that is busy with a task.
+Message: {content}
 Answer with exactly one word:
-cancel - the user wants the current task stopped or changed right now;
-parallel - an independent quick question that can be answered now, alongside the task;
-queue - anything else: it is handled after the current step.
+cancel - the user wants the current task stopped or takes back what they said;
+interrupt - a new request that must be handled right now, before the task finishes;
+parallel - an independent quick question, answered now while the task goes on;
+queue - anything else: more details for the task or a request that can wait.
 Answer:"""
 
 _ANSWERS: dict[str, Strategy] = {
-    "cancel": CANCEL, "queue": QUEUE, "parallel": PARALLEL,
-    "отмена": CANCEL, "очередь": QUEUE, "параллельно": PARALLEL,
+    "cancel": CANCEL, "interrupt": INTERRUPT, "queue": QUEUE, "parallel": PARALLEL,
+    "отмена": CANCEL, "прервать": INTERRUPT, "очередь": QUEUE, "параллельно": PARALLEL,
 }
 
 
@@ -190,11 +266,14 @@ def parse_route_answer(reply: str) -> Strategy | None:
 
 
 class LLMRouter:
-    """Asks a small classifier model about user text while busy (where semantics matter).
+    """`session.router = "model"`: asks a small classifier model about user text while busy, where
+    the rules can only queue or guess (seed 003: "отчёт пришли мне на китайском" queues, "какая
+    сегодня погода" runs in parallel).
 
-    Sure cases stay with the rules: interrupts, stop words and urgent flags cancel, non-text
-    events queue, an idle session starts now. A reply that names no strategy, an error, or no
-    reply within `timeout_s` falls back to the rules' verdict; `fallbacks` counts those.
+    Sure cases stay with the rules: the stop button, stop phrases and urgent flags cancel, events
+    that are not user text follow the table, an idle session starts now. A reply that names no
+    strategy, an error, or no reply within `timeout_s` falls back to the rules' verdict; the
+    returned Decision says which decided ("model", or the rule and why the model did not).
     """
 
     __slots__ = ("classify", "rules", "timeout_s", "fallbacks")
@@ -207,20 +286,31 @@ class LLMRouter:
         self.fallbacks = 0
 
     def prompt_for(self, event: Event) -> str:
-        return ROUTER_PROMPT.format(label=event_label(event), content=" ".join(event.content.split()))
+        return ROUTER_PROMPT.format(content=" ".join(event.content.split()))
 
-    async def route(self, event: Event, session_busy: bool) -> Strategy:
+    def sure(self, event: Event, session_busy: bool) -> Decision | None:
         verdict = decide_why(event, session_busy, self.rules.config)
         if verdict.strategy in (CANCEL, NOW) or event.kind != "user_text":
-            return verdict.strategy
-        reply = None
+            return verdict
+        return None
+
+    async def route_why(self, event: Event, session_busy: bool) -> Decision:
+        verdict = decide_why(event, session_busy, self.rules.config)
+        if self.sure(event, session_busy) is not None:
+            return verdict
+        reply, why = None, "timeout"
         try:
             with anyio.move_on_after(self.timeout_s):
                 reply = await self.classify(self.prompt_for(event))
-        except Exception:  # a broken classifier must not break the session
-            reply = None
+        except Exception as exc:  # noqa: BLE001 - a broken classifier must not break the session
+            reply, why = None, f"error: {type(exc).__name__}"
         strategy = parse_route_answer(reply) if isinstance(reply, str) else None
         if strategy is None or strategy == NOW:
             self.fallbacks += 1
-            return verdict.strategy
-        return strategy
+            if isinstance(reply, str):
+                why = f"nonsense: {reply.strip()[:40]!r}"
+            return Decision(verdict.strategy, f"{verdict.rule} (model fell back: {why})")
+        return Decision(strategy, "model")
+
+    async def route(self, event: Event, session_busy: bool) -> Strategy:
+        return (await self.route_why(event, session_busy)).strategy

@@ -20,13 +20,15 @@ PLAY_ACTIONS = ("play", "pause", "resume", "stop")
 
 MEDIA_SEARCH = ToolSpec(
     name="media_search", summary="find films/series by title (ru/en)",
-    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)], example="Stalker",
+    args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)], read_only=True,
 )
 MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: director, year, runtime",
-                      args=[ArgSpec(name="id")], example="stalker-1979")
+                      args=[ArgSpec(name="id")], read_only=True)
+# Not `long_running`: the executor itself answers within phone.playback_wait_s, with the phone's
+# task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
     name="media_play", summary="play a title on the phone by its id (add ; action=pause, resume or stop to control it)",
-    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], long_running=True, example="stalker-1979",
+    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
 )
 MEDIA_TOOLSET = ToolsetSpec(
     name="media", summary="Films and series: search, details, playback.",

@@ -10,13 +10,15 @@ class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """name carries the toolset prefix (media_search); summary is one terse line."""
+    """name carries the toolset prefix (media_search); summary is one terse line.
+    long_running: a call answers at once with a task id, the result comes later as an event (E7).
+    read_only: changes nothing, so a parallel side run (E5) may call it."""
 
     name: str
     summary: str
     args: list[ArgSpec] = []
     long_running: bool = False
-    example: str = ""  # the arguments of one typical call (`Stalker`): small models copy examples, not schemas
+    read_only: bool = False
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

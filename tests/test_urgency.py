@@ -2,7 +2,11 @@
 import anyio
 import pytest
 
-from core.urgency import LLMRouter, RuleRouter, UrgencyConfig, decide, decide_why, parse_route_answer
+from core.config import SessionConfig
+from core.urgency import (
+    DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES, DEFAULT_CONFIG, LLMRouter, RuleRouter, UrgencyConfig,
+    decide, decide_why, parse_route_answer,
+)
 from protocol import Event
 
 
@@ -19,14 +23,37 @@ def test_user_interrupt_cancels_busy_or_idle():
     assert decide(ev("user_interrupt"), session_busy=False) == "cancel"
 
 
-@pytest.mark.parametrize("text", ["стоп", "Стоп!", "  STOP.  ", "отмена", "Cancel", "хватит...", "стоп, стоп!"])
+@pytest.mark.parametrize("text", ["стоп", "Стоп!", "  STOP.  ", "отмена", "Cancel", "хватит...", "стоп, стоп!",
+                                  "остановись", "прекрати", "Порфирий, стоп!"])
 def test_a_stop_word_alone_cancels(text):
-    assert decide_why(said(text), session_busy=True) == ("cancel", "stop_word")
+    assert decide_why(said(text), session_busy=True) == ("cancel", "stop_phrase")
 
 
-@pytest.mark.parametrize("text", ["stop the music please", "не останавливайся, стоп это песня", "cancellation policy?"])
-def test_a_stop_word_inside_a_request_is_not_urgent(text):
+@pytest.mark.parametrize(("text", "rest"), [("Стоп! Я неправильно сказал", "я неправильно сказал"),
+                                            ("stop, wrong film", "wrong film"),
+                                            ("хватит, давай другое", "давай другое"),
+                                            ("stop the music please", "the music please")])
+def test_an_utterance_starting_with_a_stop_phrase_cancels_and_the_rest_is_the_new_request(text, rest):
+    assert decide_why(said(text), session_busy=True) == ("cancel", "stop_phrase")
+    assert DEFAULT_CONFIG.after_stop(text) == rest
+
+
+@pytest.mark.parametrize("text", ["не останавливайся, стоп это песня", "cancellation policy?", "stopwatch for 5 minutes"])
+def test_a_stop_word_inside_a_request_or_a_word_is_not_urgent(text):
     assert decide(said(text), session_busy=True) == "queue"
+
+
+@pytest.mark.parametrize("text", ["Подожди, сначала посмотри погоду на завтра", "погоди, а сначала напомни про чай",
+                                  "Wait, first check tomorrow's weather", "hold on, what's on my calendar"])
+def test_a_priority_request_interrupts_while_busy_and_starts_now_while_idle(text):
+    assert decide_why(said(text), session_busy=True) == ("interrupt", "priority")
+    assert decide(said(text), session_busy=False) == "now"
+
+
+def test_the_config_defaults_are_the_module_defaults():
+    assert SessionConfig().urgent_words == list(DEFAULT_STOP_PHRASES)
+    assert SessionConfig().interrupt_phrases == list(DEFAULT_INTERRUPT_PHRASES)
+    assert {"остановись", "прекрати", "stop", "стоп"} <= set(DEFAULT_STOP_PHRASES)
 
 
 @pytest.mark.parametrize("text", ["Который час?", "сколько времени", "подскажи, какое сегодня число?",
@@ -67,6 +94,7 @@ async def test_rule_router_is_the_default_router():
 
 def test_route_answer_parsing():
     assert parse_route_answer(" Parallel.") == "parallel"
+    assert parse_route_answer("Interrupt") == "interrupt"
     assert parse_route_answer("queue - it can wait") == "queue"
     assert parse_route_answer("I think you should") is None
     assert parse_route_answer("") is None
@@ -80,8 +108,9 @@ async def test_llm_router_uses_the_model_for_user_text_while_busy():
         return "parallel"
 
     router = LLMRouter(classify)
-    assert await router.route(said("какая погода завтра?"), True) == "parallel"
-    assert "User said: какая погода завтра?" in prompts[0]
+    assert await router.route_why(said("какая погода завтра?"), True) == ("parallel", "model")
+    assert "Message: какая погода завтра?" in prompts[0]
+    assert "interrupt" in prompts[0] and "cancel" in prompts[0]
     # sure cases never reach the model
     assert await router.route(said("стоп"), True) == "cancel"
     assert await router.route(ev("tool_result", "x"), True) == "queue"
@@ -100,8 +129,10 @@ async def test_llm_router_falls_back_to_rules_on_garbage_errors_and_silence():
         await anyio.sleep(5)
         return "cancel"
 
-    for classify in (garbage, broken, silent):
+    for classify, why in ((garbage, "nonsense"), (broken, "error"), (silent, "timeout")):
         router = LLMRouter(classify, timeout_s=0.05)
         assert await router.route(said("который час"), True) == "parallel"
-        assert await router.route(said("покажи ещё фильмы"), True) == "queue"
+        decision = await router.route_why(said("покажи ещё фильмы"), True)
+        assert decision.strategy == "queue"
+        assert decision.rule.startswith("busy (model fell back: " + why)
         assert router.fallbacks == 2
