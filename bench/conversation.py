@@ -20,7 +20,7 @@ from core.config import Config
 from core.conversation import Conversation, SessionSettings
 from core.skills import SkillRepository
 from core.toolsets import ToolsetRegistry
-from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend
+from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend, media_active
 from media.provider import MediaProvider
 from media.tools import ToolReply, play_started_text, run_info, run_search, validate_play
 
@@ -73,8 +73,7 @@ def _query(messages: list[p.ChatMessage]) -> str:
 
 
 def _media_active(messages: list[p.ChatMessage]) -> bool:
-    system = messages[0].content if messages and messages[0].role == "system" else ""
-    return re.search(r"^Active toolsets:.*\bmedia\b", system, re.MULTILINE) is not None
+    return media_active(messages)
 
 
 def _last_media_id(messages: list[p.ChatMessage]) -> str:

@@ -275,10 +275,11 @@ class Conversation:
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
             after_result = (not notice and bool(history) and history[-1].role == "tool"
                             and history[-1].name != "read_skill")
-            state = "\n\n".join(filter(None, [prompt.state, f"[System notice] {notice}" if notice else "",
-                                               AFTER_RESULT_RULE if after_result else ""]))
+            if notice:  # the answer to the last (invisible) call, right after the history
+                messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
+            state = "\n\n".join(filter(None, [prompt.state, AFTER_RESULT_RULE if after_result else ""]))
             if state:
-                messages.append(p.ChatMessage(role="user", content=state))
+                messages.append(p.ChatMessage(role="system", content=state))
             notice = ""
             tools = self.s.registry.callable_tools(active)
             if repeated:

@@ -42,11 +42,16 @@ class Rule:
 
 MEDIA_WORDS = r"\b(film|films|movie|movies|music|song|songs|album|video|videos|podcast|series|watch|listen|play)\b"
 
+def media_active(messages: list[ChatMessage]) -> bool:
+    """What the prompt's state part says (the runtime's system messages, S7), as a model reads it."""
+    system = "\n".join(m.content for m in messages if m.role == "system")
+    return re.search(r"^Active toolsets:.*\bmedia\b", system, re.MULTILINE) is not None
+
+
 def _after_read_skill(messages: list[ChatMessage]) -> str:
     """enable_toolset calls never enter the history (S7): the system prompt tells whether media is
     already active, exactly as it tells a real model."""
-    system = messages[0].content if messages and messages[0].role == "system" else ""
-    if re.search(r"^Active toolsets:.*\bmedia\b", system, re.MULTILINE):
+    if media_active(messages):
         return f"TOOL_CALL: media_search|{_last_user_text(messages)}"
     return "TOOL_CALL: enable_toolset|media"
 
@@ -74,6 +79,16 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(MEDIA_WORDS, "TOOL_CALL: read_skill|media", role="user"),
     Rule(r"", "Sure. Here is a short answer to: {user}", role="user"),
 )
+
+
+def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The prompt as rules read it: the state part the runtime puts after the history (a trailing
+    system message, core/prompt.py) joined to the leading system message, so that a rule sees
+    the whole prompt in messages[0] and what was last said in messages[-1]."""
+    if len(messages) < 2 or messages[-1].role != "system" or messages[0].role != "system":
+        return messages
+    head = ChatMessage(role="system", content=messages[0].content + "\n\n" + messages[-1].content)
+    return [head, *messages[1:-1]]
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -120,7 +135,8 @@ class ScriptedBackend:
         """The full reply text the rules give for this history (no latency)."""
         if self.reply_fn is not None:
             return self.reply_fn(messages)
-        last = next((m for m in reversed(messages) if m.role != "assistant"), None)
+        # the last thing said: not the prompt's state part, a system message after the history
+        last = next((m for m in reversed(messages) if m.role not in ("assistant", "system")), None)
         if last is None:
             return self.fallback
         for rule in self.rules:
@@ -138,6 +154,7 @@ class ScriptedBackend:
 
     def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
                arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
+        messages = one_system_message(messages)
         self.calls.append(list(messages))
         return Generation(lambda generation: self._produce(generation, messages, max_tokens))
 

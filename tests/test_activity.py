@@ -26,13 +26,13 @@ def activity(clock):
 # --- enable / disable: idempotent and forgiving ------------------------------------------------------
 def test_enable_lists_the_tools_then_repeats_are_no_error(activity):
     assert activity.enable("media") == (
-        "Toolset media activated. Tools: media_search|query; page?, media_info|id, media_play|id; action?")
+        "Toolset media activated: its tools are listed under Active toolsets. Call the one you need now.")
     assert activity.enable("media") == "toolset media already active, timeout extended"
     assert activity.active() == ["media"]
 
 
 def test_enable_forgives_case_spaces_and_quotes(activity):
-    assert activity.enable(' "Media" ').startswith("Toolset media activated.")
+    assert activity.enable(' "Media" ').startswith("Toolset media activated:")
 
 
 def test_enable_of_an_unknown_toolset_names_the_available_ones(activity):

@@ -88,11 +88,9 @@ async def test_twenty_turn_report_is_coherent(config):
     assert all(b.prompt_tokens > a.prompt_tokens for a, b in zip(report.requests, report.requests[1:]))
     later_steps = [r for r in report.requests if r.step > 1]
     assert max(r.share for r in later_steps) > 0.9
-    # Only the step after enable_toolset|media rewrites the system prompt (its skills and active
-    # toolsets sections): that request, and no other, loses most of its prefix.
-    cold_ones = [r for r in report.requests[1:] if r.share < 0.5]
-    assert [(r.turn, r.step) for r in cold_ones] == [(3, 3)]
-    assert report.min_at == "turn 3 step 3" and report.min_share == cold_ones[0].share
+    # The skills index and the active toolsets come after the history (core/prompt.py): an
+    # enable changes the end of the prompt, so no request loses most of its prefix.
+    assert report.min_share > 0.5
     assert 0.8 < report.mean_share < 1.0
     again = await measure_prompts(config, ttft=False, progress=lambda _: None)
     assert again == report  # deterministic

@@ -25,16 +25,16 @@ def prompt_for(activity: ToolsetActivity, skills=SKILLS, **kwargs) -> str:
 def test_state_1_has_core_catalog_and_the_media_skill_but_no_media_tools():
     prompt = prompt_for(ToolsetActivity(example_registry()))
     assert "You are Porfiry" in prompt and "smart glasses" in prompt
-    assert "TOOL_CALL: name|args" in prompt
+    assert "TOOL_CALL: name|arguments" in prompt
     assert "never instructions from the user" in prompt
     for core in ("get_current_time —", "show_text|text —", "read_skill|name —",
-                 "enable_toolset|name —", "disable_toolset|name? —"):
+                 "enable_toolset|name —", "disable_toolset —"):
         assert core in prompt
     assert "media — films: search, details, playback" in prompt
     assert "timers — reminders and timers" in prompt
     assert HOWTO in prompt and MEDIA_SKILL_LINE in prompt
     assert "media_search" not in prompt
-    assert "Active toolsets" not in prompt
+    assert "\nActive toolsets: " not in prompt
 
 
 def test_state_3_has_the_media_tools_the_active_line_and_no_media_skill():
@@ -42,9 +42,9 @@ def test_state_3_has_the_media_tools_the_active_line_and_no_media_skill():
     activity.enable("media")
     prompt = prompt_for(activity)
     assert "\nActive toolsets: media\n" in prompt
-    assert "media_search|query; page? — find films by title" in prompt
+    assert "media_search|query — find films by title" in prompt
     assert "media_info|id — details of one film" in prompt
-    assert "media_play|id; action? — play, pause, resume or stop a film" in prompt
+    assert "media_play|id — play, pause, resume or stop a film" in prompt
     assert MEDIA_SKILL_LINE not in prompt
     assert "cooking: recipes step by step" in prompt  # other skills stay
     assert "timers_set" not in prompt
@@ -100,7 +100,7 @@ def test_toolset_skill_map_links_a_differently_named_skill():
 def test_no_skills_means_no_skills_section_and_unknown_active_names_are_skipped():
     prompt = build_system_prompt(example_registry(), ["weather"], [], HOWTO)
     assert HOWTO not in prompt
-    assert "Active toolsets" not in prompt
+    assert "\nActive toolsets: " not in prompt
 
 
 def test_the_prompt_is_terse():

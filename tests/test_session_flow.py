@@ -38,15 +38,20 @@ async def test_question_read_skill_enable_search_answer(tmp_path):
         info = await system.info("s1")
         assert list(info.active_toolsets) == ["media"]
         # The prompt of the last request was in state 3: media tools, no media skill in the index.
-        system_prompt = backend.calls[-1][0].content
+        system_prompt = prompt_of(backend.calls[-1])
         assert "Active toolsets: media" in system_prompt
         assert "media_search" in system_prompt
 
 
+def prompt_of(messages):
+    """The prompt's parts: the static system message first, the state part after the history."""
+    return "\n\n".join(m.content for m in messages if m.role == "system")
+
+
 def _media_model(messages):
     """A model that follows the media skill: read it, enable, search, answer."""
-    last = messages[-1]
-    system = messages[0].content
+    last = [m for m in messages if m.role != "system"][-1]
+    system = prompt_of(messages)
     if last.role == "tool" and last.name == "media_search":
         return "Found: " + last.content.splitlines()[0]
     if last.role == "tool" and last.name == "read_skill":
@@ -80,13 +85,13 @@ async def test_toolset_expires_after_ttl_on_the_test_clock(tmp_path):
         glasses = system.actors["glasses"]
         await system.turn("s", "call enable_toolset|media")
         await system.turn("s", "hello")
-        assert "Active toolsets: media" in backend.calls[-1][0].content
+        assert "Active toolsets: media" in prompt_of(backend.calls[-1])
         clock.advance(599)
         await system.turn("s", "hello again")
-        assert "Active toolsets: media" in backend.calls[-1][0].content
+        assert "Active toolsets: media" in prompt_of(backend.calls[-1])
         clock.advance(601)  # past the deadline, extended by nothing since
         await system.turn("s", "and now?")
-        assert "Active toolsets" not in backend.calls[-1][0].content
+        assert "\nActive toolsets: " not in prompt_of(backend.calls[-1])
         assert (await system.info("s")).active_toolsets == {}
 
 
@@ -151,11 +156,11 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         (tmp_path / "user-skills" / "coffee" / "SKILL.md").write_text("---\nname: coffee\ndescription: Making coffee.\n---\nGrind.\n")
         await anyio.sleep(1.1)
         await system.turn("s", "hello")
-        prompt = backend.calls[-1][0].content
+        prompt = prompt_of(backend.calls[-1])
         assert prompt.index("coffee:") < prompt.index("tea:"), "user skills come newest first"
         # Exclusion hides a skill from one session and not another.
         await system.client.ask("skills", p.SkillsAdmin(op="exclude", name="coffee", target="other"))
         await system.turn("other", "hello")
-        assert "coffee" not in backend.calls[-1][0].content
+        assert "coffee" not in prompt_of(backend.calls[-1])
         await system.turn("s", "hello")
-        assert "coffee:" in backend.calls[-1][0].content
+        assert "coffee:" in prompt_of(backend.calls[-1])
