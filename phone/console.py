@@ -1,8 +1,10 @@
 """`run.py phone --session ID`: an interactive console that plays the phone and the glasses.
 
-Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/quit` (or Ctrl-D)
-leaves. What the glasses show appears as it streams: partial text rewritten in place, the final
-text on its own line; playback commands and errors on lines of their own.
+Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/quit` leaves at
+once and stops the turn in progress (Ctrl-D leaves after what was typed reached the runtime).
+While the model works a "… thinking" line shows; what the glasses show appears as it streams:
+partial text rewritten in place, the final text on its own line; playback commands and errors
+on lines of their own.
 """
 from __future__ import annotations
 
@@ -54,6 +56,13 @@ class Screen:
             return f"{_ERASE}… {flat}"
         return f"… {flat}\n"
 
+    def thinking(self) -> str:
+        """Said something: the model is at work until the first display of the answer."""
+        if self.live:
+            self._partial_open = True
+            return f"{_ERASE}… thinking"
+        return "… thinking\n"
+
     def note(self, text: str) -> str:
         """A line of its own (closing an open partial line first)."""
         if self.live and self._partial_open:
@@ -91,11 +100,17 @@ async def run_console(client: PhoneClient, session: str, *, read_line: Callable[
             out.write(text)
             out.flush()
 
-    async def send(action, *args) -> None:
+    async def send(action, *args) -> bool:
         try:
             await action(session, *args)
+            return True
         except PhoneError as exc:
             write(screen.note(f"[not delivered] {exc}"))
+            return False
+
+    async def say(text: str) -> None:
+        if await send(client.send_text, text):
+            write(screen.thinking())
 
     write(f"session {session} at {client.endpoint} — {HELP}\n")
     async with client.events(session) as incoming, anyio.create_task_group() as tg:
@@ -110,10 +125,13 @@ async def run_console(client: PhoneClient, session: str, *, read_line: Callable[
             if line == "":
                 break
             action, argument = parse_command(line)
-            if action == "quit":
-                break
+            if action == "quit":  # at once: the turn in progress is stopped, not waited for
+                with anyio.move_on_after(0.5):
+                    await send(client.interrupt)
+                tg.cancel_scope.cancel()
+                return 0
             if action == "say":
-                tg.start_soon(send, client.send_text, argument)
+                tg.start_soon(say, argument)
             elif action == "stop":
                 tg.start_soon(send, client.interrupt)
             elif action == "button":

@@ -338,7 +338,10 @@ class Journal:
         assert conn is not None
         failed = ""
         try:
-            conn.execute("BEGIN")
+            # IMMEDIATE: take the write lock now, waiting (busy timeout) for another process's
+            # writer (the bridge's ownership table shares the file); a deferred transaction that
+            # reads first fails with "database is locked" instead of waiting
+            conn.execute("BEGIN IMMEDIATE")
             for operation, waiter in batch:
                 try:
                     result = operation(conn)

@@ -278,10 +278,11 @@ async def test_console_talks_interrupts_and_quits():
         with anyio.fail_after(10):
             assert await run_console(phone, "s1", read_line=read_line, out=out) == 0
         with anyio.fail_after(5):
-            while len(fake.events()) < 3:
+            while len(fake.events()) < 4:
                 await anyio.sleep(0.01)
-    assert [type(b).__name__ for b in fake.events()] == ["SessionStart", "UserText", "UserInterrupt"]
-    assert "… ec\necho: hello\n" in out.getvalue()
+    # /quit leaves at once and stops the turn in progress: its own interrupt
+    assert [type(b).__name__ for b in fake.events()] == ["SessionStart", "UserText", "UserInterrupt", "UserInterrupt"]
+    assert "… thinking\n" in out.getvalue() and "echo: hello\n" in out.getvalue()
 
 
 # ---- key files ------------------------------------------------------------------------------------
