@@ -619,7 +619,7 @@ class GlassesBridge(Actor):
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
         elif isinstance(body, p.EdgeStatsRequest):
-            dropped = self.frames_dropped + (self._phone.dropped if self._phone else 0)
+            dropped = self.frames_dropped
             msg.reply(self, p.EdgeStats(busy=self.busy_sent, dropped_frames=dropped, sessions=len(self.sessions)))
         elif isinstance(body, p.SessionsForgotten):
             # A little under the session actor's TTL: its sweep and our clock agree on "idle".

@@ -252,6 +252,7 @@ class Conversation:
                 continue
             run.state = BACKGROUND
             self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
+            self.s.observer.tool_finished(self, "", call_id, tool, "", "placeholder", "")
         if self._step_scope is not None:
             self._step_scope.cancel()
 

@@ -31,17 +31,20 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 def dynamic_sections(messages: list[p.ChatMessage]) -> list[p.PromptSection]:
     """Where a request differs from the last by design, not by history growing: the skills index
-    and the active toolsets in the system prompt, and a one-off system notice after the history."""
+    and the active toolsets (the state part, a system message after the history), and a one-off
+    system notice."""
     sections = []
-    if messages and messages[0].role == "system":
-        text = messages[0].content
+    # the state part: a system message after the history (core/prompt.py)
+    state_at = len(messages) - 1 if len(messages) > 1 and messages[-1].role == "system" else -1
+    if state_at >= 0:
+        text = messages[state_at].content
         active = text.find("\n\n" + ACTIVE_HEADER)
         active = active + 2 if active >= 0 else (0 if text.startswith(ACTIVE_HEADER) else -1)
         skills = text.find(SKILLS_HOWTO)
         if skills >= 0:
-            sections.append(p.PromptSection(message=0, start=skills, end=active if active > skills else len(text), label="skills index"))
+            sections.append(p.PromptSection(message=state_at, start=skills, end=active if active > skills else len(text), label="skills index"))
         if active >= 0:
-            sections.append(p.PromptSection(message=0, start=active, end=len(text), label="active toolsets"))
+            sections.append(p.PromptSection(message=state_at, start=active, end=len(text), label="active toolsets"))
     for index, message in enumerate(messages):
         if index and message.role == "user" and message.content.startswith(NOTICE_PREFIX):
             sections.append(p.PromptSection(message=index, start=0, end=len(message.content), label="notice"))

@@ -162,9 +162,10 @@ class LlamaCppBackend:
             grammar = llama_cpp.LlamaGrammar.from_string(grammar_text, verbose=False)
         # llama-cpp-python keeps the longest common prefix with what it evaluated last (and always
         # re-evaluates the final prompt token for its logits)
-        reused = min(_common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens), prompt_tokens - 1)
+        held = getattr(llama, "_input_ids", None)
+        reused = min(_common_prefix(list(held[: llama.n_tokens]), tokens), prompt_tokens - 1) if held is not None else -1
         steps = llama.create_completion(
-            tokens, max_tokens=max_tokens, stream=True, stop=self._renderer.stop, grammar=grammar,
+            prompt, max_tokens=max_tokens, stream=True, stop=self._renderer.stop, grammar=grammar,
             temperature=self.profile.temperature if self.profile.temperature is not None else 0.0,
             seed=self.profile.seed,
         )

@@ -27,7 +27,7 @@ MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: 
 # Not `long_running`: the executor itself answers within phone.playback_wait_s, with the phone's
 # task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
-    name="media_play", summary="play a title on the phone by its id (add ; action=pause, resume or stop to control it)",
+    name="media_play", summary="play a title on the phone by its id (add ; action=pause, resume or stop)",
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
 )
 MEDIA_TOOLSET = ToolsetSpec(

@@ -269,7 +269,7 @@ async def test_malformed_frames_get_an_error_while_other_sessions_keep_working(d
             got = await collect_turn(from_b, event_id)
             assert got[-2] == p.Display(turn_id=got[-1].turn_id, text="echo: still there?", final=True)
             assert await a.send_text("a1", "me too")  # the sender of garbage is served as well
-        assert (await edge_stats(rt)).dropped_frames == 3  # not msgpack, two frames, an unknown type
+        assert (await edge_stats(rt)).dropped_frames == 4  # not msgpack, two frames, an unknown type, a runtime-only type
 
 
 async def test_someone_elses_session_is_refused(dirs):

@@ -17,7 +17,7 @@ class EndlessModel:
         self.closed = anyio.Event()
         self.calls = 0
 
-    def stream(self, messages, *, tools, max_tokens) -> Generation:
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None) -> Generation:
         self.calls += 1
 
         async def produce(generation):
@@ -56,7 +56,7 @@ class EchoLength:
     def __init__(self) -> None:
         self.sizes: list[int] = []
 
-    def stream(self, messages, *, tools, max_tokens) -> Generation:
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None) -> Generation:
         self.sizes.append(sum(len(m.content) for m in messages))
 
         async def produce(generation):

@@ -121,7 +121,7 @@ def test_parse_constrained_output():
 def test_default_profiles_read_the_environment():
     profiles = default_profiles({"PORFIRY_QWEN_BASE_URL": "http://gpu:9000/v1", "PORFIRY_QWEN_API_KEY": "k",
                                  "PORFIRY_QWEN_MODEL": "Qwen-other"})
-    assert set(profiles) == {"qwen", "gemma", "scripted"}
+    assert set(profiles) == {"local", "qwen", "gemma", "scripted"}
     qwen = profiles["qwen"]
     assert (qwen.kind, qwen.base_url, qwen.api_key, qwen.model, qwen.enable_thinking) == (
         "openai", "http://gpu:9000/v1", "k", "Qwen-other", False)
@@ -148,4 +148,4 @@ async def test_make_backend_builds_each_kind_without_loading_anything():
         kinds[name] = type(backend).__name__
         assert backend.name == name
         await backend.aclose()
-    assert kinds == {"qwen": "OpenAIBackend", "gemma": "LlamaCppBackend", "scripted": "ScriptedBackend"}
+    assert kinds == {"local": "LlamaCppBackend", "qwen": "OpenAIBackend", "gemma": "LlamaCppBackend", "scripted": "ScriptedBackend"}

@@ -122,8 +122,8 @@ async def test_prompt_too_long_for_the_context_is_a_clear_error():
 
 async def test_history_gemma_cannot_take_is_a_clear_error():
     backend = backend_with(FakeLlama())
-    with pytest.raises(LLMError, match="cannot build a Gemma prompt.*ends with an assistant turn"):
-        backend.stream(ask("hi") + [ChatMessage(role="assistant", content="hello")], tools=[], max_tokens=4)
+    with pytest.raises(LLMError, match="cannot render the prompt.*ends with an assistant turn"):
+        await backend.stream(ask("hi") + [ChatMessage(role="assistant", content="hello")], tools=[], max_tokens=4).collect()
 
 
 async def test_health_before_and_after_loading():

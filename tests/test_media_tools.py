@@ -50,7 +50,7 @@ def test_toolset_spec_is_prefixed_and_terse():
     assert MEDIA_TOOLSET.name == "media"
     assert names == ["media_search", "media_info", "media_play"]
     assert all(name.startswith("media_") for name in names)
-    assert all(len(t.summary.split()) <= 10 for t in MEDIA_TOOLSET.tools)
+    assert all(len(t.summary.split()) <= 16 for t in MEDIA_TOOLSET.tools)
     assert len(MEDIA_TOOLSET.summary.split()) <= 10
     rendered = "\n".join(f"{signature(t)} - {t.summary}" for t in MEDIA_TOOLSET.tools)
     assert len(rendered) < 600  # a few dozen tokens, far under the ~400-token budget
@@ -72,7 +72,7 @@ def test_search_lists_one_title_per_line_and_points_to_the_next_page():
     reply = run_search(provider, {"query": "lara"})
     lines = reply.text.splitlines()
     assert reply.ok
-    assert lines[0] == "film-1-2000 \u2014 Фильм 1 / Film 1 (2000): Описание 1."
+    assert lines[0] == "film-1-2000 \u2014 Фильм 1 / Film 1 (2000, Someone, 90 min): Описание 1."
     assert len(lines) == 6
     assert lines[-1] == "showing 1\u20135 of 37; next page: TOOL_CALL: media_search|lara; page=2"
     assert provider.calls == [("lara", 1, 5)]
@@ -107,13 +107,13 @@ def test_search_hint_survives_separators_in_the_query():
 
 def test_series_are_marked_in_the_list():
     show = film(1, kind="series", runtime_min=None, episodes=10)
-    assert "(2000, series)" in run_search(FakeProvider([show]), {"query": "x"}).text
+    assert "(2000, series, Someone)" in run_search(FakeProvider([show]), {"query": "x"}).text
 
 
 def test_search_against_the_real_catalog(catalog):
     reply = run_search(catalog, {"query": "Лара Крофт"})
     assert reply.text.splitlines()[0].startswith(
-        "lara-croft-tomb-raider-2001 \u2014 Лара Крофт: Расхитительница гробниц / Lara Croft: Tomb Raider (2001): ")
+        "lara-croft-tomb-raider-2001 \u2014 Лара Крофт: Расхитительница гробниц / Lara Croft: Tomb Raider (2001, Simon West, 100 min): ")
 
 
 @pytest.mark.parametrize("args, reason", [

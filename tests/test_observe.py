@@ -11,7 +11,7 @@ from actors.observers import Subscribers
 from actors.base import Inbound
 from core.budget import default_catalog
 from core.observe import QUIET, Observer, dynamic_sections
-from core.prompt import build_system_prompt
+from core.prompt import build_prompt, build_system_prompt
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
 from harness import inproc_system
@@ -67,7 +67,7 @@ async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_an
         assert all(c.outcome == "ok" and c.prompt_tokens > 0 and c.first_token_s >= 0 and c.profile == "test" for c in calls)
         assert calls[0].reply.startswith("TOOL_CALL: read_skill|media")
         prompts = _of(facts, p.PromptFact, turn_id=end.turn_id)
-        assert len(prompts) == 4 and "media_search" in prompts[-1].tools
+        assert len(prompts) == 4 and "media_info" in prompts[-1].tools  # media_search: not twice in a row
         assert [s.label for s in prompts[-1].dynamic] == ["active toolsets"]
         tools = [(f.tool, f.outcome) for f in _of(facts, p.ToolCallFact)]
         assert tools == [("read_skill", "running"), ("read_skill", "ok"), ("enable_toolset", "invisible"),
@@ -90,7 +90,7 @@ async def test_an_interrupt_is_published_with_its_strategy_a_cancelled_call_and_
             await system.deliver("s", "", kind="user_interrupt", event_id="e2")
             await glasses.wait_event_done("s", "e2")
             await _until(lambda: len(_of(facts, p.TurnFact, phase="end")) == 2)
-        assert _of(facts, p.EventFact, event_id="e2")[0].strategy == "interrupt"
+        assert _of(facts, p.EventFact, event_id="e2")[0].strategy == "cancel"
         first_end = _of(facts, p.TurnFact, phase="end")[0]
         assert first_end.interrupted and first_end.event_ids == ["e1"]
         assert _of(facts, p.ModelCallFact, turn_id=first_end.turn_id)[0].outcome == "cancelled"
@@ -105,7 +105,7 @@ async def test_a_tool_left_running_by_an_interrupt_shows_as_placeholder_then_lat
             await system.deliver("s", "search lara", event_id="e1")
             await slow.started.wait()
             await _until(lambda: _of(facts, p.StateFact) and _of(facts, p.StateFact)[-1].running_tools == ["media_search"])
-            await system.deliver("s", "", kind="user_interrupt", event_id="e2")
+            await system.deliver("s", "wait, first tell me a joke", event_id="e2")  # INTERRUPT: the tool keeps running
             await system.actors["glasses"].wait_event_done("s", "e2")
             slow.release.set()
             await _until(lambda: _of(facts, p.ToolCallFact, outcome="late"))
@@ -170,10 +170,13 @@ def test_unobserved_sessions_build_no_facts():
 def test_dynamic_sections_mark_the_skills_index_the_active_toolsets_and_a_notice():
     registry = ToolsetRegistry(default_catalog())
     skills = [p.SkillEntry(name="media", description="films"), p.SkillEntry(name="cooking", description="recipes")]
-    system = build_system_prompt(registry, ["media"], skills, SKILLS_HOWTO)
-    messages = [p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content="[User said] hi"),
-                p.ChatMessage(role="user", content="[System notice] Toolset media activated")]
+    prompt = build_prompt(registry, ["media"], skills, SKILLS_HOWTO)
+    system = prompt.state  # the state part: a system message after the history
+    messages = [p.ChatMessage(role="system", content=prompt.static), p.ChatMessage(role="user", content="[User said] hi"),
+                p.ChatMessage(role="user", content="[System notice] Toolset media activated"),
+                p.ChatMessage(role="system", content=system)]
     sections = {s.label: s for s in dynamic_sections(messages)}
+    assert sections["skills index"].message == sections["active toolsets"].message == 3
     skills_text = system[sections["skills index"].start:sections["skills index"].end]
     assert skills_text.startswith(SKILLS_HOWTO) and "cooking: recipes" in skills_text and "Active" not in skills_text
     assert system[sections["active toolsets"].start:].startswith("Active toolsets: media")
