@@ -57,6 +57,8 @@ endpoint = "tcp://127.0.0.1:{phone_port}"
 user_dir = "{tmp / 'user-skills'}"
 [media]
 db_path = "{tmp / 'media.sqlite3'}"
+[storage]
+path = "{tmp / 'porfiry.sqlite3'}"
 [llm]
 profile = "scripted"
 [llm.profiles.scripted]
@@ -129,7 +131,7 @@ def test_stop_clears_the_hud(console):
     page.wait_for_function("() => document.querySelector('#hud-text').dataset.state === 'final'")
     assert "Once upon a time" not in page.text_content("#hud-text")
     assert page.locator("#timeline .turn-head .interrupted").count() >= 1
-    assert page.locator("#timeline .badge.interrupt").count() >= 1  # the stop, with its strategy
+    assert page.locator("#timeline .badge.cancel").count() >= 1  # the stop, with its strategy
 
 
 def test_enable_toolset_shows_a_countdown_and_the_timeline_lists_the_model_calls(console):
