@@ -17,8 +17,14 @@ from tests.test_process_mode import _free_port
 REPO = Path(__file__).resolve().parent.parent
 
 
-def respond(request) -> Reply:
+def conversation(request) -> list[dict]:
+    """The messages without the prompt's state part (a system message after the history)."""
     messages = request["messages"]
+    return messages[:-1] if len(messages) > 1 and messages[-1]["role"] == "system" else messages
+
+
+def respond(request) -> Reply:
+    messages = conversation(request)
     last = messages[-1]["content"]
     if "has NOT been executed" in last:
         return Reply(chunks=["TOOL_CALL: media_search|lara croft"])
@@ -92,7 +98,8 @@ async def serve(config: Path, log: Path):
 
 
 def system_prompt(request) -> str:
-    return request["messages"][0]["content"]
+    """The whole prompt: the static part first, the state part after the history."""
+    return "\n\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
 
 
 def said(request) -> str:
@@ -119,7 +126,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
             assert "Меня зовут Аглая" in said(after_kill[0]), "the earlier turns survive the SIGKILL"
             assert "Active toolsets:" not in system_prompt(after_kill[0]) or "media" not in system_prompt(after_kill[0]).split("Active toolsets:")[-1], \
                 "toolsets are not persisted (S6)"
-            assert "has NOT been executed" in after_kill[1]["messages"][-1]["content"], "the call is substituted (S8)"
+            assert "has NOT been executed" in conversation(after_kill[1])[-1]["content"], "the call is substituted (S8)"
 
             # A turn cut by the SIGKILL: the phone was acked, so the turn is continued after the restart.
             rows = await status(config)
@@ -133,7 +140,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
                 os.kill(int(rows["session"][2]), signal.SIGKILL)
             code, out = outcome[0]
             assert code == 0 and out.strip().splitlines()[-1].endswith("Сорок два."), out
-            continued = server.requests[-1]["messages"]
+            continued = conversation(server.requests[-1])
             assert "slow question" in said(server.requests[-1]) and "runtime restarted" in continued[-1]["content"]
         finally:
             process.send_signal(signal.SIGTERM)
