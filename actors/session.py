@@ -218,6 +218,8 @@ class SessionActor(Actor):
                         raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
                     if not retried:  # ask its successor, on the same stream
                         retried = True
+                        self.llm_retries += 1
+                        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
                         self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
                         request = msgspec.structs.replace(request, request_id=p.new_id())
                         self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
