@@ -31,6 +31,7 @@ from bench.runtime import scratch_config
 from core.budget import prompt_for_state
 from core.config import Config
 from llm.adapt import render_gemma_prompt
+from llm.llamacpp_backend import common_prefix_len
 
 TTFT_REPEATS = 3
 TTFT_PREVIOUS_MAX_TOKENS = 4  # the previous request runs to completion, briefly
@@ -76,16 +77,6 @@ class PromptReport(msgspec.Struct, kw_only=True):
 
 
 # --- pure arithmetic -------------------------------------------------------------------------
-def common_prefix_len(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading tokens two token lists share."""
-    count = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        count += 1
-    return count
-
-
 def prefix_shares(requests: Sequence[tuple[int, int, Sequence[int]]]) -> list[RequestPrefix]:
     """(turn, step, tokens) of one session's requests, in order -> each one's reusable prefix.
 

@@ -163,7 +163,7 @@ class LlamaCppBackend:
         # llama-cpp-python keeps the longest common prefix with what it evaluated last (and always
         # re-evaluates the final prompt token for its logits)
         held = getattr(llama, "_input_ids", None)
-        reused = min(_common_prefix(list(held[: llama.n_tokens]), tokens), prompt_tokens - 1) if held is not None else -1
+        reused = min(common_prefix_len(list(held[: llama.n_tokens]), tokens), prompt_tokens - 1) if held is not None else -1
         steps = llama.create_completion(
             prompt, max_tokens=max_tokens, stream=True, stop=self._renderer.stop, grammar=grammar,
             temperature=self.profile.temperature if self.profile.temperature is not None else 0.0,
@@ -193,7 +193,8 @@ class LlamaCppBackend:
                 await anyio.to_thread.run_sync(llama.close)
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
+def common_prefix_len(a, b) -> int:
+    """How many leading tokens two token lists share."""
     length = 0
     for x, y in zip(a, b):
         if x != y:
