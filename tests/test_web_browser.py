@@ -177,6 +177,8 @@ def test_the_picker_opens_another_session_and_a_page_opened_later_sees_the_recen
     page.select_option("#session-picker", "browser")
     # the console replays what it kept of that session: its HUD, its state and its timeline
     page.wait_for_function("(shown) => document.querySelector('#hud-text').textContent === shown", arg=shown)
+    # the recent past arrives with the page's stream, not with the HUD: wait for it, then check
+    page.wait_for_function("() => document.querySelectorAll('#timeline .turn').length >= 4")
     assert page.locator("#timeline .turn").count() >= 4
     page.locator("#toolsets li[data-toolset='media']").wait_for()
 
