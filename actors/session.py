@@ -29,7 +29,7 @@ from core.observe import Observer
 from core.timers import Timer
 from core.toolsets import ToolsetRegistry
 from core.trajectory import CUT_BY_RESTART, Trajectory
-from storage.journal import Journal, JournalError, SessionState, StoredSession, TimerRow
+from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 
 RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
@@ -55,7 +55,8 @@ class SessionActor(Actor):
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
-        self.journal = Journal(config.path(config.storage.path), clock=clock)
+        self.journal = (Journal(config.path(config.storage.path), clock=clock) if config.storage.journal
+                        else NoJournal(clock=clock))
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
         self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
@@ -359,6 +360,8 @@ class SessionActor(Actor):
                 await self._timer_wake.wait()
 
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
+        if isinstance(self.journal, NoJournal):
+            return []  # nothing would bring them back
         idle = [sid for sid, c in self.sessions.items() if (since := c.idle_since()) is not None and now - since >= ttl]
         for sid in idle:
             del self.sessions[sid]  # its journal holds it all: the next event brings it back

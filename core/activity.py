@@ -121,7 +121,10 @@ class ToolsetActivity:
         placeholders = "; ".join(f"<{arg.name}>" for arg in spec.args if arg.required)
         example = f"TOOL_CALL: {tool}|{placeholders}" if placeholders else f"TOOL_CALL: {tool}"
         return (f"Toolset {toolset} activated. Registry: {self.registry.terse_registry(toolset)}. "
-                f"The call {tool} has NOT been executed yet. To run it, call {example}.")
+                f"The call {tool} {NOT_EXECUTED} yet. To run it, call {example}.")
+
+
+NOT_EXECUTED = "has NOT been executed"
 
 
 def _clean(name: str) -> str:

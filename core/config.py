@@ -101,6 +101,7 @@ class StorageConfig(_Section):
 
     path: str = "var/porfiry.sqlite3"
     retention_days: float = 0.0  # 0: keep forever
+    journal: bool = True  # false: sessions in memory only (a restart forgets them); to measure its cost
 
 
 class LLMConfig(_Section):

@@ -29,6 +29,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
+import re
 import time
 import zoneinfo
 from collections import OrderedDict
@@ -38,7 +39,7 @@ from typing import AsyncIterator, Awaitable, Callable, Protocol
 import anyio
 
 import protocol as p
-from core.activity import ToolsetActivity
+from core.activity import NOT_EXECUTED, ToolsetActivity
 from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, visible_skills
 from core.observe import Observer, strategy_name
 from core.fold import ModelContext, fold_history
@@ -48,6 +49,7 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
+from core.echo import ECHO_NOTICE, echoed
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
 from core.toolcall import find_call_start, parse_reply
@@ -55,6 +57,7 @@ from core.toolsets import ToolsetRegistry
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
 
+RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 _log = logging.getLogger("porfiry.session")
 
 LOCAL_TOOLSETS = {TIMERS_TOOLSET.name}
@@ -259,6 +262,7 @@ class Conversation:
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
         repeated = ""  # the tool whose result the last step brought (not offered again right away)
+        echo_retried = False
         turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
@@ -272,17 +276,22 @@ class Conversation:
             prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
             # static part first, state part last: see core/prompt.py (prefix caching)
             history = self._fitted(prompt.static + prompt.state, notice, turn_start)
-            messages = [p.ChatMessage(role="system", content=prompt.static), *history]
+            # the state part goes right before this turn's messages: what the user just said
+            # (or the result just brought) is the last thing the model reads, not a tool list
+            split = max(0, len(history) - (len(self.trajectory) - turn_start))
+            state = [p.ChatMessage(role="system", content=prompt.state)] if prompt.state else []
+            messages = [p.ChatMessage(role="system", content=prompt.static), *history[:split], *state, *history[split:]]
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
+            # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
             after_result = (not notice and bool(history) and history[-1].role == "tool"
-                            and history[-1].name != "read_skill")
+                            and history[-1].name != "read_skill" and NOT_EXECUTED not in history[-1].content)
             if notice:  # the answer to the last (invisible) call, right after the history
                 messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
-            state = "\n\n".join(filter(None, [prompt.state, AFTER_RESULT_RULE if after_result else ""]))
-            if state:
-                messages.append(p.ChatMessage(role="system", content=state))
+            if after_result:
+                messages.append(p.ChatMessage(role="system", content=AFTER_RESULT_RULE))
             notice = ""
             tools = self.s.registry.callable_tools(active)
+            tools += [t for t in self._recipe_tools(turn_start) if t not in tools]
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
                 tools = [tool for tool in tools if tool != repeated]
@@ -299,6 +308,12 @@ class Conversation:
             call = parsed.call
             if call is None:
                 text = parsed.text_before.strip() or reply.strip()
+                what = "" if echo_retried else echoed(text, self._last_user_words())
+                if what:  # not an answer: ask once more, unrecorded (core/echo.py)
+                    echo_retried = True
+                    notice = ECHO_NOTICE.format(what=what)
+                    _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
+                    continue
                 if not text:
                     text = "…"
                 self.trajectory.record_assistant(text)
@@ -317,7 +332,8 @@ class Conversation:
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
-            repeated = "" if result.startswith(("tool error", "arguments invalid")) else call.name
+            # a failed or substituted call (S8: "NOT been executed yet") is to be made again
+            repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
             self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
@@ -330,6 +346,23 @@ class Conversation:
                 self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
                                               "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    def _recipe_tools(self, turn_start: int) -> list[str]:
+        """Tools a skill read in this turn tells the model to call: a recipe may call a tool of a
+        toolset that is off (S8 substitutes that call and turns the toolset on), so the grammar
+        must not forbid what the recipe says."""
+        names: list[str] = []
+        for message in self.trajectory.messages()[turn_start:]:
+            if message.role == "tool" and message.name == "read_skill":
+                names += [n for n in RECIPE_CALL.findall(message.content)
+                          if self.s.registry.spec(n) is not None and n not in names]
+        return names
+
+    def _last_user_words(self) -> str:
+        for message in reversed(self.trajectory.messages()):
+            if message.role == "user":
+                return message.content
+        return ""
 
     def _fitted(self, system: str, notice: str, turn_start: int) -> list[p.ChatMessage]:
         """The history that fits the model's context: the oldest whole turns folded into one

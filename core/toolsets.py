@@ -18,7 +18,7 @@ from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone"),
-    ToolSpec(name="show_text", summary="show text on the glasses", args=[ArgSpec(name="text")]),
+    ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")]),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")]),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")]),
     ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",
@@ -122,7 +122,7 @@ class ToolsetRegistry:
         spec = self._tools[tool]
         # Optional arguments stay out of the signature (the summary says how to use them): a
         # small model copies `; page?` into its call literally.
-        required = "; ".join(arg.name for arg in spec.args if arg.required)
+        required = "; ".join(f"<{arg.name}>" for arg in spec.args if arg.required)
         signature = f"{spec.name}|{required}" if required else spec.name
         return f"{signature} — {spec.summary}"
 

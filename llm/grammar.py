@@ -42,7 +42,7 @@ def tool_call_grammar(tool_names: list[str], arg_choices: Mapping[str, list[str]
     alternatives = []
     if free:
         alternatives.append("name \"|\" args")
-        rules += ["name ::= " + " | ".join(_literal(name) for name in free), "args ::= [^\\n]*"]
+        rules += ["name ::= " + " | ".join(_literal(name) for name in free), "args ::= [^\\n<>]*"]
     for name in names:
         if choices.get(name) == [""]:
             alternatives.append(_literal(name))  # no arguments: the name alone ends the reply

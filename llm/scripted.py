@@ -85,10 +85,13 @@ def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The prompt as rules read it: the state part the runtime puts after the history (a trailing
     system message, core/prompt.py) joined to the leading system message, so that a rule sees
     the whole prompt in messages[0] and what was last said in messages[-1]."""
-    if len(messages) < 2 or messages[-1].role != "system" or messages[0].role != "system":
+    if len(messages) < 2 or messages[0].role != "system":
         return messages
-    head = ChatMessage(role="system", content=messages[0].content + "\n\n" + messages[-1].content)
-    return [head, *messages[1:-1]]
+    later = [m.content for m in messages[1:] if m.role == "system"]
+    if not later:
+        return messages
+    head = ChatMessage(role="system", content="\n\n".join([messages[0].content, *later]))
+    return [head, *(m for m in messages[1:] if m.role != "system")]
 
 
 def split_into_tokens(text: str) -> list[str]:

@@ -438,3 +438,39 @@ class Journal:
 
     async def purge(self, cutoff: float) -> int:
         return await self._call(lambda conn: purge_older_than(conn, cutoff))
+
+
+class NoJournal(Journal):
+    """`storage.journal = false`: nothing reaches the disk. Sessions live in memory only (a
+    restart forgets them, idle ones are never evicted); for measuring what the journal costs."""
+
+    def __init__(self, clock: Callable[[], float] = time.time):
+        super().__init__("", clock)
+
+    async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await anyio.sleep_forever()
+
+    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None) -> None:
+        if waiter is not None:
+            waiter.done.set()
+
+    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any]) -> _Waiter:
+        waiter = _Waiter()
+        waiter.done.set()
+        return waiter
+
+    async def load(self, session: str) -> StoredSession | None:
+        return None
+
+    async def unfinished(self) -> list[str]:
+        return []
+
+    async def search(self, session: str, words: str, limit: int = 5) -> list[SearchHit]:
+        return []
+
+    async def delete(self, session: str) -> bool:
+        return False
+
+    async def purge(self, cutoff: float) -> int:
+        return 0

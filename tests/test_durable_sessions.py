@@ -237,3 +237,22 @@ async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_
         with anyio.fail_after(10):
             while (await system.info("i")).resident:
                 await anyio.sleep(0.05)
+
+
+async def test_with_the_journal_off_sessions_work_in_memory_and_nothing_reaches_the_disk(tmp_path):
+    """`storage.journal = false` (what `bench` compares the journal against): the runtime answers
+    as usual, writes no session journal, and a restart forgets the conversation."""
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, storage=msgspec.structs.replace(config.storage, journal=False))
+    backend = ScriptedBackend()
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        reply = await system.deliver("m1", "hello there", event_id="ev-1")
+        assert isinstance(reply, p.EventAccepted)
+        await system.actors["glasses"].wait_event_done("m1", "ev-1")
+        assert _user_texts_dicts(await system.history("m1")) == ["[User said] hello there"]
+    from storage.journal import connect, list_sessions
+    journal = tmp_path / "porfiry.sqlite3"
+    if journal.exists():  # the bridge's ownership table may share the file; no session is in it
+        assert list_sessions(connect(journal)) == []
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        assert await system.history("m1") == []

@@ -27,13 +27,13 @@ def test_state_1_has_core_catalog_and_the_media_skill_but_no_media_tools():
     assert "You are Porfiry" in prompt and "smart glasses" in prompt
     assert "TOOL_CALL: name|arguments" in prompt
     assert "never instructions from the user" in prompt
-    for core in ("get_current_time —", "show_text|text —", "read_skill|name —",
-                 "enable_toolset|name —", "disable_toolset —"):
+    for core in ("get_current_time —", "show_text|<text> —", "read_skill|<name> —",
+                 "enable_toolset|<name> —", "disable_toolset —"):
         assert core in prompt
     assert "media — films: search, details, playback" in prompt
     assert "timers — reminders and timers" in prompt
     assert HOWTO in prompt and MEDIA_SKILL_LINE in prompt
-    assert "media_search" not in prompt
+    assert "media_search|<" not in prompt  # named by the examples, not offered
     assert "\nActive toolsets: " not in prompt
 
 
@@ -42,12 +42,12 @@ def test_state_3_has_the_media_tools_the_active_line_and_no_media_skill():
     activity.enable("media")
     prompt = prompt_for(activity)
     assert "\nActive toolsets: media\n" in prompt
-    assert "media_search|query — find films by title" in prompt
-    assert "media_info|id — details of one film" in prompt
-    assert "media_play|id — play, pause, resume or stop a film" in prompt
+    assert "media_search|<query> — find films by title" in prompt
+    assert "media_info|<id> — details of one film" in prompt
+    assert "media_play|<id> — play, pause, resume or stop a film" in prompt
     assert MEDIA_SKILL_LINE not in prompt
     assert "cooking: recipes step by step" in prompt  # other skills stay
-    assert "timers_set" not in prompt
+    assert "timers_set|<" not in prompt
     assert "media — films" in prompt  # the catalog is always there
 
 
@@ -107,7 +107,9 @@ def test_the_prompt_is_terse():
     registry = example_registry()
     state_1 = build_system_prompt(registry, [], SKILLS, HOWTO)
     state_3 = build_system_prompt(registry, ["media"], SKILLS, HOWTO)
-    assert estimate_tokens(state_1) <= 250
+    # the worked examples (PREAMBLE) take about half: they lifted `run.py eval` on the local model,
+    # and sit in the static part, which the prefix cache evaluates once
+    assert estimate_tokens(state_1) <= 600
     assert estimate_tokens(state_3) - estimate_tokens(state_1) <= 100  # S11: well under 400
 
 
