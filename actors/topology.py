@@ -8,8 +8,8 @@ from pathlib import Path
 
 from core.config import TopologyConfig
 
-ACTORS = ("skills", "toolsets", "llm", "media", "session", "glasses")
-"""The six actors, in start order: leaves first, the edge last. `supervisor` is the seventh inbox."""
+ACTORS = ("skills", "toolsets", "llm", "session", "glasses")
+"""The five actors, in start order: leaves first, the edge last. `supervisor` is the sixth inbox."""
 
 CONTROL = "supervisor"
 

@@ -21,8 +21,8 @@ from core.conversation import Conversation, SessionSettings
 from core.skills import SkillRepository
 from core.toolsets import ToolsetRegistry
 from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend, media_active
-from media.provider import MediaProvider
-from media.tools import ToolReply, play_started_text, run_info, run_search, validate_play
+from toolsets.media.provider import MediaProvider
+from toolsets.media.tools import ToolReply, play_started_text, run_info, run_search, validate_play
 
 SESSION = "bench-prompts"
 FIXED_NOW = 1_741_975_200.0  # 2025-03-14 18:00 UTC: the clock every prompt sees
@@ -199,7 +199,7 @@ class InProcessPorts:
 async def record_conversation(config: Config, script: Sequence[str], *,
                               clock: Callable[[], float] = lambda: FIXED_NOW) -> list[RecordedRequest]:
     """Run `script` (one user utterance per turn) through a real Conversation; every request it made."""
-    from actors.media_executor import default_provider
+    from toolsets.media.executor import default_provider
     from actors.skill_store import build_repository
 
     provider = default_provider(config)

@@ -205,7 +205,7 @@ def _percentiles(values: list[float]) -> Percentiles:
 async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backend, profile: str, mode: str,
                    trace: Callable[[dict], None] | None = None,
                    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> EvalReport:
-    from actors.media_executor import default_provider
+    from toolsets.media.executor import default_provider
 
     if mode not in ("progressive", "flat"):
         raise ValueError(f"mode must be progressive or flat, not {mode!r}")

@@ -98,7 +98,7 @@ class System:
 
 @asynccontextmanager
 async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.time, glasses: Actor | None = None,
-                        actors=("skills", "toolsets", "media", "llm", "session", "glasses"), config: Config | None = None,
+                        actors=("skills", "toolsets", "llm", "session", "glasses"), config: Config | None = None,
                         stand_ins: dict[str, type] | None = None, **session):
     """`stand_ins` replaces named actors by test classes (constructed like the real ones)."""
     from actors.llm_worker import LLMWorker

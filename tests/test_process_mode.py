@@ -80,7 +80,7 @@ def served(tmp_path):
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
         return config, proc
 
     yield start
@@ -97,7 +97,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
     config, _ = served()
     status = _status(config)
     pids = {name: int(row[2]) for name, row in status.items()}
-    assert len(set(pids.values())) == 6, "each actor runs in its own process"
+    assert len(set(pids.values())) == 5, "each actor runs in its own process"
 
     said = _cli(config, "say", "--session", "p1", "--timeout", "20", "lara croft film")
     assert said.returncode == 0, said.stderr
@@ -114,7 +114,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
 
 def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served, tmp_path):
     config, proc = served(intensity=0)
-    pid = int(_status(config)["media"][2])
+    pid = int(_status(config)["toolsets"][2])
     os.kill(pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == 2
     log = (tmp_path / "serve.log").read_text()
@@ -125,7 +125,7 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
     config, _ = served(groups='[["glasses", "session", "llm"]]')
     pids = {name: int(row[2]) for name, row in _status(config).items()}
     assert pids["glasses"] == pids["session"] == pids["llm"], "the group is one process"
-    assert len(set(pids.values())) == 4, "the other three actors run alone"
+    assert len(set(pids.values())) == 3, "the other two actors run alone"
     said = _cli(config, "say", "--session", "g1", "--timeout", "20", "the matrix film")
     assert said.returncode == 0, said.stderr
     assert "Matrix" in said.stdout.splitlines()[-1]
@@ -136,7 +136,7 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
         return all(rows[n][1] == "yes" and int(rows[n][2]) != pids[n] and rows[n][3] == "1"
                    for n in ("glasses", "session", "llm")) and rows
     rows = _wait_until(group_restarted)
-    assert int(rows["media"][2]) == pids["media"] and rows["media"][3] == "0", "the others keep running"
+    assert int(rows["toolsets"][2]) == pids["toolsets"] and rows["toolsets"][3] == "0", "the others keep running"
     said = _cli(config, "say", "--session", "g2", "--timeout", "20", "hello there")
     assert said.returncode == 0, said.stderr
     assert said.stdout.strip().splitlines()[-1].startswith("Sure.")

@@ -20,7 +20,7 @@ def test_a_group_talks_inproc_inside_and_stays_reachable_from_outside():
     assert outside.address("session") == "ipc:///tmp/x/session.sock"
     assert inside.bind_addresses("session") == ["ipc:///tmp/x/session.sock", "inproc://porfiry-session"]
     # start order: leaves first, a group where its earliest member would start
-    assert process_groups(config) == [("skills",), ("toolsets",), ("llm",), ("media",), ("session", "glasses")]
+    assert process_groups(config) == [("skills",), ("toolsets",), ("llm",), ("session", "glasses")]
 
 
 @pytest.mark.parametrize("groups, problem", [

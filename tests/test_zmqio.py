@@ -7,10 +7,8 @@ from actors.zmqio import AsyncSocket
 
 
 @pytest.fixture
-def ctx():
-    context = zmq.Context()
-    yield context
-    context.term()
+def ctx(zmq_ctx):
+    return zmq_ctx
 
 
 def _pair(ctx, name):
