@@ -151,7 +151,7 @@ class McpConfig(_Section):
     restart_backoff_max_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
     max_tools: Annotated[int, msgspec.Meta(ge=1)] = 64  # per server; tools past this are refused
     max_description_chars: Annotated[int, msgspec.Meta(ge=20)] = 120  # a tool's one-liner in the prompt
-    ping_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0  # an idle server that stops answering is restarted
+    check_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # tools listed again this often: a dead idle server is restarted
 
 
 class Config(_Section):

@@ -83,7 +83,7 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
             problems.append(f"tool {tool.name!r} refused: {bad}")
             continue
         summary = first_sentence(tool.description, max_description_chars) or f"the server's {tool.name}"
-        spec = ToolSpec(name=name, summary=summary, args=args, long_running=tool.name in long_running,
+        spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
                         read_only=bool(getattr(getattr(tool, "annotations", None), "read_only_hint", False)))
         tools[name] = McpTool(spec, tool.name, names, types)
     return list(tools.values()), problems

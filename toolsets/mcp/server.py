@@ -2,7 +2,7 @@
 
 The server is started (stdio) or connected to (streamable HTTP) when the toolset executor starts;
 its tools are listed then and again on `notifications/tools/list_changed`. A server that fails
-at start, dies or stops answering pings is marked unavailable (with the reason) and started
+at start, dies or stops answering is marked unavailable (with the reason) and started
 again after a backoff that doubles up to `mcp.restart_backoff_max_s`; the runtime never waits
 for it. A stdio server gets only its configured environment plus PATH.
 """
@@ -55,7 +55,9 @@ class McpServer:
 
     # --- what the catalog shows ------------------------------------------------------------------
     def spec(self) -> ToolsetSpec | None:
-        if self.state != "available":
+        """None until the server has listed its tools once; while it restarts its toolset stays
+        (calls wait for it, bounded by timeout_s), so sessions do not see it come and go."""
+        if not self.tools:
             return None
         return ToolsetSpec(name=self.name, summary=self.summary, tools=[t.spec for t in self.tools.values()],
                            timeout_s=self.cfg.timeout_s)
@@ -85,14 +87,11 @@ class McpServer:
             try:
                 served = await self._connect_and_serve()
             except Exception as exc:  # noqa: BLE001 - a failing server is a state, never a crash
-                self.error = describe(exc)
+                self.error = describe(exc) if served or self.tools else f"start failed: {describe(exc)}"
                 log.warning("mcp server=%s unavailable: %s", self.name, self.error)
-            was = self.state
             self._client = None
             self.state = "unavailable"
             self._available = anyio.Event()
-            if was == "available":
-                self.on_change()
             if served:
                 backoff = self.mcp.restart_backoff_s
             await anyio.sleep(backoff)
@@ -118,7 +117,6 @@ class McpServer:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._subscribe, client)
                     tg.start_soon(self._relist_on_change, client)
-                    tg.start_soon(self._ping, client)
                     await self._lost.wait()
                     tg.cancel_scope.cancel()
                 self._client = None
@@ -157,29 +155,23 @@ class McpServer:
             log.debug("mcp server=%s no listen stream: %s", self.name, describe(exc))
 
     async def _relist_on_change(self, client: Client) -> None:
+        """List the tools again on list_changed and every `mcp.check_interval_s` (which also tells
+        a server that died while idle: 2026-07-28 has no ping). Sessions hear only of a change."""
         while True:
-            await self._relist.wait()
+            with anyio.move_on_after(self.mcp.check_interval_s):
+                await self._relist.wait()
             self._relist = anyio.Event()
+            before = [tool.spec for tool in self.tools.values()]
             try:
                 with anyio.fail_after(self.cfg.timeout_s):
                     await self._list(client)
             except Exception as exc:  # noqa: BLE001
-                self.error = f"listing tools failed: {describe(exc)}"
-                self._lost.set()
-                return
-            log.info("mcp server=%s tools changed: %s", self.name, ", ".join(self.tools))
-            self.on_change()
-
-    async def _ping(self, client: Client) -> None:
-        while True:
-            await anyio.sleep(self.mcp.ping_interval_s)
-            try:
-                with anyio.fail_after(self.cfg.timeout_s):
-                    await client.send_ping()
-            except Exception as exc:  # noqa: BLE001
                 self.error = f"stopped answering: {describe(exc)}"
                 self._lost.set()
                 return
+            if [tool.spec for tool in self.tools.values()] != before:
+                log.info("mcp server=%s tools changed: %s", self.name, ", ".join(self.tools))
+                self.on_change()
 
     # --- the Executor interface -----------------------------------------------------------------
     async def start(self) -> None:
