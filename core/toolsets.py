@@ -121,6 +121,13 @@ def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit
     return text[offset:end] + "\n" + line
 
 
+def toolsets_table(rows: Iterable[Any]) -> str:
+    """`run.py toolsets list`: one line per toolset (protocol.ToolsetState)."""
+    lines = [f"{'toolset':12} {'runs':9} {'state':12} {'tools':>5}  last error"]
+    lines += [f"{row.name:12} {row.runs:9} {row.state:12} {row.tools:>5}  {row.error}".rstrip() for row in rows]
+    return "\n".join(lines)
+
+
 def terse(tool: ToolSpec) -> str:
     """`media_search|query; page?`: name, then the arguments in order, optional ones with `?`."""
     if not tool.args:

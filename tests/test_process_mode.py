@@ -20,7 +20,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]") -> Path:
+MCP_SERVERS = f"""
+[mcp.servers.notes]
+command = ["{sys.executable}", "{REPO / 'tests' / 'mcp_notes_server.py'}"]
+env = {{ NOTES_DIR = "var/notes" }}
+timeout_s = 10.0
+long_running = ["notes_export"]
+
+[mcp.servers.ghost]
+command = ["no-such-mcp-server-binary"]
+"""
+
+
+def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]", extra: str = "") -> Path:
     ipc_dir = tempfile.mkdtemp(prefix="pf")
     config = tmp / "porfiry.toml"
     config.write_text(f"""
@@ -47,7 +59,7 @@ db_path = "{tmp / 'media.sqlite3'}"
 
 [storage]
 path = "{tmp / 'porfiry.sqlite3'}"
-""")
+{extra}""")
     return config
 
 
@@ -75,8 +87,8 @@ def _wait_until(predicate, timeout: float = 60.0):
 def served(tmp_path):
     started = []
 
-    def start(intensity: int = 5, groups: str = "[]"):
-        config = _write_config(tmp_path, intensity, groups)
+    def start(intensity: int = 5, groups: str = "[]", extra: str = ""):
+        config = _write_config(tmp_path, intensity, groups, extra)
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
@@ -94,10 +106,22 @@ def served(tmp_path):
 
 
 def test_serve_status_say_and_a_killed_actor_is_restarted(served):
-    config, _ = served()
+    config, _ = served(extra=MCP_SERVERS)
     status = _status(config)
     pids = {name: int(row[2]) for name, row in status.items()}
     assert len(set(pids.values())) == 5, "each actor runs in its own process"
+
+    def toolsets():
+        listed = _cli(config, "toolsets", "list")
+        rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+        return "available" in rows.get("notes", "") and "start failed" in rows.get("ghost", "") and (listed, rows)
+    listed, rows = _wait_until(toolsets, timeout=30)
+    assert listed.returncode == 1  # one toolset is unavailable
+    assert rows["media"].split()[:4] == ["media", "executor", "available", "3"]
+    assert rows["timers"].split()[:4] == ["timers", "session", "available", "3"]
+    assert rows["notes"].split()[:3] == ["notes", "mcp", "available"] and int(rows["notes"].split()[3]) >= 10
+    assert rows["ghost"].split()[:3] == ["ghost", "mcp", "unavailable"]
+    assert rows["ghost"].endswith("start failed: FileNotFoundError: command not found: no-such-mcp-server-binary")
 
     said = _cli(config, "say", "--session", "p1", "--timeout", "20", "lara croft film")
     assert said.returncode == 0, said.stderr
