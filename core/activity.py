@@ -125,5 +125,5 @@ class ToolsetActivity:
 
 
 def _clean(name: str) -> str:
-    """Forgive `Media`, ` media ` and quotes around the name."""
+    """Forgive `Notes`, ` notes ` and quotes around the name."""
     return name.strip().strip("\"'`").strip().lower()

@@ -54,8 +54,8 @@ class SkillRepository:
     ties by name).
 
     Name clash: a user skill named like a built-in is NOT loaded; the built-in wins and the clash
-    is logged and listed in `problems()`. Built-ins carry the runtime's own contract (e.g. media
-    says "enable_toolset|media"), so a user file must not silently replace it; rename the user
+    is logged and listed in `problems()`. Built-ins carry the runtime's own contract (a toolset's
+    skill says "enable_toolset|NAME"), so a user file must not silently replace it; rename the user
     skill to keep both.
 
     Hot reload is check-on-use, not a file watcher: every serving call runs `refresh()`, which at

@@ -1,11 +1,11 @@
 """The tool catalog: the five core tools (S2) and the toolsets (S5), routed by name prefix.
 
-A toolset tool is named `<toolset>_<verb>` (media_search); the prefix alone says which toolset it
+A toolset tool is named `<toolset>_<verb>` (notes_add); the prefix alone says which toolset it
 belongs to, so there are no side tables. The catalog is checked once at start-up: a bad name
 raises ValueError there, never mid-conversation. Every tool has a terse signature, the one form
 the prompt, the error texts and the activation texts all use (S11):
 
-    media_search|query; page?     (`?` marks an optional argument)
+    notes_add|text; tags?         (`?` marks an optional argument)
     get_current_time              (no arguments)
 """
 from __future__ import annotations
@@ -129,7 +129,7 @@ def toolsets_table(rows: Iterable[Any]) -> str:
 
 
 def terse(tool: ToolSpec) -> str:
-    """`media_search|query; page?`: name, then the arguments in order, optional ones with `?`."""
+    """`notes_add|text; tags?`: name, then the arguments in order, optional ones with `?`."""
     if not tool.args:
         return tool.name
     return tool.name + "|" + "; ".join(arg.name + ("" if arg.required else "?") for arg in tool.args)
@@ -199,7 +199,7 @@ class ToolsetRegistry:
         return tool in CORE_TOOL_NAMES
 
     def toolset_of(self, tool: str) -> str | None:
-        """The toolset a tool name routes to, by prefix alone (media_* -> media), even for a tool
+        """The toolset a tool name routes to, by prefix alone (notes_* -> notes), even for a tool
         the set does not have; None for core tools and unknown prefixes."""
         prefix, sep, rest = tool.partition("_")
         return prefix if sep and rest and prefix in self._toolsets else None
@@ -212,7 +212,7 @@ class ToolsetRegistry:
         return terse(self._tools[tool])
 
     def tool_line(self, tool: str) -> str:
-        """One prompt line: `media_search|query; page? — find films by title; e.g. TOOL_CALL: media_search|Stalker`."""
+        """One prompt line: `notes_add|text — add a note` (optional arguments left out)."""
         spec = self._tools[tool]
         # Optional arguments stay out of the signature (the summary says how to use them): a
         # small model copies `; page?` into its call literally.
@@ -221,11 +221,11 @@ class ToolsetRegistry:
         return f"{signature} — {spec.summary}"
 
     def catalog_lines(self) -> list[str]:
-        """One line per toolset: `media — films: search, details, playback`."""
+        """One line per toolset: `notes — notes kept on disk: add, list`."""
         return [f"{ts.name} — {ts.summary}" for ts in self._toolsets.values()]
 
     def terse_registry(self, toolset: str) -> str:
-        """A toolset's tools in one line: `media_search|query; page?, media_info|id, …`."""
+        """A toolset's tools in one line: `notes_add|text; tags?, notes_list, …`."""
         return ", ".join(terse(tool) for tool in self._toolsets[toolset].tools)
 
     def callable_tools(self, active: Iterable[str]) -> list[str]:
