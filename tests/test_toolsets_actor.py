@@ -161,3 +161,36 @@ async def test_a_long_result_is_cut_visibly_and_read_on_with_offset(config, zmq_
     assert second.text == whole[200:] + "\nshowing 201\u2013299 of 299 characters; that is all"
     assert last.text == "offset=400 is past the end: the result has 299 characters"
     assert len(toy.calls) == 1  # read on from the kept result, not by running the tool again
+
+
+async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_through_the_actors(tmp_path):
+    """tests/toy_toolset/ is the folder, `toolsets.extra` the line: the model enables it, calls it,
+    and reads the result in its next request; its tools are in the prompt only while it is active."""
+    from harness import inproc_system, make_config
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "tool":
+            return "ok: " + last.content
+        words = last.content.split("] ", 1)[-1]
+        return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
+
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        async def say(text):
+            shown = await system.turn("s1", text)
+            return [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
+
+        assert await say("hello") == "plain answer"
+        system_prompt = "\n".join(m.content for m in backend.calls[-1] if m.role == "system")
+        assert "toy — a toy: echo, wait, fail, long texts" in system_prompt and "toy_echo" not in system_prompt
+        await say("call enable_toolset|toy")
+        assert await say("call toy_echo|hello toy") == "ok: echo: hello toy"
+        assert "toy_echo|text — say a text back" in "\n".join(m.content for m in backend.calls[-1] if m.role == "system")
+        assert await say("call toy_fail") == "ok: tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"
+        history = await system.history("s1")
+    assert [m["content"] for m in history if m["role"] == "tool"] == [
+        "echo: hello toy", "tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"]
