@@ -103,7 +103,7 @@ async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.tim
     """`stand_ins` replaces named actors by test classes (constructed like the real ones)."""
     from actors.llm_worker import LLMWorker
     from actors.session import SessionActor
-    from actors.supervisor import actor_class
+    from actors.topology import actor_class
 
     tmp = tmp or Path(tempfile.mkdtemp(prefix="pf"))
     config = config or make_config(tmp, **session)

@@ -3,7 +3,7 @@ import anyio
 import pytest
 import zmq
 
-from actors.zmqio import AsyncSocket
+from transport.zmqio import AsyncSocket
 
 
 @pytest.fixture
