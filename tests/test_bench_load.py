@@ -77,7 +77,7 @@ def test_fifty_sessions_three_turns_lose_nothing_and_end_every_turn_correctly(tm
     assert figures["lost"] == 0 and figures["errors"] == {}, figures["error_examples"]
     assert (figures["sessions"], figures["turns"], figures["turns_completed"]) == (50, 3, 150)
     assert figures["events"] >= 50 + 150  # a start per session, a text per turn, "stop" per interrupt
-    assert figures["restarts"] == {name: 0 for name in ("skills", "toolsets", "llm", "media", "session", "glasses")}
+    assert figures["restarts"] == {name: 0 for name in ("skills", "toolsets", "llm", "session", "glasses")}
     interrupts = 150 - figures["overhead_ms"]["count"]
     assert set(figures["overhead_ms_by_kind"]) | ({"interrupt"} if interrupts else set()) <= set(MIX)
     for key in ("overhead_ms", "first_display_ms"):

@@ -34,8 +34,8 @@ bodies = st.one_of(
 )
 envelopes = st.builds(p.Envelope, body=bodies, id=ids, sender=texts, session=st.sampled_from(["", "f1", "f2"]) | ids,
                       corr=ids, v=st.sampled_from([1, 1, 1, 0, 2, -1, 2**40]), ts=floats)
-odd_values = st.one_of(st.none(), st.booleans(), st.integers(), floats, texts, st.binary(max_size=20),
-                       st.lists(st.integers(), max_size=3), st.dictionaries(texts, st.integers(), max_size=3))
+odd_values = st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**64 - 1), floats, texts, st.binary(max_size=20),
+                       st.lists(st.integers(-2**63, 2**63 - 1), max_size=3), st.dictionaries(texts, st.integers(-2**63, 2**63 - 1), max_size=3))
 
 
 @st.composite
