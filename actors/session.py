@@ -62,6 +62,7 @@ class SessionActor(Actor):
         self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
+        self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -294,12 +295,16 @@ class SessionActor(Actor):
 
     async def _refresh_catalog(self) -> None:
         """ToolsetsChanged: every session's next step shows the new catalog (an MCP server's tools)."""
+        self._catalog_asks += 1
+        ask = self._catalog_asks
         try:
             reply = await self.ask("toolsets", p.CatalogRequest())
             registry = ToolsetRegistry(reply.toolsets) if isinstance(reply, p.Catalog) else None
         except (AskTimeout, ValueError) as exc:
             self.log.warning("actor=session could not refresh the toolset catalog: %s", exc)
             return
+        if ask != self._catalog_asks:
+            return  # a later change was announced meanwhile: its answer is the one to keep
         if registry is not None and self.settings is not None:
             self.settings.registry = registry
             self.log.info("actor=session toolset catalog now: %s", ", ".join(registry.toolset_names()))

@@ -51,8 +51,8 @@ class ToolsetSupervisor(Actor):
                 self.executors[record.spec.name] = record.handler(self)
         self.mcp = servers(self.config, [r.spec.name for r in self.records], self._mcp_changed)
         self._rebuild()  # a bad built-in catalog raises here: start-up fails
-        for executor in self.executors.values():
-            await executor.start()
+        for name, executor in self.executors.items():
+            self.spawn(executor.start, name=f"start-{name}")  # the catalog is served meanwhile
         for server in self.mcp:
             self.executors[server.name] = server
             self.spawn(server.run, name=f"mcp-{server.name}")
