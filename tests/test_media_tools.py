@@ -3,8 +3,9 @@ import pytest
 
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.provider import ProviderError, SearchPage, Title
+from core.toolsets import ToolResult
 from toolsets.media.tools import (
-    MEDIA_TOOLSET, PlayRequest, ToolReply, format_search, play_command, play_started_text,
+    MEDIA_TOOLSET, PlayRequest, format_search, play_command, play_started_text,
     play_status_text, play_timeout_text, run_info, run_search, validate_play,
 )
 from core.toolsets import terse as signature
@@ -133,7 +134,7 @@ def test_search_argument_errors_show_the_schema(args, reason):
 
 def test_a_provider_failure_is_a_readable_tool_error():
     reply = run_search(FakeProvider([], fail=True), {"query": "x"})
-    assert reply == ToolReply(False, "media catalog unavailable: backend down")
+    assert reply == ToolResult(False, "media catalog unavailable: backend down")
 
 
 def test_format_search_of_a_page_with_one_item():
@@ -182,7 +183,7 @@ def test_validate_play_with_a_provider_checks_the_id_and_names_the_title():
     provider = FakeProvider([film(1)])
     assert validate_play({"id": "film-1-2000", "action": "stop"}, provider) == PlayRequest("film-1-2000", "stop", "Фильм 1")
     unknown = validate_play({"id": "nope-1999"}, provider)
-    assert isinstance(unknown, ToolReply) and not unknown.ok and "nope-1999" in unknown.text
+    assert isinstance(unknown, ToolResult) and not unknown.ok and "nope-1999" in unknown.text
 
 
 @pytest.mark.parametrize("args, reason", [
@@ -191,7 +192,7 @@ def test_validate_play_with_a_provider_checks_the_id_and_names_the_title():
 ])
 def test_validate_play_refuses_bad_arguments(args, reason):
     reply = validate_play(args)
-    assert isinstance(reply, ToolReply) and not reply.ok
+    assert isinstance(reply, ToolResult) and not reply.ok
     assert reply.text.startswith("arguments invalid for media_play; expected: media_play|id; action?")
     assert reason in reply.text
 

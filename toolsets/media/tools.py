@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from core.toolsets import ToolResult as ToolReply
-from core.toolsets import invalid_args_text
+from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
 from toolsets.media.provider import MediaProvider, ProviderError, SearchPage, Title
 
@@ -47,12 +46,12 @@ class PlayRequest(NamedTuple):
     title: str = ""
 
 
-def invalid(tool: ToolSpec, reason: str) -> ToolReply:
-    return ToolReply(False, invalid_args_text(tool, reason))
+def invalid(tool: ToolSpec, reason: str) -> ToolResult:
+    return ToolResult(False, invalid_args_text(tool, reason))
 
 
 # --- media_search ----------------------------------------------------------------------------
-def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     """media_search|query; page? -> one line per title, then where this page sits in the total."""
     query = " ".join(args["query"].split())
     if len(query) > MAX_QUERY_CHARS:
@@ -63,8 +62,8 @@ def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
     try:
         result = provider.search(query, page=int(page_text), per_page=PER_PAGE)
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
-    return ToolReply(True, format_search(query, result))
+        return ToolResult(False, f"media catalog unavailable: {exc}")
+    return ToolResult(True, format_search(query, result))
 
 
 def format_search(query: str, result: SearchPage) -> str:
@@ -101,7 +100,7 @@ def display_name(title: Title) -> str:
 
 
 # --- media_info ------------------------------------------------------------------------------
-def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     """media_info|id -> the title's facts, or a hint to search (with close matches)."""
     media_id = args["id"].strip()
     if len(media_id) > MAX_ID_CHARS:
@@ -109,10 +108,10 @@ def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolReply(False, unknown_id_text(provider, media_id))
+            return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
-    return ToolReply(True, format_info(title))
+        return ToolResult(False, f"media catalog unavailable: {exc}")
+    return ToolResult(True, format_info(title))
 
 
 def format_info(title: Title) -> str:
@@ -150,8 +149,8 @@ def unknown_id_text(provider: MediaProvider, media_id: str) -> str:
 
 
 # --- media_play ------------------------------------------------------------------------------
-def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -> PlayRequest | ToolReply:
-    """A PlayRequest when the call is sound, else a ToolReply(ok=False) to answer with.
+def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -> PlayRequest | ToolResult:
+    """A PlayRequest when the call is sound, else a ToolResult(ok=False) to answer with.
 
     With a provider, the id must exist (an unknown id gets close matches instead of a phone command)."""
     media_id = args["id"].strip()
@@ -165,9 +164,9 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolReply(False, unknown_id_text(provider, media_id))
+            return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
+        return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
 
 
