@@ -103,8 +103,10 @@ async def test_info_for_a_known_and_an_unknown_id(config):
 
 async def test_values_the_spec_cannot_check_are_checked_by_the_toolset(config):
     async with running(config, ToolsetSupervisor(config)) as client:
-        action = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="rewind"), session="s1")
-        page = await client.ask("toolsets", invoke("media_search", query="alien", page="x"), session="s1")
+        action = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="rewind"), session="s1",
+                                  timeout=5)
+        page = await client.ask("toolsets", invoke("media_search", query="alien", page="x"), session="s1",
+                                timeout=5)
         unknown = await client.ask("toolsets", invoke("media_rate", id="x"), session="s1")
     assert action == p.ToolOutcome(call_id="c1", ok=False, text=(
         "arguments invalid for media_play; expected: media_play|id; action? "
@@ -155,7 +157,7 @@ async def test_play_with_the_glasses_bridge_down_is_a_clear_error(config):
 async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
     glasses = StandInGlasses(config)
     async with running(config, ToolsetSupervisor(config), glasses) as client:
-        outcome = await client.ask("toolsets", invoke("media_play", id="no-such-film"), session="s1")
+        outcome = await client.ask("toolsets", invoke("media_play", id="no-such-film"), session="s1", timeout=5)
     assert outcome.ok is False and outcome.text.startswith("no title with id “no-such-film”")
     assert glasses.commands == []
 

@@ -14,7 +14,7 @@ from core.toolsets import ToolHost, ToolResult, failure_text
 from toolsets.media.catalog import DEFAULT_SOURCE, EmbeddedCatalog
 from toolsets.media.provider import MediaProvider, ProviderError
 from toolsets.media.tools import (
-    MEDIA_TOOLSET, PlayRequest, play_command, play_started_text, play_status_text, run_info, run_search,
+    PlayRequest, play_command, play_started_text, play_status_text, run_info, run_search,
     validate_play,
 )
 
