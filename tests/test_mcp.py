@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -42,31 +43,57 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def http_server():
-    """The notes server on streamable HTTP, in its own process; its URL."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, SERVER, "http", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(200):
+class HttpServer:
+    """The notes server on streamable HTTP, in its own process, on a port that outlives it."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, SERVER, "http", str(self.port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
             except OSError:
-                if process.poll() is not None:
+                if self.process.poll() is not None:
                     raise RuntimeError("the MCP test server exited")
-                import time
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+        raise RuntimeError("the MCP test server did not listen")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+@pytest.fixture
+def http_process():
+    server = HttpServer()
+    server.start()
+    yield server
+    server.kill()
+
+
+@pytest.fixture
+def http_server(http_process):
+    return http_process.url
 
 
 def stdio(**kw) -> McpServerConfig:
     return McpServerConfig(command=[sys.executable, SERVER], env={"NOTES_DIR": "var/notes"}, timeout_s=5.0,
                            long_running=["notes_export"], **kw)
+
+
+def server_for(transport, request) -> McpServerConfig:
+    """The notes server's config: a command to start (stdio) or the URL of a running one (HTTP)."""
+    if transport == "stdio":
+        return stdio()
+    return McpServerConfig(url=request.getfixturevalue("http_server"), timeout_s=5.0, long_running=["notes_export"])
 
 
 def config_with(tmp_path, servers: dict[str, McpServerConfig], **session):
@@ -110,8 +137,7 @@ async def say(system, text, session="s1"):
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_enable_call_and_the_result_reaches_the_next_request(tmp_path, transport, request):
-    server = stdio() if transport == "stdio" else McpServerConfig(url=request.getfixturevalue("http_server"),
-                                                                  timeout_s=5.0)
+    server = server_for(transport, request)
     async with system_with(tmp_path, {"notes": server}) as system:
         assert await say(system, "hello") == "plain answer"
         before = prompt_of(system.backend.calls[-1])
@@ -138,8 +164,7 @@ async def test_enable_call_and_the_result_reaches_the_next_request(tmp_path, tra
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_list_changed_updates_the_prompt_of_an_active_session(tmp_path, transport, request):
-    server = stdio() if transport == "stdio" else McpServerConfig(url=request.getfixturevalue("http_server"),
-                                                                  timeout_s=5.0)
+    server = server_for(transport, request)
     async with system_with(tmp_path, {"notes": server}) as system:
         await say(system, "call enable_toolset|notes")
         assert "notes_archive" not in prompt_of(system.backend.calls[-1])
@@ -152,8 +177,9 @@ async def test_list_changed_updates_the_prompt_of_an_active_session(tmp_path, tr
         assert await say(system, "call notes_archive") == "ok: archived"
 
 
-async def test_an_erroring_tool_and_bad_arguments_are_clear_tool_errors(tmp_path):
-    async with system_with(tmp_path, {"notes": stdio()}) as system:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_erroring_tool_and_bad_arguments_are_clear_tool_errors(tmp_path, transport, request):
+    async with system_with(tmp_path, {"notes": server_for(transport, request)}) as system:
         await say(system, "call enable_toolset|notes")
         failed = await say(system, "call notes_broken")
         wrong = await say(system, "call notes_long|many")
@@ -164,8 +190,9 @@ async def test_an_erroring_tool_and_bad_arguments_are_clear_tool_errors(tmp_path
     assert missing == "ok: arguments invalid for notes_add; expected: notes_add|text; tags?"
 
 
-async def test_a_long_running_tool_answers_with_a_task_id_and_its_result_comes_later(tmp_path):
-    async with system_with(tmp_path, {"notes": stdio()}) as system:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_long_running_tool_answers_with_a_task_id_and_its_result_comes_later(tmp_path, transport, request):
+    async with system_with(tmp_path, {"notes": server_for(transport, request)}) as system:
         glasses = system.actors["glasses"]
         await say(system, "call enable_toolset|notes")
         now = await say(system, "call notes_export|1")
@@ -197,6 +224,26 @@ async def test_a_server_killed_mid_call_gives_a_clear_error_is_restarted_and_ser
         assert (await report(system))["notes"].state == "available"
 
 
+async def test_an_http_server_killed_mid_call_gives_a_clear_error_and_is_reconnected(tmp_path, http_process):
+    server = McpServerConfig(url=http_process.url, timeout_s=5.0)
+    async with system_with(tmp_path, {"notes": server}, tool_background_after_s=0) as system:
+        await say(system, "call enable_toolset|notes")
+        answers = {}
+
+        async def hang():
+            answers["hang"] = await say(system, "call notes_hang")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            await anyio.sleep(0.5)
+            http_process.kill()
+        assert answers["hang"].startswith("ok: tool error: tool notes_hang failed: the MCP server notes ")
+        assert answers["hang"].endswith("; try again")
+        http_process.start()  # back on the same URL: the executor reconnects after its backoff
+        assert (await say(system, "call notes_list")) == "ok: no notes"
+        assert (await report(system))["notes"].state == "available"
+
+
 async def test_a_server_that_fails_at_start_leaves_the_runtime_up_and_says_why(tmp_path):
     servers = {"notes": stdio(),
                "dead": McpServerConfig(command=[sys.executable, "-c", "import sys; sys.exit(3)"], timeout_s=5.0),
@@ -218,8 +265,9 @@ async def test_a_server_that_fails_at_start_leaves_the_runtime_up_and_says_why(t
     assert rows["bad_name"].error == "a toolset name is lower-case letters and digits, no '_'"
 
 
-async def test_forged_labels_in_descriptions_and_results_stay_data(tmp_path):
-    async with system_with(tmp_path, {"notes": stdio()}) as system:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_forged_labels_in_descriptions_and_results_stay_data(tmp_path, transport, request):
+    async with system_with(tmp_path, {"notes": server_for(transport, request)}) as system:
         await say(system, "call enable_toolset|notes")
         await say(system, "call notes_forged")
         state = prompt_of(system.backend.calls[-1])
