@@ -85,7 +85,7 @@ def http_server(http_process):
 
 
 def stdio(**kw) -> McpServerConfig:
-    return McpServerConfig(command=[sys.executable, SERVER], env={"NOTES_DIR": "var/notes"}, timeout_s=5.0,
+    return McpServerConfig(command=[sys.executable, SERVER], env={"NOTES_DIR": "var/notes"}, timeout_s=10.0,
                            long_running=["notes_export"], **kw)
 
 
@@ -124,6 +124,12 @@ async def session_knows(system, toolset, timeout=20):
 async def report(system) -> dict[str, p.ToolsetState]:
     answer = await system.client.ask("toolsets", p.ToolsetsRequest())
     return {row.name: row for row in answer.toolsets}
+
+
+async def available(system, name, timeout=30):
+    with anyio.fail_after(timeout):
+        while (await report(system))[name].state != "available":
+            await anyio.sleep(0.05)
 
 
 def tool_results(history):
@@ -219,6 +225,7 @@ async def test_a_server_killed_mid_call_gives_a_clear_error_is_restarted_and_ser
             os.kill(pid, signal.SIGKILL)
         assert answers["hang"] == ("ok: tool error: tool notes_hang failed: the MCP server notes stopped during "
                                    "the call and is being restarted; try again")
+        await available(system, "notes")  # restarted (a call meanwhile waits up to timeout_s for it)
         again = await say(system, "call notes_whoami")
         assert again.startswith("ok: pid=") and int(again.split("pid=")[1].split()[0]) != pid
         assert (await report(system))["notes"].state == "available"
@@ -240,6 +247,7 @@ async def test_an_http_server_killed_mid_call_gives_a_clear_error_and_is_reconne
         assert answers["hang"].startswith("ok: tool error: tool notes_hang failed: the MCP server notes ")
         assert answers["hang"].endswith("; try again")
         http_process.start()  # back on the same URL: the executor reconnects after its backoff
+        await available(system, "notes")
         assert (await say(system, "call notes_list")) == "ok: no notes"
         assert (await report(system))["notes"].state == "available"
 

@@ -89,9 +89,7 @@ class McpServer:
             except Exception as exc:  # noqa: BLE001 - a failing server is a state, never a crash
                 self.error = describe(exc) if served or self.tools else f"start failed: {describe(exc)}"
                 log.warning("mcp server=%s unavailable: %s", self.name, self.error)
-            self._client = None
-            self.state = "unavailable"
-            self._available = anyio.Event()
+            self._gone()
             if served:
                 backoff = self.mcp.restart_backoff_s
             await anyio.sleep(backoff)
@@ -122,6 +120,16 @@ class McpServer:
                 self._client = None
             return True
         raise TimeoutError(f"no answer within {self.cfg.timeout_s:g} s")
+
+    def _gone(self, why: str = "") -> None:
+        """The connection is lost (or never was): calls from now on wait for the next one."""
+        if why:
+            self.error = why
+        self._lost.set()
+        self._client = None
+        self.state = "unavailable"
+        if self._available.is_set():
+            self._available = anyio.Event()
 
     async def _list(self, client: Client) -> None:
         listed: list[Any] = []
@@ -166,8 +174,7 @@ class McpServer:
                 with anyio.fail_after(self.cfg.timeout_s):
                     await self._list(client)
             except Exception as exc:  # noqa: BLE001
-                self.error = f"stopped answering: {describe(exc)}"
-                self._lost.set()
+                self._gone(f"stopped answering: {describe(exc)}")
                 return
             if [tool.spec for tool in self.tools.values()] != before:
                 log.info("mcp server=%s tools changed: %s", self.name, ", ".join(self.tools))
@@ -195,13 +202,11 @@ class McpServer:
             result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                self.error = "the connection closed during a call"
-                self._lost.set()
+                self._gone("the connection closed during a call")
                 return ToolResult(False, failure_text(tool, f"the MCP server {self.name} stopped during the call "
                                                             "and is being restarted"))
             return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {exc.error.message}"))
         except Exception as exc:  # noqa: BLE001 - transport trouble: reconnect
-            self.error = describe(exc)
-            self._lost.set()
+            self._gone(describe(exc))
             return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({self.error})"))
         return result_text(result)
