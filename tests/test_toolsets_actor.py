@@ -163,10 +163,10 @@ async def test_a_long_result_is_cut_visibly_and_read_on_with_offset(config, zmq_
     assert len(toy.calls) == 1  # read on from the kept result, not by running the tool again
 
 
-async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_through_the_actors(tmp_path):
+async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_through_the_actors(tmp_path, inproc_config):
     """tests/toy_toolset/ is the folder, `toolsets.extra` the line: the model enables it, calls it,
     and reads the result in its next request; its tools are in the prompt only while it is active."""
-    from harness import inproc_system, make_config
+    from harness import inproc_system
     from llm.scripted import ScriptedBackend
 
     def model(messages):
@@ -176,8 +176,7 @@ async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_throug
         words = last.content.split("] ", 1)[-1]
         return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
 
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
+    config = msgspec.structs.replace(inproc_config, toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
     backend = ScriptedBackend(reply_fn=model)
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         async def say(text):
