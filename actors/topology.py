@@ -28,7 +28,7 @@ CHILDREN: tuple[ChildSpec, ...] = (
     ChildSpec("session", "actors.session:SessionActor", port=5),
     ChildSpec("glasses", "actors.glasses:GlassesBridge", port=6),
 )
-"""The actors, in start order: leaves first, the edge last (port 4 was the media executor's)."""
+"""The actors, in start order: leaves first, the edge last (port 4 stays free: no port moved)."""
 
 CONTROL = "supervisor"
 CONTROL_PORT = 0
