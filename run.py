@@ -203,6 +203,17 @@ def cmd_skills(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- toolsets -----------------------------------------------------------------------------
+def cmd_toolsets(args: argparse.Namespace) -> int:
+    import protocol as p
+    from core.toolsets import toolsets_table
+
+    config = _config(args)
+    report = _ask_or_exit(config, "toolsets", p.ToolsetsRequest())
+    print(toolsets_table(report.toolsets))
+    return 0 if all(row.state in ("available", "disabled") for row in report.toolsets) else 1
+
+
 # ---- prompt -------------------------------------------------------------------------------
 def cmd_prompt(args: argparse.Namespace) -> int:
     from core.budget import prompt_for_state
@@ -257,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
     skills.add_argument("name", nargs="?", help="skill name (show, exclude, include)")
     skills.add_argument("target", nargs="?", help="session id or phone key (exclude, include)")
     skills.set_defaults(func=cmd_skills)
+
+    toolsets = sub.add_parser("toolsets", help="every toolset of the running system: where it runs, state, tools, last error")
+    toolsets.add_argument("op", choices=["list"])
+    toolsets.set_defaults(func=cmd_toolsets)
 
     prompt = sub.add_parser("prompt", help="print a system prompt and its Gemma token count")
     prompt.add_argument("--state", type=int, choices=[1, 3], default=1, help="1: nothing active; 3: media active")

@@ -26,7 +26,7 @@ import zmq
 
 import protocol as p
 from actors.topology import Topology
-from actors.zmqio import AsyncSocket, SocketClosed
+from transport.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
 
 _log = logging.getLogger("porfiry.actor")

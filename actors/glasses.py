@@ -36,10 +36,10 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound, describe
-from actors.zmqio import AsyncSocket, SocketClosed
+from transport.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
 from core.edge_limits import Connections, GarbageLog, Outboxes
-from phone import keys as keyfiles
+from transport import keys as keyfiles
 from storage.ownership import Owner, OwnershipStore, new_token, proves
 
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
@@ -627,10 +627,6 @@ class GlassesBridge(Actor):
             for session in gone:
                 self.connections.forget_session(session)
             self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
-        elif msg.env.corr:
-            # A reply that came after its ask gave up (e.g. the session actor answering a
-            # DeliverEvent after a restart). The phone resends; answering it would start a loop.
-            self.log.info("actor=glasses late reply ignored %s", describe(msg.env))
         else:
             await super().handle(msg)
 

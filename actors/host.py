@@ -19,7 +19,7 @@ from core.logs import setup_logging
 
 
 async def _main(names: list[str]) -> None:
-    from actors.supervisor import actor_class
+    from actors.topology import actor_class
 
     data = os.environ.get("PORFIRY_CONFIG_JSON")
     config = from_json(data) if data else load_config()
@@ -44,11 +44,11 @@ def freeze_startup_objects() -> None:
 
 
 def main() -> None:
-    from actors.supervisor import ACTOR_CLASSES
+    from actors.topology import ACTORS
 
     names = sys.argv[1].split(",") if len(sys.argv) == 2 else []
-    if not names or any(name not in ACTOR_CLASSES for name in names):
-        sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTOR_CLASSES)}")
+    if not names or any(name not in ACTORS for name in names):
+        sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTORS)}")
     setup_logging()
     anyio.run(_main, names, backend="trio")
 

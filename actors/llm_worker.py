@@ -15,7 +15,8 @@ from core.config import Config
 from llm.adapt import strip_think
 from llm.base import Backend, LLMError
 from llm.chunks import ChunkCoalescer
-from llm.profiles import context_of, make_backend
+from llm.backends import make_backend
+from llm.profiles import context_of
 
 
 class LLMWorker(Actor):

@@ -21,13 +21,14 @@ import anyio
 import msgspec
 
 import protocol as p
+import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
 from core.observe import Observer
 from core.timers import Timer
-from core.toolsets import ToolsetRegistry
+from core.toolsets import ToolsetRegistry, failure_text
 from core.trajectory import CUT_BY_RESTART, Trajectory
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 
@@ -62,6 +63,7 @@ class SessionActor(Actor):
         self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
+        self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -78,6 +80,7 @@ class SessionActor(Actor):
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
+            session_toolsets={r.spec.name: r for r in toolsets.load(self.config.toolsets.extra) if r.runs == "session"},
             clock=self.clock, router=router, on_timer_set=self.wake_timers,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
@@ -140,6 +143,8 @@ class SessionActor(Actor):
         elif isinstance(body, p.SkillsChanged):
             if self.settings is not None:
                 self.settings.skills_epoch += 1  # every session asks again on its next step
+        elif isinstance(body, p.ToolsetsChanged):
+            self.spawn(self._refresh_catalog, name="catalog")
         elif isinstance(body, (p.Observe, p.ObserveRenew, p.ObserveStop)):
             self.subscribers.handle(msg, lambda: [
                 p.SessionSummary(session=sid, busy=c.running, queued=len(c.queue), last_active=c.last_active)
@@ -289,16 +294,35 @@ class SessionActor(Actor):
                 except Exception:  # noqa: BLE001 - best effort
                     pass
 
+    async def _refresh_catalog(self) -> None:
+        """ToolsetsChanged: every session's next step shows the new catalog (an MCP server's tools)."""
+        self._catalog_asks += 1
+        ask = self._catalog_asks
+        try:
+            reply = await self.ask("toolsets", p.CatalogRequest())
+            registry = ToolsetRegistry(reply.toolsets) if isinstance(reply, p.Catalog) else None
+        except (AskTimeout, ValueError) as exc:
+            self.log.warning("actor=session could not refresh the toolset catalog: %s", exc)
+            return
+        if ask != self._catalog_asks:
+            return  # a later change was announced meanwhile: its answer is the one to keep
+        if registry is not None and self.settings is not None:
+            self.settings.registry = registry
+            self.log.info("actor=session toolset catalog now: %s", ", ".join(registry.toolset_names()))
+
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
-        timeout = self.config.session.tool_timeout_s + 2.0
+        """One hop to the toolset executor, one back."""
+        registry = self.settings.registry if self.settings is not None else None
+        toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
+        timeout = (toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s) + 2.0
         try:
             reply = await self.ask("toolsets", p.ToolInvoke(call_id=call_id, tool=tool, args=args), session=session, timeout=timeout)
         except AskTimeout:
-            return p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: the toolset supervisor did not answer within {timeout:g} s; try again")
+            return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, f"the toolset executor did not answer within {timeout:g} s"))
         if isinstance(reply, p.ToolOutcome):
             return reply
         detail = reply.detail if isinstance(reply, p.ErrorReply) else type(reply).__name__
-        return p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: {detail}")
+        return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, detail))
 
     def cancel_tool(self, session: str, call_id: str) -> None:
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)

@@ -31,7 +31,7 @@ from core.skills_admin import run_admin
 def build_repository(config: Config, *, refresh_interval_s: float = REFRESH_INTERVAL_S) -> SkillRepository:
     """The repository the config describes. A malformed exclusions table raises ValueError."""
     return SkillRepository(
-        config.path(config.skills.builtin_dir),
+        config.builtin_skill_dirs(),
         config.path(config.skills.user_dir),
         exclusions=config.skills.exclusions,
         refresh_interval_s=refresh_interval_s,

@@ -1,6 +1,6 @@
 """Supervision after Erlang/OTP: one_for_one restarts with an intensity/period limit.
 
-The supervisor starts the six actors (in their own OS processes over ipc:// or tcp://, or as
+The supervisor starts the five actors (in their own OS processes over ipc:// or tcp://, or as
 tasks in this process over inproc://) and restarts one that dies. Actors of one process group
 (`topology.groups`) share a process and so live, die and restart together. More than `intensity` restarts
 within `period_s` seconds means something is wrong that restarting will not fix: the system stops
@@ -10,7 +10,6 @@ with a clear message instead of looping. The supervisor is itself an actor ("sup
 from __future__ import annotations
 
 import collections
-import importlib
 import os
 import signal
 import sys
@@ -22,22 +21,8 @@ import anyio.abc
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
-from actors.topology import ACTORS, process_groups
+from actors.topology import ACTORS, actor_class, process_groups
 from core.config import Config, to_json
-
-ACTOR_CLASSES = {
-    "skills": "actors.skill_store:SkillStore",
-    "toolsets": "actors.toolsets:ToolsetSupervisor",
-    "llm": "actors.llm_worker:LLMWorker",
-    "media": "actors.media_executor:MediaExecutor",
-    "session": "actors.session:SessionActor",
-    "glasses": "actors.glasses:GlassesBridge",
-}
-
-
-def actor_class(name: str) -> type[Actor]:
-    module, _, cls = ACTOR_CLASSES[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
 
 
 class RestartBudget:
@@ -61,7 +46,7 @@ class RestartBudget:
 class _Child:
     """One supervised unit: an actor task (inproc), or an OS process running one or more actors."""
 
-    __slots__ = ("name", "members", "pid", "restarts", "alive", "process", "scope", "last_exit")
+    __slots__ = ("name", "members", "pid", "restarts", "alive", "last_exit")
 
     def __init__(self, members: tuple[str, ...]):
         self.name = "+".join(members)
@@ -69,8 +54,6 @@ class _Child:
         self.pid = 0
         self.restarts = 0
         self.alive = False
-        self.process: anyio.abc.Process | None = None
-        self.scope: anyio.CancelScope | None = None
         self.last_exit = ""
 
 
@@ -125,12 +108,11 @@ class Supervisor(Actor):
     async def _supervise(self, child: _Child, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
         first = True
         while True:
-            started = anyio.Event()
             try:
                 if self.in_process:
-                    await self._run_task(child, started, task_status if first else anyio.TASK_STATUS_IGNORED)
+                    await self._run_task(child, task_status if first else anyio.TASK_STATUS_IGNORED)
                 else:
-                    await self._run_process(child, started, task_status if first else anyio.TASK_STATUS_IGNORED)
+                    await self._run_process(child, task_status if first else anyio.TASK_STATUS_IGNORED)
             except Exception as exc:  # noqa: BLE001 - any crash of a child is a restart
                 child.last_exit = f"crashed: {type(exc).__name__}: {exc}"
                 self.log.exception("actor=supervisor child=%s crashed", child.name)
@@ -147,24 +129,21 @@ class Supervisor(Actor):
             child.restarts += 1
             self.log.warning("actor=supervisor restarting child=%s restarts=%d last_exit=%s", child.name, child.restarts, child.last_exit)
 
-    async def _run_task(self, child: _Child, started: anyio.Event, task_status) -> None:
+    async def _run_task(self, child: _Child, task_status) -> None:
         actor = actor_class(child.members[0])(self.config, zmq_context=self.zmq)
-        with anyio.CancelScope() as scope:
-            child.scope = scope
-            child.pid = os.getpid()
-            async with anyio.create_task_group() as tg:
-                await tg.start(actor.run)
-                child.alive = True
-                task_status.started()
+        child.pid = os.getpid()
+        async with anyio.create_task_group() as tg:
+            await tg.start(actor.run)
+            child.alive = True
+            task_status.started()
         child.last_exit = "stopped"
 
-    async def _run_process(self, child: _Child, started: anyio.Event, task_status) -> None:
+    async def _run_process(self, child: _Child, task_status) -> None:
         env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(self.config).decode())
         process = await anyio.open_process(
             [sys.executable, "-m", "actors.host", ",".join(child.members)], env=env, stdin=None, stdout=None, stderr=None,
             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         )
-        child.process = process
         child.pid = process.pid
         try:
             await self._await_ready(child, process)

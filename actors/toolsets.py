@@ -1,160 +1,171 @@
-"""ToolsetSupervisor: the toolset catalog, argument checks and routing to executors (S5, S11).
+"""ToolsetSupervisor ("toolsets"): the catalog, and the one executor of every executor toolset.
 
-A session sends ToolInvoke(call_id, tool, args) for a toolset tool. Here, before anything runs:
-the tool must exist and its arguments must fit the schema (else the model gets the terse
-signature back). Then the call goes by prefix to the executor actor serving that toolset
-(`media_*` -> "media"). Each call runs in its own task, so a slow search in one session never
-delays a call of another. Whatever happens to the executor, the session gets a ToolOutcome:
-down, crashed or slow -> a clear tool error after `session.tool_timeout_s`; the session goes on.
+It reads the toolset registry (`toolsets/`: built-in records, `toolsets.extra`, one MCP server per
+`[mcp.servers.NAME]`), builds each executor toolset once, and supervises the MCP servers (see
+toolsets.mcp.server). A session sends ToolInvoke(call_id, tool, args) with the arguments already
+bound and checked against the spec; the call runs here, in its own task, so a slow call never
+delays another session's: one hop there, one back. Here, for every toolset alike: a call queued
+while this actor was down is dropped (its caller has had a timeout error), a call id runs once,
+a call is bounded by its toolset's timeout, a ToolCancel stops it, any failure becomes one clear
+tool error, and a long result is cut with an `offset=` call for the rest (core.toolsets.cap_result).
+When the catalog changes (an MCP server listed new tools, started or died) the session actor is
+told ToolsetsChanged.
 """
 from __future__ import annotations
 
-import json
+import collections
 import time
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 import anyio
 import zmq
 
 import protocol as p
-from actors.base import Actor, AskTimeout, Inbound
+import toolsets
+from actors.base import Actor, Inbound
 from core.config import Config
-from core.toolsets import ToolsetRegistry, terse
-
-EXECUTORS: dict[str, str] = {"media": "media"}
-"""Toolset -> the actor that executes its tools."""
-
-SESSION_TOOLSETS = frozenset({"timers"})
-"""Toolsets whose tools the SessionActor runs itself (they act on per-session state)."""
+from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
 
 CANCELLED = "cancelled"
-
-
-def default_toolsets() -> list[p.ToolsetSpec]:
-    """The shipped catalog, in prompt order: media, timers."""
-    from core.timers import TIMERS_TOOLSET
-    from media.tools import MEDIA_TOOLSET
-
-    return [MEDIA_TOOLSET, TIMERS_TOOLSET]
-
-
-def check_args(registry: ToolsetRegistry, tool: str, args: Mapping[str, str]) -> dict[str, str] | str:
-    """ToolInvoke's args (already by name) against the tool's schema: the args to run, or the text
-    for the model. Unknown names and missing required values are invalid; empty values count as
-    absent."""
-    spec = registry.spec(tool)
-    if spec is None:
-        return registry.unknown_tool_text(tool)
-    if set(args) - {arg.name for arg in spec.args}:
-        return f"arguments invalid for {tool}; expected: {terse(spec)}"
-    return registry.validate(tool, json.dumps(dict(args), ensure_ascii=False) if args else "")
-
-
-def failed(tool: str, call_id: str, why: str) -> p.ToolOutcome:
-    return p.ToolOutcome(call_id=call_id, ok=False, text=f"tool {tool} failed: {why}; try again")
 
 
 class ToolsetSupervisor(Actor):
     name = "toolsets"
 
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None,
-                 clock: Callable[[], float] = time.time, toolsets: Iterable[p.ToolsetSpec] | None = None,
-                 executors: Mapping[str, str] | None = None):
+                 clock: Callable[[], float] = time.time, records: Iterable[Toolset] | None = None):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
-        self._toolsets = list(toolsets) if toolsets is not None else None
-        self.executors = dict(EXECUTORS if executors is None else executors)
-        self.registry: ToolsetRegistry | None = None
+        self.records = list(records) if records is not None else toolsets.load(config.toolsets.extra)
+        self.registry = ToolsetRegistry([])
         self.catalog = p.Catalog(toolsets=[])
-        self._running: dict[tuple[str, str], tuple[anyio.CancelScope, str]] = {}
+        self.executors: dict[str, Executor] = {}
+        self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
+        self._running: dict[tuple[str, str], anyio.CancelScope] = {}
+        self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
 
     async def on_start(self) -> None:
-        toolsets = default_toolsets() if self._toolsets is None else self._toolsets
-        self.registry = ToolsetRegistry(toolsets)  # a bad catalog raises here: start-up fails
-        self.catalog = p.Catalog(toolsets=[self.registry.toolset(n) for n in self.registry.toolset_names()])
+        from toolsets.mcp import servers
+
+        for record in self.records:
+            if record.runs == "executor":
+                self.executors[record.spec.name] = record.handler(self)
+        self.mcp = servers(self.config, [r.spec.name for r in self.records], self._mcp_changed)
+        self._rebuild()  # a bad built-in catalog raises here: start-up fails
+        for name, executor in self.executors.items():
+            self.spawn(executor.start, name=f"start-{name}")  # the catalog is served meanwhile
+        for server in self.mcp:
+            self.executors[server.name] = server
+            self.spawn(server.run, name=f"mcp-{server.name}")
         self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
+
+    def _rebuild(self) -> None:
+        specs = [record.spec for record in self.records]
+        specs += [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
+        self.registry = ToolsetRegistry(specs)
+        self.catalog = p.Catalog(toolsets=specs)
+
+    def _mcp_changed(self) -> None:
+        try:
+            self._rebuild()
+        except ValueError as exc:  # cannot happen for prefixed, checked names; never take the actor down
+            self.log.error("actor=%s catalog rejected after an MCP change: %s", self.name, exc)
+            return
+        try:
+            self.tell("session", p.ToolsetsChanged())
+        except anyio.WouldBlock:
+            self.log.warning("actor=%s could not tell the session actor the catalog changed", self.name)
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
         if isinstance(body, p.CatalogRequest):
             msg.reply(self, self.catalog)
         elif isinstance(body, p.ToolInvoke):
-            self._start_invoke(msg, body)
+            self._start(msg, body)
         elif isinstance(body, p.ToolCancel):
-            msg.reply(self, self._cancel(msg.session, body.call_id))
+            scope = self._running.get((msg.session, body.call_id))
+            if scope is not None:
+                scope.cancel()
+            msg.reply(self, p.Ok(detail=CANCELLED if scope else f"call {body.call_id} is not running"))
+        elif isinstance(body, p.ToolsetsRequest):
+            msg.reply(self, self.report())
         elif isinstance(body, (p.Ok, p.ErrorReply, p.ToolOutcome)):
-            # A late answer: to a ToolCancel we told, or from an executor to a call already
-            # cancelled or timed out. Answering it would echo between the two actors forever.
+            # A reply nobody waits for (e.g. to a cancelled call): answering it would echo forever.
             self.log.debug("actor=%s dropped uncorrelated %s", self.name, type(body).__name__)
         else:
             await super().handle(msg)
 
-    # --- invoke ---------------------------------------------------------------------------------
-    def route(self, tool: str, args: Mapping[str, str]) -> tuple[str, dict[str, str]] | str:
-        """(executor actor, checked args) for a call, or the text explaining why it cannot run."""
-        assert self.registry is not None
-        if self.registry.is_core(tool):
-            return f"{tool} is a core tool; the session runs it"
-        toolset = self.registry.toolset_of(tool)
-        checked = check_args(self.registry, tool, args)
-        if isinstance(checked, str):
-            return checked
-        assert toolset is not None  # check_args passed, so the tool is a toolset tool
-        if toolset in SESSION_TOOLSETS:
-            return f"{toolset} tools run in the session"
-        executor = self.executors.get(toolset)
-        if executor is None:
-            return f"toolset {toolset} has no executor"
-        return executor, checked
+    def report(self) -> p.ToolsetsReport:
+        rows = [p.ToolsetState(name=r.spec.name, runs=r.runs, state="available", tools=len(r.spec.tools))
+                for r in self.records]
+        rows += [p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
+                 for s in self.mcp]
+        return p.ToolsetsReport(toolsets=rows)
 
-    def _start_invoke(self, msg: Inbound, call: p.ToolInvoke) -> None:
-        routed = self.route(call.tool, call.args)
-        if isinstance(routed, str):
-            msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=False, text=routed))
+    # --- one call ------------------------------------------------------------------------------
+    def _start(self, msg: Inbound, call: p.ToolInvoke) -> None:
+        age = self.clock() - msg.env.ts
+        if age > self.config.session.tool_timeout_s and age > self._timeout(call.tool):
+            # Queued while this actor was down: its caller has had a timeout error already, so
+            # running it now would, say, start a film the user gave up on minutes ago.
+            self.log.warning("actor=%s dropped stale %s call_id=%s age=%.1fs", self.name, call.tool, call.call_id, age)
             return
         key = (msg.session, call.call_id)
         if key in self._running:
-            msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=False,
-                                          text=f"call {call.call_id} is already running"))
+            msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=False, text=f"call {call.call_id} is already running"))
             return
-        executor, args = routed
         scope = anyio.CancelScope()
-        self._running[key] = (scope, executor)
-        self.spawn(self._invoke, msg, executor, p.ToolInvoke(call_id=call.call_id, tool=call.tool, args=args),
-                   scope, name=f"invoke-{call.tool}-{call.call_id}")
+        self._running[key] = scope
+        self.spawn(self._run, msg, call, scope, name=f"{call.tool}-{call.call_id}")
 
-    async def _invoke(self, msg: Inbound, executor: str, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
-        timeout = self.config.session.tool_timeout_s
-        outcome = p.ToolOutcome(call_id=call.call_id, ok=False, text=CANCELLED)
+    def _timeout(self, tool: str) -> float:
+        toolset = self.registry.toolset(self.registry.toolset_of(tool) or "")
+        return (toolset.timeout_s if toolset is not None and toolset.timeout_s else
+                self.config.session.tool_timeout_s)
+
+    async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
+        result = ToolResult(False, CANCELLED)
         try:
             with scope:
-                try:
-                    answer = await self.ask(executor, call, session=msg.session, timeout=timeout)
-                except AskTimeout:
-                    outcome = failed(call.tool, call.call_id,
-                                     f"the {executor} executor did not answer within {timeout:g} s")
-                except Exception as exc:  # noqa: BLE001 - a spawned task must never take the actor down
-                    self.log.exception("actor=%s invoke %s failed", self.name, call.tool)
-                    outcome = failed(call.tool, call.call_id, f"{type(exc).__name__}: {exc}")
-                else:
-                    outcome = self._outcome(call, executor, answer)
+                result = await self._execute(call, msg.session)
         finally:
             self._running.pop((msg.session, call.call_id), None)
-        msg.reply(self, outcome)
+        msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
 
-    @staticmethod
-    def _outcome(call: p.ToolInvoke, executor: str, answer: p.Msg) -> p.ToolOutcome:
-        if isinstance(answer, p.ToolOutcome):
-            return p.ToolOutcome(call_id=call.call_id, ok=answer.ok, text=answer.text, task_id=answer.task_id)
-        if isinstance(answer, p.ErrorReply):
-            return failed(call.tool, call.call_id, f"the {executor} executor reported {answer.detail}")
-        return failed(call.tool, call.call_id, f"the {executor} executor answered {type(answer).__name__}")
+    async def _execute(self, call: p.ToolInvoke, session: str) -> ToolResult:
+        tool = call.tool
+        toolset = self.registry.toolset_of(tool)
+        if toolset is None or self.registry.spec(tool) is None:
+            return ToolResult(False, self.registry.unknown_tool_text(tool))
+        executor = self.executors.get(toolset)
+        if executor is None:
+            return ToolResult(False, f"{toolset} tools run in the session")
+        args = dict(call.args)
+        declared = {arg.name for arg in self.registry.spec(tool).args}
+        offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
+        key = (session, tool, tuple(sorted(args.items())))
+        if offset and key in self._results:
+            return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+        timeout = self._timeout(tool)
+        try:
+            with anyio.fail_after(timeout):
+                result = await executor.call(tool, args, session)
+        except TimeoutError:
+            return ToolResult(False, failure_text(tool, f"no answer within {timeout:g} s"))
+        except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error, never a crash
+            self.log.exception("actor=%s %s failed", self.name, tool)
+            return ToolResult(False, failure_text(tool, f"{type(exc).__name__}: {exc}"))
+        return ToolResult(result.ok, self._cut(tool, args, result.text, offset, key), result.task_id)
 
-    # --- cancel ---------------------------------------------------------------------------------
-    def _cancel(self, session: str, call_id: str) -> p.Ok:
-        running = self._running.get((session, call_id))
-        if running is None:
-            return p.Ok(detail=f"call {call_id} is not running")
-        scope, executor = running
-        self.tell(executor, p.ToolCancel(call_id=call_id), session=session)
-        scope.cancel()
-        return p.Ok(detail=CANCELLED)
+    def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
+        limit = self.config.toolsets.max_result_chars
+        if len(text) > limit and self.config.toolsets.results_kept:
+            self._results[key] = text
+            self._results.move_to_end(key)
+            while len(self._results) > self.config.toolsets.results_kept:
+                self._results.popitem(last=False)
+        return cap_result(tool, args, text, offset, limit)
+
+
+def _offset(text: str) -> int:
+    text = text.strip()
+    return int(text) if text.isdigit() else 0

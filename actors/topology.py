@@ -4,14 +4,42 @@ grouped in `topology.groups` share an OS process and reach each other over inpro
 everyone else reaches them over ipc/tcp (an inbox binds both)."""
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import NamedTuple
 
 from core.config import TopologyConfig
 
-ACTORS = ("skills", "toolsets", "llm", "media", "session", "glasses")
-"""The six actors, in start order: leaves first, the edge last. `supervisor` is the seventh inbox."""
+
+class ChildSpec(NamedTuple):
+    """One supervised actor: its inbox name, its class ("module:Class"), and its port in tcp
+    mode (`topology.tcp_base_port` + port; given, not taken from the position, so a port never
+    moves when an actor is added or removed)."""
+
+    name: str
+    actor: str
+    port: int
+
+
+CHILDREN: tuple[ChildSpec, ...] = (
+    ChildSpec("skills", "actors.skill_store:SkillStore", port=1),
+    ChildSpec("toolsets", "actors.toolsets:ToolsetSupervisor", port=2),
+    ChildSpec("llm", "actors.llm_worker:LLMWorker", port=3),
+    ChildSpec("session", "actors.session:SessionActor", port=5),
+    ChildSpec("glasses", "actors.glasses:GlassesBridge", port=6),
+)
+"""The actors, in start order: leaves first, the edge last (port 4 stays free: no port moved)."""
 
 CONTROL = "supervisor"
+CONTROL_PORT = 0
+ACTORS = tuple(child.name for child in CHILDREN)
+_BY_NAME = {child.name: child for child in CHILDREN}
+
+
+def actor_class(name: str):
+    """The class that runs the actor `name` (KeyError for an unknown one)."""
+    module, _, cls = _BY_NAME[name].actor.partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def process_groups(config: TopologyConfig) -> list[tuple[str, ...]]:
@@ -55,10 +83,10 @@ class Topology:
         return self._external(actor)
 
     def _external(self, actor: str) -> str:
-        names = (CONTROL, *ACTORS)
         if self.mode == "ipc":
             return f"ipc://{Path(self.config.ipc_dir) / actor}.sock"
-        return f"tcp://{self.config.tcp_host}:{self.config.tcp_base_port + names.index(actor)}"
+        port = CONTROL_PORT if actor == CONTROL else _BY_NAME[actor].port
+        return f"tcp://{self.config.tcp_host}:{self.config.tcp_base_port + port}"
 
     def bind_addresses(self, actor: str) -> list[str]:
         """Where the inbox binds: what others connect to, plus inproc:// for its process group."""

@@ -21,8 +21,9 @@ from core.conversation import Conversation, SessionSettings
 from core.skills import SkillRepository
 from core.toolsets import ToolsetRegistry
 from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend, media_active
-from media.provider import MediaProvider
-from media.tools import ToolReply, play_started_text, run_info, run_search, validate_play
+from toolsets.media.provider import MediaProvider
+from core.toolsets import ToolResult
+from toolsets.media.tools import play_started_text, run_info, run_search, validate_play
 
 SESSION = "bench-prompts"
 FIXED_NOW = 1_741_975_200.0  # 2025-03-14 18:00 UTC: the clock every prompt sees
@@ -177,13 +178,13 @@ class InProcessPorts:
             reply = run_info(self.provider, args)
         elif tool == "media_play":
             checked = validate_play(args, self.provider)
-            if isinstance(checked, ToolReply):
+            if isinstance(checked, ToolResult):
                 reply = checked
             else:
                 self._plays += 1  # a fixed task id per play keeps the prompts deterministic
-                reply = ToolReply(True, play_started_text(checked, f"task{self._plays:04d}"))
+                reply = ToolResult(True, play_started_text(checked, f"task{self._plays:04d}"))
         else:
-            reply = ToolReply(False, f"tool {tool} is not part of this benchmark")
+            reply = ToolResult(False, f"tool {tool} is not part of this benchmark")
         return p.ToolOutcome(call_id=call_id, ok=reply.ok, text=reply.text)
 
     def cancel_tool(self, session: str, call_id: str) -> None:
@@ -199,7 +200,7 @@ class InProcessPorts:
 async def record_conversation(config: Config, script: Sequence[str], *,
                               clock: Callable[[], float] = lambda: FIXED_NOW) -> list[RecordedRequest]:
     """Run `script` (one user utterance per turn) through a real Conversation; every request it made."""
-    from actors.media_executor import default_provider
+    from toolsets.media.executor import default_provider
     from actors.skill_store import build_repository
 
     provider = default_provider(config)

@@ -128,5 +128,5 @@ NOT_EXECUTED = "has NOT been executed"
 
 
 def _clean(name: str) -> str:
-    """Forgive `Media`, ` media ` and quotes around the name."""
+    """Forgive `Notes`, ` notes ` and quotes around the name."""
     return name.strip().strip("\"'`").strip().lower()

@@ -9,15 +9,15 @@ from core.toolsets import ToolsetRegistry
 
 
 def default_catalog():
-    from core.timers import TIMERS_TOOLSET
-    from media.tools import MEDIA_TOOLSET
+    """The built-in toolsets' specs, in catalog order (the toolset registry)."""
+    import toolsets
 
-    return [MEDIA_TOOLSET, TIMERS_TOOLSET]
+    return [record.spec for record in toolsets.load()]
 
 
 def prompt_for_state(config: Config, state: int, session: str = "budget") -> str:
-    """State 1: nothing active. State 3: media active (S7)."""
+    """State 1: nothing active. State 3: the first toolset of the catalog active (S7)."""
     registry = ToolsetRegistry(default_catalog())
-    repo = SkillRepository(config.path(config.skills.builtin_dir), config.path(config.skills.user_dir))
-    active = ["media"] if state == 3 else []
+    repo = SkillRepository(config.builtin_skill_dirs(), config.path(config.skills.user_dir))
+    active = registry.toolset_names()[:1] if state == 3 else []
     return build_system_prompt(registry, active, repo.index(session), SKILLS_HOWTO)

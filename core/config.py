@@ -84,7 +84,8 @@ class SessionConfig(_Section):
 
 
 class SkillsConfig(_Section):
-    builtin_dir: str = "skills"
+    builtin_dir: str = "skills"  # built-in skills of no toolset: NAME/SKILL.md
+    toolsets_dir: str = "toolsets"  # a toolset folder's SKILL.md is a built-in skill too
     user_dir: str = "var/user-skills"
     exclusions: dict[str, list[str]] = {}
     max_skill_bytes: int = 64 * 1024  # a larger SKILL.md is rejected before it is read
@@ -92,7 +93,7 @@ class SkillsConfig(_Section):
 
 
 class MediaConfig(_Section):
-    catalog_path: str = ""  # empty: the catalog shipped in media/data
+    catalog_path: str = ""  # empty: the catalog shipped in toolsets/media/data
     db_path: str = "var/media.sqlite3"
 
 
@@ -125,6 +126,36 @@ class WebConfig(_Section):
     max_text_chars: int = 2000  # a message typed in the page
 
 
+class ToolsetsConfig(_Section):
+    """Toolsets beyond the built-in registry (`toolsets/__init__.py`) and the bound on results."""
+
+    extra: list[str] = []  # "module:ATTRIBUTE" of further toolset records, e.g. "mytools.weather:TOOLSET"
+    max_result_chars: Annotated[int, msgspec.Meta(ge=200)] = 4000  # longer results are cut, with an offset= call for the rest
+    results_kept: Annotated[int, msgspec.Meta(ge=0)] = 64  # full cut results kept for offset= calls (all sessions)
+
+
+class McpServerConfig(_Section):
+    """One MCP server, a toolset named after its key: `command` (stdio) or `url` (streamable HTTP)."""
+
+    command: list[str] = []
+    url: str = ""
+    env: dict[str, str] = {}  # the only environment a stdio server gets (plus PATH)
+    cwd: str = ""
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # one call, and the start
+    long_running: list[str] = []  # the server's tool names whose calls answer with a task id at once
+    summary: str = ""  # the catalog line; empty: the server's instructions, first sentence
+    enabled: bool = True
+
+
+class McpConfig(_Section):
+    servers: dict[str, McpServerConfig] = {}
+    restart_backoff_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0  # first wait before restarting a dead server, doubling
+    restart_backoff_max_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
+    max_tools: Annotated[int, msgspec.Meta(ge=1)] = 64  # per server; tools past this are refused
+    max_description_chars: Annotated[int, msgspec.Meta(ge=20)] = 120  # a tool's one-liner in the prompt
+    check_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # tools listed again this often: a dead idle server is restarted
+
+
 class Config(_Section):
     topology: TopologyConfig = msgspec.field(default_factory=TopologyConfig)
     supervisor: SupervisorConfig = msgspec.field(default_factory=SupervisorConfig)
@@ -133,6 +164,8 @@ class Config(_Section):
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
     media: MediaConfig = msgspec.field(default_factory=MediaConfig)
+    toolsets: ToolsetsConfig = msgspec.field(default_factory=ToolsetsConfig)
+    mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     web: WebConfig = msgspec.field(default_factory=WebConfig)
     storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
@@ -141,6 +174,10 @@ class Config(_Section):
         """Resolve a configured path: relative paths are relative to the repository root."""
         p = Path(value).expanduser()
         return p if p.is_absolute() else REPO_ROOT / p
+
+    def builtin_skill_dirs(self) -> list[Path]:
+        """Where built-in skills live: `skills.builtin_dir`, then each toolset folder's SKILL.md."""
+        return [self.path(self.skills.builtin_dir), self.path(self.skills.toolsets_dir)]
 
 
 ENV_OVERRIDES = {

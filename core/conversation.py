@@ -34,7 +34,7 @@ import time
 import zoneinfo
 from collections import OrderedDict
 from contextlib import AbstractAsyncContextManager
-from typing import AsyncIterator, Awaitable, Callable, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Mapping, Protocol
 
 import anyio
 
@@ -51,16 +51,15 @@ from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.echo import ECHO_NOTICE, echoed
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
-from core.timers import TIMERS_TOOLSET, TimerTable, run_timer_tool
+from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import ToolsetRegistry
+from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 _log = logging.getLogger("porfiry.session")
 
-LOCAL_TOOLSETS = {TIMERS_TOOLSET.name}
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
 
 
@@ -93,8 +92,14 @@ class SessionSettings:
 
     def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
                  config, clock: Callable[[], float] = time.time, router=None,
-                 on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None):
-        self.registry = registry
+                 on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
+                 session_toolsets: Mapping[str, Toolset] | None = None):
+        self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
+        if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
+            import toolsets
+
+            session_toolsets = {r.spec.name: r for r in toolsets.load() if r.runs == "session"}
+        self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
         self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports
         self.spawn = spawn
@@ -268,6 +273,7 @@ class Conversation:
             return
         for _ in range(self.s.config.max_steps):
             self._take_queue(consumed)
+            self.activity.registry = self.s.registry  # the catalog may have changed (an MCP server)
             expired = self.activity.purge_expired()
             if expired:
                 _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
@@ -429,8 +435,8 @@ class Conversation:
         if decision.action != "execute":
             return decision.text
         note = f"({decision.note})\n" if decision.note else ""
-        if decision.toolset in LOCAL_TOOLSETS:
-            return note + self._run_timer(tool, decision.args)
+        if self.s.registry.runs_in_session(decision.toolset):
+            return note + self._run_here(tool, decision.toolset, decision.args)
         text = await self._invoke_tool(call_id, tool, decision.args)
         if text is None:
             return ""  # in the background: the placeholder answers this call, the result comes later
@@ -465,17 +471,18 @@ class Conversation:
         try:
             outcome = await self.s.ports.invoke(self.sid, run.call_id, run.tool, args)
         except Exception as exc:  # noqa: BLE001
-            outcome = p.ToolOutcome(call_id=run.call_id, ok=False, text=f"tool {run.tool} failed: {exc}")
-        text = outcome.text if outcome.ok else f"tool error: {outcome.text}"
+            outcome = p.ToolOutcome(call_id=run.call_id, ok=False, text=failure_text(run.tool, str(exc)))
+        text = outcome.text if outcome.ok else error_result(outcome.text)
         if self.runs.finish(run, text) == BACKGROUND:
             self.s.observer.tool_finished(self, "", run.call_id, run.tool, "", "late", text)
             self.submit(late_event(run, text, self.s.clock()))
 
-    def _run_timer(self, tool: str, args: dict[str, str]) -> str:
-        text = run_timer_tool(self.timers, tool, args)
-        if tool == "timers_set":
-            self.s.on_timer_set()
-        return text
+    def _run_here(self, tool: str, toolset: str, args: dict[str, str]) -> str:
+        """A tool of a toolset that runs in the session (its record's handler, on this session)."""
+        record = self.s.session_toolsets.get(toolset)
+        if record is None:
+            return error_result(failure_text(tool, f"toolset {toolset} is not installed in this runtime"))
+        return record.handler(self, tool, args)
 
     async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> str:
         args = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
@@ -564,13 +571,14 @@ class Conversation:
         args = self.s.registry.validate(tool, raw_args)
         if isinstance(args, str):
             return args
-        if self.s.registry.toolset_of(tool) in LOCAL_TOOLSETS:
-            return self._run_timer(tool, args)
+        toolset = self.s.registry.toolset_of(tool) or ""
+        if self.s.registry.runs_in_session(toolset):
+            return self._run_here(tool, toolset, args)
         try:
             outcome = await self.s.ports.invoke(self.sid, _new_id(), tool, args)
         except Exception as exc:  # noqa: BLE001
-            return f"tool error: tool {tool} failed: {exc}"
-        return outcome.text if outcome.ok else f"tool error: {outcome.text}"
+            return error_result(failure_text(tool, str(exc)))
+        return outcome.text if outcome.ok else error_result(outcome.text)
 
     # ---- inspection -----------------------------------------------------------------------
     def info(self) -> p.SessionInfo:

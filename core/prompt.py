@@ -127,5 +127,5 @@ _TOKEN_PIECES = re.compile(r"[A-Za-z]+|\d|[^\sA-Za-z\d]")
 
 def estimate_tokens(text: str) -> int:
     """A rough, slightly pessimistic token count for Gemma/Qwen-style tokenizers: one per word,
-    digit and punctuation mark (`media_search` counts 3). For budgets and logs, not billing."""
+    digit and punctuation mark (`notes_add` counts 3). For budgets and logs, not billing."""
     return len(_TOKEN_PIECES.findall(text))

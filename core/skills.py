@@ -8,7 +8,7 @@ import difflib
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -54,8 +54,8 @@ class SkillRepository:
     ties by name).
 
     Name clash: a user skill named like a built-in is NOT loaded; the built-in wins and the clash
-    is logged and listed in `problems()`. Built-ins carry the runtime's own contract (e.g. media
-    says "enable_toolset|media"), so a user file must not silently replace it; rename the user
+    is logged and listed in `problems()`. Built-ins carry the runtime's own contract (a toolset's
+    skill says "enable_toolset|NAME"), so a user file must not silently replace it; rename the user
     skill to keep both.
 
     Hot reload is check-on-use, not a file watcher: every serving call runs `refresh()`, which at
@@ -75,14 +75,15 @@ class SkillRepository:
     config (`{skill: [targets]}`), so a restart returns to the configured set.
     """
 
-    def __init__(self, builtin_dir: str | Path, user_dir: str | Path | None = None, *,
+    def __init__(self, builtin_dir: str | Path | Sequence[str | Path], user_dir: str | Path | None = None, *,
                  exclusions: Mapping[str, Iterable[str]] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  refresh_interval_s: float = REFRESH_INTERVAL_S,
                  max_skill_bytes: int = MAX_SKILL_BYTES, read_timeout_s: float = READ_TIMEOUT_S):
         self._max_skill_bytes = max_skill_bytes
         self._read_timeout_s = read_timeout_s
-        self._sources: list[tuple[Path, bool]] = [(Path(builtin_dir), True)]
+        builtin = [builtin_dir] if isinstance(builtin_dir, (str, Path)) else list(builtin_dir)
+        self._sources: list[tuple[Path, bool]] = [(Path(d), True) for d in builtin]
         if user_dir is not None:
             self._sources.append((Path(user_dir), False))
         self._files: dict[Path, _FileState] = {}

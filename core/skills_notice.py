@@ -23,7 +23,7 @@ class SkillChangeTracker:
     since the last call (the issue: the version is carried only where it changed), else
 
         skills_version: ab12cd34
-        skills_changed: media, cooking (new); removed: tea
+        skills_changed: notes, cooking (new); removed: tea
         re-read before relying on it: cooking (changed since you read it)
 
     The first call only records the version: the prompt's index was built from the current skills

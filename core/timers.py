@@ -3,18 +3,18 @@
 The session actor asks `next_due()` and sleeps exactly until then; on waking, `due(now)` hands
 back the timers that fired (their `to_event()` goes into the session's queue like any event).
 Times are epoch seconds from an injectable clock; text shown to the model is ISO 8601 in the
-session's time zone. The `timers` toolset lets the model manage them; its tools are forgiving
-like every tool (S3): cancelling twice or an unknown id is an explanation, not an error.
+session's time zone. The `timers` toolset (toolsets/timers) lets the model manage them; its tools
+are forgiving like every tool (S3): cancelling twice or an unknown id is an explanation, not an error.
 """
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
-from protocol import ArgSpec, Event, ToolSpec, ToolsetSpec
+from protocol import Event
 
 LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
 MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
@@ -259,47 +259,3 @@ class TimerTable:
 
     def _when(self, due: float, now: float) -> str:
         return f"{format_time(due, self.tz)} (in {format_span(due - now)})"
-
-
-TIMERS_TOOLSET = ToolsetSpec(
-    name="timers",
-    summary="reminders that wake you later: one-shot or repeating",
-    tools=[
-        ToolSpec(name="timers_set",
-                 summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time (add ; every=1 day to repeat)",
-                 args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)]),
-        ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True),
-        ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")]),
-    ],
-)
-_SPECS = {tool.name: tool for tool in TIMERS_TOOLSET.tools}
-
-
-def _schema(spec: ToolSpec) -> str:
-    """The terse signature used everywhere in prompts (S11): `timers_set|when; text; every?`."""
-    args = "; ".join(a.name if a.required else f"{a.name}?" for a in spec.args)
-    return f"{spec.name}|{args}" if args else spec.name
-
-
-def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> str:
-    """Execute one timers_* call and return the text for the model; never raises on bad input."""
-    spec = _SPECS.get(tool)
-    if spec is None:
-        return f"Unknown tool {tool}; the timers toolset has: {', '.join(_schema(s) for s in _SPECS.values())}."
-    names = {a.name for a in spec.args}
-    missing = [a.name for a in spec.args if a.required and not str(args.get(a.name, "")).strip()]
-    extra = sorted(set(args) - names)
-    if missing or extra:
-        problem = "; ".join(filter(None, [
-            f"missing {', '.join(missing)}" if missing else "",
-            f"unknown {', '.join(extra)}" if extra else "",
-        ]))
-        return f"Arguments invalid ({problem}). Schema: {_schema(spec)}"
-    try:
-        if tool == "timers_set":
-            return table.set(args["when"], args["text"], args.get("every"))[2]
-        if tool == "timers_list":
-            return table.list()
-        return table.cancel(args["id"])
-    except TimerError as exc:
-        return f"Timer not set: {exc}"

@@ -3,7 +3,7 @@
 Grammar (one line; the model writes it, the runtime parses it):
 
     TOOL_CALL: name|args
-    name  = [a-z][a-z0-9_]*            e.g. media_search, get_current_time
+    name  = [a-z][a-z0-9_]*            e.g. notes_add, get_current_time
     args  = ""                         no arguments: `TOOL_CALL: get_current_time`
           | value; key=value; ...      leading values fill the tool's declared arguments in order,
                                        `key=value` sets one by name; `;` separates

@@ -1,17 +1,19 @@
 """The tool catalog: the five core tools (S2) and the toolsets (S5), routed by name prefix.
 
-A toolset tool is named `<toolset>_<verb>` (media_search); the prefix alone says which toolset it
+A toolset tool is named `<toolset>_<verb>` (notes_add); the prefix alone says which toolset it
 belongs to, so there are no side tables. The catalog is checked once at start-up: a bad name
 raises ValueError there, never mid-conversation. Every tool has a terse signature, the one form
 the prompt, the error texts and the activation texts all use (S11):
 
-    media_search|query; page?     (`?` marks an optional argument)
+    notes_add|text; tags?         (`?` marks an optional argument)
     get_current_time              (no arguments)
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from core.toolcall import ArgumentError, bind_args
 from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
@@ -34,8 +36,100 @@ _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
+PAGE_ARG = "offset"
+"""Every executor tool takes it, by name and last: where a long result continues (`cap_result`)."""
+_PAGE_SUFFIX = re.compile(r"(?:^|[;|])\s*offset\s*=\s*(\d+)\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool says back: ok=False is an error the model should read. A task_id means the tool
+    started something that reports later (E7)."""
+
+    ok: bool
+    text: str
+    task_id: str = ""
+
+
+class ToolHost(Protocol):
+    """What an executor toolset may use of the actor that hosts it."""
+
+    config: Any  # core.config.Config
+    log: Any
+
+    async def ask(self, actor: str, body: Any, *, session: str = "", timeout: float | None = None) -> Any: ...
+
+
+class Executor(Protocol):
+    """An executor toolset, built once per host from its `Toolset.handler(host)`."""
+
+    async def start(self) -> None: ...
+
+    async def call(self, tool: str, args: dict[str, str], session: str) -> ToolResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Toolset:
+    """One toolset, as `toolsets/NAME/__init__.py` exports it (`TOOLSET`) and the registry lists it.
+
+    runs="session": `handler(conversation, tool, args) -> str` runs in the session (per-session
+    state: timers). runs="executor": `handler(host) -> Executor`, built once in the toolset
+    executor actor; its calls run there, each in its own task. A `SKILL.md` next to the record is
+    the toolset's built-in skill (its "enable me" entry in the skills index)."""
+
+    spec: ToolsetSpec
+    runs: Literal["session", "executor"]
+    handler: Callable[..., Any]
+
+
+def invalid_args_text(tool: ToolSpec, reason: str = "") -> str:
+    """The one wording of "these arguments do not fit", for every tool."""
+    return f"arguments invalid for {tool.name}; expected: {terse(tool)}" + (f" ({reason})" if reason else "")
+
+
+def failure_text(tool: str, why: str) -> str:
+    """The one wording of a tool that could not run (the session prefixes `tool error: `)."""
+    return f"tool {tool} failed: {why}; try again"
+
+
+def error_result(text: str) -> str:
+    """A failed call's result as the model reads it."""
+    return f"tool error: {text}"
+
+
+def args_text(args: Mapping[str, str]) -> str:
+    """Arguments as a model writes them back: `id=3; query=abc`."""
+    return "; ".join(f"{key}={value}" for key, value in args.items())
+
+
+def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit: int) -> str:
+    """`text` from `offset`, at most `limit` characters, and when that is not all of it a line
+    that says so and how to read on (seed 003: truncation is visible, never silent)."""
+    total = len(text)
+    if offset <= 0 and total <= limit:
+        return text
+    if offset >= total:
+        return f"offset={offset} is past the end: the result has {total} characters"
+    end = min(total, offset + limit)
+    shown = f"{end - offset}" if offset == 0 else f"{offset + 1}\u2013{end}"
+    line = f"showing {shown} of {total} characters"
+    if end < total:
+        more = args_text({**args, PAGE_ARG: str(end)})
+        line += f"; TOOL_CALL: {tool}|{more}"
+    else:
+        line += "; that is all"
+    return text[offset:end] + "\n" + line
+
+
+def toolsets_table(rows: Iterable[Any]) -> str:
+    """`run.py toolsets list`: one line per toolset (protocol.ToolsetState)."""
+    lines = [f"{'toolset':12} {'runs':9} {'state':12} {'tools':>5}  last error"]
+    lines += [f"{row.name:12} {row.runs:9} {row.state:12} {row.tools:>5}  {row.error}".rstrip() for row in rows]
+    return "\n".join(lines)
+
+
 def terse(tool: ToolSpec) -> str:
-    """`media_search|query; page?`: name, then the arguments in order, optional ones with `?`."""
+    """`notes_add|text; tags?`: name, then the arguments in order, optional ones with `?`."""
     if not tool.args:
         return tool.name
     return tool.name + "|" + "; ".join(arg.name + ("" if arg.required else "?") for arg in tool.args)
@@ -105,7 +199,7 @@ class ToolsetRegistry:
         return tool in CORE_TOOL_NAMES
 
     def toolset_of(self, tool: str) -> str | None:
-        """The toolset a tool name routes to, by prefix alone (media_* -> media), even for a tool
+        """The toolset a tool name routes to, by prefix alone (notes_* -> notes), even for a tool
         the set does not have; None for core tools and unknown prefixes."""
         prefix, sep, rest = tool.partition("_")
         return prefix if sep and rest and prefix in self._toolsets else None
@@ -118,7 +212,7 @@ class ToolsetRegistry:
         return terse(self._tools[tool])
 
     def tool_line(self, tool: str) -> str:
-        """One prompt line: `media_search|query; page? — find films by title; e.g. TOOL_CALL: media_search|Stalker`."""
+        """One prompt line: `notes_add|text — add a note` (optional arguments left out)."""
         spec = self._tools[tool]
         # Optional arguments stay out of the signature (the summary says how to use them): a
         # small model copies `; page?` into its call literally.
@@ -127,11 +221,11 @@ class ToolsetRegistry:
         return f"{signature} — {spec.summary}"
 
     def catalog_lines(self) -> list[str]:
-        """One line per toolset: `media — films: search, details, playback`."""
+        """One line per toolset: `notes — notes kept on disk: add, list`."""
         return [f"{ts.name} — {ts.summary}" for ts in self._toolsets.values()]
 
     def terse_registry(self, toolset: str) -> str:
-        """A toolset's tools in one line: `media_search|query; page?, media_info|id, …`."""
+        """A toolset's tools in one line: `notes_add|text; tags?, notes_list, …`."""
         return ", ".join(terse(tool) for tool in self._toolsets[toolset].tools)
 
     def callable_tools(self, active: Iterable[str]) -> list[str]:
@@ -162,11 +256,28 @@ class ToolsetRegistry:
         spec = self._tools.get(tool)
         if spec is None:
             return self.unknown_tool_text(tool)
+        names = [arg.name for arg in spec.args]
+        page = None
+        if self.pages(tool) and PAGE_ARG not in names:
+            page = _PAGE_SUFFIX.search(raw_args)  # `; offset=4000` reads on in a cut result (cap_result)
+            if page is not None:
+                raw_args = raw_args[:page.start()]
         try:
-            return bind_args(raw_args, [arg.name for arg in spec.args],
-                             {arg.name for arg in spec.args if arg.required})
+            bound = bind_args(raw_args, names, {arg.name for arg in spec.args if arg.required})
         except ArgumentError:
-            return f"arguments invalid for {tool}; expected: {terse(spec)}"
+            return invalid_args_text(spec)
+        if page is not None:
+            bound[PAGE_ARG] = page.group(1)
+        return bound
+
+    def pages(self, tool: str) -> bool:
+        """True for a tool whose long results the executor cuts (any executor toolset's)."""
+        toolset = self._toolsets.get(self.toolset_of(tool) or "")
+        return toolset is not None and toolset.runs == "executor"
+
+    def runs_in_session(self, toolset: str) -> bool:
+        spec = self._toolsets.get(toolset)
+        return spec is not None and spec.runs == "session"
 
 
 def _one_line(text: str) -> bool:

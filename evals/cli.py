@@ -12,7 +12,7 @@ import msgspec
 def cmd_eval(args: argparse.Namespace, load_config) -> int:
     from evals.runner import format_report, run_eval
     from evals.scenarios import DEFAULT_SCENARIOS, load_scenarios
-    from llm.profiles import make_backend
+    from llm.backends import make_backend
 
     config = load_config(args)
     profile = args.profile or config.llm.profile

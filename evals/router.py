@@ -136,7 +136,7 @@ def urgency_of(config) -> UrgencyConfig:
 
 async def evaluate(config, profile: str | None, items: Sequence[Utterance], timeout_s: float | None = None) -> list[Score]:
     """The rules' score, then the model router's on `profile` (None: rules only)."""
-    from llm.profiles import make_backend
+    from llm.backends import make_backend
 
     rules = RuleRouter(urgency_of(config))
     scores = [await score(rules, items, "rules")]

@@ -145,7 +145,7 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     user_dir = workdir / scenario.id
     user_dir.mkdir(parents=True, exist_ok=True)
     _write_skills(user_dir, scenario.skills)
-    repo = SkillRepository(config.path(config.skills.builtin_dir), user_dir)
+    repo = SkillRepository(config.builtin_skill_dirs(), user_dir)
     ports = EvalPorts(repo, provider, backend)
     ports.scenario = scenario.id
     ports.trace = trace
@@ -205,7 +205,7 @@ def _percentiles(values: list[float]) -> Percentiles:
 async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backend, profile: str, mode: str,
                    trace: Callable[[dict], None] | None = None,
                    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> EvalReport:
-    from actors.media_executor import default_provider
+    from toolsets.media.executor import default_provider
 
     if mode not in ("progressive", "flat"):
         raise ValueError(f"mode must be progressive or flat, not {mode!r}")

@@ -1,7 +1,8 @@
 """Named model profiles: which backend, which model, and how to talk to it.
 
-A profile is plain data so config files and `UseProfile` can name it; `make_backend` is the one
-place that turns it into a live backend.
+A profile is plain data so config files and `UseProfile` can name it; `llm.backends.make_backend`
+is the one place that turns it into a live backend (the backends import this module, never the
+other way round).
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Literal
 
 import msgspec
 
-from llm.base import Backend
 
 DEFAULT_QWEN_BASE_URL = "http://127.0.0.1:8000/v1"
 DEFAULT_QWEN_MODEL = "Qwen3.8-27B-NVFP4"
@@ -81,25 +81,3 @@ def default_profiles(env: Mapping[str, str] = os.environ) -> dict[str, ProfileCo
         "gemma": ProfileConfig(kind="llamacpp", model="gemma-3-270m-q4_k_m", grammar=True, n_ctx=4096),
         "scripted": ProfileConfig(kind="scripted", model="scripted"),
     }
-
-
-def make_backend(profile: ProfileConfig, *, name: str = "") -> Backend:
-    """A live backend for `profile`; `name` (the profile's name) is what it reports as `backend.name`."""
-    if profile.kind == "openai":
-        from llm.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(profile, name=name or "openai")
-    if profile.kind == "llamacpp":
-        from llm.llamacpp_backend import LlamaCppBackend
-
-        return LlamaCppBackend(profile, name=name or "llamacpp")
-    if profile.kind == "scripted":
-        from llm.scripted import ScriptedBackend
-
-        return ScriptedBackend(
-            name=name or "scripted",
-            first_token_delay_s=profile.first_token_delay_s,
-            token_delay_s=profile.token_delay_s,
-            context_tokens=profile.context_tokens,
-        )
-    raise ValueError(f"unknown profile kind {profile.kind!r}")

@@ -3,7 +3,7 @@
 from phone.client import (
     DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused, PhoneUnreachable, Turn, TurnTimeout,
 )
-from phone.keys import ClientKeys
+from transport.keys import ClientKeys
 
 __all__ = ["PhoneClient", "ClientKeys", "Turn", "PhoneError", "PhoneRefused", "PhoneUnreachable", "DeliveryFailed",
            "EventRejected", "TurnTimeout"]

@@ -15,7 +15,7 @@ from typing import Callable
 import anyio
 
 from core.config import Config
-from phone import keys as keyfiles
+from transport import keys as keyfiles
 from phone.client import PhoneClient, PhoneError
 from phone.credentials import SessionTokens, tokens_file
 from phone.console import run_console

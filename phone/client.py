@@ -38,9 +38,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from zmq.utils.monitor import parse_monitor_message
 
 import protocol as p
-from actors.zmqio import AsyncSocket, SocketClosed
+from transport.zmqio import AsyncSocket, SocketClosed
 from phone.credentials import SessionTokens
-from phone.keys import ClientKeys
+from transport.keys import ClientKeys
 
 _log = logging.getLogger("porfiry.phone")
 

@@ -33,6 +33,7 @@ from protocol.skills import (
 )
 from protocol.tools import (
     ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolOutcome, ToolSpec, ToolsetSpec,
+    ToolsetState, ToolsetsChanged, ToolsetsReport, ToolsetsRequest,
 )
 
 _ALL = (
@@ -43,7 +44,8 @@ _ALL = (
     Ack, Busy, Display, TurnDone, PlaybackCommand, RateLimited,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
-    CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel,
+    CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel, ToolsetsChanged, ToolsetsRequest,
+    ToolsetsReport,
     Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
     ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,
     ModelInfo, SessionDelete,
@@ -51,11 +53,9 @@ _ALL = (
 
 Message = Union[_ALL]  # type: ignore[valid-type]
 
-PHONE_TO_RUNTIME = (Hello, SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus)
-
 __all__ = [
-    "Msg", "Message", "PHONE_TO_RUNTIME",
-    "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "ToolSpec", "ToolsetSpec",
+    "Msg", "Message",
+    "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "ToolSpec", "ToolsetSpec", "ToolsetState",
     "SessionSummary", "PromptSection", "TimerView",
     *[cls.__name__ for cls in _ALL],
 ]

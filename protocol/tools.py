@@ -22,9 +22,14 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """runs: "session" (the SessionActor runs its tools) or "executor" (the toolsets actor does).
+    timeout_s: how long one call may take (0: session.tool_timeout_s)."""
+
     name: str
     summary: str
     tools: list[ToolSpec] = []
+    runs: str = "executor"
+    timeout_s: float = 0.0
 
 
 class CatalogRequest(Msg):
@@ -55,3 +60,24 @@ class ToolOutcome(Msg):
 
 class ToolCancel(Msg):
     call_id: str
+
+
+class ToolsetsChanged(Msg):
+    """To the SessionActor: the catalog changed (an MCP server listed other tools, started or
+    died); sessions ask for it again, as for SkillsChanged."""
+
+
+class ToolsetsRequest(Msg):
+    pass
+
+
+class ToolsetState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    name: str
+    runs: str  # session | executor | mcp
+    state: str  # available | starting | unavailable | disabled
+    tools: int
+    error: str = ""
+
+
+class ToolsetsReport(Msg):
+    toolsets: list[ToolsetState]

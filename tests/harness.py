@@ -98,13 +98,14 @@ class System:
 
 @asynccontextmanager
 async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.time, glasses: Actor | None = None,
-                        actors=("skills", "toolsets", "media", "llm", "session", "glasses"), config: Config | None = None,
+                        actors=None, config: Config | None = None,
                         stand_ins: dict[str, type] | None = None, **session):
     """`stand_ins` replaces named actors by test classes (constructed like the real ones)."""
     from actors.llm_worker import LLMWorker
     from actors.session import SessionActor
-    from actors.supervisor import actor_class
+    from actors.topology import ACTORS, actor_class
 
+    actors = ACTORS if actors is None else actors
     tmp = tmp or Path(tempfile.mkdtemp(prefix="pf"))
     config = config or make_config(tmp, **session)
     if backend is not None:

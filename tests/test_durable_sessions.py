@@ -11,7 +11,6 @@ import msgspec
 
 import protocol as p
 from actors.session import RESTART_NOTICE
-from core.clock import ManualClock
 from core.fold import FOLD_LINE
 from llm.profiles import ProfileConfig
 from llm.scripted import ScriptedBackend
@@ -24,8 +23,8 @@ def _user_texts(messages) -> list[str]:
     return [m.content for m in messages if m.role == "user"]
 
 
-async def test_a_timer_due_while_the_runtime_was_down_fires_once_labelled_late(tmp_path):
-    clock = ManualClock(1_000_000.0)
+async def test_a_timer_due_while_the_runtime_was_down_fires_once_labelled_late(tmp_path, manual_clock):
+    clock = manual_clock
 
     def model(messages):
         last = messages[-1]
@@ -180,8 +179,8 @@ async def test_a_request_that_died_with_a_restarted_llm_worker_is_asked_again(tm
         assert len(slow_then_fast.calls) == 2, "asked again of the new worker, once"
 
 
-async def test_retention_days_expires_old_sessions_at_start(tmp_path):
-    clock = ManualClock(1_000_000.0)
+async def test_retention_days_expires_old_sessions_at_start(tmp_path, manual_clock):
+    clock = manual_clock
     config = make_config(tmp_path)
     config = msgspec.structs.replace(config, storage=msgspec.structs.replace(config.storage, retention_days=1.0))
     async with inproc_system(tmp_path, backend=ScriptedBackend(), clock=clock, config=config) as system:
@@ -207,13 +206,13 @@ async def test_a_session_deleted_while_the_runtime_holds_it_is_gone_from_memory_
     assert [e["content"] for e in j.session_entries(conn, "mine") if e["role"] == "user"] == ["[User said] hello again"]
 
 
-async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_session_can_leave_memory(tmp_path):
+async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_session_can_leave_memory(tmp_path, manual_clock):
     """The journal as a crash left it: a call answered "still running" (the user said stop), its
     real result never came - the task waiting for it died with the process."""
     from core.trajectory import CUT_BY_RESTART, Trajectory
     from storage import journal as j
 
-    clock = ManualClock(1_000_000.0)
+    clock = manual_clock
     conn = j.connect(tmp_path / "porfiry.sqlite3")
     trajectory = Trajectory(sink=lambda entry: j.insert_entry(conn, "i", clock(), entry))
     for event_id, kind, text in (("ev-find", "user_text", "find lara croft"), ("ev-stop", "user_interrupt", "stop")):

@@ -19,7 +19,7 @@ import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
 from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
-from phone import keys as keyfiles
+from transport import keys as keyfiles
 from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
 

@@ -97,7 +97,7 @@ def runtime(tmp_path):
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                                 stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
         return config, endpoint
 
     yield start

@@ -15,7 +15,7 @@ import zmq
 import protocol as p
 from actors.base import Endpoint
 from actors.glasses import GlassesBridge
-from phone import keys as keyfiles
+from transport import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected
 from phone.credentials import SessionTokens
 from test_glasses_bridge import Journal, Runtime, dirs, make_config  # noqa: F401 - dirs is a fixture

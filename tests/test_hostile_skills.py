@@ -11,7 +11,7 @@ import pytest
 import protocol as p
 from core.config import Config, SkillsConfig, TopologyConfig
 from core.skills import SkillRepository
-from test_skill_store_actor import ipc_dir, serving, write_skill  # noqa: F401 - ipc_dir is a fixture
+from test_skill_store_actor import serving, write_skill
 
 GOOD = "cooking"
 

@@ -10,7 +10,8 @@ import pytest
 
 import protocol as p
 from harness import inproc_system
-from llm.profiles import default_profiles, make_backend
+from llm.backends import make_backend
+from llm.profiles import default_profiles
 from llm.grammar import tool_call_grammar
 from llm.llamacpp_backend import ChatRenderer
 

@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 import pytest
 
-from media.catalog import COLUMNS, DEFAULT_SOURCE, EmbeddedCatalog, normalize
-from media.provider import MediaProvider, ProviderError
+from toolsets.media.catalog import COLUMNS, DEFAULT_SOURCE, EmbeddedCatalog, normalize
+from toolsets.media.provider import MediaProvider, ProviderError
 
 HEADER = "\t".join(COLUMNS) + "\n"
 

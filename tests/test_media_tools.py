@@ -1,12 +1,14 @@
 """The media toolset: terse spec, argument checks, and the texts the model reads (S5, S11, issue 6)."""
 import pytest
 
-from media.catalog import EmbeddedCatalog
-from media.provider import ProviderError, SearchPage, Title
-from media.tools import (
-    MEDIA_TOOLSET, PlayRequest, ToolReply, format_search, play_command, play_started_text,
-    play_status_text, play_timeout_text, run_info, run_search, signature, validate_play,
+from toolsets.media.catalog import EmbeddedCatalog
+from toolsets.media.provider import ProviderError, SearchPage, Title
+from core.toolsets import ToolResult
+from toolsets.media.tools import (
+    MEDIA_TOOLSET, PlayRequest, format_search, play_command, play_started_text,
+    play_status_text, play_timeout_text, run_info, run_search, validate_play,
 )
+from core.toolsets import terse as signature
 from protocol import PlaybackCommand, PlaybackStatus
 
 
@@ -117,9 +119,6 @@ def test_search_against_the_real_catalog(catalog):
 
 
 @pytest.mark.parametrize("args, reason", [
-    ({}, "missing query"),
-    ({"query": "  "}, "missing query"),
-    ({"q": "lara"}, "unknown q"),
     ({"query": "lara", "page": "two"}, "page must be a number"),
     ({"query": "lara", "page": "0"}, "page must be a number"),
     ({"query": "x" * 201}, "longer than 200"),
@@ -128,14 +127,14 @@ def test_search_argument_errors_show_the_schema(args, reason):
     provider = FakeProvider([film(1)])
     reply = run_search(provider, args)
     assert not reply.ok
-    assert reply.text.startswith("arguments invalid; expected: media_search|query; page?")
+    assert reply.text.startswith("arguments invalid for media_search; expected: media_search|query; page?")
     assert reason in reply.text
     assert provider.calls == []
 
 
 def test_a_provider_failure_is_a_readable_tool_error():
     reply = run_search(FakeProvider([], fail=True), {"query": "x"})
-    assert reply == ToolReply(False, "media catalog unavailable: backend down")
+    assert reply == ToolResult(False, "media catalog unavailable: backend down")
 
 
 def test_format_search_of_a_page_with_one_item():
@@ -169,8 +168,8 @@ def test_info_of_an_unknown_id_suggests_searching_and_close_matches(catalog):
 
 
 def test_info_argument_errors():
-    assert run_info(FakeProvider([]), {}).text == "arguments invalid; expected: media_info|id (missing id)"
-    assert not run_info(FakeProvider([]), {"id": "x" * 101}).ok
+    too_long = run_info(FakeProvider([]), {"id": "x" * 101})
+    assert too_long.text == "arguments invalid for media_info; expected: media_info|id (id longer than 100 characters)"
 
 
 # --- media_play ------------------------------------------------------------------------------------
@@ -184,18 +183,17 @@ def test_validate_play_with_a_provider_checks_the_id_and_names_the_title():
     provider = FakeProvider([film(1)])
     assert validate_play({"id": "film-1-2000", "action": "stop"}, provider) == PlayRequest("film-1-2000", "stop", "Фильм 1")
     unknown = validate_play({"id": "nope-1999"}, provider)
-    assert isinstance(unknown, ToolReply) and not unknown.ok and "nope-1999" in unknown.text
+    assert isinstance(unknown, ToolResult) and not unknown.ok and "nope-1999" in unknown.text
 
 
 @pytest.mark.parametrize("args, reason", [
-    ({}, "missing id"),
     ({"id": "film-1-2000", "action": "jump"}, "action must be one of play|pause|resume|stop"),
-    ({"id": "film-1-2000", "volume": "5"}, "unknown volume"),
+    ({"id": "x" * 101}, "id longer than 100 characters"),
 ])
 def test_validate_play_refuses_bad_arguments(args, reason):
     reply = validate_play(args)
-    assert isinstance(reply, ToolReply) and not reply.ok
-    assert reply.text.startswith("arguments invalid; expected: media_play|id; action?")
+    assert isinstance(reply, ToolResult) and not reply.ok
+    assert reply.text.startswith("arguments invalid for media_play; expected: media_play|id; action?")
     assert reason in reply.text
 
 

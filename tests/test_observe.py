@@ -284,7 +284,7 @@ async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp
     ipc_dir = tempfile.mkdtemp(prefix="pfo")  # short: ipc:// paths have a length limit
     config = make_config(tmp_path)
     config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="ipc", ipc_dir=ipc_dir))
-    async with inproc_system(tmp_path, backend=ScriptedBackend(), actors=("skills", "toolsets", "media", "llm", "glasses"),
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), actors=("skills", "toolsets", "llm", "glasses"),
                              config=config) as system:
         facts, seeded = [], []
         link = RuntimeLink(system.config, facts.append, seeded.append, None, lease_s=1.5)

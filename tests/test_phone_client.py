@@ -16,8 +16,8 @@ import pytest
 import zmq
 
 import protocol as p
-from actors.zmqio import AsyncSocket
-from phone import keys as keyfiles
+from transport.zmqio import AsyncSocket
+from transport import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneUnreachable
 from phone.credentials import SessionTokens
 from phone.console import Screen, parse_command, run_console

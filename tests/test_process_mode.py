@@ -20,7 +20,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]") -> Path:
+MCP_SERVERS = f"""
+[mcp.servers.notes]
+command = ["{sys.executable}", "{REPO / 'tests' / 'mcp_notes_server.py'}"]
+env = {{ NOTES_DIR = "var/notes" }}
+timeout_s = 10.0
+long_running = ["notes_export"]
+
+[mcp.servers.ghost]
+command = ["no-such-mcp-server-binary"]
+"""
+
+
+def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]", extra: str = "") -> Path:
     ipc_dir = tempfile.mkdtemp(prefix="pf")
     config = tmp / "porfiry.toml"
     config.write_text(f"""
@@ -47,7 +59,7 @@ db_path = "{tmp / 'media.sqlite3'}"
 
 [storage]
 path = "{tmp / 'porfiry.sqlite3'}"
-""")
+{extra}""")
     return config
 
 
@@ -75,12 +87,12 @@ def _wait_until(predicate, timeout: float = 60.0):
 def served(tmp_path):
     started = []
 
-    def start(intensity: int = 5, groups: str = "[]"):
-        config = _write_config(tmp_path, intensity, groups)
+    def start(intensity: int = 5, groups: str = "[]", extra: str = ""):
+        config = _write_config(tmp_path, intensity, groups, extra)
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
         return config, proc
 
     yield start
@@ -94,10 +106,22 @@ def served(tmp_path):
 
 
 def test_serve_status_say_and_a_killed_actor_is_restarted(served):
-    config, _ = served()
+    config, _ = served(extra=MCP_SERVERS)
     status = _status(config)
     pids = {name: int(row[2]) for name, row in status.items()}
-    assert len(set(pids.values())) == 6, "each actor runs in its own process"
+    assert len(set(pids.values())) == 5, "each actor runs in its own process"
+
+    def toolsets():
+        listed = _cli(config, "toolsets", "list")
+        rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
+        return "available" in rows.get("notes", "") and "start failed" in rows.get("ghost", "") and (listed, rows)
+    listed, rows = _wait_until(toolsets, timeout=30)
+    assert listed.returncode == 1  # one toolset is unavailable
+    assert rows["media"].split()[:4] == ["media", "executor", "available", "3"]
+    assert rows["timers"].split()[:4] == ["timers", "session", "available", "3"]
+    assert rows["notes"].split()[:3] == ["notes", "mcp", "available"] and int(rows["notes"].split()[3]) >= 10
+    assert rows["ghost"].split()[:3] == ["ghost", "mcp", "unavailable"]
+    assert rows["ghost"].endswith("start failed: FileNotFoundError: command not found: no-such-mcp-server-binary")
 
     said = _cli(config, "say", "--session", "p1", "--timeout", "20", "lara croft film")
     assert said.returncode == 0, said.stderr
@@ -114,7 +138,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
 
 def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served, tmp_path):
     config, proc = served(intensity=0)
-    pid = int(_status(config)["media"][2])
+    pid = int(_status(config)["toolsets"][2])
     os.kill(pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == 2
     log = (tmp_path / "serve.log").read_text()
@@ -125,7 +149,7 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
     config, _ = served(groups='[["glasses", "session", "llm"]]')
     pids = {name: int(row[2]) for name, row in _status(config).items()}
     assert pids["glasses"] == pids["session"] == pids["llm"], "the group is one process"
-    assert len(set(pids.values())) == 4, "the other three actors run alone"
+    assert len(set(pids.values())) == 3, "the other two actors run alone"
     said = _cli(config, "say", "--session", "g1", "--timeout", "20", "the matrix film")
     assert said.returncode == 0, said.stderr
     assert "Matrix" in said.stdout.splitlines()[-1]
@@ -136,7 +160,7 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
         return all(rows[n][1] == "yes" and int(rows[n][2]) != pids[n] and rows[n][3] == "1"
                    for n in ("glasses", "session", "llm")) and rows
     rows = _wait_until(group_restarted)
-    assert int(rows["media"][2]) == pids["media"] and rows["media"][3] == "0", "the others keep running"
+    assert int(rows["toolsets"][2]) == pids["toolsets"] and rows["toolsets"][3] == "0", "the others keep running"
     said = _cli(config, "say", "--session", "g2", "--timeout", "20", "hello there")
     assert said.returncode == 0, said.stderr
     assert said.stdout.strip().splitlines()[-1].startswith("Sure.")

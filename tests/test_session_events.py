@@ -5,7 +5,6 @@ import anyio
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
-from core.clock import ManualClock
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -155,8 +154,8 @@ async def test_time_question_during_slow_tool_is_answered_in_parallel(tmp_path):
         assert_every_call_paired(history)
 
 
-async def test_timer_fires_into_idle_and_busy_sessions(tmp_path):
-    clock = ManualClock(1_000_000.0)
+async def test_timer_fires_into_idle_and_busy_sessions(tmp_path, manual_clock):
+    clock = manual_clock
 
     def timer_model(messages):
         text = messages[-1].content
@@ -180,10 +179,10 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path):
             assert_every_call_paired(await system.history(session))
 
 
-async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_and_comes_back_from_disk(tmp_path):
+async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_and_comes_back_from_disk(tmp_path, manual_clock):
     """A long-running server must not keep every session it ever saw in memory
     (session.idle_session_ttl_s); the journal keeps them all (seed 000 §8)."""
-    clock = ManualClock(1_000_000.0)
+    clock = manual_clock
 
     def reminder_model(messages):
         if messages[-1].role == "tool":

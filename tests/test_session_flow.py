@@ -3,7 +3,6 @@ import anyio
 import pytest
 
 import protocol as p
-from core.clock import ManualClock
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -78,8 +77,8 @@ async def test_two_sessions_interleaved_have_their_own_toolsets(tmp_path):
         assert finals(glasses.shown["b"]) == ["plain answer"]
 
 
-async def test_toolset_expires_after_ttl_on_the_test_clock(tmp_path):
-    clock = ManualClock(1_000_000.0)
+async def test_toolset_expires_after_ttl_on_the_test_clock(tmp_path, manual_clock):
+    clock = manual_clock
     backend = ScriptedBackend(reply_fn=_media_model)
     async with inproc_system(tmp_path, backend=backend, clock=clock) as system:
         glasses = system.actors["glasses"]

@@ -1,7 +1,5 @@
 """SkillStore through real sockets: index, read, exclusion, admin, and an edit on disk."""
 import os
-import shutil
-import tempfile
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -32,17 +30,9 @@ def user_dir(tmp_path):
 
 
 @pytest.fixture
-def ipc_dir():
-    # a short socket dir: the unix socket path limit is ~100 characters
-    path = tempfile.mkdtemp(prefix="pf")
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
 def config(user_dir, ipc_dir):
     return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                  skills=SkillsConfig(builtin_dir="skills", user_dir=str(user_dir),
+                  skills=SkillsConfig(builtin_dir="toolsets", toolsets_dir="toolsets", user_dir=str(user_dir),
                                       exclusions={"weather": ["phone-kid"]}))
 
 

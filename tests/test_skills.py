@@ -9,7 +9,7 @@ import pytest
 from core.skills import SKILLS_HOWTO, SkillChangeTracker, SkillRepository, render_index
 from core.skills_admin import run_admin
 
-REAL_SKILLS = Path(__file__).resolve().parent.parent / "skills"
+REAL_SKILLS = Path(__file__).resolve().parent.parent / "toolsets"
 
 
 class FakeClock:

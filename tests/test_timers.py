@@ -3,9 +3,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from core.timers import (
-    TIMERS_TOOLSET, TimerError, TimerTable, parse_duration, parse_when, run_timer_tool,
-)
+from core.timers import TimerError, TimerTable, parse_duration, parse_when
+from toolsets.timers import TIMERS_TOOLSET, run_timer_tool
 
 UTC = timezone.utc
 MSK = timezone(timedelta(hours=3))
@@ -127,9 +126,5 @@ def test_run_timer_tool_never_raises():
     assert run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
     assert "t1" in run_timer_tool(table, "timers_list", {})
     assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")
-    invalid = run_timer_tool(table, "timers_set", {"when": "in 5 minutes"})
-    assert invalid == "Arguments invalid (missing text). Schema: timers_set|when; text; every?"
-    assert "unknown idx" in run_timer_tool(table, "timers_cancel", {"idx": "t1"})
-    assert "timers_set" in run_timer_tool(table, "timers_snooze", {})
     assert run_timer_tool(table, "timers_cancel", {"id": "t1"}) == "Timer t1 cancelled: tea"
     assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"})

@@ -3,14 +3,12 @@ import anyio
 import pytest
 import zmq
 
-from actors.zmqio import AsyncSocket
+from transport.zmqio import AsyncSocket
 
 
 @pytest.fixture
-def ctx():
-    context = zmq.Context()
-    yield context
-    context.term()
+def ctx(zmq_ctx):
+    return zmq_ctx
 
 
 def _pair(ctx, name):

@@ -24,7 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from media.provider import ProviderError, SearchPage, Title
+from toolsets.media.provider import ProviderError, SearchPage, Title
 
 log = logging.getLogger(__name__)
 

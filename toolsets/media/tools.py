@@ -1,16 +1,17 @@
 """The media toolset (S5, S11): its terse spec, argument checks and the result texts the model reads.
 
-Pure functions over a `MediaProvider`; the MediaExecutor actor runs them in a worker thread and
-handles the phone round-trip for `media_play` (`play_command` builds the message, the
-`play_*_text` functions word the answers).
+Pure functions over a `MediaProvider`; `toolsets.media.executor` runs them in a worker thread and
+does the phone round-trip for `media_play` (`play_command` builds the message, the `play_*_text`
+functions word the answers). Arguments arrive bound and checked against the spec (by the
+session, once); here only their values are checked.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from media.provider import MediaProvider, ProviderError, SearchPage, Title
+from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
+from toolsets.media.provider import MediaProvider, ProviderError, SearchPage, Title
 
 PER_PAGE = 5
 MAX_PAGE = 1000
@@ -37,14 +38,6 @@ MEDIA_TOOLSET = ToolsetSpec(
 TOOLS = {tool.name: tool for tool in MEDIA_TOOLSET.tools}
 
 
-@dataclass(frozen=True, slots=True)
-class ToolReply:
-    """What a tool says back: ok=False is an error the model should read (ToolOutcome.ok)."""
-
-    ok: bool
-    text: str
-
-
 class PlayRequest(NamedTuple):
     """A checked media_play call. `title` is the display name when the provider knows the id."""
 
@@ -53,32 +46,13 @@ class PlayRequest(NamedTuple):
     title: str = ""
 
 
-def signature(tool: ToolSpec) -> str:
-    """The one-line call form: 'media_search|query; page?'."""
-    return f"{tool.name}|" + "; ".join(a.name if a.required else f"{a.name}?" for a in tool.args)
-
-
-def check_args(tool: ToolSpec, args: dict[str, str]) -> ToolReply | None:
-    """None when `args` fit the tool's schema, else the terse 'arguments invalid' answer."""
-    known = {a.name for a in tool.args}
-    unknown = sorted(set(args) - known)
-    missing = [a.name for a in tool.args if a.required and not str(args.get(a.name, "")).strip()]
-    if unknown:
-        return invalid(tool, f"unknown {', '.join(unknown)}")
-    if missing:
-        return invalid(tool, f"missing {', '.join(missing)}")
-    return None
-
-
-def invalid(tool: ToolSpec, reason: str) -> ToolReply:
-    return ToolReply(False, f"arguments invalid; expected: {signature(tool)} ({reason})")
+def invalid(tool: ToolSpec, reason: str) -> ToolResult:
+    return ToolResult(False, invalid_args_text(tool, reason))
 
 
 # --- media_search ----------------------------------------------------------------------------
-def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     """media_search|query; page? -> one line per title, then where this page sits in the total."""
-    if (error := check_args(MEDIA_SEARCH, args)) is not None:
-        return error
     query = " ".join(args["query"].split())
     if len(query) > MAX_QUERY_CHARS:
         return invalid(MEDIA_SEARCH, f"query longer than {MAX_QUERY_CHARS} characters")
@@ -88,8 +62,8 @@ def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
     try:
         result = provider.search(query, page=int(page_text), per_page=PER_PAGE)
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
-    return ToolReply(True, format_search(query, result))
+        return ToolResult(False, f"media catalog unavailable: {exc}")
+    return ToolResult(True, format_search(query, result))
 
 
 def format_search(query: str, result: SearchPage) -> str:
@@ -126,20 +100,18 @@ def display_name(title: Title) -> str:
 
 
 # --- media_info ------------------------------------------------------------------------------
-def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolReply:
+def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     """media_info|id -> the title's facts, or a hint to search (with close matches)."""
-    if (error := check_args(MEDIA_INFO, args)) is not None:
-        return error
     media_id = args["id"].strip()
     if len(media_id) > MAX_ID_CHARS:
         return invalid(MEDIA_INFO, f"id longer than {MAX_ID_CHARS} characters")
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolReply(False, unknown_id_text(provider, media_id))
+            return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
-    return ToolReply(True, format_info(title))
+        return ToolResult(False, f"media catalog unavailable: {exc}")
+    return ToolResult(True, format_info(title))
 
 
 def format_info(title: Title) -> str:
@@ -177,12 +149,10 @@ def unknown_id_text(provider: MediaProvider, media_id: str) -> str:
 
 
 # --- media_play ------------------------------------------------------------------------------
-def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -> PlayRequest | ToolReply:
-    """A PlayRequest when the call is sound, else a ToolReply(ok=False) to answer with.
+def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -> PlayRequest | ToolResult:
+    """A PlayRequest when the call is sound, else a ToolResult(ok=False) to answer with.
 
     With a provider, the id must exist (an unknown id gets close matches instead of a phone command)."""
-    if (error := check_args(MEDIA_PLAY, args)) is not None:
-        return error
     media_id = args["id"].strip()
     if len(media_id) > MAX_ID_CHARS:
         return invalid(MEDIA_PLAY, f"id longer than {MAX_ID_CHARS} characters")
@@ -194,9 +164,9 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolReply(False, unknown_id_text(provider, media_id))
+            return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
-        return ToolReply(False, f"media catalog unavailable: {exc}")
+        return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
 
 

@@ -1,8 +1,6 @@
-"""MediaExecutor through real sockets, behind the ToolsetSupervisor as a session uses it:
-search and info on the embedded catalog, playback through a stand-in GlassesBridge, cancellation,
-searches that do not block other sessions, and an executor killed mid-call."""
-import shutil
-import tempfile
+"""The media toolset through real sockets, in the toolset executor as a session uses it: search
+and info on the embedded catalog, playback through a stand-in GlassesBridge, cancellation,
+searches that do not block other sessions, and the executor killed mid-call."""
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -12,17 +10,12 @@ import pytest
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
-from actors.media_executor import MediaExecutor
 from actors.toolsets import ToolsetSupervisor
 from core.config import Config, MediaConfig, PhoneConfig, SessionConfig, SupervisorConfig, TopologyConfig
-from media.catalog import EmbeddedCatalog
-
-
-@pytest.fixture
-def ipc_dir():
-    path = tempfile.mkdtemp(prefix="pf")  # short: unix socket paths are limited to ~100 characters
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+from core.toolsets import Toolset
+from toolsets.media.catalog import EmbeddedCatalog
+from toolsets.media.executor import MediaTools
+from toolsets.media.tools import MEDIA_TOOLSET
 
 
 def make_config(ipc_dir, tmp_path, *, tool_timeout_s=3.0, playback_wait_s=0.2, ask_timeout_s=0.3):
@@ -73,12 +66,18 @@ async def running(config, *actors):
         tg.cancel_scope.cancel()
 
 
+def with_catalog(config, catalog, **kw):
+    """The executor hosting the media toolset over `catalog` instead of the default one."""
+    record = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=lambda host: MediaTools(host, catalog))
+    return ToolsetSupervisor(config, records=[record], **kw)
+
+
 def invoke(tool, call_id="c1", **args):
     return p.ToolInvoke(call_id=call_id, tool=tool, args=args)
 
 
 async def test_search_in_russian_english_and_with_typos_through_the_supervisor(config):
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+    async with running(config, ToolsetSupervisor(config)) as client:
         english = await client.ask("toolsets", invoke("media_search", query="lara croft"), session="s1", timeout=5)
         russian = await client.ask("toolsets", invoke("media_search", query="Лара Крофт"), session="s1", timeout=5)
         typo = await client.ask("toolsets", invoke("media_search", query="Терминатр"), session="s1", timeout=5)
@@ -92,7 +91,7 @@ async def test_search_in_russian_english_and_with_typos_through_the_supervisor(c
 
 
 async def test_info_for_a_known_and_an_unknown_id(config):
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+    async with running(config, ToolsetSupervisor(config)) as client:
         known = await client.ask("toolsets", invoke("media_info", id="terminator-1984"), session="s1", timeout=5)
         unknown = await client.ask("toolsets", invoke("media_info", id="terminatr-1984"), session="s1", timeout=5)
     assert known.ok is True
@@ -102,16 +101,17 @@ async def test_info_for_a_known_and_an_unknown_id(config):
     assert unknown.text.startswith("no title with id “terminatr-1984”; ids come from TOOL_CALL: media_search|")
 
 
-async def test_executor_checks_arguments_itself(config):
-    async with running(config, MediaExecutor(config)) as client:
-        missing = await client.ask("media", invoke("media_info"), session="s1")
-        stray = await client.ask("media", invoke("media_search", query="alien", colour="red"), session="s1")
-        action = await client.ask("media", invoke("media_play", id="terminator-1984", action="rewind"), session="s1")
-        unknown = await client.ask("media", invoke("media_rate", id="x"), session="s1")
-    assert missing == p.ToolOutcome(call_id="c1", ok=False,
-                                    text="arguments invalid; expected: media_info|id (missing id)")
-    assert stray.ok is False and stray.text.startswith("arguments invalid; expected: media_search|query; page?")
-    assert action.ok is False and "action must be one of play|pause|resume|stop" in action.text
+async def test_values_the_spec_cannot_check_are_checked_by_the_toolset(config):
+    async with running(config, ToolsetSupervisor(config)) as client:
+        action = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="rewind"), session="s1",
+                                  timeout=5)
+        page = await client.ask("toolsets", invoke("media_search", query="alien", page="x"), session="s1",
+                                timeout=5)
+        unknown = await client.ask("toolsets", invoke("media_rate", id="x"), session="s1")
+    assert action == p.ToolOutcome(call_id="c1", ok=False, text=(
+        "arguments invalid for media_play; expected: media_play|id; action? "
+        "(action must be one of play|pause|resume|stop)"))
+    assert page.ok is False and page.text.startswith("arguments invalid for media_search; expected: media_search|query; page?")
     assert unknown.ok is False and unknown.text.startswith("tool media_rate does not exist; toolset media has:")
 
 
@@ -121,7 +121,7 @@ async def test_executor_checks_arguments_itself(config):
 ])
 async def test_play_reports_what_the_phone_answered(config, mode, ok, words):
     glasses = StandInGlasses(config, mode)
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+    async with running(config, ToolsetSupervisor(config), glasses) as client:
         outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
     assert (outcome.call_id, outcome.ok, outcome.task_id) == ("c1", ok, "")
     assert outcome.text.startswith(words[0]) and outcome.text.endswith(words[1])
@@ -133,7 +133,7 @@ async def test_play_reports_what_the_phone_answered(config, mode, ok, words):
 
 async def test_play_pending_returns_a_task_id_for_the_later_event(config):
     glasses = StandInGlasses(config, "pending")
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+    async with running(config, ToolsetSupervisor(config), glasses) as client:
         outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="pause"),
                                    session="s1", timeout=5)
     [(_, command)] = glasses.commands
@@ -145,19 +145,19 @@ async def test_play_pending_returns_a_task_id_for_the_later_event(config):
 
 
 async def test_play_with_the_glasses_bridge_down_is_a_clear_error(config):
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config)) as client:
+    async with running(config, ToolsetSupervisor(config)) as client:
         started = time.monotonic()
         outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text=(
-        "media_play failed: the glasses bridge did not answer within 0.5 s, so the phone may not have the "
+        "tool media_play failed: the glasses bridge did not answer within 0.5 s, so the phone may not have the "
         "command; try again"))
     assert time.monotonic() - started < config.session.tool_timeout_s
 
 
 async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
     glasses = StandInGlasses(config)
-    async with running(config, MediaExecutor(config), glasses) as client:
-        outcome = await client.ask("media", invoke("media_play", id="no-such-film"), session="s1")
+    async with running(config, ToolsetSupervisor(config), glasses) as client:
+        outcome = await client.ask("toolsets", invoke("media_play", id="no-such-film"), session="s1", timeout=5)
     assert outcome.ok is False and outcome.text.startswith("no title with id “no-such-film”")
     assert glasses.commands == []
 
@@ -165,7 +165,7 @@ async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
 async def test_cancel_stops_a_call_waiting_for_the_phone(config, ipc_dir, tmp_path):
     config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=30)
     glasses = StandInGlasses(config, "silent")
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config), glasses) as client:
+    async with running(config, ToolsetSupervisor(config), glasses) as client:
         answers = {}
 
         async def call():
@@ -180,11 +180,11 @@ async def test_cancel_stops_a_call_waiting_for_the_phone(config, ipc_dir, tmp_pa
             started = time.monotonic()
             answers["cancel"] = await client.ask("toolsets", p.ToolCancel(call_id="c5"), session="s1")
         elapsed = time.monotonic() - started
-        direct = await client.ask("media", p.ToolCancel(call_id="c5"), session="s1")
+        again = await client.ask("toolsets", p.ToolCancel(call_id="c5"), session="s1")
     assert answers["play"] == p.ToolOutcome(call_id="c5", ok=False, text="cancelled")
     assert answers["cancel"] == p.Ok(detail="cancelled")
     assert elapsed < 1
-    assert direct == p.Ok(detail="call c5 is not running")  # the executor dropped it too
+    assert again == p.Ok(detail="call c5 is not running")  # the executor dropped it
 
 
 class SlowCatalog(EmbeddedCatalog):
@@ -202,7 +202,7 @@ class SlowCatalog(EmbeddedCatalog):
 
 async def test_a_slow_search_does_not_block_other_sessions(config):
     catalog = SlowCatalog(config.media.db_path)
-    async with running(config, ToolsetSupervisor(config), MediaExecutor(config, provider=catalog)) as client:
+    async with running(config, with_catalog(config, catalog)) as client:
         done = {}
 
         async def slow():
@@ -220,29 +220,28 @@ async def test_a_slow_search_does_not_block_other_sessions(config):
     assert done["other"].ok is True and done["slow"].ok is True
 
 
-async def test_executor_killed_mid_call_gives_a_tool_error_and_a_new_one_serves(ipc_dir, tmp_path):
+async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(ipc_dir, tmp_path):
+    """The session actor turns the silence into a tool error (test_session_flow); a restarted
+    executor serves the next call."""
     config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=1.0)
     glasses = StandInGlasses(config, "silent")
-    async with running(config, ToolsetSupervisor(config), glasses) as client:
-        answers = {}
-
-        async def call():
-            answers["play"] = await client.ask("toolsets", invoke("media_play", id="terminator-1984"),
-                                               session="s1", timeout=5)
-
+    async with running(config, glasses) as client:
         async with anyio.create_task_group() as tg:
             async with anyio.create_task_group() as executor_group:
-                await executor_group.start(MediaExecutor(config).run)
+                await executor_group.start(ToolsetSupervisor(config).run)
+
+                async def call():
+                    with pytest.raises(AskTimeout):
+                        await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=1)
+
                 tg.start_soon(call)
                 with anyio.fail_after(3):
                     while not glasses.commands:
                         await anyio.sleep(0.01)
                 executor_group.cancel_scope.cancel()  # the executor dies with the call in flight
-        assert answers["play"] == p.ToolOutcome(call_id="c1", ok=False, text=(
-            "tool media_play failed: the media executor did not answer within 1 s; try again"))
 
         async with anyio.create_task_group() as executor_group:
-            await executor_group.start(MediaExecutor(config).run)  # what the supervisor's restart does
+            await executor_group.start(ToolsetSupervisor(config).run)  # what the supervisor's restart does
             with anyio.fail_after(3):
                 again = await client.ask("toolsets", invoke("media_search", call_id="c2", query="lara croft"),
                                          session="s1", timeout=3)
@@ -255,8 +254,8 @@ async def test_a_call_older_than_the_tool_timeout_is_not_run(config):
     a restarted executor must not start that film minutes later."""
     glasses = StandInGlasses(config)
     later = config.session.tool_timeout_s + 1
-    executor = MediaExecutor(config, clock=lambda: time.time() + later)  # every call looks stale
+    executor = ToolsetSupervisor(config, clock=lambda: time.time() + later)  # every call looks stale
     async with running(config, executor, glasses) as client:
         with pytest.raises(AskTimeout):
-            await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=0.5)
+            await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=0.5)
     assert glasses.commands == []

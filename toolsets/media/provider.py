@@ -12,7 +12,7 @@ catalog HTTP API, the user's own library):
    and make `info(id)` accept every id `search` returned.
 3. Raise `ProviderError` with a short human sentence when the backend is down or answers
    nonsense; the tools turn it into a tool error the model can read instead of a crash.
-4. Hand the instance to the MediaExecutor in place of the EmbeddedCatalog.
+4. Build the executor with it: in `toolsets/media/__init__.py`, `MediaTools(host, provider)`.
 """
 from __future__ import annotations
 

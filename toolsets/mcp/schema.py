@@ -1,0 +1,171 @@
+"""An MCP server's tools as a Porfiry toolset, and their results as text (pure, no I/O).
+
+A server is untrusted: its tool names get the toolset's prefix (it cannot name a tool outside
+it), a name that would collide is refused, descriptions are cut to their first sentence and
+fenced like any data (core.fence), and results become plain text the session fences again.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.fence import fence
+from core.toolsets import ToolResult, invalid_args_text
+from protocol import ArgSpec, ToolSpec
+
+_ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def snake(name: str) -> str:
+    """`maxResults` -> `max_results`, `add-note` -> `add_note`: the form our names take."""
+    name = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name.strip())
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def first_sentence(text: str | None, limit: int) -> str:
+    """One line: the text's first sentence, at most `limit` characters (cut visibly with `…`)."""
+    line = " ".join((text or "").split())
+    line = _SENTENCE_END.split(line, maxsplit=1)[0]
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "\u2026"
+    return fence(line)
+
+
+@dataclass(slots=True)
+class McpTool:
+    """One server tool as we show it: our spec, and how to call the server's own tool."""
+
+    spec: ToolSpec
+    remote: str  # the server's name for it
+    arg_names: dict[str, str]  # our argument name -> the server's property name
+    types: dict[str, Any] = field(default_factory=dict)  # our argument name -> its JSON Schema
+
+
+def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str], max_tools: int,
+                       max_description_chars: int) -> tuple[list[McpTool], list[str]]:
+    """The listed tools (mcp_types.Tool) as ours, and one problem line per tool refused."""
+    tools: dict[str, McpTool] = {}
+    problems: list[str] = []
+    for tool in listed:
+        if len(tools) >= max_tools:
+            problems.append(f"tool {tool.name!r} refused: more than mcp.max_tools ({max_tools}) tools")
+            continue
+        verb = snake(tool.name)
+        name = f"{toolset}_{verb}"
+        if not verb or not _ARG_NAME.fullmatch(name):
+            problems.append(f"tool {tool.name!r} refused: its name cannot become a tool name")
+            continue
+        if name in tools:
+            problems.append(f"tool {tool.name!r} refused: {name} is already {tools[name].remote!r}")
+            continue
+        schema = tool.input_schema or {}
+        properties = schema.get("properties") or {}
+        required = set(schema.get("required") or [])
+        args: list[ArgSpec] = []
+        names: dict[str, str] = {}
+        types: dict[str, Any] = {}
+        bad = ""
+        # required first: the terse signature lists optional arguments last
+        for prop in sorted(properties, key=lambda key: key not in required):
+            arg = snake(prop)
+            if not _ARG_NAME.fullmatch(arg) or arg in names:
+                bad = f"argument {prop!r} cannot become an argument name"
+                break
+            names[arg] = prop
+            types[arg] = properties[prop] if isinstance(properties[prop], dict) else {}
+            args.append(ArgSpec(name=arg, required=prop in required))
+        if bad:
+            problems.append(f"tool {tool.name!r} refused: {bad}")
+            continue
+        summary = first_sentence(tool.description, max_description_chars) or f"the server's {tool.name}"
+        spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
+                        read_only=bool(getattr(getattr(tool, "annotations", None), "read_only_hint", False)))
+        tools[name] = McpTool(spec, tool.name, names, types)
+    return list(tools.values()), problems
+
+
+def to_arguments(tool: McpTool, args: dict[str, str]) -> dict[str, Any] | ToolResult:
+    """Our string arguments as the JSON values the tool's schema asks for, or the error to show."""
+    values: dict[str, Any] = {}
+    for arg, text in args.items():
+        if arg not in tool.arg_names:
+            continue
+        try:
+            values[tool.arg_names[arg]] = _convert(text, tool.types.get(arg, {}))
+        except ValueError as exc:
+            return ToolResult(False, invalid_args_text(tool.spec, f"{arg} {exc}"))
+    return values
+
+
+def _convert(text: str, schema: dict[str, Any]) -> Any:
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "integer":
+        try:
+            return int(text.strip())
+        except ValueError:
+            raise ValueError("must be a whole number") from None
+    if kind == "number":
+        try:
+            return float(text.strip().replace(",", "."))
+        except ValueError:
+            raise ValueError("must be a number") from None
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in ("true", "yes", "1", "on", "да"):
+            return True
+        if word in ("false", "no", "0", "off", "нет"):
+            return False
+        raise ValueError("must be true or false")
+    if kind in ("array", "object"):
+        stripped = text.strip()
+        if stripped[:1] in ("[", "{"):
+            try:
+                return json.loads(stripped)
+            except json.JSONDecodeError:
+                raise ValueError("is not valid JSON") from None
+        if kind == "array":
+            return [item.strip() for item in stripped.split(",") if item.strip()]
+        raise ValueError("must be a JSON object")
+    return text
+
+
+def result_text(result: Any) -> ToolResult:
+    """A CallToolResult as text: text content as is, anything else one `[image/png, 12 KB]` line."""
+    parts = [_content_text(block) for block in result.content or []]
+    if not parts and getattr(result, "structured_content", None) is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    text = "\n".join(part for part in parts if part)
+    if result.is_error:
+        return ToolResult(False, text or "the server reported an error without a message")
+    return ToolResult(True, text or "(no content)")
+
+
+def _content_text(block: Any) -> str:
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        return f"[{block.mime_type}, {_size(block.data)}]"
+    if kind == "resource":
+        resource = block.resource
+        if hasattr(resource, "text"):
+            return resource.text
+        return f"[{resource.mime_type or 'binary'}, {_size(resource.blob)}: {resource.uri}]"
+    if kind == "resource_link":
+        return f"[link: {block.uri}]"
+    return f"[{kind or 'unknown'} content]"
+
+
+def _size(data: str) -> str:
+    try:
+        size = len(base64.b64decode(data, validate=False))
+    except (binascii.Error, ValueError):
+        size = len(data)
+    return f"{size} B" if size < 1024 else f"{round(size / 1024)} KB"

@@ -1,0 +1,212 @@
+"""One MCP server as an executor toolset: one client session per server, kept open, restarted.
+
+The server is started (stdio) or connected to (streamable HTTP) when the toolset executor starts;
+its tools are listed then and again on `notifications/tools/list_changed`. A server that fails
+at start, dies or stops answering is marked unavailable (with the reason) and started
+again after a backoff that doubles up to `mcp.restart_backoff_max_s`; the runtime never waits
+for it. A stdio server gets only its configured environment plus PATH.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+from core.toolsets import ToolResult, failure_text
+from protocol import ToolsetSpec
+from toolsets.mcp.schema import McpTool, first_sentence, result_text, to_arguments, tools_from_listing
+
+log = logging.getLogger("porfiry.mcp")
+
+
+def describe(exc: BaseException) -> str:
+    """The first real error inside (exception groups nest), in one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if isinstance(exc, MCPError) else f"{type(exc).__name__}: {text}"
+
+
+class McpServer:
+    """Executor of the toolset `name`; `on_change` is told whenever its tools or state change."""
+
+    def __init__(self, name: str, cfg, mcp, root: Callable[[str], Any], on_change: Callable[[], None],
+                 refused: str = ""):
+        self.name = name
+        self.cfg = cfg  # core.config.McpServerConfig
+        self.mcp = mcp  # core.config.McpConfig
+        self.root = root  # config.path
+        self.on_change = on_change
+        self.state = "unavailable" if refused else "starting" if cfg.enabled else "disabled"
+        self.error = refused
+        self.summary = ""
+        self.tools: dict[str, McpTool] = {}
+        self._client: Client | None = None
+        self._available = anyio.Event()
+        self._lost = anyio.Event()
+        self._relist = anyio.Event()
+
+    # --- what the catalog shows ------------------------------------------------------------------
+    def spec(self) -> ToolsetSpec | None:
+        """None until the server has listed its tools once; while it restarts its toolset stays
+        (calls wait for it, bounded by timeout_s), so sessions do not see it come and go."""
+        if not self.tools:
+            return None
+        return ToolsetSpec(name=self.name, summary=self.summary, tools=[t.spec for t in self.tools.values()],
+                           timeout_s=self.cfg.timeout_s)
+
+    def transport(self) -> StdioServerParameters | str:
+        if self.cfg.url:
+            return self.cfg.url
+        if not self.cfg.command:
+            raise ValueError("needs command (stdio) or url (streamable HTTP)")
+        path = os.environ.get("PATH", os.defpath)
+        program = shutil.which(self.cfg.command[0], path=path)
+        if program is None:
+            raise FileNotFoundError(f"command not found: {self.cfg.command[0]}")
+        # `env -i`: the server gets exactly its configured environment plus PATH, nothing of ours
+        env = [f"{key}={value}" for key, value in {"PATH": path, **self.cfg.env}.items()]
+        return StdioServerParameters(command="env", args=["-i", *env, program, *self.cfg.command[1:]],
+                                     cwd=str(self.root(self.cfg.cwd)) if self.cfg.cwd else None)
+
+    # --- the connection, supervised ---------------------------------------------------------------
+    async def run(self) -> None:
+        """Until cancelled: connect, serve, and after a failure wait and connect again."""
+        if self.state in ("unavailable", "disabled"):
+            return
+        backoff = self.mcp.restart_backoff_s
+        while True:
+            served = False
+            try:
+                served = await self._connect_and_serve()
+            except Exception as exc:  # noqa: BLE001 - a failing server is a state, never a crash
+                self.error = describe(exc) if served or self.tools else f"start failed: {describe(exc)}"
+                log.warning("mcp server=%s unavailable: %s", self.name, self.error)
+            self._gone()
+            if served:
+                backoff = self.mcp.restart_backoff_s
+            await anyio.sleep(backoff)
+            backoff = min(backoff * 2, self.mcp.restart_backoff_max_s)
+            self.state = "starting"
+
+    async def _connect_and_serve(self) -> bool:
+        """Connect, list, serve until the connection is lost. True when it got as far as serving."""
+        self._lost = anyio.Event()
+        client = Client(self.transport(), cache=None, message_handler=self._on_message)
+        with anyio.CancelScope(deadline=anyio.current_time() + self.cfg.timeout_s) as starting:
+            async with client:
+                self.summary = first_sentence(self.cfg.summary or client.instructions or "",
+                                              self.mcp.max_description_chars) or f"tools of the MCP server {self.name}"
+                await self._list(client)
+                starting.deadline = float("inf")  # started: from here on only a lost connection ends it
+                self._client = client
+                self.state = "available"
+                self.error = ""
+                self._available.set()
+                log.info("mcp server=%s available: %d tool(s)", self.name, len(self.tools))
+                self.on_change()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._subscribe, client)
+                    tg.start_soon(self._relist_on_change, client)
+                    await self._lost.wait()
+                    tg.cancel_scope.cancel()
+                self._client = None
+            return True
+        raise TimeoutError(f"no answer within {self.cfg.timeout_s:g} s")
+
+    def _gone(self, why: str = "") -> None:
+        """The connection is lost (or never was): calls from now on wait for the next one."""
+        if why:
+            self.error = why
+        self._lost.set()
+        self._client = None
+        self.state = "unavailable"
+        if self._available.is_set():
+            self._available = anyio.Event()
+
+    async def _list(self, client: Client) -> None:
+        listed: list[Any] = []
+        cursor = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            listed += page.tools
+            cursor = page.next_cursor
+            if not cursor or len(listed) > self.mcp.max_tools:
+                break
+        tools, problems = tools_from_listing(self.name, listed, long_running=set(self.cfg.long_running),
+                                             max_tools=self.mcp.max_tools,
+                                             max_description_chars=self.mcp.max_description_chars)
+        for problem in problems:
+            log.warning("mcp server=%s %s", self.name, problem)
+        self.tools = {tool.spec.name: tool for tool in tools}
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._relist.set()
+        await anyio.lowlevel.checkpoint()
+
+    async def _subscribe(self, client: Client) -> None:
+        """2026-07-28 servers send list_changed only to a `subscriptions/listen` stream: open one
+        (the notification itself still arrives through `_on_message`). Older servers need none."""
+        try:
+            async with client.listen(tools_list_changed=True) as events:
+                async for _event in events:
+                    pass
+        except Exception as exc:  # noqa: BLE001 - no subscription: list_changed arrives as a notification, or never
+            log.debug("mcp server=%s no listen stream: %s", self.name, describe(exc))
+
+    async def _relist_on_change(self, client: Client) -> None:
+        """List the tools again on list_changed and every `mcp.check_interval_s` (which also tells
+        a server that died while idle: 2026-07-28 has no ping). Sessions hear only of a change."""
+        while True:
+            with anyio.move_on_after(self.mcp.check_interval_s):
+                await self._relist.wait()
+            self._relist = anyio.Event()
+            before = [tool.spec for tool in self.tools.values()]
+            try:
+                with anyio.fail_after(self.cfg.timeout_s):
+                    await self._list(client)
+            except Exception as exc:  # noqa: BLE001
+                self._gone(f"stopped answering: {describe(exc)}")
+                return
+            if [tool.spec for tool in self.tools.values()] != before:
+                log.info("mcp server=%s tools changed: %s", self.name, ", ".join(self.tools))
+                self.on_change()
+
+    # --- the Executor interface -----------------------------------------------------------------
+    async def start(self) -> None:
+        """Nothing to wait for: `run` connects in the background (the runtime never waits)."""
+
+    async def call(self, tool: str, args: dict[str, str], session: str) -> ToolResult:
+        if self._client is None:
+            with anyio.move_on_after(self.cfg.timeout_s):
+                await self._available.wait()  # being restarted: the call waits for it, bounded
+        client = self._client
+        if client is None:
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} is unavailable ({self.error or self.state})"))
+        entry = self.tools.get(tool)
+        if entry is None:
+            names = ", ".join(self.tools) or "(none)"
+            return ToolResult(False, f"tool {tool} does not exist; toolset {self.name} has: {names}")
+        arguments = to_arguments(entry, args)
+        if isinstance(arguments, ToolResult):
+            return arguments
+        try:
+            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._gone("the connection closed during a call")
+                return ToolResult(False, failure_text(tool, f"the MCP server {self.name} stopped during the call "
+                                                            "and is being restarted"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {exc.error.message}"))
+        except Exception as exc:  # noqa: BLE001 - transport trouble: reconnect
+            self._gone(describe(exc))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({self.error})"))
+        return result_text(result)

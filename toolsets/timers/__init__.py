@@ -1,0 +1,47 @@
+"""The timers toolset (E10): the model sets, lists and cancels the session's own reminders.
+
+It runs in the session: the timers are the session's state (core.timers.TimerTable, journaled
+with it, woken by the session actor's timer wheel). Arguments arrive bound and checked.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.timers import TimerError, TimerTable
+from core.toolsets import Toolset
+from protocol import ArgSpec, ToolSpec, ToolsetSpec
+
+TIMERS_TOOLSET = ToolsetSpec(
+    name="timers",
+    summary="reminders that wake you later: one-shot or repeating",
+    runs="session",
+    tools=[
+        ToolSpec(name="timers_set",
+                 summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time (add ; every=1 day to repeat)",
+                 args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)]),
+        ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True),
+        ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")]),
+    ],
+)
+
+
+def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> str:
+    """Execute one timers_* call and return the text for the model; never raises on bad input."""
+    try:
+        if tool == "timers_set":
+            return table.set(args["when"], args["text"], args.get("every"))[2]
+        if tool == "timers_list":
+            return table.list()
+        return table.cancel(args["id"])
+    except TimerError as exc:
+        return f"Timer not set: {exc}"
+
+
+def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+    text = run_timer_tool(conversation.timers, tool, args)
+    if tool == "timers_set":
+        conversation.s.on_timer_set()  # the timer wheel sleeps until the soonest timer
+    return text
+
+
+TOOLSET = Toolset(spec=TIMERS_TOOLSET, runs="session", handler=_run)
