@@ -33,6 +33,20 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--chaos", type=float, default=0.0, metavar="SECONDS",
                        help="SIGKILL a random actor process every SECONDS during the load (default 0: never); "
                             "reports chaos_kills, sessions_recovered, history_intact")
+    bench.add_argument("--mix", metavar="KIND=W,...",
+                       help="turn kinds and their weights, e.g. media=1 (one kind alone) or plain=2,media=1; "
+                            "kinds: plain, media, substitution, interrupt (default: plain=0.4,media=0.3,"
+                            "substitution=0.15,interrupt=0.15)")
+    bench.add_argument("--peer", metavar="NAME",
+                       help="also play the same turns through a peer framework in this process and print both "
+                            "throughputs and their ratio: langgraph (LangGraph's ReAct agent; "
+                            "pip install -e '.[peer]')")
+    bench.add_argument("--floor", action="store_true",
+                       help="the cost floor instead of the load run: ZeroMQ round trips between two processes and "
+                            "within one, msgspec encode/decode of typical messages, per hop")
+    bench.add_argument("--profile-turn", action="store_true",
+                       help="profile the runtime's processes (cProfile) during a short load of the --mix turns and "
+                            "print where the time goes per process (hop) and per component")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
@@ -46,7 +60,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     config = load_config(args)
     if args.prompts:
         return _prompts(args, config)
-    from bench.load import LoadOptions
+    if args.floor:
+        return _floor(args)
+    from bench.load import MIX, LoadOptions, parse_mix
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
         sys.exit("porfiry: --sessions, --turns and --sessions-per-phone must be at least 1")
@@ -54,8 +70,28 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit("porfiry: --latency-ms, --think-ms and --chaos cannot be negative")
     from phone.client import PhoneError
 
+    try:
+        mix = parse_mix(args.mix) if args.mix else MIX
+    except ValueError as exc:
+        sys.exit(f"porfiry: {exc}")
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
-                          think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
+                          think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed,
+                          mix=tuple(mix.items()))
+    if args.profile_turn:
+        return _profile(args, config, options)
+    peer = None
+    if args.peer:
+        from bench.peer import PeerUnavailable, check_peer, run_peer
+        from bench.runtime import scratch_workdir
+
+        try:
+            check_peer(args.peer, options)
+            # first, while this process has its normal priority and nothing else of ours runs
+            _stderr_progress(f"the same turns through the {args.peer} peer (in this process)")
+            with scratch_workdir() as workdir:
+                peer = run_peer(args.peer, _scratch(config, workdir), options, progress=_stderr_progress)
+        except PeerUnavailable as exc:
+            sys.exit(f"porfiry: bench --peer: {exc}")
     try:
         report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos), backend="trio")
     except (RuntimeError, PhoneError) as exc:
@@ -64,6 +100,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
     from bench.report import format_report
 
+    if peer is not None:
+        peer = msgspec.structs.replace(peer, ratio=round(report.turns_per_s / max(peer.turns_per_s, 1e-9), 2))
+        report = msgspec.structs.replace(report, peer=peer)
     print(format_report(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
@@ -78,7 +117,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     `chaos_s`: SIGKILL a random actor process this often during the load."""
     from bench.load import LoadDriver, LoadOptions, warmup_plan
     from bench.report import build_report
-    from bench.runtime import BenchRuntime, read_rss_kb
+    from bench.runtime import BenchRuntime, read_cpu_s, read_rss_kb
 
     say = progress or _stderr_progress
     with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0) as runtime:
@@ -93,6 +132,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         if warmup.lost or warmup.errors.total():
             raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
+        cpu_before = {name: read_cpu_s(pid) for name, pid in pids.items()}
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
         driver = LoadDriver(endpoint, options)
         kills: dict[str, int] = {}
@@ -101,6 +141,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
                 chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say)
             result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
             chaos.cancel_scope.cancel()
+        cpu_used = {name: read_cpu_s(pid) - cpu_before[name] for name, pid in pids.items()}
         recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
@@ -112,11 +153,12 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         for name, pid in _processes(final).items():
             if pid != pids.get(name):
                 idle[name] = peak[name] = 0  # restarted: the old process's figures are gone
+                cpu_used.pop(name, None)
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = -(-options.sessions // max(1, options.sessions_per_phone))
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
-                              baseline_kb=baseline, restarts=restarts)
+                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used)
         return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
                                        history_intact=intact)
 
@@ -165,6 +207,37 @@ async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, fl
                 position += len(text)
             intact += position >= 0
     return recovered, round(intact / max(1, len(said)), 4)
+
+
+def _scratch(config: Config, workdir: Path) -> Config:
+    from bench.runtime import scratch_config
+
+    return scratch_config(config, workdir)
+
+
+def _floor(args: argparse.Namespace) -> int:
+    from bench.floor import format_floor, measure_floor
+
+    report = measure_floor(progress=_stderr_progress)
+    print(format_floor(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 0
+
+
+def _profile(args: argparse.Namespace, config: Config, options) -> int:
+    from bench.profile import format_profile, profile_turns
+
+    try:
+        report = profile_turns(config, options, log_level=args.log_level, nice=args.nice, progress=_stderr_progress)
+    except RuntimeError as exc:
+        sys.exit(f"porfiry: bench --profile-turn: {exc}")
+    print(format_profile(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 0
 
 
 def _processes(status) -> dict[str, int]:

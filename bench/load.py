@@ -30,6 +30,28 @@ from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError
 
 MIX: dict[str, float] = {"plain": 0.4, "media": 0.3, "substitution": 0.15, "interrupt": 0.15}
 
+
+def parse_mix(text: str) -> dict[str, float]:
+    """`--mix media=1` or `plain=2,media=1`: the turn kinds to play and their weights. Raises
+    ValueError saying what is wrong (an unknown kind, a weight that is not a positive number)."""
+    mix: dict[str, float] = {}
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        kind, sep, weight = (piece.strip() for piece in part.partition("="))
+        if kind not in MIX:
+            raise ValueError(f"--mix: unknown turn kind {kind!r}; kinds: {', '.join(MIX)}")
+        if kind in mix:
+            raise ValueError(f"--mix: {kind!r} is given twice")
+        try:
+            value = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"--mix: the weight of {kind!r} must be a number, not {weight!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"--mix: the weight of {kind!r} must be a positive number, not {weight!r}")
+        mix[kind] = value
+    if not mix:
+        raise ValueError(f"--mix needs at least one KIND=WEIGHT; kinds: {', '.join(MIX)}")
+    return mix
+
 PLAIN_QUESTIONS = (
     "how tall is mount everest", "what is a haiku", "how do I say thank you in japanese",
     "what is the capital of australia", "how many legs does a spider have", "what does a barista do",
@@ -50,6 +72,7 @@ class LoadOptions:
     turn_timeout_s: float = 60.0  # past this (plus model time) the turn's events count as lost
     seed: int = 1
     session_prefix: str = "bench"
+    mix: tuple[tuple[str, float], ...] = tuple(MIX.items())  # turn kinds and their weights (--mix)
 
 
 @dataclass
@@ -68,7 +91,7 @@ class SessionPlan:
 def plan_sessions(options: LoadOptions) -> list[SessionPlan]:
     """Every session's turns, decided up front from the seed so runs compare."""
     rng = random.Random(options.seed)
-    kinds, weights = list(MIX), list(MIX.values())
+    kinds, weights = [kind for kind, _ in options.mix], [weight for _, weight in options.mix]
     think_s = options.think_ms / 1000
     plans = []
     for _ in range(options.sessions):
