@@ -111,16 +111,20 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
-                         progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0):
+                         progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0,
+                         profile_dir: Path | None = None):
     """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
     `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs).
-    `chaos_s`: SIGKILL a random actor process this often during the load."""
+    `chaos_s`: SIGKILL a random actor process this often during the load.
+    `profile_dir`: every actor process profiles the load (not the start-up, not the warm-up) and
+    writes NAME.prof there."""
     from bench.load import LoadDriver, LoadOptions, warmup_plan
     from bench.report import build_report
     from bench.runtime import BenchRuntime, read_cpu_s, read_rss_kb
 
     say = progress or _stderr_progress
-    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0) as runtime:
+    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0,
+                      profile_dir=profile_dir) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
         if nice > 0:
@@ -133,6 +137,8 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
         cpu_before = {name: read_cpu_s(pid) for name, pid in pids.items()}
+        if profile_dir is not None:
+            _signal_actors(pids, "SIGUSR1")  # actors/host.py: start profiling
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
         driver = LoadDriver(endpoint, options)
         kills: dict[str, int] = {}
@@ -142,6 +148,9 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
             chaos.cancel_scope.cancel()
         cpu_used = {name: read_cpu_s(pid) - cpu_before[name] for name, pid in pids.items()}
+        if profile_dir is not None:
+            _signal_actors(pids, "SIGUSR2")  # stop profiling, write the stats
+            await _wait_for_files(profile_dir, [name for name in pids if name != "supervisor"])
         recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
@@ -207,6 +216,20 @@ async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, fl
                 position += len(text)
             intact += position >= 0
     return recovered, round(intact / max(1, len(said)), 4)
+
+
+def _signal_actors(pids: dict[str, int], name: str) -> None:
+    import signal
+
+    for process, pid in pids.items():
+        if process != "supervisor":
+            os.kill(pid, getattr(signal, name))
+
+
+async def _wait_for_files(directory: Path, names: list[str], timeout: float = 10.0) -> None:
+    with anyio.move_on_after(timeout):
+        while not all((directory / f"{name}.prof").exists() for name in names):
+            await anyio.sleep(0.05)
 
 
 def _scratch(config: Config, workdir: Path) -> Config:
