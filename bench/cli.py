@@ -37,6 +37,10 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                        help="turn kinds and their weights, e.g. media=1 (one kind alone) or plain=2,media=1; "
                             "kinds: plain, media, substitution, interrupt (default: plain=0.4,media=0.3,"
                             "substitution=0.15,interrupt=0.15)")
+    bench.add_argument("--groups", metavar="A,B;C,D",
+                       help="run these actors together in one OS process each (topology.groups), e.g. "
+                            "'glasses,session,llm' or 'skills,toolsets,llm,media,session,glasses' (all in one); "
+                            "default: the config's groups (none: a process per actor)")
     bench.add_argument("--peer", metavar="NAME",
                        help="also play the same turns through a peer framework in this process and print both "
                             "throughputs and their ratio: langgraph (LangGraph's ReAct agent; "
@@ -72,6 +76,8 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
     try:
         mix = parse_mix(args.mix) if args.mix else MIX
+        if args.groups is not None:
+            config = _with_groups(config, args.groups)
     except ValueError as exc:
         sys.exit(f"porfiry: {exc}")
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
@@ -216,6 +222,16 @@ async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, fl
                 position += len(text)
             intact += position >= 0
     return recovered, round(intact / max(1, len(said)), 4)
+
+
+def _with_groups(config: Config, text: str) -> Config:
+    """--groups 'a,b;c,d' as topology.groups; ValueError says what is wrong."""
+    from actors.topology import process_groups
+
+    groups = [[name.strip() for name in group.split(",") if name.strip()] for group in text.split(";")]
+    topology = msgspec.structs.replace(config.topology, groups=[group for group in groups if group])
+    process_groups(topology)
+    return msgspec.structs.replace(config, topology=topology)
 
 
 def _signal_actors(pids: dict[str, int], name: str) -> None:
