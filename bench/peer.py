@@ -175,7 +175,9 @@ def _make_agent(config: Config):
     def _enabled_in(messages: list, toolset: str) -> bool:
         return any(isinstance(m, ToolMessage) and m.name == "enable_toolset" and toolset in str(m.content) for m in messages)
 
-    agent = create_react_agent(ScriptedChatModel(), [read_skill, enable_toolset, media_search], checkpointer=InMemorySaver())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in favour of langchain's create_agent, which it wraps
+        agent = create_react_agent(ScriptedChatModel(), [read_skill, enable_toolset, media_search], checkpointer=InMemorySaver())
     return agent, HumanMessage
 
 
