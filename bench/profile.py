@@ -15,7 +15,7 @@ SIGUSR1 and writes it on SIGUSR2). Each process's profile is then cut by where t
 and divided by the turns played, so each figure reads "ms of this process's CPU per turn". The
 messages a process received per turn (its `Codec.decode` calls) are its hops; its time over them
 is what one hop into it costs. It counts each process's CPU time (its main thread's), not wall time. cProfile slows Python
-down (about 2x), so read shares, not
+down (3-5x with a CPU-time clock), so read shares, not
 absolute figures; the load benchmark's `runtime CPU per turn` is the unprofiled figure.
 """
 from __future__ import annotations
@@ -155,8 +155,8 @@ def format_profile(report: ProfileReport) -> str:
     mix = ", ".join(f"{kind}={weight:g}" for kind, weight in report.mix.items())
     lines = [
         f"Profile of one turn ({mix}): {report.turns} turns of {report.sessions} sessions, "
-        f"{report.model_calls_per_turn:g} model calls per turn, every actor process under cProfile (main thread)",
-        "ms of CPU per turn, by process and component (profiled: about 2x the real cost; read the shares):",
+        f"{report.model_calls_per_turn:g} model calls per turn, every actor process under cProfile (main thread, CPU time)",
+        "ms of CPU per turn, by process and component (profiled: 3-5x the real cost; read the shares):",
         f"  {'process':10} {'total':>7} {'in/turn':>7} {'µs/in':>6} " + " ".join(f"{c:>10}" for c in COMPONENTS),
     ]
     for process in report.processes:
