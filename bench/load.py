@@ -205,13 +205,20 @@ class LoadDriver:
     async def _session(self, phone: PhoneClient, session: str, plan: SessionPlan) -> None:
         await anyio.sleep(plan.start_after_s)
         async with phone.events(session) as incoming:
-            await self._exchange(phone, incoming, session, TurnPlan("start", "", 0.0))
+            if not await self._exchange(phone, incoming, session, TurnPlan("start", "", 0.0)):
+                # never opened (no token): its turns would only be refused as another phone's
+                skipped = sum(2 if turn.kind == "interrupt" else 1 for turn in plan.turns)
+                self.result.lost += skipped
+                for _ in range(skipped):
+                    self.result.errors.add("session_not_opened", f"session {session}: its opening event was lost; turns not played")
+                return
             for turn in plan.turns:
                 await anyio.sleep(turn.think_s)
                 await self._exchange(phone, incoming, session, turn)
 
-    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> None:
-        """One turn: send its events, read until a TurnDone has covered every one of them."""
+    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> bool:
+        """One turn: send its events, read until a TurnDone has covered every one of them.
+        False when one of them was lost."""
         result = self.result
         started = anyio.current_time()
         sends = [lambda: phone.start(session)] if turn.kind == "start" else [lambda: phone.send_text(session, turn.text)]
@@ -234,7 +241,7 @@ class LoadDriver:
                 result.lost += 1
                 result.errors.add("phone_error", str(exc))
         if not waiting:
-            return  # nothing reached the runtime: counted as lost above
+            return False  # nothing reached the runtime: counted as lost above
         first_display = None
         finals: list[str] = []
         model_calls = 0
@@ -259,15 +266,15 @@ class LoadDriver:
         if waiting:
             result.lost += len(waiting)
             result.errors.add("turn_timeout", f"session {session}: no TurnDone for {turn.kind} {turn.text!r}")
-            return
+            return False
         if turn.kind == "start":
-            return
+            return True
         result.turns_done += 1
         wrong = check_answer(turn.kind, finals)
         if wrong:
             result.errors.add("wrong_answer", f"session {session}: {wrong}")
         if turn.kind == "interrupt":
-            return  # its length is set by when "stop" came, not by the runtime
+            return True  # its length is set by when "stop" came, not by the runtime
         model_s = model_calls * self._latency_s
         result.overhead_s.setdefault(turn.kind, []).append(finished - started - model_s)
         if model_calls:
@@ -275,3 +282,4 @@ class LoadDriver:
         if first_display is not None:
             # every model call of these turns precedes the answer text (tool calls show nothing)
             result.first_display_s.append(first_display - started - model_s)
+        return True
