@@ -331,6 +331,7 @@ class GlassesBridge(Actor):
         self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic)
         self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
         self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
+        self.unanswered = GarbageLog(1.0, monotonic)  # DeliverEvents the session actor did not answer in time
         self.cut_off = 0  # peers whose outbox overflowed
         self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
         self._outbox_ready = anyio.Event()
@@ -537,8 +538,10 @@ class GlassesBridge(Actor):
             self.lanes.done(session)
             later = self.lanes.flush(session)
             self.lanes.block(session, event_id)
-            self.log.warning("actor=glasses session actor did not answer session=%s event=%s; not acked, "
-                             "the phone resends; %d later events told busy", session, event_id, len(later))
+            count = self.unanswered.note(b"session")  # under overload this happens per event: one line per interval
+            if count:
+                self.log.warning("actor=glasses session actor did not answer %d event(s) in time (latest: session=%s event=%s, "
+                                 "%d later events of it told busy); not acked, the phones resend", count, session, event_id, len(later))
             for other in later:
                 self._busy(session, other, f"session {session} is not answering (event {event_id}); resend in order")
             return

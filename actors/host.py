@@ -50,7 +50,33 @@ def main() -> None:
     if not names or any(name not in ACTORS for name in names):
         sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTORS)}")
     setup_logging()
+    profile_dir = os.environ.get("PORFIRY_PROFILE_DIR")
+    if profile_dir:
+        _profile_on_signals(profile_dir, "+".join(names))
     anyio.run(_main, names, backend="trio")
+
+
+def _profile_on_signals(directory: str, name: str) -> None:
+    """`run.py bench --profile-turn`: SIGUSR1 starts cProfile in this process, SIGUSR2 stops it and
+    writes the stats to DIRECTORY/NAME.prof (the main thread: the event loop and everything on it).
+    It counts CPU time (the thread's), not wall time: waiting in epoll or being preempted by the
+    process a send just woke is not cost."""
+    import cProfile
+    import time
+
+    profiler = cProfile.Profile(time.thread_time)
+
+    def start(*_):
+        profiler.enable()
+
+    def stop(*_):
+        profiler.disable()
+        path = os.path.join(directory, f"{name}.prof")
+        profiler.dump_stats(path + ".part")
+        os.replace(path + ".part", path)  # whole, or not there
+
+    signal.signal(signal.SIGUSR1, start)
+    signal.signal(signal.SIGUSR2, stop)
 
 
 if __name__ == "__main__":

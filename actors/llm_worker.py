@@ -98,11 +98,9 @@ class LLMWorker(Actor):
                         text = chunks.add(piece) if piece else ""
                         if text:
                             msg.reply(self, p.LLMChunk(request_id=request_id, text=text))
-                    rest = chunks.flush()
-                    if rest:
-                        msg.reply(self, p.LLMChunk(request_id=request_id, text=rest))
+                # what is still held back rides on the LLMDone: one message less per call
                 msg.reply(self, p.LLMDone(
-                    request_id=request_id, text=strip_think(generation.text), profile=profile,
+                    request_id=request_id, text=strip_think(generation.text), profile=profile, tail=chunks.flush(),
                     finish_reason=generation.finish_reason or "stop",
                     prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
                     reused_tokens=generation.reused_tokens,

@@ -13,6 +13,7 @@ the crash cut. Toolset activity is deliberately not kept (S6: a restart resets t
 from __future__ import annotations
 
 import collections
+import heapq
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import AsyncIterator, Callable
@@ -53,6 +54,8 @@ class SessionActor(Actor):
         self.llm_retries = 0
         self.dropped_partials = 0
         self._timer_wake = anyio.Event()
+        self._timer_heap: list[tuple[float, str]] = []  # (a session's next timer due, session): the wheel's agenda
+        self._timer_heap_limit = 4096
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
@@ -193,8 +196,14 @@ class SessionActor(Actor):
                 now = anyio.current_time()
                 left, silence_left = deadline - now, silent_until - now
                 wait = min(silence_left, left)
-                with anyio.move_on_after(min(wait, self.llm_probe_s)):
-                    body = (await replies.receive()).body
+                if wait > 0:
+                    try:  # already here (the usual case while it streams): no timeout scope to set up
+                        body = replies.receive_nowait().body
+                    except anyio.WouldBlock:
+                        pass
+                if body is None:
+                    with anyio.move_on_after(min(wait, self.llm_probe_s)):
+                        body = (await replies.receive()).body
                 if body is None and wait > self.llm_probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
@@ -241,6 +250,8 @@ class SessionActor(Actor):
                     usage.done = body  # what the backend said about tokens, for observers
                     if self.settings is not None:  # how many tokens a character costs on this model
                         self.settings.model.observe(body.prompt_tokens, sum(len(m.content) for m in messages))
+                    if body.tail:
+                        yield body.tail
                     return
                 if isinstance(body, p.LLMFailed):
                     raise ModelUnavailable(body.error)
@@ -285,7 +296,7 @@ class SessionActor(Actor):
                         continue
                     finished = True
                     if isinstance(body, p.LLMDone):
-                        return body.text or text
+                        return body.text or text + body.tail
                     raise RuntimeError(body.error if isinstance(body, p.LLMFailed) else type(body).__name__)
         finally:
             if not finished:
@@ -363,16 +374,18 @@ class SessionActor(Actor):
         sweep_every = min(ttl / 2, 60.0)
         next_sweep = self.clock() + sweep_every
         next_purge = self.clock() + 3600.0
+        heap = self._timer_heap
         while True:
             self._timer_wake = anyio.Event()
             now = self.clock()
-            next_due = next_sweep
-            for sid, conversation in list(self.sessions.items()):
-                if len(conversation.timers):
+            # Only the sessions whose timer is due, from a heap: no pass over every session. An
+            # entry may be stale (that timer was cancelled or already fired): firing finds nothing.
+            while heap and heap[0][0] <= now:
+                _, sid = heapq.heappop(heap)
+                conversation = self.sessions.get(sid)
+                if conversation is not None and len(conversation.timers):
                     self._fire_due_timers(sid, conversation, now)
-                    due = conversation.timers.next_due()
-                    if due is not None:
-                        next_due = min(next_due, due)
+            next_due = min(next_sweep, heap[0][0]) if heap else next_sweep
             if now >= next_sweep:
                 self.forget_idle_sessions(now, ttl)
                 next_sweep = now + sweep_every
@@ -504,8 +517,24 @@ class SessionActor(Actor):
             tracker = conversation.tracker
             tracker.seen_version, tracker._seen_names, tracker._read = state.skills_version, list(state.skills_names), dict(state.skills_read)
             conversation.last_active = stored.last_active
-        conversation.timers.on_change = lambda: self._save_state(sid)
+        conversation.timers.on_change = lambda: self._timers_changed(sid)
         return conversation
+
+    def _timers_changed(self, sid: str) -> None:
+        self._save_state(sid)
+        self._schedule_timers(sid)
+
+    def _schedule_timers(self, sid: str) -> None:
+        """Put the session's next due timer on the wheel's heap (after every change of its timers)."""
+        conversation = self.sessions.get(sid)
+        due = conversation.timers.next_due() if conversation is not None else None
+        if due is not None:
+            heapq.heappush(self._timer_heap, (due, sid))
+        if len(self._timer_heap) > self._timer_heap_limit:
+            # stale entries (timers cancelled long before they were due) piled up: rebuild once
+            self._timer_heap[:] = [(due, sid) for sid, c in self.sessions.items() if (due := c.timers.next_due()) is not None]
+            heapq.heapify(self._timer_heap)
+            self._timer_heap_limit = max(4096, 4 * len(self._timer_heap))
 
     def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
         """After a restart: a call the crash cut gets a result saying so; a turn the crash cut is
@@ -531,6 +560,7 @@ class SessionActor(Actor):
                           sid, len(cut), len(waiting))
             conversation._ensure_running()
         if len(conversation.timers):
+            self._schedule_timers(sid)
             self.wake_timers()
 
     def _turn_done(self, sid: str, body: p.TurnDone) -> p.TurnDone:

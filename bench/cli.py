@@ -33,6 +33,24 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--chaos", type=float, default=0.0, metavar="SECONDS",
                        help="SIGKILL a random actor process every SECONDS during the load (default 0: never); "
                             "reports chaos_kills, sessions_recovered, history_intact")
+    bench.add_argument("--mix", metavar="KIND=W,...",
+                       help="turn kinds and their weights, e.g. media=1 (one kind alone) or plain=2,media=1; "
+                            "kinds: plain, media, substitution, interrupt (default: plain=0.4,media=0.3,"
+                            "substitution=0.15,interrupt=0.15)")
+    bench.add_argument("--groups", metavar="A,B;C,D",
+                       help="run these actors together in one OS process each (topology.groups), e.g. "
+                            "'glasses,session,llm' or 'skills,toolsets,llm,media,session,glasses' (all in one); "
+                            "default: the config's groups (none: a process per actor)")
+    bench.add_argument("--peer", metavar="NAME",
+                       help="also play the same turns through a peer framework in this process and print both "
+                            "throughputs and their ratio: langgraph (LangGraph's ReAct agent; "
+                            "pip install -e '.[peer]')")
+    bench.add_argument("--floor", action="store_true",
+                       help="the cost floor instead of the load run: ZeroMQ round trips between two processes and "
+                            "within one, msgspec encode/decode of typical messages, per hop")
+    bench.add_argument("--profile-turn", action="store_true",
+                       help="profile the runtime's processes (cProfile) during a short load of the --mix turns and "
+                            "print where the time goes per process (hop) and per component")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
@@ -46,7 +64,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     config = load_config(args)
     if args.prompts:
         return _prompts(args, config)
-    from bench.load import LoadOptions
+    if args.floor:
+        return _floor(args)
+    from bench.load import MIX, LoadOptions, parse_mix
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
         sys.exit("porfiry: --sessions, --turns and --sessions-per-phone must be at least 1")
@@ -54,8 +74,30 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit("porfiry: --latency-ms, --think-ms and --chaos cannot be negative")
     from phone.client import PhoneError
 
+    try:
+        mix = parse_mix(args.mix) if args.mix else MIX
+        if args.groups is not None:
+            config = _with_groups(config, args.groups)
+    except ValueError as exc:
+        sys.exit(f"porfiry: {exc}")
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
-                          think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed)
+                          think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed,
+                          mix=tuple(mix.items()))
+    if args.profile_turn:
+        return _profile(args, config, options)
+    peer = None
+    if args.peer:
+        from bench.peer import PeerUnavailable, check_peer, run_peer
+        from bench.runtime import scratch_workdir
+
+        try:
+            check_peer(args.peer, options)
+            # first, while this process has its normal priority and nothing else of ours runs
+            _stderr_progress(f"the same turns through the {args.peer} peer (in this process)")
+            with scratch_workdir() as workdir:
+                peer = run_peer(args.peer, _scratch(config, workdir), options, progress=_stderr_progress)
+        except PeerUnavailable as exc:
+            sys.exit(f"porfiry: bench --peer: {exc}")
     try:
         report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos), backend="trio")
     except (RuntimeError, PhoneError) as exc:
@@ -64,6 +106,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
     from bench.report import format_report
 
+    if peer is not None:
+        peer = msgspec.structs.replace(peer, ratio=round(report.turns_per_s / max(peer.turns_per_s, 1e-9), 2))
+        report = msgspec.structs.replace(report, peer=peer)
     print(format_report(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
@@ -72,16 +117,20 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
-                         progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0):
+                         progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0,
+                         profile_dir: Path | None = None):
     """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
     `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs).
-    `chaos_s`: SIGKILL a random actor process this often during the load."""
+    `chaos_s`: SIGKILL a random actor process this often during the load.
+    `profile_dir`: every actor process profiles the load (not the start-up, not the warm-up) and
+    writes NAME.prof there."""
     from bench.load import LoadDriver, LoadOptions, warmup_plan
     from bench.report import build_report
-    from bench.runtime import BenchRuntime, read_rss_kb
+    from bench.runtime import BenchRuntime, read_cpu_s, read_rss_kb
 
     say = progress or _stderr_progress
-    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0) as runtime:
+    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0,
+                      profile_dir=profile_dir) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
         if nice > 0:
@@ -93,6 +142,9 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         if warmup.lost or warmup.errors.total():
             raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
+        cpu_before = {name: read_cpu_s(pid) for name, pid in pids.items()}
+        if profile_dir is not None:
+            _signal_actors(pids, "SIGUSR1")  # actors/host.py: start profiling
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
         driver = LoadDriver(endpoint, options)
         kills: dict[str, int] = {}
@@ -101,6 +153,10 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
                 chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say)
             result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
             chaos.cancel_scope.cancel()
+        cpu_used = {name: read_cpu_s(pid) - cpu_before[name] for name, pid in pids.items()}
+        if profile_dir is not None:
+            _signal_actors(pids, "SIGUSR2")  # stop profiling, write the stats
+            await _wait_for_files(profile_dir, [name for name in pids if name != "supervisor"])
         recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
@@ -112,11 +168,12 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         for name, pid in _processes(final).items():
             if pid != pids.get(name):
                 idle[name] = peak[name] = 0  # restarted: the old process's figures are gone
+                cpu_used.pop(name, None)
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = -(-options.sessions // max(1, options.sessions_per_phone))
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
-                              baseline_kb=baseline, restarts=restarts)
+                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used)
         return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
                                        history_intact=intact)
 
@@ -165,6 +222,61 @@ async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, fl
                 position += len(text)
             intact += position >= 0
     return recovered, round(intact / max(1, len(said)), 4)
+
+
+def _with_groups(config: Config, text: str) -> Config:
+    """--groups 'a,b;c,d' as topology.groups; ValueError says what is wrong."""
+    from actors.topology import process_groups
+
+    groups = [[name.strip() for name in group.split(",") if name.strip()] for group in text.split(";")]
+    topology = msgspec.structs.replace(config.topology, groups=[group for group in groups if group])
+    process_groups(topology)
+    return msgspec.structs.replace(config, topology=topology)
+
+
+def _signal_actors(pids: dict[str, int], name: str) -> None:
+    import signal
+
+    for process, pid in pids.items():
+        if process != "supervisor":
+            os.kill(pid, getattr(signal, name))
+
+
+async def _wait_for_files(directory: Path, names: list[str], timeout: float = 10.0) -> None:
+    with anyio.move_on_after(timeout):
+        while not all((directory / f"{name}.prof").exists() for name in names):
+            await anyio.sleep(0.05)
+
+
+def _scratch(config: Config, workdir: Path) -> Config:
+    from bench.runtime import scratch_config
+
+    return scratch_config(config, workdir)
+
+
+def _floor(args: argparse.Namespace) -> int:
+    from bench.floor import format_floor, measure_floor
+
+    report = measure_floor(progress=_stderr_progress)
+    print(format_floor(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 0
+
+
+def _profile(args: argparse.Namespace, config: Config, options) -> int:
+    from bench.profile import format_profile, profile_turns
+
+    try:
+        report = profile_turns(config, options, log_level=args.log_level, nice=args.nice, progress=_stderr_progress)
+    except RuntimeError as exc:
+        sys.exit(f"porfiry: bench --profile-turn: {exc}")
+    print(format_profile(report))
+    if args.json:
+        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
+        print(f"figures written to {args.json}")
+    return 0
 
 
 def _processes(status) -> dict[str, int]:

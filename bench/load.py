@@ -30,6 +30,28 @@ from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError
 
 MIX: dict[str, float] = {"plain": 0.4, "media": 0.3, "substitution": 0.15, "interrupt": 0.15}
 
+
+def parse_mix(text: str) -> dict[str, float]:
+    """`--mix media=1` or `plain=2,media=1`: the turn kinds to play and their weights. Raises
+    ValueError saying what is wrong (an unknown kind, a weight that is not a positive number)."""
+    mix: dict[str, float] = {}
+    for part in filter(None, (item.strip() for item in text.split(","))):
+        kind, sep, weight = (piece.strip() for piece in part.partition("="))
+        if kind not in MIX:
+            raise ValueError(f"--mix: unknown turn kind {kind!r}; kinds: {', '.join(MIX)}")
+        if kind in mix:
+            raise ValueError(f"--mix: {kind!r} is given twice")
+        try:
+            value = float(weight) if sep else 1.0
+        except ValueError:
+            raise ValueError(f"--mix: the weight of {kind!r} must be a number, not {weight!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise ValueError(f"--mix: the weight of {kind!r} must be a positive number, not {weight!r}")
+        mix[kind] = value
+    if not mix:
+        raise ValueError(f"--mix needs at least one KIND=WEIGHT; kinds: {', '.join(MIX)}")
+    return mix
+
 PLAIN_QUESTIONS = (
     "how tall is mount everest", "what is a haiku", "how do I say thank you in japanese",
     "what is the capital of australia", "how many legs does a spider have", "what does a barista do",
@@ -50,6 +72,7 @@ class LoadOptions:
     turn_timeout_s: float = 60.0  # past this (plus model time) the turn's events count as lost
     seed: int = 1
     session_prefix: str = "bench"
+    mix: tuple[tuple[str, float], ...] = tuple(MIX.items())  # turn kinds and their weights (--mix)
 
 
 @dataclass
@@ -68,7 +91,7 @@ class SessionPlan:
 def plan_sessions(options: LoadOptions) -> list[SessionPlan]:
     """Every session's turns, decided up front from the seed so runs compare."""
     rng = random.Random(options.seed)
-    kinds, weights = list(MIX), list(MIX.values())
+    kinds, weights = [kind for kind, _ in options.mix], [weight for _, weight in options.mix]
     think_s = options.think_ms / 1000
     plans = []
     for _ in range(options.sessions):
@@ -182,13 +205,20 @@ class LoadDriver:
     async def _session(self, phone: PhoneClient, session: str, plan: SessionPlan) -> None:
         await anyio.sleep(plan.start_after_s)
         async with phone.events(session) as incoming:
-            await self._exchange(phone, incoming, session, TurnPlan("start", "", 0.0))
+            if not await self._exchange(phone, incoming, session, TurnPlan("start", "", 0.0)):
+                # never opened (no token): its turns would only be refused as another phone's
+                skipped = sum(2 if turn.kind == "interrupt" else 1 for turn in plan.turns)
+                self.result.lost += skipped
+                for _ in range(skipped):
+                    self.result.errors.add("session_not_opened", f"session {session}: its opening event was lost; turns not played")
+                return
             for turn in plan.turns:
                 await anyio.sleep(turn.think_s)
                 await self._exchange(phone, incoming, session, turn)
 
-    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> None:
-        """One turn: send its events, read until a TurnDone has covered every one of them."""
+    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> bool:
+        """One turn: send its events, read until a TurnDone has covered every one of them.
+        False when one of them was lost."""
         result = self.result
         started = anyio.current_time()
         sends = [lambda: phone.start(session)] if turn.kind == "start" else [lambda: phone.send_text(session, turn.text)]
@@ -211,7 +241,7 @@ class LoadDriver:
                 result.lost += 1
                 result.errors.add("phone_error", str(exc))
         if not waiting:
-            return  # nothing reached the runtime: counted as lost above
+            return False  # nothing reached the runtime: counted as lost above
         first_display = None
         finals: list[str] = []
         model_calls = 0
@@ -236,15 +266,15 @@ class LoadDriver:
         if waiting:
             result.lost += len(waiting)
             result.errors.add("turn_timeout", f"session {session}: no TurnDone for {turn.kind} {turn.text!r}")
-            return
+            return False
         if turn.kind == "start":
-            return
+            return True
         result.turns_done += 1
         wrong = check_answer(turn.kind, finals)
         if wrong:
             result.errors.add("wrong_answer", f"session {session}: {wrong}")
         if turn.kind == "interrupt":
-            return  # its length is set by when "stop" came, not by the runtime
+            return True  # its length is set by when "stop" came, not by the runtime
         model_s = model_calls * self._latency_s
         result.overhead_s.setdefault(turn.kind, []).append(finished - started - model_s)
         if model_calls:
@@ -252,3 +282,4 @@ class LoadDriver:
         if first_display is not None:
             # every model call of these turns precedes the answer text (tool calls show nothing)
             result.first_display_s.append(first_display - started - model_s)
+        return True

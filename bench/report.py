@@ -6,6 +6,7 @@ import math
 import msgspec
 
 from bench.load import LoadOptions, LoadResult
+from bench.peer import PeerReport
 from bench.stats import Percentiles, summarize
 
 
@@ -35,6 +36,11 @@ class LoadReport(msgspec.Struct, kw_only=True):
     rss_idle_mb: dict[str, float]  # RSS after the load, every session idle
     bytes_per_idle_session: float
     restarts: dict[str, int]  # actor restarts during the run (should be all 0)
+    mix: dict[str, float] = {}  # turn kinds played and their weights (--mix)
+    turns_per_s: float = 0.0  # turns completed / duration
+    cpu_ms_per_turn: dict[str, float] = {}  # each runtime process's CPU time during the load / turns
+    cpu_ms_per_turn_total: float = 0.0  # all of the runtime's processes together
+    peer: PeerReport | None = None  # --peer: the same turns through a peer framework
     chaos_s: float = 0.0  # --chaos: a random actor process SIGKILLed this often (0: none)
     chaos_kills: dict[str, int] = {}  # processes killed, by name
     sessions_recovered: int = 0  # sessions that came back from the journal after a kill
@@ -47,8 +53,11 @@ def _ms(samples: list[float]) -> Percentiles:
 
 
 def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, nice: int, peak_kb: dict[str, int],
-                 idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int]) -> LoadReport:
+                 idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int],
+                 cpu_s: dict[str, float] | None = None) -> LoadReport:
     grown_kb = sum(idle_kb.values()) - sum(baseline_kb.get(name, 0) for name in idle_kb)
+    turns = max(1, result.turns_done)
+    cpu_s = cpu_s or {}
     return LoadReport(
         sessions=options.sessions, turns=options.turns, turns_completed=result.turns_done,
         latency_ms=options.latency_ms, think_ms=options.think_ms, phones=phones, log_level=log_level, nice=nice,
@@ -65,6 +74,9 @@ def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_l
         rss_idle_mb={name: round(kb / 1024, 1) for name, kb in idle_kb.items()},
         bytes_per_idle_session=round(max(0, grown_kb) * 1024 / max(1, options.sessions)),
         restarts=restarts,
+        mix=dict(options.mix), turns_per_s=round(result.turns_done / result.duration_s, 1),
+        cpu_ms_per_turn={name: round(seconds * 1000 / turns, 3) for name, seconds in cpu_s.items()},
+        cpu_ms_per_turn_total=round(sum(cpu_s.values()) * 1000 / turns, 3),
     )
 
 
@@ -82,7 +94,11 @@ def format_report(report: LoadReport) -> str:
         f"log level {report.log_level}, load generator at nice {report.nice}",
         f"  duration                 {report.duration_s:.1f} s; {report.turns_completed} turns, {report.events} events, "
         f"{report.model_calls} model calls",
+        f"  mix                      " + ", ".join(f"{kind}={weight:g}" for kind, weight in report.mix.items()),
         f"  events per second        {report.events_per_s:.1f}",
+        f"  turns per second         {report.turns_per_s:.1f}",
+        f"  runtime CPU per turn     {report.cpu_ms_per_turn_total:.2f} ms ("
+        + ", ".join(f"{name} {ms:.2f}" for name, ms in report.cpu_ms_per_turn.items()) + ")",
         "runtime time per turn, ms (model time subtracted; measured on the phone side):",
         _row("all turns", report.overhead_ms),
         *(_row(kind, figures) for kind, figures in report.overhead_ms_by_kind.items()),
@@ -104,4 +120,17 @@ def format_report(report: LoadReport) -> str:
         lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
     lines.append(f"memory per idle session   {report.bytes_per_idle_session / 1024:.1f} KB "
                  f"(growth of all processes' RSS over the warmed-up baseline / sessions)")
+    peer = report.peer
+    if peer is not None:
+        lines += [
+            f"peer: {peer.name} {peer.version} (in the bench's process, same turns, scripted model, no network):",
+            f"  turns per second         {peer.turns_per_s:.1f}   ({peer.turns} turns in {peer.duration_s:.1f} s, "
+            f"{peer.model_calls} model calls)",
+            f"  CPU per turn             {peer.cpu_ms_per_turn:.2f} ms",
+            _row("wall time per turn", peer.latency_ms),
+            "  errors                   " + (", ".join(f"{k}: {v}" for k, v in sorted(peer.errors.items())) or "none"),
+            f"Porfiry / {peer.name}: {peer.ratio:.2f}x the turns per second "
+            f"({report.turns_per_s:.1f} vs {peer.turns_per_s:.1f}); CPU per turn {report.cpu_ms_per_turn_total:.2f} "
+            f"vs {peer.cpu_ms_per_turn:.2f} ms",
+        ]
     return "\n".join(lines)

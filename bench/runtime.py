@@ -9,7 +9,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import anyio
 import msgspec
@@ -22,6 +24,16 @@ def free_tcp_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def scratch_workdir() -> Iterator[Path]:
+    """A temporary directory, removed afterwards."""
+    workdir = Path(tempfile.mkdtemp(prefix="porfiry-bench-"))
+    try:
+        yield workdir
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def scratch_config(config: Config, workdir: Path) -> Config:
@@ -68,14 +80,30 @@ def read_rss_kb(pid: int) -> tuple[int, int]:
     return current, peak
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def read_cpu_s(pid: int) -> float:
+    """CPU time (user + system, all threads) a process has used, in seconds, from /proc (Linux);
+    0.0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14, 15 of stat)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 class BenchRuntime:
     """Use as a context manager: the runtime runs while the block runs; its log stays in `log_path`."""
 
-    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING", chaos: bool = False):
+    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING", chaos: bool = False,
+                 profile_dir: Path | None = None):
         self.workdir = Path(tempfile.mkdtemp(prefix="porfiry-bench-"))
         self.config = bench_config(base, self.workdir, latency_ms=latency_ms, chaos=chaos)
         self.log_path = self.workdir / "porfiry.log"
         self.log_level = log_level
+        self.profile_dir = profile_dir  # every actor process writes its cProfile stats here when it stops
         self.keep = True  # keep the scratch directory (config, log) unless the run went well
         self._process: subprocess.Popen | None = None
 
@@ -85,11 +113,19 @@ class BenchRuntime:
         command = [sys.executable, str(REPO_ROOT / "run.py"), "--config", str(config_path),
                    "serve", "--log-level", self.log_level]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PORFIRY_")}  # the file says it all
+        if self.profile_dir is not None:
+            env["PORFIRY_PROFILE_DIR"] = str(self.profile_dir)  # read by actors/host.py
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
         return self
 
     def __exit__(self, *exc_info) -> None:
+        self.stop()
+        if not self.keep and exc_info[0] is None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def stop(self) -> None:
+        """Stop the runtime (SIGTERM: its processes stop cleanly) and wait for it."""
         process, self._process = self._process, None
         if process is not None:
             process.terminate()
@@ -98,8 +134,6 @@ class BenchRuntime:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if not self.keep and exc_info[0] is None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
 
     @property
     def pid(self) -> int:

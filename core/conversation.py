@@ -421,6 +421,8 @@ class Conversation:
                 visible = (text if cut is None else text[:cut]).rstrip()
                 if visible and visible != shown:
                     shown = visible
+                    if cut is None and getattr(pieces, "done", None) is not None:
+                        continue  # the model already finished: the final display of this text comes next
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=visible, final=False))
         observed.done(pieces)
         return text

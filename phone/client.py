@@ -6,8 +6,9 @@
             async for env in incoming: ...                     # Display / TurnDone / PlaybackCommand / ErrorReply
 
 Delivery is at-least-once: every event keeps its event id until the runtime acks it. Unacked
-events are resent after `ack_timeout_s`; `Busy` backs the session off (doubling, capped) and
-resends. Whenever a session's events are resent, ALL its unacked events are resent in their
+events are resent after `ack_timeout_s`, and each further resend of the same event waits twice as
+long, up to `max_ack_timeout_s` (a runtime behind under load is not flooded with resends that make
+it further behind); `Busy` backs the session off (doubling, capped) and resends. Whenever a session's events are resent, ALL its unacked events are resent in their
 original order (and newer events of that session wait for that round), so a lost ack or a
 restarting session actor never reorders what the user said. After `max_resends` the event
 fails with DeliveryFailed. The runtime drops duplicates by event id.
@@ -136,6 +137,7 @@ class PhoneClient:
         client_id: str = "phone",
         curve: ClientKeys | None = None,
         ack_timeout_s: float = 1.0,
+        max_ack_timeout_s: float = 4.0,
         max_resends: int = 10,
         busy_backoff_s: float = 0.1,
         max_backoff_s: float = 2.0,
@@ -153,6 +155,7 @@ class PhoneClient:
         self.identity = f"{client_id}/{os.urandom(6).hex()}".encode()
         self.curve = curve
         self.ack_timeout_s = ack_timeout_s
+        self.max_ack_timeout_s = max(ack_timeout_s, max_ack_timeout_s)
         self.max_resends = max_resends
         self.busy_backoff_s = busy_backoff_s
         self.max_backoff_s = max_backoff_s
@@ -360,8 +363,12 @@ class PhoneClient:
         if lane.stalled:
             return lane.resume_at
         if lane.opening is not None:
-            return lane.opening.sent_at + self.ack_timeout_s
-        return min(out.sent_at for out in lane.pending.values()) + self.ack_timeout_s
+            return lane.opening.sent_at + self._ack_wait(lane.opening)
+        return min(out.sent_at + self._ack_wait(out) for out in lane.pending.values())
+
+    def _ack_wait(self, out: _Outgoing) -> float:
+        """How long to wait for this send's ack: doubling with each resend, capped."""
+        return min(self.ack_timeout_s * (1 << min(out.resends, 16)), self.max_ack_timeout_s)
 
     def _resend_lane(self, lane: _Lane, now: float) -> None:
         lane.stalled = False

@@ -38,6 +38,7 @@ class LLMDone(Msg):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reused_tokens: int = -1  # prompt tokens taken from the backend's prefix cache; -1: unknown
+    tail: str = ""  # the last streamed piece(s), not sent as an LLMChunk: part of the stream, before the end
 
 
 class LLMFailed(Msg):

@@ -221,3 +221,43 @@ async def _wait_async(predicate, timeout=10):
     with anyio.fail_after(timeout):
         while not await predicate():
             await anyio.sleep(0.01)
+
+
+async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_never(tmp_path):
+    clock = ManualClock(1_000_000.0)
+
+    def timer_model(messages):
+        last = messages[-1]
+        if last.role == "tool":
+            return "timer noted"
+        if "Timer fired" in last.content:
+            return "Reminder: " + last.content.rsplit("]", 1)[-1].strip()
+        if "remind me in" in last.content:
+            minutes = last.content.split("remind me in", 1)[1].split()[0]
+            return f"TOOL_CALL: timers_set|in {minutes} minutes; {minutes} minutes passed"
+        if "forget it" in last.content:
+            return "TOOL_CALL: timers_cancel|all"
+        return "ok"
+
+    def reminders(glasses, session):
+        return [m.text for m in glasses.shown.get(session, []) if isinstance(m, p.Display) and m.final and m.text.startswith("Reminder")]
+
+    backend = ScriptedBackend(reply_fn=timer_model)
+    async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
+        glasses = system.actors["glasses"]
+        for index in range(20):  # sessions without timers: the wheel must not need them
+            await system.turn(f"quiet-{index}", "hello")
+        await system.turn("soon", "remind me in 5")
+        await system.turn("later", "remind me in 10")
+        await system.turn("cancelled", "remind me in 7")
+        await system.turn("cancelled", "forget it")
+        clock.advance(301)
+        await _wait(lambda: reminders(glasses, "soon"))
+        assert reminders(glasses, "later") == [] and reminders(glasses, "cancelled") == []
+        clock.advance(300)
+        await _wait(lambda: reminders(glasses, "later"))
+        await anyio.sleep(0.2)  # a wrongly fired timer of "cancelled" would have shown by now
+        assert reminders(glasses, "soon") == ["Reminder: 5 minutes passed"]
+        assert reminders(glasses, "later") == ["Reminder: 10 minutes passed"]
+        assert reminders(glasses, "cancelled") == []
+        assert not any("Timer fired" in m["content"] for m in await system.history("cancelled"))

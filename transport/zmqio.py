@@ -32,6 +32,8 @@ import zmq
 
 _log = logging.getLogger("porfiry.zmq")
 _YIELD_EVERY = 64  # messages moved between checkpoints, so one busy socket cannot starve others
+# plain ints: pyzmq's enum constants cost an enum object per `events & POLLIN`, several per message
+_EVENTS, _POLLIN, _POLLOUT, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.POLLOUT), int(zmq.NOBLOCK)
 
 
 def _deliver_later(deliver: Callable[[list[bytes]], None]) -> Callable[[list[bytes]], Awaitable[None]]:
@@ -122,7 +124,7 @@ class AsyncSocket:
         if self._closed:
             raise SocketClosed("socket is closed")
         try:
-            self.socket.send_multipart(frames, zmq.NOBLOCK)
+            self.socket.send_multipart(frames, _NOBLOCK)
         except zmq.Again:
             return "full"
         except zmq.ZMQError as exc:
@@ -130,7 +132,7 @@ class AsyncSocket:
                 return "unreachable"
             raise
         self.sent += 1
-        if self._wait_scope is not None and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if self._wait_scope is not None and self.socket.getsockopt(_EVENTS) & _POLLIN:
             self._wait_scope.cancel()
         return "sent"
 
@@ -161,7 +163,7 @@ class AsyncSocket:
     def _send_direct(self, frames: list[bytes]) -> bool:
         """Send now, in the caller's task; False when ZeroMQ has no room (then the pump queues)."""
         try:
-            self.socket.send_multipart(frames, zmq.NOBLOCK)
+            self.socket.send_multipart(frames, _NOBLOCK)
         except zmq.Again:
             return False
         except zmq.ZMQError as exc:
@@ -169,7 +171,7 @@ class AsyncSocket:
             _log.warning("zmq send dropped a message: %s", exc)
         else:
             self.sent += 1
-        if self._wait_scope is not None and self.socket.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        if self._wait_scope is not None and self.socket.getsockopt(_EVENTS) & _POLLIN:
             self._wait_scope.cancel()
         return True
 
@@ -180,7 +182,7 @@ class AsyncSocket:
     def _send_one(self) -> None:
         """Send the head of the queue; raises zmq.Again when ZeroMQ has no room."""
         try:
-            self.socket.send_multipart(self._out[0], zmq.NOBLOCK)
+            self.socket.send_multipart(self._out[0], _NOBLOCK)
         except zmq.Again:
             raise
         except zmq.ZMQError as exc:
@@ -198,11 +200,11 @@ class AsyncSocket:
         fd = sock.getsockopt(zmq.FD)
         moved = 0
         while True:
-            events = sock.getsockopt(zmq.EVENTS)
+            events = sock.getsockopt(_EVENTS)
             progressed = False
-            if events & zmq.POLLIN:
+            if events & _POLLIN:
                 try:
-                    frames = sock.recv_multipart(zmq.NOBLOCK)
+                    frames = sock.recv_multipart(_NOBLOCK)
                 except zmq.Again:
                     pass
                 else:
@@ -217,7 +219,7 @@ class AsyncSocket:
                     except Exception:  # noqa: BLE001 - a faulty deliver must not stop the socket
                         self.dropped += 1
                         _log.exception("zmq deliver failed; message dropped")
-            if self._out and events & zmq.POLLOUT:
+            if self._out and events & _POLLOUT:
                 try:
                     self._send_one()
                     progressed = True
@@ -246,8 +248,8 @@ class AsyncSocket:
 
             tg.start_soon(deliver)
             while True:
-                events = self.socket.getsockopt(zmq.EVENTS)
-                if self._out and events & zmq.POLLOUT:
+                events = self.socket.getsockopt(_EVENTS)
+                if self._out and events & _POLLOUT:
                     try:
                         self._send_one()
                         await anyio.lowlevel.checkpoint()
