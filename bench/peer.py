@@ -91,11 +91,11 @@ def _make_agent(config: Config):
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's create_agent
         from langgraph.prebuilt import create_react_agent
 
-    from actors.media_executor import default_provider
+    from toolsets.media.executor import default_provider
     from actors.skill_store import build_repository
     from core.budget import default_catalog
     from core.toolsets import ToolsetRegistry
-    from media.tools import run_search
+    from toolsets.media.tools import run_search
 
     provider = default_provider(config)
     ready = getattr(provider, "ensure_ready", None)

@@ -31,11 +31,11 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 def dynamic_sections(messages: list[p.ChatMessage]) -> list[p.PromptSection]:
     """Where a request differs from the last by design, not by history growing: the skills index
-    and the active toolsets (the state part, a system message after the history), and a one-off
-    system notice."""
+    and the active toolsets (the state part: a later system message, right before the current
+    turn, core/conversation.py), and a one-off system notice."""
     sections = []
-    # the state part: a system message after the history (core/prompt.py)
-    state_at = len(messages) - 1 if len(messages) > 1 and messages[-1].role == "system" else -1
+    state_at = next((i for i, m in enumerate(messages) if i and m.role == "system"
+                     and (m.content.startswith(SKILLS_HOWTO) or m.content.startswith(ACTIVE_HEADER))), -1)
     if state_at >= 0:
         text = messages[state_at].content
         active = text.find("\n\n" + ACTIVE_HEADER)

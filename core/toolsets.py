@@ -220,6 +220,10 @@ class ToolsetRegistry:
         signature = f"{spec.name}|{required}" if required else spec.name
         return f"{signature} — {spec.summary}"
 
+    def examples(self) -> list[str]:
+        """Each toolset's worked example for the prompt, in catalog order."""
+        return [ts.example for ts in self._toolsets.values() if ts.example]
+
     def catalog_lines(self) -> list[str]:
         """One line per toolset: `notes — notes kept on disk: add, list`."""
         return [f"{ts.name} — {ts.summary}" for ts in self._toolsets.values()]

@@ -14,7 +14,7 @@ from bench.runtime import scratch_config
 from core.config import Config
 
 REPO = Path(__file__).resolve().parent.parent
-ACTOR_PROCESSES = {"skills", "toolsets", "llm", "media", "session", "glasses"}
+ACTOR_PROCESSES = {"skills", "toolsets", "llm", "session", "glasses"}
 
 
 def test_a_mix_names_kinds_and_weights_and_says_what_is_wrong():
@@ -108,7 +108,7 @@ def test_profile_of_a_turn_covers_every_actor_process(tmp_path):
     processes = {row["name"]: row for row in report["processes"]}
     assert set(processes) == ACTOR_PROCESSES
     # a media turn: the phone's event into the bridge, Generates into the worker, chunks into the session
-    for name in ("glasses", "session", "llm", "toolsets", "media"):
+    for name in ("glasses", "session", "llm", "toolsets"):
         assert processes[name]["messages_in_per_turn"] >= 1, name
         assert processes[name]["ms_per_turn"] > 0
     assert processes["llm"]["messages_in_per_turn"] >= 3  # at least three model calls per media turn

@@ -36,4 +36,4 @@ def test_the_side_run_offers_safe_core_tools_and_active_read_only_tools_only():
     prompt = parallel_prompt(registry, tools)
     for absent in ("enable_toolset", "disable_toolset", "media_play", "timers_set", "timers_cancel"):
         assert absent not in prompt
-    assert "media_search|query" in prompt
+    assert "media_search|<query>" in prompt

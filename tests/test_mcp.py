@@ -155,7 +155,7 @@ async def test_enable_call_and_the_result_reaches_the_next_request(tmp_path, tra
         assert answer == "ok: note 1 added"
         state = prompt_of(system.backend.calls[-1])
         assert "Active toolsets: notes" in state
-        assert "notes_add|text — Add a note." in state  # first sentence only; optional tags left out
+        assert "notes_add|<text> — Add a note." in state  # first sentence only; optional tags left out
         assert "notes_list — List every note, numbered." in state
         assert await say(system, "call notes_list") == "ok: 1. buy milk #shop"
         assert tool_results(await system.history("s1"))[-2:] == ["note 1 added", "1. buy milk #shop"]

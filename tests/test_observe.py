@@ -68,7 +68,11 @@ async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_an
         assert calls[0].reply.startswith("TOOL_CALL: read_skill|media")
         prompts = _of(facts, p.PromptFact, turn_id=end.turn_id)
         assert len(prompts) == 4 and "media_info" in prompts[-1].tools  # media_search: not twice in a row
-        assert [s.label for s in prompts[-1].dynamic] == ["active toolsets"]
+        # media is on: its skill left the index (the timers skill stays), its tools are listed
+        assert [s.label for s in prompts[-1].dynamic] == ["skills index", "active toolsets"]
+        index = prompts[-1].dynamic[0]
+        shown = prompts[-1].messages[index.message].content[index.start:index.end]
+        assert "timers:" in shown and "media:" not in shown
         tools = [(f.tool, f.outcome) for f in _of(facts, p.ToolCallFact)]
         assert tools == [("read_skill", "running"), ("read_skill", "ok"), ("enable_toolset", "invisible"),
                          ("media_search", "running"), ("media_search", "ok")]

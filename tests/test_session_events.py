@@ -5,6 +5,7 @@ import anyio
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
+from core.clock import ManualClock
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 

@@ -1,5 +1,6 @@
 """SkillStore through real sockets: index, read, exclusion, admin, and an edit on disk."""
 import os
+import shutil
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import protocol as p
 from actors.base import Endpoint
 from actors.skill_store import SkillStore
 from core.config import Config, SkillsConfig, TopologyConfig
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def write_skill(root: Path, name: str, description: str, body: str, mtime: float | None = None) -> Path:
@@ -30,9 +33,13 @@ def user_dir(tmp_path):
 
 
 @pytest.fixture
-def config(user_dir, ipc_dir):
+def config(user_dir, ipc_dir, tmp_path):
+    builtin = tmp_path / "builtin" / "media"  # the real media skill alone: the index stays small
+    builtin.mkdir(parents=True)
+    shutil.copyfile(REPO / "toolsets" / "media" / "SKILL.md", builtin / "SKILL.md")
     return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                  skills=SkillsConfig(builtin_dir="toolsets", toolsets_dir="toolsets", user_dir=str(user_dir),
+                  skills=SkillsConfig(builtin_dir=str(builtin.parent), toolsets_dir=str(tmp_path / "no-toolsets"),
+                                      user_dir=str(user_dir),
                                       exclusions={"weather": ["phone-kid"]}))
 
 

@@ -110,7 +110,7 @@ def test_builtin_media_skill_loads_from_the_repository():
     media = repo.get("media")
     assert media is not None and media.builtin, repo.problems()
     assert "films" in media.description.lower() and "playback" in media.description
-    for needed in ("enable_toolset|media", "media_search|", "media_info|id", "media_play|id",
+    for needed in ("enable_toolset|media", "media_search|", "media_info|<id>", "media_play|<id>",
                    "pause", "resume", "stop"):
         assert needed in media.body
     assert repo.problems() == {}

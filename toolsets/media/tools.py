@@ -32,6 +32,8 @@ MEDIA_PLAY = ToolSpec(
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
 )
 MEDIA_TOOLSET = ToolsetSpec(
+    example=("\"найди фильм Брат\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media -> "
+             "TOOL_CALL: media_search|Брат -> the title, year and director from the result"),
     name="media", summary="Films and series: search, details, playback.",
     tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
 )

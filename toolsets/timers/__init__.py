@@ -12,6 +12,8 @@ from core.toolsets import Toolset
 from protocol import ArgSpec, ToolSpec, ToolsetSpec
 
 TIMERS_TOOLSET = ToolsetSpec(
+    example=("\"напомни через 5 минут позвонить\" -> TOOL_CALL: read_skill|timers -> TOOL_CALL: enable_toolset|timers -> "
+             "TOOL_CALL: timers_set|in 5 minutes; позвонить -> \"Напомню в 14:10.\""),
     name="timers",
     summary="reminders that wake you later: one-shot or repeating",
     runs="session",
