@@ -1,7 +1,7 @@
 """Replies that only repeat what the model was just shown.
 
 A small model sometimes "answers" with the user's own words ("Который час?") or with the
-prompt's state part ("Active toolsets: media …"): text that tells the user nothing. The session
+prompt's state part ("Active toolsets: notes …"): text that tells the user nothing. The session
 does not show such a reply as the answer; it asks the model once more with a notice (measured
 with `run.py eval`).
 """

@@ -1,0 +1,38 @@
+"""A reply that only repeats what the model was shown is not an answer (core/echo.py)."""
+from core.echo import echoed
+
+
+def test_the_users_own_words_back_are_an_echo_whatever_the_case_and_punctuation():
+    assert echoed("Который час?", "[User said] который час") == "the user's words"
+    assert echoed("  who directed Inception? Check the catalog. ", "[User said] Who directed Inception? Check the catalog.") == "the user's words"
+
+
+def test_the_state_part_back_is_an_echo():
+    assert echoed("Active toolsets: media\nmedia_info|<id> — details", "[User said] найди фильм") == "the tool list"
+    assert echoed("Skills (name: when to use; read_skill|name gives its recipe):\nmedia: Films", "x") == "the tool list"
+
+
+def test_a_real_answer_is_not_an_echo_even_when_it_quotes_the_user():
+    assert echoed("Сейчас 18:00.", "[User said] который час?") == ""
+    assert echoed("Который час? Сейчас 18:00.", "[User said] который час?") == ""
+    assert echoed("", "[User said] hi") == ""
+
+
+async def test_the_session_asks_again_once_and_the_glasses_get_the_answer_not_the_echo(tmp_path):
+    import protocol as p
+    from harness import inproc_system
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        if messages[-1].content.startswith("[System notice] Your last reply only repeated"):
+            return "It is 18:00."
+        return "which time is it"  # the user's words back
+
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("e1", "Which time is it?")
+        history = await system.history("e1")
+    finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+    assert finals == ["It is 18:00."]
+    assert [m["content"] for m in history if m["role"] == "assistant"] == ["It is 18:00."]
+    assert len(backend.calls) == 2
