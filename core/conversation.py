@@ -268,6 +268,7 @@ class Conversation:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
         repeated = ""  # the tool whose result the last step brought (not offered again right away)
         echo_retried = False
+        recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
         turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
@@ -297,7 +298,7 @@ class Conversation:
                 messages.append(p.ChatMessage(role="system", content=AFTER_RESULT_RULE))
             notice = ""
             tools = self.s.registry.callable_tools(active)
-            tools += [t for t in self._recipe_tools(turn_start) if t not in tools]
+            tools += [t for t in recipe_tools if t not in tools]
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
                 tools = [tool for tool in tools if tool != repeated]
@@ -338,6 +339,8 @@ class Conversation:
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            if call.name == "read_skill":
+                recipe_tools += [t for t in self._recipe_tools(result) if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name
             if parsed.extra_calls:
@@ -353,16 +356,11 @@ class Conversation:
                                               "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
-    def _recipe_tools(self, turn_start: int) -> list[str]:
-        """Tools a skill read in this turn tells the model to call: a recipe may call a tool of a
-        toolset that is off (S8 substitutes that call and turns the toolset on), so the grammar
-        must not forbid what the recipe says."""
-        names: list[str] = []
-        for message in self.trajectory.messages()[turn_start:]:
-            if message.role == "tool" and message.name == "read_skill":
-                names += [n for n in RECIPE_CALL.findall(message.content)
-                          if self.s.registry.spec(n) is not None and n not in names]
-        return names
+    def _recipe_tools(self, body: str) -> list[str]:
+        """Tools a skill's body tells the model to call: a recipe may call a tool of a toolset
+        that is off (S8 substitutes that call and turns the toolset on), so the grammar must not
+        forbid what the recipe says."""
+        return [name for name in dict.fromkeys(RECIPE_CALL.findall(body)) if self.s.registry.spec(name) is not None]
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):
