@@ -2,19 +2,20 @@
 and the skills index, in two parts laid out for prefix caching.
 
 vLLM and llama.cpp reuse the longest unchanged prefix of the previous request; one changed token
-invalidates everything after it. So what never changes goes first and what changes goes last:
+invalidates everything after it. So what never changes goes first:
 
-    static  (the system message, first)   preamble, the 5 core tools, one line per toolset:
-                                          the same for every request of every session
+    static  (the system message, first)   preamble, worked examples, the core tools, one line per
+                                          toolset: the same for every request of every session
     history (the trajectory)              only ever grows (S9)
-    state   (a system message, last)      the skills index (a toolset's skill leaves it while the
-                                          toolset is on) and "Active toolsets: …" with their tools
+    state   (a system message, placed     the skills index (a toolset's skill leaves it while the
+             right before the current     toolset is on) and "Active toolsets: …" with their tools
+             turn, core/conversation.py)
 
-A request after `enable_toolset`, a disable or an expiry therefore recomputes only its new
-messages and the state part (a few hundred tokens at most), instead of the whole history that
-would follow a changed system message. It also puts the tools the model may call right before
-its reply, where a small model looks. `build_system_prompt` joins both parts: the whole text, for
-budgets and for callers that want one message.
+A request after `enable_toolset`, a disable or an expiry therefore recomputes the state part and
+the current turn, never the earlier history; the user's words (or the latest result) stay the
+last thing the model reads - a small model that reads a tool list last follows the list, not
+the user (measured with `run.py eval`). `build_system_prompt` joins both parts: the whole text,
+for budgets and for callers that want one message.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from protocol.skills import SkillEntry
 
 class PromptParts(NamedTuple):
     static: str  # the first system message
-    state: str  # the last message: skills index and active toolsets ("" when there is neither)
+    state: str  # before the current turn: skills index and active toolsets ("" when there is neither)
 
 
 PREAMBLE = (

@@ -83,9 +83,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """The prompt as rules read it: the state part the runtime puts after the history (a trailing
-    system message, core/prompt.py) joined to the leading system message, so that a rule sees
-    the whole prompt in messages[0] and what was last said in messages[-1]."""
+    """The prompt as rules read it: every later system message (the state part before the current
+    turn, the nudge after a result, core/conversation.py) joined to the leading one, so that a
+    rule sees the whole prompt in messages[0] and what was last said in messages[-1]."""
     if len(messages) < 2 or messages[0].role != "system":
         return messages
     later = [m.content for m in messages[1:] if m.role == "system"]
