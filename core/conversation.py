@@ -40,7 +40,7 @@ import anyio
 
 import protocol as p
 from core.activity import NOT_EXECUTED, ToolsetActivity
-from core.prompt import AFTER_RESULT_RULE, arg_choices, build_prompt, visible_skills
+from core.prompt import arg_choices, closing_notice, build_prompt, visible_skills
 from core.observe import Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
@@ -269,6 +269,7 @@ class Conversation:
         repeated = ""  # the tool whose result the last step brought (not offered again right away)
         echo_retried = False
         recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
+        read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
         turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
@@ -281,30 +282,30 @@ class Conversation:
             skills = await self._skill_index()
             active = self.activity.active()
             prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
-            # static part first, state part last: see core/prompt.py (prefix caching)
+            # static part first, then the history, the state part and the closing notice last:
+            # see core/prompt.py (prefix caching; what the model reads last)
             history = self._fitted(prompt.static + prompt.state, notice, turn_start)
-            # the state part goes right before this turn's messages: what the user just said
-            # (or the result just brought) is the last thing the model reads, not a tool list
-            split = max(0, len(history) - (len(self.trajectory) - turn_start))
-            state = [p.ChatMessage(role="system", content=prompt.state)] if prompt.state else []
-            messages = [p.ChatMessage(role="system", content=prompt.static), *history[:split], *state, *history[split:]]
+            messages = [p.ChatMessage(role="system", content=prompt.static), *history]
+            if prompt.state:
+                messages.append(p.ChatMessage(role="system", content=prompt.state))
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
             # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
             after_result = (not notice and bool(history) and history[-1].role == "tool"
                             and history[-1].name != "read_skill" and NOT_EXECUTED not in history[-1].content)
-            if notice:  # the answer to the last (invisible) call, right after the history
+            if notice:  # the answer to the last (invisible) call, never stored
                 messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
-            if after_result:
-                messages.append(p.ChatMessage(role="system", content=AFTER_RESULT_RULE))
+            messages.append(p.ChatMessage(role="user", content=closing_notice(self._last_user_words(), after_result)))
             notice = ""
             tools = self.s.registry.callable_tools(active)
             tools += [t for t in recipe_tools if t not in tools]
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
                 tools = [tool for tool in tools if tool != repeated]
-            unread = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
-                      if not self.tracker.has_read(skill.name, skills.body_versions.get(skill.name, ""))]
-            choices = arg_choices(self.s.registry, active, unread)
+            # a skill read earlier in the conversation may be read again (its toolset expired or
+            # was turned off, its body is far back); within one turn, once is enough
+            readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
+                        if skill.name not in read_this_turn]
+            choices = arg_choices(self.s.registry, active, readable)
             self._model_calls += 1
             try:
                 reply = await self._generate(turn_id, messages, tools, choices)
@@ -340,6 +341,8 @@ class Conversation:
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
             if call.name == "read_skill":
+                bound = self.s.registry.validate(call.name, call.raw_args)
+                read_this_turn.add(bound.get("name", "").strip().lower() if isinstance(bound, dict) else "")
                 recipe_tools += [t for t in self._recipe_tools(result) if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name

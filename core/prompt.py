@@ -49,10 +49,37 @@ CHAT_EXAMPLE = "\"how are you?\" -> \"Fine, thanks!\" (no tool)"
 CORE_HEADER = "Core tools:"
 CATALOG_HEADER = "Toolsets (turn on with enable_toolset|name):"
 ACTIVE_HEADER = "Active toolsets: "
-# After a tool result the state part ends with this: a small model that reads a tool list last
-# calls tools forever; told this before its first call, it answers without any.
-AFTER_RESULT_RULE = ("Above is the result of your last tool call. If it answers the user, reply to the user "
-                     "now in plain text; call another tool only if it is still needed.")
+# After a tool result the request ends with this notice, in the same user turn as the result: a
+# small model that reads a tool list last calls tools forever, one that reads a bare system line
+# last answers "I don't have enough information" (run.py eval); told what the user asked and in
+# which language to answer, it answers the request instead.
+REQUEST_NOTICE = "[System notice] The user's request: {request}"
+AFTER_RESULT_RULE = ("Above is the result of your last tool call. If it answers the request, reply to the user now "
+                     "in plain text, in {language}; call another tool only if it is still needed.")
+USER_LABEL = re.compile(r"^\[User said\]\s*")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+REQUEST_QUOTE_CHARS = 300
+
+
+def reply_language(words: str) -> str:
+    """The language to name in a notice: a small model told "the user's language" after an
+    English system text answers a Russian question in English (and misspells the names)."""
+    cyrillic, latin = len(_CYRILLIC.findall(words)), len(_LATIN.findall(words))
+    return "Russian" if cyrillic > latin else "the user's language"
+
+
+def closing_notice(request: str, after_result: bool = False) -> str:
+    """The last message of every request: the user's request again (the state part comes after
+    the history, and a small model follows what it reads last), and after a tool result the rule
+    to answer. `request`: the turn's latest user-side message as recorded."""
+    words = " ".join(USER_LABEL.sub("", request.strip()).split())
+    if len(words) > REQUEST_QUOTE_CHARS:
+        words = words[:REQUEST_QUOTE_CHARS] + "\u2026"
+    text = REQUEST_NOTICE.format(request=f"\u00ab{words}\u00bb" if words else "(none)")
+    if after_result:
+        text += "\n" + AFTER_RESULT_RULE.format(language=reply_language(words))
+    return text
 
 
 def skills_for_toolsets(skills: Iterable[SkillEntry], toolset_names: Iterable[str],
@@ -81,8 +108,8 @@ def visible_skills(registry: ToolsetRegistry, active: Iterable[str], skills: Ite
 
 def arg_choices(registry: ToolsetRegistry, active: Iterable[str], readable_skills: Iterable[SkillEntry]) -> dict[str, list[str]]:
     """The only arguments some tools accept right now (for constrained decoding): a skill the
-    index shows and the session has not read yet (its body is in the history), a toolset that is off (enable) or on (disable), nothing at all for a tool
-    without arguments. A small model made to write `|` goes on to copy the tool's description;
+    index shows and this turn has not read yet, a toolset that is off (enable) or on (disable),
+    nothing at all for a tool without arguments. A small model made to write `|` goes on to copy the tool's description;
     one allowed to enable an active toolset enables it again and again (the enable is invisible)."""
     active = sorted(active)
     choices = {tool: [""] for tool in registry.callable_tools(active) if not registry.spec(tool).args}

@@ -30,6 +30,9 @@ import anyio.lowlevel
 from llm.base import Generation, LLMError
 from protocol import ChatMessage
 
+# how the session's closing notice begins (core.prompt.REQUEST_NOTICE): it restates the request
+CLOSING_START = "[System notice] The user's request:"
+
 ReplyFn = Callable[[list[ChatMessage]], str]
 
 
@@ -83,9 +86,12 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """The prompt as rules read it: every later system message (the state part before the current
-    turn, the nudge after a result, core/conversation.py) joined to the leading one, so that a
-    rule sees the whole prompt in messages[0] and what was last said in messages[-1]."""
+    """The prompt as rules read it: every later system message (the state part after the history,
+    core/conversation.py) joined to the leading one, and the closing notice that restates the
+    request left out, so that a rule sees the whole prompt in messages[0] and what was last said
+    (the user's words, a tool result, a notice) in messages[-1]."""
+    if messages and messages[-1].role == "user" and messages[-1].content.startswith(CLOSING_START):
+        messages = messages[:-1]
     if len(messages) < 2 or messages[0].role != "system":
         return messages
     later = [m.content for m in messages[1:] if m.role == "system"]

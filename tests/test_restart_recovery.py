@@ -11,6 +11,7 @@ from pathlib import Path
 
 import anyio
 
+from llm.scripted import CLOSING_START
 from tests.scripted_openai_server import Reply, ScriptedOpenAIServer
 from tests.test_process_mode import _free_port
 
@@ -18,8 +19,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def conversation(request) -> list[dict]:
-    """The messages without the prompt's state part (a system message after the history)."""
-    messages = request["messages"]
+    """The messages without the closing notice that restates the request and the prompt's state
+    part (a system message after the history)."""
+    messages = list(request["messages"])
+    if len(messages) > 1 and messages[-1]["content"].startswith(CLOSING_START):
+        messages.pop()
     return messages[:-1] if len(messages) > 1 and messages[-1]["role"] == "system" else messages
 
 
