@@ -14,7 +14,7 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
-from core.config import Config, MediaConfig, SkillsConfig, StorageConfig, TopologyConfig, apply_env
+from core.config import Config, SkillsConfig, StorageConfig, TopologyConfig, apply_env
 
 
 class RecordingGlasses(Actor):
@@ -61,9 +61,8 @@ def make_config(tmp: Path, **session) -> Config:
     base = Config(
         topology=TopologyConfig(mode="inproc"),
         skills=SkillsConfig(user_dir=str(tmp / "user-skills")),
-        media=MediaConfig(db_path=str(tmp / "media.sqlite3")),
         storage=StorageConfig(path=str(tmp / "porfiry.sqlite3")),
-    )
+    ).with_section("media", db_path=str(tmp / "media.sqlite3"))
     config = apply_env(base, {})
     if session:
         config = msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, **session))

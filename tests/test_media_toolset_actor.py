@@ -11,7 +11,7 @@ import pytest
 import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
 from actors.toolsets import ToolsetSupervisor
-from core.config import Config, MediaConfig, PhoneConfig, SessionConfig, SupervisorConfig, TopologyConfig
+from core.config import Config, PhoneConfig, SessionConfig, SupervisorConfig, TopologyConfig
 from core.toolsets import Toolset
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.executor import MediaTools
@@ -22,8 +22,8 @@ def make_config(ipc_dir, tmp_path, *, tool_timeout_s=3.0, playback_wait_s=0.2, a
     return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
                   session=SessionConfig(tool_timeout_s=tool_timeout_s),
                   supervisor=SupervisorConfig(ask_timeout_s=ask_timeout_s),
-                  phone=PhoneConfig(playback_wait_s=playback_wait_s),
-                  media=MediaConfig(db_path=str(tmp_path / "media.sqlite3")))
+                  phone=PhoneConfig(playback_wait_s=playback_wait_s)).with_section(
+        "media", db_path=str(tmp_path / "media.sqlite3"))
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ class SlowCatalog(EmbeddedCatalog):
 
 
 async def test_a_slow_search_does_not_block_other_sessions(config):
-    catalog = SlowCatalog(config.media.db_path)
+    catalog = SlowCatalog(config.toolsets.sections["media"]["db_path"])
     async with running(config, with_catalog(config, catalog)) as client:
         done = {}
 
