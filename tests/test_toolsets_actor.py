@@ -11,7 +11,7 @@ import protocol as p
 import toy_toolset
 from actors.base import Endpoint
 from actors.toolsets import ToolsetSupervisor
-from core.config import Config, SessionConfig, ToolsetsConfig, TopologyConfig
+from core.config import Config, ConfigError, SessionConfig, ToolsetsConfig, TopologyConfig, load_config
 from core.toolsets import Toolset
 
 TOOL_TIMEOUT_S = 0.5
@@ -193,3 +193,34 @@ async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_throug
         history = await system.history("s1")
     assert [m["content"] for m in history if m["role"] == "tool"] == [
         "echo: hello toy", "tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"]
+
+
+TOY_CONFIG = """
+[topology]
+mode = "inproc"
+
+[toolsets]
+extra = ["toy_toolset:TOOLSET"]
+
+[toolsets.toy]
+greeting = {greeting}
+"""
+
+
+async def test_a_toolsets_own_config_section_is_decoded_and_reaches_its_handler(tmp_path, zmq_ctx):
+    """`[toolsets.toy]` belongs to the toy: core.config keeps it raw, the toy's record decodes it."""
+    path = tmp_path / "porfiry.toml"
+    path.write_text(TOY_CONFIG.format(greeting='"hello"'))
+    config = load_config(path, env={})
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+        outcome = await client.ask("toolsets", invoke("toy_echo", text="there"), session="s1")
+    assert outcome == p.ToolOutcome(call_id="c1", ok=True, text="hello: there")
+    assert toy_toolset.INSTANCES[-1].settings == toy_toolset.ToySettings(greeting="hello")
+
+
+def test_a_wrong_type_in_a_toolsets_section_is_one_line_naming_the_key(tmp_path):
+    path = tmp_path / "porfiry.toml"
+    path.write_text(TOY_CONFIG.format(greeting="5"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value) == f"config {path}: Expected `str`, got `int` - at `$.toolsets.toy.greeting`"
