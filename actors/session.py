@@ -83,7 +83,7 @@ class SessionActor(Actor):
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
-            session_toolsets={r.spec.name: r for r in toolsets.load(self.config.toolsets.extra) if r.runs == "session"},
+            session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if r.runs == "session"},
             clock=self.clock, router=router, on_timer_set=self.wake_timers,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )

@@ -35,7 +35,7 @@ class ToolsetSupervisor(Actor):
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None,
                  clock: Callable[[], float] = time.time, records: Iterable[Toolset] | None = None):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
-        self.records = list(records) if records is not None else toolsets.load(config.toolsets.extra)
+        self.records = list(records) if records is not None else toolsets.load(config)
         self.registry = ToolsetRegistry([])
         self.catalog = p.Catalog(toolsets=[])
         self.executors: dict[str, Executor] = {}

@@ -40,8 +40,8 @@ def scratch_config(config: Config, workdir: Path) -> Config:
     """The config with the user skills dir, the media database and the session journal moved into
     `workdir`, so a benchmark neither reads the user's skills nor writes into var/."""
     replace = msgspec.structs.replace
-    return replace(config, skills=replace(config.skills, user_dir=str(workdir / "user-skills")),
-                   media=replace(config.media, db_path=str(workdir / "media.sqlite3")),
+    return replace(config.with_section("media", db_path=str(workdir / "media.sqlite3")),
+                   skills=replace(config.skills, user_dir=str(workdir / "user-skills")),
                    storage=replace(config.storage, path=str(workdir / "porfiry.sqlite3")))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping, TypeVar
 
 import msgspec
 
@@ -16,6 +16,7 @@ from core.urgency import DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES
 from llm.profiles import ProfileConfig, default_profiles
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
 
 
 class _Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -92,11 +93,6 @@ class SkillsConfig(_Section):
     read_timeout_s: float = 2.0  # a SKILL.md that takes longer to read is rejected
 
 
-class MediaConfig(_Section):
-    catalog_path: str = ""  # empty: the catalog shipped in toolsets/media/data
-    db_path: str = "var/media.sqlite3"
-
-
 class StorageConfig(_Section):
     """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
 
@@ -127,11 +123,16 @@ class WebConfig(_Section):
 
 
 class ToolsetsConfig(_Section):
-    """Toolsets beyond the built-in registry (`toolsets/__init__.py`) and the bound on results."""
+    """Toolsets beyond the built-in registry (`toolsets/__init__.py`), the bound on results, and
+    each toolset's own section. Any other key of `[toolsets]` names a toolset, so a key added here
+    needs a `_` (toolset names have none)."""
 
     extra: list[str] = []  # "module:ATTRIBUTE" of further toolset records, e.g. "mytools.weather:TOOLSET"
     max_result_chars: Annotated[int, msgspec.Meta(ge=200)] = 4000  # longer results are cut, with an offset= call for the rest
     results_kept: Annotated[int, msgspec.Meta(ge=0)] = 64  # full cut results kept for offset= calls (all sessions)
+    # The raw `[toolsets.NAME]` tables, filled by load_config: the toolset decodes its own against
+    # the settings Struct its record declares (core.toolsets.Toolset.settings).
+    sections: dict[str, dict[str, Any]] = {}
 
 
 class McpServerConfig(_Section):
@@ -163,7 +164,6 @@ class Config(_Section):
     phone: PhoneConfig = msgspec.field(default_factory=PhoneConfig)
     session: SessionConfig = msgspec.field(default_factory=SessionConfig)
     skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
-    media: MediaConfig = msgspec.field(default_factory=MediaConfig)
     toolsets: ToolsetsConfig = msgspec.field(default_factory=ToolsetsConfig)
     mcp: McpConfig = msgspec.field(default_factory=McpConfig)
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
@@ -178,6 +178,11 @@ class Config(_Section):
     def builtin_skill_dirs(self) -> list[Path]:
         """Where built-in skills live: `skills.builtin_dir`, then each toolset folder's SKILL.md."""
         return [self.path(self.skills.builtin_dir), self.path(self.skills.toolsets_dir)]
+
+    def with_section(self, toolset: str, **values: Any) -> Config:
+        """A copy with these keys set in a toolset's section: scratch paths for a test or a benchmark."""
+        sections = {**self.toolsets.sections, toolset: {**self.toolsets.sections.get(toolset, {}), **values}}
+        return msgspec.structs.replace(self, toolsets=msgspec.structs.replace(self.toolsets, sections=sections))
 
 
 ENV_OVERRIDES = {
@@ -206,12 +211,48 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     if path:
         decode = msgspec.json.decode if str(path).endswith(".json") else msgspec.toml.decode
         try:
-            config = decode(Path(path).read_bytes(), type=Config)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
+            config = _from_tables(decode(Path(path).read_bytes()))
+            if config.toolsets.sections:
+                import toolsets  # each toolset decodes its own section: a wrong value fails here, not in an actor
+
+                toolsets.load(config)
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError, ConfigError) as exc:
             raise ConfigError(f"config {path}: {exc}") from None
     else:
         config = Config()
     return apply_env(config, env)
+
+
+_CORE_SECTIONS = frozenset(Config.__struct_fields__)
+_TOOLSETS_KEYS = frozenset(ToolsetsConfig.__struct_fields__) - {"sections"}
+
+
+def _from_tables(tables: dict[str, Any]) -> Config:
+    """The config of a decoded file. A toolset's section is kept raw in `toolsets.sections`: it is
+    `[toolsets.NAME]`, or (the older spelling) a top-level `[NAME]` that is not a core section."""
+    tables = dict(tables)
+    toolsets = tables.get("toolsets", {})
+    if isinstance(toolsets, dict):
+        toolsets = dict(toolsets)
+        sections = {key: toolsets.pop(key) for key in list(toolsets)
+                    if key not in _TOOLSETS_KEYS and isinstance(toolsets[key], dict)}
+        for key in [key for key, value in tables.items() if key not in _CORE_SECTIONS and isinstance(value, dict)]:
+            if key in sections:
+                raise ConfigError(f"section {key} is given twice: as [toolsets.{key}] and as [{key}]")
+            sections[key] = tables.pop(key)
+        tables["toolsets"] = {**toolsets, "sections": sections}
+    return msgspec.convert(tables, Config)
+
+
+def decode_section(raw: Mapping[str, Any], settings: type[T], where: str) -> T:
+    """A toolset's raw section as its `settings` Struct (defaults for absent keys). A wrong value is
+    a ConfigError naming the key as the file does: `... - at `$.toolsets.NAME.key``."""
+    try:
+        return msgspec.convert(raw, settings)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        text = text.replace(" - at `$", f" - at `$.{where}", 1) if " - at `$" in text else f"{text} - at `$.{where}`"
+        raise ConfigError(text) from None
 
 
 def apply_env(config: Config, env: Mapping[str, str]) -> Config:
@@ -235,8 +276,12 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
 
 
 def to_json(config: Config) -> bytes:
-    return msgspec.json.encode(config)
+    """The config as a file spells it (each toolset's section inside `toolsets`), so that both
+    from_json and load_config of a `.json` file read it back."""
+    tables = msgspec.to_builtins(config)
+    tables["toolsets"].update(tables["toolsets"].pop("sections"))
+    return msgspec.json.encode(tables)
 
 
 def from_json(data: bytes | str) -> Config:
-    return msgspec.json.decode(data, type=Config)
+    return _from_tables(msgspec.json.decode(data))

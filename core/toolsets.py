@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Literal, Protocol
 
+from core.config import Config, ConfigError, decode_section
 from core.toolcall import ArgumentError, bind_args
 from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 
@@ -74,12 +76,31 @@ class Toolset:
 
     runs="session": `handler(conversation, tool, args) -> str` runs in the session (per-session
     state: timers). runs="executor": `handler(host) -> Executor`, built once in the toolset
-    executor actor; its calls run there, each in its own task. A `SKILL.md` next to the record is
-    the toolset's built-in skill (its "enable me" entry in the skills index)."""
+    executor actor; its calls run there, each in its own task. `settings`, a msgspec Struct with
+    defaults, is its config section `[toolsets.NAME]`: the handler then also gets it, decoded, as
+    `settings=`, so no toolset's keys live in core.config. A `SKILL.md` next to the record is the
+    toolset's built-in skill (its "enable me" entry in the skills index)."""
 
     spec: ToolsetSpec
     runs: Literal["session", "executor"]
     handler: Callable[..., Any]
+    settings: type | None = None
+
+    def read_settings(self, config: Config) -> Any:
+        """Its section of `config` as `settings`; None when it takes none.
+        Raises ConfigError naming a wrong key, or a section given to a toolset without settings."""
+        name = self.spec.name
+        raw = config.toolsets.sections.get(name)
+        if self.settings is None:
+            if raw is not None:
+                raise ConfigError(f"toolset {name} takes no settings, so [toolsets.{name}] is unknown")
+            return None
+        return decode_section(raw or {}, self.settings, f"toolsets.{name}")
+
+    def configured(self, config: Config) -> Toolset:
+        """This record with its settings from `config` bound to its handler (itself if it has none)."""
+        settings = self.read_settings(config)
+        return self if settings is None else replace(self, handler=partial(self.handler, settings=settings))
 
 
 def invalid_args_text(tool: ToolSpec, reason: str = "") -> str:

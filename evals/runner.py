@@ -214,7 +214,7 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
     invalid_calls = 0
     with tempfile.TemporaryDirectory(prefix="porfiry-eval-") as scratch:
         workdir = Path(scratch)
-        config = msgspec.structs.replace(config, media=msgspec.structs.replace(config.media, db_path=str(workdir / "media.sqlite3")))
+        config = config.with_section("media", db_path=str(workdir / "media.sqlite3"))
         provider = default_provider(config)
         await anyio.to_thread.run_sync(provider.ensure_ready)
         started = time.perf_counter()

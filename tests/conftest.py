@@ -1,5 +1,5 @@
 """Fixtures every suite shares: a ZeroMQ context, a short ipc:// directory, a clock the test
-moves, and the in-process config of tests/harness.py."""
+moves, and the configs of tests/harness.py (in one process, or a process per actor)."""
 import shutil
 import tempfile
 
@@ -24,8 +24,9 @@ def ipc_dir():
 
 
 @pytest.fixture
-def manual_clock():
-    return ManualClock(1_000_000.0)
+def manual_clock(request):
+    """Starts at the test module's `CLOCK_START` where what it asserts depends on the hour."""
+    return ManualClock(getattr(request.module, "CLOCK_START", 1_000_000.0))
 
 
 @pytest.fixture
@@ -33,3 +34,11 @@ def inproc_config(tmp_path):
     from harness import make_config
 
     return make_config(tmp_path)
+
+
+@pytest.fixture
+def ipc_config(inproc_config, ipc_dir):
+    """The same with an actor's inbox on ipc:// in `ipc_dir`, for actors run on their own."""
+    from harness import override
+
+    return override(inproc_config, topology={"mode": "ipc", "ipc_dir": ipc_dir})

@@ -14,7 +14,7 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
-from core.config import Config, MediaConfig, SkillsConfig, StorageConfig, TopologyConfig, apply_env
+from core.config import Config, SkillsConfig, StorageConfig, TopologyConfig, apply_env
 
 
 class RecordingGlasses(Actor):
@@ -58,16 +58,19 @@ class RecordingGlasses(Actor):
 
 
 def make_config(tmp: Path, **session) -> Config:
+    """In one process, every file under `tmp`, the environment ignored; `session` keys changed."""
     base = Config(
         topology=TopologyConfig(mode="inproc"),
         skills=SkillsConfig(user_dir=str(tmp / "user-skills")),
-        media=MediaConfig(db_path=str(tmp / "media.sqlite3")),
         storage=StorageConfig(path=str(tmp / "porfiry.sqlite3")),
-    )
-    config = apply_env(base, {})
-    if session:
-        config = msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, **session))
-    return config
+    ).with_section("media", db_path=str(tmp / "media.sqlite3"))
+    return override(apply_env(base, {}), session=session)
+
+
+def override(config: Config, **sections: dict) -> Config:
+    """`config` with some keys of some sections changed: `override(c, phone={"curve": False})`."""
+    replace = msgspec.structs.replace
+    return replace(config, **{name: replace(getattr(config, name), **keys) for name, keys in sections.items() if keys})
 
 
 class System:
@@ -109,7 +112,7 @@ async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.tim
     tmp = tmp or Path(tempfile.mkdtemp(prefix="pf"))
     config = config or make_config(tmp, **session)
     if backend is not None:
-        config = msgspec.structs.replace(config, llm=msgspec.structs.replace(config.llm, profile="test"))
+        config = override(config, llm={"profile": "test"})
     ctx = zmq.Context()
     built: dict[str, Actor] = {}
     for name in actors:

@@ -5,22 +5,12 @@ from core.activity import ToolsetActivity
 from toolset_examples import example_registry
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+CLOCK_START = 1000.0  # the deadlines below are written out
 
 
 @pytest.fixture
-def clock():
-    return FakeClock()
-
-
-@pytest.fixture
-def activity(clock):
-    return ToolsetActivity(example_registry(), clock=clock)
+def activity(manual_clock):
+    return ToolsetActivity(example_registry(), clock=manual_clock)
 
 
 # --- enable / disable: idempotent and forgiving ------------------------------------------------------
@@ -64,42 +54,42 @@ def test_disable_of_an_inactive_or_unknown_toolset(activity):
 
 
 # --- deadlines ------------------------------------------------------------------------------------
-def test_a_toolset_lives_600_seconds_after_enable(activity, clock):
+def test_a_toolset_lives_600_seconds_after_enable(activity, manual_clock):
     activity.enable("media")
-    clock.now += 599.9
+    manual_clock.now += 599.9
     assert activity.purge_expired() == []
-    clock.now = 1600.0  # exactly the deadline: still active (gone only when now > deadline)
+    manual_clock.now = 1600.0  # exactly the deadline: still active (gone only when now > deadline)
     assert activity.purge_expired() == []
     assert activity.active() == ["media"]
-    clock.now += 0.1
+    manual_clock.now += 0.1
     assert activity.purge_expired() == ["media"]
     assert activity.active() == []
 
 
-def test_expiry_is_only_noticed_when_the_prompt_is_built(activity, clock):
+def test_expiry_is_only_noticed_when_the_prompt_is_built(activity, manual_clock):
     activity.enable("media")
-    clock.now += 900
+    manual_clock.now += 900
     assert activity.active() == ["media"]  # no timers: nothing happens until purge_expired
     assert activity.purge_expired() == ["media"]
 
 
-def test_a_call_of_a_tool_of_the_set_extends_the_deadline(activity, clock):
+def test_a_call_of_a_tool_of_the_set_extends_the_deadline(activity, manual_clock):
     activity.enable("media")
-    clock.now += 500
+    manual_clock.now += 500
     assert activity.substitute("media_info", "tt42").action == "execute"
-    clock.now += 500  # 1000 s after enable, 500 s after the call
+    manual_clock.now += 500  # 1000 s after enable, 500 s after the call
     assert activity.purge_expired() == []
-    clock.now += 100.1
+    manual_clock.now += 100.1
     assert activity.purge_expired() == ["media"]
 
 
-def test_touch_and_repeated_enable_extend(activity, clock):
+def test_touch_and_repeated_enable_extend(activity, manual_clock):
     activity.enable("media")
     activity.enable("timers")
-    clock.now += 400
+    manual_clock.now += 400
     activity.touch("media")
     activity.enable("timers")
-    clock.now += 400
+    manual_clock.now += 400
     assert activity.purge_expired() == []
     activity.touch("weather")  # unknown or inactive: nothing happens
     assert activity.active() == ["media", "timers"]
@@ -110,16 +100,16 @@ def test_touch_does_not_activate(activity):
     assert activity.active() == []
 
 
-def test_custom_ttl(clock):
-    activity = ToolsetActivity(example_registry(), clock=clock, ttl=5)
+def test_custom_ttl(manual_clock):
+    activity = ToolsetActivity(example_registry(), clock=manual_clock, ttl=5)
     activity.enable("timers")
-    clock.now += 5.5
+    manual_clock.now += 5.5
     assert activity.purge_expired() == ["timers"]
 
 
-def test_sessions_do_not_share_activity(clock):
+def test_sessions_do_not_share_activity(manual_clock):
     registry = example_registry()
-    first, second = ToolsetActivity(registry, clock=clock), ToolsetActivity(registry, clock=clock)
+    first, second = ToolsetActivity(registry, clock=manual_clock), ToolsetActivity(registry, clock=manual_clock)
     first.enable("media")
     assert second.active() == []
     assert first.deadlines() == {"media": 1600.0}

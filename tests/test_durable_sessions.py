@@ -14,7 +14,7 @@ from actors.session import RESTART_NOTICE
 from core.fold import FOLD_LINE
 from llm.profiles import ProfileConfig
 from llm.scripted import ScriptedBackend
-from tests.harness import inproc_system, make_config
+from tests.harness import inproc_system, override
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -91,10 +91,9 @@ async def test_a_turn_cut_by_a_stop_is_continued_after_the_restart_with_a_notice
         assert texts[0] == "[User said] what is a haiku" and RESTART_NOTICE in texts[-1]
 
 
-async def test_a_300_turn_conversation_always_fits_a_2048_token_context_and_history_search_finds_turn_3(tmp_path):
-    config = make_config(tmp_path)
-    profiles = {**config.llm.profiles, "test": ProfileConfig(kind="scripted", context_tokens=2048)}
-    config = msgspec.structs.replace(config, llm=msgspec.structs.replace(config.llm, profiles=profiles))
+async def test_a_300_turn_conversation_always_fits_a_2048_token_context_and_history_search_finds_turn_3(tmp_path, inproc_config):
+    profiles = {**inproc_config.llm.profiles, "test": ProfileConfig(kind="scripted", context_tokens=2048)}
+    config = override(inproc_config, llm={"profiles": profiles})
     words = {3: "aquamarine"}
 
     def model(messages):
@@ -179,10 +178,9 @@ async def test_a_request_that_died_with_a_restarted_llm_worker_is_asked_again(tm
         assert len(slow_then_fast.calls) == 2, "asked again of the new worker, once"
 
 
-async def test_retention_days_expires_old_sessions_at_start(tmp_path, manual_clock):
+async def test_retention_days_expires_old_sessions_at_start(tmp_path, manual_clock, inproc_config):
     clock = manual_clock
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, storage=msgspec.structs.replace(config.storage, retention_days=1.0))
+    config = override(inproc_config, storage={"retention_days": 1.0})
     async with inproc_system(tmp_path, backend=ScriptedBackend(), clock=clock, config=config) as system:
         await system.turn("old", "hello from the past")
     clock.advance(2 * 86400)
@@ -238,11 +236,10 @@ async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_
                 await anyio.sleep(0.05)
 
 
-async def test_with_the_journal_off_sessions_work_in_memory_and_nothing_reaches_the_disk(tmp_path):
+async def test_with_the_journal_off_sessions_work_in_memory_and_nothing_reaches_the_disk(tmp_path, inproc_config):
     """`storage.journal = false` (what `bench` compares the journal against): the runtime answers
     as usual, writes no session journal, and a restart forgets the conversation."""
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, storage=msgspec.structs.replace(config.storage, journal=False))
+    config = override(inproc_config, storage={"journal": False})
     backend = ScriptedBackend()
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         reply = await system.deliver("m1", "hello there", event_id="ev-1")

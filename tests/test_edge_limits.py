@@ -4,16 +4,8 @@ from core.edge_limits import Connections, GarbageLog, Outboxes, TokenBucket
 from storage.ownership import OwnershipStore
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_token_bucket_allows_a_burst_then_the_rate():
-    clock = Clock()
+def test_token_bucket_allows_a_burst_then_the_rate(manual_clock):
+    clock = manual_clock
     bucket = TokenBucket(rate=10, burst=20, clock=clock)
     assert sum(bucket.take() for _ in range(30)) == 20
     assert 0.09 <= bucket.retry_after() <= 0.1
@@ -21,8 +13,8 @@ def test_token_bucket_allows_a_burst_then_the_rate():
     assert sum(bucket.take() for _ in range(30)) == 5
 
 
-def test_connections_cap_sessions_and_forget_idle_ones():
-    clock = Clock()
+def test_connections_cap_sessions_and_forget_idle_ones(manual_clock):
+    clock = manual_clock
     conns = Connections(events_per_s=10, max_sessions=2, clock=clock, idle_s=60)
     assert conns.admit_session(b"a", "s1") and conns.admit_session(b"a", "s2") and conns.admit_session(b"a", "s1")
     assert not conns.admit_session(b"a", "s3")
@@ -34,8 +26,8 @@ def test_connections_cap_sessions_and_forget_idle_ones():
     assert len(conns) == 1, "idle connections were swept"
 
 
-def test_outboxes_are_per_peer_bounded_and_expire():
-    clock = Clock()
+def test_outboxes_are_per_peer_bounded_and_expire(manual_clock):
+    clock = manual_clock
     boxes = Outboxes(limit=3, hold_s=30, clock=clock)
     assert all(boxes.put(b"mute", n) for n in range(3))
     assert boxes.put(b"other", "x")
@@ -48,8 +40,8 @@ def test_outboxes_are_per_peer_bounded_and_expire():
     assert boxes.head(b"late") is None and boxes.expired == 1
 
 
-def test_garbage_log_reports_once_per_interval_with_a_count():
-    clock = Clock()
+def test_garbage_log_reports_once_per_interval_with_a_count(manual_clock):
+    clock = manual_clock
     log = GarbageLog(interval_s=10, clock=clock)
     assert log.note(b"p") == 1
     assert [log.note(b"p") for _ in range(99)] == [0] * 99

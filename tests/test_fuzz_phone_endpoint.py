@@ -4,9 +4,11 @@ message, envelope fields included), encoded by the real codec, then mutated: tru
 flipped or inserted, a field swapped for a value of another type, a frame split in two. After
 each input a healthy phone must still be answered, every answer to the fuzzer must be a valid
 envelope of a phone-bound message, and at the end no actor has restarted."""
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 import msgspec
 import pytest
@@ -15,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import protocol as p
-from test_hardening_process import _config
-from test_process_mode import REPO, _cli, _status, _wait_until
+from core.config import load_config
+from test_hardening_process import scripted
+from test_process_mode import REPO, _cli, _status, _wait_until, _write_config
 
 ANSWERS = (p.Ok, p.ErrorReply, p.Ack, p.Busy, p.RateLimited, p.Display, p.TurnDone, p.PlaybackCommand)
 
@@ -72,8 +75,11 @@ def wire_messages(draw) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
+    """One runtime for all the examples (module scope: its own ipc dir, not the fixture's)."""
     tmp = tmp_path_factory.mktemp("fuzz")
-    config, endpoint = _config(tmp, phone="events_per_s = 100000.0")
+    ipc_dir = tempfile.mkdtemp(prefix="pf")
+    config = _write_config(tmp, ipc_dir, phone="events_per_s = 100000.0", supervisor="intensity = 10", llm=scripted())
+    endpoint = load_config(config, env={}).phone.endpoint
     log = open(tmp / "serve.log", "w")
     proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                             stdout=log, stderr=subprocess.STDOUT)
@@ -88,6 +94,7 @@ def served(tmp_path_factory):
     ctx.destroy(linger=0)
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=20)
+    shutil.rmtree(ipc_dir, ignore_errors=True)
 
 
 codec = p.Codec(4 << 20)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import tempfile
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
 from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
+from harness import override
 from transport import keys as keyfiles
 from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
@@ -91,14 +91,12 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def dirs():
-    ipc = tempfile.mkdtemp(prefix="pf")  # short: unix socket paths are limited to ~100 characters
-    keys = Path(tempfile.mkdtemp(prefix="pfk"))
+def dirs(ipc_dir, tmp_path):
+    """The sockets' directory, and a keys directory with the phones phone-a and phone-b allowed."""
+    keys = tmp_path / "keys"
     keyfiles.generate(keys, "phone-a")
     keyfiles.generate(keys, "phone-b")
-    yield ipc, keys
-    shutil.rmtree(ipc, ignore_errors=True)
-    shutil.rmtree(keys, ignore_errors=True)
+    return ipc_dir, keys
 
 
 def make_config(dirs, *, ask_timeout_s=0.5, pending=16, playback_wait_s=0.3) -> Config:
@@ -113,9 +111,15 @@ def make_config(dirs, *, ask_timeout_s=0.5, pending=16, playback_wait_s=0.3) -> 
 
 
 class Runtime:
-    def __init__(self, config: Config, ctx: zmq.Context, journal: Journal, bridge: GlassesBridge, tg):
-        self.config, self.zmq, self.journal, self.bridge, self._tg = config, ctx, journal, bridge, tg
+    """A real GlassesBridge and the stand-in session actor, each of which a test may stop and
+    start again (a new GlassesBridge object: nothing of the old one's memory survives, only the
+    database)."""
+
+    def __init__(self, config: Config, ctx: zmq.Context, journal: Journal, tg):
+        self.config, self.zmq, self.journal, self._tg = config, ctx, journal, tg
         self.session_scope: anyio.CancelScope | None = None
+        self.bridge_scope: anyio.CancelScope | None = None
+        self.bridge: GlassesBridge | None = None
 
     def phone(self, name: str = "phone-a", **kwargs) -> PhoneClient:
         if "curve" not in kwargs:
@@ -136,17 +140,29 @@ class Runtime:
         assert self.session_scope is not None
         self.session_scope.cancel()
 
+    async def start_bridge(self) -> None:
+        async def run(task_status=anyio.TASK_STATUS_IGNORED):
+            with anyio.CancelScope() as scope:
+                self.bridge_scope = scope
+                self.bridge = GlassesBridge(self.config, zmq_context=self.zmq)
+                await self.bridge.run(task_status=task_status)
+
+        await self._tg.start(run)
+
+    async def restart_bridge(self) -> None:
+        self.bridge_scope.cancel()
+        await anyio.sleep(0.1)
+        await self.start_bridge()
+
 
 @asynccontextmanager
 async def runtime(config: Config, **session_kwargs):
     ctx = zmq.Context()
-    journal = Journal()
     try:
         async with anyio.create_task_group() as tg:
-            bridge = GlassesBridge(config, zmq_context=ctx)
-            rt = Runtime(config, ctx, journal, bridge, tg)
+            rt = Runtime(config, ctx, Journal(), tg)
             await rt.start_session(**session_kwargs)
-            await tg.start(bridge.run)
+            await rt.start_bridge()
             yield rt
             tg.cancel_scope.cancel()
     finally:
@@ -473,8 +489,7 @@ def test_lanes_are_bounded_fifo_and_hold_after_a_timeout():
 
 
 async def test_without_curve_a_session_belongs_to_a_client_id(dirs):
-    config = make_config(dirs)
-    config = msgspec.structs.replace(config, phone=msgspec.structs.replace(config.phone, curve=False))
+    config = override(make_config(dirs), phone={"curve": False})
     async with runtime(config) as rt:
         tokens = SessionTokens()  # the same user's phone, e.g. `run.py say` and `run.py phone` sharing var/
         async with rt.phone("pixel", curve=None, tokens=tokens) as first, rt.phone("pixel", curve=None, tokens=tokens) as second, \

@@ -39,75 +39,35 @@ def test_a_second_serve_with_the_same_config_exits_at_once_and_leaves_the_first_
 
 
 # ---- a runtime whose config the test shapes ---------------------------------------------------
-import tempfile  # noqa: E402
-
 import anyio  # noqa: E402
 import pytest  # noqa: E402
 import zmq  # noqa: E402
 
 import protocol as p  # noqa: E402
+from core.config import load_config  # noqa: E402
 from phone.client import EventRejected, PhoneClient  # noqa: E402
-from test_process_mode import _free_port, _wait_until  # noqa: E402
+from test_process_mode import _wait_until  # noqa: E402
 
 
-def _config(tmp, *, phone: str = "", first_token_delay_s: float = 0.0, token_delay_s: float = 0.0):
-    port = _free_port()
-    path = tmp / "porfiry.toml"
-    path.write_text(f"""
-[topology]
-mode = "ipc"
-ipc_dir = "{tempfile.mkdtemp(prefix='pf')}"
-
-[phone]
-endpoint = "tcp://127.0.0.1:{port}"
-{phone}
-
-[supervisor]
-intensity = 10
-period_s = 30
-
-[llm]
-profile = "scripted"
+def scripted(first_token_delay_s: float = 0.0, token_delay_s: float = 0.0) -> str:
+    """The [llm] lines of a scripted model that answers at once unless told to dawdle."""
+    return f"""profile = "scripted"
 
 [llm.profiles.scripted]
 kind = "scripted"
 model = "scripted"
 first_token_delay_s = {first_token_delay_s}
-token_delay_s = {token_delay_s}
-
-[skills]
-user_dir = "{tmp / 'user-skills'}"
-
-[media]
-db_path = "{tmp / 'media.sqlite3'}"
-
-[storage]
-path = "{tmp / 'porfiry.sqlite3'}"
-""")
-    return path, f"tcp://127.0.0.1:{port}"
+token_delay_s = {token_delay_s}"""
 
 
 @pytest.fixture
-def runtime(tmp_path):
-    started = []
+def runtime(served):
+    """`served` with ten restarts allowed and `scripted(...)` as the model: (config, phone endpoint)."""
+    def start(*, phone: str = "", **delays: float):
+        config, _ = served(phone=phone, supervisor="intensity = 10", llm=scripted(**delays))
+        return config, load_config(config, env={}).phone.endpoint
 
-    def start(**kwargs):
-        config, endpoint = _config(tmp_path, **kwargs)
-        log = open(tmp_path / "serve.log", "w")
-        proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
-                                stdout=log, stderr=subprocess.STDOUT)
-        started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
-        return config, endpoint
-
-    yield start
-    for proc in started:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    return start
 
 
 def _pids(config) -> dict[str, int]:
@@ -141,28 +101,24 @@ def test_no_takeover_after_the_bridge_process_is_killed(runtime):
 
 
 # ---- finding 3: a flood of valid events from one connection does not crash the session actor ----
-def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtime):
+def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtime, zmq_ctx):
     # the per-connection limits are lifted, so the flood reaches the session actor in full
     config, endpoint = runtime(phone="events_per_s = 1000000.0\nsessions_per_connection = 1000000\npending_per_connection = 1000000")
     before = _pids(config)
-    ctx = zmq.Context()
-    flooder = ctx.socket(zmq.DEALER)
+    flooder = zmq_ctx.socket(zmq.DEALER)
     flooder.setsockopt(zmq.IDENTITY, b"flood/1")
     flooder.setsockopt(zmq.SNDHWM, 0)
     flooder.setsockopt(zmq.LINGER, 0)
     flooder.connect(endpoint)
     codec = p.Codec()
     answers: dict[str, int] = {}
-    try:
-        for i in range(20_000):
-            env = p.Envelope(body=p.SessionStart(event_id=f"e{i}", ts=0.0), session=f"flood-{i}")
-            flooder.send(codec.encode(env))
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and flooder.poll(3000):  # until the runtime has gone quiet
-            kind = type(codec.decode(flooder.recv()).body).__name__
-            answers[kind] = answers.get(kind, 0) + 1
-    finally:
-        ctx.destroy(linger=0)
+    for i in range(20_000):
+        env = p.Envelope(body=p.SessionStart(event_id=f"e{i}", ts=0.0), session=f"flood-{i}")
+        flooder.send(codec.encode(env))
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and flooder.poll(3000):  # until the runtime has gone quiet
+        kind = type(codec.decode(flooder.recv()).body).__name__
+        answers[kind] = answers.get(kind, 0) + 1
     # an event not acked here (Busy, or the session actor behind) is one a real phone resends
     assert answers.get("Ack", 0) > 1000 and set(answers) <= {"Ack", "Busy", "TurnDone"}, answers
     status = _status(config)

@@ -1,10 +1,9 @@
 """Issue 17, findings 6 and 7, through the real SessionActor and LLMWorker over real sockets:
 a model that streams forever is stopped, and a history too large for one request fails at once."""
-import msgspec
 import anyio
 
 import protocol as p
-from harness import inproc_system, make_config
+from harness import inproc_system, override
 from llm.base import Generation
 
 
@@ -71,11 +70,10 @@ class EchoLength:
         pass
 
 
-async def test_a_history_past_the_message_limit_fails_at_once_and_clearly(tmp_path):
+async def test_a_history_past_the_message_limit_fails_at_once_and_clearly(tmp_path, inproc_config):
     """Finding 7 at a smaller scale: two user messages each under the limit make every later
     Generate larger than it. Before, every turn then waited llm_timeout_s (60 s) and failed."""
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, protocol=msgspec.structs.replace(config.protocol, max_message_bytes=64 * 1024))
+    config = override(inproc_config, protocol={"max_message_bytes": 64 * 1024})
     model = EchoLength()
     async with inproc_system(tmp_path, backend=model, config=config) as system:
         first = await system.turn("s", "a" * 40_000, timeout=10)

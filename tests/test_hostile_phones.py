@@ -4,60 +4,19 @@ from __future__ import annotations
 
 import logging
 import os
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import msgspec
 import pytest
 import zmq
 
 import protocol as p
 from actors.base import Endpoint
-from actors.glasses import GlassesBridge
 from transport import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected
 from phone.credentials import SessionTokens
-from test_glasses_bridge import Journal, Runtime, dirs, make_config  # noqa: F401 - dirs is a fixture
-
-
-def with_phone(config, **changes):
-    return msgspec.structs.replace(config, phone=msgspec.structs.replace(config.phone, **changes))
-
-
-class Restartable(Runtime):
-    """The runtime of test_glasses_bridge whose bridge can be killed and started again (a new
-    GlassesBridge object: nothing of the old one's memory survives, only the database)."""
-
-    bridge_scope: anyio.CancelScope | None = None
-
-    async def start_bridge(self) -> None:
-        async def run(task_status=anyio.TASK_STATUS_IGNORED):
-            with anyio.CancelScope() as scope:
-                self.bridge_scope = scope
-                self.bridge = GlassesBridge(self.config, zmq_context=self.zmq)
-                await self.bridge.run(task_status=task_status)
-
-        await self._tg.start(run)
-
-    async def restart_bridge(self) -> None:
-        self.bridge_scope.cancel()
-        await anyio.sleep(0.1)
-        await self.start_bridge()
-
-
-@asynccontextmanager
-async def runtime(config, **session_kwargs):
-    ctx = zmq.Context()
-    try:
-        async with anyio.create_task_group() as tg:
-            rt = Restartable(config, ctx, Journal(), None, tg)
-            await rt.start_session(**session_kwargs)
-            await rt.start_bridge()
-            yield rt
-            tg.cancel_scope.cancel()
-    finally:
-        ctx.destroy(linger=0)
+from harness import override
+from test_glasses_bridge import dirs, make_config, runtime  # noqa: F401 - dirs is a fixture
 
 
 # ---- finding 1: no takeover, not even after a restart of the bridge ----------------------------
@@ -74,7 +33,7 @@ async def test_with_curve_another_key_cannot_take_a_session_over_after_a_bridge_
 
 
 async def test_without_curve_a_client_id_alone_proves_nothing_before_or_after_a_restart(dirs):
-    config = with_phone(make_config(dirs), curve=False)
+    config = override(make_config(dirs), phone={"curve": False})
     tokens = SessionTokens(Path(dirs[0]) / "alice.json")  # what `run.py say --client-id alice` keeps
     async with runtime(config) as rt:
         async with rt.phone("alice", curve=None, tokens=tokens) as alice, rt.phone("alice", curve=None) as impostor:
@@ -115,7 +74,7 @@ async def test_displays_of_a_session_reach_its_owner_after_a_bridge_restart(dirs
 
 # ---- finding 2: one mute phone silences nobody else -------------------------------------------
 async def test_a_mute_flooding_phone_loses_only_its_own_replies(dirs):
-    config = with_phone(make_config(dirs), curve=False, events_per_s=1e9, send_queue_per_peer=500)
+    config = override(make_config(dirs), phone={"curve": False, "events_per_s": 1e9, "send_queue_per_peer": 500})
     async with runtime(config) as rt, rt.phone("victim", curve=None) as victim:
         mute = rt.zmq.socket(zmq.DEALER)
         mute.setsockopt(zmq.IDENTITY, b"mute/1")
@@ -142,7 +101,7 @@ async def test_a_mute_flooding_phone_loses_only_its_own_replies(dirs):
 
 # ---- finding 3 at the edge: one connection cannot open sessions or send events without bound ----
 async def test_one_connection_is_limited_in_sessions_and_rate(dirs):
-    config = with_phone(make_config(dirs), curve=False, events_per_s=20.0, sessions_per_connection=5)
+    config = override(make_config(dirs), phone={"curve": False, "events_per_s": 20.0, "sessions_per_connection": 5})
     async with runtime(config) as rt, rt.phone("greedy", curve=None, max_resends=50) as greedy:
         for i in range(5):
             await greedy.start(f"g{i}")
@@ -160,7 +119,7 @@ async def test_one_connection_is_limited_in_sessions_and_rate(dirs):
 
 
 async def test_a_text_over_max_text_chars_is_refused_clearly(dirs):
-    config = with_phone(make_config(dirs), max_text_chars=100)
+    config = override(make_config(dirs), phone={"max_text_chars": 100})
     async with runtime(config) as rt, rt.phone("phone-a") as phone:
         with pytest.raises(EventRejected) as refused:
             await phone.send_text("s1", "x" * 101)
@@ -171,7 +130,7 @@ async def test_a_text_over_max_text_chars_is_refused_clearly(dirs):
 
 # ---- finding 9: garbage is logged at a bounded rate; removed keys are refused at once ----------
 async def test_garbage_is_logged_once_per_peer_per_interval_with_a_count(dirs, caplog):
-    config = with_phone(make_config(dirs), curve=False, events_per_s=1e9)
+    config = override(make_config(dirs), phone={"curve": False, "events_per_s": 1e9})
     async with runtime(config) as rt, rt.phone("noisy", curve=None) as noisy:
         async with noisy.events() as incoming:
             with caplog.at_level(logging.INFO, logger="porfiry.glasses"):
@@ -199,7 +158,7 @@ async def test_a_removed_key_is_refused_within_a_second_on_its_live_connection(d
 async def test_without_curve_events_sent_at_once_wait_for_the_sessions_token(dirs):
     """The first event opens the session; the ones sent right behind it wait for its Ack (and
     token) and then go, in order, carrying it."""
-    config = with_phone(make_config(dirs), curve=False)
+    config = override(make_config(dirs), phone={"curve": False})
     async with runtime(config) as rt, rt.phone("fast", curve=None) as phone:
         ids = [await phone.send_text("s1", f"t{i}", wait=False) for i in range(5)]
         with anyio.fail_after(10):
@@ -211,7 +170,7 @@ async def test_without_curve_events_sent_at_once_wait_for_the_sessions_token(dir
 
 async def test_events_waiting_per_connection_are_bounded_and_nothing_is_lost_or_reordered(dirs):
     gate = anyio.Event()
-    config = with_phone(make_config(dirs, ask_timeout_s=3.0), pending_per_connection=3)
+    config = override(make_config(dirs, ask_timeout_s=3.0), phone={"pending_per_connection": 3})
     async with runtime(config, gate=gate) as rt, rt.phone(ack_timeout_s=2.0, busy_backoff_s=0.05) as phone:
         ids = {s: [await phone.send_text(s, f"{s}-{i}", wait=False) for i in range(4)] for s in ("s1", "s2")}
         with anyio.fail_after(5):

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import protocol as p
-from core.config import Config, SkillsConfig, TopologyConfig
+from harness import override
 from core.skills import SkillRepository
 from test_skill_store_actor import serving, write_skill
 
@@ -97,10 +97,9 @@ def user_dir(tmp_path):
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=list(ATTACKS))
-async def test_a_hostile_skill_file_is_rejected_and_the_store_keeps_serving(attack, user_dir, ipc_dir, caplog):  # noqa: F811
+async def test_a_hostile_skill_file_is_rejected_and_the_store_keeps_serving(attack, user_dir, ipc_config, caplog):  # noqa: F811
     make, reason = ATTACKS[attack]
-    config = Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                    skills=SkillsConfig(builtin_dir="skills", user_dir=str(user_dir)))
+    config = override(ipc_config, skills={"builtin_dir": "skills", "user_dir": str(user_dir)})
     with caplog.at_level(logging.WARNING, logger="porfiry.skills"):
         async with serving(config, refresh_interval_s=0.05) as client:
             bad = make(user_dir)  # added while the store runs: picked up by its next look

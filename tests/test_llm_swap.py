@@ -1,9 +1,8 @@
 """Swapping the model at runtime (S13): an HTTP model and the on-device Gemma, sessions mid-conversation."""
-import msgspec
 import pytest
 
 import protocol as p
-from harness import inproc_system, make_config
+from harness import inproc_system, make_config, override
 from llm.profiles import ProfileConfig
 from scripted_openai_server import Reply, ScriptedOpenAIServer
 
@@ -19,7 +18,7 @@ async def test_swap_from_http_model_to_gemma_keeps_both_sessions(tmp_path):
         config = make_config(tmp_path, max_tokens=6, max_steps=2, llm_timeout_s=120)
         profiles = dict(config.llm.profiles)
         profiles["qwen"] = ProfileConfig(kind="openai", base_url=server.base_url, model="qwen-test", retries=0)
-        config = msgspec.structs.replace(config, llm=msgspec.structs.replace(config.llm, profiles=profiles, profile="qwen"))
+        config = override(config, llm={"profiles": profiles, "profile": "qwen"})
         async with inproc_system(tmp_path, config=config) as system:
             for session in ("a", "b"):
                 assert _final(await system.turn(session, "hi")) == "Hello from the endpoint"

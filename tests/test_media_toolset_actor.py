@@ -11,24 +11,17 @@ import pytest
 import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
 from actors.toolsets import ToolsetSupervisor
-from core.config import Config, MediaConfig, PhoneConfig, SessionConfig, SupervisorConfig, TopologyConfig
 from core.toolsets import Toolset
+from harness import override
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.executor import MediaTools
 from toolsets.media.tools import MEDIA_TOOLSET
 
 
-def make_config(ipc_dir, tmp_path, *, tool_timeout_s=3.0, playback_wait_s=0.2, ask_timeout_s=0.3):
-    return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                  session=SessionConfig(tool_timeout_s=tool_timeout_s),
-                  supervisor=SupervisorConfig(ask_timeout_s=ask_timeout_s),
-                  phone=PhoneConfig(playback_wait_s=playback_wait_s),
-                  media=MediaConfig(db_path=str(tmp_path / "media.sqlite3")))
-
-
 @pytest.fixture
-def config(ipc_dir, tmp_path):
-    return make_config(ipc_dir, tmp_path)
+def config(ipc_config):
+    return override(ipc_config, session={"tool_timeout_s": 3.0}, supervisor={"ask_timeout_s": 0.3},
+                    phone={"playback_wait_s": 0.2})
 
 
 class StandInGlasses(Actor):
@@ -162,8 +155,8 @@ async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
     assert glasses.commands == []
 
 
-async def test_cancel_stops_a_call_waiting_for_the_phone(config, ipc_dir, tmp_path):
-    config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=30)
+async def test_cancel_stops_a_call_waiting_for_the_phone(config):
+    config = override(config, phone={"playback_wait_s": 30}, session={"tool_timeout_s": 30})
     glasses = StandInGlasses(config, "silent")
     async with running(config, ToolsetSupervisor(config), glasses) as client:
         answers = {}
@@ -201,7 +194,7 @@ class SlowCatalog(EmbeddedCatalog):
 
 
 async def test_a_slow_search_does_not_block_other_sessions(config):
-    catalog = SlowCatalog(config.media.db_path)
+    catalog = SlowCatalog(config.toolsets.sections["media"]["db_path"])
     async with running(config, with_catalog(config, catalog)) as client:
         done = {}
 
@@ -220,10 +213,10 @@ async def test_a_slow_search_does_not_block_other_sessions(config):
     assert done["other"].ok is True and done["slow"].ok is True
 
 
-async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(ipc_dir, tmp_path):
+async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(config):
     """The session actor turns the silence into a tool error (test_session_flow); a restarted
     executor serves the next call."""
-    config = make_config(ipc_dir, tmp_path, playback_wait_s=30, tool_timeout_s=1.0)
+    config = override(config, phone={"playback_wait_s": 30}, session={"tool_timeout_s": 1.0})
     glasses = StandInGlasses(config, "silent")
     async with running(config, glasses) as client:
         async with anyio.create_task_group() as tg:

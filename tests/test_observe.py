@@ -14,11 +14,13 @@ from core.observe import QUIET, Observer, dynamic_sections
 from core.prompt import build_prompt, build_system_prompt, closing_notice
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
-from harness import inproc_system
+from harness import inproc_system, override
 from llm.scripted import ScriptedBackend
 from test_session_events import SlowToolsets, model as slow_tool_model
 from web.journal import Journal
 from web.metrics import Metrics
+
+CLOCK_START = 0.0  # manual_clock: the lease test counts its seconds from zero
 
 
 @asynccontextmanager
@@ -127,14 +129,6 @@ async def test_a_renewal_the_actor_does_not_know_is_refused_so_the_subscriber_su
 
 
 # ---- the subscription table ------------------------------------------------------------------------
-class _Clock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self):
-        return self.now
-
-
 class _Replier:
     name = "session"
     codec = p.Codec()
@@ -144,8 +138,8 @@ def _request(body, sent: list):
     return Inbound(p.Envelope(body=body), lambda payload: sent.append(p.Codec().decode(payload).body))
 
 
-def test_a_lease_not_renewed_ends_the_subscription_and_the_limit_is_kept():
-    clock = _Clock()
+def test_a_lease_not_renewed_ends_the_subscription_and_the_limit_is_kept(manual_clock):
+    clock = manual_clock
     subs = Subscribers(_Replier(), limit=1, clock=clock)
     first, second = [], []
     subs.handle(_request(p.Observe(lease_s=10), first), lambda: [])
@@ -239,18 +233,15 @@ def test_metrics_count_turns_model_and_tool_calls_and_take_the_runtime_time_per_
 
 
 # ---- the console's token ---------------------------------------------------------------------------------
-async def test_a_console_off_loopback_needs_its_token(tmp_path):
+async def test_a_console_off_loopback_needs_its_token(tmp_path, inproc_config):
     """Real HTTP on loopback (hypercorn's trio worker); the token is what a non-loopback host requires."""
     import httpx
-    import msgspec
     from hypercorn.config import Config as HypercornConfig
     from hypercorn.trio import serve
 
-    from harness import make_config
     from web.server import Console, console_token
 
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, web=msgspec.structs.replace(config.web, token_path=str(tmp_path / "token")))
+    config = override(inproc_config, web={"token_path": str(tmp_path / "token")})
     assert console_token(config, "127.0.0.1") == ""
     token = console_token(config, "0.0.0.0")
     assert token and (tmp_path / "token").read_text().strip() == token
@@ -275,22 +266,13 @@ async def test_a_console_off_loopback_needs_its_token(tmp_path):
         tg.cancel_scope.cancel()
 
 
-async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp_path):
+async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp_path, ipc_config):
     """Over ipc:// as between processes (the console is always another process)."""
-    import shutil
-    import tempfile
-
-    import msgspec
-
     from actors.session import SessionActor
-    from harness import make_config
     from web.link import RuntimeLink
 
-    ipc_dir = tempfile.mkdtemp(prefix="pfo")  # short: ipc:// paths have a length limit
-    config = make_config(tmp_path)
-    config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="ipc", ipc_dir=ipc_dir))
     async with inproc_system(tmp_path, backend=ScriptedBackend(), actors=("skills", "toolsets", "llm", "glasses"),
-                             config=config) as system:
+                             config=ipc_config) as system:
         facts, seeded = [], []
         link = RuntimeLink(system.config, facts.append, seeded.append, None, lease_s=1.5)
 
@@ -316,4 +298,3 @@ async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp
             await system.turn("after", "hello again")
             await _until(lambda: _of(facts, p.TurnFact, session="after", phase="end"))
             tg.cancel_scope.cancel()
-    shutil.rmtree(ipc_dir, ignore_errors=True)

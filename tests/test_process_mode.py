@@ -5,7 +5,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -32,29 +31,33 @@ command = ["no-such-mcp-server-binary"]
 """
 
 
-def _write_config(tmp: Path, intensity: int = 5, groups: str = "[]", extra: str = "") -> Path:
-    ipc_dir = tempfile.mkdtemp(prefix="pf")
+def _write_config(tmp: Path, ipc_dir: str, *, topology: str = "", phone: str = "", supervisor: str = "",
+                  llm: str = 'profile = "scripted"', extra: str = "") -> Path:
+    """The porfiry.toml of a `run.py serve` under test: a process per actor over ipc:// in `ipc_dir`,
+    the phone on a free tcp:// port, every file under `tmp`. `topology`, `phone`, `supervisor`
+    and `llm` are more lines of those tables; `extra` is more tables."""
     config = tmp / "porfiry.toml"
     config.write_text(f"""
 [topology]
 mode = "ipc"
 ipc_dir = "{ipc_dir}"
-groups = {groups}
+{topology}
 
 [phone]
 endpoint = "tcp://127.0.0.1:{_free_port()}"
+{phone}
 
 [supervisor]
-intensity = {intensity}
 period_s = 30
+{supervisor}
 
 [llm]
-profile = "scripted"
+{llm}
 
 [skills]
 user_dir = "{tmp / 'user-skills'}"
 
-[media]
+[toolsets.media]
 db_path = "{tmp / 'media.sqlite3'}"
 
 [storage]
@@ -84,11 +87,13 @@ def _wait_until(predicate, timeout: float = 60.0):
 
 
 @pytest.fixture
-def served(tmp_path):
+def served(tmp_path, ipc_dir):
+    """Starts `run.py serve` on `_write_config(**tables)` and waits for its five actors: (config,
+    process). Whatever is still running at the end is stopped."""
     started = []
 
-    def start(intensity: int = 5, groups: str = "[]", extra: str = ""):
-        config = _write_config(tmp_path, intensity, groups, extra)
+    def start(**tables: str):
+        config = _write_config(tmp_path, ipc_dir, **tables)
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
@@ -137,7 +142,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
 
 
 def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served, tmp_path):
-    config, proc = served(intensity=0)
+    config, proc = served(supervisor="intensity = 0")
     pid = int(_status(config)["toolsets"][2])
     os.kill(pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == 2
@@ -146,7 +151,7 @@ def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served
 
 
 def test_a_process_group_shares_one_process_and_restarts_together(served):
-    config, _ = served(groups='[["glasses", "session", "llm"]]')
+    config, _ = served(topology='groups = [["glasses", "session", "llm"]]')
     pids = {name: int(row[2]) for name, row in _status(config).items()}
     assert pids["glasses"] == pids["session"] == pids["llm"], "the group is one process"
     assert len(set(pids.values())) == 3, "the other two actors run alone"

@@ -8,14 +8,6 @@ SKILLS = [MEDIA_SKILL, COOKING_SKILL]
 MEDIA_SKILL_LINE = "media: Films: search, details, playback (play, pause, resume, stop)."
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def prompt_for(activity: ToolsetActivity, skills=SKILLS, **kwargs) -> str:
     """What the session does on each request: purge, then build."""
     activity.purge_expired()
@@ -51,16 +43,15 @@ def test_state_3_has_the_media_tools_the_active_line_and_no_media_skill():
     assert "media — films" in prompt  # the catalog is always there
 
 
-def test_disable_and_expiry_bring_back_the_state_1_text_exactly():
-    clock = FakeClock()
-    activity = ToolsetActivity(example_registry(), clock=clock)
+def test_disable_and_expiry_bring_back_the_state_1_text_exactly(manual_clock):
+    activity = ToolsetActivity(example_registry(), clock=manual_clock)
     state_1 = prompt_for(activity)
     activity.enable("media")
     assert prompt_for(activity) != state_1
     activity.disable("media")
     assert prompt_for(activity) == state_1
     activity.enable("media")
-    clock.now += 601
+    manual_clock.now += 601
     assert prompt_for(activity) == state_1
 
 

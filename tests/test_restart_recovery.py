@@ -6,14 +6,13 @@ substituted (S8)."""
 import os
 import signal
 import sys
-import tempfile
 from pathlib import Path
 
 import anyio
 
 from llm.scripted import CLOSING_START
 from tests.scripted_openai_server import Reply, ScriptedOpenAIServer
-from tests.test_process_mode import _free_port
+from tests.test_process_mode import _write_config
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,35 +42,15 @@ def respond(request) -> Reply:
     return Reply(chunks=["Приятно ", "познакомиться."])
 
 
-def write_config(tmp: Path, base_url: str) -> Path:
-    config = tmp / "porfiry.toml"
-    config.write_text(f"""
-[topology]
-mode = "ipc"
-ipc_dir = "{tempfile.mkdtemp(prefix='pf')}"
-
-[phone]
-endpoint = "tcp://127.0.0.1:{_free_port()}"
-
-[llm]
-profile = "remote"
+def remote(base_url: str) -> str:
+    """The [llm] lines of the model behind `base_url`."""
+    return f"""profile = "remote"
 
 [llm.profiles.remote]
 kind = "openai"
 base_url = "{base_url}"
 model = "scripted-model"
-retries = 0
-
-[skills]
-user_dir = "{tmp / 'user-skills'}"
-
-[media]
-db_path = "{tmp / 'media.sqlite3'}"
-
-[storage]
-path = "{tmp / 'porfiry.sqlite3'}"
-""")
-    return config
+retries = 0"""
 
 
 async def cli(config: Path, *args: str) -> tuple[int, str]:
@@ -110,9 +89,9 @@ def said(request) -> str:
     return "\n".join(m["content"] for m in request["messages"] if m["role"] == "user")
 
 
-async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothing(tmp_path):
+async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothing(tmp_path, ipc_dir):
     async with ScriptedOpenAIServer(respond=respond) as server:
-        config = write_config(tmp_path, server.base_url)
+        config = _write_config(tmp_path, ipc_dir, llm=remote(server.base_url))
         process, rows = await serve(config, tmp_path / "serve.log")
         try:
             code, out = await cli(config, "say", "--session", "d1", "--timeout", "20", "Меня зовут Аглая")

@@ -5,7 +5,6 @@ import anyio
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
-from core.clock import ManualClock
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -224,8 +223,8 @@ async def _wait_async(predicate, timeout=10):
             await anyio.sleep(0.01)
 
 
-async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_never(tmp_path):
-    clock = ManualClock(1_000_000.0)
+async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_never(tmp_path, manual_clock):
+    clock = manual_clock
 
     def timer_model(messages):
         last = messages[-1]

@@ -10,7 +10,7 @@ import pytest
 import protocol as p
 from actors.base import Endpoint
 from actors.skill_store import SkillStore
-from core.config import Config, SkillsConfig, TopologyConfig
+from harness import override
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -33,14 +33,12 @@ def user_dir(tmp_path):
 
 
 @pytest.fixture
-def config(user_dir, ipc_dir, tmp_path):
+def config(user_dir, ipc_config, tmp_path):
     builtin = tmp_path / "builtin" / "media"  # the real media skill alone: the index stays small
     builtin.mkdir(parents=True)
     shutil.copyfile(REPO / "toolsets" / "media" / "SKILL.md", builtin / "SKILL.md")
-    return Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                  skills=SkillsConfig(builtin_dir=str(builtin.parent), toolsets_dir=str(tmp_path / "no-toolsets"),
-                                      user_dir=str(user_dir),
-                                      exclusions={"weather": ["phone-kid"]}))
+    return override(ipc_config, skills={"builtin_dir": str(builtin.parent), "toolsets_dir": str(tmp_path / "no-toolsets"),
+                                        "user_dir": str(user_dir), "exclusions": {"weather": ["phone-kid"]}})
 
 
 @asynccontextmanager
@@ -134,9 +132,8 @@ async def test_admin_reload_picks_up_an_edit_inside_the_rate_limit(config, user_
     assert [e.description for e in fresh.entries if e.name == "weather"] == ["forecasts and rain"]
 
 
-async def test_bad_exclusions_in_config_fail_start_up(user_dir, ipc_dir):
-    config = Config(topology=TopologyConfig(mode="ipc", ipc_dir=ipc_dir),
-                    skills=SkillsConfig(user_dir=str(user_dir), exclusions={"Bad Name!": ["s1"]}))
+async def test_bad_exclusions_in_config_fail_start_up(user_dir, ipc_config):
+    config = override(ipc_config, skills={"user_dir": str(user_dir), "exclusions": {"Bad Name!": ["s1"]}})
     with pytest.raises(BaseException) as caught:
         with anyio.fail_after(5):
             async with serving(config):

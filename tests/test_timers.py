@@ -9,14 +9,7 @@ from toolsets.timers import TIMERS_TOOLSET, run_timer_tool
 UTC = timezone.utc
 MSK = timezone(timedelta(hours=3))
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC).timestamp()
-
-
-class FakeClock:
-    def __init__(self, now: float = NOW) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+CLOCK_START = NOW  # manual_clock starts here
 
 
 @pytest.mark.parametrize("text, seconds", [
@@ -49,8 +42,8 @@ def test_invalid_times_say_what_is_wrong(text, message):
         parse_when(text, NOW)
 
 
-def test_set_list_cancel_twice():
-    table = TimerTable(clock=FakeClock(), tz=MSK)
+def test_set_list_cancel_twice(manual_clock):
+    table = TimerTable(clock=manual_clock, tz=MSK)
     assert table.list() == "No timers set."
     timer_id, due, confirmation = table.set("in 5 minutes", "check the oven")
     assert (timer_id, due) == ("t1", NOW + 300)
@@ -68,8 +61,8 @@ def test_set_list_cancel_twice():
     assert "no timers are set" in table.cancel("t2")
 
 
-def test_set_rejects_bad_input_and_leaves_table_unchanged():
-    table = TimerTable(clock=FakeClock())
+def test_set_rejects_bad_input_and_leaves_table_unchanged(manual_clock):
+    table = TimerTable(clock=manual_clock)
     with pytest.raises(TimerError, match="text"):
         table.set("in 5 minutes", "  ")
     with pytest.raises(TimerError, match="cannot understand"):
@@ -79,8 +72,8 @@ def test_set_rejects_bad_input_and_leaves_table_unchanged():
     assert len(table) == 0 and table.next_due() is None
 
 
-def test_due_fires_one_shots_once_as_the_clock_advances():
-    clock = FakeClock()
+def test_due_fires_one_shots_once_as_the_clock_advances(manual_clock):
+    clock = manual_clock
     table = TimerTable(clock=clock)
     table.set("in 10 minutes", "second")
     table.set("in 5 minutes", "first")
@@ -95,8 +88,8 @@ def test_due_fires_one_shots_once_as_the_clock_advances():
     assert table.due() == [] and table.next_due() is None
 
 
-def test_repeating_timer_reschedules_and_skips_missed_periods():
-    clock = FakeClock()
+def test_repeating_timer_reschedules_and_skips_missed_periods(manual_clock):
+    clock = manual_clock
     table = TimerTable(clock=clock)
     table.set("in 1 hour", "drink water", every="1 hour")
     clock.now = NOW + 3 * 3600 + 60  # slept through three firings
@@ -121,8 +114,8 @@ def test_timer_toolset_spec_is_prefixed_and_terse():
     assert set_args == {"when": True, "text": True, "every": False}
 
 
-def test_run_timer_tool_never_raises():
-    table = TimerTable(clock=FakeClock())
+def test_run_timer_tool_never_raises(manual_clock):
+    table = TimerTable(clock=manual_clock)
     assert run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
     assert "t1" in run_timer_tool(table, "timers_list", {})
     assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")

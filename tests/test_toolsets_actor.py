@@ -4,23 +4,23 @@ import time
 from contextlib import asynccontextmanager
 
 import anyio
-import msgspec
 import pytest
 
 import protocol as p
 import toy_toolset
 from actors.base import Endpoint
 from actors.toolsets import ToolsetSupervisor
-from core.config import Config, SessionConfig, ToolsetsConfig, TopologyConfig
+from core.config import ConfigError, load_config
 from core.toolsets import Toolset
+from harness import override
 
 TOOL_TIMEOUT_S = 0.5
+TOY = ["toy_toolset:TOOLSET"]
 
 
 @pytest.fixture
-def config():
-    return Config(topology=TopologyConfig(mode="inproc"), session=SessionConfig(tool_timeout_s=TOOL_TIMEOUT_S),
-                  toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"], max_result_chars=200))
+def config(inproc_config):
+    return override(inproc_config, session={"tool_timeout_s": TOOL_TIMEOUT_S}, toolsets={"extra": TOY, "max_result_chars": 200})
 
 
 @asynccontextmanager
@@ -102,9 +102,8 @@ async def test_a_failing_tool_is_one_tool_error(config, zmq_ctx):
                                     text="tool toy_fail failed: RuntimeError: the toy broke; try again")
 
 
-async def test_cancel_stops_the_call_in_the_executor(zmq_ctx):
-    config = Config(topology=TopologyConfig(mode="inproc"), session=SessionConfig(tool_timeout_s=10),
-                    toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
+async def test_cancel_stops_the_call_in_the_executor(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 10})
     async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
         toy = toy_toolset.INSTANCES[-1]
         answers = {}
@@ -131,9 +130,8 @@ async def test_cancel_stops_the_call_in_the_executor(zmq_ctx):
     assert toy.cancelled == ["s1"]
 
 
-async def test_a_slow_call_in_one_session_does_not_delay_another(zmq_ctx):
-    config = Config(topology=TopologyConfig(mode="inproc"), session=SessionConfig(tool_timeout_s=3),
-                    toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
+async def test_a_slow_call_in_one_session_does_not_delay_another(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 3})
     async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
         done: dict[str, float] = {}
         started = time.monotonic()
@@ -176,7 +174,7 @@ async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_throug
         words = last.content.split("] ", 1)[-1]
         return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
 
-    config = msgspec.structs.replace(inproc_config, toolsets=ToolsetsConfig(extra=["toy_toolset:TOOLSET"]))
+    config = override(inproc_config, toolsets={"extra": TOY})
     backend = ScriptedBackend(reply_fn=model)
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         async def say(text):
@@ -193,3 +191,37 @@ async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_throug
         history = await system.history("s1")
     assert [m["content"] for m in history if m["role"] == "tool"] == [
         "echo: hello toy", "tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"]
+
+
+TOY_CONFIG = """
+[topology]
+mode = "inproc"
+
+[toolsets]
+extra = ["toy_toolset:TOOLSET"]
+
+[toolsets.toy]
+greeting = {greeting}
+
+[toolsets.media]
+db_path = "{tmp}/media.sqlite3"
+"""
+
+
+async def test_a_toolsets_own_config_section_is_decoded_and_reaches_its_handler(tmp_path, zmq_ctx):
+    """`[toolsets.toy]` belongs to the toy: core.config keeps it raw, the toy's record decodes it."""
+    path = tmp_path / "porfiry.toml"
+    path.write_text(TOY_CONFIG.format(greeting='"hello"', tmp=tmp_path))
+    config = load_config(path, env={})
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+        outcome = await client.ask("toolsets", invoke("toy_echo", text="there"), session="s1")
+    assert outcome == p.ToolOutcome(call_id="c1", ok=True, text="hello: there")
+    assert toy_toolset.INSTANCES[-1].settings == toy_toolset.ToySettings(greeting="hello")
+
+
+def test_a_wrong_type_in_a_toolsets_section_is_one_line_naming_the_key(tmp_path):
+    path = tmp_path / "porfiry.toml"
+    path.write_text(TOY_CONFIG.format(greeting="5", tmp=tmp_path))
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, env={})
+    assert str(caught.value) == f"config {path}: Expected `str`, got `int` - at `$.toolsets.toy.greeting`"

@@ -1,6 +1,8 @@
 """A toy executor toolset: everything a toolset author writes (one folder; one config line,
-`toolsets.extra = ["toy_toolset:TOOLSET"]`, or one line in toolsets.REGISTRY)."""
+`toolsets.extra = ["toy_toolset:TOOLSET"]`, or one line in toolsets.REGISTRY), settings included
+(`[toolsets.toy]`)."""
 import anyio
+import msgspec
 
 from core.toolsets import Toolset, ToolResult
 from protocol import ArgSpec, ToolSpec, ToolsetSpec
@@ -14,9 +16,14 @@ SPEC = ToolsetSpec(name="toy", summary="a toy: echo, wait, fail, long texts", to
 ])
 
 
+class ToySettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    greeting: str = "echo"  # what toy_echo says before the text
+
+
 class Toy:
-    def __init__(self, host):
+    def __init__(self, host, settings: ToySettings):
         self.host = host
+        self.settings = settings
         self.calls: list[tuple[str, str, dict]] = []
         self.cancelled: list[str] = []
 
@@ -26,7 +33,7 @@ class Toy:
     async def call(self, tool, args, session):
         self.calls.append((session, tool, dict(args)))
         if tool == "toy_echo":
-            return ToolResult(True, f"echo: {args['text']}")
+            return ToolResult(True, f"{self.settings.greeting}: {args['text']}")
         if tool in ("toy_wait", "toy_later"):
             try:
                 await anyio.sleep(float(args["seconds"]))
@@ -42,9 +49,9 @@ class Toy:
 INSTANCES: list[Toy] = []
 
 
-def _executor(host):
-    INSTANCES.append(Toy(host))
+def _executor(host, settings: ToySettings = ToySettings()):
+    INSTANCES.append(Toy(host, settings))
     return INSTANCES[-1]
 
 
-TOOLSET = Toolset(spec=SPEC, runs="executor", handler=_executor)
+TOOLSET = Toolset(spec=SPEC, runs="executor", handler=_executor, settings=ToySettings)

@@ -2,14 +2,23 @@
 
 Swap the catalog for a real media server by implementing `MediaProvider` (toolsets.media.provider).
 """
+import msgspec
+
 from core.toolsets import Toolset
 from toolsets.media.tools import MEDIA_TOOLSET
 
 
-def _executor(host):
+class MediaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """`[toolsets.media]` (`[media]` is read as the same): where the embedded catalog's files are."""
+
+    catalog_path: str = ""  # the catalog TSV; empty: the one shipped in toolsets/media/data
+    db_path: str = "var/media.sqlite3"  # the SQLite/FTS5 index built from it
+
+
+def _executor(host, settings: MediaSettings):
     from toolsets.media.executor import MediaTools
 
-    return MediaTools(host)
+    return MediaTools(host, settings=settings)
 
 
-TOOLSET = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=_executor)
+TOOLSET = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=_executor, settings=MediaSettings)

@@ -11,6 +11,7 @@ import anyio
 
 import protocol as p
 from core.toolsets import ToolHost, ToolResult, failure_text
+from toolsets.media import TOOLSET, MediaSettings
 from toolsets.media.catalog import DEFAULT_SOURCE, EmbeddedCatalog
 from toolsets.media.provider import MediaProvider, ProviderError
 from toolsets.media.tools import (
@@ -21,16 +22,18 @@ from toolsets.media.tools import (
 GLASSES = "glasses"
 
 
-def default_provider(config) -> EmbeddedCatalog:
-    """The embedded catalog: db at media.db_path, built from media.catalog_path or the shipped TSV."""
-    source = config.path(config.media.catalog_path) if config.media.catalog_path else DEFAULT_SOURCE
-    return EmbeddedCatalog(config.path(config.media.db_path), source)
+def default_provider(config, settings: MediaSettings | None = None) -> EmbeddedCatalog:
+    """The embedded catalog: its index at `db_path`, built from `catalog_path` or the shipped TSV
+    (`settings`, else the toolset's section of `config`)."""
+    settings = TOOLSET.read_settings(config) if settings is None else settings
+    source = config.path(settings.catalog_path) if settings.catalog_path else DEFAULT_SOURCE
+    return EmbeddedCatalog(config.path(settings.db_path), source)
 
 
 class MediaTools:
-    def __init__(self, host: ToolHost, provider: MediaProvider | None = None):
+    def __init__(self, host: ToolHost, provider: MediaProvider | None = None, *, settings: MediaSettings | None = None):
         self.host = host
-        self.provider: MediaProvider = provider if provider is not None else default_provider(host.config)
+        self.provider: MediaProvider = provider if provider is not None else default_provider(host.config, settings)
 
     async def start(self) -> None:
         ready = getattr(self.provider, "ensure_ready", None)
