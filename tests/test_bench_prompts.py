@@ -1,8 +1,10 @@
 """bench/prompts.py: prefix shares on token lists, the scripted 20-turn conversation, Gemma TTFT."""
+import re
+
 import msgspec
 import pytest
 
-from bench.conversation import CONVERSATION, record_conversation
+from bench.conversation import CONVERSATION, EXPIRY_PAUSE_S, RecordedRequest, record_conversation
 from bench.runtime import scratch_config
 from bench.prompts import (
     TTFT, PromptReport, RequestPrefix, common_prefix_len, format_report, measure_prompts, prefix_shares,
@@ -65,14 +67,42 @@ async def test_bad_turn_count_is_a_clear_error(config):
 async def test_conversation_plays_media_round_trip_and_follow_ups(config, tmp_path):
     requests = await record_conversation(scratch_config(config, tmp_path), CONVERSATION[:4])
     steps = {}
-    for request in requests:
-        steps[request.turn] = request.step
+    for recorded in requests:
+        steps[recorded.turn] = recorded.step
     assert steps == {1: 1, 2: 2, 3: 4, 4: 2}  # plain; time; read_skill/enable/search/answer; info
     media_turn = [r for r in requests if r.turn == 3]
+    assert [r.reply.split("|")[0] for r in media_turn[:3]] == [
+        "TOOL_CALL: read_skill", "TOOL_CALL: enable_toolset", "TOOL_CALL: media_search"]
     assert "media_search" not in media_turn[0].tools and "media_search" in media_turn[2].tools
+    assert media_turn[0].arg_choices["read_skill"]  # what a grammar would admit, recorded for the TTFT run
     history = "\n".join(m.content for m in requests[-1].messages)
     assert "brother-2-2000" in history and "runtime: 127 min" in history  # found, then its details
-    assert "2025-03-14T21:00:00+03:00" in history  # the fixed clock
+    assert "2025-03-14T21:00:30+03:00" in history  # the clock: 18:00 UTC, then 30 s between turns
+
+
+def _active(recorded: RecordedRequest) -> set[str]:
+    """The toolsets the request's state part shows ("Active toolsets: …" in a later system message)."""
+    state = "\n".join(m.content for m in recorded.messages[1:] if m.role == "system")
+    found = re.search(r"^Active toolsets: (.*)$", state, re.MULTILINE)
+    return {name.strip() for name in found.group(1).split(",")} if found else set()
+
+
+async def test_the_twenty_turns_hold_two_enables_a_disable_and_an_expiry(config, tmp_path):
+    requests = await record_conversation(scratch_config(config, tmp_path), CONVERSATION)
+    assert sorted({r.turn for r in requests}) == list(range(1, 21))
+    enables, disables, expiries = [], [], []
+    for before, after in zip(requests, requests[1:]):
+        gone = _active(before) - _active(after)
+        for name in sorted(_active(after) - _active(before)):
+            assert before.reply == f"TOOL_CALL: enable_toolset|{name}"
+            enables.append((name, after.turn))
+        for name in sorted(gone):
+            (disables if before.reply == f"TOOL_CALL: disable_toolset|{name}" else expiries).append((name, after.turn))
+    assert enables == [("media", 3), ("timers", 7)]
+    assert disables == [("media", 15)]
+    assert expiries == [("timers", 17)]
+    assert CONVERSATION[16].pause_s == EXPIRY_PAUSE_S > config.session.toolset_ttl_s
+    assert any("timers_set|in 1 hour; call mom" in r.reply for r in requests)
 
 
 async def test_twenty_turn_report_is_coherent(config):
@@ -84,9 +114,10 @@ async def test_twenty_turn_report_is_coherent(config):
     first = report.requests[0]
     assert (first.prefix_tokens, first.share) == (0, 0.0)
     assert all(0.0 <= r.share <= 1.0 and r.prefix_tokens <= r.prompt_tokens for r in report.requests)
-    # the history only grows: each turn's first prompt is longer than the one before
+    # the history only grows: each turn's first prompt is longer than the one before, until the
+    # disable (turn 15) and the expiry (turn 17) shorten the state part
     firsts = [r.prompt_tokens for r in report.requests if r.step == 1]
-    assert all(b > a for a, b in zip(firsts, firsts[1:]))
+    assert all(b > a for a, b in zip(firsts[:15], firsts[1:15]))
     later_steps = [r for r in report.requests if r.step > 1]
     assert max(r.share for r in later_steps) > 0.9
     # The skills index and the active toolsets come after the history (core/prompt.py): an
