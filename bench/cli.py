@@ -18,7 +18,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
         "bench", help="load benchmark through the phone endpoint (process mode, scripted model)",
         description="Start Porfiry in process mode with the scripted model, drive N phone sessions x M turns "
                     "through the real phone endpoint and print the runtime's own cost. --prompts instead "
-                    "measures prompt sizes and prefix-cache reuse with the real Gemma tokenizer and model.")
+                    "measures, per request of a scripted 20-turn conversation, the prompt tokens the local "
+                    "model evaluates beyond the new messages and its time to first token.")
     bench.add_argument("--sessions", type=int, default=100, help="concurrent phone sessions (default 100)")
     bench.add_argument("--turns", type=int, default=5, help="turns per session (default 5)")
     bench.add_argument("--latency-ms", type=float, default=0.0, help="scripted model delay before each reply (default 0)")
@@ -54,9 +55,15 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
-    bench.add_argument("--prompts", action="store_true", help="prompt budgets and prefix reuse instead of the load run")
+    bench.add_argument("--prompts", action="store_true",
+                       help="prompt tokens evaluated per request and time to first token on the real model, "
+                            "instead of the load run")
+    bench.add_argument("--prompts-profile", default="local", metavar="PROFILE",
+                       help="with --prompts: the llamacpp profile whose template, tokens and model are measured "
+                            "(default local; gemma works too)")
     bench.add_argument("--prompt-turns", type=int, default=20, help="with --prompts: turns of the scripted conversation")
-    bench.add_argument("--no-ttft", action="store_true", help="with --prompts: skip the real-model time-to-first-token runs")
+    bench.add_argument("--no-ttft", action="store_true",
+                       help="with --prompts: skip the real-model time-to-first-token run (tokens only: a few seconds)")
     bench.set_defaults(func=lambda args: cmd_bench(args, load_config))
 
 
@@ -299,12 +306,17 @@ def _stderr_progress(line: str) -> None:
 
 def _prompts(args: argparse.Namespace, config: Config) -> int:
     from bench.prompts import format_report, measure_prompts
+    from llm.packaged_models import ModelMissing
 
     try:
-        report = anyio.run(lambda: measure_prompts(config, turns=args.prompt_turns, ttft=not args.no_ttft,
-                                                   progress=_stderr_progress), backend="trio")
-    except ValueError as exc:
+        report = anyio.run(lambda: measure_prompts(config, profile=args.prompts_profile, turns=args.prompt_turns,
+                                                   ttft=not args.no_ttft, progress=_stderr_progress), backend="trio")
+    except (ValueError, ModelMissing) as exc:
         sys.exit(f"porfiry: bench --prompts: {exc}")
+    except ModuleNotFoundError as exc:
+        if exc.name != "llama_cpp":
+            raise
+        sys.exit("porfiry: bench --prompts: llama-cpp-python is not installed: pip install -e '.[local]'")
     print(format_report(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
