@@ -247,10 +247,12 @@ class InProcessPorts:
 
 
 async def record_conversation(config: Config, script: Sequence[Turn | str], *,
-                              clock: ManualClock | None = None) -> list[RecordedRequest]:
+                              clock: ManualClock | None = None,
+                              backend: ScriptedBackend | None = None) -> list[RecordedRequest]:
     """Run `script` (one user utterance per turn; a plain string is a Turn after TURN_GAP_S)
     through a real Conversation; every request it made. The clock (FIXED_NOW unless given) moves
-    by each turn's pause before it, the first turn's excepted."""
+    by each turn's pause before it, the first turn's excepted. `backend`: the model (the bench's
+    scripted rules unless given)."""
     from toolsets.media.executor import default_provider
     from actors.skill_store import build_repository
 
@@ -259,7 +261,7 @@ async def record_conversation(config: Config, script: Sequence[Turn | str], *,
     ready = getattr(provider, "ensure_ready", None)
     if ready is not None:
         await anyio.to_thread.run_sync(ready)
-    ports = InProcessPorts(build_repository(config), provider, ScriptedBackend(BENCH_RULES))
+    ports = InProcessPorts(build_repository(config), provider, backend or ScriptedBackend(BENCH_RULES))
     async with anyio.create_task_group() as tasks:
         settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
                                    spawn=tasks.start_soon, config=config.session, clock=clock)

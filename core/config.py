@@ -67,7 +67,7 @@ class PhoneConfig(_Section):
 class SessionConfig(_Section):
     toolset_ttl_s: float = 600.0
     timezone: str = "Europe/Moscow"
-    execute_substituted_calls: bool = False
+    execute_substituted_calls: bool = True  # S8's extra: measured with run.py eval (issue 13)
     queue_limit: int = 32
     max_steps: int = 8
     max_tokens: int = 256

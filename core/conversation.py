@@ -40,7 +40,7 @@ import anyio
 
 import protocol as p
 from core.activity import NOT_EXECUTED, ToolsetActivity
-from core.prompt import arg_choices, closing_notice, build_prompt, visible_skills
+from core.prompt import RECIPE_NOTICE, after_result_notice, arg_choices, layout, build_prompt, visible_skills
 from core.observe import Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
@@ -270,6 +270,7 @@ class Conversation:
         echo_retried = False
         recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
         read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
+        recipe = ""  # the recipe skill (not a toolset's own) this turn read and follows
         turn_start = len(self.trajectory)
         if not self._take_queue(consumed):
             return
@@ -282,19 +283,17 @@ class Conversation:
             skills = await self._skill_index()
             active = self.activity.active()
             prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
-            # static part first, then the history, the state part and the closing notice last:
-            # see core/prompt.py (prefix caching; what the model reads last)
             history = self._fitted(prompt.static + prompt.state, notice, turn_start)
-            messages = [p.ChatMessage(role="system", content=prompt.static), *history]
-            if prompt.state:
-                messages.append(p.ChatMessage(role="system", content=prompt.state))
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
             # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
             after_result = (not notice and bool(history) and history[-1].role == "tool"
                             and history[-1].name != "read_skill" and NOT_EXECUTED not in history[-1].content)
-            if notice:  # the answer to the last (invisible) call, never stored
-                messages.append(p.ChatMessage(role="user", content=f"[System notice] {notice}"))
-            messages.append(p.ChatMessage(role="user", content=closing_notice(self._last_user_words(), after_result)))
+            closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
+            if after_result:
+                closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(recipe))))
+            elif recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
+                closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
+            messages = layout(prompt, history, len(self.trajectory) - turn_start, closing)
             notice = ""
             tools = self.s.registry.callable_tools(active)
             tools += [t for t in recipe_tools if t not in tools]
@@ -342,7 +341,10 @@ class Conversation:
             result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
             if call.name == "read_skill":
                 bound = self.s.registry.validate(call.name, call.raw_args)
-                read_this_turn.add(bound.get("name", "").strip().lower() if isinstance(bound, dict) else "")
+                skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
+                read_this_turn.add(skill)
+                if RECIPE_CALL.search(result) and self.s.registry.toolset(skill) is None:
+                    recipe = skill  # a procedure to follow, not a toolset's own skill
                 recipe_tools += [t for t in self._recipe_tools(result) if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name

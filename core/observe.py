@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import protocol as p
 from core.batching import event_label
-from core.prompt import ACTIVE_HEADER, REQUEST_NOTICE
+from core.prompt import ACTIVE_HEADER
 from core.skills_notice import SKILLS_HOWTO
 
 if TYPE_CHECKING:
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 EXCERPT_CHARS = 400  # of tool results and model replies in facts: a timeline, not a transcript
 NOTICE_PREFIX = "[System notice]"
-REQUEST_PREFIX = REQUEST_NOTICE.split("{", 1)[0]  # the closing notice that restates the request
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -32,9 +31,8 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 def dynamic_sections(messages: list[p.ChatMessage]) -> list[p.PromptSection]:
     """Where a request differs from the last by design, not by history growing: the skills index
-    and the active toolsets (the state part: a later system message, after the history,
-    core/conversation.py), a one-off system notice, and the closing notice that restates the
-    request."""
+    and the active toolsets (the state part: a later system message, core.prompt.layout), and
+    the system notices that close a request."""
     sections = []
     state_at = next((i for i, m in enumerate(messages) if i and m.role == "system"
                      and (m.content.startswith(SKILLS_HOWTO) or m.content.startswith(ACTIVE_HEADER))), -1)
@@ -49,8 +47,7 @@ def dynamic_sections(messages: list[p.ChatMessage]) -> list[p.PromptSection]:
             sections.append(p.PromptSection(message=state_at, start=active, end=len(text), label="active toolsets"))
     for index, message in enumerate(messages):
         if index and message.role == "user" and message.content.startswith(NOTICE_PREFIX):
-            label = "request" if message.content.startswith(REQUEST_PREFIX) else "notice"
-            sections.append(p.PromptSection(message=index, start=0, end=len(message.content), label=label))
+            sections.append(p.PromptSection(message=index, start=0, end=len(message.content), label="notice"))
     return sections
 
 

@@ -12,9 +12,9 @@ invalidates everything after it. So what never changes goes first:
              turn, core/conversation.py)
 
 A request after `enable_toolset`, a disable or an expiry therefore recomputes the state part and
-the current turn, never the earlier history; the user's words (or the latest result) stay the
-last thing the model reads - a small model that reads a tool list last follows the list, not
-the user (measured with `run.py eval`). `build_system_prompt` joins both parts: the whole text,
+the current turn, never the earlier history; the user's words (or the latest result, with the
+closing notice that says what to do with it) stay the last thing the model reads - a small
+model that reads a tool list last follows the list, not the user (measured with `run.py eval`). `build_system_prompt` joins both parts: the whole text,
 for budgets and for callers that want one message.
 """
 from __future__ import annotations
@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from core.toolsets import CORE_TOOL_NAMES, ToolsetRegistry
+from protocol import ChatMessage
 from protocol.skills import SkillEntry
 
 
@@ -45,41 +46,56 @@ PREAMBLE = (
 # a side run (core.parallel) offers none of the tools they use.
 EXAMPLES_HEADER = "Examples (one reply per arrow):"
 TOOL_EXAMPLE = "\"what time is it?\" -> TOOL_CALL: get_current_time -> \"It is 14:05.\""
-CHAT_EXAMPLE = "\"how are you?\" -> \"Fine, thanks!\" (no tool)"
+CHAT_EXAMPLES = ("\"how are you?\" -> \"Fine, thanks!\" (no tool)",)
 CORE_HEADER = "Core tools:"
 CATALOG_HEADER = "Toolsets (turn on with enable_toolset|name):"
 ACTIVE_HEADER = "Active toolsets: "
 # After a tool result the request ends with this notice, in the same user turn as the result: a
 # small model that reads a tool list last calls tools forever, one that reads a bare system line
-# last answers "I don't have enough information" (run.py eval); told what the user asked and in
-# which language to answer, it answers the request instead.
-REQUEST_NOTICE = "[System notice] The user's request: {request}"
-AFTER_RESULT_RULE = ("Above is the result of your last tool call. If it answers the request, reply to the user now "
-                     "in plain text, in {language}; call another tool only if it is still needed.")
+# last answers "I don't have enough information", one that reads the request quoted again echoes
+# it, and one told "the user's language" after English rules answers a Russian question in
+# English, misspelling the names it copies (run.py eval).
+AFTER_RESULT_NOTICE = ("[System notice] Above is the result of your last tool call. If it answers the user's "
+                       "request, reply to the user now in plain text, in {language}; call another tool only if it "
+                       "is still needed.")
+# After the body of a skill that is a recipe (not a toolset's own skill): a small model otherwise
+# picks the step it likes best (show_text for "tell the user …") and skips the recipe's calls
+# (run.py eval, the skill-recipe scenarios); after a toolset's skill it wrote the recipe out.
+RECIPE_NOTICE = ("[System notice] Above is the skill's recipe. Follow its steps in order, one call per reply, "
+                 "starting with step 1; answer the user once its calls are made.")
+# After a tool result while the turn follows a recipe: go on with it (a small model otherwise
+# answers after the recipe's first call and never says its other steps).
+RECIPE_STEP_NOTICE = ("[System notice] Above is the result of your last tool call. Go on with the recipe: make "
+                      "its next call, or, if its remaining steps are for the user, tell them those steps now in "
+                      "plain text, in {language}.")
 USER_LABEL = re.compile(r"^\[User said\]\s*")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[A-Za-z]")
-REQUEST_QUOTE_CHARS = 300
 
 
 def reply_language(words: str) -> str:
-    """The language to name in a notice: a small model told "the user's language" after an
-    English system text answers a Russian question in English (and misspells the names)."""
+    """The language to name: Russian for Cyrillic words, else "the user's language"."""
     cyrillic, latin = len(_CYRILLIC.findall(words)), len(_LATIN.findall(words))
     return "Russian" if cyrillic > latin else "the user's language"
 
 
-def closing_notice(request: str, after_result: bool = False) -> str:
-    """The last message of every request: the user's request again (the state part comes after
-    the history, and a small model follows what it reads last), and after a tool result the rule
-    to answer. `request`: the turn's latest user-side message as recorded."""
-    words = " ".join(USER_LABEL.sub("", request.strip()).split())
-    if len(words) > REQUEST_QUOTE_CHARS:
-        words = words[:REQUEST_QUOTE_CHARS] + "\u2026"
-    text = REQUEST_NOTICE.format(request=f"\u00ab{words}\u00bb" if words else "(none)")
-    if after_result:
-        text += "\n" + AFTER_RESULT_RULE.format(language=reply_language(words))
-    return text
+def after_result_notice(request: str, following_recipe: bool = False) -> str:
+    """The closing notice after a tool result; `request`: the turn's user message as recorded;
+    `following_recipe`: the turn read a skill's recipe (not a toolset's own skill) and is doing it."""
+    notice = RECIPE_STEP_NOTICE if following_recipe else AFTER_RESULT_NOTICE
+    return notice.format(language=reply_language(USER_LABEL.sub("", request)))
+
+
+def layout(prompt: PromptParts, history: list[ChatMessage], turn_messages: int,
+           closing: list[ChatMessage]) -> list[ChatMessage]:
+    """One request's messages: the static part, the history before the current turn, the state
+    part, the current turn's `turn_messages` messages, then the closing notices (an invisible
+    call's answer, the rule to answer after a result). What the user just said, or the result just
+    brought, is what the model reads after its tools; a request re-evaluates the previous turn,
+    the state part and the current turn (prefix caching)."""
+    split = max(0, len(history) - turn_messages)
+    state = [ChatMessage(role="system", content=prompt.state)] if prompt.state else []
+    return [ChatMessage(role="system", content=prompt.static), *history[:split], *state, *history[split:], *closing]
 
 
 def skills_for_toolsets(skills: Iterable[SkillEntry], toolset_names: Iterable[str],
@@ -129,7 +145,7 @@ def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Itera
     # the order measured best on `run.py eval` (local, progressive): the first toolset's, the core
     # tool's, the other toolsets', chat last - 22/34; the core one first: 14 of the first 26 vs 18
     toolsets = registry.examples()
-    examples = [*toolsets[:1], TOOL_EXAMPLE, *toolsets[1:], CHAT_EXAMPLE]
+    examples = [*(toolsets[0] if toolsets else []), TOOL_EXAMPLE, *(e for group in toolsets[1:] for e in group), *CHAT_EXAMPLES]
     static = ["\n".join([PREAMBLE, EXAMPLES_HEADER, *(f"- {e}" for e in examples)]),
               "\n".join([CORE_HEADER, *(registry.tool_line(t) for t in CORE_TOOL_NAMES)])]
     catalog = registry.catalog_lines()

@@ -241,9 +241,11 @@ class ToolsetRegistry:
         signature = f"{spec.name}|{required}" if required else spec.name
         return f"{signature} — {spec.summary}"
 
-    def examples(self) -> list[str]:
-        """Each toolset's worked example for the prompt, in catalog order."""
-        return [ts.example for ts in self._toolsets.values() if ts.example]
+    def examples(self) -> list[list[str]]:
+        """Each toolset's worked examples for the prompt (the lines of its `example`), one list per
+        toolset that has any, in catalog order."""
+        groups = ([line for line in ts.example.splitlines() if line.strip()] for ts in self._toolsets.values())
+        return [group for group in groups if group]
 
     def catalog_lines(self) -> list[str]:
         """One line per toolset: `notes — notes kept on disk: add, list`."""

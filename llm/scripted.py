@@ -30,8 +30,9 @@ import anyio.lowlevel
 from llm.base import Generation, LLMError
 from protocol import ChatMessage
 
-# how the session's closing notice begins (core.prompt.REQUEST_NOTICE): it restates the request
-CLOSING_START = "[System notice] The user's request:"
+# how the session's closing notices begin, after a tool result or a skill's recipe
+# (core.prompt.AFTER_RESULT_NOTICE, RECIPE_NOTICE): what they close is what a rule answers
+CLOSING_START = "[System notice] Above is the "
 
 ReplyFn = Callable[[list[ChatMessage]], str]
 
@@ -87,8 +88,8 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
     """The prompt as rules read it: every later system message (the state part after the history,
-    core/conversation.py) joined to the leading one, and the closing notice that restates the
-    request left out, so that a rule sees the whole prompt in messages[0] and what was last said
+    core/conversation.py) joined to the leading one, and the closing notice after a tool result
+    or a recipe left out (what it closes is what a rule answers), so that a rule sees the whole prompt in messages[0] and what was last said
     (the user's words, a tool result, a notice) in messages[-1]."""
     if messages and messages[-1].role == "user" and messages[-1].content.startswith(CLOSING_START):
         messages = messages[:-1]

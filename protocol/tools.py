@@ -23,8 +23,8 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """runs: "session" (the SessionActor runs its tools) or "executor" (the toolsets actor does).
-    timeout_s: how long one call may take (0: session.tool_timeout_s). example: one worked example
-    for the prompt's examples, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none)."""
+    timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
+    for the prompt, one per line, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none)."""
 
     name: str
     summary: str

@@ -11,7 +11,7 @@ from actors.observers import Subscribers
 from actors.base import Inbound
 from core.budget import default_catalog
 from core.observe import QUIET, Observer, dynamic_sections
-from core.prompt import build_prompt, build_system_prompt, closing_notice
+from core.prompt import build_prompt, build_system_prompt
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
 from harness import inproc_system, override
@@ -71,7 +71,7 @@ async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_an
         prompts = _of(facts, p.PromptFact, turn_id=end.turn_id)
         assert len(prompts) == 4 and "media_info" in prompts[-1].tools  # media_search: not twice in a row
         # media is on: its skill left the index (the timers skill stays), its tools are listed
-        assert [s.label for s in prompts[-1].dynamic] == ["skills index", "active toolsets", "request"]
+        assert [s.label for s in prompts[-1].dynamic] == ["skills index", "active toolsets", "notice"]
         index = prompts[-1].dynamic[0]
         shown = prompts[-1].messages[index.message].content[index.start:index.end]
         assert "timers:" in shown and "media:" not in shown
@@ -165,17 +165,16 @@ def test_unobserved_sessions_build_no_facts():
 
 
 # ---- the prompt's dynamic sections -------------------------------------------------------------------
-def test_dynamic_sections_mark_the_skills_index_the_active_toolsets_a_notice_and_the_request():
+def test_dynamic_sections_mark_the_skills_index_the_active_toolsets_and_a_notice():
     registry = ToolsetRegistry(default_catalog())
     skills = [p.SkillEntry(name="media", description="films"), p.SkillEntry(name="cooking", description="recipes")]
     prompt = build_prompt(registry, ["media"], skills, SKILLS_HOWTO)
     system = prompt.state  # the state part: a system message after the history
     messages = [p.ChatMessage(role="system", content=prompt.static), p.ChatMessage(role="user", content="[User said] hi"),
                 p.ChatMessage(role="user", content="[System notice] Toolset media activated"),
-                p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content=closing_notice("hi"))]
+                p.ChatMessage(role="system", content=system)]
     sections = {s.label: s for s in dynamic_sections(messages)}
     assert sections["skills index"].message == sections["active toolsets"].message == 3
-    assert (sections["request"].message, sections["request"].start) == (4, 0)
     skills_text = system[sections["skills index"].start:sections["skills index"].end]
     assert skills_text.startswith(SKILLS_HOWTO) and "cooking: recipes" in skills_text and "Active" not in skills_text
     assert system[sections["active toolsets"].start:].startswith("Active toolsets: media")

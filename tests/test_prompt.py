@@ -106,3 +106,49 @@ def test_the_prompt_is_terse():
 
 def test_estimate_tokens_counts_words_digits_and_punctuation():
     assert estimate_tokens("media_search|dune 12") == 7
+
+
+# ---- one request's messages (core.prompt.layout) and its closing notices ------------------------
+def _msg(role, content, name=""):
+    from protocol import ChatMessage
+
+    return ChatMessage(role=role, content=content, name=name)
+
+
+def test_layout_puts_the_state_before_the_current_turn_and_the_closing_notices_last():
+    from core.prompt import PromptParts, layout
+
+    history = [_msg("user", "[User said] hi"), _msg("assistant", "Hello!"),
+               _msg("user", "[User said] find Brat"), _msg("assistant", "TOOL_CALL: media_search|Brat"),
+               _msg("tool", "brother-1997 — Брат", "media_search")]
+    closing = [_msg("user", "[System notice] answer now")]
+    messages = layout(PromptParts("STATIC", "STATE"), history, 3, closing)
+    assert [m.content for m in messages] == ["STATIC", "[User said] hi", "Hello!", "STATE", "[User said] find Brat",
+                                             "TOOL_CALL: media_search|Brat", "brother-1997 — Брат", "[System notice] answer now"]
+    # nothing active and no skills: no state message at all
+    assert [m.content for m in layout(PromptParts("STATIC", ""), history[:1], 1, [])] == ["STATIC", "[User said] hi"]
+
+
+def test_the_notice_after_a_result_names_russian_for_a_russian_request_and_is_a_closing_notice():
+    from core.prompt import after_result_notice
+    from llm.scripted import CLOSING_START
+
+    russian = after_result_notice("[User said] поставь таймер на 5 минут")
+    assert "in Russian" in russian and russian.startswith(CLOSING_START)
+    assert "in the user's language" in after_result_notice("[User said] Set a timer for 5 minutes")
+    assert "поставь" not in russian  # the request is not quoted back: a small model echoes it
+
+
+def test_a_toolset_may_bring_several_examples_one_per_line_kept_together():
+    from core.prompt import CHAT_EXAMPLES, TOOL_EXAMPLE, build_prompt
+    from core.toolsets import ToolsetRegistry
+    from protocol import ToolsetSpec, ToolSpec
+
+    registry = ToolsetRegistry([
+        ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="media_search", summary="find")],
+                    example="\"find X\" -> one\n\"play X\" -> two"),
+        ToolsetSpec(name="notes", summary="notes", tools=[ToolSpec(name="notes_add", summary="add")], example="\"note\" -> three"),
+    ])
+    static = build_prompt(registry, [], [], "").static
+    lines = [line[2:] for line in static.splitlines() if line.startswith("- ")]
+    assert lines == ["\"find X\" -> one", "\"play X\" -> two", TOOL_EXAMPLE, "\"note\" -> three", *CHAT_EXAMPLES]

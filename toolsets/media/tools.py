@@ -33,7 +33,9 @@ MEDIA_PLAY = ToolSpec(
 )
 MEDIA_TOOLSET = ToolsetSpec(
     example=("\"найди фильм Брат\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media -> "
-             "TOOL_CALL: media_search|Брат -> the title, year and director from the result"),
+             "TOOL_CALL: media_search|Брат -> the title, year and director from the result\n"
+             "\"включи фильм Брат 2\" -> TOOL_CALL: media_search|Брат 2 -> TOOL_CALL: media_play|brother-2-2000 -> "
+             "\"Включаю «Брат 2».\""),
     name="media", summary="Films and series: search, details, playback.",
     tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
 )
