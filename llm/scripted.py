@@ -87,10 +87,11 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 
 
 def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
-    """The prompt as rules read it: every later system message (the state part after the history,
-    core/conversation.py) joined to the leading one, and the closing notice after a tool result
-    or a recipe left out (what it closes is what a rule answers), so that a rule sees the whole prompt in messages[0] and what was last said
-    (the user's words, a tool result, a notice) in messages[-1]."""
+    """The prompt as rules read it: every later system message (the state part before the current
+    turn, core.prompt.layout) joined to the leading one, and the closing notice after a tool
+    result or a recipe left out (what it closes is what a rule answers), so that a rule sees the
+    whole prompt in messages[0] and what was last said (the user's words, a tool result, a
+    notice) in messages[-1]."""
     if messages and messages[-1].role == "user" and messages[-1].content.startswith(CLOSING_START):
         messages = messages[:-1]
     if len(messages) < 2 or messages[0].role != "system":
@@ -146,7 +147,7 @@ class ScriptedBackend:
         """The full reply text the rules give for this history (no latency)."""
         if self.reply_fn is not None:
             return self.reply_fn(messages)
-        # the last thing said: not the prompt's state part, a system message after the history
+        # the last thing said: not the prompt's state part, a system message
         last = next((m for m in reversed(messages) if m.role not in ("assistant", "system")), None)
         if last is None:
             return self.fallback

@@ -169,7 +169,7 @@ def test_dynamic_sections_mark_the_skills_index_the_active_toolsets_and_a_notice
     registry = ToolsetRegistry(default_catalog())
     skills = [p.SkillEntry(name="media", description="films"), p.SkillEntry(name="cooking", description="recipes")]
     prompt = build_prompt(registry, ["media"], skills, SKILLS_HOWTO)
-    system = prompt.state  # the state part: a system message after the history
+    system = prompt.state  # the state part: a system message before the current turn
     messages = [p.ChatMessage(role="system", content=prompt.static), p.ChatMessage(role="user", content="[User said] hi"),
                 p.ChatMessage(role="user", content="[System notice] Toolset media activated"),
                 p.ChatMessage(role="system", content=system)]

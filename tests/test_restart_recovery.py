@@ -10,7 +10,6 @@ from pathlib import Path
 
 import anyio
 
-from llm.scripted import CLOSING_START
 from tests.scripted_openai_server import Reply, ScriptedOpenAIServer
 from tests.test_process_mode import _write_config
 
@@ -18,12 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def conversation(request) -> list[dict]:
-    """The messages without the closing notice that restates the request and the prompt's state
-    part (a system message after the history)."""
-    messages = list(request["messages"])
-    if len(messages) > 1 and messages[-1]["content"].startswith(CLOSING_START):
-        messages.pop()
-    return messages[:-1] if len(messages) > 1 and messages[-1]["role"] == "system" else messages
+    """The messages as the endpoint gets them: the last is a user turn (the user's words, or a
+    tool result with the notice that closes it: consecutive user turns are merged)."""
+    return list(request["messages"])
 
 
 def respond(request) -> Reply:
@@ -81,7 +77,7 @@ async def serve(config: Path, log: Path):
 
 
 def system_prompt(request) -> str:
-    """The whole prompt: the static part first, the state part after the history."""
+    """The whole prompt: the static part first, the state part before the current turn."""
     return "\n\n".join(m["content"] for m in request["messages"] if m["role"] == "system")
 
 

@@ -43,7 +43,7 @@ async def test_question_read_skill_enable_search_answer(tmp_path):
 
 
 def prompt_of(messages):
-    """The prompt's parts: the static system message first, the state part after the history."""
+    """The prompt's parts: the static system message first, the state part before the current turn."""
     return "\n\n".join(m.content for m in messages if m.role == "system")
 
 
