@@ -27,7 +27,7 @@ from core.config import Config
 from core.conversation import Conversation, SessionSettings
 from core.skills import SkillRepository
 from core.toolsets import ToolsetRegistry
-from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend, media_active
+from llm.scripted import MEDIA_WORDS, Rule, ScriptedBackend, toolset_active
 from toolsets.media.provider import MediaProvider
 from core.toolsets import ToolResult
 from toolsets.media.tools import play_started_text, run_info, run_search, validate_play
@@ -90,14 +90,6 @@ def _query(messages: list[p.ChatMessage]) -> str:
     return quoted.group(1) if quoted else words
 
 
-def _active(messages: list[p.ChatMessage], toolset: str) -> bool:
-    """What the prompt's state part says, as a model reads it (one_system_message joins it)."""
-    if toolset == "media":
-        return media_active(messages)
-    system = "\n".join(m.content for m in messages if m.role == "system")
-    return re.search(rf"^Active toolsets:.*\b{toolset}\b", system, re.MULTILINE) is not None
-
-
 def _last_media_id(messages: list[p.ChatMessage]) -> str:
     """The id of the title talked about last: from media_info's play hint or media_search's first line."""
     for message in reversed(messages):
@@ -127,7 +119,7 @@ _TOOLSET_CALL = {"media": lambda m: f"TOOL_CALL: media_search|{_query(m)}", "tim
 
 def _on_toolset_question(toolset: str):
     """The user wants a toolset's tool: call it when the toolset is on, else read its skill first."""
-    return lambda m: _TOOLSET_CALL[toolset](m) if _active(m, toolset) else f"TOOL_CALL: read_skill|{toolset}"
+    return lambda m: _TOOLSET_CALL[toolset](m) if toolset_active(m, toolset) else f"TOOL_CALL: read_skill|{toolset}"
 
 
 def _after_read_skill(messages: list[p.ChatMessage]) -> str:
@@ -136,7 +128,7 @@ def _after_read_skill(messages: list[p.ChatMessage]) -> str:
     toolset = call.rsplit("|", 1)[-1].strip() if call else "media"
     if toolset not in _TOOLSET_CALL:
         return "Done."
-    return _TOOLSET_CALL[toolset](messages) if _active(messages, toolset) else f"TOOL_CALL: enable_toolset|{toolset}"
+    return _TOOLSET_CALL[toolset](messages) if toolset_active(messages, toolset) else f"TOOL_CALL: enable_toolset|{toolset}"
 
 
 def _playback(messages: list[p.ChatMessage]) -> str:
@@ -160,7 +152,7 @@ BENCH_RULES: tuple[Rule, ...] = (
     Rule(r"", "Done.", role="tool"),
     Rule(_FILMS_OFF, "TOOL_CALL: disable_toolset|media", role="user"),
     Rule(_REMIND, _on_toolset_question("timers"), role="user"),
-    Rule(_REMINDERS, lambda m: "TOOL_CALL: timers_list" if _active(m, "timers") else "TOOL_CALL: read_skill|timers",
+    Rule(_REMINDERS, lambda m: "TOOL_CALL: timers_list" if toolset_active(m, "timers") else "TOOL_CALL: read_skill|timers",
          role="user"),
     Rule(_PLAYBACK, _playback, role="user"),
     Rule(_DETAILS, lambda m: f"TOOL_CALL: media_info|{_last_media_id(m)}", role="user"),

@@ -343,9 +343,10 @@ class Conversation:
                 bound = self.s.registry.validate(call.name, call.raw_args)
                 skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
                 read_this_turn.add(skill)
-                if RECIPE_CALL.search(result) and self.s.registry.toolset(skill) is None:
+                named = self._recipe_tools(result)
+                if named and self.s.registry.toolset(skill) is None:
                     recipe = skill  # a procedure to follow, not a toolset's own skill
-                recipe_tools += [t for t in self._recipe_tools(result) if t not in recipe_tools]
+                recipe_tools += [t for t in named if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name
             if parsed.extra_calls:

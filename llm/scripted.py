@@ -47,10 +47,14 @@ class Rule:
 
 MEDIA_WORDS = r"\b(film|films|movie|movies|music|song|songs|album|video|videos|podcast|series|watch|listen|play)\b"
 
-def media_active(messages: list[ChatMessage]) -> bool:
+def toolset_active(messages: list[ChatMessage], toolset: str) -> bool:
     """What the prompt's state part says (the runtime's system messages, S7), as a model reads it."""
     system = "\n".join(m.content for m in messages if m.role == "system")
-    return re.search(r"^Active toolsets:.*\bmedia\b", system, re.MULTILINE) is not None
+    return re.search(rf"^Active toolsets:.*\b{re.escape(toolset)}\b", system, re.MULTILINE) is not None
+
+
+def media_active(messages: list[ChatMessage]) -> bool:
+    return toolset_active(messages, "media")
 
 
 def _after_read_skill(messages: list[ChatMessage]) -> str:
