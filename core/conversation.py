@@ -34,7 +34,7 @@ import time
 import zoneinfo
 from collections import OrderedDict
 from contextlib import AbstractAsyncContextManager
-from typing import AsyncIterator, Awaitable, Callable, Mapping, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import anyio
 
@@ -296,7 +296,7 @@ class Conversation:
             messages = layout(prompt, history, len(self.trajectory) - turn_start, closing)
             notice = ""
             tools = self.s.registry.callable_tools(active)
-            tools += [t for t in recipe_tools if t not in tools]
+            tools += [t for t in self._used_toolset_tools(active) + recipe_tools if t not in tools]
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
                 tools = [tool for tool in tools if tool != repeated]
@@ -361,6 +361,16 @@ class Conversation:
                 self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
                                               "error" if "tool error" in result[:80] else "ok", result)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    def _used_toolset_tools(self, active: Iterable[str]) -> list[str]:
+        """The tools of toolsets this conversation used that are off now (expired, turned off):
+        their calls in the history taught the model their names, and S8 substitutes a call to one
+        (turning the toolset on again), so the grammar must not forbid them. A small model kept
+        from them reads an unrelated skill or shows the old result instead (run.py eval, the
+        expired-* scenarios)."""
+        off = {self.s.registry.toolset_of(tool) for tool in self.trajectory.called_tools()} - set(active) - {None}
+        return [tool for toolset in sorted(off) for tool in self.s.registry.callable_tools([toolset])
+                if not self.s.registry.is_core(tool)]
 
     def _recipe_tools(self, body: str) -> list[str]:
         """Tools a skill's body tells the model to call: a recipe may call a tool of a toolset

@@ -126,6 +126,10 @@ class Trajectory:
         call = self._calls.get(call_id)
         return call.state if call else None
 
+    def called_tools(self) -> set[str]:
+        """Every tool this conversation has called (restored ones included)."""
+        return {call.tool for call in self._calls.values()}
+
     def awaiting_late_results(self) -> bool:
         """A call answered by a placeholder still waits for its real result."""
         return any(call.state == _PLACEHOLDER for call in self._calls.values())

@@ -7,7 +7,7 @@ from bench.conversation import Turn, record_conversation
 from bench.runtime import scratch_config
 from core.config import load_config
 from core.prompt import RECIPE_NOTICE, after_result_notice
-from llm.scripted import Rule, ScriptedBackend
+from llm.scripted import DEFAULT_RULES, Rule, ScriptedBackend
 
 EXPIRED = 700.0  # past session.toolset_ttl_s (600 s)
 TEA = """---
@@ -66,3 +66,20 @@ async def test_a_skill_read_in_an_earlier_turn_is_offered_again_after_its_toolse
     assert "media" in second.arg_choices["read_skill"], "read in turn 1, its toolset expired: readable again"
     within = next(r for r in requests if r.turn == 1 and r.step == 2)
     assert "media" not in within.arg_choices["read_skill"], "once per turn"
+
+
+async def test_the_tools_of_a_toolset_used_earlier_stay_callable_after_it_expired(tmp_path):
+    model = ScriptedBackend([
+        Rule(r"", "Включаю «Брат».", role="tool", tool="media_play"),
+        Rule(r"включи его", "TOOL_CALL: media_play|brother-1997", role="user"),
+        *DEFAULT_RULES,
+    ])
+    requests = await record_conversation(_config(tmp_path), [Turn("find the film «Брат»"), Turn("включи его", pause_s=EXPIRED)],
+                                         backend=model)
+    fresh = requests[0]
+    assert "media_play" not in fresh.tools, "a toolset never used is only in the catalog"
+    again = next(r for r in requests if r.turn == 2 and r.step == 1)
+    assert "Active toolsets" not in again.messages[-2].content, "expired: the prompt does not list media"
+    assert {"media_search", "media_info", "media_play"} <= set(again.tools), "its calls in the history name them"
+    assert [r.reply for r in requests if r.turn == 2] == ["TOOL_CALL: media_play|brother-1997", "Включаю «Брат»."]
+    assert "sent to the phone" in requests[-1].messages[-2].content, "S8 ran the call and turned media on"
