@@ -40,7 +40,8 @@ import anyio
 
 import protocol as p
 from core.activity import NOT_EXECUTED, ToolsetActivity
-from core.prompt import RECIPE_NOTICE, after_result_notice, arg_choices, layout, build_prompt, visible_skills
+from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
+                         reply_language, visible_skills)
 from core.observe import Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
@@ -49,7 +50,7 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.echo import ECHO_NOTICE, echoed
+from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, echoed, refused
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
@@ -321,6 +322,11 @@ class Conversation:
                     notice = ECHO_NOTICE.format(what=what)
                     _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
                     continue
+                if not echo_retried and refused(text) and self._last_call_worked(history):
+                    echo_retried = True
+                    notice = REFUSAL_NOTICE.format(language=reply_language(USER_LABEL.sub("", self._last_user_words())))
+                    _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
+                    continue
                 if not text:
                     text = "…"
                 self.trajectory.record_assistant(text)
@@ -377,6 +383,12 @@ class Conversation:
         that is off (S8 substitutes that call and turns the toolset on), so the grammar must not
         forbid what the recipe says."""
         return [name for name in dict.fromkeys(RECIPE_CALL.findall(body)) if self.s.registry.spec(name) is not None]
+
+    @staticmethod
+    def _last_call_worked(history: list[p.ChatMessage]) -> bool:
+        last = history[-1] if history else None
+        return (last is not None and last.role == "tool" and last.name != "read_skill"
+                and not last.content.startswith(("tool error", "arguments invalid")) and NOT_EXECUTED not in last.content)
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):

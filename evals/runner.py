@@ -11,6 +11,7 @@ runtime without toolsets (the seed's thesis, measured on the same scenarios).
 """
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 import tempfile
@@ -123,6 +124,19 @@ class EvalPorts(InProcessPorts):
             call = parse_reply(generation.text).call
             if call is not None:
                 self.calls.append((call.name, call.raw_args.strip()))
+
+
+    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
+        """Run the call; a play is judged by what it played (the model may name the title)."""
+        outcome = await super().invoke(session, call_id, tool, args)
+        played = _PLAYED.search(outcome.text) if tool == "media_play" and outcome.ok else None
+        recorded = next((i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i][0] == tool), None)
+        if played and recorded is not None and played.group(1) not in self.calls[recorded][1]:
+            self.calls[recorded] = (tool, f"{self.calls[recorded][1]} (played {played.group(1)})")
+        return outcome
+
+
+_PLAYED = re.compile(r"\(([a-z0-9-]+)\): \w+ sent to the phone")
 
 
 def _write_skills(directory: Path, skills: dict[str, str]) -> None:

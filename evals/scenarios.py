@@ -11,6 +11,8 @@ from pathlib import Path
 
 import msgspec
 
+from core.echo import echoed, refused
+
 DEFAULT_SCENARIOS = Path(__file__).with_name("scenarios.toml")
 
 
@@ -80,6 +82,10 @@ def judge_turn(turn: Turn, played: PlayedTurn) -> list[str]:
             problems.append(f"called {tool}, which it must not")
     if turn.mentions and not any(word.lower() in played.final.lower() for word in turn.mentions):
         problems.append(f"final display {played.final[:80]!r} mentions none of {turn.mentions}")
+    if refused(played.final):  # even after a call that worked: never a pass
+        problems.append(f"final display {played.final[:80]!r} is a canned refusal")
+    if played.final and echoed(played.final, turn.say):
+        problems.append(f"final display {played.final[:80]!r} only repeats the request")
     if any("TOOL_CALL" in text for text in played.displays):
         problems.append("a TOOL_CALL line reached the glasses")
     if played.gave_up:

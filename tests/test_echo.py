@@ -1,5 +1,5 @@
 """A reply that only repeats what the model was shown is not an answer (core/echo.py)."""
-from core.echo import echoed
+from core.echo import echoed, refused
 
 
 def test_the_users_own_words_back_are_an_echo_whatever_the_case_and_punctuation():
@@ -36,3 +36,29 @@ async def test_the_session_asks_again_once_and_the_glasses_get_the_answer_not_th
     assert finals == ["It is 18:00."]
     assert [m["content"] for m in history if m["role"] == "assistant"] == ["It is 18:00."]
     assert len(backend.calls) == 2
+
+
+def test_a_canned_refusal_is_told_apart_from_an_answer():
+    assert refused("I'm sorry, but I can't assist with that.")
+    assert not refused("Sorry, «Матрица» is not in the catalog.")
+
+
+async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_path):
+    from bench.conversation import Turn, record_conversation
+    from bench.runtime import scratch_config
+    from core.config import load_config
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        last = messages[-1]
+        if last.content.startswith("[System notice] Your last reply refused"):
+            assert "in Russian" in last.content
+            return "Включаю «Матрицу»."
+        if last.role == "tool":
+            return "I'm sorry, but I can't assist with that."
+        return "TOOL_CALL: media_play|matrix-1999"
+
+    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
+                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "I'm sorry, but I can't assist with that.",
+                                           "Включаю «Матрицу»."]

@@ -52,7 +52,7 @@ def test_toolset_spec_is_prefixed_and_terse():
     assert MEDIA_TOOLSET.name == "media"
     assert names == ["media_search", "media_info", "media_play"]
     assert all(name.startswith("media_") for name in names)
-    assert all(len(t.summary.split()) <= 16 for t in MEDIA_TOOLSET.tools)
+    assert all(len(t.summary.split()) <= 20 for t in MEDIA_TOOLSET.tools)  # media_play's: measured on run.py eval
     assert len(MEDIA_TOOLSET.summary.split()) <= 10
     rendered = "\n".join(f"{signature(t)} - {t.summary}" for t in MEDIA_TOOLSET.tools)
     assert len(rendered) < 600  # a few dozen tokens, far under the ~400-token budget
@@ -184,6 +184,19 @@ def test_validate_play_with_a_provider_checks_the_id_and_names_the_title():
     assert validate_play({"id": "film-1-2000", "action": "stop"}, provider) == PlayRequest("film-1-2000", "stop", "Фильм 1")
     unknown = validate_play({"id": "nope-1999"}, provider)
     assert isinstance(unknown, ToolResult) and not unknown.ok and "nope-1999" in unknown.text
+
+
+@pytest.mark.parametrize("name, media_id", [
+    ("Титаник", "titanic-1997"), ("interstellar", "interstellar-2014"), ("Брат", "brother-1997"), ("брат 2", "brother-2-2000"),
+])
+def test_play_by_a_name_only_one_title_has(catalog, name, media_id):
+    assert validate_play({"id": name, "action": "pause"}, catalog)[:2] == (media_id, "pause")
+
+
+@pytest.mark.parametrize("name", ["Бэтмен", "Титаник 3", "матрица перезагрузка 7"])
+def test_play_by_a_shared_name_or_a_near_miss_lists_close_matches_instead(catalog, name):
+    reply = validate_play({"id": name}, catalog)
+    assert isinstance(reply, ToolResult) and not reply.ok and "no title with id" in reply.text
 
 
 @pytest.mark.parametrize("args, reason", [

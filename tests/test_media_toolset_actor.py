@@ -132,8 +132,8 @@ async def test_play_pending_returns_a_task_id_for_the_later_event(config):
     [(_, command)] = glasses.commands
     assert command.command.action == "pause"
     assert outcome.ok is True and outcome.task_id == command.command.task_id != ""
-    assert outcome.text.startswith("pause «Терминатор")
-    assert outcome.text.endswith(f"(terminator-1984) sent to the phone (task {outcome.task_id}); "
+    assert outcome.text.startswith("«Терминатор")
+    assert outcome.text.endswith(f"(terminator-1984): pause sent to the phone (task {outcome.task_id}); "
                                  "its confirmation arrives as a later event")
 
 

@@ -7,6 +7,7 @@ session, once); here only their values are checked.
 """
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
@@ -28,14 +29,13 @@ MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: 
 # Not `long_running`: the executor itself answers within phone.playback_wait_s, with the phone's
 # task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
-    name="media_play", summary="play a title on the phone by its id (add ; action=pause, resume or stop)",
+    name="media_play", summary="play on the phone by id or exact title; to control what plays: add ; action=pause, resume or stop",
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
 )
 MEDIA_TOOLSET = ToolsetSpec(
     example=("\"найди фильм Брат\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media -> "
              "TOOL_CALL: media_search|Брат -> the title, year and director from the result\n"
-             "\"включи фильм Брат 2\" -> TOOL_CALL: media_search|Брат 2 -> TOOL_CALL: media_play|brother-2-2000 -> "
-             "\"Включаю «Брат 2».\""),
+             "\"включи фильм Брат 2\" -> TOOL_CALL: media_play|Брат 2 -> \"Включаю «Брат 2».\""),
     name="media", summary="Films and series: search, details, playback.",
     tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
 )
@@ -166,12 +166,31 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
     if provider is None:
         return PlayRequest(media_id, action)
     try:
-        title = provider.info(media_id)
+        title = provider.info(media_id) or title_named(provider, media_id)
         if title is None:
             return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
+
+
+def title_named(provider: MediaProvider, name: str) -> Title | None:
+    """The one title whose name (Russian or original) or id words are exactly `name`: "включи
+    Титаник" plays without a search first, and so does a model's guessed slug (`interstellar`).
+    A name several titles share, or a near miss, is not guessed: the caller lists close matches."""
+    wanted = _name_key(name)
+    if not wanted:
+        return None
+    try:
+        hits = provider.search(_id_words(name) or name, page=1, per_page=5).items
+    except ValueError:
+        return None
+    named = [t for t in hits if wanted in {_name_key(t.title_ru), _name_key(t.title_en), _name_key(_id_words(t.id))}]
+    return named[0] if len(named) == 1 else None
+
+
+def _name_key(text: str) -> str:
+    return " ".join(re.sub(r"[\W_]+", " ", text.replace("ё", "е").replace("Ё", "Е")).split()).casefold()
 
 
 def play_command(request: PlayRequest, task_id: str) -> PlaybackCommand:
@@ -186,8 +205,10 @@ _STATE_WORDS = {
 
 
 def play_started_text(request: PlayRequest, task_id: str) -> str:
-    """The immediate answer while the phone has not confirmed yet (E7: a task id, result later)."""
-    return (f"{request.action} {_quoted(request)} sent to the phone (task {task_id}); "
+    """The immediate answer while the phone has not confirmed yet (E7: a task id, result later).
+    The title comes first: after "play «…» sent to the phone" the local model answered "I'm sorry,
+    but I can't assist with that." or "The second one is playing." (run.py eval)."""
+    return (f"{_quoted(request)}: {request.action} sent to the phone (task {task_id}); "
             "its confirmation arrives as a later event")
 
 

@@ -1,0 +1,45 @@
+"""`run.py eval`'s judge through the real session loop, on a scripted model: a scenario passes
+by outcome (what was played, what the glasses show) and fails with a reason a tuner can act on,
+an answer that only repeats the request or is a canned refusal included."""
+from __future__ import annotations
+
+from core.config import load_config
+from evals.runner import run_eval
+from evals.scenarios import Scenario, Turn
+from llm.scripted import Rule, ScriptedBackend
+
+PLAY = Scenario(id="play-ru", lang="ru", turns=[Turn(say="включи фильм Титаник", calls=["media_play|titanic"],
+                                                     mentions=["Титаник"])])
+
+
+async def _run(rules):
+    return await run_eval(load_config(None, env={}), [PLAY], backend=ScriptedBackend(rules), profile="scripted",
+                          mode="progressive", progress=lambda line: None)
+
+
+async def test_a_play_by_the_films_name_passes_by_what_it_played():
+    report = await _run([Rule(r"", "Включаю «Титаник».", role="tool", tool="media_play"),
+                         Rule(r"Титаник", "TOOL_CALL: media_play|Титаник", role="user")])
+    assert report.passed == 1, report.per_scenario[0].why
+    assert report.per_scenario[0].calls == ["media_play|Титаник (played titanic-1997)"], "S8 ran it, media was off"
+
+
+async def test_a_search_that_never_plays_fails_saying_so():
+    report = await _run([Rule(r"", "«Титаник» (1997).", role="tool", tool="media_search"),
+                         Rule(r"Титаник", "TOOL_CALL: media_search|Титаник", role="user")])
+    assert report.passed == 0
+    assert "no call media_play|titanic" in report.per_scenario[0].why
+
+
+async def test_an_answer_that_only_repeats_the_request_fails():
+    report = await _run([Rule(r"", "Включи фильм Титаник!", role="user")])  # asked again (core/echo.py): again
+    assert report.passed == 0
+    assert "only repeats the request" in report.per_scenario[0].why
+
+
+async def test_a_canned_refusal_after_a_play_that_worked_fails():
+    refusal = "I'm sorry, but I can't assist with that."  # asked again (core/echo.py): again
+    report = await _run([Rule(r"", refusal, role="tool", tool="media_play"), Rule(r"refused", refusal, role="user"),
+                         Rule(r"Титаник", "TOOL_CALL: media_play|titanic-1997", role="user")])
+    assert report.per_scenario[0].calls == ["media_play|titanic-1997"]
+    assert "canned refusal" in report.per_scenario[0].why
