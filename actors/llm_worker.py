@@ -7,8 +7,6 @@ use and kept, so swapping back is instant.
 """
 from __future__ import annotations
 
-import time
-
 import anyio
 
 import protocol as p
@@ -93,8 +91,7 @@ class LLMWorker(Actor):
         try:
             with scope:
                 backend = self.backend(profile)
-                # a plain clock: anyio.current_time's backend lookup, once per token, cost more than the check
-                chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, time.monotonic)
+                chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, anyio.current_time)
                 async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens,
                                           arg_choices=body.arg_choices) as generation:
                     async for piece in generation:

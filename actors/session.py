@@ -182,8 +182,7 @@ class SessionActor(Actor):
         incarnation = self._llm_started_at  # the worker this request goes to, as far as we know
         timeout = self.config.session.llm_timeout_s
         turn_timeout = self.config.session.llm_turn_timeout_s
-        deadline = time.monotonic() + turn_timeout  # the whole generation, however steady (a plain clock: the
-        # waits below are relative, and anyio.current_time costs a backend lookup, several per chunk)
+        deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
         finished = False
         env_id = ""
 
@@ -191,10 +190,10 @@ class SessionActor(Actor):
             # Receive under the timeout, yield outside the receive.
             nonlocal finished, replies, request
             retried = streamed = False
-            silent_until = time.monotonic() + timeout
+            silent_until = anyio.current_time() + timeout
             while True:
                 body = None
-                now = time.monotonic()
+                now = anyio.current_time()
                 left, silence_left = deadline - now, silent_until - now
                 wait = min(silence_left, left)
                 if wait > 0:  # None when nothing came in time (a deadline, not a cancel scope)
@@ -222,7 +221,7 @@ class SessionActor(Actor):
                     raise ModelUnavailable(f"the model did not finish its answer within {turn_timeout:g} s")
                 if body is None:
                     raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
-                silent_until = time.monotonic() + timeout
+                silent_until = anyio.current_time() + timeout
                 if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
                     # The worker announced a restart (ModelInfo): the request died with it.
                     if streamed:
