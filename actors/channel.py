@@ -27,6 +27,7 @@ import anyio.lowlevel
 
 T = TypeVar("T")
 _YIELD_EVERY = 64  # items taken without a checkpoint, at most
+_COARSE_FROM_S, _GRID_S = 1.0, 0.1  # a timeout this long or longer may end up to one grid step late
 
 
 class Deadlines:
@@ -134,6 +135,10 @@ class Channel(Generic[T]):
         if timeout is not None and timeout <= 0 and not self._items:
             return None
         deadline = None if timeout is None else anyio.current_time() + timeout
+        if deadline is not None and timeout >= _COARSE_FROM_S:
+            # on a grid: the waits of one tick share one wake-up of the deadlines task, which at
+            # low load otherwise woke once per ask, to drop the entry of a wait long answered
+            deadline = math.ceil(deadline / _GRID_S) * _GRID_S
         while not self._items:
             if self._closed:
                 raise anyio.EndOfStream

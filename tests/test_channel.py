@@ -138,3 +138,11 @@ async def test_a_wait_outlives_its_deadlines_task_and_still_times_out():
         started = anyio.current_time()
     assert result == [None]
     assert anyio.current_time() - started < 0.3
+
+
+async def test_a_long_timeout_ends_on_its_grid_step_at_most_a_tenth_late(deadlines, autojump_clock):
+    channel: Channel[str] = Channel(8, deadlines)
+    for timeout in (1.0, 2.0, 2.37):
+        started = anyio.current_time()
+        assert await channel.receive(timeout) is None
+        assert timeout <= anyio.current_time() - started <= timeout + 0.1 + 1e-9
