@@ -8,7 +8,8 @@ Wiring, the same in every topology:
 - replies and streamed chunks carry `corr` = the request's id and go to the waiting `ask`, not
   to the mailbox, so an actor busy awaiting a reply never deadlocks on its own mailbox.
 
-Handlers run one at a time from a bounded mailbox; an actor that must serve many requests at
+Handlers run one at a time from a bounded mailbox (`actors/channel.py`: cheaper per message than a
+memory object stream, and so are the reply slots of asks); an actor that must serve many requests at
 once (one slow tool must not stall other sessions) starts tasks with `spawn`. A handler that
 raises is logged and answered with ErrorReply: a bad message never kills an actor.
 """
@@ -25,6 +26,7 @@ import anyio.abc
 import zmq
 
 import protocol as p
+from actors.channel import Channel, Deadlines
 from actors.topology import Topology
 from transport.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
@@ -96,7 +98,8 @@ class Endpoint:
         self.zmq = zmq_context or zmq.Context.instance()
         self.log = logging.getLogger(f"porfiry.{self.name}")
         self._links: dict[str, AsyncSocket] = {}
-        self._pending: dict[str, anyio.abc.ObjectSendStream] = {}
+        self._pending: dict[str, Channel[p.Envelope]] = {}
+        self._deadlines = Deadlines()  # the timeouts of asks: no cancel scope per receive
         self._tg: anyio.abc.TaskGroup | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------
@@ -104,6 +107,7 @@ class Endpoint:
     async def running(self) -> AsyncIterator["Endpoint"]:
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            tg.start_soon(self._deadlines.run, name=f"{self.name}-deadlines")
             try:
                 yield self
             finally:
@@ -153,31 +157,45 @@ class Endpoint:
     async def ask(self, target: str, body: p.Msg, *, session: str = "", timeout: float | None = None) -> p.Msg:
         """Request/reply. Raises AskTimeout if no reply arrives in time (default from config)."""
         timeout = self.config.supervisor.ask_timeout_s if timeout is None else timeout
-        async with self.ask_stream(target, body, session=session) as replies:
-            with anyio.move_on_after(timeout):
-                return (await replies.receive()).body
-        raise AskTimeout(f"{target} did not answer {type(body).__name__} within {timeout:g}s")
+        replies, request_id = await self._request(target, body, session, 256)
+        try:
+            reply = await replies.receive(timeout)
+        finally:
+            self._pending.pop(request_id, None)
+            replies.close()
+        if reply is None:
+            raise AskTimeout(f"{target} did not answer {type(body).__name__} within {timeout:g}s")
+        return reply.body
 
     @asynccontextmanager
     async def ask_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
-        """Send a request and receive every envelope correlated with it (streamed replies)."""
+        """Send a request and receive every envelope correlated with it (streamed replies): a
+        Channel, `await replies.receive(timeout)` (None once `timeout` passed) or `async for`."""
+        replies, request_id = await self._request(target, body, session, buffer)
+        try:
+            yield replies
+        finally:
+            self._pending.pop(request_id, None)
+            replies.close()
+
+    async def _request(self, target: str, body: p.Msg, session: str, buffer: int) -> tuple[Channel[p.Envelope], str]:
+        """Send a request; its replies go to the returned channel until `_pending` forgets it."""
         envelope = p.Envelope(body=body, sender=self.name, session=session)
         payload = self.codec.encode(envelope)
         if len(payload) > self.codec.max_bytes:
             raise MessageTooLarge(f"{type(body).__name__} of {len(payload)} bytes exceeds protocol.max_message_bytes ({self.codec.max_bytes})")
-        tx, rx = anyio.create_memory_object_stream[p.Envelope](buffer)
-        self._pending[envelope.id] = tx
+        replies: Channel[p.Envelope] = Channel(buffer, self._deadlines)
+        self._pending[envelope.id] = replies
         try:
             link = self._link(target)
             try:
                 link.send_nowait([payload])
             except anyio.WouldBlock:  # the target's inbox is behind: wait for room, never raise
                 await link.send([payload])
-            yield rx
-        finally:
+        except BaseException:
             self._pending.pop(envelope.id, None)
-            tx.close()
-            rx.close()
+            raise
+        return replies, envelope.id
 
     # ---- receiving --------------------------------------------------------------------------
     def _decode(self, payload: bytes) -> p.Envelope | None:
@@ -229,7 +247,7 @@ class Actor(Endpoint):
         super().__init__(config, zmq_context=zmq_context)
         self.clock = clock
         self.started_at = 0.0
-        self._mail_tx, self._mail_rx = anyio.create_memory_object_stream[Inbound](self.mailbox_size)
+        self._mail: Channel[Inbound] = Channel(self.mailbox_size)
         self._inbox: AsyncSocket | None = None
 
     def inbox_socket(self) -> zmq.Socket:
@@ -241,7 +259,7 @@ class Actor(Endpoint):
 
     @property
     def inbox_depth(self) -> int:
-        depth = self._mail_rx.statistics().current_buffer_used
+        depth = len(self._mail)
         return depth + (self._inbox.pending_in if self._inbox else 0)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
@@ -252,7 +270,7 @@ class Actor(Endpoint):
             await self.on_start()
             self.log.info("actor=%s started pid=%s at=%s", self.name, os.getpid(), self.topology.address(self.name))
             task_status.started()
-            async for msg in self._mail_rx:
+            async for msg in self._mail:
                 await self._handle_safely(msg)
 
     async def on_start(self) -> None:
@@ -285,10 +303,10 @@ class Actor(Endpoint):
             await self._dispatch(*inbound)
 
     def unsolicited_nowait(self, msg: Inbound) -> None:
-        self._mail_tx.send_nowait(msg)
+        self._mail.send_nowait(msg)
 
     async def unsolicited(self, msg: Inbound) -> None:
-        await self._mail_tx.send(msg)
+        await self._mail.send(msg)
 
     async def _handle_safely(self, msg: Inbound) -> None:
         if isinstance(msg.body, p.Ping):

@@ -187,7 +187,7 @@ class SessionActor(Actor):
         env_id = ""
 
         async def pieces() -> AsyncIterator[str]:
-            # No yield inside a cancel scope: receive under the timeout, yield outside it.
+            # Receive under the timeout, yield outside the receive.
             nonlocal finished, replies, request
             retried = streamed = False
             silent_until = anyio.current_time() + timeout
@@ -196,14 +196,9 @@ class SessionActor(Actor):
                 now = anyio.current_time()
                 left, silence_left = deadline - now, silent_until - now
                 wait = min(silence_left, left)
-                if wait > 0:
-                    try:  # already here (the usual case while it streams): no timeout scope to set up
-                        body = replies.receive_nowait().body
-                    except anyio.WouldBlock:
-                        pass
-                if body is None:
-                    with anyio.move_on_after(min(wait, self.llm_probe_s)):
-                        body = (await replies.receive()).body
+                if wait > 0:  # None when nothing came in time (a deadline, not a cancel scope)
+                    envelope = await replies.receive(min(wait, self.llm_probe_s))
+                    body = envelope.body if envelope is not None else None
                 if body is None and wait > self.llm_probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
@@ -422,14 +417,14 @@ class SessionActor(Actor):
         elif verdict == "duplicate":
             msg.reply(self, p.EventAccepted(event_id=event.event_id, duplicate=True))
         else:
-            self.spawn(self._ack_when_stored, msg, event.event_id, self.journal.accept_event(sid, body.phone_key, event))
+            waiter = self.journal.accept_event(sid, body.phone_key, event)
+            # acked by the journal's writer once committed: no task per event
+            self.journal.on_stored(waiter, lambda error: self._ack_stored(msg, event.event_id, error))
 
-    async def _ack_when_stored(self, msg: Inbound, event_id: str, waiter) -> None:
-        try:
-            await self.journal.stored(waiter)
-        except JournalError as exc:
-            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, exc)
-            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {exc}"))
+    def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
+        if error is not None:
+            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
 

@@ -4,9 +4,9 @@ The load benchmark runs as usual (process mode, scripted model) while every acto
 cProfile over the load only (not its start-up or the warm-up; `actors/host.py` starts it on
 SIGUSR1 and writes it on SIGUSR2). Each process's profile is then cut by where the code lives:
 
-    transport   actors/zmqio.py and pyzmq: the sockets, the pump
+    transport   transport/zmqio.py and pyzmq: the sockets, the pump
     codec       protocol/ and msgspec: envelopes, encode, decode
-    actor       actors/base.py: mailbox, dispatch, tell/ask
+    actor       actors/base.py, actors/channel.py: mailbox, dispatch, tell/ask, reply slots
     event loop  trio, anyio: scheduling, cancel scopes, memory streams
     logging     the logging package
     logic       everything else of ours: the actor's own module, core/, llm/, media/, storage/
@@ -73,11 +73,11 @@ def component(filename: str, function: str) -> str:
     root = str(REPO_ROOT).replace("\\", "/") + "/"
     if path.startswith(root) and "/site-packages/" not in path:
         local = path[len(root):]
-        if local == "actors/zmqio.py":
+        if local == "transport/zmqio.py":
             return "transport"
         if local.startswith("protocol/"):
             return "codec"
-        if local == "actors/base.py":
+        if local in ("actors/base.py", "actors/channel.py"):
             return "actor"
         if local == "core/logs.py":
             return "logging"

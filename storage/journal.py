@@ -279,13 +279,24 @@ def purge_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
 
 
 # ---- the asynchronous journal -----------------------------------------------------------------
+def _finish(waiter: "_Waiter") -> None:
+    waiter.done.set()
+    for then in waiter.then:
+        try:
+            then()
+        except Exception:  # noqa: BLE001 - one faulty callback must not stop the writer
+            _log.exception("journal: a callback on a stored write failed")
+    waiter.then.clear()
+
+
 class _Waiter:
-    __slots__ = ("done", "result", "error")
+    __slots__ = ("done", "result", "error", "then")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.result: Any = None
         self.error: BaseException | None = None
+        self.then: list[Callable[[], None]] = []  # called once done (`Journal.on_stored`)
 
 
 class Journal:
@@ -331,7 +342,7 @@ class Journal:
         self.batches += 1
         for _, waiter in batch:
             if waiter is not None:
-                waiter.done.set()
+                _finish(waiter)
 
     def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]]) -> None:
         conn = self._conn
@@ -408,6 +419,27 @@ class Journal:
     async def stored(self, waiter: _Waiter) -> None:
         """Raises JournalError when the event could not be stored, or an earlier write was lost."""
         await self.wait(waiter)
+        self._raise_lost()
+
+    def on_stored(self, waiter: _Waiter, callback: Callable[[JournalError | None], None]) -> None:
+        """`stored` without a task per event: `callback(None)` once the event is stored, or
+        `callback(error)`; called by the writer (at once if that is already known)."""
+        def then() -> None:
+            try:
+                if waiter.error is not None:
+                    raise waiter.error
+                self._raise_lost()
+            except JournalError as exc:
+                callback(exc)
+            else:
+                callback(None)
+
+        if waiter.done.is_set():
+            then()
+        else:
+            waiter.then.append(then)
+
+    def _raise_lost(self) -> None:
         if self.failure:
             raise JournalError(f"the journal lost a write: {self.failure}")
 

@@ -83,3 +83,31 @@ async def test_a_write_that_fails_is_an_error_for_whoever_waits_on_it(tmp_path):
         else:
             raise AssertionError("an event that was not stored must not be acked")
         tg.cancel_scope.cancel()
+
+
+async def test_on_stored_calls_back_after_the_commit_or_with_the_error(tmp_path):
+    journal = j.Journal(tmp_path / "journal.sqlite3")
+    event = p.Event(event_id="e1", kind="user_text", source="user", channel="speech")
+    async with anyio.create_task_group() as tg:
+        await tg.start(journal.run)
+        outcomes: list = []
+        waiter = journal.accept_event("s1", "", event)
+        journal.on_stored(waiter, outcomes.append)
+        assert outcomes == [], "called back before the commit"
+        with anyio.fail_after(5):
+            while not outcomes:
+                await anyio.sleep(0.01)
+        assert outcomes == [None] and [e.event_id for e in (await journal.load("s1")).open_events] == ["e1"]
+        journal.on_stored(waiter, outcomes.append)  # already stored: at once
+        assert outcomes == [None, None]
+        journal._conn.execute("DROP TABLE events")
+        failed = journal.accept_event("s1", "", p.Event(event_id="e2", kind="user_text", source="user", channel="speech"))
+        journal.on_stored(failed, outcomes.append)
+        with anyio.fail_after(5):
+            while len(outcomes) < 3:
+                await anyio.sleep(0.01)
+        assert isinstance(outcomes[2], j.JournalError)
+        tg.cancel_scope.cancel()
+    nothing = j.NoJournal()
+    nothing.on_stored(nothing.accept_event("s1", "", event), outcomes.append)
+    assert outcomes[3:] == [None]

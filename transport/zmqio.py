@@ -8,7 +8,7 @@ task, the pump, which is the only code that touches it:
 - it re-reads ZMQ_EVENTS after every send and recv before it waits again, because the socket's
   FD is edge-triggered: any zmq call may consume the wake-up, and one FD serves both directions;
 - it waits on the FD only when ZMQ_EVENTS says there is nothing to do, and a sender wakes it
-  by cancelling that wait.
+  by cancelling that wait (one cancel scope serves every wait until a sender cancels it).
 
 Receivers read from the memory stream, whose `receive()` is cancellation-safe: a cancelled
 receive takes nothing, so nothing is lost. Or the owner passes `deliver`, a plain function the
@@ -34,6 +34,33 @@ _log = logging.getLogger("porfiry.zmq")
 _YIELD_EVERY = 64  # messages moved between checkpoints, so one busy socket cannot starve others
 # plain ints: pyzmq's enum constants cost an enum object per `events & POLLIN`, several per message
 _EVENTS, _POLLIN, _POLLOUT, _NOBLOCK = int(zmq.EVENTS), int(zmq.POLLIN), int(zmq.POLLOUT), int(zmq.NOBLOCK)
+_RCVMORE, _MORE_NOBLOCK = int(zmq.RCVMORE), int(zmq.SNDMORE) | int(zmq.NOBLOCK)
+
+
+def _send_frames(sock: zmq.Socket, frames: list[bytes]) -> None:
+    """send_multipart(frames, NOBLOCK) for frames of bytes, without its per-call type checks and
+    flag enums (a third of its cost). ZeroMQ takes a multipart message whole or refuses it at
+    its first frame, so zmq.Again means nothing was sent."""
+    last = len(frames) - 1
+    for index in range(last):
+        sock.send(frames[index], _MORE_NOBLOCK)
+    sock.send(frames[last], _NOBLOCK)
+
+
+def _recv_frames(sock: zmq.Socket) -> list[bytes]:
+    """recv_multipart(NOBLOCK), likewise."""
+    frames = [sock.recv(_NOBLOCK)]
+    while sock.getsockopt(_RCVMORE):
+        frames.append(sock.recv(_NOBLOCK))
+    return frames
+
+
+def _recv_overridden(sock: zmq.Socket) -> list[bytes]:
+    return sock.recv_multipart(_NOBLOCK)
+
+
+def _send_overridden(sock: zmq.Socket, frames: list[bytes]) -> None:
+    sock.send_multipart(frames, _NOBLOCK)
 
 
 def _deliver_later(deliver: Callable[[list[bytes]], None]) -> Callable[[list[bytes]], Awaitable[None]]:
@@ -64,6 +91,10 @@ class AsyncSocket:
             # Without it a ROUTER silently drops messages for a peer whose pipe is full (HWM).
             # With it the send fails with EAGAIN and we wait, or EHOSTUNREACH and we log.
             socket.setsockopt(zmq.ROUTER_MANDATORY, 1)
+        # a socket class of its own (the bridge's, which adds a frame) keeps its multipart methods
+        kind = type(socket)
+        self._recv = _recv_frames if kind.recv_multipart is zmq.Socket.recv_multipart else _recv_overridden
+        self._send = _send_frames if kind.send_multipart is zmq.Socket.send_multipart else _send_overridden
         self._out: collections.deque[list[bytes]] = collections.deque()
         self._send_buffer = send_buffer
         self._room = anyio.Event()
@@ -124,7 +155,7 @@ class AsyncSocket:
         if self._closed:
             raise SocketClosed("socket is closed")
         try:
-            self.socket.send_multipart(frames, _NOBLOCK)
+            self._send(self.socket, frames)
         except zmq.Again:
             return "full"
         except zmq.ZMQError as exc:
@@ -163,7 +194,7 @@ class AsyncSocket:
     def _send_direct(self, frames: list[bytes]) -> bool:
         """Send now, in the caller's task; False when ZeroMQ has no room (then the pump queues)."""
         try:
-            self.socket.send_multipart(frames, _NOBLOCK)
+            self._send(self.socket, frames)
         except zmq.Again:
             return False
         except zmq.ZMQError as exc:
@@ -182,7 +213,7 @@ class AsyncSocket:
     def _send_one(self) -> None:
         """Send the head of the queue; raises zmq.Again when ZeroMQ has no room."""
         try:
-            self.socket.send_multipart(self._out[0], _NOBLOCK)
+            self._send(self.socket, self._out[0])
         except zmq.Again:
             raise
         except zmq.ZMQError as exc:
@@ -200,44 +231,52 @@ class AsyncSocket:
         fd = sock.getsockopt(zmq.FD)
         moved = 0
         while True:
-            events = sock.getsockopt(_EVENTS)
-            progressed = False
-            if events & _POLLIN:
-                try:
-                    frames = sock.recv_multipart(_NOBLOCK)
-                except zmq.Again:
-                    pass
-                else:
-                    progressed = True
-                    self.received += 1
-                    try:
-                        self._deliver(frames)
-                    except anyio.WouldBlock:
-                        # The reader is behind: wait for it, but keep sending meanwhile, so a
-                        # reader waiting for room in our send queue can never deadlock with us.
-                        await self._deliver_while_sending(frames, fd)
-                    except Exception:  # noqa: BLE001 - a faulty deliver must not stop the socket
-                        self.dropped += 1
-                        _log.exception("zmq deliver failed; message dropped")
-            if self._out and events & _POLLOUT:
-                try:
-                    self._send_one()
-                    progressed = True
-                except zmq.Again:
-                    pass
-            if progressed:
-                moved += 1
-                if moved >= _YIELD_EVERY:
-                    moved = 0
-                    await anyio.lowlevel.checkpoint()
-                continue
-            # ZMQ_EVENTS, read just now, says there is nothing to do: only now is it safe to wait
-            # on the edge-triggered FD. A sender wakes us by cancelling this scope.
-            moved = 0
+            # One cancel scope for every wait until a sender wakes us through it (cancelling it),
+            # not one per wait. Only a wait on the FD is ever cancelled: `_wait_scope` is set
+            # just around it, so the work between waits cannot be interrupted by a wake-up.
             with anyio.CancelScope() as scope:
-                self._wait_scope = scope
-                await anyio.wait_readable(fd)
-            self._wait_scope = None
+                while True:
+                    events = sock.getsockopt(_EVENTS)
+                    progressed = False
+                    if events & _POLLIN:
+                        try:
+                            frames = self._recv(sock)
+                        except zmq.Again:
+                            pass
+                        else:
+                            progressed = True
+                            self.received += 1
+                            try:
+                                self._deliver(frames)
+                            except anyio.WouldBlock:
+                                # The reader is behind: wait for it, but keep sending meanwhile, so a
+                                # reader waiting for room in our send queue can never deadlock with us.
+                                await self._deliver_while_sending(frames, fd)
+                            except Exception:  # noqa: BLE001 - a faulty deliver must not stop the socket
+                                self.dropped += 1
+                                _log.exception("zmq deliver failed; message dropped")
+                    if self._out and events & _POLLOUT:
+                        try:
+                            self._send_one()
+                            progressed = True
+                        except zmq.Again:
+                            pass
+                    if progressed:
+                        moved += 1
+                        if moved >= _YIELD_EVERY:
+                            moved = 0
+                            await anyio.lowlevel.checkpoint()
+                        continue
+                    # ZMQ_EVENTS, read just now, says there is nothing to do: only now is it safe
+                    # to wait on the edge-triggered FD.
+                    moved = 0
+                    self._wait_scope = scope
+                    try:
+                        await anyio.wait_readable(fd)
+                    finally:
+                        self._wait_scope = None
+                    if scope.cancel_called:  # woken by the FD, and cancelled before we ran: a new scope
+                        break
 
     async def _deliver_while_sending(self, frames: list[bytes], fd: int) -> None:
         async with anyio.create_task_group() as tg:
