@@ -125,7 +125,6 @@ class EvalPorts(InProcessPorts):
             if call is not None:
                 self.calls.append((call.name, call.raw_args.strip()))
 
-
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
         outcome = await super().invoke(session, call_id, tool, args)
