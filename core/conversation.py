@@ -123,6 +123,20 @@ def _new_id() -> str:
     return os.urandom(6).hex()
 
 
+def _failed(result: str) -> bool:
+    """A call that did not run (an error, invalid arguments, S8's "NOT been executed yet")."""
+    return result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result
+
+
+def _closing_result(history: list[p.ChatMessage]) -> p.ChatMessage | None:
+    """The tool result the history ends with, which the model is to answer from; not a skill's
+    body (a recipe to follow) nor a call S8 did not run (it is to be made again)."""
+    last = history[-1] if history else None
+    if last is None or last.role != "tool" or last.name == "read_skill" or NOT_EXECUTED in last.content:
+        return None
+    return last
+
+
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
@@ -287,8 +301,7 @@ class Conversation:
             history = self._fitted(prompt.static + prompt.state, notice, turn_start)
             # a skill body is a recipe to follow, not an answer: no nudge to answer after it
             # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
-            after_result = (not notice and bool(history) and history[-1].role == "tool"
-                            and history[-1].name != "read_skill" and NOT_EXECUTED not in history[-1].content)
+            after_result = not notice and _closing_result(history) is not None
             closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
             if after_result:
                 closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(recipe))))
@@ -322,7 +335,8 @@ class Conversation:
                     notice = ECHO_NOTICE.format(what=what)
                     _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
                     continue
-                if not echo_retried and refused(text) and self._last_call_worked(history):
+                answered = _closing_result(history)
+                if not echo_retried and refused(text) and answered is not None and not _failed(answered.content):
                     echo_retried = True
                     notice = REFUSAL_NOTICE.format(language=reply_language(USER_LABEL.sub("", self._last_user_words())))
                     _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
@@ -354,7 +368,7 @@ class Conversation:
                     recipe = skill  # a procedure to follow, not a toolset's own skill
                 recipe_tools += [t for t in named if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
-            repeated = "" if result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result else call.name
+            repeated = "" if _failed(result) else call.name
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
             self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
@@ -374,21 +388,15 @@ class Conversation:
         (turning the toolset on again), so the grammar must not forbid them. A small model kept
         from them reads an unrelated skill or shows the old result instead (run.py eval, the
         expired-* scenarios)."""
-        off = {self.s.registry.toolset_of(tool) for tool in self.trajectory.called_tools()} - set(active) - {None}
-        return [tool for toolset in sorted(off) for tool in self.s.registry.callable_tools([toolset])
-                if not self.s.registry.is_core(tool)]
+        registry = self.s.registry
+        off = {registry.toolset_of(tool) for tool in self.trajectory.called_tools()} - set(active) - {None}
+        return [tool.name for toolset in sorted(off) for tool in registry.toolset(toolset).tools]
 
     def _recipe_tools(self, body: str) -> list[str]:
         """Tools a skill's body tells the model to call: a recipe may call a tool of a toolset
         that is off (S8 substitutes that call and turns the toolset on), so the grammar must not
         forbid what the recipe says."""
         return [name for name in dict.fromkeys(RECIPE_CALL.findall(body)) if self.s.registry.spec(name) is not None]
-
-    @staticmethod
-    def _last_call_worked(history: list[p.ChatMessage]) -> bool:
-        last = history[-1] if history else None
-        return (last is not None and last.role == "tool" and last.name != "read_skill"
-                and not last.content.startswith(("tool error", "arguments invalid")) and NOT_EXECUTED not in last.content)
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):

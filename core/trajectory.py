@@ -78,11 +78,12 @@ class _Call:
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_calls", "_open", "_held", "sink")
+    __slots__ = ("_messages", "_calls", "_called", "_open", "_held", "sink")
 
     def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
         self._calls: dict[str, _Call] = {}
+        self._called: set[str] = set()  # every tool name a call used (called_tools)
         self._open: list[str] = []  # calls asked but not yet answered, in order
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
         self.sink = sink  # told every entry as it is recorded (the journal); None: memory only
@@ -99,6 +100,7 @@ class Trajectory:
                 continue
             if entry.role == "assistant" and entry.call_id and entry.tool:
                 trajectory._calls[entry.call_id] = _Call(entry.tool, len(trajectory._messages))
+                trajectory._called.add(entry.tool)
                 trajectory._open.append(entry.call_id)
             elif entry.role == "tool" and call is not None:
                 call.state = entry.call_state or _DONE
@@ -126,9 +128,10 @@ class Trajectory:
         call = self._calls.get(call_id)
         return call.state if call else None
 
-    def called_tools(self) -> set[str]:
-        """Every tool this conversation has called (restored ones included)."""
-        return {call.tool for call in self._calls.values()}
+    def called_tools(self) -> frozenset[str]:
+        """Every tool this conversation has called (restored ones included); kept as calls are
+        recorded, not gathered per request (the history is never cleaned)."""
+        return frozenset(self._called)
 
     def awaiting_late_results(self) -> bool:
         """A call answered by a placeholder still waits for its real result."""
@@ -152,6 +155,7 @@ class Trajectory:
             if call_id in self._calls:
                 raise TrajectoryError(f"call id {call_id!r} was already used")
             self._calls[call_id] = _Call(tool, len(self._messages))
+            self._called.add(tool)
             self._open.append(call_id)
         return self._append(ChatMessage(role="assistant", content=text), call_id=call_id or "", tool=tool or "")
 

@@ -137,19 +137,26 @@ def format_info(title: Title) -> str:
     return "\n".join(lines)
 
 
-def unknown_id_text(provider: MediaProvider, media_id: str) -> str:
-    """'no such id' plus a search hint and, when the id's words find something, close matches."""
+def unknown_id_text(provider: MediaProvider, media_id: str, close: list[Title] | None = None) -> str:
+    """'no such id' plus a search hint and, when the id's words find something, close matches
+    (`close`: the ones already searched for)."""
     words = _id_words(media_id)
     text = f"no title with id \u201c{media_id}\u201d; ids come from TOOL_CALL: media_search|{words or 'title'}"
-    if not words:
-        return text
-    try:
-        close = provider.search(words, page=1, per_page=3).items
-    except (ProviderError, ValueError):
-        return text
+    close = _close_matches(provider, media_id) if close is None else close
     if close:
-        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close)
+        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close[:3])
     return text
+
+
+def _close_matches(provider: MediaProvider, media_id: str) -> list[Title]:
+    """The titles the id's words find, best first; none when the catalog cannot search."""
+    words = _id_words(media_id)
+    if not words:
+        return []
+    try:
+        return provider.search(words, page=1, per_page=5).items
+    except (ProviderError, ValueError):
+        return []
 
 
 # --- media_play ------------------------------------------------------------------------------
@@ -166,26 +173,24 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
     if provider is None:
         return PlayRequest(media_id, action)
     try:
-        title = provider.info(media_id) or title_named(provider, media_id)
+        title = provider.info(media_id)
         if title is None:
-            return ToolResult(False, unknown_id_text(provider, media_id))
+            close = _close_matches(provider, media_id)
+            title = title_named(close, media_id)
+            if title is None:
+                return ToolResult(False, unknown_id_text(provider, media_id, close))
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
 
 
-def title_named(provider: MediaProvider, name: str) -> Title | None:
-    """The one title whose name (Russian or original) or id words are exactly `name`: "включи
-    Титаник" plays without a search first, and so does a model's guessed slug (`interstellar`).
-    A name several titles share, or a near miss, is not guessed: the caller lists close matches."""
+def title_named(titles: list[Title], name: str) -> Title | None:
+    """The one title of `titles` whose name (Russian or original) or id words are exactly `name`:
+    "включи Титаник" plays without a search first, and so does a model's guessed slug
+    (`interstellar`). A name several titles share, or a near miss, is not guessed: the caller
+    lists close matches."""
     wanted = _name_key(name)
-    if not wanted:
-        return None
-    try:
-        hits = provider.search(_id_words(name) or name, page=1, per_page=5).items
-    except ValueError:
-        return None
-    named = [t for t in hits if wanted in {_name_key(t.title_ru), _name_key(t.title_en), _name_key(_id_words(t.id))}]
+    named = [t for t in titles if wanted and wanted in {_name_key(t.title_ru), _name_key(t.title_en), _name_key(_id_words(t.id))}]
     return named[0] if len(named) == 1 else None
 
 
