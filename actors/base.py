@@ -26,6 +26,7 @@ import anyio.abc
 import zmq
 
 import protocol as p
+from actors import local
 from actors.channel import Channel, Deadlines
 from actors.topology import Topology
 from transport.zmqio import AsyncSocket, SocketClosed
@@ -121,13 +122,17 @@ class Endpoint:
         self._tg.start_soon(fn, *args, name=name)
 
     # ---- sending ----------------------------------------------------------------------------
-    def _link(self, target: str) -> AsyncSocket:
+    def _link(self, target: str) -> AsyncSocket | local.LocalLink:
         link = self._links.get(target)
         if link is None:
+            address = self.topology.address(target)
+            if address.startswith("inproc://") and local.local_actor(self.zmq, address) is not None:
+                link = self._links[target] = local.LocalLink(self, address)  # same process: no ZeroMQ
+                return link
             sock = self.zmq.socket(zmq.DEALER)
             sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{os.urandom(3).hex()}".encode())
             sock.setsockopt(zmq.LINGER, 0)
-            sock.connect(self.topology.address(target))
+            sock.connect(address)
 
             def reply_on_link(payload: bytes) -> None:
                 link.send_nowait([payload])
@@ -249,6 +254,10 @@ class Actor(Endpoint):
         self.started_at = 0.0
         self._mail: Channel[Inbound] = Channel(self.mailbox_size)
         self._inbox: AsyncSocket | None = None
+        # reachable by the actors of this process from now on, as a bound inproc:// inbox would be
+        self._local_address = self.topology.local_address(self.name)
+        if self._local_address:
+            local.register(self, self._local_address)
 
     def inbox_socket(self) -> zmq.Socket:
         sock = self.zmq.socket(zmq.ROUTER)
@@ -270,20 +279,28 @@ class Actor(Endpoint):
             await self.on_start()
             self.log.info("actor=%s started pid=%s at=%s", self.name, os.getpid(), self.topology.address(self.name))
             task_status.started()
-            async for msg in self._mail:
-                await self._handle_safely(msg)
+            try:
+                async for msg in self._mail:
+                    await self._handle_safely(msg)
+            finally:
+                if self._local_address:
+                    local.unregister(self, self._local_address)
 
     async def on_start(self) -> None:
         """Start background tasks, load state. Runs before the first message is handled."""
 
-    def _inbound(self, frames: list[bytes]) -> tuple[p.Envelope, Callable[[bytes], None]] | None:
+    def _inbound(self, frames: list[bytes]) -> local.Accepted | None:
         """Decode what arrived in the inbox; answer what cannot be decoded, and drop it."""
         assert self._inbox is not None
         if len(frames) != 2:
             self.log.warning("actor=%s dropped a frame set of %d parts", self.name, len(frames))
             return None
         identity, payload = frames
-        send = _router_reply(self._inbox, identity)
+        return self.accept(payload, _router_reply(self._inbox, identity))
+
+    def accept(self, payload: bytes, send: Callable[[bytes], None]) -> local.Accepted | None:
+        """Decode one message for this actor, from its inbox or a LocalLink; answer what cannot
+        be decoded, and drop it."""
         try:
             return self.codec.decode(payload), send
         except p.DecodeError as exc:
@@ -291,6 +308,12 @@ class Actor(Endpoint):
             error = p.Envelope(body=p.ErrorReply(code=f"decode:{exc.kind}", detail=exc.detail), sender=self.name)
             send(self.codec.encode(error))
             return None
+
+    def dispatch_nowait(self, inbound: local.Accepted) -> None:
+        self._dispatch_nowait(*inbound)
+
+    async def dispatch(self, inbound: local.Accepted) -> None:
+        await self._dispatch(*inbound)
 
     def _deliver_inbound(self, frames: list[bytes]) -> None:
         inbound = self._inbound(frames)

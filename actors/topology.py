@@ -88,6 +88,16 @@ class Topology:
         port = CONTROL_PORT if actor == CONTROL else _BY_NAME[actor].port
         return f"tcp://{self.config.tcp_host}:{self.config.tcp_base_port + port}"
 
+    def local_address(self, actor: str) -> str | None:
+        """The inproc:// address the actors of its own process reach `actor` at, or None when it
+        shares its process with nobody (actors/local.py delivers there without ZeroMQ)."""
+        if actor in self.config.addresses:
+            address = self.config.addresses[actor]
+            return address if address.startswith("inproc://") else None
+        if self.mode == "inproc" or any(actor in group and len(group) > 1 for group in self.groups):
+            return f"inproc://porfiry-{actor}"
+        return None
+
     def bind_addresses(self, actor: str) -> list[str]:
         """Where the inbox binds: what others connect to, plus inproc:// for its process group."""
         if self.mode == "ipc":
