@@ -67,7 +67,10 @@ def main() -> None:
         anyio.run(_main, names, backend="trio")
     finally:
         if hop_dir:
-            recorder.dump(hop_dir)
+            try:
+                recorder.dump(hop_dir)
+            except OSError:  # the bench that asked is gone (its scratch directory with it)
+                pass
 
 
 def _profile_on_signals(directory: str, name: str) -> None:

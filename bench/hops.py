@@ -22,9 +22,13 @@ CLOCK_MONOTONIC, one clock for every process. From them:
 - each turn's critical path: from that last message back, alternately its dwell and its transit,
   to the phone event (and the phone legs, when recorded); the segments add up to the turn's time.
   For the slowest 1 % of turns, each segment's time is compared with the median turn of the same
-  kind: where the extra time went;
+  kind: where the extra time went; and what else went on meanwhile, against the median turn: turns
+  in flight, CPU pressure (the bench's PSI samples), collections, journal transactions, and how much
+  of the path's transit and dwell passed while that process handled other sessions' messages
+  (queueing behind the runtime's own load) or nothing it recorded (waiting for a CPU, a stall);
 - the journal's batches (hand-off to the worker thread, the SQL, the way back to the loop) and the
-  garbage collector's pauses, from the `aux` records.
+  garbage collector's pauses, from the `aux` records; the bench adds each process's CPU and
+  run-queue waits during the load (schedstat, `sched_rows`).
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ PHONE = "phone"
 PHONE_EVENTS = frozenset({"UserText", "UserInterrupt", "SessionStart", "SessionEnd", "ButtonPress", "PlaybackStatus"})
 HORIZON_NS = 5_000_000_000  # a cause further back than this is no cause (a timer, the next turn)
 EXCLUDED_KINDS = ("start", "interrupt")  # as the phone-side figure: an interrupt's length is the user's
+BURST_NS = 100_000_000  # slow turns that start this close together share a cause (a stall, a burst of load)
 
 
 class Rec(NamedTuple):
@@ -151,6 +156,7 @@ class TurnsReport(msgspec.Struct, kw_only=True):
     tail: list[TailLabel]
     slow_turns: list[SlowTurn]
     slow_with_gc: int  # slow turns during which some process collected for 1 ms or more
+    slow_bursts: int  # groups of slow turns that started within BURST_NS of each other: few means shared causes
     context: list[ContextRow]  # what else went on during the median turn and the slow ones
 
 
@@ -556,7 +562,7 @@ def turns_report(index: Index, turns: list[Turn], aux: list[Aux], *, latency_ms:
         nothing = _figures(())
         return TurnsReport(edge_ms={kind: _figures(samples) for kind, samples in sorted(edge.items())}, edge_done_ms=nothing,
                            edge_ack_ms=nothing, phone_ms=None, path_ms=nothing, median_path={}, parts=[], ack_last=0,
-                           slowest=0, tail=[], slow_turns=[], slow_with_gc=0, context=[])
+                           slowest=0, tail=[], slow_turns=[], slow_with_gc=0, slow_bursts=0, context=[])
     phone = []
     for turn in counted:
         head = index.sent(turn.start)
@@ -662,7 +668,12 @@ def turns_report(index: Index, turns: list[Turn], aux: list[Aux], *, latency_ms:
         median_path=median_path, parts=part_rows, ack_last=sum(1 for turn in counted if turn.ack.t > turn.done.t),
         slowest=len(slow), tail=tail, slow_turns=slow_turns,
         slow_with_gc=sum(1 for turn in slow if _overlap_ms(gcs, *window(turn), 1_000_000) > 0), context=context,
+        slow_bursts=_bursts(sorted(turn.start.t for turn in slow)),
     )
+
+
+def _bursts(times: list[int]) -> int:
+    return sum(1 for i, t in enumerate(times) if i == 0 or t - times[i - 1] > BURST_NS)
 
 
 def journal_figures(aux: list[Aux]) -> JournalFigures | None:
@@ -778,8 +789,9 @@ def format_hops(report: HopReport, phone_side=None, phone_by_kind=None, min_coun
         lines.append("the critical path by part, ms: the median over all turns, the mean over the slowest 1 %:")
         for row in edge.parts:
             lines.append(f"  {row.part:36} {row.median_ms:8.2f} {row.slow_ms:8.2f}")
-        lines.append(f"the slowest {edge.slowest} turn(s) (1 %): what else went on, the median turn vs the mean slow turn "
-                     f"({edge.slow_with_gc} of them overlap a collection of ≥ 1 ms):")
+        lines.append(f"the slowest {edge.slowest} turn(s) (1 %), in {edge.slow_bursts} burst(s) (started within "
+                     f"{BURST_NS // 1_000_000} ms of each other); {edge.slow_with_gc} of them overlap a collection of ≥ 1 ms; "
+                     f"what else went on, the median turn vs the mean slow turn:")
         for row in edge.context:
             lines.append(f"  {row.metric:52} {row.median:8.2f} {row.slow_mean:8.2f}")
         lines.append("  where their extra time went, vs the median turn of their kind (mean ms per slow turn):")

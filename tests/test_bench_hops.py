@@ -113,6 +113,7 @@ def test_the_slowest_turns_say_where_their_extra_time_went():
     assert round(top.excess_ms, 3) == 5.9 and top.share == 1.0
     assert {turn.session for turn in edge.slow_turns} == {"s7", "s107", "s207"}
     assert edge.slow_with_gc == 1  # s7's turn overlaps the 2 ms collection
+    assert edge.slow_bursts == 3  # a second apart: each alone
     context = {row.metric: row for row in edge.context}
     assert context["turns in flight meanwhile"].median == 0 and context["turns in flight meanwhile"].slow_mean == 0
     assert round(context["CPU pressure around the turn (PSI some), %"].median, 6) == 20.0
