@@ -24,6 +24,11 @@ async def _main(names: list[str]) -> None:
     data = os.environ.get("PORFIRY_CONFIG_JSON")
     config = from_json(data) if data else load_config()
     actors = [actor_class(name)(config) for name in names]
+    if os.environ.get("PORFIRY_HOP_TRACE_DIR"):
+        from core.hoptrace import name_codec
+
+        for actor in actors:  # a process group's records say which of its actors sent or received
+            name_codec(actor, actor.name)
     async with anyio.create_task_group() as tg:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with anyio.create_task_group() as starting:
@@ -53,7 +58,19 @@ def main() -> None:
     profile_dir = os.environ.get("PORFIRY_PROFILE_DIR")
     if profile_dir:
         _profile_on_signals(profile_dir, "+".join(names))
-    anyio.run(_main, names, backend="trio")
+    hop_dir = os.environ.get("PORFIRY_HOP_TRACE_DIR")
+    if hop_dir:  # `run.py bench --trace-hops`: every envelope in and out, timed (core/hoptrace.py)
+        from core.hoptrace import install
+
+        recorder = install(hop_dir, "+".join(names))
+    try:
+        anyio.run(_main, names, backend="trio")
+    finally:
+        if hop_dir:
+            try:
+                recorder.dump(hop_dir)
+            except OSError:  # the bench that asked is gone (its scratch directory with it)
+                pass
 
 
 def _profile_on_signals(directory: str, name: str) -> None:
