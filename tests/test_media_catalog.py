@@ -165,10 +165,13 @@ def test_rebuilds_when_the_source_changes_and_not_otherwise(tmp_path):
     source = write_tsv(tmp_path / "c.tsv", row("alpha-2001", "Альфа", "Alpha", "2001"))
     db = tmp_path / "c.db"
     cat = EmbeddedCatalog(db, source)
+    assert cat.ready_now() is False  # nothing built yet: the media tools go to a worker thread
     assert cat.ensure_ready() is True
+    assert cat.ready_now() is True  # a lookup now: the media tools call it on the event loop
     assert ids(cat.search("alpha")) == ["alpha-2001"]
 
     write_tsv(source, row("beta-2002", "Бета", "Beta", "2002"), row("gamma-2003", "Гамма", "Gamma", "2003"))
+    assert cat.ready_now() is False  # a rebuild is due: off the loop again
     assert ids(cat.search("beta")) == ["beta-2002"]  # noticed without a restart
     assert cat.search("alpha").total == 0
     cat.close()

@@ -123,6 +123,13 @@ class EmbeddedCatalog:
     def __len__(self) -> int:
         return len(self.all_ids())
 
+    def ready_now(self) -> bool:
+        """True while the index is open and its source unchanged: a search or a lookup is then well
+        under a millisecond of work, and the media tools run it on the event loop instead of
+        paying two thread hand-offs around it (measured with `bench --trace-hops`: ToolInvoke ->
+        ToolOutcome took 2.6 ms at the median through a worker thread). A rebuild stays off the loop."""
+        return self._conn is not None and self._stat_source() == self._source_stat
+
     def ensure_ready(self) -> bool:
         """Open the database, (re)building it if the source changed. True when it rebuilt."""
         with self._lock:

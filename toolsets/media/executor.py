@@ -1,7 +1,10 @@
-"""The media toolset's executor: catalog work in a worker thread, `media_play` via the phone.
+"""The media toolset's executor: catalog work, `media_play` via the phone.
 
 Built once in the toolset executor actor; every call arrives there in its own task with its
-arguments already bound and checked, so a slow search never blocks another session's call.
+arguments already bound and checked. Catalog work runs in a worker thread, so a slow provider
+never blocks another session's call, except while the provider says it answers at once
+(`ready_now()`: the embedded catalog with its index built), when the thread hand-offs would cost
+more than the lookup.
 """
 from __future__ import annotations
 
@@ -47,13 +50,19 @@ class MediaTools:
 
     async def call(self, tool: str, args: dict[str, str], session: str) -> ToolResult:
         if tool == "media_search":
-            return await _in_thread(run_search, self.provider, args)
+            return await self._catalog(run_search, self.provider, args)
         if tool == "media_info":
-            return await _in_thread(run_info, self.provider, args)
-        checked = await _in_thread(validate_play, args, self.provider)
+            return await self._catalog(run_info, self.provider, args)
+        checked = await self._catalog(validate_play, args, self.provider)
         if isinstance(checked, ToolResult):
             return checked
         return await self.play(checked, session)
+
+    async def _catalog(self, fn, *args):
+        ready_now = getattr(self.provider, "ready_now", None)
+        if ready_now is not None and ready_now():
+            return fn(*args)
+        return await _in_thread(fn, *args)
 
     async def play(self, request: PlayRequest, session: str) -> ToolResult:
         """Send the command to the session's phone and report its answer (or that it is pending)."""

@@ -7,7 +7,9 @@ catalog HTTP API, the user's own library):
 1. Write a class with the two methods below returning `Title` / `SearchPage` (map the server's
    fields onto `Title`; leave unknown ones empty). Both methods are *blocking* and are called
    from a worker thread (`anyio.to_thread.run_sync`), so a synchronous HTTP client (httpx.Client)
-   is fine; they must be safe to call from several threads at once.
+   is fine; they must be safe to call from several threads at once. A provider that can tell
+   when it answers at once (local data, nothing to build) may add `ready_now() -> bool`: while
+   it is True, calls run on the event loop without the thread hand-offs.
 2. Keep ids stable and short (they travel through the model: `media_info|<id>`, `media_play|<id>`)
    and make `info(id)` accept every id `search` returned.
 3. Raise `ProviderError` with a short human sentence when the backend is down or answers
