@@ -1,6 +1,6 @@
 """Run actors in this OS process: `python -m actors.host NAME[,NAME...]` (started by the
 supervisor): one actor, or a process group of `topology.groups` sharing one zmq context, so the
-group's actors reach each other over inproc://.
+group's actors reach each other in-process (actors/local.py), without a hop through ZeroMQ.
 
 The resolved config arrives as JSON in PORFIRY_CONFIG_JSON so a child sees exactly what its
 supervisor saw, environment overrides included.

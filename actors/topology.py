@@ -1,7 +1,8 @@
 """Where every actor's inbox lives, from one config, so the same actor code runs in one process
 (inproc://), a process per actor (ipc://), across hosts (tcp://), or in process groups: actors
-grouped in `topology.groups` share an OS process and reach each other over inproc://, while
-everyone else reaches them over ipc/tcp (an inbox binds both)."""
+grouped in `topology.groups` share an OS process and reach each other at their inproc://
+address (actors/local.py delivers there without ZeroMQ), while everyone else reaches them over
+ipc/tcp (an inbox binds both)."""
 from __future__ import annotations
 
 import importlib
