@@ -59,6 +59,7 @@ class MediaTools:
         return await self.play(checked, session)
 
     async def _catalog(self, fn, *args):
+        """`fn(*args)` on the loop while the provider answers at once, else in a worker thread."""
         ready_now = getattr(self.provider, "ready_now", None)
         if ready_now is not None and ready_now():
             return fn(*args)
