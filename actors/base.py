@@ -309,12 +309,6 @@ class Actor(Endpoint):
             send(self.codec.encode(error))
             return None
 
-    def dispatch_nowait(self, inbound: local.Accepted) -> None:
-        self._dispatch_nowait(*inbound)
-
-    async def dispatch(self, inbound: local.Accepted) -> None:
-        await self._dispatch(*inbound)
-
     def _deliver_inbound(self, frames: list[bytes]) -> None:
         inbound = self._inbound(frames)
         if inbound is not None:

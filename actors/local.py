@@ -88,7 +88,7 @@ class LocalLink:
         self.sent += 1
         if not self._backlog:
             try:
-                target.dispatch_nowait(inbound)
+                target._dispatch_nowait(*inbound)
                 return
             except anyio.WouldBlock:
                 self._owner.spawn(self._drain, name=f"local-link-{self._address}")
@@ -105,7 +105,7 @@ class LocalLink:
         while self._backlog and not self._closed:
             target, inbound = self._backlog[0]
             try:
-                await target.dispatch(inbound)
+                await target._dispatch(*inbound)
             except anyio.ClosedResourceError:  # that actor stopped: its mail is gone with it
                 self.dropped += len(self._backlog)
                 self._backlog.clear()

@@ -152,7 +152,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     writes NAME.prof there.
     `hop_dir`: every actor process, and the phones here, record each envelope of the load
     (core/hoptrace.py) into NAME.hops there; the report's `hops` holds what bench/hops.py makes of them."""
-    from bench.load import LoadDriver, LoadOptions, warmup_plan
+    from bench.load import LoadDriver, LoadOptions, phone_count, warmup_plan
     from bench.report import build_report
     from bench.runtime import BenchRuntime, read_cpu_pressure_us, read_cpu_s, read_rss_kb, read_schedstat
 
@@ -217,7 +217,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
                 cpu_used.pop(name, None)
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
-        phones = -(-options.sessions // max(1, options.sessions_per_phone))
+        phones = phone_count(options.sessions, options)
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
                               baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used)
         hops = None
@@ -244,12 +244,9 @@ async def _sample_pressure(recorder, every_s: float = 0.02) -> None:
 
 
 def _phone_context(options):
-    import zmq
+    from bench.load import phone_context, phone_count
 
-    context = zmq.Context()
-    phones = -(-options.sessions // max(1, options.sessions_per_phone))
-    context.set(zmq.MAX_SOCKETS, 4 * phones + 64)  # as LoadDriver sets its own
-    return context
+    return phone_context(phone_count(options.sessions, options))
 
 
 def _phone_recorder():
@@ -268,11 +265,11 @@ def _traced_phones(recorder):
     import gc
 
     import protocol as p
-    from core.hoptrace import _trace_gc, tracing_codec_class
+    from core.hoptrace import trace_gc, tracing_codec_class
 
     before = p.Codec
     p.Codec = tracing_codec_class(recorder, "phone")
-    collections = _trace_gc(recorder)  # the load generator's pauses too
+    collections = trace_gc(recorder)  # the load generator's pauses too
     try:
         yield
     finally:

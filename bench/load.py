@@ -157,6 +157,18 @@ class LoadResult:
         return max(self.finished_at - self.started_at, 1e-9)
 
 
+def phone_count(sessions: int, options: LoadOptions) -> int:
+    """Phone connections for `sessions`: `sessions_per_phone` share one."""
+    return max(1, math.ceil(sessions / max(1, options.sessions_per_phone)))
+
+
+def phone_context(phones: int) -> zmq.Context:
+    """A ZeroMQ context with room for `phones` phones: each a socket and its monitor's pair."""
+    context = zmq.Context()
+    context.set(zmq.MAX_SOCKETS, 4 * phones + 64)
+    return context
+
+
 @contextlib.contextmanager
 def _quiet_collector():
     """The phones are the bench's, not the runtime's: measured with --trace-hops, this process's
@@ -188,11 +200,10 @@ class LoadDriver:
         event or a wrong answer - those are counted - only when no phone can connect."""
         options, result = self.options, self.result
         plans = plans if plans is not None else plan_sessions(options)
-        phones = max(1, math.ceil(len(plans) / max(1, options.sessions_per_phone)))
+        phones = phone_count(len(plans), options)
         context = self._context
         if context is None:
-            context = zmq.Context()
-            context.set(zmq.MAX_SOCKETS, 4 * phones + 64)  # a phone: its socket and its monitor's pair
+            context = phone_context(phones)
         try:
             clients = [PhoneClient(self.endpoint, client_id=f"bench{i}", zmq_context=context) for i in range(phones)]
             async with contextlib.AsyncExitStack() as stack:

@@ -148,7 +148,7 @@ def install(directory: str, name: str) -> Recorder:
     recorder = Recorder(name, int(os.environ.get("PORFIRY_HOP_TRACE_MAX", DEFAULT_MAX_RECORDS)))
     p.Codec = tracing_codec_class(recorder, name)  # type: ignore[misc]
     _trace_journal(recorder)
-    _trace_gc(recorder)
+    trace_gc(recorder)
 
     def chained(signum: int, own) -> None:
         before = signal.getsignal(signum)
@@ -194,7 +194,7 @@ def _trace_journal(recorder: Recorder) -> None:
     cls._flush, cls._run_batch, cls._hop_traced = traced_flush, traced_run_batch, True
 
 
-def _trace_gc(recorder: Recorder):
+def trace_gc(recorder: Recorder):
     """Record each collection's pause; returns the callback (to take it out of gc.callbacks)."""
     began = [0]
 
