@@ -5,7 +5,7 @@ import math
 
 import msgspec
 
-from bench.hops import HopReport, format_hops
+from bench.hop_report import HopReport, format_hops
 from bench.load import LoadOptions, LoadResult
 from bench.peer import PeerReport
 from bench.stats import Percentiles, summarize

@@ -10,11 +10,13 @@ The default rules play the media round trip of SPEC S14 the way a well-behaved m
     "search X" (habit, media inactive)   -> TOOL_CALL: media_search|X at once; the runtime
                                             substitutes (S8) and the model repeats the call
     "tell me a long story ..."           -> a long streamed answer (something to interrupt)
-    the user interrupted                 -> a short acknowledgement
+    a call cut off by a runtime restart  -> the same call again
+    the runtime restarted mid-turn       -> what the message before that notice asked for
+    the user interrupted                 -> a short acknowledgement (unless a request followed)
     any other user message               -> a plain answer (no tool call)
 
-A rule's pattern is a regex searched in the last non-assistant message; `role`/`tool` narrow
-which messages it applies to. The reply is a string (with `{user}`, `{content}` and `{first_line}`
+A rule's pattern is a regex searched in the last non-assistant message (a batch of events: its
+latest event, `latest_event`); `role`/`tool` narrow which messages it applies to. The reply is a string (with `{user}`, `{content}` and `{first_line}`
 placeholders) or a callable taking the history.
 """
 from __future__ import annotations
@@ -33,6 +35,9 @@ from protocol import ChatMessage
 # how the session's closing notices begin, after a tool result or a skill's recipe
 # (core.prompt.AFTER_RESULT_NOTICE, RECIPE_NOTICE): what they close is what a rule answers
 CLOSING_START = "[System notice] Above is the "
+# how the notice that continues a turn cut by a crash begins (actors.session.RESTART_NOTICE):
+# "continue it where it stopped" - a rule answers what was said before it
+RESTART_START = "[System notice] The runtime restarted while this turn"
 
 ReplyFn = Callable[[list[ChatMessage]], str]
 
@@ -72,7 +77,14 @@ def _search_words(messages: list[ChatMessage]) -> str:
     return re.sub(r"^search\s+", "", _last_user_text(messages), flags=re.IGNORECASE)
 
 
+def _repeat_last_call(messages: list[ChatMessage]) -> str:
+    """core.trajectory.CUT_BY_RESTART says "call it again if it is still needed": it is."""
+    call = next((m.content for m in reversed(messages) if m.role == "assistant" and m.content.startswith("TOOL_CALL:")), "")
+    return call.splitlines()[0] if call else "Sorry, I lost track of that."
+
+
 DEFAULT_RULES: tuple[Rule, ...] = (
+    Rule(r"cut off by a runtime restart", _repeat_last_call, role="tool"),
     Rule(r"", _after_read_skill, role="tool", tool="read_skill"),
     # S8: the runtime activated media instead of searching; a good model repeats the call.
     Rule(r"has NOT been executed", lambda messages: f"TOOL_CALL: media_search|{_search_words(messages)}", role="tool", tool="media_search"),
@@ -81,7 +93,6 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(r"", "TOOL_CALL: media_search|{user}", role="tool", tool="enable_toolset"),
     Rule(r"", "Here is what I found: {first_line}", role="tool", tool="media_search"),
     Rule(r"", "Done.", role="tool"),
-    # alone ("[User interrupted] stop") or in a batch with what it interrupts ("User interrupted: stop")
     Rule(r"\bUser interrupted\b", "OK, stopped.", role="user"),
     Rule(r"^\[User said\]:?\s*search\s+\S", lambda messages: f"TOOL_CALL: media_search|{_search_words(messages)}", role="user"),
     Rule(r"\blong story\b", LONG_STORY, role="user"),
@@ -112,11 +123,26 @@ def split_into_tokens(text: str) -> list[str]:
     return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
 
 
+_BATCHED = re.compile(r"^\[Unprocessed event \d+/\d+\] ([^:\n]+): (.*(?:\n  .*)*)", re.MULTILINE)
+
+
+def latest_event(content: str) -> str:
+    """A user message as one event's line ("[User said] ..."): a batch (core.batching) is read
+    as its latest event that is not a runtime notice - what the user wants now (a "stop" replayed
+    after a crash before the next request, a restart notice before it); else `content` itself."""
+    events = [(label, body) for label, body in _BATCHED.findall(content) if label != "System notice"]
+    if not events:
+        return content
+    label, body = events[-1]
+    return f"[{label}] {body}"
+
+
 def _last_user_text(messages: list[ChatMessage]) -> str:
     for message in reversed(messages):
         if message.role == "user" and not message.content.startswith("[System notice]"):
             # The runtime labels events by source ("[User said] ..."); the words are after it.
-            return " ".join(re.sub(r"^\[[^\]]*\]:?\s*", "", message.content.strip()).split())
+            content = latest_event(message.content)
+            return " ".join(re.sub(r"^\[[^\]]*\]:?\s*", "", content.strip()).split())
     return ""
 
 
@@ -151,21 +177,24 @@ class ScriptedBackend:
         """The full reply text the rules give for this history (no latency)."""
         if self.reply_fn is not None:
             return self.reply_fn(messages)
-        # the last thing said: not the prompt's state part, a system message
-        last = next((m for m in reversed(messages) if m.role not in ("assistant", "system")), None)
+        # the last thing said: not the prompt's state part, a system message; after a restart
+        # notice, what it asks to continue
+        last = next((m for m in reversed(messages) if m.role not in ("assistant", "system")
+                     and not m.content.startswith(RESTART_START)), None)
         if last is None:
             return self.fallback
+        said = latest_event(last.content) if last.role == "user" else last.content
         for rule in self.rules:
             if rule.role != "any" and rule.role != last.role:
                 continue
             if rule.tool and rule.tool != last.name:
                 continue
-            if not re.search(rule.pattern, last.content, re.IGNORECASE):
+            if not re.search(rule.pattern, said, re.IGNORECASE):
                 continue
             if callable(rule.reply):
                 return rule.reply(messages)
-            first_line = next((line.strip() for line in last.content.splitlines() if line.strip()), "")
-            return rule.reply.format(user=_last_user_text(messages), content=last.content, first_line=first_line)
+            first_line = next((line.strip() for line in said.splitlines() if line.strip()), "")
+            return rule.reply.format(user=_last_user_text(messages), content=said, first_line=first_line)
         return self.fallback
 
     def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 import protocol as p
-from bench.hops import Aux, Index, Rec, analyze, analyze_dir, critical_path, find_turns, format_hops, sched_rows
+from bench.hop_report import format_hops
+from bench.hops import Aux, Index, Rec, analyze, analyze_dir, critical_path, find_turns, sched_rows
 from core.hoptrace import Recorder, TracingCodec, tracing_codec_class
 
 REPO = Path(__file__).resolve().parent.parent

@@ -86,7 +86,7 @@ async def test_a_turn_cut_by_a_stop_is_continued_after_the_restart_with_a_notice
     backend = ScriptedBackend()
     async with inproc_system(tmp_path, backend=backend) as system:
         shown = await system.actors["glasses"].wait_event_done("cut", "ev-cut")
-        assert [m.text for m in shown if isinstance(m, p.Display) and m.final] == ["Sure. Here is a short answer to: what is a haiku"] or shown
+        assert [m.text for m in shown if isinstance(m, p.Display) and m.final] == ["Sure. Here is a short answer to: what is a haiku"], shown
         texts = _user_texts(backend.calls[0])
         assert texts[0] == "[User said] what is a haiku" and RESTART_NOTICE in texts[-1]
 

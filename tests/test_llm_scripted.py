@@ -81,3 +81,41 @@ def test_a_stop_is_acknowledged_alone_or_batched_with_what_it_interrupts():
     for text in (format_event(stop), format_batch([story, stop])):
         assert backend.reply_for([ChatMessage(role="user", content=text)]) == "OK, stopped."
     assert backend.reply_for([ChatMessage(role="user", content=format_event(story))]).startswith("Once upon a time")
+
+
+async def test_after_a_restart_notice_the_cut_turn_is_continued_and_a_cut_call_repeated():
+    """The bench's chaos runs judge answers after crashes: the stand-in must continue a cut turn
+    as the notice asks (it answered the notice itself with a plain reply before)."""
+    from actors.session import RESTART_NOTICE
+    from core.trajectory import CUT_BY_RESTART
+
+    backend = ScriptedBackend()
+    notice = msg("user", f"[System notice] {RESTART_NOTICE}")
+    said = [msg("system", "You are Porfiry."), msg("user", "[User said] search inception")]
+    assert await reply(backend, said + [notice]) == "TOOL_CALL: media_search|inception"
+    cut = said + [msg("assistant", "TOOL_CALL: media_search|inception"),
+                  msg("tool", CUT_BY_RESTART.format(tool="media_search"), name="media_search"), notice]
+    assert await reply(backend, cut) == "TOOL_CALL: media_search|inception"
+
+
+async def test_a_batch_is_answered_by_its_latest_event():
+    """After a crash a replayed "stop" or the restart notice can share a batch with the user's
+    next request: a good model answers the request; a stop after what it interrupts still stops."""
+    from actors.session import RESTART_NOTICE
+    from core.batching import format_batch
+
+    def event(kind, content):
+        return p.Event(event_id=p.new_id(), kind=kind, source="user", channel="speech", content=content)
+
+    backend = ScriptedBackend()
+    stop_then_film = format_batch([event("user_interrupt", "stop"), event("user_text", "parasite film")])
+    history = [msg("system", "You are Porfiry."), msg("user", stop_then_film)]
+    assert await reply(backend, history) == "TOOL_CALL: read_skill|media"
+    history += [msg("assistant", "TOOL_CALL: read_skill|media"), msg("tool", "Media skill...", name="read_skill")]
+    history += [msg("tool", "Toolset media activated.", name="enable_toolset")]
+    assert await reply(backend, history) == "TOOL_CALL: media_search|parasite film"
+    story_then_stop = format_batch([event("user_text", "tell me a long story"), event("user_interrupt", "stop")])
+    assert await reply(backend, [msg("user", story_then_stop)]) == "OK, stopped."
+    # a turn cut by a crash, continued in one batch with the next request (a habit call: S8)
+    restart_then_search = format_batch([event("system", RESTART_NOTICE), event("user_text", "search the godfather")])
+    assert await reply(backend, [msg("user", restart_then_search)]) == "TOOL_CALL: media_search|the godfather"
