@@ -28,12 +28,12 @@ from actors.observers import Subscribers
 from core.config import Config
 from core.conversation import Conversation, ModelUnavailable, SessionSettings
 from core.observe import Observer
+from core.resume import resume
 from core.timers import Timer
 from core.toolsets import ToolsetRegistry, failure_text
-from core.trajectory import CUT_BY_RESTART, Trajectory
+from core.trajectory import Trajectory
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 
-RESTART_NOTICE = "The runtime restarted while this turn was in progress; continue it where it stopped."
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
@@ -532,27 +532,15 @@ class SessionActor(Actor):
             self._timer_heap_limit = max(4096, 4 * len(self._timer_heap))
 
     def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
-        """After a restart: a call the crash cut gets a result saying so; a turn the crash cut is
-        continued after a notice (its TurnDone covers its events); accepted events that never
-        reached the history are queued again. Timers due meanwhile fire from the timer wheel."""
-        taken = {event_id for entry in stored.entries for event_id in entry.event_ids}
-        cut = [e.event_id for e in stored.open_events if e.event_id in taken]
-        waiting = [e for e in stored.open_events if e.event_id not in taken]
-        calls = conversation.trajectory.pending_calls()
-        for call_id, _tool in calls:
-            conversation.trajectory.record_cut(call_id)
-        for call_id, tool in conversation.trajectory.placeholder_calls():
-            # Interrupted before the restart: its real result died with the task that waited for it.
-            conversation.trajectory.record_late_result(call_id, CUT_BY_RESTART.format(tool=tool))
-        if cut or calls:
-            notice = p.Event(event_id=f"restart-{p.new_id()}", kind="system", source="runtime", channel="system",
-                             content=RESTART_NOTICE, ts=self.clock())
-            self._resumed[notice.event_id] = cut
-            conversation.queue.append(notice)
-        conversation.queue.extend(waiting)
+        """After a restart (core.resume): a turn the crash cut is continued after a notice (its
+        TurnDone covers the cut turn's events); accepted events that never reached the history
+        are queued again. Timers due meanwhile fire from the timer wheel."""
+        resumed = resume(conversation, stored.entries, stored.open_events, self.clock())
+        if resumed.event is not None:
+            self._resumed[resumed.event.event_id] = resumed.cut
         if conversation.queue:
             self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
-                          sid, len(cut), len(waiting))
+                          sid, len(resumed.cut), len(resumed.waiting))
             conversation._ensure_running()
         if len(conversation.timers):
             self._schedule_timers(sid)

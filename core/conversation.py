@@ -55,6 +55,7 @@ from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
+from core.resume import RESUME_KIND
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
 
@@ -141,7 +142,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
-        "fold_cut", "runs", "_finished",
+        "fold_cut", "runs", "_finished", "resumed_turn_start",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -161,6 +162,7 @@ class Conversation:
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
         self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
+        self.resumed_turn_start: int | None = None  # after a restart: where the turn it cut began (core.resume)
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
         self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
@@ -239,13 +241,16 @@ class Conversation:
 
     def _take_queue(self, consumed: list[str]) -> bool:
         """A safe point (E2): every queued event goes into the history at once, labelled (E8).
-        True when something needs the model (not just session start/end bookkeeping)."""
+        True when something needs the model (not just session start/end bookkeeping). A
+        `resume` event (core.resume) only makes the model continue: it is not recorded."""
         batch, self.queue = self.queue, []
         if not batch:
             return False
         consumed.extend(e.event_id for e in batch)
+        recorded = [e for e in batch if e.kind != RESUME_KIND]
         try:
-            self.trajectory.record_events(batch)
+            if recorded:
+                self.trajectory.record_events(recorded)
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
@@ -286,7 +291,9 @@ class Conversation:
         recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
         read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
         recipe = ""  # the recipe skill (not a toolset's own) this turn read and follows
-        turn_start = len(self.trajectory)
+        # a turn a crash cut goes on as the current turn: the request is the one the lost step made
+        turn_start = len(self.trajectory) if self.resumed_turn_start is None else self.resumed_turn_start
+        self.resumed_turn_start = None
         if not self._take_queue(consumed):
             return
         for _ in range(self.s.config.max_steps):

@@ -4,6 +4,9 @@ Each scenario gets a fresh `Conversation` (the same loop the SessionActor runs) 
 ports: the real media catalog (SQLite FTS5), the real skills repository (built-in skills plus the
 scenario's own), timers inside the loop on a clock the eval drives, and the model of the chosen
 profile. No sockets: the eval measures the model and the texts it reads, not the transport.
+A turn with `restart_at` crashes the runtime there: every task of the session is cancelled and
+the session is read back from what the journal would hold (its entries, the state the last
+TurnDone saved) and continued by core.resume, as the SessionActor does after a restart.
 
 Modes: `progressive` is Porfiry as it runs (toolsets enabled on demand, S7); `flat` turns every
 toolset on before every turn, so the model sees every tool from the first request, as in a
@@ -19,8 +22,10 @@ import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 import anyio
+import anyio.abc
 import msgspec
 
 import protocol as p
@@ -29,9 +34,12 @@ from core.budget import default_catalog
 from core.clock import ManualClock
 from core.config import Config
 from core.conversation import Conversation, SessionSettings
+from core.resume import resume
 from core.skills import SkillRepository
+from core.timers import Timer
 from core.toolcall import parse_reply
 from core.toolsets import ToolsetRegistry
+from core.trajectory import Recorded, Trajectory
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
 
@@ -88,6 +96,7 @@ class EvalPorts(InProcessPorts):
         self.stats: list[RequestStats] = []
         self.on_first_piece: Callable[[], None] | None = None
         self.trace: Callable[[dict], None] | None = None  # told every request and reply (--trace)
+        self.crash = _Crash()
 
     @asynccontextmanager
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
@@ -103,6 +112,7 @@ class EvalPorts(InProcessPorts):
                     hook, self.on_first_piece = self.on_first_piece, None
                     if hook is not None:
                         hook()
+                    self.crash.reply_started()
                 yield piece
 
         stream = pieces()
@@ -127,7 +137,9 @@ class EvalPorts(InProcessPorts):
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
+        self.crash.tool_started()
         outcome = await super().invoke(session, call_id, tool, args)
+        self.crash.tool_finished()
         played = _PLAYED.search(outcome.text) if tool == "media_play" and outcome.ok else None
         recorded = next((i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i][0] == tool), None)
         if played and recorded is not None and played.group(1) not in self.calls[recorded][1]:
@@ -145,10 +157,90 @@ def _write_skills(directory: Path, skills: dict[str, str]) -> None:
         (folder / "SKILL.md").write_text(text, encoding="utf-8")
 
 
-async def _wait_idle(conversation: Conversation) -> None:
+class _Crash:
+    """The runtime dying mid-turn (a turn's `restart_at`): armed for one turn, fired from the
+    ports at that point by cancelling everything the runtime's life runs."""
+
+    def __init__(self) -> None:
+        self.at = ""
+        self.fired = anyio.Event()
+        self._life: _Life | None = None
+        self._tool_done = False
+
+    def arm(self, at: str, life: "_Life") -> None:
+        self.at, self._life, self._tool_done, self.fired = at, life, False, anyio.Event()
+
+    def tool_started(self) -> None:
+        if self.at == "tool":
+            self._fire()
+
+    def tool_finished(self) -> None:
+        self._tool_done = True
+
+    def reply_started(self) -> None:
+        if self.at == "answer" and self._tool_done:
+            self._fire()
+
+    def _fire(self) -> None:
+        self.at = ""
+        self.fired.set()
+        assert self._life is not None
+        self._life.scope.cancel()
+
+
+class _Life:
+    """One life of the runtime in a scenario: the task group its sessions' tasks run in."""
+
+    def __init__(self) -> None:
+        self.scope = anyio.CancelScope()
+        self.over = anyio.Event()
+        self.tasks: anyio.abc.TaskGroup | None = None
+
+    async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+        try:
+            with self.scope:
+                async with anyio.create_task_group() as tasks:
+                    self.tasks = tasks
+                    task_status.started()
+                    await anyio.sleep_forever()
+        finally:
+            self.over.set()
+
+
+class _Saved(NamedTuple):
+    """What the journal holds of a session besides its history, as the last TurnDone saved it."""
+
+    seen: list[str]
+    timers: tuple[list[Timer], int]
+    skills: tuple[int, list[str], dict[str, str]]
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> "_Saved":
+        tracker = conversation.tracker
+        timers, next_number = conversation.timers.snapshot()
+        return cls(list(conversation.seen), (list(timers), next_number),
+                   (tracker.seen_version, list(tracker._seen_names), dict(tracker._read)))
+
+
+def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], saved: _Saved,
+               open_events: list[p.Event], now: float) -> Conversation:
+    """The session as the SessionActor reads it back after a crash (`_build`, `_continue`):
+    the history from its entries, continued by core.resume; toolsets off (S6)."""
+    conversation = Conversation(sid, settings)
+    conversation.trajectory = Trajectory.restore(list(entries), entries.append)
+    conversation.seen.update(dict.fromkeys(saved.seen))
+    conversation.timers.restore(*saved.timers)
+    tracker = conversation.tracker
+    tracker.seen_version, tracker._seen_names, tracker._read = saved.skills
+    resume(conversation, entries, open_events, now)
+    conversation._ensure_running()
+    return conversation
+
+
+async def _wait_idle(conversation: Conversation, crashed: anyio.Event | None = None) -> None:
     with anyio.fail_after(TURN_TIMEOUT_S):
         await anyio.sleep(0)
-        while conversation.running or conversation.queue:
+        while (conversation.running or conversation.queue) and not (crashed and crashed.is_set()):
             await anyio.sleep(0.02)
 
 
@@ -164,24 +256,48 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     ports.trace = trace
     clock = ManualClock(EVAL_START)
     problems: list[str] = []
-    all_calls: list[tuple[str, str]] = []
     steps = 0
-    async with anyio.create_task_group() as tasks:
-        settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
-                                   spawn=tasks.start_soon, config=config.session, clock=clock)
-        conversation = Conversation(f"eval-{scenario.id}", settings)
+    registry = ToolsetRegistry(default_catalog())
+    entries: list[Recorded] = []  # the history as the journal would hold it
+    sid = f"eval-{scenario.id}"
+    async with anyio.create_task_group() as outer:
+        life = _Life()
+        await outer.start(life.run)
+
+        def settings_of(life: _Life) -> SessionSettings:
+            assert life.tasks is not None
+            return SessionSettings(registry=registry, ports=ports, spawn=life.tasks.start_soon, config=config.session, clock=clock)
+
+        conversation = Conversation(sid, settings_of(life))
+        conversation.trajectory.sink = entries.append
         for number, turn in enumerate(scenario.turns, start=1):
             clock.advance(turn.advance_s)
             shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
+            saved = _Saved.of(conversation)
             if mode == "flat":
-                for toolset in settings.registry.toolset_names():
+                for toolset in registry.toolset_names():
                     conversation.activity.enable(toolset)
             conversation.fire_due_timers(clock())
+            submitted: list[p.Event] = []
             if turn.say:
                 if turn.while_busy:
                     ports.on_first_piece = lambda text=turn.while_busy: conversation.submit(_event(text, clock()))
-                conversation.submit(_event(turn.say, clock()))
-            await _wait_idle(conversation)
+                submitted.append(_event(turn.say, clock()))
+                conversation.submit(submitted[-1])
+            ports.crash.arm(turn.restart_at, life)
+            await _wait_idle(conversation, ports.crash.fired)
+            if ports.crash.fired.is_set():
+                await life.over.wait()
+                calls_before = len(ports.calls)  # judged: what the model does after the restart
+                life = _Life()
+                await outer.start(life.run)
+                conversation = _restarted(sid, settings_of(life), entries, saved, submitted, clock())
+                if mode == "flat":
+                    for toolset in registry.toolset_names():
+                        conversation.activity.enable(toolset)
+                await _wait_idle(conversation)
+            elif turn.restart_at:
+                problems.append(f"turn {number}: the turn never reached its restart point ({turn.restart_at})")
             ports.on_first_piece = None
             shown = ports.shown[shown_before:]
             displays = [m.text for m in shown if isinstance(m, p.Display)]
@@ -191,15 +307,14 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                                 steps=len(ports.stats) - steps_before,
                                 gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
             problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
-            all_calls += played.calls
             steps += played.steps
-        tasks.cancel_scope.cancel()
+        outer.cancel_scope.cancel()
     invalid = sum(
         1 for message in conversation.trajectory.messages()
         if message.role == "tool" and any(marker in message.content for marker in INVALID_MARKERS)
     )
     result = ScenarioResult(id=scenario.id, lang=scenario.lang, passed=not problems, steps=steps,
-                            calls=[f"{name}|{args}" for name, args in all_calls], why="; ".join(problems))
+                            calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems))
     return result, invalid, ports.stats
 
 

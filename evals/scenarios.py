@@ -14,6 +14,7 @@ import msgspec
 from core.echo import echoed, refused
 
 DEFAULT_SCENARIOS = Path(__file__).with_name("scenarios.toml")
+RESTART_POINTS = ("", "tool", "answer")
 
 
 class Turn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -23,6 +24,10 @@ class Turn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     forbid: list[str] = []  # tools that must not be called in this turn
     advance_s: float = 0.0  # move the clock this far before the turn (timers fire, toolsets expire)
     while_busy: str = ""  # said while the model works on `say` (a correction)
+    # the runtime crashes mid-turn and comes back from what the journal holds (core.resume):
+    # "tool" while the turn's first toolset call runs (its result is lost), "answer" as the model
+    # starts the reply after that call's result; `calls` then count from the restart on
+    restart_at: str = ""
 
 
 class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -48,6 +53,10 @@ def load_scenarios(path: Path | str = DEFAULT_SCENARIOS) -> list[Scenario]:
         if scenario.id in seen:
             raise ValueError(f"scenarios {path}: id {scenario.id!r} is used twice")
         seen.add(scenario.id)
+        for number, turn in enumerate(scenario.turns, start=1):
+            if turn.restart_at not in RESTART_POINTS:
+                raise ValueError(f"scenarios {path}: {scenario.id} turn {number}: restart_at must be one of "
+                                 f"{', '.join(repr(r) for r in RESTART_POINTS if r)}, not {turn.restart_at!r}")
     return scenarios
 
 

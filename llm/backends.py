@@ -24,5 +24,8 @@ def make_backend(profile: ProfileConfig, *, name: str = "") -> Backend:
             first_token_delay_s=profile.first_token_delay_s,
             token_delay_s=profile.token_delay_s,
             context_tokens=profile.context_tokens,
+            # served, nobody reads what it was asked: kept, the last 1,000 prompts of long
+            # conversations made the stand-in the LLM worker's largest user of memory
+            keep_calls=0,
         )
     raise ValueError(f"unknown profile kind {profile.kind!r}")

@@ -35,7 +35,7 @@ from protocol import ChatMessage
 # how the session's closing notices begin, after a tool result or a skill's recipe
 # (core.prompt.AFTER_RESULT_NOTICE, RECIPE_NOTICE): what they close is what a rule answers
 CLOSING_START = "[System notice] Above is the "
-# how the notice that continues a turn cut by a crash begins (actors.session.RESTART_NOTICE):
+# how the notice that continues a turn cut by a crash begins (core.resume.RESTART_NOTICE):
 # "continue it where it stopped" - a rule answers what was said before it
 RESTART_START = "[System notice] The runtime restarted while this turn"
 
@@ -193,7 +193,9 @@ class ScriptedBackend:
                 continue
             if callable(rule.reply):
                 return rule.reply(messages)
-            first_line = next((line.strip() for line in said.splitlines() if line.strip()), "")
+            # the result's first line: not the runtime's "(toolset media was enabled on the way)"
+            first_line = next((line.strip() for line in said.splitlines()
+                               if line.strip() and not (line.startswith("(") and line.rstrip().endswith(")"))), "")
             return rule.reply.format(user=_last_user_text(messages), content=said, first_line=first_line)
         return self.fallback
 

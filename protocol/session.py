@@ -8,7 +8,8 @@ class Event(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Who (source), how (channel), what (content), and its relation to the task (context).
 
     kind is one of: user_text, user_interrupt, button, tool_result, timer, playback, system,
-    session_start, session_end.
+    session_start, session_end; inside the runtime also resume (a turn a crash cut going on,
+    core.resume: never recorded).
     """
 
     event_id: str

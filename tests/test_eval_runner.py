@@ -6,7 +6,7 @@ from __future__ import annotations
 from core.config import load_config
 from evals.runner import run_eval
 from evals.scenarios import Scenario, Turn
-from llm.scripted import Rule, ScriptedBackend
+from llm.scripted import DEFAULT_RULES, Rule, ScriptedBackend
 
 PLAY = Scenario(id="play-ru", lang="ru", turns=[Turn(say="включи фильм Титаник", calls=["media_play|titanic"],
                                                      mentions=["Титаник"])])
@@ -43,3 +43,32 @@ async def test_a_canned_refusal_after_a_play_that_worked_fails():
                          Rule(r"Титаник", "TOOL_CALL: media_play|titanic-1997", role="user")])
     assert report.per_scenario[0].calls == ["media_play|titanic-1997"]
     assert "canned refusal" in report.per_scenario[0].why
+
+
+CRASH = [Scenario(id=f"restart-{at}", lang="en", turns=[Turn(say="search inception", restart_at=at,
+                                                             calls=["media_search|inception"] if at == "tool" else [],
+                                                             mentions=["Inception"])])
+         for at in ("tool", "answer")]
+
+
+async def test_a_runtime_crash_mid_turn_is_judged_on_what_the_model_does_after_the_restart():
+    """The default rules continue a cut turn (the call again after "cut off by a runtime
+    restart", an answer after the restart notice): both pass; a model that does not repeat the
+    lost call fails, though it made that call before the crash."""
+    config = load_config(None, env={})
+    report = await run_eval(config, CRASH, backend=ScriptedBackend(), profile="scripted", mode="progressive",
+                            progress=lambda line: None)
+    assert report.passed == 2, [r.why for r in report.per_scenario]
+    searches = [call for call in report.per_scenario[0].calls if call.startswith("media_search")]
+    assert len(searches) == 2, report.per_scenario[0].calls  # cut, then again (S8 ran it: a restart turned media off)
+    forgetful = [Rule(r"cut off by a runtime restart", "Sorry, that was lost.", role="tool"), *DEFAULT_RULES]
+    report = await run_eval(config, CRASH[:1], backend=ScriptedBackend(forgetful), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    assert report.passed == 0 and "no call media_search|inception" in report.per_scenario[0].why
+
+
+async def test_a_restart_point_the_turn_never_reaches_fails_the_scenario():
+    never = [Scenario(id="no-tool", lang="en", turns=[Turn(say="what is a haiku", restart_at="tool")])]
+    report = await run_eval(load_config(None, env={}), never, backend=ScriptedBackend(), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    assert report.passed == 0 and "never reached its restart point" in report.per_scenario[0].why

@@ -86,7 +86,7 @@ def test_a_stop_is_acknowledged_alone_or_batched_with_what_it_interrupts():
 async def test_after_a_restart_notice_the_cut_turn_is_continued_and_a_cut_call_repeated():
     """The bench's chaos runs judge answers after crashes: the stand-in must continue a cut turn
     as the notice asks (it answered the notice itself with a plain reply before)."""
-    from actors.session import RESTART_NOTICE
+    from core.resume import RESTART_NOTICE
     from core.trajectory import CUT_BY_RESTART
 
     backend = ScriptedBackend()
@@ -101,7 +101,7 @@ async def test_after_a_restart_notice_the_cut_turn_is_continued_and_a_cut_call_r
 async def test_a_batch_is_answered_by_its_latest_event():
     """After a crash a replayed "stop" or the restart notice can share a batch with the user's
     next request: a good model answers the request; a stop after what it interrupts still stops."""
-    from actors.session import RESTART_NOTICE
+    from core.resume import RESTART_NOTICE
     from core.batching import format_batch
 
     def event(kind, content):

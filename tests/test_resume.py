@@ -1,0 +1,50 @@
+"""core.resume: how a turn the crash cut goes on. Told of the restart only when a call was cut
+(its result is lost: the model must make it again); else the lost step is simply taken again;
+either way the cut turn is the current turn of the next request."""
+from types import SimpleNamespace
+
+import protocol as p
+from core.resume import RESTART_NOTICE, RESUME_KIND, resume
+from core.trajectory import CUT_BY_RESTART, Trajectory
+
+
+def _event(event_id: str, text: str) -> p.Event:
+    return p.Event(event_id=event_id, kind="user_text", source="user", channel="speech", content=text)
+
+
+def _recorded(*, answered: bool) -> list:
+    """An earlier turn, then a media search the crash cut (running, or answered)."""
+    entries = []
+    trajectory = Trajectory(sink=entries.append)
+    trajectory.record_events([_event("e0", "hello")])
+    trajectory.record_assistant("Hi!")
+    trajectory.record_events([_event("e1", "find inception")])
+    trajectory.record_assistant("TOOL_CALL: media_search|inception", call_id="c1", tool="media_search")
+    if answered:
+        trajectory.record_result("c1", "inception-2010 — Inception (2010)")
+    return entries
+
+
+def _session(entries):
+    return SimpleNamespace(trajectory=Trajectory.restore(entries, entries.append), queue=[], resumed_turn_start=None)
+
+
+def test_a_cut_call_gets_its_lost_result_and_the_turn_a_notice_of_the_restart():
+    entries = _recorded(answered=False)
+    session = _session(entries)
+    resumed = resume(session, entries, [_event("e1", "find inception"), _event("e2", "and its year")], now=5.0)
+    assert (resumed.cut, [e.event_id for e in resumed.waiting]) == (["e1"], ["e2"])
+    assert session.trajectory.messages()[-1].content == CUT_BY_RESTART.format(tool="media_search")
+    assert [e.kind for e in session.queue] == ["system", "user_text"] and session.queue[0] is resumed.event
+    assert resumed.event.content == RESTART_NOTICE
+    assert session.resumed_turn_start == 2  # "find inception": the turn the crash cut
+
+
+def test_a_turn_cut_with_its_results_intact_goes_on_with_an_event_the_history_never_records():
+    entries = _recorded(answered=True)
+    session = _session(entries)
+    resumed = resume(session, entries, [_event("e1", "find inception")], now=5.0)
+    assert resumed.event.kind == RESUME_KIND and session.queue == [resumed.event]
+    assert len(session.trajectory) == 5 and session.resumed_turn_start == 2
+    nothing = _session([])
+    assert resume(nothing, [], [], now=5.0).event is None and nothing.resumed_turn_start is None
