@@ -532,9 +532,9 @@ class SessionActor(Actor):
             self._timer_heap_limit = max(4096, 4 * len(self._timer_heap))
 
     def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
-        """After a restart (core.resume): a turn the crash cut is continued after a notice (its
-        TurnDone covers the cut turn's events); accepted events that never reached the history
-        are queued again. Timers due meanwhile fire from the timer wheel."""
+        """After a restart (core.resume): a turn the crash cut goes on (told of the restart only
+        when a call was cut; its TurnDone covers the cut turn's events); accepted events that
+        never reached the history are queued again. Timers due meanwhile fire from the wheel."""
         resumed = resume(conversation, stored.entries, stored.open_events, self.clock())
         if resumed.event is not None:
             self._resumed[resumed.event.event_id] = resumed.cut

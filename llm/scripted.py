@@ -16,8 +16,9 @@ The default rules play the media round trip of SPEC S14 the way a well-behaved m
     any other user message               -> a plain answer (no tool call)
 
 A rule's pattern is a regex searched in the last non-assistant message (a batch of events: its
-latest event, `latest_event`); `role`/`tool` narrow which messages it applies to. The reply is a string (with `{user}`, `{content}` and `{first_line}`
-placeholders) or a callable taking the history.
+latest event, `latest_event`); `role`/`tool` narrow which messages it applies to. The reply is
+a string (with `{user}`, `{content}` and `{first_line}` placeholders) or a callable taking the
+history.
 """
 from __future__ import annotations
 
