@@ -416,10 +416,21 @@ class SessionActor(Actor):
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
             msg.reply(self, p.EventAccepted(event_id=event.event_id, duplicate=True))
+            if conversation.finished(event.event_id):
+                self._tell_again(sid, conversation, event.event_id)
         else:
             waiter = self.journal.accept_event(sid, body.phone_key, event)
             # acked by the journal's writer once committed: no task per event
             self.journal.on_stored(waiter, lambda error: self._ack_stored(msg, event.event_id, error))
+
+    def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
+        """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
+        died with the bridge. The answer it got and a TurnDone covering it, once more."""
+        answer = conversation.trajectory.answer_to(event_id)
+        turn_id = f"again-{p.new_id()}"
+        if answer is not None:
+            self.send(sid, p.Display(turn_id=turn_id, text=answer, final=True))
+        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         if error is not None:

@@ -142,7 +142,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
-        "fold_cut", "runs", "_finished", "resumed_turn_start",
+        "fold_cut", "runs", "_finished", "resumed_turn_start", "resuming", "_turn_events",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -163,6 +163,10 @@ class Conversation:
         self.last_active = settings.clock()
         self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
         self.resumed_turn_start: int | None = None  # after a restart: where the turn it cut began (core.resume)
+        self._turn_events: list[str] = []  # the events the running turn took
+        # after a restart: (the event that continues the cut turn, the cut turn's events), until
+        # that turn is done: its TurnDone covers them (core.resume)
+        self.resuming: tuple[str, frozenset[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
         self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
@@ -215,6 +219,7 @@ class Conversation:
             while self.queue:
                 turn_id = _new_id()
                 consumed: list[str] = []
+                self._turn_events = consumed
                 self._model_calls = 0
                 with anyio.CancelScope() as scope:
                     self._step_scope = scope
@@ -226,11 +231,20 @@ class Conversation:
                     # urgent event is already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
                 self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+                if self.resuming is not None and self.resuming[0] in consumed:
+                    self.resuming = None
                 self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
         finally:
             self.running = False
             self._step_scope = None
+            self._turn_events = []
             self.last_active = self.s.clock()
+
+    def finished(self, event_id: str) -> bool:
+        """Taken and its turn over: no TurnDone for it is still to come."""
+        return (event_id in self.seen and event_id not in self._turn_events
+                and not (self.resuming is not None and event_id in self.resuming[1])
+                and all(e.event_id != event_id for e in self.queue))
 
     def idle_since(self) -> float | None:
         """When the session last did anything, if it could be forgotten now: nothing running or

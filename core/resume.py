@@ -48,6 +48,7 @@ def resume(conversation: Conversation, entries: Sequence[Recorded], open_events:
                         source="runtime", channel="system", content=RESTART_NOTICE, ts=now)
         conversation.queue.append(event)
         conversation.resumed_turn_start = _turn_start(entries, set(cut))
+        conversation.resuming = (event.event_id, frozenset(cut))
     conversation.queue.extend(waiting)
     return Resumed(event, cut, waiting)
 

@@ -78,7 +78,7 @@ class _Call:
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_calls", "_called", "_open", "_held", "sink")
+    __slots__ = ("_messages", "_calls", "_called", "_open", "_held", "_taken_at", "sink")
 
     def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
@@ -86,6 +86,7 @@ class Trajectory:
         self._called: set[str] = set()  # every tool name a call used (called_tools)
         self._open: list[str] = []  # calls asked but not yet answered, in order
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
+        self._taken_at: dict[str, int] = {}  # event id -> the message that holds it (answer_to)
         self.sink = sink  # told every entry as it is recorded (the journal); None: memory only
 
     @classmethod
@@ -107,6 +108,8 @@ class Trajectory:
                 call.answered_at = len(trajectory._messages)
                 if entry.call_id in trajectory._open:
                     trajectory._open.remove(entry.call_id)
+            for event_id in entry.event_ids:
+                trajectory._taken_at[event_id] = len(trajectory._messages)
             trajectory._messages.append(entry.message())
         trajectory.sink = sink
         return trajectory
@@ -122,6 +125,23 @@ class Trajectory:
 
     def __len__(self) -> int:
         return len(self._messages)
+
+    def answer_to(self, event_id: str) -> str | None:
+        """The answer (an assistant message that is not a call) that followed the message that
+        took `event_id`, before any later event was taken: what the glasses showed for it; None
+        when there is none."""
+        index = self._taken_at.get(event_id)
+        if index is None:
+            return None
+        calls = {call.asked_at for call in self._calls.values()}
+        taken = set(self._taken_at.values())
+        for at in range(index + 1, len(self._messages)):
+            if at in taken:
+                return None
+            message = self._messages[at]
+            if message.role == "assistant" and at not in calls:
+                return message.content
+        return None
 
     def call_state(self, call_id: str) -> str | None:
         """pending | done | placeholder | late, or None for an unknown call id."""
@@ -254,6 +274,8 @@ class Trajectory:
     # --- internals -------------------------------------------------------------------------
     def _append(self, message: ChatMessage, *, call_id: str = "", state: str = "", tool: str = "",
                 event_ids: list[str] | None = None) -> ChatMessage:
+        for event_id in event_ids or ():
+            self._taken_at[event_id] = len(self._messages)
         self._messages.append(message)
         if self.sink is not None:
             self.sink(Recorded(role=message.role, content=message.content, name=message.name, call_id=call_id,

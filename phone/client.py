@@ -11,7 +11,10 @@ long, up to `max_ack_timeout_s` (a runtime behind under load is not flooded with
 it further behind); `Busy` backs the session off (doubling, capped) and resends. Whenever a session's events are resent, ALL its unacked events are resent in their
 original order (and newer events of that session wait for that round), so a lost ack or a
 restarting session actor never reorders what the user said. After `max_resends` the event
-fails with DeliveryFailed. The runtime drops duplicates by event id.
+fails with DeliveryFailed. The runtime drops duplicates by event id. Connected again after the
+link dropped (a bridge restart), the client sends once more every acked event still waiting for
+its TurnDone: a TurnDone the old bridge held died with it, and the runtime answers a duplicate of
+a finished event with that turn's answer and a TurnDone.
 
 A session opens on use: the first event for a session id claims it for this client. With CURVE
 it belongs to this key pair. Without, the runtime answers that first event's Ack with a secret
@@ -147,6 +150,7 @@ class PhoneClient:
         zmq_context: zmq.Context | None = None,
         clock: Callable[[], float] = time.time,
         tokens: SessionTokens | None = None,
+        max_undone: int = 4096,
     ):
         if "/" in client_id or not client_id:
             raise ValueError(f"client_id {client_id!r} must be non-empty and contain no '/'")
@@ -178,6 +182,14 @@ class PhoneClient:
         self._hello_id = ""
         self._hello_done: anyio.Event | None = None
         self._drop_acks = 0
+        self._drop_turn_dones = 0
+        # acked events no TurnDone has covered yet: a bridge that died holding their TurnDone
+        # cannot tell it again, so after a reconnect they are sent again (the runtime answers a
+        # duplicate of a finished event with its final display and a TurnDone)
+        self._undone: collections.OrderedDict[str, _Outgoing] = collections.OrderedDict()
+        self.max_undone = max_undone  # the latest this many are asked about again; older ones not
+        self._handshakes = 0
+        self.asked_again = 0  # events sent again after a reconnect
         self.refusal = ""  # why the last handshake failed, from the socket monitor
         self.resends = 0  # events resent, all sessions
         self.acks_dropped = 0  # acks dropped on purpose (drop_next_acks)
@@ -270,6 +282,18 @@ class PhoneClient:
                     self._hello_done.set()
             elif event["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
                 self.refusal = ""
+                self._handshakes += 1
+                if self._handshakes > 1:
+                    self._ask_again()
+
+    def _ask_again(self) -> None:
+        """Connected again (the bridge restarted, the link came back): every acked event still
+        waiting for its TurnDone is sent again, in order; its TurnDone may have died on the way."""
+        for out in list(self._undone.values()):
+            self.asked_again += 1
+            self._send([out.payload])
+        if self._undone:
+            _log.info("phone=%s reconnected: asked again about %d event(s) with no TurnDone yet", self.client_id, len(self._undone))
 
     # ---- sending events ---------------------------------------------------------------------
     async def send_text(self, session: str, text: str, *, wait: bool = True) -> str:
@@ -412,6 +436,10 @@ class PhoneClient:
                         self._transmit(held, now)
                 self._wake.set()
         self._by_env.pop(out.env_id, None)
+        if ack is not None and not isinstance(out.body, p.PlaybackStatus):  # a status closes no turn
+            self._undone[out.event_id] = out
+            while len(self._undone) > self.max_undone:
+                self._undone.popitem(last=False)
         out.ack, out.error = ack, error
         self._finished[out.event_id] = out
         while len(self._finished) > _FINISHED_KEPT:
@@ -478,7 +506,12 @@ class PhoneClient:
                 self._wake.set()
         elif isinstance(body, p.Ok) and env.corr and env.corr == self._hello_id:
             self._hello_done.set()
+        elif isinstance(body, p.TurnDone) and self._drop_turn_dones > 0:
+            self._drop_turn_dones -= 1  # test hook: as if it died in the bridge
         else:
+            if isinstance(body, p.TurnDone):
+                for event_id in body.event_ids:
+                    self._undone.pop(event_id, None)
             if isinstance(body, p.ErrorReply):
                 out = self._by_env.get(env.corr) if env.corr else None
                 if out is not None:
@@ -540,6 +573,10 @@ class PhoneClient:
     def drop_next_acks(self, count: int = 1) -> None:
         """Pretend the next `count` acks were lost (tests resend + dedup)."""
         self._drop_acks += count
+
+    def drop_next_turn_dones(self, count: int = 1) -> None:
+        """Pretend the next `count` TurnDones died on the way (tests asking again after a reconnect)."""
+        self._drop_turn_dones += count
 
     def send_raw(self, frames: list[bytes]) -> None:
         """Send frames as they are, bypassing the codec (tests malformed input)."""

@@ -71,6 +71,35 @@ async def test_an_event_resent_after_a_restart_is_not_run_twice(tmp_path):
         assert _user_texts_dicts(await system.history("d1")) == ["[User said] hello there"]
 
 
+async def test_a_finished_event_sent_again_is_answered_with_its_answer_and_a_turn_done(tmp_path):
+    """What a phone asks after a reconnect (the TurnDone may have died with the bridge): told
+    again, not run again; an event still being worked on is not told before it is done."""
+    backend = ScriptedBackend()
+    async with inproc_system(tmp_path, backend=backend) as system:
+        glasses = system.actors["glasses"]
+        await system.turn("again", "what is a haiku", timeout=10)
+        first = [m for m in glasses.shown["again"] if isinstance(m, p.TurnDone)][0]
+        calls = len(backend.calls)
+        reply = await system.deliver("again", "what is a haiku", event_id=first.event_ids[0])
+        assert isinstance(reply, p.EventAccepted) and reply.duplicate
+        with anyio.fail_after(5):
+            while sum(isinstance(m, p.TurnDone) for m in glasses.shown["again"]) < 2:
+                await glasses.changed.wait()
+        told = glasses.shown["again"][-2:]
+        assert isinstance(told[0], p.Display) and told[0].final and told[0].text == "Sure. Here is a short answer to: what is a haiku"
+        assert told[1].event_ids == first.event_ids and len(backend.calls) == calls
+
+    slow = ScriptedBackend(first_token_delay_s=0.5)
+    async with inproc_system(tmp_path / "slow", backend=slow) as system:
+        glasses = system.actors["glasses"]
+        assert isinstance(await system.deliver("busy", "what is a haiku", event_id="ev-busy"), p.EventAccepted)
+        reply = await system.deliver("busy", "what is a haiku", event_id="ev-busy")  # while it runs
+        assert isinstance(reply, p.EventAccepted) and reply.duplicate
+        await glasses.wait_event_done("busy", "ev-busy")
+        await anyio.sleep(0.3)
+        assert sum(isinstance(m, p.TurnDone) for m in glasses.shown["busy"]) == 1
+
+
 def _user_texts_dicts(history) -> list[str]:
     return [m["content"] for m in history if m["role"] == "user"]
 
@@ -83,13 +112,19 @@ async def test_a_turn_cut_during_the_reply_goes_on_after_the_restart_as_if_the_r
         with anyio.fail_after(5):
             while not slow.calls:
                 await anyio.sleep(0.01)
-    backend = ScriptedBackend()
+    backend = ScriptedBackend(first_token_delay_s=0.3)
     async with inproc_system(tmp_path, backend=backend) as system:
+        # the phone, connected again, asks about the event while the continued turn runs: not
+        # told "done" before it is (an empty answer and a TurnDone, then the real one)
+        reply = await system.deliver("cut", "what is a haiku", event_id="ev-cut")
+        assert isinstance(reply, p.EventAccepted) and reply.duplicate
         shown = await system.actors["glasses"].wait_event_done("cut", "ev-cut")
         assert [m.text for m in shown if isinstance(m, p.Display) and m.final] == ["Sure. Here is a short answer to: what is a haiku"], shown
         # the same request again: no notice (one made the model redo the turn its own way)
         assert _user_texts(backend.calls[0]) == ["[User said] what is a haiku"]
         history = await system.history("cut")
+        await anyio.sleep(0.2)
+        assert sum(isinstance(m, p.TurnDone) for m in system.actors["glasses"].shown["cut"]) == 1
     assert not any(RESTART_NOTICE in m["content"] for m in history)
 
 

@@ -303,3 +303,64 @@ def test_key_files_round_trip_and_explain_what_is_missing(tmp_path):
         keyfiles.generate(tmp_path, "../evil")
     keyfiles.generate(tmp_path, "spare", authorize=False)
     assert len(keyfiles.load_allowed_keys(tmp_path)) == 1
+
+
+async def test_after_a_reconnect_events_still_waiting_for_their_turn_done_are_asked_about_again():
+    """A bridge that dies holding a TurnDone cannot tell it again: the phone, connected again,
+    sends every acked event still waiting for its TurnDone once more (the runtime answers a
+    finished one with its answer and a TurnDone); a turn already closed is not asked about."""
+    endpoint, codec, seen = free_endpoint(), p.Codec(), []
+    ctx = zmq.Context()
+
+    async def runtime(answer_turns: bool, *, task_status=anyio.TASK_STATUS_IGNORED):
+        router = ctx.socket(zmq.ROUTER)
+        router.setsockopt(zmq.LINGER, 0)
+        router.bind(endpoint)
+        async with AsyncSocket(router) as sock:
+            task_status.started()
+            while True:
+                identity, payload = await sock.recv()
+                env = codec.decode(payload)
+                reply = lambda body, corr="": sock.send_nowait([identity, codec.encode(p.Envelope(body=body, session=env.session, corr=corr))])  # noqa: E731
+                if isinstance(env.body, p.Hello):
+                    reply(p.Ok(), env.id)
+                    continue
+                seen.append(env.body.text)
+                reply(p.Ack(event_id=env.body.event_id), env.id)
+                if answer_turns or env.body.text == "closed before":
+                    reply(p.Display(turn_id="t", text=f"answer to {env.body.text}", final=True))
+                    reply(p.TurnDone(turn_id="t", event_ids=[env.body.event_id]))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            first = anyio.CancelScope()
+
+            async def first_life(*, task_status=anyio.TASK_STATUS_IGNORED):
+                with first:
+                    await runtime(False, task_status=task_status)
+
+            await tg.start(first_life)
+            async with PhoneClient(endpoint, client_id="test-phone", ack_timeout_s=0.2, tokens=EverySessionOpen()) as phone:
+                await phone.turn("s1", "closed before", timeout=5)
+                turn: list = []
+
+                async def ask():
+                    turn.append(await phone.turn("s1", "what is a haiku", timeout=10))
+
+                tg.start_soon(ask)
+                with anyio.fail_after(5):
+                    while "what is a haiku" not in seen:
+                        await anyio.sleep(0.01)
+                await anyio.sleep(0.1)  # acked; its TurnDone never comes from this runtime
+                first.cancel()  # the bridge dies
+                await anyio.sleep(0.3)
+                await tg.start(runtime, True)  # and comes back on the same endpoint
+                with anyio.fail_after(10):
+                    while not turn:
+                        await anyio.sleep(0.02)
+                assert turn[0].final_text == "answer to what is a haiku"
+                assert seen.count("what is a haiku") == 2 and seen.count("closed before") == 1, seen
+                assert phone.asked_again == 1
+            tg.cancel_scope.cancel()
+    finally:
+        ctx.destroy(linger=0)
