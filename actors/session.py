@@ -26,7 +26,7 @@ import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
 from core.config import Config
-from core.conversation import Conversation, ModelUnavailable, SessionSettings
+from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
 from core.observe import Observer
 from core.resume import resume
 from core.timers import Timer
@@ -202,12 +202,12 @@ class SessionActor(Actor):
                 if body is None and wait > self.llm_probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
-                    # of the answer was already shown, end the turn now rather than after the timeout).
+                    # of the answer was already shown, let the conversation wipe it and ask again).
                     now_started = await self._llm_incarnation()
                     if now_started is not None and incarnation is not None and now_started != incarnation:
                         if streamed:
                             self._llm_started_at = now_started
-                            raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
+                            raise GenerationLost("the model restarted in the middle of its answer")
                         retried = True
                         self.llm_retries += 1
                         self._llm_started_at = now_started
@@ -225,7 +225,7 @@ class SessionActor(Actor):
                 if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
                     # The worker announced a restart (ModelInfo): the request died with it.
                     if streamed:
-                        raise ModelUnavailable("the model restarted in the middle of its answer; please ask again")
+                        raise GenerationLost("the model restarted in the middle of its answer")
                     if not retried:  # ask its successor, on the same stream
                         retried = True
                         self.llm_retries += 1

@@ -69,6 +69,11 @@ class ModelUnavailable(Exception):
     pass
 
 
+class GenerationLost(ModelUnavailable):
+    """The model's worker died while it answered: what it had shown is wiped and the step is
+    asked again, once, of its successor."""
+
+
 class Ports(Protocol):
     """What a conversation needs from the rest of the system."""
 
@@ -302,6 +307,7 @@ class Conversation:
         notice = ""  # the answer to an invisible call: shown to the next request only, never stored
         repeated = ""  # the tool whose result the last step brought (not offered again right away)
         echo_retried = False
+        lost_once = False  # a generation lost with the LLM worker was asked again (GenerationLost)
         recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
         read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
         recipe = ""  # the recipe skill (not a toolset's own) this turn read and follows
@@ -329,7 +335,7 @@ class Conversation:
             elif recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
                 closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
             messages = layout(prompt, history, len(self.trajectory) - turn_start, closing)
-            notice = ""
+            asked_notice, notice = notice, ""
             tools = self.s.registry.callable_tools(active)
             tools += [t for t in self._used_toolset_tools(active) + recipe_tools if t not in tools]
             if repeated:
@@ -343,6 +349,13 @@ class Conversation:
             self._model_calls += 1
             try:
                 reply = await self._generate(turn_id, messages, tools, choices)
+            except GenerationLost:
+                if lost_once:
+                    self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="The model is unavailable: it restarted twice in the middle of its answer; please ask again", final=True))
+                    return
+                lost_once, notice = True, asked_notice
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
+                continue  # the same step again: nothing of the lost answer was recorded
             except ModelUnavailable as exc:
                 self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"The model is unavailable: {exc}", final=True))
                 return
