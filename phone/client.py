@@ -182,11 +182,12 @@ class PhoneClient:
         self._hello_id = ""
         self._hello_done: anyio.Event | None = None
         self._drop_acks = 0
-        self._drop_turn_dones = 0
         # acked events no TurnDone has covered yet: a bridge that died holding their TurnDone
         # cannot tell it again, so after a reconnect they are sent again (the runtime answers a
         # duplicate of a finished event with its final display and a TurnDone)
         self._undone: collections.OrderedDict[str, _Outgoing] = collections.OrderedDict()
+        # events TurnDones covered lately: an ack may arrive after its TurnDone (one process)
+        self._turn_done: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.max_undone = max_undone  # the latest this many are asked about again; older ones not
         self._handshakes = 0
         self.asked_again = 0  # events sent again after a reconnect
@@ -436,8 +437,8 @@ class PhoneClient:
                         self._transmit(held, now)
                 self._wake.set()
         self._by_env.pop(out.env_id, None)
-        if ack is not None and not isinstance(out.body, p.PlaybackStatus):  # a status closes no turn
-            self._undone[out.event_id] = out
+        if ack is not None and not isinstance(out.body, p.PlaybackStatus) and out.event_id not in self._turn_done:
+            self._undone[out.event_id] = out  # a status closes no turn
             while len(self._undone) > self.max_undone:
                 self._undone.popitem(last=False)
         out.ack, out.error = ack, error
@@ -506,12 +507,13 @@ class PhoneClient:
                 self._wake.set()
         elif isinstance(body, p.Ok) and env.corr and env.corr == self._hello_id:
             self._hello_done.set()
-        elif isinstance(body, p.TurnDone) and self._drop_turn_dones > 0:
-            self._drop_turn_dones -= 1  # test hook: as if it died in the bridge
         else:
             if isinstance(body, p.TurnDone):
                 for event_id in body.event_ids:
                     self._undone.pop(event_id, None)
+                    self._turn_done[event_id] = None
+                while len(self._turn_done) > self.max_undone:
+                    self._turn_done.popitem(last=False)
             if isinstance(body, p.ErrorReply):
                 out = self._by_env.get(env.corr) if env.corr else None
                 if out is not None:
@@ -573,10 +575,6 @@ class PhoneClient:
     def drop_next_acks(self, count: int = 1) -> None:
         """Pretend the next `count` acks were lost (tests resend + dedup)."""
         self._drop_acks += count
-
-    def drop_next_turn_dones(self, count: int = 1) -> None:
-        """Pretend the next `count` TurnDones died on the way (tests asking again after a reconnect)."""
-        self._drop_turn_dones += count
 
     def send_raw(self, frames: list[bytes]) -> None:
         """Send frames as they are, bypassing the codec (tests malformed input)."""
