@@ -147,7 +147,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
-        "fold_cut", "runs", "_finished", "resumed_turn_start", "resuming", "_turn_events",
+        "fold_cut", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -168,7 +168,8 @@ class Conversation:
         self.last_active = settings.clock()
         self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
         self.resumed_turn_start: int | None = None  # after a restart: where the turn it cut began (core.resume)
-        self._turn_events: list[str] = []  # the events the running turn took
+        # accepted events no TurnDone has covered yet (a phone asking about one is told nothing yet)
+        self.open_events: set[str] = set()
         # after a restart: (the event that continues the cut turn, the cut turn's events), until
         # that turn is done: its TurnDone covers them (core.resume)
         self.resuming: tuple[str, frozenset[str]] | None = None
@@ -185,6 +186,7 @@ class Conversation:
         if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result"):
             return "busy"
         self.seen[event.event_id] = None
+        self.open_events.add(event.event_id)
         if len(self.seen) > DEDUP_WINDOW:
             self.seen.popitem(last=False)
         decision = self.s.router.sure(event, self.running)
@@ -224,7 +226,6 @@ class Conversation:
             while self.queue:
                 turn_id = _new_id()
                 consumed: list[str] = []
-                self._turn_events = consumed
                 self._model_calls = 0
                 with anyio.CancelScope() as scope:
                     self._step_scope = scope
@@ -236,20 +237,19 @@ class Conversation:
                     # urgent event is already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
                 self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+                self.open_events.difference_update(consumed)
                 if self.resuming is not None and self.resuming[0] in consumed:
+                    self.open_events.difference_update(self.resuming[1])
                     self.resuming = None
                 self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
         finally:
             self.running = False
             self._step_scope = None
-            self._turn_events = []
             self.last_active = self.s.clock()
 
     def finished(self, event_id: str) -> bool:
-        """Taken and its turn over: no TurnDone for it is still to come."""
-        return (event_id in self.seen and event_id not in self._turn_events
-                and not (self.resuming is not None and event_id in self.resuming[1])
-                and all(e.event_id != event_id for e in self.queue))
+        """Accepted and covered by a TurnDone: none for it is still to come."""
+        return event_id in self.seen and event_id not in self.open_events
 
     def idle_since(self) -> float | None:
         """When the session last did anything, if it could be forgotten now: nothing running or
@@ -631,6 +631,7 @@ class Conversation:
         answer = answer or PARALLEL_FALLBACK
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
+        self.open_events.discard(event.event_id)
         self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
 

@@ -49,6 +49,8 @@ def resume(conversation: Conversation, entries: Sequence[Recorded], open_events:
         conversation.queue.append(event)
         conversation.resumed_turn_start = _turn_start(entries, set(cut))
         conversation.resuming = (event.event_id, frozenset(cut))
+    conversation.open_events.update(cut)
+    conversation.open_events.update(e.event_id for e in waiting)
     conversation.queue.extend(waiting)
     return Resumed(event, cut, waiting)
 

@@ -26,7 +26,7 @@ def _recorded(*, answered: bool) -> list:
 
 
 def _session(entries):
-    return SimpleNamespace(trajectory=Trajectory.restore(entries, entries.append), queue=[], resumed_turn_start=None)
+    return SimpleNamespace(trajectory=Trajectory.restore(entries, entries.append), queue=[], resumed_turn_start=None, resuming=None, open_events=set())
 
 
 def test_a_cut_call_gets_its_lost_result_and_the_turn_a_notice_of_the_restart():
