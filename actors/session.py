@@ -63,7 +63,6 @@ class SessionActor(Actor):
                         else NoJournal(clock=clock))
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
-        self._resumed: dict[str, list[str]] = {}  # restart notice event id -> the cut turn's event ids
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
         self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
@@ -520,8 +519,7 @@ class SessionActor(Actor):
             conversation.seen.update(dict.fromkeys(stored.seen))
             state = stored.state
             conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
-            tracker = conversation.tracker
-            tracker.seen_version, tracker._seen_names, tracker._read = state.skills_version, list(state.skills_names), dict(state.skills_read)
+            conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
         conversation.timers.on_change = lambda: self._timers_changed(sid)
         return conversation
@@ -547,8 +545,6 @@ class SessionActor(Actor):
         when a call was cut; its TurnDone covers the cut turn's events); accepted events that
         never reached the history are queued again. Timers due meanwhile fire from the wheel."""
         resumed = resume(conversation, stored.entries, stored.open_events, self.clock())
-        if resumed.event is not None:
-            self._resumed[resumed.event.event_id] = resumed.cut
         if conversation.queue:
             self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
                           sid, len(resumed.cut), len(resumed.waiting))
@@ -560,13 +556,8 @@ class SessionActor(Actor):
     def _turn_done(self, sid: str, body: p.TurnDone) -> p.TurnDone:
         """A TurnDone closes its events in the journal (a restart will not run them again), and
         the session's skills knowledge is saved with it."""
-        ids = list(body.event_ids)
-        for event_id in body.event_ids:
-            ids += self._resumed.pop(event_id, [])
-        if len(ids) != len(body.event_ids):
-            body = msgspec.structs.replace(body, event_ids=ids)
-        if ids:
-            self.journal.events_done(sid, ids)
+        if body.event_ids:
+            self.journal.events_done(sid, list(body.event_ids))
         self._save_state(sid)
         return body
 
@@ -575,10 +566,10 @@ class SessionActor(Actor):
         if conversation is None:
             return
         timers, next_number = conversation.timers.snapshot()
-        tracker = conversation.tracker
+        skills_version, skills_names, skills_read = conversation.tracker.state()
         self.journal.save_state(sid, SessionState(
             timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
-            skills_version=tracker.seen_version, skills_names=list(tracker._seen_names), skills_read=dict(tracker._read)))
+            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read))
 
     def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
         """Due timers become events, journaled in the same transaction as the timers' new state

@@ -40,6 +40,7 @@ import anyio
 
 import protocol as p
 from core.activity import NOT_EXECUTED, ToolsetActivity
+from core.resume import RESUME_KIND
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
 from core.observe import Observer, strategy_name
@@ -55,7 +56,6 @@ from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
-from core.resume import RESUME_KIND
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
 
@@ -172,7 +172,7 @@ class Conversation:
         self.open_events: set[str] = set()
         # after a restart: (the event that continues the cut turn, the cut turn's events), until
         # that turn is done: its TurnDone covers them (core.resume)
-        self.resuming: tuple[str, frozenset[str]] | None = None
+        self.resuming: tuple[str, list[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
         self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
@@ -236,11 +236,11 @@ class Conversation:
                     # Cancelled or interrupted: the glasses stop showing the old answer; the
                     # urgent event is already queued and the next iteration calls the model at once.
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
+                if self.resuming is not None and self.resuming[0] in consumed:
+                    consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
+                    self.resuming = None
                 self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
                 self.open_events.difference_update(consumed)
-                if self.resuming is not None and self.resuming[0] in consumed:
-                    self.open_events.difference_update(self.resuming[1])
-                    self.resuming = None
                 self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
         finally:
             self.running = False

@@ -16,7 +16,7 @@ RESTART_NOTICE = "The runtime restarted while this turn was in progress; continu
 
 
 class Resumed(NamedTuple):
-    event: p.Event | None  # what continues the cut turn (its TurnDone must cover `cut`); None: nothing was cut
+    event: p.Event | None  # what continues the cut turn (its TurnDone covers `cut` too); None: nothing was cut
     cut: list[str]  # accepted events already in the history: the turn the crash cut
     waiting: list[p.Event]  # accepted events that never reached the history: queued again
 
@@ -48,7 +48,7 @@ def resume(conversation: Conversation, entries: Sequence[Recorded], open_events:
                         source="runtime", channel="system", content=RESTART_NOTICE, ts=now)
         conversation.queue.append(event)
         conversation.resumed_turn_start = _turn_start(entries, set(cut))
-        conversation.resuming = (event.event_id, frozenset(cut))
+        conversation.resuming = (event.event_id, cut)
     conversation.open_events.update(cut)
     conversation.open_events.update(e.event_id for e in waiting)
     conversation.queue.extend(waiting)

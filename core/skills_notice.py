@@ -39,6 +39,13 @@ class SkillChangeTracker:
         self._seen_names: list[str] = []
         self._read: dict[str, str] = {}
 
+    def state(self) -> tuple[str | None, list[str], dict[str, str]]:
+        """What the journal keeps of it: (version seen, names seen, skills read -> body version)."""
+        return self.seen_version, list(self._seen_names), dict(self._read)
+
+    def restore(self, seen_version: str | None, seen_names: list[str], read: dict[str, str]) -> None:
+        self.seen_version, self._seen_names, self._read = seen_version, list(seen_names), dict(read)
+
     def note_read(self, name: str, body_version: str) -> None:
         """The session received this skill's body (a successful read_skill)."""
         if body_version:

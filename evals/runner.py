@@ -212,14 +212,12 @@ class _Saved(NamedTuple):
 
     seen: list[str]
     timers: tuple[list[Timer], int]
-    skills: tuple[int, list[str], dict[str, str]]
+    skills: tuple[str | None, list[str], dict[str, str]]
 
     @classmethod
     def of(cls, conversation: Conversation) -> "_Saved":
-        tracker = conversation.tracker
         timers, next_number = conversation.timers.snapshot()
-        return cls(list(conversation.seen), (list(timers), next_number),
-                   (tracker.seen_version, list(tracker._seen_names), dict(tracker._read)))
+        return cls(list(conversation.seen), (list(timers), next_number), conversation.tracker.state())
 
 
 def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], saved: _Saved,
@@ -230,8 +228,7 @@ def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], sav
     conversation.trajectory = Trajectory.restore(list(entries), entries.append)
     conversation.seen.update(dict.fromkeys(saved.seen))
     conversation.timers.restore(*saved.timers)
-    tracker = conversation.tracker
-    tracker.seen_version, tracker._seen_names, tracker._read = saved.skills
+    conversation.tracker.restore(*saved.skills)
     resume(conversation, entries, open_events, now)
     conversation._ensure_running()
     return conversation
