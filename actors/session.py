@@ -30,18 +30,19 @@ from core.conversation import Conversation, GenerationLost, ModelUnavailable, Se
 from core.observe import Observer
 from core.resume import resume
 from core.timers import Timer
-from core.toolsets import ToolsetRegistry, failure_text
+from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
 from core.trajectory import Trajectory
+from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
+_LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
 
 
 class SessionActor(Actor):
     name = "session"
-    llm_probe_s = 2.0  # silence from the model this long: is the worker that has the request still alive?
     backlog_limit = 10_000  # messages for the glasses waiting for room before partial displays are dropped
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time, **kwargs):
@@ -50,8 +51,10 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._llm_started_at: float | None = None  # the LLM worker's incarnation, from its Pong
+        self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
         self._probe: tuple[float, anyio.Event, list[float]] | None = None
         self.llm_retries = 0
+        self.tool_retries = 0  # read-only calls made again after the toolset executor lost them
         self.dropped_partials = 0
         self._timer_wake = anyio.Event()
         self._timer_heap: list[tuple[float, str]] = []  # (a session's next timer due, session): the wheel's agenda
@@ -101,7 +104,7 @@ class SessionActor(Actor):
         """When the LLM worker (re)started, from its Pong; None when it does not answer. Shared:
         sessions waiting at once cause one Ping per probe interval, not one each."""
         now = anyio.current_time()
-        if self._probe is not None and now - self._probe[0] < self.llm_probe_s / 2:
+        if self._probe is not None and now - self._probe[0] < self.probe_s / 2:
             done, result = self._probe[1], self._probe[2]
             await done.wait()
             return result[0] if result else None
@@ -196,9 +199,9 @@ class SessionActor(Actor):
                 left, silence_left = deadline - now, silent_until - now
                 wait = min(silence_left, left)
                 if wait > 0:  # None when nothing came in time (a deadline, not a cancel scope)
-                    envelope = await replies.receive(min(wait, self.llm_probe_s))
+                    envelope = await replies.receive(min(wait, self.probe_s))
                     body = envelope.body if envelope is not None else None
-                if body is None and wait > self.llm_probe_s and not retried:
+                if body is None and wait > self.probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
                     # of the answer was already shown, let the conversation wipe it and ask again).
@@ -214,7 +217,7 @@ class SessionActor(Actor):
                         self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
                         replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
                     continue
-                if body is None and wait > self.llm_probe_s:
+                if body is None and wait > self.probe_s:
                     continue
                 if body is None and left <= silence_left:
                     raise ModelUnavailable(f"the model did not finish its answer within {turn_timeout:g} s")
@@ -316,18 +319,55 @@ class SessionActor(Actor):
             self.log.info("actor=session toolset catalog now: %s", ", ".join(registry.toolset_names()))
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
-        """One hop to the toolset executor, one back."""
+        """One hop to the toolset executor, one back. Silent for `probe_s`, the executor is asked
+        whether the call still runs: one killed with the toolsets process (or dropped there as
+        stale) is found then, not at its timeout. A `repeatable` call (read-only or idempotent) is
+        made once more, as a lost model request is; any other is answered as lost, for the model
+        to make again if it still should (a note added twice is not harmless)."""
         registry = self.settings.registry if self.settings is not None else None
         toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
+        spec = registry.spec(tool) if registry is not None else None
         timeout = (toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s) + 2.0
-        try:
-            reply = await self.ask("toolsets", p.ToolInvoke(call_id=call_id, tool=tool, args=args), session=session, timeout=timeout)
-        except AskTimeout:
+        call = p.ToolInvoke(call_id=call_id, tool=tool, args=args)
+        reply = await self._invoke_once(session, call, timeout)
+        if reply is _LOST and repeatable(spec):
+            self.tool_retries += 1
+            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
+            reply = await self._invoke_once(session, call, timeout)
+        if reply is _LOST:
+            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor", session, tool, call_id)
+            return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
+        if reply is None:
             return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, f"the toolset executor did not answer within {timeout:g} s"))
         if isinstance(reply, p.ToolOutcome):
             return reply
         detail = reply.detail if isinstance(reply, p.ErrorReply) else type(reply).__name__
         return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, detail))
+
+    async def _invoke_once(self, session: str, call: p.ToolInvoke, timeout: float) -> p.Msg | None:
+        """The executor's answer; None when `timeout` passed; _LOST when the executor says the call
+        is not running (asked after each `probe_s` of silence)."""
+        deadline = anyio.current_time() + timeout
+        async with self.ask_stream("toolsets", call, session=session, buffer=4) as replies:
+            while True:
+                left = deadline - anyio.current_time()
+                envelope = await replies.receive(min(left, self.probe_s)) if left > 0 else None
+                if envelope is not None:
+                    return envelope.body
+                if left <= self.probe_s:
+                    return None
+                if not await self._tool_runs(session, call.call_id):
+                    # its answer may have come just before the executor's "not running"
+                    return replies.receive_nowait().body if len(replies) else _LOST
+
+    async def _tool_runs(self, session: str, call_id: str) -> bool:
+        """False only when the toolset executor says the call is not running; no answer (its
+        process is down, or an older executor) is not a verdict: the call is waited for."""
+        try:
+            reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
+        except AskTimeout:
+            return True
+        return not (isinstance(reply, p.ErrorReply) and reply.code == NOT_RUNNING)
 
     def cancel_tool(self, session: str, call_id: str) -> None:
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)

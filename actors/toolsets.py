@@ -6,8 +6,10 @@ toolsets.mcp.server). A session sends ToolInvoke(call_id, tool, args) with the a
 bound and checked against the spec; the call runs here, in its own task, so a slow call never
 delays another session's: one hop there, one back. Here, for every toolset alike: a call queued
 while this actor was down is dropped (its caller has had a timeout error), a call id runs once,
-a call is bounded by its toolset's timeout, a ToolCancel stops it, any failure becomes one clear
-tool error, and a long result is cut with an `offset=` call for the rest (core.toolsets.cap_result).
+a call is bounded by its toolset's timeout, a ToolCancel stops it, a ToolRunning asks whether it
+still runs (the caller's probe: a call killed with this process is not waited for until its
+timeout), any failure becomes one clear tool error, and a long result is cut with an `offset=`
+call for the rest (core.toolsets.cap_result).
 When the catalog changes (an MCP server listed new tools, started or died) the session actor is
 told ToolsetsChanged.
 """
@@ -25,8 +27,10 @@ import toolsets
 from actors.base import Actor, Inbound
 from core.config import Config
 from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
+from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
+RUNNING = "running"  # the answer to ToolRunning while the call runs
 
 
 class ToolsetSupervisor(Actor):
@@ -86,6 +90,11 @@ class ToolsetSupervisor(Actor):
             if scope is not None:
                 scope.cancel()
             msg.reply(self, p.Ok(detail=CANCELLED if scope else f"call {body.call_id} is not running"))
+        elif isinstance(body, p.ToolRunning):
+            if (msg.session, body.call_id) in self._running:
+                msg.reply(self, p.Ok(detail=RUNNING))
+            else:
+                msg.reply(self, p.ErrorReply(code=NOT_RUNNING, detail=f"call {body.call_id} is not running"))
         elif isinstance(body, p.ToolsetsRequest):
             msg.reply(self, self.report())
         elif isinstance(body, (p.Ok, p.ErrorReply, p.ToolOutcome)):

@@ -16,6 +16,7 @@ from typing import Literal
 from core.toolsets import ToolsetRegistry
 
 DEFAULT_TTL_S = 600.0
+ENABLED_ON_THE_WAY = "was enabled on the way"  # the note a call that turned its toolset on (S8) starts with
 
 
 @dataclass(frozen=True)
@@ -113,7 +114,7 @@ class ToolsetActivity:
         self._deadlines[toolset] = self.clock() + self.ttl
         if execute_if_valid and not isinstance(validated, str):
             return CallDecision("execute", tool, toolset, args=validated,
-                                note=f"toolset {toolset} was enabled on the way")
+                                note=f"toolset {toolset} {ENABLED_ON_THE_WAY}")
         return CallDecision("activated", tool, toolset, text=self._not_executed_text(tool, toolset))
 
     def _not_executed_text(self, tool: str, toolset: str) -> str:

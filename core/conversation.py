@@ -39,7 +39,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protoc
 import anyio
 
 import protocol as p
-from core.activity import NOT_EXECUTED, ToolsetActivity
+from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED, ToolsetActivity
 from core.resume import RESUME_KIND
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
@@ -130,7 +130,11 @@ def _new_id() -> str:
 
 
 def _failed(result: str) -> bool:
-    """A call that did not run (an error, invalid arguments, S8's "NOT been executed yet")."""
+    """A call that did not run (an error, invalid arguments, S8's "NOT been executed yet"), after
+    the "(toolset … enabled on the way)" note of a call that turned its toolset on or not."""
+    first, _, rest = result.partition("\n")
+    if first.startswith("(") and ENABLED_ON_THE_WAY in first:
+        result = rest
     return result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result
 
 

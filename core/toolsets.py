@@ -113,6 +113,18 @@ def failure_text(tool: str, why: str) -> str:
     return f"tool {tool} failed: {why}; try again"
 
 
+def repeatable(spec: ToolSpec | None) -> bool:
+    """A call of this tool lost with the executor's process may be made again by the runtime: it
+    changes nothing, or nothing more the second time. (The local model almost never makes a
+    failed call again itself: `run.py eval --only restart`.)"""
+    return spec is not None and (spec.read_only or spec.idempotent)
+
+
+def lost_text(tool: str) -> str:
+    """A call the toolset executor's process died with, twice or of a tool not `repeatable`."""
+    return failure_text(tool, "the toolset executor restarted and lost this call before it finished")
+
+
 def error_result(text: str) -> str:
     """A failed call's result as the model reads it."""
     return f"tool error: {text}"

@@ -6,7 +6,10 @@ scenario's own), timers inside the loop on a clock the eval drives, and the mode
 profile. No sockets: the eval measures the model and the texts it reads, not the transport.
 A turn with `restart_at` crashes the runtime there: every task of the session is cancelled and
 the session is read back from what the journal would hold (its entries, the state the last
-TurnDone saved) and continued by core.resume, as the SessionActor does after a restart.
+TurnDone saved) and continued by core.resume, as the SessionActor does after a restart; with
+`restart_at = "toolsets"` only the toolset executor dies, with the turn's first toolset call, and
+the session goes on as SessionActor.invoke does: the call made again (core.toolsets.repeatable) or
+answered as lost.
 
 Modes: `progressive` is Porfiry as it runs (toolsets enabled on demand, S7); `flat` turns every
 toolset on before every turn, so the model sees every tool from the first request, as in a
@@ -38,7 +41,7 @@ from core.resume import resume
 from core.skills import SkillRepository
 from core.timers import Timer
 from core.toolcall import parse_reply
-from core.toolsets import ToolsetRegistry
+from core.toolsets import ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
@@ -97,6 +100,8 @@ class EvalPorts(InProcessPorts):
         self.on_first_piece: Callable[[], None] | None = None
         self.trace: Callable[[dict], None] | None = None  # told every request and reply (--trace)
         self.crash = _Crash()
+        self.lost_at: int | None = None  # len(calls) when a call died with the toolset executor
+        self.registry = ToolsetRegistry(default_catalog())
 
     @asynccontextmanager
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
@@ -137,6 +142,10 @@ class EvalPorts(InProcessPorts):
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
+        if self.crash.executor_dies():
+            if not repeatable(self.registry.spec(tool)):  # else made again, as SessionActor.invoke does
+                self.lost_at = len(self.calls)  # the turn is judged from the call after this one
+                return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
         self.crash.tool_started()
         outcome = await super().invoke(session, call_id, tool, args)
         self.crash.tool_finished()
@@ -166,9 +175,18 @@ class _Crash:
         self.fired = anyio.Event()
         self._life: _Life | None = None
         self._tool_done = False
+        self.executor_died = False
 
     def arm(self, at: str, life: "_Life") -> None:
         self.at, self._life, self._tool_done, self.fired = at, life, False, anyio.Event()
+        self.executor_died = False
+
+    def executor_dies(self) -> bool:
+        """`restart_at = "toolsets"`: this call is lost with the toolset executor (only it restarts)."""
+        if self.at != "toolsets":
+            return False
+        self.at, self.executor_died = "", True
+        return True
 
     def tool_started(self) -> None:
         if self.at == "tool":
@@ -254,7 +272,7 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     clock = ManualClock(EVAL_START)
     problems: list[str] = []
     steps = 0
-    registry = ToolsetRegistry(default_catalog())
+    registry = ports.registry
     entries: list[Recorded] = []  # the history as the journal would hold it
     sid = f"eval-{scenario.id}"
     async with anyio.create_task_group() as outer:
@@ -282,6 +300,7 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                 submitted.append(_event(turn.say, clock()))
                 conversation.submit(submitted[-1])
             ports.crash.arm(turn.restart_at, life)
+            ports.lost_at = None
             await _wait_idle(conversation, ports.crash.fired)
             if ports.crash.fired.is_set():
                 await life.over.wait()
@@ -293,6 +312,9 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                     for toolset in registry.toolset_names():
                         conversation.activity.enable(toolset)
                 await _wait_idle(conversation)
+            elif ports.crash.executor_died:
+                if ports.lost_at is not None:
+                    calls_before = ports.lost_at  # judged: what the model does after the lost call
             elif turn.restart_at:
                 problems.append(f"turn {number}: the turn never reached its restart point ({turn.restart_at})")
             ports.on_first_piece = None

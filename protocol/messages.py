@@ -32,7 +32,7 @@ from protocol.skills import (
     SkillsChanged,
 )
 from protocol.tools import (
-    ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolOutcome, ToolSpec, ToolsetSpec,
+    ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolRunning, ToolOutcome, ToolSpec, ToolsetSpec,
     ToolsetState, ToolsetsChanged, ToolsetsReport, ToolsetsRequest,
 )
 
@@ -44,7 +44,7 @@ _ALL = (
     Ack, Busy, Display, TurnDone, PlaybackCommand, RateLimited,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,
-    CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel, ToolsetsChanged, ToolsetsRequest,
+    CatalogRequest, Catalog, ToolInvoke, ToolOutcome, ToolCancel, ToolRunning, ToolsetsChanged, ToolsetsRequest,
     ToolsetsReport,
     Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
     ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,

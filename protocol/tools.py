@@ -12,13 +12,17 @@ class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """name carries the toolset prefix (media_search); summary is one terse line.
     long_running: a call answers at once with a task id, the result comes later as an event (E7).
-    read_only: changes nothing, so a parallel side run (E5) may call it."""
+    read_only: changes nothing, so a parallel side run (E5) may call it.
+    idempotent: a second call with the same arguments changes nothing more (a play of what
+    already plays). A read-only or idempotent call lost with the toolset executor's process is
+    made again by the session; any other is answered as lost."""
 
     name: str
     summary: str
     args: list[ArgSpec] = []
     long_running: bool = False
     read_only: bool = False
+    idempotent: bool = False
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -61,6 +65,17 @@ class ToolOutcome(Msg):
 
 
 class ToolCancel(Msg):
+    call_id: str
+
+
+NOT_RUNNING = "not_running"  # ErrorReply.code: the call asked about by ToolRunning is not running
+
+
+class ToolRunning(Msg):
+    """Is this call of the envelope's session still running? Ok(detail="running"), or
+    ErrorReply(code="not_running"): a caller silent that long learns a call lost with a killed
+    executor process (or dropped as stale) at once, not at its timeout."""
+
     call_id: str
 
 

@@ -62,3 +62,23 @@ async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_
                                          [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
     assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "I'm sorry, but I can't assist with that.",
                                            "Включаю «Матрицу»."]
+
+
+async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tmp_path):
+    # The call turns media on as it runs (S8), so its result starts with the runtime's
+    # "(toolset media was enabled on the way)" note; the error after it is still an error.
+    from bench.conversation import Turn, record_conversation
+    from bench.runtime import scratch_config
+    from core.config import load_config
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        if messages[-1].role == "tool" or "refused" in messages[-1].content:
+            return "I'm sorry, but I can't assist with that."
+        return "TOOL_CALL: media_play|no-such-film"
+
+    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
+                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]
+    assert result.content.startswith("(toolset media was enabled on the way)\ntool error: ")
+    assert len(requests) == 2, [r.messages[-1].content for r in requests]

@@ -72,3 +72,18 @@ async def test_a_restart_point_the_turn_never_reaches_fails_the_scenario():
     report = await run_eval(load_config(None, env={}), never, backend=ScriptedBackend(), profile="scripted",
                             mode="progressive", progress=lambda line: None)
     assert report.passed == 0 and "never reached its restart point" in report.per_scenario[0].why
+
+
+async def test_a_toolset_executor_lost_mid_call_is_judged_after_the_call_is_made_again():
+    """`restart_at = "toolsets"`: the executor dies with the turn's first toolset call; a search
+    (read-only) is made again by the session, as SessionActor.invoke does, so the model never
+    sees it fail; a turn with no toolset call never reaches the point and fails."""
+    lost = [Scenario(id="lost-search", lang="en", turns=[Turn(say="search inception", restart_at="toolsets",
+                                                              calls=["media_search|inception"], mentions=["Inception"])]),
+            Scenario(id="lost-nothing", lang="en", turns=[Turn(say="what is a haiku", restart_at="toolsets")])]
+    report = await run_eval(load_config(None, env={}), lost, backend=ScriptedBackend(), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    search, nothing = report.per_scenario
+    assert search.passed, search.why
+    assert [c for c in search.calls if c.startswith("media_search")] == ["media_search|inception"]
+    assert not nothing.passed and "never reached its restart point (toolsets)" in nothing.why

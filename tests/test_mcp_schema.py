@@ -3,7 +3,7 @@ import base64
 
 import mcp_types as types
 
-from core.toolsets import ToolResult, cap_result, toolsets_table
+from core.toolsets import ToolResult, cap_result, repeatable, toolsets_table
 from protocol import ToolsetState
 from toolsets.mcp.schema import first_sentence, result_text, to_arguments, tools_from_listing
 
@@ -87,3 +87,15 @@ def test_the_toolsets_table_has_a_row_per_toolset():
         "media        executor  available        3",
         "ghost        mcp       unavailable      0  start failed: x",
     ]
+
+
+def test_the_servers_read_only_and_idempotent_hints_say_which_lost_calls_are_made_again():
+    def annotated(name, **hints):
+        return types.Tool(name=name, description="Does it.", input_schema={"type": "object", "properties": {}},
+                          annotations=types.ToolAnnotations(**hints))
+
+    tools, problems = listing(annotated("read", read_only_hint=True), annotated("put", idempotent_hint=True),
+                              annotated("append", idempotent_hint=False), tool("plain"))
+    assert problems == []
+    assert [(t.spec.read_only, t.spec.idempotent, repeatable(t.spec)) for t in tools] == [
+        (True, False, True), (False, True, True), (False, False, False), (False, False, False)]

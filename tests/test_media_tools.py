@@ -3,7 +3,7 @@ import pytest
 
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.provider import ProviderError, SearchPage, Title
-from core.toolsets import ToolResult
+from core.toolsets import ToolResult, repeatable
 from toolsets.media.tools import (
     MEDIA_TOOLSET, PlayRequest, format_search, play_command, play_started_text,
     play_status_text, play_timeout_text, run_info, run_search, validate_play,
@@ -59,6 +59,8 @@ def test_toolset_spec_is_prefixed_and_terse():
     # media_play is asynchronous at its executor (a task id at once, playback events later); the
     # read-only tools may run in a parallel side run.
     assert [t.read_only for t in MEDIA_TOOLSET.tools] == [True, True, False]
+    # a play lost with the executor is made again (twice is once: the same title plays)
+    assert [repeatable(t) for t in MEDIA_TOOLSET.tools] == [True, True, True]
     assert not any(t.long_running for t in MEDIA_TOOLSET.tools)
 
 

@@ -1,5 +1,6 @@
 """The toolset executor through real sockets: the catalog from the registry, routing, one error
 wording, timeouts, cancellation, concurrency across sessions and results cut with offset=."""
+import functools
 import time
 from contextlib import asynccontextmanager
 
@@ -47,7 +48,7 @@ async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ct
     for toolset in catalog.toolsets:
         assert toolset.summary and all(tool.name.startswith(toolset.name + "_") for tool in toolset.tools)
     assert [(row.name, row.runs, row.state, row.tools) for row in report.toolsets] == [
-        ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("toy", "executor", "available", 5)]
+        ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("toy", "executor", "available", 6)]
 
 
 async def test_a_tool_without_its_toolset_prefix_fails_start_up(config, zmq_ctx):
@@ -225,3 +226,104 @@ def test_a_wrong_type_in_a_toolsets_section_is_one_line_naming_the_key(tmp_path)
     with pytest.raises(ConfigError) as caught:
         load_config(path, env={})
     assert str(caught.value) == f"config {path}: Expected `str`, got `int` - at `$.toolsets.toy.greeting`"
+
+
+# ---- a call lost with the executor's process ------------------------------------------------
+async def test_running_says_whether_a_call_of_that_session_runs(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 10})
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(client.ask, "toolsets", invoke("toy_wait", call_id="c1", seconds="0.5"), session="s1"))
+            with anyio.fail_after(2):
+                while not toy_toolset.INSTANCES[-1].calls:
+                    await anyio.sleep(0.01)
+            during = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s1")
+            other = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s2")
+        after = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s1")
+    assert during == p.Ok(detail="running")
+    assert other == after == p.ErrorReply(code="not_running", detail="call c1 is not running")
+
+
+@asynccontextmanager
+async def session_and_toolsets(config, zmq_ctx):
+    """A real SessionActor and a ToolsetSupervisor it calls; `kill()` ends the supervisor the way a
+    SIGKILL does (its calls never answer), `restart()` starts its successor on the same address."""
+    from actors.session import SessionActor
+
+    async with anyio.create_task_group() as tg:
+        scope = anyio.CancelScope()
+
+        async def toolsets(*, task_status=anyio.TASK_STATUS_IGNORED):
+            with scope:
+                await ToolsetSupervisor(config, zmq_context=zmq_ctx).run(task_status=task_status)
+
+        await tg.start(toolsets)
+        session = SessionActor(config, zmq_context=zmq_ctx)
+        await tg.start(session.run)
+        session.kill = scope.cancel
+        session.restart = lambda: tg.start(ToolsetSupervisor(config, zmq_context=zmq_ctx).run)
+        yield session
+        tg.cancel_scope.cancel()
+
+
+async def test_a_call_lost_with_the_toolsets_process_is_answered_at_the_next_probe_not_its_timeout(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.3})
+    async with session_and_toolsets(config, zmq_ctx) as session:
+        outcome = {}
+
+        async def call():
+            outcome["c1"] = await session.invoke("s1", "c1", "toy_wait", {"seconds": "30"})
+            outcome["at"] = time.monotonic()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            with anyio.fail_after(2):
+                while not toy_toolset.INSTANCES[-1].calls:
+                    await anyio.sleep(0.01)
+            session.kill()
+            killed = time.monotonic()
+            await anyio.sleep(0.5)  # down a while: a probe nobody answers is no verdict
+            assert "c1" not in outcome
+            await session.restart()
+        again = await session.invoke("s1", "c2", "toy_echo", {"text": "back"})
+    assert outcome["c1"] == p.ToolOutcome(call_id="c1", ok=False, text=(
+        "tool toy_wait failed: the toolset executor restarted and lost this call before it finished; try again"))
+    assert outcome["at"] - killed < 2, "answered within a probe or two of the restart, not at the 12 s timeout"
+    assert again.ok and again.text == "echo: back"
+
+
+async def test_an_idempotent_call_lost_with_the_toolsets_process_is_made_again(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.3})
+    async with session_and_toolsets(config, zmq_ctx) as session:
+        outcome = {}
+
+        async def call():
+            outcome["c1"] = await session.invoke("s1", "c1", "toy_nap", {"seconds": "0.5"})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            with anyio.fail_after(2):
+                while not toy_toolset.INSTANCES[-1].calls:
+                    await anyio.sleep(0.01)
+            session.kill()
+            await session.restart()
+    assert outcome["c1"] == p.ToolOutcome(call_id="c1", ok=True, text="waited 0.5 s")
+    assert toy_toolset.INSTANCES[-1].calls == [("s1", "toy_nap", {"seconds": "0.5"})], "made again, at the successor"
+    assert session.tool_retries == 1
+
+
+async def test_a_slow_call_still_running_is_waited_for_across_probes(config, zmq_ctx):
+    config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.2})
+    async with session_and_toolsets(config, zmq_ctx) as session:
+        outcome = await session.invoke("s1", "c1", "toy_wait", {"seconds": "1"})
+    assert outcome == p.ToolOutcome(call_id="c1", ok=True, text="waited 1 s")
+
+
+async def test_a_call_silent_past_its_timeout_is_still_a_timeout_error(config, zmq_ctx):
+    # the session waits the toolset's timeout + 2 s; the executor itself gives up at the timeout
+    config = override(config, session={"tool_timeout_s": 0.3, "probe_s": 0.2})
+    async with session_and_toolsets(config, zmq_ctx) as session:
+        started = time.monotonic()
+        outcome = await session.invoke("s1", "c1", "toy_wait", {"seconds": "30"})
+    assert outcome == p.ToolOutcome(call_id="c1", ok=False, text="tool toy_wait failed: no answer within 0.3 s; try again")
+    assert time.monotonic() - started < 1.5

@@ -10,6 +10,7 @@ from protocol import ArgSpec, ToolSpec, ToolsetSpec
 SPEC = ToolsetSpec(name="toy", summary="a toy: echo, wait, fail, long texts", tools=[
     ToolSpec(name="toy_echo", summary="say a text back", args=[ArgSpec(name="text")], read_only=True),
     ToolSpec(name="toy_wait", summary="wait some seconds, then say so", args=[ArgSpec(name="seconds")]),
+    ToolSpec(name="toy_nap", summary="the same, idempotent", args=[ArgSpec(name="seconds")], idempotent=True),
     ToolSpec(name="toy_fail", summary="always fails"),
     ToolSpec(name="toy_long", summary="a long numbered text", args=[ArgSpec(name="lines")], read_only=True),
     ToolSpec(name="toy_later", summary="a long job", args=[ArgSpec(name="seconds")], long_running=True),
@@ -34,7 +35,7 @@ class Toy:
         self.calls.append((session, tool, dict(args)))
         if tool == "toy_echo":
             return ToolResult(True, f"{self.settings.greeting}: {args['text']}")
-        if tool in ("toy_wait", "toy_later"):
+        if tool in ("toy_wait", "toy_nap", "toy_later"):
             try:
                 await anyio.sleep(float(args["seconds"]))
             except anyio.get_cancelled_exc_class():

@@ -83,8 +83,10 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
             problems.append(f"tool {tool.name!r} refused: {bad}")
             continue
         summary = first_sentence(tool.description, max_description_chars) or f"the server's {tool.name}"
+        annotations = getattr(tool, "annotations", None)
         spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
-                        read_only=bool(getattr(getattr(tool, "annotations", None), "read_only_hint", False)))
+                        read_only=bool(getattr(annotations, "read_only_hint", False)),
+                        idempotent=bool(getattr(annotations, "idempotent_hint", False)))
         tools[name] = McpTool(spec, tool.name, names, types)
     return list(tools.values()), problems
 

@@ -30,7 +30,7 @@ MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: 
 # task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
     name="media_play", summary="play on the phone by id or exact title; to control what plays: add ; action=pause, resume or stop",
-    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)],
+    args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], idempotent=True,  # play X, pause: twice is once
 )
 MEDIA_TOOLSET = ToolsetSpec(
     example=("\"найди фильм Брат\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media -> "
