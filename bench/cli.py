@@ -36,6 +36,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--chaos", type=float, default=0.0, metavar="SECONDS",
                        help="SIGKILL a random actor process every SECONDS during the load (default 0: never); "
                             "reports chaos_kills, sessions_recovered, history_intact")
+    bench.add_argument("--chaos-only", metavar="ACTOR,...", default="",
+                       help="with --chaos: kill only the processes that host these actors (e.g. toolsets)")
     bench.add_argument("--mix", metavar="KIND=W,...",
                        help="turn kinds and their weights, e.g. media=1 (one kind alone) or plain=2,media=1; "
                             "kinds: plain, media, substitution, interrupt (default: plain=0.4,media=0.3,"
@@ -87,6 +89,13 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit("porfiry: --sessions, --turns and --sessions-per-phone must be at least 1")
     if args.latency_ms < 0 or args.think_ms < 0 or args.chaos < 0:
         sys.exit("porfiry: --latency-ms, --think-ms and --chaos cannot be negative")
+    from actors.topology import ACTORS
+
+    only = frozenset(name.strip() for name in args.chaos_only.split(",") if name.strip())
+    if only - set(ACTORS):
+        sys.exit(f"porfiry: --chaos-only: no actor {', '.join(sorted(only - set(ACTORS)))} (actors: {', '.join(ACTORS)})")
+    if only and not args.chaos:
+        sys.exit("porfiry: --chaos-only needs --chaos SECONDS")
     from phone.client import PhoneError
 
     try:
@@ -125,7 +134,7 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
                 for old in hop_dir.glob("*.hops"):
                     old.unlink()  # another run's records would join this one's
             report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos,
-                                                      hop_dir=hop_dir), backend="trio")
+                                                      chaos_only=only, hop_dir=hop_dir), backend="trio")
     except (RuntimeError, PhoneError) as exc:
         sys.exit(f"porfiry: bench: {exc}")
     except KeyboardInterrupt:
@@ -144,10 +153,11 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
                          progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0,
-                         profile_dir: Path | None = None, hop_dir: Path | None = None):
+                         profile_dir: Path | None = None, hop_dir: Path | None = None, chaos_only: frozenset[str] = frozenset()):
     """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
     `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs).
-    `chaos_s`: SIGKILL a random actor process this often during the load.
+    `chaos_s`: SIGKILL a random actor process this often during the load (`chaos_only`: one that
+    hosts one of these actors).
     `profile_dir`: every actor process profiles the load (not the start-up, not the warm-up) and
     writes NAME.prof there.
     `hop_dir`: every actor process, and the phones here, record each envelope of the load
@@ -184,7 +194,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         window_start = time.monotonic_ns()
         async with anyio.create_task_group() as chaos:
             if chaos_s > 0:
-                chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say)
+                chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say, chaos_only)
             if phone_records is not None:
                 chaos.start_soon(_sample_pressure, phone_records)
             with _traced_phones(phone_records):
@@ -288,8 +298,10 @@ def _hop_report(directory: Path, options, window: tuple[int, int]):
     return analyze_dir(directory, meta)
 
 
-async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say: Callable[[str], None]) -> None:
-    """Every `every_s`: SIGKILL one actor process picked at random (any kind; a group as one)."""
+async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say: Callable[[str], None],
+                 only: frozenset[str] = frozenset()) -> None:
+    """Every `every_s`: SIGKILL one actor process picked at random (any kind; a group as one;
+    with `only`, one hosting one of those actors)."""
     import random
     import signal
 
@@ -301,7 +313,11 @@ async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say:
         except Exception as exc:  # noqa: BLE001 - the supervisor is busy restarting: try next time
             say(f"chaos: no status ({type(exc).__name__}); no kill this time")
             continue
-        name = rng.choice(sorted(processes))
+        names = sorted(name for name in processes if not only or only & set(name.split("+")))
+        if not names:
+            say(f"chaos: no process hosts {', '.join(sorted(only))}; no kill this time")
+            continue
+        name = rng.choice(names)
         try:
             os.kill(processes[name], signal.SIGKILL)
         except ProcessLookupError:

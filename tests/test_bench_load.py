@@ -88,3 +88,32 @@ def test_fifty_sessions_three_turns_lose_nothing_and_end_every_turn_correctly(tm
     assert all(mb > 5 for mb in figures["rss_mb"].values())
     assert "bytes_per_idle_session" in figures
     assert "events lost              0" in done.stdout
+
+
+async def test_chaos_only_kills_the_processes_that_host_the_named_actors():
+    import anyio
+
+    import protocol as p
+    from bench.cli import _chaos
+
+    children = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+                for name in ("glasses", "llm", "toolsets")}
+
+    class Runtime:  # what BenchRuntime.status() answers: the actors and their processes
+        async def status(self):
+            return p.SystemStatus(mode="process", actors=[
+                p.ActorStatus(name="glasses", alive=True, pid=children["glasses"].pid),
+                p.ActorStatus(name="llm", alive=True, pid=children["llm"].pid),
+                p.ActorStatus(name="toolsets", alive=True, pid=children["toolsets"].pid)])
+
+    kills: dict[str, int] = {}
+    try:
+        with anyio.move_on_after(0.5):
+            await _chaos(Runtime(), 0.05, 1, kills, lambda line: None, frozenset({"toolsets"}))
+        children["toolsets"].wait(timeout=5)
+        assert set(kills) == {"toolsets"} and kills["toolsets"] >= 1
+        assert children["glasses"].poll() is None and children["llm"].poll() is None
+    finally:
+        for child in children.values():
+            child.kill()
+            child.wait()
