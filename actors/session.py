@@ -111,7 +111,9 @@ class SessionActor(Actor):
         done, result = anyio.Event(), []
         self._probe = (now, done, result)
         try:
-            pong = await self.ask("llm", p.Ping(), timeout=1.0)
+            pong = None
+            with anyio.move_on_after(1.0):  # the send too: a dead worker's link may be full
+                pong = await self.ask("llm", p.Ping(), timeout=1.0)
             if isinstance(pong, p.Pong):
                 result.append(pong.started_at)
                 if self._llm_started_at is None:
@@ -327,13 +329,17 @@ class SessionActor(Actor):
         registry = self.settings.registry if self.settings is not None else None
         toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
         spec = registry.spec(tool) if registry is not None else None
-        timeout = (toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s) + 2.0
+        own_timeout = toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s
+        timeout = own_timeout + 2.0
         call = p.ToolInvoke(call_id=call_id, tool=tool, args=args)
-        reply = await self._invoke_once(session, call, timeout)
-        if reply is _LOST and repeatable(spec):
+        started = anyio.current_time()
+        reply = await self._invoke_once(session, call, started + timeout)
+        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
+            # (found later, it was dropped as stale after a long outage: the user has waited
+            # out its timeout, and gets the error it would have had)
             self.tool_retries += 1
             self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
-            reply = await self._invoke_once(session, call, timeout)
+            reply = await self._invoke_once(session, call, anyio.current_time() + timeout)
         if reply is _LOST:
             self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor", session, tool, call_id)
             return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
@@ -344,10 +350,9 @@ class SessionActor(Actor):
         detail = reply.detail if isinstance(reply, p.ErrorReply) else type(reply).__name__
         return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, detail))
 
-    async def _invoke_once(self, session: str, call: p.ToolInvoke, timeout: float) -> p.Msg | None:
-        """The executor's answer; None when `timeout` passed; _LOST when the executor says the call
-        is not running (asked after each `probe_s` of silence)."""
-        deadline = anyio.current_time() + timeout
+    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float) -> p.Msg | None:
+        """The executor's answer; None at `deadline`; _LOST when the executor says the call is not
+        running (asked after each `probe_s` of silence)."""
         async with self.ask_stream("toolsets", call, session=session, buffer=4) as replies:
             while True:
                 left = deadline - anyio.current_time()
@@ -362,11 +367,14 @@ class SessionActor(Actor):
 
     async def _tool_runs(self, session: str, call_id: str) -> bool:
         """False only when the toolset executor says the call is not running; no answer (its
-        process is down, or an older executor) is not a verdict: the call is waited for."""
-        try:
-            reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
-        except AskTimeout:
-            return True
+        process is down, or an older executor) is not a verdict: the call is waited for. Bounded as
+        a whole: with the process down its link may be full, and the question wait for room."""
+        reply = None
+        with anyio.move_on_after(1.0):
+            try:
+                reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
+            except AskTimeout:
+                pass
         return not (isinstance(reply, p.ErrorReply) and reply.code == NOT_RUNNING)
 
     def cancel_tool(self, session: str, call_id: str) -> None:

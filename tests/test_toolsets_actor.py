@@ -316,6 +316,15 @@ async def test_an_idempotent_call_lost_with_the_toolsets_process_is_made_again(c
     assert session.tool_retries == 1
 
 
+async def test_an_idempotent_call_found_lost_after_its_timeout_is_not_made_again(config, zmq_ctx):
+    # down longer than the call may take: the user has waited it out, and a play now would be late
+    config = override(config, session={"tool_timeout_s": 1.0, "probe_s": 0.3})
+    async with session_and_toolsets(config, zmq_ctx) as session:
+        outcome, after_kill = await call_through_a_kill(session, "toy_nap", "30", down_s=1.2)
+    assert outcome.ok is False and "restarted and lost this call" in outcome.text
+    assert session.tool_retries == 0 and after_kill < 3.0, "answered at the first probe after the restart"
+
+
 async def test_a_slow_call_still_running_is_waited_for_across_probes(config, zmq_ctx):
     config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.2})
     async with session_and_toolsets(config, zmq_ctx) as session:
