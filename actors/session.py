@@ -54,7 +54,7 @@ class SessionActor(Actor):
         self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
         self._probe: tuple[float, anyio.Event, list[float]] | None = None
         self.llm_retries = 0
-        self.tool_retries = 0  # read-only calls made again after the toolset executor lost them
+        self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
         self.dropped_partials = 0
         self._timer_wake = anyio.Event()
         self._timer_heap: list[tuple[float, str]] = []  # (a session's next timer due, session): the wheel's agenda

@@ -127,7 +127,9 @@ def check_answer(kind: str, finals: list[str]) -> str:
     if kind == "plain":
         ok = last.startswith("Sure. Here is a short answer")
     elif kind in ("media", "substitution"):
-        ok = last.startswith("Here is what I found:") and "nothing found" not in last
+        # a search's first line; not "tool error: …" nor "tool media_search is still running …"
+        found = last.removeprefix("Here is what I found:").strip()
+        ok = last.startswith("Here is what I found:") and "nothing found" not in last and not found.startswith("tool ")
     else:
         ok = last == "OK, stopped."
     return "" if ok else f"{kind} turn ended with {last[:80]!r}"

@@ -42,6 +42,9 @@ def test_answers_are_checked_against_what_each_kind_must_show():
     assert check_answer("plain", ["Sure. Here is a short answer to: why"]) == ""
     assert check_answer("media", ["Here is what I found: matrix-1999 — Матрица"]) == ""
     assert "nothing found" in check_answer("media", ["Here is what I found: nothing found for “x”"])
+    # a failed or backgrounded call is not an answer, though the stand-in model words it as one
+    assert check_answer("media", ["Here is what I found: tool error: tool media_search failed: no answer"]) != ""
+    assert check_answer("media", ["Here is what I found: tool media_search is still running, now in the background"]) != ""
     assert check_answer("substitution", ["Sure. Here is a short answer to: search x"]) != ""
     assert check_answer("interrupt", ["Once upon a time", "OK, stopped."]) == ""
     assert check_answer("interrupt", ["OK, stopped.", "Once upon a time"]) != ""
