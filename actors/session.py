@@ -50,6 +50,7 @@ class SessionActor(Actor):
         self.sessions: dict[str, Conversation] = {}
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
+        self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
         self._llm_started_at: float | None = None  # the LLM worker's incarnation, from its Pong
         self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
         self._probe: tuple[float, anyio.Event, list[float]] | None = None
@@ -385,7 +386,13 @@ class SessionActor(Actor):
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
-        if isinstance(body, p.TurnDone):
+        if isinstance(body, p.Display):
+            if body.final or body.clear:
+                self._finals[(session, body.turn_id)] = body.text if body.final else ""
+        elif isinstance(body, p.TurnDone):
+            final = self._finals.pop((session, body.turn_id), "")
+            if final:  # a Display and the TurnDone after it can part in a bridge killed between them
+                body = msgspec.structs.replace(body, final=final)
             body = self._turn_done(session, body)
         if self.subscribers:
             self.subscribers.shown(session, body)

@@ -287,6 +287,8 @@ class LoadDriver:
                     if body.final:
                         finals.append(body.text)
                 elif isinstance(body, p.TurnDone):
+                    if body.final and not finals:  # its final display was lost with a bridge
+                        finals.append(body.final)
                     model_calls += body.model_calls
                     covered = waiting.intersection(body.event_ids)
                     result.events_done += len(covered)

@@ -103,8 +103,9 @@ class Turn:
 
     @property
     def final_text(self) -> str:
+        """The answer: the last final display, or the TurnDone's copy when that display was lost."""
         finals = [d.text for d in self.displays if d.final]
-        return finals[-1] if finals else ""
+        return finals[-1] if finals else self.done.final
 
 
 @dataclass(eq=False)

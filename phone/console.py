@@ -28,10 +28,20 @@ class Screen:
     def __init__(self, *, live: bool):
         self.live = live
         self._partial_open = False  # a partial line is on screen, without a newline yet
+        self._finals_shown: set[str] = set()  # turns whose final display came (their TurnDone's copy is not shown)
 
     def render(self, body: p.Msg) -> str:
         if isinstance(body, p.Display):
+            if body.final:
+                if len(self._finals_shown) > 1024:
+                    self._finals_shown.clear()
+                self._finals_shown.add(body.turn_id)
             return self._display(body)
+        if isinstance(body, p.TurnDone):  # its final display was lost with a restarted bridge: its copy
+            if body.final and body.turn_id not in self._finals_shown:
+                return self._display(p.Display(turn_id=body.turn_id, text=body.final, final=True))
+            self._finals_shown.discard(body.turn_id)
+            return ""
         if isinstance(body, p.PlaybackCommand):
             what = body.title or body.media_id or "-"
             return self.note(f"[playback] {body.action} {what} (task {body.task_id})")

@@ -98,6 +98,7 @@ class TurnDone(Msg):
     turn_id: str
     event_ids: list[str] = []
     model_calls: int = 0  # generations the turn needed: lets a client subtract model time (bench)
+    final: str = ""  # the turn's final display ("": none): a phone that missed it (it died in a restarted bridge) still shows it
 
 
 class PlaybackCommand(Msg):

@@ -260,6 +260,10 @@ async def test_a_stop_phrase_cancels_a_long_answer_and_its_rest_is_the_new_reque
         assert any(isinstance(m, p.Display) and m.clear for m in shown), "the glasses kept the old answer"
         assert not any("dragon" in text for text in finals(shown)), "the long answer was played to its end"
         assert finals(shown)[-1] == "New request: " + phrase
+        # each TurnDone carries its turn's final display, for a phone that missed it: none for the cut story
+        dones = [m for m in shown if isinstance(m, p.TurnDone)]
+        assert [d.final for d in dones] == ["", "New request: " + phrase], [(d.event_ids, d.final) for d in dones]
+        assert all("dragon" not in d.final for d in dones)
         history = await system.history("s")
         assert not any("dragon" in m["content"] for m in history), "the cancelled answer was recorded"
         assert history[-2]["content"].endswith(phrase)

@@ -198,6 +198,21 @@ async def test_turn_collects_displays_until_its_turn_done():
         assert seen == ["Display", "Display", "TurnDone"]
 
 
+async def test_a_turn_whose_final_display_was_lost_shows_the_copy_its_turn_done_carries():
+    # a bridge killed between them: the Display died in it, the TurnDone reached its successor
+    def display_lost(fake, identity, env):
+        fake.send(identity, p.Ack(event_id=env.body.event_id), session=env.session, corr=env.id)
+        if isinstance(env.body, p.UserText):
+            fake.send(identity, p.TurnDone(turn_id="t", event_ids=[env.body.event_id], final="echo: hi"), session=env.session)
+
+    async with fake_runtime(display_lost) as fake, client(fake) as phone:
+        turn = await phone.turn("s1", "hi")
+        out, err = io.StringIO(), io.StringIO()
+        code = await say(lambda: client(fake), "s1", "hi", timeout=5, out=out, err=err)
+    assert turn.displays == [] and turn.final_text == "echo: hi"
+    assert code == EXIT_OK and out.getvalue() == "echo: hi\n", "say prints it as the answer"
+
+
 # ---- say ----------------------------------------------------------------------------------------
 async def test_say_prints_partials_prefixed_and_the_final_line_plainly():
     async with fake_runtime() as fake:
@@ -250,6 +265,10 @@ def test_screen_rewrites_partials_in_place_for_people():
     assert screen.render(p.Display(turn_id="t", text="", clear=True)) == "\r\x1b[K"
     assert screen.render(p.ErrorReply(code="busy", detail="later")) == "[error busy] later\n"
     assert screen.render(p.TurnDone(turn_id="t")) == ""
+    # a TurnDone's copy of the final display is shown only when that display did not come
+    assert screen.render(p.Display(turn_id="v", text="Done.", final=True)) == "\r\x1b[KDone.\n"
+    assert screen.render(p.TurnDone(turn_id="v", final="Done.")) == ""
+    assert screen.render(p.TurnDone(turn_id="u", final="Lost on the way.")) == "\r\x1b[KLost on the way.\n"
 
 
 def test_typed_lines_become_commands():

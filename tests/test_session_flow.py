@@ -26,6 +26,8 @@ async def test_question_read_skill_enable_search_answer(tmp_path):
         # read_skill, enable_toolset, media_search, answer: four model calls, which the phone
         # learns from TurnDone (the benchmark subtracts the model's time with it)
         assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)] == [4]
+        # and a copy of the final display, for a phone whose bridge lost it (killed between the two)
+        assert [m.final for m in shown if isinstance(m, p.TurnDone)] == [answer]
         assert "Lara Croft" in answer or "Лара Крофт" in answer
         history = await system.history("s1")
         calls = [m["content"] for m in history if m["role"] == "assistant"]
