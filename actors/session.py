@@ -51,9 +51,9 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
-        self._llm_started_at: float | None = None  # the LLM worker's incarnation, from its Pong
+        self._started_at: dict[str, float] = {}  # "llm", "toolsets" -> the incarnation a Pong last told
         self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
-        self._probe: tuple[float, anyio.Event, list[float]] | None = None
+        self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
         self.llm_retries = 0
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
         self.dropped_partials = 0
@@ -99,26 +99,26 @@ class SessionActor(Actor):
         if unfinished:
             self.log.info("actor=session brought back %d session(s) with unanswered events or timers", len(unfinished))
         self.spawn(self._timer_wheel, name="timer-wheel")
-        self.spawn(self._llm_incarnation, name="llm-incarnation")
+        self.spawn(self._incarnation, "llm", name="llm-incarnation")
+        self.spawn(self._incarnation, "toolsets", name="toolsets-incarnation")
 
-    async def _llm_incarnation(self) -> float | None:
-        """When the LLM worker (re)started, from its Pong; None when it does not answer. Shared:
-        sessions waiting at once cause one Ping per probe interval, not one each."""
+    async def _incarnation(self, target: str) -> float | None:
+        """When `target`'s process (re)started, from its Pong; None when it does not answer.
+        Shared: calls waiting at once cause one Ping per probe interval, not one each."""
         now = anyio.current_time()
-        if self._probe is not None and now - self._probe[0] < self.probe_s / 2:
-            done, result = self._probe[1], self._probe[2]
-            await done.wait()
-            return result[0] if result else None
+        probe = self._probes.get(target)
+        if probe is not None and now - probe[0] < self.probe_s / 2:
+            await probe[1].wait()
+            return probe[2][0] if probe[2] else None
         done, result = anyio.Event(), []
-        self._probe = (now, done, result)
+        self._probes[target] = (now, done, result)
         try:
             pong = None
-            with anyio.move_on_after(1.0):  # the send too: a dead worker's link may be full
-                pong = await self.ask("llm", p.Ping(), timeout=1.0)
+            with anyio.move_on_after(1.0):  # the send too: a dead process's link may be full
+                pong = await self.ask(target, p.Ping(), timeout=1.0)
             if isinstance(pong, p.Pong):
                 result.append(pong.started_at)
-                if self._llm_started_at is None:
-                    self._llm_started_at = pong.started_at
+                self._started_at.setdefault(target, pong.started_at)
         except AskTimeout:
             pass
         finally:
@@ -184,7 +184,7 @@ class SessionActor(Actor):
                        arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens,
                              arg_choices=arg_choices or {})
-        incarnation = self._llm_started_at  # the worker this request goes to, as far as we know
+        incarnation = self._started_at.get("llm")  # the worker this request goes to, as far as we know
         timeout = self.config.session.llm_timeout_s
         turn_timeout = self.config.session.llm_turn_timeout_s
         deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
@@ -208,14 +208,14 @@ class SessionActor(Actor):
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
                     # of the answer was already shown, let the conversation wipe it and ask again).
-                    now_started = await self._llm_incarnation()
+                    now_started = await self._incarnation("llm")
                     if now_started is not None and incarnation is not None and now_started != incarnation:
                         if streamed:
-                            self._llm_started_at = now_started
+                            self._started_at["llm"] = now_started
                             raise GenerationLost("the model restarted in the middle of its answer")
                         retried = True
                         self.llm_retries += 1
-                        self._llm_started_at = now_started
+                        self._started_at["llm"] = now_started
                         request = msgspec.structs.replace(request, request_id=p.new_id())
                         self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
                         replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
@@ -323,8 +323,9 @@ class SessionActor(Actor):
 
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
         """One hop to the toolset executor, one back. Silent for `probe_s`, the executor is asked
-        whether the call still runs: one killed with the toolsets process (or dropped there as
-        stale) is found then, not at its timeout. A `repeatable` call (read-only or idempotent) is
+        whether the call still runs once its process is not the one the call went to: a call
+        killed with the toolsets process (or dropped there as stale) is found then, not at its
+        timeout. A `repeatable` call (read-only or idempotent) is
         made once more, as a lost model request is; any other is answered as lost, for the model
         to make again if it still should (a note added twice is not harmless)."""
         registry = self.settings.registry if self.settings is not None else None
@@ -353,7 +354,9 @@ class SessionActor(Actor):
 
     async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float) -> p.Msg | None:
         """The executor's answer; None at `deadline`; _LOST when the executor says the call is not
-        running (asked after each `probe_s` of silence)."""
+        running. After each `probe_s` of silence the executor's process is pinged (one Ping for
+        all waiting calls); only when it is not the one the call went to is the call asked about."""
+        incarnation = self._started_at.get("toolsets")
         async with self.ask_stream("toolsets", call, session=session, buffer=4) as replies:
             while True:
                 left = deadline - anyio.current_time()
@@ -362,9 +365,14 @@ class SessionActor(Actor):
                     return envelope.body
                 if left <= self.probe_s:
                     return None
+                now_started = await self._incarnation("toolsets")
+                if now_started is None or now_started == incarnation:
+                    continue  # down (no verdict yet), or the process the call went to: it runs there
+                self._started_at["toolsets"] = now_started  # calls sent from now on go to this one
                 if not await self._tool_runs(session, call.call_id):
                     # its answer may have come just before the executor's "not running"
                     return replies.receive_nowait().body if len(replies) else _LOST
+                incarnation = now_started  # (sent as it came up: it runs in the new one)
 
     async def _tool_runs(self, session: str, call_id: str) -> bool:
         """False only when the toolset executor says the call is not running; no answer (its

@@ -82,7 +82,7 @@ class SessionConfig(_Section):
     tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a slower tool call moves to the background (task id)
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
     llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
-    probe_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # a model or tool call silent this long: is its process still there?
+    probe_s: Annotated[float, msgspec.Meta(ge=0.1)] = 2.0  # a model or tool call silent this long: is its process still there?
 
 
 class SkillsConfig(_Section):

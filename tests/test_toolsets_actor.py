@@ -1,5 +1,6 @@
 """The toolset executor through real sockets: the catalog from the registry, routing, one error
-wording, timeouts, cancellation, concurrency across sessions and results cut with offset=."""
+wording, timeouts, cancellation, concurrency across sessions, results cut with offset=, and a
+call lost with the executor's process, as the SessionActor finds it (ToolRunning) and answers it."""
 import functools
 import time
 from contextlib import asynccontextmanager
@@ -245,7 +246,7 @@ async def test_running_says_whether_a_call_of_that_session_runs(config, zmq_ctx)
 
 
 @asynccontextmanager
-async def session_and_toolsets(config, zmq_ctx):
+async def session_and_toolsets(config, zmq_ctx, supervisor=ToolsetSupervisor):
     """A real SessionActor and a ToolsetSupervisor it calls; `kill()` ends the supervisor the way a
     SIGKILL does (its calls never answer), `restart()` starts its successor on the same address."""
     from actors.session import SessionActor
@@ -256,18 +257,21 @@ async def session_and_toolsets(config, zmq_ctx):
         async def toolsets(*, task_status=anyio.TASK_STATUS_IGNORED):
             try:
                 with scope:
-                    await ToolsetSupervisor(config, zmq_context=zmq_ctx).run(task_status=task_status)
+                    await supervisor(config, zmq_context=zmq_ctx).run(task_status=task_status)
             finally:
                 gone.set()
 
         await tg.start(toolsets)
         session = SessionActor(config, zmq_context=zmq_ctx)
         await tg.start(session.run)
+        with anyio.fail_after(5):  # up a moment: it has pinged the executor's process at its start
+            while "toolsets" not in session._started_at:
+                await anyio.sleep(0.01)
         session.kill = scope.cancel
 
         async def restart():
             await gone.wait()  # the killed one's inbox address is free once its task has closed it
-            await tg.start(ToolsetSupervisor(config, zmq_context=zmq_ctx).run)
+            await tg.start(supervisor(config, zmq_context=zmq_ctx).run)
 
         session.restart = restart
         yield session
@@ -298,11 +302,13 @@ async def call_through_a_kill(session, tool: str, seconds: str, down_s: float = 
 
 async def test_a_call_lost_with_the_toolsets_process_is_answered_at_the_next_probe_not_its_timeout(config, zmq_ctx):
     config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.3})
-    async with session_and_toolsets(config, zmq_ctx) as session:
+    CountingSupervisor.asked = []
+    async with session_and_toolsets(config, zmq_ctx, CountingSupervisor) as session:
         outcome, after_kill = await call_through_a_kill(session, "toy_wait", "30", down_s=0.5)
         again = await session.invoke("s1", "c2", "toy_echo", {"text": "back"})
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text=(
         "tool toy_wait failed: the toolset executor restarted and lost this call before it finished; try again"))
+    assert CountingSupervisor.asked == ["c1"], "asked about once its successor answered the Ping"
     assert after_kill < 2, "answered within a probe or two of the restart, not at the 12 s timeout"
     assert again.ok and again.text == "echo: back"
 
@@ -325,11 +331,30 @@ async def test_an_idempotent_call_found_lost_after_its_timeout_is_not_made_again
     assert session.tool_retries == 0 and after_kill < 3.0, "answered at the first probe after the restart"
 
 
-async def test_a_slow_call_still_running_is_waited_for_across_probes(config, zmq_ctx):
+class CountingSupervisor(ToolsetSupervisor):
+    asked: list[str] = []  # the calls ToolRunning asked about, over every instance
+
+    async def handle(self, msg):
+        if isinstance(msg.body, p.ToolRunning):
+            CountingSupervisor.asked.append(msg.body.call_id)
+        await super().handle(msg)
+
+
+async def test_slow_calls_still_running_are_waited_for_across_probes_without_asking_each(config, zmq_ctx):
+    # the executor's process is pinged, once for all of them; no call is asked about while it lives
     config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.2})
-    async with session_and_toolsets(config, zmq_ctx) as session:
-        outcome = await session.invoke("s1", "c1", "toy_wait", {"seconds": "1"})
-    assert outcome == p.ToolOutcome(call_id="c1", ok=True, text="waited 1 s")
+    CountingSupervisor.asked = []
+    outcomes = []
+
+    async def call(session_id):
+        outcomes.append(await session.invoke(session_id, "c1", "toy_wait", {"seconds": "1"}))
+
+    async with session_and_toolsets(config, zmq_ctx, CountingSupervisor) as session:
+        async with anyio.create_task_group() as tg:
+            for n in range(5):
+                tg.start_soon(call, f"s{n}")
+    assert outcomes == [p.ToolOutcome(call_id="c1", ok=True, text="waited 1 s")] * 5
+    assert CountingSupervisor.asked == []
 
 
 async def test_a_call_silent_past_its_timeout_is_still_a_timeout_error(config, zmq_ctx):
