@@ -9,7 +9,8 @@ the session is read back from what the journal would hold (its entries, the stat
 TurnDone saved) and continued by core.resume, as the SessionActor does after a restart; with
 `restart_at = "toolsets"` only the toolset executor dies, with the turn's first toolset call, and
 the session goes on as SessionActor.invoke does: the call made again (core.toolsets.repeatable) or
-answered as lost.
+answered as lost; `"toolsets-lost"` answers it as lost whatever the tool (what a tool the runtime
+may not repeat gets).
 
 Modes: `progressive` is Porfiry as it runs (toolsets enabled on demand, S7); `flat` turns every
 toolset on before every turn, so the model sees every tool from the first request, as in a
@@ -143,7 +144,7 @@ class EvalPorts(InProcessPorts):
     async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
         if self.crash.executor_dies():
-            if not repeatable(self.registry.spec(tool)):  # else made again, as SessionActor.invoke does
+            if self.crash.kind == "toolsets-lost" or not repeatable(self.registry.spec(tool)):  # else made again, as SessionActor.invoke does
                 self.lost_at = len(self.calls)  # the turn is judged from the call after this one
                 return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
         self.crash.tool_started()
@@ -176,16 +177,17 @@ class _Crash:
         self._life: _Life | None = None
         self._tool_done = False
         self.executor_died = False
+        self.kind = ""  # what the last executor_dies() fired: "toolsets" or "toolsets-lost"
 
     def arm(self, at: str, life: "_Life") -> None:
         self.at, self._life, self._tool_done, self.fired = at, life, False, anyio.Event()
-        self.executor_died = False
+        self.executor_died, self.kind = False, ""
 
     def executor_dies(self) -> bool:
         """`restart_at = "toolsets"`: this call is lost with the toolset executor (only it restarts)."""
-        if self.at != "toolsets":
+        if self.at not in ("toolsets", "toolsets-lost"):
             return False
-        self.at, self.executor_died = "", True
+        self.kind, self.at, self.executor_died = self.at, "", True
         return True
 
     def tool_started(self) -> None:

@@ -14,7 +14,7 @@ import msgspec
 from core.echo import echoed, refused
 
 DEFAULT_SCENARIOS = Path(__file__).with_name("scenarios.toml")
-RESTART_POINTS = ("", "tool", "answer", "toolsets")
+RESTART_POINTS = ("", "tool", "answer", "toolsets", "toolsets-lost")
 
 
 class Turn(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

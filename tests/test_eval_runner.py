@@ -87,3 +87,22 @@ async def test_a_toolset_executor_lost_mid_call_is_judged_after_the_call_is_made
     assert search.passed, search.why
     assert [c for c in search.calls if c.startswith("media_search")] == ["media_search|inception"]
     assert not nothing.passed and "never reached its restart point (toolsets)" in nothing.why
+
+
+async def test_a_call_answered_as_lost_is_judged_on_what_the_model_does_after_it():
+    """`restart_at = "toolsets-lost"`: the call is answered as lost even for a search (as a tool
+    the runtime may not repeat is); a model that makes it again passes, one that gives up fails."""
+    from llm.scripted import _repeat_last_call
+
+    lost = [Scenario(id="failed-search", lang="en", turns=[Turn(say="search inception", restart_at="toolsets-lost",
+                                                                calls=["media_search|inception"], mentions=["Inception"])])]
+    config = load_config(None, env={})
+    retrying = [Rule(r"lost this call", _repeat_last_call, role="tool"), *DEFAULT_RULES]
+    report = await run_eval(config, lost, backend=ScriptedBackend(retrying), profile="scripted", mode="progressive",
+                            progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why
+    assert [c for c in report.per_scenario[0].calls if c.startswith("media_search")] == ["media_search|inception"] * 2
+    giving_up = [Rule(r"lost this call", "Sorry, that did not work.", role="tool"), *DEFAULT_RULES]
+    report = await run_eval(config, lost, backend=ScriptedBackend(giving_up), profile="scripted", mode="progressive",
+                            progress=lambda line: None)
+    assert report.passed == 0 and "no call media_search|inception" in report.per_scenario[0].why
