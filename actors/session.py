@@ -325,9 +325,9 @@ class SessionActor(Actor):
         """One hop to the toolset executor, one back. Silent for `probe_s`, the executor is asked
         whether the call still runs once its process is not the one the call went to: a call
         killed with the toolsets process (or dropped there as stale) is found then, not at its
-        timeout. A `repeatable` call (read-only or idempotent) is
-        made once more, as a lost model request is; any other is answered as lost, for the model
-        to make again if it still should (a note added twice is not harmless)."""
+        timeout. A `repeatable` call (read-only or idempotent) is made once more, as a lost model
+        request is; any other is answered as lost, for the model to make again if it still should
+        (a note added twice is not harmless)."""
         registry = self.settings.registry if self.settings is not None else None
         toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
         spec = registry.spec(tool) if registry is not None else None
@@ -369,22 +369,29 @@ class SessionActor(Actor):
                 if now_started is None or now_started == incarnation:
                     continue  # down (no verdict yet), or the process the call went to: it runs there
                 self._started_at["toolsets"] = now_started  # calls sent from now on go to this one
-                if not await self._tool_runs(session, call.call_id):
+                runs = await self._tool_runs(session, call.call_id)
+                if runs is False:
                     # its answer may have come just before the executor's "not running"
                     return replies.receive_nowait().body if len(replies) else _LOST
-                incarnation = now_started  # (sent as it came up: it runs in the new one)
+                if runs:
+                    incarnation = now_started  # (sent as it came up: it runs in the new one)
 
-    async def _tool_runs(self, session: str, call_id: str) -> bool:
-        """False only when the toolset executor says the call is not running; no answer (its
-        process is down, or an older executor) is not a verdict: the call is waited for. Bounded as
-        a whole: with the process down its link may be full, and the question wait for room."""
+    async def _tool_runs(self, session: str, call_id: str) -> bool | None:
+        """What the toolset executor says of the call: running, not running, or None for no
+        verdict (no answer in time, or an executor that does not know ToolRunning): asked again
+        at the next probe. Bounded as a whole: with the process down its link may be full, and
+        the question would wait for room."""
         reply = None
         with anyio.move_on_after(1.0):
             try:
                 reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
             except AskTimeout:
                 pass
-        return not (isinstance(reply, p.ErrorReply) and reply.code == NOT_RUNNING)
+        if isinstance(reply, p.Ok):
+            return True
+        if isinstance(reply, p.ErrorReply) and reply.code == NOT_RUNNING:
+            return False
+        return None
 
     def cancel_tool(self, session: str, call_id: str) -> None:
         self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)

@@ -300,6 +300,24 @@ async def call_through_a_kill(session, tool: str, seconds: str, down_s: float = 
     return outcome["c1"], outcome["at"] - killed
 
 
+class CountingSupervisor(ToolsetSupervisor):
+    asked: list[str] = []  # the calls ToolRunning asked about, over every instance
+
+    async def handle(self, msg):
+        if isinstance(msg.body, p.ToolRunning):
+            CountingSupervisor.asked.append(msg.body.call_id)
+        await super().handle(msg)
+
+
+class SlowFirstAnswer(CountingSupervisor):
+    """Its first ToolRunning is answered only after the session has stopped waiting for it."""
+
+    async def handle(self, msg):
+        if isinstance(msg.body, p.ToolRunning) and not CountingSupervisor.asked:
+            await anyio.sleep(1.5)
+        await super().handle(msg)
+
+
 async def test_a_call_lost_with_the_toolsets_process_is_answered_at_the_next_probe_not_its_timeout(config, zmq_ctx):
     config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.3})
     CountingSupervisor.asked = []
@@ -311,6 +329,16 @@ async def test_a_call_lost_with_the_toolsets_process_is_answered_at_the_next_pro
     assert CountingSupervisor.asked == ["c1"], "asked about once its successor answered the Ping"
     assert after_kill < 2, "answered within a probe or two of the restart, not at the 12 s timeout"
     assert again.ok and again.text == "echo: back"
+
+
+async def test_a_question_the_new_executor_does_not_answer_in_time_is_asked_again(config, zmq_ctx):
+    # no verdict is not "it runs there": the call would then wait out its 12 s
+    config = override(config, session={"tool_timeout_s": 10, "probe_s": 0.3})
+    CountingSupervisor.asked = []
+    async with session_and_toolsets(config, zmq_ctx, SlowFirstAnswer) as session:
+        outcome, after_kill = await call_through_a_kill(session, "toy_wait", "30")
+    assert "restarted and lost this call" in outcome.text and after_kill < 5
+    assert len(CountingSupervisor.asked) >= 2
 
 
 async def test_an_idempotent_call_lost_with_the_toolsets_process_is_made_again(config, zmq_ctx):
@@ -329,15 +357,6 @@ async def test_an_idempotent_call_found_lost_after_its_timeout_is_not_made_again
         outcome, after_kill = await call_through_a_kill(session, "toy_nap", "30", down_s=1.2)
     assert outcome.ok is False and "restarted and lost this call" in outcome.text
     assert session.tool_retries == 0 and after_kill < 3.0, "answered at the first probe after the restart"
-
-
-class CountingSupervisor(ToolsetSupervisor):
-    asked: list[str] = []  # the calls ToolRunning asked about, over every instance
-
-    async def handle(self, msg):
-        if isinstance(msg.body, p.ToolRunning):
-            CountingSupervisor.asked.append(msg.body.call_id)
-        await super().handle(msg)
 
 
 async def test_slow_calls_still_running_are_waited_for_across_probes_without_asking_each(config, zmq_ctx):
