@@ -163,8 +163,8 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     `hop_dir`: every actor process, and the phones here, record each envelope of the load
     (core/hoptrace.py) into NAME.hops there; the report's `hops` holds what bench/hops.py makes of them."""
     from bench.load import LoadDriver, LoadOptions, phone_count, warmup_plan
-    from bench.report import build_report
-    from bench.runtime import BenchRuntime, read_cpu_pressure_us, read_cpu_s, read_rss_kb, read_schedstat
+    from bench.report import build_report, machine_figures
+    from bench.runtime import BenchRuntime, read_cpu_pressure_us, read_cpu_s, read_machine_cpu_s, read_rss_kb, read_schedstat
 
     say = progress or _stderr_progress
     with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0,
@@ -191,6 +191,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         sched_pids = {**{name: pid for name, pid in pids.items() if name != "supervisor"}, "phone (this bench)": os.getpid()}
         sched_before = {name: read_schedstat(pid) for name, pid in sched_pids.items()} if hop_dir is not None else {}
         pressure_before = read_cpu_pressure_us()
+        machine_before, bench_before = read_machine_cpu_s(), read_cpu_s(os.getpid())
         window_start = time.monotonic_ns()
         async with anyio.create_task_group() as chaos:
             if chaos_s > 0:
@@ -201,11 +202,14 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
                 result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
             chaos.cancel_scope.cancel()
         window_end = time.monotonic_ns()
+        machine_after, bench_after = read_machine_cpu_s(), read_cpu_s(os.getpid())
         pressure = (read_cpu_pressure_us() - pressure_before) / max(1.0, (window_end - window_start) / 1000) if pressure_before else -1.0
         sched_after = {name: read_schedstat(pid) for name, pid in sched_pids.items()} if hop_dir is not None else {}
         if phone_context is not None:
             phone_context.destroy(linger=0)
         cpu_used = {name: read_cpu_s(pid) - cpu_before[name] for name, pid in pids.items()}
+        machine = machine_figures(machine_before, machine_after, (window_end - window_start) / 1e9,
+                                  ours_s=sum(cpu_used.values()) + bench_after - bench_before)
         if profile_dir is not None or hop_dir is not None:
             _signal_actors(pids, "SIGUSR2")  # stop profiling, write the stats; write the hop records
         if profile_dir is not None:
@@ -229,7 +233,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = phone_count(options.sessions, options)
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
-                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used)
+                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used, machine=machine)
         hops = None
         if hop_dir is not None:
             say("joining the hop records")

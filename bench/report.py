@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import os
 
 import msgspec
 
@@ -47,6 +48,28 @@ class LoadReport(msgspec.Struct, kw_only=True):
     sessions_recovered: int = 0  # sessions that came back from the journal after a kill
     history_intact: float = 1.0  # share of sessions whose history holds every turn the phone got acked, in order
     hops: HopReport | None = None  # --trace-hops: transit per hop kind, dwell per actor, the turn at the edge
+    machine: MachineLoad | None = None  # what else the machine's CPUs did during the load (None: unknown)
+
+
+class MachineLoad(msgspec.Struct, kw_only=True):
+    """The CPUs' time during the load beside the runtime and its phones: a run disturbed by other
+    work or by the hypervisor says so next to its figures (on a shared VM they vary ±20 %)."""
+
+    cpus: int
+    steal_pct: float  # of all CPUs' time, taken by the hypervisor for other guests
+    others_cores: float  # cores used by processes that are neither the runtime nor this bench
+
+
+def machine_figures(before: tuple[float, float], after: tuple[float, float], wall_s: float, *, ours_s: float,
+                    cpus: int | None = None) -> MachineLoad | None:
+    """`before`/`after`: the machine's (busy, stolen) CPU seconds (bench.runtime.read_machine_cpu_s);
+    `ours_s`: the CPU seconds the runtime's processes and the bench used meanwhile."""
+    cpus = cpus or os.cpu_count() or 1
+    if wall_s <= 0 or after == (0.0, 0.0):
+        return None
+    busy, stolen = after[0] - before[0], after[1] - before[1]
+    return MachineLoad(cpus=cpus, steal_pct=round(100 * stolen / (wall_s * cpus), 2),
+                       others_cores=round(max(0.0, busy - ours_s) / wall_s, 3))
 
 
 def _ms(samples: list[float]) -> Percentiles:
@@ -56,7 +79,7 @@ def _ms(samples: list[float]) -> Percentiles:
 
 def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, nice: int, peak_kb: dict[str, int],
                  idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int],
-                 cpu_s: dict[str, float] | None = None) -> LoadReport:
+                 cpu_s: dict[str, float] | None = None, machine: MachineLoad | None = None) -> LoadReport:
     grown_kb = sum(idle_kb.values()) - sum(baseline_kb.get(name, 0) for name in idle_kb)
     turns = max(1, result.turns_done)
     cpu_s = cpu_s or {}
@@ -79,6 +102,7 @@ def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_l
         mix=dict(options.mix), turns_per_s=round(result.turns_done / result.duration_s, 1),
         cpu_ms_per_turn={name: round(seconds * 1000 / turns, 3) for name, seconds in cpu_s.items()},
         cpu_ms_per_turn_total=round(sum(cpu_s.values()) * 1000 / turns, 3),
+        machine=machine,
     )
 
 
@@ -101,6 +125,8 @@ def format_report(report: LoadReport) -> str:
         f"  turns per second         {report.turns_per_s:.1f}",
         f"  runtime CPU per turn     {report.cpu_ms_per_turn_total:.2f} ms ("
         + ", ".join(f"{name} {ms:.2f}" for name, ms in report.cpu_ms_per_turn.items()) + ")",
+        *([f"  the machine meanwhile    {report.machine.steal_pct:.1f} % of its {report.machine.cpus} CPUs' time stolen by "
+           f"the hypervisor, {report.machine.others_cores:.2f} cores used by other processes"] if report.machine else []),
         "runtime time per turn, ms (model time subtracted; measured on the phone side):",
         _row("all turns", report.overhead_ms),
         *(_row(kind, figures) for kind, figures in report.overhead_ms_by_kind.items()),

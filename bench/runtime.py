@@ -96,6 +96,20 @@ def read_cpu_s(pid: int) -> float:
         return 0.0
 
 
+def read_machine_cpu_s() -> tuple[float, float]:
+    """The whole machine's CPU time so far, all CPUs together, from /proc/stat (Linux): (busy, stolen)
+    seconds. Busy is user + nice + system + irq + softirq; stolen is what the hypervisor gave other
+    guests while this one had work (a shared VM's noise: a stalled vCPU stalls every process on it).
+    (0.0, 0.0) where there is no /proc/stat."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = [int(value) for value in stat.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0.0, 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields + [0] * (8 - len(fields))
+    return (user + nice + system + irq + softirq) / _TICKS, steal / _TICKS
+
+
 def thread_group(pid: int, tid: int, comm: str) -> str:
     """A process's thread as `read_schedstat` counts it: its main thread (the event loop), its
     ZeroMQ I/O threads, or another (a worker thread: the journal's SQLite)."""

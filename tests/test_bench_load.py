@@ -8,6 +8,8 @@ from pathlib import Path
 
 
 from bench.load import MIX, LoadOptions, check_answer, plan_sessions
+from bench.report import machine_figures
+from bench.runtime import read_machine_cpu_s
 from bench.stats import percentile, summarize
 from llm.chunks import ChunkCoalescer
 
@@ -51,6 +53,18 @@ def test_answers_are_checked_against_what_each_kind_must_show():
     assert check_answer("plain", []) != ""
 
 
+def test_machine_figures_say_what_the_cpus_did_beside_the_runtime_and_its_phones():
+    """Two CPUs for 10 s: 20 CPU-seconds. Busy 9 s of which the runtime and the bench used 6,
+    1 s stolen: 5 % of the CPUs' time went to other guests, 0.3 cores to other processes."""
+    figures = machine_figures((100.0, 4.0), (109.0, 5.0), 10.0, ours_s=6.0, cpus=2)
+    assert (figures.cpus, figures.steal_pct, figures.others_cores) == (2, 5.0, 0.3)
+    # the bench's own accounting may exceed the machine's by a tick or two: never negative
+    assert machine_figures((100.0, 0.0), (105.0, 0.0), 10.0, ours_s=5.2, cpus=2).others_cores == 0.0
+    assert machine_figures((0.0, 0.0), (0.0, 0.0), 10.0, ours_s=1.0) is None  # no /proc/stat
+    busy, stolen = read_machine_cpu_s()
+    assert busy > 0 and stolen >= 0
+
+
 def test_coalescer_sends_the_first_piece_at_once_and_the_rest_at_most_once_per_interval():
     now = [0.0]
     chunks = ChunkCoalescer(0.03, clock=lambda: now[0])
@@ -91,6 +105,9 @@ def test_fifty_sessions_three_turns_lose_nothing_and_end_every_turn_correctly(tm
     assert all(mb > 5 for mb in figures["rss_mb"].values())
     assert "bytes_per_idle_session" in figures
     assert "events lost              0" in done.stdout
+    machine = figures["machine"]  # a Linux machine: /proc/stat says what else its CPUs did
+    assert machine["cpus"] >= 1 and 0 <= machine["steal_pct"] <= 100 and machine["others_cores"] >= 0
+    assert "stolen by the hypervisor" in done.stdout
 
 
 async def test_chaos_only_kills_the_processes_that_host_the_named_actors():
