@@ -247,13 +247,15 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
 
 
 async def _sample_pressure(recorder, every_s: float = 0.02) -> None:
-    """The machine's CPU pressure (PSI `some` total, µs) every 20 ms, for bench/hops.py to tell
-    how starved each turn's CPUs were."""
-    from bench.runtime import read_cpu_pressure_us
+    """The machine's CPU pressure (PSI `some` total, µs) and the CPU time the hypervisor stole (µs
+    per CPU) every 20 ms, for bench/hops.py to tell how starved each turn's CPUs were."""
+    from bench.runtime import read_cpu_pressure_us, read_machine_cpu_s
 
+    cpus = os.cpu_count() or 1
     while True:
         t = time.monotonic_ns()
         recorder.aux("psi", t, 0, 0, t, read_cpu_pressure_us())
+        recorder.aux("steal", t, 0, 0, t, int(read_machine_cpu_s()[1] * 1e6 / cpus))
         await anyio.sleep(every_s)
 
 

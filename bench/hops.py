@@ -392,10 +392,11 @@ def _overlap_ms(spans: list[tuple[int, int]], begin: int, end: int, least_ns: in
 
 
 class _Pressure:
-    """CPU pressure (PSI `some`) between two instants, from the bench's samples of its total."""
+    """CPU pressure (PSI `some`), or CPU time stolen by the hypervisor (`steal`, per CPU), between
+    two instants, from the bench's samples of its running total in µs."""
 
-    def __init__(self, aux: list[Aux]):
-        samples = sorted((a.t0, a.a) for a in aux if a.what == "psi")
+    def __init__(self, aux: list[Aux], what: str = "psi"):
+        samples = sorted((a.t0, a.a) for a in aux if a.what == what)
         self.t = [t for t, _ in samples]
         self.us = [us for _, us in samples]
 
@@ -473,7 +474,7 @@ def turns_report(index: Index, turns: list[Turn], aux: list[Aux], *, latency_ms:
     # what else went on during a turn: collections, commits, CPU pressure, other sessions' work
     gcs = [(a.t0, a.t3) for a in aux if a.what == "gc"]
     transactions = [(a.t1, a.t2) for a in aux if a.what == "journal" and a.t1]
-    pressure = _Pressure(aux)
+    pressure, stolen = _Pressure(aux), _Pressure(aux, "steal")
     spans = sorted(((index.sent(turn.start) or turn.start).t, turn.end.t) for turn in measured)
     starts, ends = [begin for begin, _ in spans], sorted(end for _, end in spans)
 
@@ -503,6 +504,7 @@ def turns_report(index: Index, turns: list[Turn], aux: list[Aux], *, latency_ms:
         begin, end = window(turn)
         return {"turns in flight meanwhile": in_flight(turn),
                 "CPU pressure around the turn (PSI some), %": pressure.share(begin, end) * 100,
+                "CPU time stolen by the hypervisor around it, %": stolen.share(begin, end) * 100,
                 "collections in any process, ms": _overlap_ms(gcs, begin, end),
                 "journal transactions running, ms": _overlap_ms(transactions, begin, end), **split(turn)}
 

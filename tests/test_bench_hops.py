@@ -106,7 +106,10 @@ def test_the_slowest_turns_say_where_their_extra_time_went():
         kinds[f"s{n}"] = ["plain"]
     gc = [Aux("gc", 7 * 10_000 * US, 0, 0, 7 * 10_000 * US + 2000 * US, 2, 10, "llm")]
     psi = [Aux("psi", t * 5000 * US, 0, 0, t * 5000 * US, 1000 * t, 0, "phone") for t in range(700)]  # 20 % all along
-    report = analyze(trace.records, gc + psi, kinds=kinds)
+    # the hypervisor stole 3 ms per CPU right after s107's turn began, and never else
+    steal = [Aux("steal", t * 5000 * US, 0, 0, t * 5000 * US, 0 if t * 5000 <= 1_070_000 else 3000, 0, "phone")
+             for t in range(700)]
+    report = analyze(trace.records, gc + psi + steal, kinds=kinds)
     edge = report.edge
     assert edge.slowest == 3 and edge.path_ms.count == 300
     top = edge.tail[0]
@@ -119,6 +122,8 @@ def test_the_slowest_turns_say_where_their_extra_time_went():
     assert context["turns in flight meanwhile"].median == 0 and context["turns in flight meanwhile"].slow_mean == 0
     assert round(context["CPU pressure around the turn (PSI some), %"].median, 6) == 20.0
     assert context["collections in any process, ms"].slow_mean == round(2 / 3, 3)
+    stolen = context["CPU time stolen by the hypervisor around it, %"]
+    assert stolen.median == 0 and stolen.slow_mean > 5  # one slow turn of three had its CPUs taken
     assert context["transit, the receiver quiet"].median == 0.8
     assert context["transit, the receiver busy with other sessions"].slow_mean == 0.0
     parts = {row.part: row for row in edge.parts}
