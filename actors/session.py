@@ -56,6 +56,7 @@ class SessionActor(Actor):
         self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
         self.llm_retries = 0
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
+        self.skill_retries = 0  # skill requests asked again after the skill store did not answer
         self.dropped_partials = 0
         self._timer_wake = anyio.Event()
         self._timer_heap: list[tuple[float, str]] = []  # (a session's next timer due, session): the wheel's agenda
@@ -168,14 +169,25 @@ class SessionActor(Actor):
 
     # ---- Ports, for the conversations -------------------------------------------------------
     async def skills(self, session: str, phone_key: str) -> p.SkillIndex:
-        reply = await self.ask("skills", p.SkillIndexRequest(phone_key=phone_key), session=session)
-        if not isinstance(reply, p.SkillIndex):
-            raise RuntimeError(f"skill store answered {type(reply).__name__}")
-        return reply
+        return await self._ask_skills(session, p.SkillIndexRequest(phone_key=phone_key), p.SkillIndex)
 
     async def read_skill(self, session: str, phone_key: str, name: str) -> p.SkillBody:
-        reply = await self.ask("skills", p.SkillRead(name=name, phone_key=phone_key), session=session)
-        if not isinstance(reply, p.SkillBody):
+        return await self._ask_skills(session, p.SkillRead(name=name, phone_key=phone_key), p.SkillBody)
+
+    async def _ask_skills(self, session: str, request: p.Msg, answer: type[p.Msg]) -> p.Msg:
+        """Reading skills changes nothing, so a request that got no answer (the store's process
+        died with it) is asked once more when the store answers a Ping again (its successor, or
+        the same process slow for a moment); the user's turn goes on instead of failing."""
+        try:
+            reply = await self.ask("skills", request, session=session)
+        except AskTimeout:
+            if await self._incarnation("skills") is None:
+                raise
+            self.skill_retries += 1
+            self.log.warning("actor=session session=%s the skill store did not answer %s; asked again",
+                             session, type(request).__name__)
+            reply = await self.ask("skills", request, session=session)
+        if not isinstance(reply, answer):
             raise RuntimeError(f"skill store answered {type(reply).__name__}")
         return reply
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import protocol as p
-from actors.base import Endpoint
+from actors.base import AskTimeout, Endpoint
 from actors.skill_store import SkillStore
 from harness import override
 
@@ -145,3 +145,78 @@ def _messages(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return " ".join(_messages(e) for e in exc.exceptions)
     return str(exc)
+
+
+class SwallowsReads(SkillStore):
+    """Takes SkillReads and never answers them: a store whose process dies with the request."""
+
+    async def handle(self, msg):
+        if isinstance(msg.body, p.SkillRead):
+            SwallowsReads.swallowed += 1
+            return
+        await super().handle(msg)
+
+
+@asynccontextmanager
+async def session_and_store(config, first_store=SkillStore):
+    """A real SessionActor (and the toolset executor it needs to start) reading skills from a store
+    that `session.kill()` ends and `session.restart()` follows with a SkillStore on its address."""
+    from actors.session import SessionActor
+    from actors.toolsets import ToolsetSupervisor
+
+    async with anyio.create_task_group() as tg:
+        scope, gone = anyio.CancelScope(), anyio.Event()
+
+        async def store(*, task_status=anyio.TASK_STATUS_IGNORED):
+            try:
+                with scope:
+                    await first_store(config).run(task_status=task_status)
+            finally:
+                gone.set()
+
+        await tg.start(store)
+        await tg.start(ToolsetSupervisor(config).run)
+        session = SessionActor(config)
+        await tg.start(session.run)
+        session.kill = scope.cancel
+
+        async def restart():
+            await gone.wait()
+            await tg.start(SkillStore(config).run)
+
+        session.restart = restart
+        yield session
+        tg.cancel_scope.cancel()
+
+
+async def test_a_skill_read_lost_with_the_store_is_asked_again_of_its_successor(config):
+    """The user asked for a film as the skill store's process died with the read of its skill:
+    the read is asked again (reading changes nothing) and the turn gets the skill's text."""
+    config = override(config, supervisor={"ask_timeout_s": 0.5})
+    SwallowsReads.swallowed = 0
+    async with session_and_store(config, SwallowsReads) as session:
+        async with anyio.create_task_group() as tg:
+            got = {}
+
+            async def read():
+                got["body"] = await session.read_skill("s1", "", "media")
+
+            tg.start_soon(read)
+            with anyio.fail_after(2):
+                while not SwallowsReads.swallowed:
+                    await anyio.sleep(0.01)
+            session.kill()
+            await session.restart()
+    assert got["body"].found and "media_search" in got["body"].text
+    assert session.skill_retries == 1
+
+
+async def test_a_skill_store_that_stays_silent_is_a_clear_failure_not_a_hang(config):
+    config = override(config, supervisor={"ask_timeout_s": 0.3})
+    SwallowsReads.swallowed = 0
+    async with session_and_store(config, SwallowsReads) as session:
+        with anyio.fail_after(3):
+            with pytest.raises(AskTimeout):
+                await session.read_skill("s1", "", "media")
+    # it answered the Ping (alive, only not answering reads): asked once more, then given up
+    assert SwallowsReads.swallowed == 2 and session.skill_retries == 1
