@@ -51,7 +51,7 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, echoed, refused
+from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
@@ -379,6 +379,13 @@ class Conversation:
                     notice = REFUSAL_NOTICE.format(language=reply_language(USER_LABEL.sub("", self._last_user_words())))
                     _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
                     continue
+                if (not echo_retried and answered is not None and self._is_lookup(answered.name)
+                        and not _failed(answered.content) and uninformative(text, answered.content)):
+                    echo_retried = True
+                    notice = UNINFORMATIVE_NOTICE.format(first=first_line(answered.content),
+                                                         language=reply_language(USER_LABEL.sub("", self._last_user_words())))
+                    _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
+                    continue
                 if not text:
                     text = "…"
                 self.trajectory.record_assistant(text)
@@ -435,6 +442,13 @@ class Conversation:
         that is off (S8 substitutes that call and turns the toolset on), so the grammar must not
         forbid what the recipe says."""
         return [name for name in dict.fromkeys(RECIPE_CALL.findall(body)) if self.s.registry.spec(name) is not None]
+
+    def _is_lookup(self, tool: str) -> bool:
+        """A read-only tool of a toolset executor (a search, a title's details, an MCP lookup):
+        what it found is what the user asked to hear."""
+        registry = self.s.registry
+        toolset, spec = registry.toolset_of(tool), registry.spec(tool)
+        return toolset is not None and spec is not None and spec.read_only and not registry.runs_in_session(toolset)
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):

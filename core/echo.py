@@ -1,4 +1,5 @@
-"""Replies that only repeat what the model was just shown, or refuse what a tool just did.
+"""Replies that only repeat what the model was just shown, refuse what a tool just did, or say
+nothing of what a lookup found.
 
 A small model sometimes "answers" with the user's own words ("Который час?") or with the
 prompt's state part ("Active toolsets: notes …"): text that tells the user nothing. The session
@@ -21,6 +22,11 @@ CANNED_REFUSALS = ("I'm sorry, but I can't assist", "I'm sorry, but I cannot ass
                    "I'm sorry, but I don't have enough information")
 REFUSAL_NOTICE = ("Your last reply refused, but the tool call above worked. Tell the user its result now, in "
                   "plain text, in {language}.")
+# "Найдено!" after a search that found two films: the user cannot see the result, so a reply of a
+# few words that shares none of its words is no answer (asked again once; run.py eval, correction-ru)
+UNINFORMATIVE_NOTICE = ("Your last reply told the user nothing of the result above, and they cannot see it. "
+                        "It begins: «{first}». Tell the user what it found now, in plain text, in {language}.")
+UNINFORMATIVE_MAX_WORDS = 3
 _LABEL = re.compile(r"^\[[^\]]*\]\s*")
 _NOT_WORD = re.compile(r"[\W_]+")
 
@@ -44,3 +50,22 @@ def echoed(reply: str, said: str) -> str:
     if words and words == _words(_LABEL.sub("", said.strip())):
         return "the user's words"
     return ""
+
+
+def _stems(text: str) -> set[str]:
+    """Numbers, and words of three letters or more by their first five ("Аватара" is "Аватар")."""
+    return {word if word.isdigit() else word[:5] for word in _words(text).split() if word.isdigit() or len(word) >= 3}
+
+
+def uninformative(reply: str, result: str) -> bool:
+    """A reply of a few words that shares no word or number with the lookup result it follows:
+    "Найдено!", "Done.", "Режиссёр" after a search or a title's details."""
+    words = _words(reply).split()
+    return 0 < len(words) <= UNINFORMATIVE_MAX_WORDS and not (_stems(reply) & _stems(result))
+
+
+def first_line(result: str, limit: int = 200) -> str:
+    """The result's first line of data (past the runtime's own notes in parentheses), cut to `limit`."""
+    lines = [line for line in result.splitlines() if line.strip() and not line.startswith("(")]
+    line = (lines[0] if lines else result).strip().rstrip(".")
+    return line if len(line) <= limit else line[:limit].rstrip() + "…"

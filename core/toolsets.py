@@ -120,9 +120,12 @@ def repeatable(spec: ToolSpec | None) -> bool:
     return spec is not None and (spec.read_only or spec.idempotent)
 
 
+LOST_REASON = "the toolset executor restarted and lost this call before it finished"
+
+
 def lost_text(tool: str) -> str:
     """A call the toolset executor's process died with, twice or of a tool not `repeatable`."""
-    return failure_text(tool, "the toolset executor restarted and lost this call before it finished")
+    return failure_text(tool, LOST_REASON)
 
 
 def error_result(text: str) -> str:

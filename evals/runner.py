@@ -42,7 +42,7 @@ from core.resume import resume
 from core.skills import SkillRepository
 from core.timers import Timer
 from core.toolcall import parse_reply
-from core.toolsets import ToolsetRegistry, lost_text, repeatable
+from core.toolsets import LOST_REASON, ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
@@ -333,6 +333,7 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     invalid = sum(
         1 for message in conversation.trajectory.messages()
         if message.role == "tool" and any(marker in message.content for marker in INVALID_MARKERS)
+        and LOST_REASON not in message.content  # the call the scenario itself lost: not the model's fault
     )
     result = ScenarioResult(id=scenario.id, lang=scenario.lang, passed=not problems, steps=steps,
                             calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems))

@@ -1,5 +1,6 @@
-"""A reply that only repeats what the model was shown is not an answer (core/echo.py)."""
-from core.echo import echoed, refused
+"""A reply that only repeats what the model was shown, refuses what a tool did, or says nothing of
+what a lookup found is not an answer (core/echo.py)."""
+from core.echo import echoed, refused, uninformative
 
 
 def test_the_users_own_words_back_are_an_echo_whatever_the_case_and_punctuation():
@@ -82,3 +83,54 @@ async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tm
     result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]
     assert result.content.startswith("(toolset media was enabled on the way)\ntool error: ")
     assert len(requests) == 2, [r.messages[-1].content for r in requests]
+
+
+SEARCH_RESULT = ("(toolset media was enabled on the way)\n"
+                 "avatar-2009 — Аватар / Avatar (2009, James Cameron, 162 min): Бывший морпех в теле аватара.\n"
+                 "showing 1–1 of 1; that is all")
+
+
+def test_a_few_words_that_share_nothing_with_the_lookup_are_no_answer():
+    assert uninformative("Найдено!", SEARCH_RESULT)
+    assert uninformative("Done.", SEARCH_RESULT)
+    assert not uninformative("Нашёл «Аватара» (2009).", SEARCH_RESULT)  # an inflected title is the title
+    assert not uninformative("2009, Кэмерон.", SEARCH_RESULT)  # a number from the result
+    assert not uninformative("Да, есть такой фильм, снял его Джеймс Кэмерон.", SEARCH_RESULT)  # a sentence: an answer
+    assert not uninformative("", SEARCH_RESULT)
+
+
+async def test_a_reply_that_says_nothing_of_a_search_is_asked_again_once(tmp_path):
+    from bench.conversation import Turn, record_conversation
+    from bench.runtime import scratch_config
+    from core.config import load_config
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        last = messages[-1]
+        if last.content.startswith("[System notice] Your last reply told the user nothing"):
+            assert "in Russian" in last.content
+            assert "It begins: «avatar-2009 — Аватар / Avatar (2009, James Cameron, 162 min)" in last.content
+            return "Нашёл «Аватар» (2009, Джеймс Кэмерон)."
+        if any(m.role == "tool" and m.name == "media_search" for m in messages):
+            return "Найдено!"
+        return "TOOL_CALL: media_search|Аватар"
+
+    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
+                                         [Turn("найди Аватар")], backend=ScriptedBackend(reply_fn=model))
+    assert [r.reply for r in requests] == ["TOOL_CALL: media_search|Аватар", "Найдено!",
+                                           "Нашёл «Аватар» (2009, Джеймс Кэмерон)."]
+
+
+async def test_a_short_reply_after_a_tool_that_does_something_is_left_alone(tmp_path):
+    # "Готово." after a play, or after a timer is set, tells the user what they wanted to know
+    from bench.conversation import Turn, record_conversation
+    from bench.runtime import scratch_config
+    from core.config import load_config
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        return "Готово." if messages[-1].role == "tool" or "[System notice]" in messages[-1].content else "TOOL_CALL: media_play|matrix-1999"
+
+    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
+                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "Готово."]

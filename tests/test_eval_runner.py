@@ -102,6 +102,7 @@ async def test_a_call_answered_as_lost_is_judged_on_what_the_model_does_after_it
                             progress=lambda line: None)
     assert report.passed == 1, report.per_scenario[0].why
     assert [c for c in report.per_scenario[0].calls if c.startswith("media_search")] == ["media_search|inception"] * 2
+    assert report.invalid_calls == 0, "the call the scenario lost is not an invalid call of the model's"
     giving_up = [Rule(r"lost this call", "Sorry, that did not work.", role="tool"), *DEFAULT_RULES]
     report = await run_eval(config, lost, backend=ScriptedBackend(giving_up), profile="scripted", mode="progressive",
                             progress=lambda line: None)
