@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import heapq
+import operator
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import AsyncIterator, Callable
@@ -38,6 +39,7 @@ from storage.journal import Journal, JournalError, NoJournal, SessionState, Stor
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
+_CONTENT = operator.attrgetter("content")  # a prompt's size in C, not a Python loop per message
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
 
 
@@ -261,7 +263,7 @@ class SessionActor(Actor):
                 if isinstance(body, p.LLMDone):
                     usage.done = body  # what the backend said about tokens, for observers
                     if self.settings is not None:  # how many tokens a character costs on this model
-                        self.settings.model.observe(body.prompt_tokens, sum(len(m.content) for m in messages))
+                        self.settings.model.observe(body.prompt_tokens, sum(map(len, map(_CONTENT, messages))))
                     if body.tail:
                         yield body.tail
                     return

@@ -151,7 +151,7 @@ class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
-        "fold_cut", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
+        "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -171,6 +171,7 @@ class Conversation:
         self._model_calls = 0  # generations of the turn in progress (TurnDone reports them)
         self.last_active = settings.clock()
         self.fold_cut = 0  # history[:fold_cut] is folded out of requests (core/fold.py)
+        self.fold_turns = 0  # the user turns in history[:fold_cut]
         self.resumed_turn_start: int | None = None  # after a restart: where the turn it cut began (core.resume)
         # accepted events no TurnDone has covered yet (a phone asking about one is told nothing yet)
         self.open_events: set[str] = set()
@@ -462,8 +463,9 @@ class Conversation:
         model = self.s.model
         others = model.cost(p.ChatMessage(role="system", content=system + notice))
         fold = fold_history(self.trajectory.messages(), cut=self.fold_cut, current_start=turn_start,
-                            other_tokens=others, max_tokens=self.s.config.max_tokens, model=model)
-        self.fold_cut = fold.cut
+                            other_tokens=others, max_tokens=self.s.config.max_tokens, model=model,
+                            chars=self.trajectory.chars(), folded_turns=self.fold_turns)
+        self.fold_cut, self.fold_turns = fold.cut, fold.folded_turns
         return fold.messages
 
     async def _skill_index(self) -> p.SkillIndex:

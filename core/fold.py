@@ -10,6 +10,8 @@ and the model server's prefix cache keeps working.
 """
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from protocol import ChatMessage
@@ -35,6 +37,10 @@ class ModelContext:
     def cost(self, message: ChatMessage) -> int:
         return int(len(message.content) * self.tokens_per_char) + PER_MESSAGE_TOKENS
 
+    def cost_of(self, chars: int, messages: int) -> int:
+        """`messages` messages of `chars` characters in all (at least the sum of their `cost`s)."""
+        return int(chars * self.tokens_per_char) + PER_MESSAGE_TOKENS * messages
+
 
 @dataclass
 class Fold:
@@ -44,32 +50,35 @@ class Fold:
 
 
 def fold_history(history: list[ChatMessage], *, cut: int, current_start: int, other_tokens: int,
-                 max_tokens: int, model: ModelContext, step_share: float = 0.25) -> Fold:
+                 max_tokens: int, model: ModelContext, step_share: float = 0.25,
+                 chars: Sequence[int] | None = None, folded_turns: int | None = None) -> Fold:
     """The history to send. `cut`: the previous fold point; `current_start`: index of the
     current turn's first message; `other_tokens`: the system prompt and anything sent after the
-    history; `max_tokens`: reserved for the reply."""
+    history; `max_tokens`: reserved for the reply. `chars`: running totals of the history's
+    content lengths (`chars[i]`: that of history[:i], as `Trajectory.chars` keeps them) and
+    `folded_turns`: the user turns in history[:cut] (the previous Fold's), so that a step of a
+    long conversation makes no pass over all of it; both are computed when not given."""
     context = model.context_tokens
     cut = min(cut, len(history))
     if context <= 0:
         return Fold(history, 0, 0)
+    if chars is None:
+        chars = list(itertools.accumulate((len(m.content) for m in history), initial=0))
+    end = len(history)
     line_cost = model.cost(ChatMessage(role="user", content=FOLD_LINE.format(n=10_000)))
     room = context - max_tokens - other_tokens - line_cost
     first = cut
-    costs = [model.cost(m) for m in history[first:]]
-    kept = sum(costs)
-    if kept > room:
+    if model.cost_of(chars[end] - chars[first], end - first) > room:
         target = room - int(step_share * context)
-        starts = [i for i in range(first + 1, min(current_start, len(history)) + 1)
-                  if i < len(history) and history[i].role == "user"]
-        new_cut = first
-        for start in starts:
-            kept -= sum(costs[new_cut - first:start - first])
-            new_cut = start
-            if kept <= target:
-                break
-        cut = new_cut
+        for start in range(first + 1, min(current_start, end - 1) + 1):
+            if history[start].role == "user":
+                cut = start
+                if model.cost_of(chars[end] - chars[start], end - start) <= target:
+                    break
     if cut == 0:
         return Fold(history, 0, 0)
-    turns = sum(1 for m in history[:cut] if m.role == "user")
+    if folded_turns is None:
+        first, folded_turns = 0, 0
+    turns = folded_turns + sum(1 for m in history[first:cut] if m.role == "user")
     line = ChatMessage(role="user", content=FOLD_LINE.format(n=turns))
     return Fold([line, *history[cut:]], cut, turns)

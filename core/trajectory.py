@@ -78,10 +78,11 @@ class _Call:
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_calls", "_called", "_open", "_held", "_taken_at", "sink")
+    __slots__ = ("_messages", "_chars", "_calls", "_called", "_open", "_held", "_taken_at", "sink")
 
     def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
+        self._chars: list[int] = [0]  # _chars[i]: the content length of _messages[:i] (the fold's sizes)
         self._calls: dict[str, _Call] = {}
         self._called: set[str] = set()  # every tool name a call used (called_tools)
         self._open: list[str] = []  # calls asked but not yet answered, in order
@@ -110,7 +111,8 @@ class Trajectory:
                     trajectory._open.remove(entry.call_id)
             for event_id in entry.event_ids:
                 trajectory._taken_at[event_id] = len(trajectory._messages)
-            trajectory._messages.append(entry.message())
+            trajectory._messages.append(message := entry.message())
+            trajectory._chars.append(trajectory._chars[-1] + len(message.content))
         trajectory.sink = sink
         return trajectory
 
@@ -118,6 +120,11 @@ class Trajectory:
     def messages(self) -> list[ChatMessage]:
         """The history for the next LLM request (a shallow copy; held-back text excluded)."""
         return list(self._messages)
+
+    def chars(self) -> list[int]:
+        """Running totals of the history's content lengths: [i] is that of messages()[:i], so the
+        size of any run of it costs two lookups, not a pass (core/fold.py, every step). Read only."""
+        return self._chars
 
     def as_dicts(self) -> list[dict[str, str]]:
         """The history as plain dicts, e.g. for `protocol.SessionInfo.history`."""
@@ -277,6 +284,7 @@ class Trajectory:
         for event_id in event_ids or ():
             self._taken_at[event_id] = len(self._messages)
         self._messages.append(message)
+        self._chars.append(self._chars[-1] + len(message.content))
         if self.sink is not None:
             self.sink(Recorded(role=message.role, content=message.content, name=message.name, call_id=call_id,
                                call_state=state, tool=tool, event_ids=event_ids or []))

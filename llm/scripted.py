@@ -23,6 +23,8 @@ history.
 from __future__ import annotations
 
 import collections
+import itertools
+import operator
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +34,8 @@ import anyio.lowlevel
 
 from llm.base import Generation, LLMError
 from protocol import ChatMessage
+
+_ROLE, _CONTENT = operator.attrgetter("role"), operator.attrgetter("content")
 
 # how the session's closing notices begin, after a tool result or a skill's recipe
 # (core.prompt.AFTER_RESULT_NOTICE, RECIPE_NOTICE): what they close is what a rule answers
@@ -112,11 +116,13 @@ def one_system_message(messages: list[ChatMessage]) -> list[ChatMessage]:
         messages = messages[:-1]
     if len(messages) < 2 or messages[0].role != "system":
         return messages
-    later = [m.content for m in messages[1:] if m.role == "system"]
-    if not later:
+    rest = messages[1:]
+    roles = list(map(_ROLE, rest))  # the loops in C: a long conversation's every call passes here
+    if "system" not in roles:
         return messages
+    later = list(itertools.compress(map(_CONTENT, rest), map("system".__eq__, roles)))
     head = ChatMessage(role="system", content="\n\n".join([messages[0].content, *later]))
-    return [head, *(m for m in messages[1:] if m.role != "system")]
+    return [head, *itertools.compress(rest, map("system".__ne__, roles))]
 
 
 def split_into_tokens(text: str) -> list[str]:
@@ -210,7 +216,7 @@ class ScriptedBackend:
         tokens = split_into_tokens(self.reply_for(messages))
         # an estimate (~4 characters a token): counting words of the whole history on every call
         # would make the stand-in model's own cost grow with the conversation
-        generation.prompt_tokens = sum(len(m.content) for m in messages) // 4
+        generation.prompt_tokens = sum(map(len, map(_CONTENT, messages))) // 4
         if self.context_tokens and generation.prompt_tokens + max_tokens > self.context_tokens:
             raise LLMError(f"prompt of {generation.prompt_tokens} tokens plus {max_tokens} to generate "
                            f"exceeds the context of {self.context_tokens} tokens")

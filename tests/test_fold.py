@@ -55,3 +55,40 @@ def test_calibration_from_the_models_own_count():
     model = ModelContext(4096)
     model.observe(prompt_tokens=500, chars=2000)
     assert abs(model.tokens_per_char - 0.275) < 1e-9
+
+
+def test_a_step_of_a_long_conversation_folds_from_running_totals_as_from_the_whole_history():
+    """The session passes the trajectory's running content lengths and the last fold's turns, so
+    a step makes no pass over the whole history; the fold is the same as one computed afresh."""
+    from core.trajectory import Recorded, Trajectory
+
+    model = ModelContext(2048)
+    trajectory = Trajectory()
+    cut, turns, folds = 0, 0, 0
+    for k in range(120):
+        current = len(trajectory)
+        for message in turn(k, with_call=False, words=8 + k % 7):
+            if message.role == "user":
+                trajectory.record_events(message.content)
+            else:
+                trajectory.record_assistant(message.content)
+        history = trajectory.messages()
+        kept = fold_history(history, cut=cut, current_start=current, other_tokens=300, max_tokens=256, model=model,
+                            chars=trajectory.chars(), folded_turns=turns)
+        afresh = fold_history(history, cut=cut, current_start=current, other_tokens=300, max_tokens=256, model=model)
+        assert (kept.messages, kept.cut, kept.folded_turns) == (afresh.messages, afresh.cut, afresh.folded_turns)
+        assert kept.folded_turns == sum(1 for m in history[:kept.cut] if m.role == "user")
+        folds += kept.cut != cut
+        cut, turns = kept.cut, kept.folded_turns
+    assert folds >= 3
+    restored = Trajectory.restore([Recorded(role=m.role, content=m.content) for m in trajectory.messages()])
+    assert restored.chars() == trajectory.chars()
+    assert trajectory.chars()[-1] == sum(len(m.content) for m in trajectory.messages())
+
+
+def test_a_run_of_messages_costs_at_least_what_its_messages_cost_one_by_one():
+    model = ModelContext(4096)
+    model.observe(prompt_tokens=700, chars=2000)
+    messages = turn(1, with_call=True) + turn(2)
+    chars = sum(len(m.content) for m in messages)
+    assert total(messages, model) <= model.cost_of(chars, len(messages)) < total(messages, model) + len(messages)
