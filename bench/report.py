@@ -57,19 +57,19 @@ class MachineLoad(msgspec.Struct, kw_only=True):
 
     cpus: int
     steal_pct: float  # of all CPUs' time, taken by the hypervisor for other guests
-    others_cores: float  # cores used by processes that are neither the runtime nor this bench
+    others_cores: float  # cores used by processes that are neither the runtime nor this bench; -1: unknown (chaos)
 
 
-def machine_figures(before: tuple[float, float], after: tuple[float, float], wall_s: float, *, ours_s: float,
+def machine_figures(before: tuple[float, float], after: tuple[float, float], wall_s: float, *, ours_s: float | None,
                     cpus: int | None = None) -> MachineLoad | None:
     """`before`/`after`: the machine's (busy, stolen) CPU seconds (bench.runtime.read_machine_cpu_s);
-    `ours_s`: the CPU seconds the runtime's processes and the bench used meanwhile."""
+    `ours_s`: the CPU seconds the runtime's processes and the bench used meanwhile (None: unknown)."""
     cpus = cpus or os.cpu_count() or 1
     if wall_s <= 0 or after == (0.0, 0.0):
         return None
     busy, stolen = after[0] - before[0], after[1] - before[1]
     return MachineLoad(cpus=cpus, steal_pct=round(100 * stolen / (wall_s * cpus), 2),
-                       others_cores=round(max(0.0, busy - ours_s) / wall_s, 3))
+                       others_cores=-1.0 if ours_s is None else round(max(0.0, busy - ours_s) / wall_s, 3))
 
 
 def _ms(samples: list[float]) -> Percentiles:
@@ -113,6 +113,12 @@ def _row(label: str, figures: Percentiles) -> str:
             f"max {figures.max:8.2f}   n={figures.count}")
 
 
+def _machine_line(machine: MachineLoad) -> str:
+    others = ("other processes' use unknown (killed processes took theirs)" if machine.others_cores < 0
+              else f"{machine.others_cores:.2f} cores used by other processes")
+    return f"  the machine meanwhile    {machine.steal_pct:.1f} % of its {machine.cpus} CPUs' time stolen by the hypervisor, {others}"
+
+
 def format_report(report: LoadReport) -> str:
     lines = [
         f"Porfiry load benchmark: {report.sessions} sessions x {report.turns} turns over {report.phones} phone "
@@ -125,8 +131,7 @@ def format_report(report: LoadReport) -> str:
         f"  turns per second         {report.turns_per_s:.1f}",
         f"  runtime CPU per turn     {report.cpu_ms_per_turn_total:.2f} ms ("
         + ", ".join(f"{name} {ms:.2f}" for name, ms in report.cpu_ms_per_turn.items()) + ")",
-        *([f"  the machine meanwhile    {report.machine.steal_pct:.1f} % of its {report.machine.cpus} CPUs' time stolen by "
-           f"the hypervisor, {report.machine.others_cores:.2f} cores used by other processes"] if report.machine else []),
+        *([_machine_line(report.machine)] if report.machine else []),
         "runtime time per turn, ms (model time subtracted; measured on the phone side):",
         _row("all turns", report.overhead_ms),
         *(_row(kind, figures) for kind, figures in report.overhead_ms_by_kind.items()),

@@ -61,6 +61,8 @@ def test_machine_figures_say_what_the_cpus_did_beside_the_runtime_and_its_phones
     # the bench's own accounting may exceed the machine's by a tick or two: never negative
     assert machine_figures((100.0, 0.0), (105.0, 0.0), 10.0, ours_s=5.2, cpus=2).others_cores == 0.0
     assert machine_figures((0.0, 0.0), (0.0, 0.0), 10.0, ours_s=1.0) is None  # no /proc/stat
+    # under chaos a killed process took its CPU time along: only the steal is known
+    assert machine_figures((100.0, 4.0), (109.0, 5.0), 10.0, ours_s=None, cpus=2).others_cores == -1.0
     busy, stolen = read_machine_cpu_s()
     assert busy > 0 and stolen >= 0
 
