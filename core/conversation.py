@@ -377,14 +377,13 @@ class Conversation:
                 answered = _closing_result(history)
                 if not echo_retried and refused(text) and answered is not None and not _failed(answered.content):
                     echo_retried = True
-                    notice = REFUSAL_NOTICE.format(language=reply_language(USER_LABEL.sub("", self._last_user_words())))
+                    notice = REFUSAL_NOTICE.format(language=self._language())
                     _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
                     continue
                 if (not echo_retried and answered is not None and self._is_lookup(answered.name)
                         and not _failed(answered.content) and uninformative(text, answered.content)):
                     echo_retried = True
-                    notice = UNINFORMATIVE_NOTICE.format(first=first_line(answered.content),
-                                                         language=reply_language(USER_LABEL.sub("", self._last_user_words())))
+                    notice = UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
                     _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
                     continue
                 if not text:
@@ -450,6 +449,10 @@ class Conversation:
         registry = self.s.registry
         toolset, spec = registry.toolset_of(tool), registry.spec(tool)
         return toolset is not None and spec is not None and spec.read_only and not registry.runs_in_session(toolset)
+
+    def _language(self) -> str:
+        """The language a notice asks the reply in: the user's last words'."""
+        return reply_language(USER_LABEL.sub("", self._last_user_words()))
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):

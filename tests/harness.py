@@ -99,6 +99,27 @@ class System:
         return await self.client.ask("session", p.SessionInfoRequest(), session=session)
 
 
+async def start_killable(tg, actor: Actor):
+    """Start `actor` in `tg` so that the returned `kill()` ends it the way a SIGKILL does (what it
+    was asked is never answered) and `restart(successor)` starts another on its address once the
+    killed one has let go of it."""
+    scope, gone = anyio.CancelScope(), anyio.Event()
+
+    async def run(*, task_status=anyio.TASK_STATUS_IGNORED):
+        try:
+            with scope:
+                await actor.run(task_status=task_status)
+        finally:
+            gone.set()
+
+    async def restart(successor: Actor) -> None:
+        await gone.wait()  # the killed one's inbox address is free once its task has closed it
+        await tg.start(successor.run)
+
+    await tg.start(run)
+    return scope.cancel, restart
+
+
 @asynccontextmanager
 async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.time, glasses: Actor | None = None,
                         actors=None, config: Config | None = None,

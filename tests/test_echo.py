@@ -39,17 +39,23 @@ async def test_the_session_asks_again_once_and_the_glasses_get_the_answer_not_th
     assert len(backend.calls) == 2
 
 
+async def _play(tmp_path, said: str, model):
+    """One turn through the real session loop on a scripted model: every request and its reply."""
+    from bench.conversation import Turn, record_conversation
+    from bench.runtime import scratch_config
+    from core.config import load_config
+    from llm.scripted import ScriptedBackend
+
+    return await record_conversation(scratch_config(load_config(None, env={}), tmp_path), [Turn(said)],
+                                     backend=ScriptedBackend(reply_fn=model))
+
+
 def test_a_canned_refusal_is_told_apart_from_an_answer():
     assert refused("I'm sorry, but I can't assist with that.")
     assert not refused("Sorry, «Матрица» is not in the catalog.")
 
 
 async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_path):
-    from bench.conversation import Turn, record_conversation
-    from bench.runtime import scratch_config
-    from core.config import load_config
-    from llm.scripted import ScriptedBackend
-
     def model(messages):
         last = messages[-1]
         if last.content.startswith("[System notice] Your last reply refused"):
@@ -59,8 +65,7 @@ async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_
             return "I'm sorry, but I can't assist with that."
         return "TOOL_CALL: media_play|matrix-1999"
 
-    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
-                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    requests = await _play(tmp_path, "включи матрицу", model)
     assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "I'm sorry, but I can't assist with that.",
                                            "Включаю «Матрицу»."]
 
@@ -68,18 +73,12 @@ async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_
 async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tmp_path):
     # The call turns media on as it runs (S8), so its result starts with the runtime's
     # "(toolset media was enabled on the way)" note; the error after it is still an error.
-    from bench.conversation import Turn, record_conversation
-    from bench.runtime import scratch_config
-    from core.config import load_config
-    from llm.scripted import ScriptedBackend
-
     def model(messages):
         if messages[-1].role == "tool" or "refused" in messages[-1].content:
             return "I'm sorry, but I can't assist with that."
         return "TOOL_CALL: media_play|no-such-film"
 
-    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
-                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    requests = await _play(tmp_path, "включи матрицу", model)
     result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]
     assert result.content.startswith("(toolset media was enabled on the way)\ntool error: ")
     assert len(requests) == 2, [r.messages[-1].content for r in requests]
@@ -100,11 +99,6 @@ def test_a_few_words_that_share_nothing_with_the_lookup_are_no_answer():
 
 
 async def test_a_reply_that_says_nothing_of_a_search_is_asked_again_once(tmp_path):
-    from bench.conversation import Turn, record_conversation
-    from bench.runtime import scratch_config
-    from core.config import load_config
-    from llm.scripted import ScriptedBackend
-
     def model(messages):
         last = messages[-1]
         if last.content.startswith("[System notice] Your last reply told the user nothing"):
@@ -115,22 +109,15 @@ async def test_a_reply_that_says_nothing_of_a_search_is_asked_again_once(tmp_pat
             return "Найдено!"
         return "TOOL_CALL: media_search|Аватар"
 
-    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
-                                         [Turn("найди Аватар")], backend=ScriptedBackend(reply_fn=model))
+    requests = await _play(tmp_path, "найди Аватар", model)
     assert [r.reply for r in requests] == ["TOOL_CALL: media_search|Аватар", "Найдено!",
                                            "Нашёл «Аватар» (2009, Джеймс Кэмерон)."]
 
 
 async def test_a_short_reply_after_a_tool_that_does_something_is_left_alone(tmp_path):
     # "Готово." after a play, or after a timer is set, tells the user what they wanted to know
-    from bench.conversation import Turn, record_conversation
-    from bench.runtime import scratch_config
-    from core.config import load_config
-    from llm.scripted import ScriptedBackend
-
     def model(messages):
         return "Готово." if messages[-1].role == "tool" or "[System notice]" in messages[-1].content else "TOOL_CALL: media_play|matrix-1999"
 
-    requests = await record_conversation(scratch_config(load_config(None, env={}), tmp_path),
-                                         [Turn("включи матрицу")], backend=ScriptedBackend(reply_fn=model))
+    requests = await _play(tmp_path, "включи матрицу", model)
     assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "Готово."]

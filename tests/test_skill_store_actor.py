@@ -10,7 +10,7 @@ import pytest
 import protocol as p
 from actors.base import AskTimeout, Endpoint
 from actors.skill_store import SkillStore
-from harness import override
+from harness import override, start_killable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -165,26 +165,12 @@ async def session_and_store(config, first_store=SkillStore):
     from actors.toolsets import ToolsetSupervisor
 
     async with anyio.create_task_group() as tg:
-        scope, gone = anyio.CancelScope(), anyio.Event()
-
-        async def store(*, task_status=anyio.TASK_STATUS_IGNORED):
-            try:
-                with scope:
-                    await first_store(config).run(task_status=task_status)
-            finally:
-                gone.set()
-
-        await tg.start(store)
+        kill, restart = await start_killable(tg, first_store(config))
         await tg.start(ToolsetSupervisor(config).run)
         session = SessionActor(config)
         await tg.start(session.run)
-        session.kill = scope.cancel
-
-        async def restart():
-            await gone.wait()
-            await tg.start(SkillStore(config).run)
-
-        session.restart = restart
+        session.kill = kill
+        session.restart = lambda: restart(SkillStore(config))
         yield session
         tg.cancel_scope.cancel()
 

@@ -14,7 +14,7 @@ from actors.base import Endpoint
 from actors.toolsets import ToolsetSupervisor
 from core.config import ConfigError, load_config
 from core.toolsets import Toolset
-from harness import override
+from harness import override, start_killable
 
 TOOL_TIMEOUT_S = 0.5
 TOY = ["toy_toolset:TOOLSET"]
@@ -252,28 +252,14 @@ async def session_and_toolsets(config, zmq_ctx, supervisor=ToolsetSupervisor):
     from actors.session import SessionActor
 
     async with anyio.create_task_group() as tg:
-        scope, gone = anyio.CancelScope(), anyio.Event()
-
-        async def toolsets(*, task_status=anyio.TASK_STATUS_IGNORED):
-            try:
-                with scope:
-                    await supervisor(config, zmq_context=zmq_ctx).run(task_status=task_status)
-            finally:
-                gone.set()
-
-        await tg.start(toolsets)
+        kill, restart = await start_killable(tg, supervisor(config, zmq_context=zmq_ctx))
         session = SessionActor(config, zmq_context=zmq_ctx)
         await tg.start(session.run)
         with anyio.fail_after(5):  # up a moment: it has pinged the executor's process at its start
             while "toolsets" not in session._started_at:
                 await anyio.sleep(0.01)
-        session.kill = scope.cancel
-
-        async def restart():
-            await gone.wait()  # the killed one's inbox address is free once its task has closed it
-            await tg.start(supervisor(config, zmq_context=zmq_ctx).run)
-
-        session.restart = restart
+        session.kill = kill
+        session.restart = lambda: restart(supervisor(config, zmq_context=zmq_ctx))
         yield session
         tg.cancel_scope.cancel()
 
