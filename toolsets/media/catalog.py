@@ -12,7 +12,6 @@ year in the query ("Бэтмен 1989") may match the title's year instead of it
 from __future__ import annotations
 
 import csv
-import difflib
 import hashlib
 import logging
 import math
@@ -20,10 +19,13 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolsets.media.fuzzy import FuzzyIndex
 from toolsets.media.provider import ProviderError, SearchPage, Title
 
 log = logging.getLogger(__name__)
@@ -32,9 +34,12 @@ DEFAULT_SOURCE = Path(__file__).with_name("data") / "catalog.tsv"
 COLUMNS = ("id", "kind", "title_ru", "title_en", "year", "genres", "runtime_min", "episodes", "director", "description")
 INDEX_FORMAT = 1  # bump when normalize()/_index() change what is stored
 MAX_PER_PAGE = 50
-FUZZY_MIN_RATIO = 0.75
-FUZZY_MIN_QUERY_CHARS = 4
-FUZZY_MIN_BIGRAM_SHARE = 0.5
+# A search that costs more than a thread hand-off (about 1 ms, measured with `bench --trace-hops`)
+# holds up every other call of the executor's event loop longer than the hand-off would: once the
+# recent searches average above this, they run in a worker thread (a user's catalog of thousands
+# of titles; the shipped one averages ~0.3 ms).
+LOOP_SEARCH_BUDGET_S = 0.001
+_COST_WEIGHT = 0.2  # of the newest search in the running average
 
 TIER_EXACT, TIER_PREFIX, TIER_CONTAINS, TIER_FUZZY, TIER_MENTION = range(5)
 
@@ -76,7 +81,6 @@ class _Indexed:
     title: Title
     names: tuple[str, ...]  # normalized titles (ru, en; deduplicated)
     body: str  # normalized description + director + genres
-    bigrams: frozenset[str]  # of all names: a cheap pre-filter for the fuzzy pass
 
 
 class EmbeddedCatalog:
@@ -85,7 +89,8 @@ class EmbeddedCatalog:
     The database is built lazily on first use and rebuilt when the source file's hash changes;
     `ensure_ready()` does that eagerly (and says whether it rebuilt)."""
 
-    def __init__(self, db_path: str | os.PathLike[str], source_path: str | os.PathLike[str] = DEFAULT_SOURCE):
+    def __init__(self, db_path: str | os.PathLike[str], source_path: str | os.PathLike[str] = DEFAULT_SOURCE,
+                 *, clock: Callable[[], float] = time.perf_counter):
         self.db_path = str(db_path)
         self.source_path = Path(source_path)
         self.skipped_rows: list[str] = []  # problems found in the source at the last build
@@ -93,7 +98,10 @@ class EmbeddedCatalog:
         self._conn: sqlite3.Connection | None = None
         self._records: dict[str, _Indexed] = {}
         self._by_rowid: dict[int, _Indexed] = {}
+        self._fuzzy_index: FuzzyIndex[_Indexed] = FuzzyIndex([])
         self._source_stat: tuple[int, int] | None = None
+        self._clock = clock  # times the searches, for ready_now()
+        self._search_cost_s = 0.0  # running average of the recent searches' wall time
 
     # --- public -------------------------------------------------------------------------------
     def search(self, query: str, page: int = 1, per_page: int = 5) -> SearchPage:
@@ -101,7 +109,9 @@ class EmbeddedCatalog:
             raise ValueError(f"page must be >= 1 and per_page within 1..{MAX_PER_PAGE}")
         with self._lock:
             self.ensure_ready()
+            started = self._clock()
             ranked = self._rank(query)
+            self._search_cost_s += (self._clock() - started - self._search_cost_s) * _COST_WEIGHT
         total = len(ranked)
         start = (page - 1) * per_page
         return SearchPage(
@@ -124,11 +134,14 @@ class EmbeddedCatalog:
         return len(self.all_ids())
 
     def ready_now(self) -> bool:
-        """True while the index is open and its source unchanged: a search or a lookup is then well
-        under a millisecond of work, and the media tools run it on the event loop instead of
-        paying two thread hand-offs around it (measured with `bench --trace-hops`: ToolInvoke ->
-        ToolOutcome took 2.6 ms at the median through a worker thread). A rebuild stays off the loop."""
-        return self._conn is not None and self._stat_source() == self._source_stat
+        """True while the index is open, its source unchanged and the recent searches cheap (their
+        running average within `LOOP_SEARCH_BUDGET_S`): the media tools then run a call on the event
+        loop instead of paying two thread hand-offs around it (measured with `bench --trace-hops`:
+        ToolInvoke -> ToolOutcome took 2.6 ms at the median through a worker thread). A rebuild, and
+        the searches of a catalog too big for that, stay off the loop; they are still timed, so a
+        run of cheap ones brings the calls back."""
+        return (self._conn is not None and self._stat_source() == self._source_stat
+                and self._search_cost_s <= LOOP_SEARCH_BUDGET_S)
 
     def ensure_ready(self) -> bool:
         """Open the database, (re)building it if the source changed. True when it rebuilt."""
@@ -261,6 +274,7 @@ class EmbeddedCatalog:
             indexed = _index(title)
             self._records[title.id] = indexed
             self._by_rowid[rowid] = indexed
+        self._fuzzy_index = FuzzyIndex([(record, record.names) for record in self._records.values()])
 
     # --- searching ----------------------------------------------------------------------------
     def _rank(self, query: str) -> list[Title]:
@@ -292,39 +306,9 @@ class EmbeddedCatalog:
         return [self._by_rowid[r[0]] for r in rows if r[0] in self._by_rowid]
 
     def _fuzzy(self, normalized: str, words: list[str]) -> list[tuple[_Indexed, float]]:
-        """Titles whose words come close to the query despite typos (difflib over word windows)."""
+        """Titles whose words come close to the query despite typos (`toolsets/media/fuzzy.py`)."""
         core = " ".join(w for w in words if not _YEAR.match(w)) or normalized
-        if len(core.replace(" ", "")) < FUZZY_MIN_QUERY_CHARS:
-            return []
-        n = len(core.split())
-        matcher = difflib.SequenceMatcher(autojunk=False)
-        matcher.set_seq2(core)
-        query_grams = _bigrams(core)
-        # A typo in a short word spoils most of its pairs ("шрэк"/"шрек" share one), so ask less there.
-        needed = 1 if len(core) <= 5 else len(query_grams) * FUZZY_MIN_BIGRAM_SHARE
-        found = []
-        for record in self._records.values():
-            if len(query_grams & record.bigrams) < needed:
-                continue  # too few letter pairs in common to be a typo of this title
-            best = 0.0
-            for name in record.names:
-                for window in _windows(name.split(), n):
-                    matcher.set_seq1(window)
-                    if matcher.real_quick_ratio() < FUZZY_MIN_RATIO or matcher.quick_ratio() < FUZZY_MIN_RATIO:
-                        continue
-                    best = max(best, matcher.ratio())
-            if best >= FUZZY_MIN_RATIO:
-                found.append((record, best))
-        return found
-
-
-def _windows(name_words: list[str], n: int):
-    """Runs of n-1..n+1 consecutive title words (the query may be a part of a longer title)."""
-    for size in {max(1, n - 1), n, n + 1}:
-        if size > len(name_words):
-            size = len(name_words)
-        for start in range(0, len(name_words) - size + 1):
-            yield " ".join(name_words[start:start + size])
+        return self._fuzzy_index.match(core)
 
 
 def _classify(record: _Indexed, words: list[str]) -> tuple[int, float] | None:
@@ -382,11 +366,7 @@ def _index(title: Title) -> _Indexed:
             names.append(rest)
     names = tuple(dict.fromkeys(names))
     body = normalize(" ".join((title.description, title.director, " ".join(title.genres))))
-    return _Indexed(title=title, names=names, body=body, bigrams=frozenset(g for n in names for g in _bigrams(n)))
-
-
-def _bigrams(text: str) -> set[str]:
-    return {text[i:i + 2] for i in range(len(text) - 1) if " " not in text[i:i + 2]}
+    return _Indexed(title=title, names=names, body=body)
 
 
 def _parse_row(row: list[str]) -> Title:
