@@ -7,13 +7,16 @@
   (inproc://) and between two processes (ipc://, the default topology), plain blocking pyzmq:
   no event loop, no Python of ours in between;
 - per hop: half an inter-process round trip plus one encode and one decode - the least a message
-  from one actor process to another costs, wall and CPU.
+  from one actor process to another costs, wall and CPU;
+- the same inter-process round trip with both processes on one CPU: the difference is the price of
+  waking a thread on another CPU (on this project's VM it was most of a hop: see the README).
 
 The runtime's own hop adds its event loop (a wake-up, the pump, the mailbox, the handler); the
 profile (`--profile-turn`) shows what a hop really costs next to this floor.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -29,7 +32,9 @@ import protocol as p
 from bench.runtime import read_cpu_s
 
 ECHO_CHILD = r"""
-import sys, zmq
+import os, sys, zmq
+if len(sys.argv) > 2:  # pinned: every thread started from here on (ZeroMQ's I/O thread) inherits it
+    os.sched_setaffinity(0, {int(sys.argv[2])})
 ctx = zmq.Context()
 sock = ctx.socket(zmq.ROUTER)
 sock.bind(sys.argv[1])
@@ -154,13 +159,15 @@ def zmq_inproc(payload: bytes, count: int) -> ZmqFloor:
         ctx.destroy(linger=0)
 
 
-def zmq_ipc(payload: bytes, count: int) -> ZmqFloor:
+def zmq_ipc(payload: bytes, count: int, on_cpu: int | None = None) -> ZmqFloor:
     """To an echo process over ipc:// and back, blocking: each side sleeps until the other's message
-    arrives, as an idle actor process does."""
-    with tempfile.TemporaryDirectory(prefix="porfiry-floor-") as scratch:
+    arrives, as an idle actor process does. `on_cpu`: both processes, all their threads, on that one
+    CPU - what is left of a round trip when no wake-up has to reach another CPU."""
+    with tempfile.TemporaryDirectory(prefix="porfiry-floor-") as scratch, _pinned(on_cpu):
         address = f"ipc://{Path(scratch) / 'echo.sock'}"
-        child = subprocess.Popen([sys.executable, "-c", ECHO_CHILD, address], stdout=subprocess.PIPE, text=True)
-        ctx = zmq.Context()
+        pin = [] if on_cpu is None else [str(on_cpu)]
+        child = subprocess.Popen([sys.executable, "-c", ECHO_CHILD, address, *pin], stdout=subprocess.PIPE, text=True)
+        ctx = zmq.Context()  # after _pinned: its I/O thread starts on that CPU too
         try:
             if child.stdout is None or child.stdout.readline().strip() != "ready":
                 raise RuntimeError("the echo process did not start")
@@ -172,7 +179,8 @@ def zmq_ipc(payload: bytes, count: int) -> ZmqFloor:
             wall = _round_trips(dealer, payload, count)
             cpu_us = ((time.process_time() - cpu) + (read_cpu_s(child.pid) - cpu_child)) * 1e6 / count
             dealer.send(b"stop")
-            return ZmqFloor(transport="ipc:// (two processes)", round_trip_us=round(wall, 2), cpu_us_per_round_trip=round(cpu_us, 2))
+            where = "ipc:// (two processes)" if on_cpu is None else "ipc://, both on one CPU"
+            return ZmqFloor(transport=where, round_trip_us=round(wall, 2), cpu_us_per_round_trip=round(cpu_us, 2))
         finally:
             ctx.destroy(linger=0)
             try:
@@ -182,6 +190,25 @@ def zmq_ipc(payload: bytes, count: int) -> ZmqFloor:
                 child.wait()
 
 
+@contextlib.contextmanager
+def _pinned(cpu: int | None):
+    if cpu is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _one_cpu() -> int | None:
+    """A CPU to pin both ends to, where the machine has more than one to choose from (Linux)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cpus[0] if len(cpus) > 1 else None
+
+
 def measure_floor(count: int = 20_000, codec_seconds: float = 0.3, progress: Callable[[str], None] | None = None) -> FloorReport:
     say = progress or (lambda line: None)
     say("msgspec encode/decode of typical messages")
@@ -189,6 +216,8 @@ def measure_floor(count: int = 20_000, codec_seconds: float = 0.3, progress: Cal
     payload = p.Codec().encode(typical_messages()["ToolInvoke"])
     say(f"ZeroMQ round trips of a {len(payload)}-byte message, {count} each")
     floors = [zmq_inproc(payload, count), zmq_ipc(payload, count)]
+    if (cpu := _one_cpu()) is not None:
+        floors.append(zmq_ipc(payload, count, cpu))
     small = next(row for row in codec if row.message == "ToolInvoke")
     ipc = floors[1]
     return FloorReport(
@@ -206,7 +235,7 @@ def format_floor(report: FloorReport) -> str:
         lines.append(f"  {row.message:12} {row.bytes:7d} {row.encode_us:8.2f} {row.decode_us:8.2f}")
     lines.append(f"ZeroMQ round trip of a {report.message_bytes}-byte message, µs:")
     for row in report.zmq:
-        lines.append(f"  {row.transport:26} {row.round_trip_us:8.2f} wall   {row.cpu_us_per_round_trip:8.2f} CPU")
+        lines.append(f"  {row.transport:28} {row.round_trip_us:8.2f} wall   {row.cpu_us_per_round_trip:8.2f} CPU")
     lines.append(f"one hop between actor processes (half a round trip + encode + decode of a ToolInvoke): "
                  f"{report.hop_us:.1f} µs wall, {report.hop_cpu_us:.1f} µs CPU")
     return "\n".join(lines)

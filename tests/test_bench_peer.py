@@ -1,6 +1,7 @@
 """`run.py bench --mix`, `--peer langgraph`, `--floor` and `--profile-turn`: the turn mix a run plays,
 the same turns through LangGraph's ReAct agent, the cost floor, and the per-process profile."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,15 +85,19 @@ def test_bench_refuses_a_bad_mix_before_starting_anything():
 
 
 def test_the_floor_measures_codec_and_zeromq_within_one_process_and_between_two():
+    cpus = os.sched_getaffinity(0)
     report = measure_floor(count=300, codec_seconds=0.01)
+    assert os.sched_getaffinity(0) == cpus  # the pinned round trip gave this process its CPUs back
     assert [row.message for row in report.codec] == ["Generate", "LLMChunk", "ToolInvoke", "ToolOutcome", "Display"]
     assert all(row.bytes > 0 and row.encode_us > 0 and row.decode_us > 0 for row in report.codec)
     generate = report.codec[0]
     assert generate.bytes > max(row.bytes for row in report.codec[1:])  # a whole prompt
-    inproc, ipc = report.zmq
+    inproc, ipc, *pinned = report.zmq
     assert "inproc" in inproc.transport and "ipc" in ipc.transport
     assert inproc.round_trip_us > 0 and ipc.round_trip_us > 0
     assert report.hop_us > ipc.round_trip_us / 2
+    if len(os.sched_getaffinity(0)) > 1:  # the same round trip with no wake-up crossing CPUs
+        assert [row.transport for row in pinned] == ["ipc://, both on one CPU"] and pinned[0].round_trip_us > 0
 
 
 def test_profile_of_a_turn_covers_every_actor_process(tmp_path):
