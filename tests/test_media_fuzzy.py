@@ -112,3 +112,25 @@ async def test_a_catalog_whose_searches_cost_more_than_a_hand_off_runs_them_in_a
         await search()
     assert catalog.ready_now() is True and await search()
     catalog.close()
+
+
+def test_loop_search_ms_from_the_config_sets_the_budget(tmp_path):
+    from core.config import ConfigError, load_config
+    from toolsets.media import TOOLSET
+    from toolsets.media.executor import default_provider
+
+    def config(text):
+        path = tmp_path / "porfiry.toml"
+        path.write_text(f'[toolsets.media]\ndb_path = "{tmp_path / "m.sqlite3"}"\n{text}')
+        return load_config(path, env={})
+
+    never = default_provider(config("loop_search_ms = 0\n"))  # every search off the loop
+    never.search("матрица")
+    assert never.ready_now() is False
+    never.close()
+    default = default_provider(config(""))
+    default.search("матрица")
+    assert default.ready_now() is True
+    default.close()
+    with pytest.raises(ConfigError, match="loop_search_ms"):
+        TOOLSET.read_settings(config("loop_search_ms = -1\n"))

@@ -2,6 +2,8 @@
 
 Swap the catalog for a real media server by implementing `MediaProvider` (toolsets.media.provider).
 """
+from typing import Annotated
+
 import msgspec
 
 from core.toolsets import Toolset
@@ -13,6 +15,8 @@ class MediaSettings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     catalog_path: str = ""  # the catalog TSV; empty: the one shipped in toolsets/media/data
     db_path: str = "var/media.sqlite3"  # the SQLite/FTS5 index built from it
+    # Searches whose running average costs more run in a worker thread, not on the executor's loop.
+    loop_search_ms: Annotated[float, msgspec.Meta(ge=0)] = 1.0
 
 
 def _executor(host, settings: MediaSettings):

@@ -37,7 +37,7 @@ MAX_PER_PAGE = 50
 # A search that costs more than a thread hand-off (about 1 ms, measured with `bench --trace-hops`)
 # holds up every other call of the executor's event loop longer than the hand-off would: once the
 # recent searches average above this, they run in a worker thread (a user's catalog of thousands
-# of titles; the shipped one averages ~0.3 ms).
+# of titles; the shipped one averages ~0.3 ms). `toolsets.media.loop_search_ms`.
 LOOP_SEARCH_BUDGET_S = 0.001
 _COST_WEIGHT = 0.2  # of the newest search in the running average
 
@@ -90,7 +90,7 @@ class EmbeddedCatalog:
     `ensure_ready()` does that eagerly (and says whether it rebuilt)."""
 
     def __init__(self, db_path: str | os.PathLike[str], source_path: str | os.PathLike[str] = DEFAULT_SOURCE,
-                 *, clock: Callable[[], float] = time.perf_counter):
+                 *, clock: Callable[[], float] = time.perf_counter, loop_budget_s: float = LOOP_SEARCH_BUDGET_S):
         self.db_path = str(db_path)
         self.source_path = Path(source_path)
         self.skipped_rows: list[str] = []  # problems found in the source at the last build
@@ -101,6 +101,7 @@ class EmbeddedCatalog:
         self._fuzzy_index: FuzzyIndex[_Indexed] = FuzzyIndex([])
         self._source_stat: tuple[int, int] | None = None
         self._clock = clock  # times the searches, for ready_now()
+        self._loop_budget_s = loop_budget_s
         self._search_cost_s = 0.0  # running average of the recent searches' wall time
 
     # --- public -------------------------------------------------------------------------------
@@ -135,13 +136,13 @@ class EmbeddedCatalog:
 
     def ready_now(self) -> bool:
         """True while the index is open, its source unchanged and the recent searches cheap (their
-        running average within `LOOP_SEARCH_BUDGET_S`): the media tools then run a call on the event
+        running average within `loop_budget_s`): the media tools then run a call on the event
         loop instead of paying two thread hand-offs around it (measured with `bench --trace-hops`:
         ToolInvoke -> ToolOutcome took 2.6 ms at the median through a worker thread). A rebuild, and
         the searches of a catalog too big for that, stay off the loop; they are still timed, so a
         run of cheap ones brings the calls back."""
         return (self._conn is not None and self._stat_source() == self._source_stat
-                and self._search_cost_s <= LOOP_SEARCH_BUDGET_S)
+                and self._search_cost_s <= self._loop_budget_s)
 
     def ensure_ready(self) -> bool:
         """Open the database, (re)building it if the source changed. True when it rebuilt."""

@@ -30,7 +30,7 @@ def default_provider(config, settings: MediaSettings | None = None) -> EmbeddedC
     (`settings`, else the toolset's section of `config`)."""
     settings = TOOLSET.read_settings(config) if settings is None else settings
     source = config.path(settings.catalog_path) if settings.catalog_path else DEFAULT_SOURCE
-    return EmbeddedCatalog(config.path(settings.db_path), source)
+    return EmbeddedCatalog(config.path(settings.db_path), source, loop_budget_s=settings.loop_search_ms / 1000)
 
 
 class MediaTools:
