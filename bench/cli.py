@@ -51,8 +51,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                             "throughputs and their ratio: langgraph (LangGraph's ReAct agent; "
                             "pip install -e '.[peer]')")
     bench.add_argument("--floor", action="store_true",
-                       help="the cost floor instead of the load run: ZeroMQ round trips between two processes (also both on one CPU) and "
-                            "within one, msgspec encode/decode of typical messages, per hop")
+                       help="the cost floor instead of the load run: ZeroMQ round trips between two processes "
+                            "(also both on one CPU) and within one, msgspec encode/decode of typical messages, per hop")
     bench.add_argument("--profile-turn", action="store_true",
                        help="profile the runtime's processes (cProfile) during a short load of the --mix turns and "
                             "print where the time goes per process (hop) and per component")
