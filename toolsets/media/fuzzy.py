@@ -8,8 +8,10 @@ answers are those of comparing the query with every window of every title; the w
   (letter pair -> titles) counts the shared pairs in C instead of a set intersection per title;
 - each title's windows for a query length are computed once and kept, duplicates removed
   (a two-word title's windows for a three-word query were the same string three times);
-- the two cheap upper bounds of the ratio run on precomputed lengths and letter counts before
-  difflib's quadratic `ratio()`, which only a few windows a search reach.
+- cheap upper bounds of the ratio run before difflib's quadratic `ratio()`, which only a few
+  windows a search reach: the lengths (difflib's `real_quick_ratio`), the window's letters that
+  occur in the query at all (one `str.translate` in C), then the letters in common
+  (`quick_ratio`, from counts made once per window).
 
 Why it matters: the search runs on the toolset executor's event loop (`ready_now()`), so its
 cost is every session's latency there. The shipped 579 titles, queries with a typo or an extra
