@@ -54,9 +54,6 @@ class FuzzyIndex(Generic[T]):
         self._longest = [max((len(name.split()) for name in names), default=0) for names in self._names]
         self._windows: dict[tuple[int, int], tuple[_Window, ...]] = {}
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def match(self, core: str) -> list[tuple[T, float]]:
         """(item, best ratio) for every item with a window at `MIN_RATIO` or above, in index order."""
         if len(core.replace(" ", "")) < MIN_QUERY_CHARS:
