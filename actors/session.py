@@ -38,6 +38,7 @@ from storage.journal import Journal, JournalError, NoJournal, SessionState, Stor
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
+ACK_PATH, REPLY_PATH = 0, 1  # turn admission's two signals (core/admission.py)
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 _CONTENT = operator.attrgetter("content")  # a prompt's size in C, not a Python loop per message
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
@@ -102,8 +103,20 @@ class SessionActor(Actor):
         if unfinished:
             self.log.info("actor=session brought back %d session(s) with unanswered events or timers", len(unfinished))
         self.spawn(self._timer_wheel, name="timer-wheel")
+        self.spawn(self._admission_log, name="admission-log")
         self.spawn(self._incarnation, "llm", name="llm-incarnation")
         self.spawn(self._incarnation, "toolsets", name="toolsets-incarnation")
+
+    async def _admission_log(self, every_s: float = 5.0) -> None:
+        """A line per interval while turns wait for admission: overload is visible in the log."""
+        admission, told = self.settings.admission, 0
+        while True:
+            await anyio.sleep(every_s)
+            if admission.waiting or admission.waited != told:
+                self.log.warning("actor=session turn admission: %d turn(s) waiting, %d running, limit %d, queueing "
+                                 "delay %.0f ms; %d waited since start, limit cut %d time(s)", admission.waiting,
+                                 admission.running, admission.limit, admission.delay_s * 1000, admission.waited, admission.cuts)
+                told = admission.waited
 
     async def _incarnation(self, target: str) -> float | None:
         """When `target`'s process (re)started, from its Pong; None when it does not answer.
@@ -200,6 +213,7 @@ class SessionActor(Actor):
                              arg_choices=arg_choices or {})
         incarnation = self._started_at.get("llm")  # the worker this request goes to, as far as we know
         timeout = self.config.session.llm_timeout_s
+        admission = self.settings.admission
         turn_timeout = self.config.session.llm_turn_timeout_s
         deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
         finished = False
@@ -217,7 +231,9 @@ class SessionActor(Actor):
                 wait = min(silence_left, left)
                 if wait > 0:  # None when nothing came in time (a deadline, not a cancel scope)
                     envelope = await replies.receive(min(wait, self.probe_s))
-                    body = envelope.body if envelope is not None else None
+                    if envelope is not None:
+                        body = envelope.body
+                        admission.observe(time.time() - envelope.ts, REPLY_PATH)
                 if body is None and wait > self.probe_s and not retried:
                     # Silent a while: if the worker restarted since the request went out, the
                     # request died with it - send it once more, to the new worker (or, when part
@@ -516,6 +532,9 @@ class SessionActor(Actor):
         self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
+        # how long the bridge waited for this ack (our inbox, then the journal's commit): a
+        # signal of turn admission, as the age of every model reply is
+        self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
             self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
             msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))

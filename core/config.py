@@ -83,6 +83,11 @@ class SessionConfig(_Section):
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
     llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
     probe_s: Annotated[float, msgspec.Meta(ge=0.1)] = 2.0  # a model or tool call silent this long: is its process still there?
+    # turn admission (core/admission.py): past this standing queueing delay (a phone event's ack,
+    # a model reply), fewer new turns start at once; the rest wait, accepted and acked; 0: never
+    admission_delay_ms: Annotated[float, msgspec.Meta(ge=0)] = 50.0
+    admission_min_turns: Annotated[int, msgspec.Meta(ge=1)] = 8  # the limit never drops below this
+    admission_max_turns: Annotated[int, msgspec.Meta(ge=1)] = 4096  # nor exceeds this: turns running at once
 
 
 class SkillsConfig(_Section):
@@ -270,6 +275,9 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
     if config.session.router_profile and config.session.router_profile not in llm.profiles:
         raise ConfigError(f"session.router_profile {config.session.router_profile!r} is not defined; "
                           f"profiles: {', '.join(sorted(llm.profiles))}")
+    if config.session.admission_min_turns > config.session.admission_max_turns:
+        raise ConfigError(f"session.admission_min_turns ({config.session.admission_min_turns}) exceeds "
+                          f"session.admission_max_turns ({config.session.admission_max_turns})")
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
     storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))

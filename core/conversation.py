@@ -39,6 +39,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protoc
 import anyio
 
 import protocol as p
+from core.admission import TurnAdmission
 from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED, ToolsetActivity
 from core.resume import RESUME_KIND
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
@@ -118,6 +119,9 @@ class SessionSettings:
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
         self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
         self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
+        self.admission = TurnAdmission(  # where a turn waits for its start (core/admission.py)
+            target_s=config.admission_delay_ms / 1000, min_turns=config.admission_min_turns,
+            max_turns=config.admission_max_turns, paths=2)
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
@@ -228,29 +232,36 @@ class Conversation:
     # ---- the loop -------------------------------------------------------------------------
     async def _loop(self) -> None:
         try:
-            while self.queue:
-                turn_id = _new_id()
-                consumed: list[str] = []
-                self._model_calls = 0
-                with anyio.CancelScope() as scope:
-                    self._step_scope = scope
-                    self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
-                    await self._steps(turn_id, consumed)
-                self._step_scope = None
-                if scope.cancelled_caught:
-                    # Cancelled or interrupted: the glasses stop showing the old answer; the
-                    # urgent event is already queued and the next iteration calls the model at once.
-                    self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
-                if self.resuming is not None and self.resuming[0] in consumed:
-                    consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
-                    self.resuming = None
-                self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
-                self.open_events.difference_update(consumed)
-                self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
+            await self.s.admission.enter()  # a wave of turns waits here, not in every inbox
+            try:
+                await self._turns()
+            finally:
+                self.s.admission.leave()
         finally:
             self.running = False
             self._step_scope = None
             self.last_active = self.s.clock()
+
+    async def _turns(self) -> None:
+        while self.queue:
+            turn_id = _new_id()
+            consumed: list[str] = []
+            self._model_calls = 0
+            with anyio.CancelScope() as scope:
+                self._step_scope = scope
+                self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
+                await self._steps(turn_id, consumed)
+            self._step_scope = None
+            if scope.cancelled_caught:
+                # Cancelled or interrupted: the glasses stop showing the old answer; the
+                # urgent event is already queued and the next iteration calls the model at once.
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
+            if self.resuming is not None and self.resuming[0] in consumed:
+                consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
+                self.resuming = None
+            self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+            self.open_events.difference_update(consumed)
+            self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
 
     def finished(self, event_id: str) -> bool:
         """Accepted and covered by a TurnDone: none for it is still to come."""

@@ -45,6 +45,10 @@ def test_absent_keys_take_the_toolsets_defaults(tmp_path):
     ('[toolsets.media]\ndbpath = "a"\n', "Object contains unknown field `dbpath` - at `$.toolsets.media`"),
     ("[media]\ndb_path = 5\n", "Expected `str`, got `int` - at `$.toolsets.media.db_path`"),
     ('[session]\nmax_steps = "4"\n', "Expected `int`, got `str` - at `$.session.max_steps`"),
+    ("[session]\nadmission_min_turns = 20\nadmission_max_turns = 10\n",
+     "session.admission_min_turns (20) exceeds session.admission_max_turns (10)"),
+    ("[session]\nadmission_delay_ms = -1\n", "Expected `float` >= 0.0 - at `$.session.admission_delay_ms`"),
+    ("[session]\nadmission_min_turns = 0\n", "Expected `int` >= 1 - at `$.session.admission_min_turns`"),
 ])
 def test_each_mistake_is_one_line_naming_it(tmp_path, text, complaint):
     with pytest.raises(ConfigError) as caught:
