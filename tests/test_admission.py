@@ -22,6 +22,13 @@ def gate(**kwargs) -> tuple[TurnAdmission, Clock]:
     return TurnAdmission(**{**defaults, **kwargs}), clock
 
 
+async def fill(admission: TurnAdmission, turns: int) -> None:
+    """Start `turns` turns that must not wait (a test that got it wrong fails, never hangs)."""
+    for _ in range(turns):
+        with anyio.fail_after(1):
+            await admission.enter()
+
+
 def intervals(admission: TurnAdmission, clock: Clock, ages: list[float]) -> None:
     """One interval per age, a message that old in it; an interval is judged when the next begins
     (so the last one here is not judged yet)."""
@@ -32,8 +39,7 @@ def intervals(admission: TurnAdmission, clock: Clock, ages: list[float]) -> None
 
 async def test_a_machine_that_keeps_up_never_waits():
     admission, clock = gate(max_turns=4096)
-    for _ in range(500):
-        await admission.enter()
+    await fill(admission, 500)
     intervals(admission, clock, [0.002, 0.001, 0.003] * 20)
     assert (admission.running, admission.waiting, admission.waited) == (500, 0, 0)
     assert admission.limit == 4096
@@ -41,8 +47,7 @@ async def test_a_machine_that_keeps_up_never_waits():
 
 async def test_a_standing_queue_cuts_the_limit_and_new_turns_wait_in_order():
     admission, clock = gate()
-    for _ in range(40):
-        await admission.enter()
+    await fill(admission, 40)
     intervals(admission, clock, [0.001, 0.4, 0.4])  # the first sets the base, the second is a standing queue
     assert admission.limit == 35 and admission.cuts == 1  # 7/8 of the 40 running
     started: list[int] = []
@@ -70,8 +75,7 @@ async def test_one_burst_of_slow_messages_is_not_a_standing_queue():
     """CoDel's test: the smallest delay of an interval counts, so a single late message in an
     interval of prompt ones cuts nothing."""
     admission, clock = gate()
-    for _ in range(10):
-        await admission.enter()
+    await fill(admission, 10)
     intervals(admission, clock, [0.001, 0.9])
     for age in (0.002, 0.7):
         admission.observe(age)
@@ -95,8 +99,7 @@ async def test_a_clock_offset_between_hosts_is_not_a_queue():
 
 async def test_the_limit_grows_back_while_turns_wait_and_the_queue_is_short():
     admission, clock = gate()
-    for _ in range(16):
-        await admission.enter()
+    await fill(admission, 16)
     intervals(admission, clock, [0.001] + [0.5] * 11 + [0.002])
     assert admission.limit == 2  # cut down to min_turns, never below
     started = 0
@@ -120,8 +123,7 @@ async def test_the_limit_grows_back_while_turns_wait_and_the_queue_is_short():
 
 async def test_the_limit_never_exceeds_max_turns():
     admission, clock = gate(max_turns=4)
-    for _ in range(4):
-        await admission.enter()
+    await fill(admission, 4)
     async with anyio.create_task_group() as tg:
         tg.start_soon(admission.enter)
         intervals(admission, clock, [0.001] * 50)
@@ -132,8 +134,7 @@ async def test_the_limit_never_exceeds_max_turns():
 
 async def test_a_cancelled_wait_gives_up_its_place():
     admission, clock = gate(max_turns=2)
-    await admission.enter()
-    await admission.enter()
+    await fill(admission, 2)
     started: list[str] = []
     given_up = anyio.CancelScope()
 
@@ -210,8 +211,7 @@ async def test_a_queue_on_one_path_counts_though_the_other_is_prompt():
     """Acks that wait behind a slow journal while model replies flow: the smallest age of all
     would hide it; each path is judged on its own."""
     admission, clock = gate(paths=2)
-    for _ in range(10):
-        await admission.enter()
+    await fill(admission, 10)
     for ack_age in (0.005, 0.005, 0.6, 0.6):
         clock.now += admission.interval_s
         admission.observe(0.001, path=1)
@@ -233,7 +233,6 @@ def test_the_bench_reads_admission_from_the_session_log():
 
 async def test_a_target_of_zero_turns_admission_off():
     admission, clock = gate(target_s=0.0)
-    for _ in range(100):
-        await admission.enter()
+    await fill(admission, 40)
     intervals(admission, clock, [0.001] + [5.0] * 20)
-    assert (admission.limit, admission.cuts, admission.running) == (64, 0, 100)
+    assert (admission.limit, admission.cuts, admission.running) == (64, 0, 40)
