@@ -177,6 +177,10 @@ class SessionActor(Actor):
             self.spawn(self._info, msg)
         elif isinstance(body, p.ModelInfo):
             self._model_info(body)
+        elif isinstance(body, p.AdmissionStatsRequest) and self.settings is not None:
+            a = self.settings.admission
+            msg.reply(self, p.AdmissionStats(running=a.running, waiting=a.waiting, limit=a.limit, delay_ms=round(a.delay_s * 1000, 1),
+                                             waited=a.waited, cuts=a.cuts, lowest_limit=a.lowest_limit))
         elif isinstance(body, p.SessionDelete):
             self.spawn(self._delete, msg)
         else:

@@ -77,21 +77,6 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.set_defaults(func=lambda args: cmd_bench(args, load_config))
 
 
-async def _admission_figures(log_path: Path) -> tuple[int, int]:
-    """Turn admission's figures from the session actor's log: once turns waited, its line every
-    5 s carries the totals; the one after the load (nothing waiting) has them all."""
-    from bench.report import admission_from_log
-
-    with anyio.move_on_after(6.0):
-        while True:
-            log = log_path.read_bytes()
-            last = log.rfind(b"turn admission:")
-            if last < 0 or log.startswith(b"turn admission: 0 turn(s) waiting", last):
-                break
-            await anyio.sleep(0.5)
-    return admission_from_log(log_path.read_bytes())
-
-
 def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespace], Config]) -> int:
     config = load_config(args)
     if args.prompts:
@@ -177,6 +162,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
     writes NAME.prof there.
     `hop_dir`: every actor process, and the phones here, record each envelope of the load
     (core/hoptrace.py) into NAME.hops there; the report's `hops` holds what bench/hops.py makes of them."""
+    import protocol as p
     from bench.load import LoadDriver, LoadOptions, phone_count, warmup_plan
     from bench.report import build_report, machine_figures
     from bench.runtime import BenchRuntime, read_cpu_pressure_us, read_cpu_s, read_machine_cpu_s, read_rss_kb, read_schedstat
@@ -250,7 +236,9 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         phones = phone_count(options.sessions, options)
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
                               baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used, machine=machine)
-        report.admission_waited, report.admission_lowest_limit = await _admission_figures(runtime.log_path)
+        admission = await runtime.ask("session", p.AdmissionStatsRequest())
+        if isinstance(admission, p.AdmissionStats):
+            report.admission_waited, report.admission_lowest_limit = admission.waited, admission.lowest_limit
         hops = None
         if hop_dir is not None:
             say("joining the hop records")

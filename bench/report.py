@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 
 import msgspec
 
@@ -50,8 +49,8 @@ class LoadReport(msgspec.Struct, kw_only=True):
     history_intact: float = 1.0  # share of sessions whose history holds every turn the phone got acked, in order
     hops: HopReport | None = None  # --trace-hops: transit per hop kind, dwell per actor, the turn at the edge
     machine: MachineLoad | None = None  # what else the machine's CPUs did during the load (None: unknown)
-    admission_waited: int = 0  # turns that waited for turn admission, as the session actor's last log line told
-    admission_lowest_limit: int = 0  # the lowest limit those lines told (0: no turn waited)
+    admission_waited: int = 0  # turns that waited to start (turn admission, core/admission.py), warm-up included
+    admission_lowest_limit: int = 0  # the lowest the admission limit was (its max_turns: never cut)
 
 
 class MachineLoad(msgspec.Struct, kw_only=True):
@@ -109,17 +108,6 @@ def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_l
     )
 
 
-_ADMISSION_LINE = re.compile(rb"turn admission: .*? limit (\d+), .*?; (\d+) waited since start")
-
-
-def admission_from_log(log: bytes) -> tuple[int, int]:
-    """(turns that waited, the lowest limit) from the session actor's "turn admission" lines."""
-    lines = _ADMISSION_LINE.findall(log)
-    if not lines:
-        return 0, 0
-    return int(lines[-1][1]), min(int(limit) for limit, _ in lines)
-
-
 def _row(label: str, figures: Percentiles) -> str:
     if not figures.count:
         return f"  {label:24} (no samples)"
@@ -159,8 +147,8 @@ def format_report(report: LoadReport) -> str:
     lines.append(f"phone resends {report.resends}, busy answers {report.busy}, actor restarts "
                  f"{sum(report.restarts.values())}")
     if report.admission_waited:
-        lines.append(f"turn admission: {report.admission_waited} turns waited to start (the session actor's log, every "
-                     f"5 s), the limit down to {report.admission_lowest_limit} at its lowest")
+        lines.append(f"turn admission: {report.admission_waited} turns waited to start, the limit down to "
+                     f"{report.admission_lowest_limit} at its lowest")
     if report.chaos_s:
         lines.append(f"chaos: a random actor process SIGKILLed every {report.chaos_s:g} s; kills "
                      + (", ".join(f"{k}: {v}" for k, v in sorted(report.chaos_kills.items())) or "none")

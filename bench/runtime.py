@@ -206,12 +206,15 @@ class BenchRuntime:
         return None if self._process is None else self._process.poll()
 
     async def status(self, timeout: float = 2.0) -> p.SystemStatus:
+        return await self.ask("supervisor", p.StatusRequest(), timeout)
+
+    async def ask(self, target: str, body: p.Msg, timeout: float = 2.0) -> p.Msg:
         from actors.base import AskTimeout, Endpoint
 
         client = Endpoint(self.config, name="bench")
         async with client.running():
             try:
-                return await client.ask("supervisor", p.StatusRequest(), timeout=timeout)
+                return await client.ask(target, body, timeout=timeout)
             except AskTimeout as exc:
                 timed_out = exc  # raised outside the task group, which would wrap it in an ExceptionGroup
         raise timed_out

@@ -64,6 +64,7 @@ class TurnAdmission:
         self.delay_s = 0.0  # the last interval's queueing delay
         self.waited = 0  # turns that had to wait, in all
         self.cuts = 0  # times the limit was cut
+        self.lowest_limit = max_turns  # the lowest the limit has been
 
     @property
     def waiting(self) -> int:
@@ -101,6 +102,7 @@ class TurnAdmission:
             if cut < self.limit:
                 self.limit = cut
                 self.cuts += 1
+                self.lowest_limit = min(self.lowest_limit, cut)
         elif self._waiting and self.limit < self.max_turns:
             self.limit = min(self.max_turns, self.limit + max(1, self.limit // 8))
             self._admit()

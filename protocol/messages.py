@@ -10,7 +10,7 @@ from protocol.base import Msg
 from protocol.common import ErrorReply, Ok, Ping, Pong
 from protocol.control import ActorStatus, PhoneCommand, Shutdown, StatusRequest, SystemStatus
 from protocol.observe import (
-    DisplayFact, EdgeStats, EdgeStatsRequest, EventFact, ModelCallFact, Observe, ObserveRenew,
+    AdmissionStats, AdmissionStatsRequest, DisplayFact, EdgeStats, EdgeStatsRequest, EventFact, ModelCallFact, Observe, ObserveRenew,
     ObserveStop, Observing, PromptFact, PromptSection, SessionGoneFact, SessionSummary, StateFact,
     TimerView, ToolCallFact, TurnFact,
 )
@@ -48,7 +48,7 @@ _ALL = (
     ToolsetsReport,
     Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
     ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,
-    ModelInfo, SessionDelete,
+    ModelInfo, SessionDelete, AdmissionStatsRequest, AdmissionStats,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]

@@ -181,4 +181,21 @@ class EdgeStats(Msg):
     sessions: int = 0
 
 
+class AdmissionStatsRequest(Msg):
+    """Ask the SessionActor how its turn admission stands (metrics, bench)."""
+
+
+class AdmissionStats(Msg):
+    """Turn admission (core/admission.py) now: turns running and waiting to start, the limit,
+    the last interval's queueing delay; since the actor started: turns that waited, limit cuts."""
+
+    running: int = 0
+    waiting: int = 0
+    limit: int = 0
+    delay_ms: float = 0.0
+    waited: int = 0
+    cuts: int = 0
+    lowest_limit: int = 0
+
+
 FACTS = (EventFact, TurnFact, PromptFact, ModelCallFact, ToolCallFact, DisplayFact, StateFact, SessionGoneFact)

@@ -219,18 +219,6 @@ async def test_a_queue_on_one_path_counts_though_the_other_is_prompt():
     assert admission.cuts == 1 and 0.5 < admission.delay_s < 0.6
 
 
-def test_the_bench_reads_admission_from_the_session_log():
-    from bench.report import admission_from_log
-
-    log = (b"2026-12-02 01:00:39,449 WARNING porfiry.session actor=session turn admission: 293 turn(s) waiting, 8 running, "
-           b"limit 8, queueing delay 115 ms; 1081 waited since start, limit cut 6 time(s)\n"
-           b"2026-12-02 01:00:44,449 INFO porfiry.session something else\n"
-           b"2026-12-02 01:00:49,453 WARNING porfiry.session actor=session turn admission: 0 turn(s) waiting, 15 running, "
-           b"limit 15, queueing delay 30 ms; 5532 waited since start, limit cut 35 time(s)\n")
-    assert admission_from_log(log) == (5532, 8)
-    assert admission_from_log(b"no such line\n") == (0, 0)
-
-
 async def test_a_target_of_zero_turns_admission_off():
     admission, clock = gate(target_s=0.0)
     await fill(admission, 40)

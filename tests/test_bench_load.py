@@ -106,6 +106,7 @@ def test_fifty_sessions_three_turns_lose_nothing_and_end_every_turn_correctly(tm
     assert set(figures["rss_mb"]) >= {"skills", "toolsets", "llm", "session", "glasses"}
     assert all(mb > 5 for mb in figures["rss_mb"].values())
     assert "bytes_per_idle_session" in figures
+    assert figures["admission_lowest_limit"] >= 8  # the session actor answered how its turn admission stood
     assert "events lost              0" in done.stdout
     machine = figures["machine"]  # a Linux machine: /proc/stat says what else its CPUs did
     assert machine["cpus"] >= 1 and 0 <= machine["steal_pct"] <= 100 and machine["others_cores"] >= 0

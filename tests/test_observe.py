@@ -218,17 +218,19 @@ def test_metrics_count_turns_model_and_tool_calls_and_take_the_runtime_time_per_
     metrics.take(p.StateFact(session="s", ts=101, queue=["User said: hi"]))
     metrics.take(_turn("s", "t", 101.0, "end"))
     metrics.take_status(p.SystemStatus(mode="ipc", actors=[p.ActorStatus(name="llm", alive=True, restarts=2, inbox_depth=3)]),
-                        p.EdgeStats(busy=4, dropped_frames=1))
+                        p.EdgeStats(busy=4, dropped_frames=1), p.AdmissionStats(running=9, waiting=30, limit=9, waited=41))
     text = metrics.render().decode()
     for line in ("porfiry_turns_total 1.0", 'porfiry_model_calls_total{outcome="ok"} 1.0',
                  'porfiry_tool_calls_total{outcome="ok",tool="media_search"} 1.0', 'porfiry_events_total{strategy="now"} 1.0',
                  "porfiry_turn_runtime_seconds_count 1.0", "porfiry_turn_runtime_seconds_sum 0.25",
                  "porfiry_session_queue_depth 1.0", "porfiry_sessions_in_memory 1.0", 'porfiry_actor_restarts_total{actor="llm"} 2.0',
-                 'porfiry_actor_inbox_depth{actor="llm"} 3.0', "porfiry_phone_busy_answers_total 4.0", "porfiry_phone_dropped_frames_total 1.0"):
+                 'porfiry_actor_inbox_depth{actor="llm"} 3.0', "porfiry_phone_busy_answers_total 4.0", "porfiry_phone_dropped_frames_total 1.0",
+                 "porfiry_turns_waiting 30.0", "porfiry_turn_admission_limit 9.0", "porfiry_turns_admission_waited_total 41.0"):
         assert line in text.splitlines(), line
     assert 'outcome="running"' not in text  # a call still running is not an outcome
     metrics.take_status(None, None)  # nobody answered this scrape: no stale figures
     assert "porfiry_actor_restarts" not in metrics.render().decode()
+    assert "porfiry_turns_waiting" not in metrics.render().decode()
 
 
 # ---- the console's token ---------------------------------------------------------------------------------

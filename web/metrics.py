@@ -32,6 +32,7 @@ class Metrics:
         self.sessions = Gauge("porfiry_sessions_in_memory", "Sessions the session actor holds (seen since subscribing, not forgotten)", registry=r)
         self._status: p.SystemStatus | None = None
         self._edge: p.EdgeStats | None = None
+        self._admission: p.AdmissionStats | None = None
         r.register(_RuntimeCounters(self))
         self._open_turns: dict[str, tuple[float, float]] = {}  # turn_id -> (start ts, model seconds so far)
         self._queues: dict[str, int] = {}
@@ -74,10 +75,12 @@ class Metrics:
         self.queue_depth.set(sum(self._queues.values()))
         self.sessions.set(len(self._queues))
 
-    def take_status(self, status: p.Msg | None, edge: p.Msg | None) -> None:
-        """What the supervisor and the bridge answered at this scrape (None: they did not)."""
+    def take_status(self, status: p.Msg | None, edge: p.Msg | None, admission: p.Msg | None = None) -> None:
+        """What the supervisor, the bridge and the session actor answered at this scrape (None:
+        they did not)."""
         self._status = status if isinstance(status, p.SystemStatus) else None
         self._edge = edge if isinstance(edge, p.EdgeStats) else None
+        self._admission = admission if isinstance(admission, p.AdmissionStats) else None
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -91,7 +94,7 @@ class _RuntimeCounters:
         self.metrics = metrics
 
     def collect(self):
-        status, edge = self.metrics._status, self.metrics._edge  # noqa: SLF001 - one module
+        status, edge, admission = self.metrics._status, self.metrics._edge, self.metrics._admission  # noqa: SLF001 - one module
         if status is not None:
             restarts = CounterMetricFamily("porfiry_actor_restarts", "Restarts of each actor since the supervisor started", labels=["actor"])
             depth = GaugeMetricFamily("porfiry_actor_inbox_depth", "Messages waiting in an actor's inbox", labels=["actor"])
@@ -105,3 +108,9 @@ class _RuntimeCounters:
             yield CounterMetricFamily("porfiry_phone_busy_answers", "Busy answers to phones since the bridge started", value=edge.busy)
             yield CounterMetricFamily("porfiry_phone_dropped_frames", "Phone frames dropped (undecodable, malformed, unsendable) since the bridge started",
                                       value=edge.dropped_frames)
+        if admission is not None:
+            yield GaugeMetricFamily("porfiry_turns_running", "Turns the session actor runs now", value=admission.running)
+            yield GaugeMetricFamily("porfiry_turns_waiting", "Turns waiting for turn admission to start (their events acked)", value=admission.waiting)
+            yield GaugeMetricFamily("porfiry_turn_admission_limit", "Turns turn admission lets run at once now", value=admission.limit)
+            yield CounterMetricFamily("porfiry_turns_admission_waited", "Turns that waited to start since the session actor started",
+                                      value=admission.waited)

@@ -199,7 +199,8 @@ class Console:
         if self.link is not None:
             status = await self.link.ask_quietly("supervisor", p.StatusRequest(), timeout=1.0)
             edge = await self.link.ask_quietly("glasses", p.EdgeStatsRequest(), timeout=1.0)
-            self.metrics.take_status(status, edge)
+            admission = await self.link.ask_quietly("session", p.AdmissionStatsRequest(), timeout=1.0)
+            self.metrics.take_status(status, edge, admission)
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
     def app(self) -> Starlette:
