@@ -17,9 +17,14 @@ test) and the limit drops to 7/8 of the turns running; if turns had to wait whil
 short, it grows by 1/8. It never drops below `min_turns` and never exceeds `max_turns`, and a
 machine that keeps up never sees it: no turn waits while fewer than the limit run.
 
+Waiting turns take the places that free up round-robin between phones (`owner`: the key or
+client id that owns the session), in order within one. A phone that opens sixty sessions at once gets
+a place now and then, not sixty places ahead of the user who speaks next.
+
 Only the start of a turn waits; a turn under way never does (it holds its place until the
 conversation is idle again), so waiting cannot deadlock. Side runs of light questions (E5) and
-urgent events do not wait either: they join a conversation that already holds its place.
+urgent events for a turn under way do not wait either: they join a conversation that holds its
+place.
 """
 from __future__ import annotations
 
@@ -43,7 +48,8 @@ class _Waiter:
 
 
 class TurnAdmission:
-    """A FIFO gate whose width follows the measured queueing delay (module docstring)."""
+    """A gate, round-robin between owners and FIFO within one, whose width follows the measured
+    queueing delay (module docstring)."""
 
     def __init__(self, *, target_s: float, min_turns: int = 8, max_turns: int = 4096, paths: int = 1,
                  interval_s: float = 0.1, clock: Callable[[], float] = time.monotonic):
@@ -56,7 +62,9 @@ class TurnAdmission:
         self.clock = clock
         self.limit = max_turns
         self.running = 0
-        self._waiting: collections.deque[_Waiter] = collections.deque()
+        # owner -> its waiting turns in order; owners in the order their turn to start comes
+        self._waiting: collections.OrderedDict[str, collections.deque[_Waiter]] = collections.OrderedDict()
+        self._waiting_count = 0
         self._interval_end = -math.inf
         self._interval_min = [math.inf] * paths  # per path, the smallest age of this interval
         # per path, (bucket start, smallest age) of the last minutes
@@ -68,7 +76,7 @@ class TurnAdmission:
 
     @property
     def waiting(self) -> int:
-        return len(self._waiting)
+        return self._waiting_count
 
     # ---- the signal ---------------------------------------------------------------------------
     def observe(self, age_s: float, path: int = 0) -> None:
@@ -108,13 +116,18 @@ class TurnAdmission:
             self._admit()
 
     # ---- the gate -----------------------------------------------------------------------------
-    async def enter(self) -> None:
-        """Wait for a place to run a turn; at once when the limit allows and nobody waits."""
-        if not self._waiting and self.running < self.limit:
+    async def enter(self, owner: str = "") -> None:
+        """Wait for a place to run a turn of `owner`'s; at once when the limit allows and nobody
+        waits."""
+        if not self._waiting_count and self.running < self.limit:
             self.running += 1
             return
         waiter = _Waiter()
-        self._waiting.append(waiter)
+        queue = self._waiting.get(owner)
+        if queue is None:
+            queue = self._waiting[owner] = collections.deque()
+        queue.append(waiter)
+        self._waiting_count += 1
         self.waited += 1
         try:
             await waiter.event.wait()
@@ -122,7 +135,10 @@ class TurnAdmission:
             if waiter.admitted:
                 self.leave()  # admitted and cancelled in the same moment: give the place on
             else:
-                self._waiting.remove(waiter)
+                queue.remove(waiter)
+                self._waiting_count -= 1
+                if not queue and self._waiting.get(owner) is queue:
+                    del self._waiting[owner]
             raise
 
     def leave(self) -> None:
@@ -130,8 +146,14 @@ class TurnAdmission:
         self._admit()
 
     def _admit(self) -> None:
-        while self._waiting and self.running < self.limit:
-            waiter = self._waiting.popleft()
+        while self._waiting_count and self.running < self.limit:
+            owner, queue = next(iter(self._waiting.items()))
+            waiter = queue.popleft()
+            if queue:
+                self._waiting.move_to_end(owner)  # the next owner's turn
+            else:
+                del self._waiting[owner]
+            self._waiting_count -= 1
             waiter.admitted = True
             self.running += 1
             waiter.event.set()

@@ -232,7 +232,7 @@ class Conversation:
     # ---- the loop -------------------------------------------------------------------------
     async def _loop(self) -> None:
         try:
-            await self.s.admission.enter()  # a wave of turns waits here, not in every inbox
+            await self.s.admission.enter(self.phone_key)  # a wave of turns waits here, not in every inbox
             try:
                 await self._turns()
             finally:

@@ -132,6 +132,29 @@ async def test_the_limit_never_exceeds_max_turns():
         admission.leave()
 
 
+async def test_a_phone_with_many_sessions_does_not_keep_the_others_waiting():
+    """Round-robin between phones: the one that opened five sessions at once gets every other
+    place, the user who spoke after them the next one; within a phone, the order said."""
+    admission, clock = gate(min_turns=1, max_turns=1)
+    await fill(admission, 1)
+    started: list[str] = []
+
+    async def turn(owner: str, name: str) -> None:
+        await admission.enter(owner)
+        started.append(name)
+
+    async with anyio.create_task_group() as tg:
+        for name, owner in [("flood-1", "flooder"), ("flood-2", "flooder"), ("flood-3", "flooder"),
+                            ("alice-1", "alice"), ("bob-1", "bob"), ("alice-2", "alice")]:
+            tg.start_soon(turn, owner, name)
+            await anyio.wait_all_tasks_blocked()
+        for _ in range(6):
+            admission.leave()
+            await anyio.wait_all_tasks_blocked()
+    assert started == ["flood-1", "alice-1", "bob-1", "flood-2", "alice-2", "flood-3"]
+    assert admission.waiting == 0
+
+
 async def test_a_cancelled_wait_gives_up_its_place():
     admission, clock = gate(max_turns=2)
     await fill(admission, 2)
