@@ -26,6 +26,7 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
+from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
 from core.observe import Observer
@@ -38,7 +39,6 @@ from storage.journal import Journal, JournalError, NoJournal, SessionState, Stor
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
-ACK_PATH, REPLY_PATH = 0, 1  # turn admission's two signals (core/admission.py)
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 _CONTENT = operator.attrgetter("content")  # a prompt's size in C, not a Python loop per message
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig

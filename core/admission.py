@@ -35,6 +35,8 @@ from typing import Callable
 
 import anyio
 
+ACK_PATH, REPLY_PATH = 0, 1  # the session actor's two signals: a phone event's ack, a model reply
+SESSION_PATHS = 2
 BASE_BUCKET_S = 60.0  # the smallest age is kept per minute...
 BASE_BUCKETS = 10  # ...for the last ten: an overload shorter than that does not become the base
 

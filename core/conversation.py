@@ -39,7 +39,7 @@ from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protoc
 import anyio
 
 import protocol as p
-from core.admission import TurnAdmission
+from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED, ToolsetActivity
 from core.resume import RESUME_KIND
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
@@ -121,7 +121,7 @@ class SessionSettings:
         self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
         self.admission = TurnAdmission(  # where a turn waits for its start (core/admission.py)
             target_s=config.admission_delay_ms / 1000, min_turns=config.admission_min_turns,
-            max_turns=config.admission_max_turns, paths=2)
+            max_turns=config.admission_max_turns, paths=SESSION_PATHS)
         try:
             self.tz = zoneinfo.ZoneInfo(config.timezone)
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
