@@ -70,6 +70,7 @@ class SessionActor(Actor):
         self.journal = (Journal(config.path(config.storage.path), clock=clock) if config.storage.journal
                         else NoJournal(clock=clock))
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
+        self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
@@ -518,13 +519,23 @@ class SessionActor(Actor):
         if verdict == "busy":
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
-            msg.reply(self, p.EventAccepted(event_id=event.event_id, duplicate=True))
-            if conversation.finished(event.event_id):
-                self._tell_again(sid, conversation, event.event_id)
+            unstored = self._unstored.get((sid, event.event_id))
+            if unstored is not None:
+                # a resend of an event whose first copy is not on disk yet: an ack now would
+                # promise what a crash before the commit breaks (the phone stops resending, the
+                # event is gone), so the copy is acked by the same commit
+                self.journal.on_stored(unstored, lambda error: self._ack_duplicate(msg, event.event_id, error))
+            else:
+                self._ack_duplicate(msg, event.event_id, None)
         else:
-            waiter = self.journal.accept_event(sid, body.phone_key, event)
-            # acked by the journal's writer once committed: no task per event
-            self.journal.on_stored(waiter, lambda error: self._ack_stored(msg, event.event_id, error))
+            key = (sid, event.event_id)
+            waiter = self._unstored[key] = self.journal.accept_event(sid, body.phone_key, event)
+
+            def stored(error: JournalError | None) -> None:
+                del self._unstored[key]
+                self._ack_stored(msg, event.event_id, error)
+
+            self.journal.on_stored(waiter, stored)  # acked by the journal's writer once committed: no task per event
 
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
@@ -544,6 +555,15 @@ class SessionActor(Actor):
             msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
+
+    def _ack_duplicate(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
+        if error is not None:
+            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
+            return
+        msg.reply(self, p.EventAccepted(event_id=event_id, duplicate=True))
+        conversation = self.sessions.get(msg.session)
+        if conversation is not None and conversation.finished(event_id):
+            self._tell_again(msg.session, conversation, event_id)
 
     async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
         """DeliverEvent for a session not in memory: read it back from the journal first."""

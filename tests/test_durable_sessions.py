@@ -100,6 +100,41 @@ async def test_a_finished_event_sent_again_is_answered_with_its_answer_and_a_tur
         assert sum(isinstance(m, p.TurnDone) for m in glasses.shown["busy"]) == 1
 
 
+async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp_path):
+    """Under load a phone resends before the first copy's commit: acking the copy at once
+    promised an event that a crash before the commit lost (the phone stopped resending; found
+    killing the session actor in a 10,000-session run)."""
+    import sqlite3
+    import time
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        await system.turn("r", "hello")
+        replies: dict[str, tuple[p.Msg, float]] = {}
+
+        async def deliver(copy: str) -> None:
+            reply = await system.deliver("r", "what is a haiku", event_id="ev-resent")
+            replies[copy] = (reply, time.monotonic())
+
+        holder = sqlite3.connect(tmp_path / "porfiry.sqlite3", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the file: the journal's commit waits
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(deliver, "first")
+                await anyio.sleep(0.2)
+                tg.start_soon(deliver, "resend")
+                await anyio.sleep(0.5)
+                assert not replies, "nothing is acked before the event is on disk"
+                released = time.monotonic()
+                holder.execute("ROLLBACK")
+        finally:
+            holder.close()
+        (first, _), (resend, resend_at) = replies["first"], replies["resend"]
+        assert isinstance(first, p.EventAccepted) and not first.duplicate, first
+        assert isinstance(resend, p.EventAccepted) and resend.duplicate and resend_at >= released, resend
+        await system.actors["glasses"].wait_event_done("r", "ev-resent")
+        assert _user_texts_dicts(await system.history("r"))[-1] == "[User said] what is a haiku"
+
+
 def _user_texts_dicts(history) -> list[str]:
     return [m["content"] for m in history if m["role"] == "user"]
 
