@@ -350,7 +350,8 @@ async def _check_histories(runtime, said: dict[str, list[str]]) -> tuple[int, fl
         for session, texts in said.items():
             info = await client.ask("session", p.SessionInfoRequest(), session=session, timeout=10.0)
             history = "\n".join(m["content"] for m in getattr(info, "history", []) if m["role"] == "user")
-            recovered += bool(getattr(info, "restored", False))
+            # back from the journal: read back into memory, or (after the last kill) read from it now
+            recovered += bool(getattr(info, "restored", False) or (getattr(info, "exists", False) and not getattr(info, "resident", True)))
             position = 0
             for text in texts:
                 position = history.find(text, position)

@@ -135,6 +135,25 @@ async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp
         assert _user_texts_dicts(await system.history("r"))[-1] == "[User said] what is a haiku"
 
 
+async def test_every_session_a_restart_cut_comes_back_and_finishes_its_turn(tmp_path):
+    """More sessions than one chunk of the read-back (`SessionActor.bring_back_chunk`), read back
+    while the actor already serves: none is skipped, and a new session is answered meanwhile."""
+    from actors.session import SessionActor
+
+    sessions = [f"cut-{i}" for i in range(2 * SessionActor.bring_back_chunk + 7)]
+    async with inproc_system(tmp_path, backend=ScriptedBackend(first_token_delay_s=60)) as system:
+        for sid in sessions:
+            assert isinstance(await system.deliver(sid, "what is a haiku", event_id=f"ev-{sid}"), p.EventAccepted)
+    # the runtime stopped with every turn cut in the middle of its model call
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        glasses = system.actors["glasses"]
+        await system.turn("newcomer", "hello", timeout=20)
+        for sid in sessions:
+            await glasses.wait_event_done(sid, f"ev-{sid}", timeout=20)
+        for sid in sessions[::20]:
+            assert _user_texts_dicts(await system.history(sid)) == ["[User said] what is a haiku"], sid
+
+
 def _user_texts_dicts(history) -> list[str]:
     return [m["content"] for m in history if m["role"] == "user"]
 
