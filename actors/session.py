@@ -101,6 +101,7 @@ class SessionActor(Actor):
         await self._purge_expired()
         unfinished = await self.journal.unfinished()
         if unfinished:
+            self.settings.admission.slow_start()  # their cut turns would all start at once
             self.spawn(self._bring_back, unfinished, name="bring-back")
         self.spawn(self._timer_wheel, name="timer-wheel")
         self.spawn(self._admission_log, name="admission-log")

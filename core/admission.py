@@ -21,6 +21,12 @@ Waiting turns take the places that free up round-robin between phones (`owner`: 
 client id that owns the session), in order within one. A phone that opens sixty sessions at once gets
 a place now and then, not sixty places ahead of the user who speaks next.
 
+A restarted actor that must continue thousands of cut turns at once (`slow_start`) starts at
+`min_turns` and grows from there: it knows nothing of the machine yet, and its first messages
+would already be late, so the queue would become the base it measures against. Killed under a
+10,000-session load, it let 3,621 continued turns start together, and phones gave up on events
+the flooded actor did not ack for 35 s.
+
 Only the start of a turn waits; a turn under way never does (it holds its place until the
 conversation is idle again), so waiting cannot deadlock. Side runs of light questions (E5) and
 urgent events for a turn under way do not wait either: they join a conversation that holds its
@@ -116,6 +122,12 @@ class TurnAdmission:
         elif self._waiting and self.limit < self.max_turns:
             self.limit = min(self.max_turns, self.limit + max(1, self.limit // 8))
             self._admit()
+
+    def slow_start(self) -> None:
+        """Start from `min_turns` (a restart with many turns to continue, module docstring); the
+        limit grows by 1/8 an interval while turns wait and every path is short."""
+        self.limit = min(self.limit, self.min_turns)
+        self.lowest_limit = min(self.lowest_limit, self.limit)
 
     # ---- the gate -----------------------------------------------------------------------------
     async def enter(self, owner: str = "") -> None:

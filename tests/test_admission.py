@@ -247,3 +247,58 @@ async def test_a_target_of_zero_turns_admission_off():
     await fill(admission, 40)
     intervals(admission, clock, [0.001] + [5.0] * 20)
     assert (admission.limit, admission.cuts, admission.running) == (64, 0, 40)
+
+
+async def test_a_slow_start_admits_from_min_turns_and_grows_while_the_queue_is_short():
+    admission, clock = gate(max_turns=4096)
+    admission.slow_start()
+    assert admission.limit == 2 and admission.lowest_limit == 2
+    started = 0
+
+    async def turn() -> None:
+        nonlocal started
+        await admission.enter()
+        started += 1
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(turn)
+        await anyio.wait_all_tasks_blocked()
+        assert started == 2 and admission.waiting == 18
+        intervals(admission, clock, [0.002] * 12)  # 11 judged: +1 each (1/8 of a limit under 16 is less)
+        await anyio.wait_all_tasks_blocked()
+        assert started == 13, admission.limit
+        intervals(admission, clock, [0.002] * 5)
+        await anyio.wait_all_tasks_blocked()
+        assert started == 20
+
+
+async def test_turns_a_restart_cut_continue_a_few_at_a_time_not_all_at_once(tmp_path):
+    """Killed under load, the session actor comes back with many cut turns: they start from
+    `admission_min_turns` (a slow start), not all together into a machine it has not measured."""
+    from llm.scripted import ScriptedBackend
+    from tests.harness import inproc_system
+
+    sessions = [f"cut-{n}" for n in range(12)]
+    async with inproc_system(tmp_path, backend=ScriptedBackend(first_token_delay_s=60), admission_min_turns=2) as system:
+        for sid in sessions:
+            assert isinstance(await system.deliver(sid, f"hello {sid}", event_id=f"ev-{sid}"), p.EventAccepted)
+        assert system.actors["session"].settings.admission.running == len(sessions)  # no slow start at a fresh start
+    generating, peak = 0, 0
+
+    async def slow_model(seconds: float) -> None:
+        nonlocal generating, peak
+        generating += 1
+        peak = max(peak, generating)
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            generating -= 1
+
+    backend = ScriptedBackend(first_token_delay_s=0.2, sleep=slow_model)
+    async with inproc_system(tmp_path, backend=backend, admission_min_turns=2) as system:
+        for sid in sessions:
+            await system.actors["glasses"].wait_event_done(sid, f"ev-{sid}", timeout=30)
+        admission = system.actors["session"].settings.admission
+    assert 2 <= peak <= len(sessions) // 2, peak
+    assert admission.waited >= len(sessions) // 2 and admission.lowest_limit == 2
