@@ -86,7 +86,7 @@ class SessionConfig(_Section):
     # turn admission (core/admission.py): past this standing queueing delay (a phone event's ack,
     # a model reply), fewer new turns start at once; the rest wait, accepted and acked; 0: never
     admission_delay_ms: Annotated[float, msgspec.Meta(ge=0)] = 50.0
-    admission_min_turns: Annotated[int, msgspec.Meta(ge=1)] = 8  # the limit never drops below this
+    admission_min_turns: Annotated[int, msgspec.Meta(ge=1)] = 8  # the limit never drops below this; a restart's slow start begins here
     admission_max_turns: Annotated[int, msgspec.Meta(ge=1)] = 4096  # nor exceeds this: turns running at once
 
 
