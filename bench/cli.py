@@ -139,11 +139,12 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit(f"porfiry: bench: {exc}")
     except KeyboardInterrupt:
         sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
-    from bench.report import format_report
+    from bench.report import format_report, judge_targets
 
     if peer is not None:
         peer = msgspec.structs.replace(peer, ratio=round(report.turns_per_s / max(peer.turns_per_s, 1e-9), 2))
         report = msgspec.structs.replace(report, peer=peer)
+    report = msgspec.structs.replace(report, targets=judge_targets(report))
     print(format_report(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")

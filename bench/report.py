@@ -51,6 +51,38 @@ class LoadReport(msgspec.Struct, kw_only=True):
     machine: MachineLoad | None = None  # what else the machine's CPUs did during the load (None: unknown)
     admission_waited: int = 0  # turns that waited to start (turn admission, core/admission.py), warm-up included
     admission_lowest_limit: int = 0  # the lowest the admission limit was (its max_turns: never cut)
+    targets: list[Target] = []  # the cost targets this run measures (`judge_targets`), met or not
+
+
+class Target(msgspec.Struct, kw_only=True):
+    """One of the runtime's cost targets (issue 18), judged on a run of that target's shape."""
+
+    name: str
+    goal: str
+    measured: str
+    met: bool
+
+
+def judge_targets(report: "LoadReport") -> list[Target]:
+    """The targets this run measures: the media turn against the peer (`--mix media=1 --peer`),
+    runtime time per turn at 1,000 sessions (`--sessions 1000 --think-ms 10000`, zero model
+    latency), 10,000 sessions (`--sessions 10000`); none under `--chaos`."""
+    if report.chaos_s or report.latency_ms:
+        return []
+    targets = []
+    peer = report.peer
+    if peer is not None and set(report.mix) == {"media"}:
+        targets.append(Target(name=f"media turn vs {peer.name}", goal=">= 20x its turns per second",
+                              measured=f"{peer.ratio:.2f}x", met=peer.ratio >= 20))
+    if report.sessions == 1000 and report.think_ms == 10000 and report.overhead_ms.count:
+        p99 = report.overhead_ms.p99
+        targets.append(Target(name="runtime time per turn at 1,000 sessions", goal="p99 < 5 ms",
+                              measured=f"p99 {p99:.1f} ms", met=p99 < 5))
+    if report.sessions >= 10000:
+        kb = report.bytes_per_idle_session / 1024
+        targets.append(Target(name=f"{report.sessions:,} sessions", goal="0 lost, < 50 KB per idle session",
+                              measured=f"{report.lost} lost, {kb:.1f} KB", met=report.lost == 0 and kb < 50))
+    return targets
 
 
 class MachineLoad(msgspec.Struct, kw_only=True):
@@ -173,4 +205,7 @@ def format_report(report: LoadReport) -> str:
             f"({report.turns_per_s:.1f} vs {peer.turns_per_s:.1f}); CPU per turn {report.cpu_ms_per_turn_total:.2f} "
             f"vs {peer.cpu_ms_per_turn:.2f} ms",
         ]
+    if report.targets:
+        lines.append("targets this run measures (issue 18; README, Benchmarks):")
+        lines += [f"  {t.name}: {t.goal}: {t.measured}, {'met' if t.met else 'NOT met'}" for t in report.targets]
     return "\n".join(lines)

@@ -6,9 +6,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import msgspec
 
 from bench.load import MIX, LoadOptions, check_answer, plan_sessions
-from bench.report import machine_figures
+from bench.report import LoadReport, format_report, judge_targets, machine_figures
 from bench.runtime import read_machine_cpu_s
 from bench.stats import percentile, summarize
 from llm.chunks import ChunkCoalescer
@@ -65,6 +66,33 @@ def test_machine_figures_say_what_the_cpus_did_beside_the_runtime_and_its_phones
     assert machine_figures((100.0, 4.0), (109.0, 5.0), 10.0, ours_s=None, cpus=2).others_cores == -1.0
     busy, stolen = read_machine_cpu_s()
     assert busy > 0 and stolen >= 0
+
+
+def _report(**figures) -> LoadReport:
+    times = {"p50": 1.0, "p95": 2.0, "p99": 3.0, "max": 4.0, "count": 10}
+    base = dict(sessions=100, turns=3, turns_completed=300, latency_ms=0.0, think_ms=1000.0, phones=5, log_level="INFO",
+                nice=10, duration_s=10.0, events=400, events_per_s=40.0, overhead_ms=times, overhead_ms_by_kind={},
+                overhead_per_model_call_ms=times, first_display_ms=times, model_calls=600, lost=0, errors={},
+                error_examples={}, resends=0, busy=0, rss_mb={}, rss_idle_mb={}, bytes_per_idle_session=20_000.0, restarts={})
+    return msgspec.convert({**base, **figures}, LoadReport)
+
+
+def test_a_run_of_a_targets_shape_says_whether_it_met_it():
+    assert judge_targets(_report()) == []  # 100 sessions: no target has that shape
+    at_1000 = judge_targets(_report(sessions=1000, think_ms=10000.0, overhead_ms={"p50": 4.0, "p95": 9.0, "p99": 33.3, "max": 50.0, "count": 2500}))
+    assert [(t.measured, t.met) for t in at_1000] == [("p99 33.3 ms", False)]
+    assert judge_targets(_report(sessions=1000, think_ms=10000.0, overhead_ms={"p50": 2.0, "p95": 3.0, "p99": 4.9, "max": 6.0, "count": 2500}))[0].met
+    at_10k = judge_targets(_report(sessions=10000, bytes_per_idle_session=14_000.0))
+    assert [(t.measured, t.met) for t in at_10k] == [("0 lost, 13.7 KB", True)]
+    assert not judge_targets(_report(sessions=10000, lost=3))[0].met
+    assert judge_targets(_report(sessions=10000, chaos_s=20.0)) == []  # kills are not the target's run
+    peer = {"name": "langgraph", "version": "1.2", "turns": 900, "duration_s": 12.0, "turns_per_s": 75.0, "model_calls": 3000,
+            "cpu_ms_per_turn": 13.0, "latency_ms": {"p50": 1.0, "p95": 2.0, "p99": 3.0, "max": 4.0, "count": 900}, "errors": {}, "ratio": 4.3}
+    media = _report(mix={"media": 1.0}, peer=peer)
+    media = msgspec.structs.replace(media, targets=judge_targets(media))
+    assert [(t.measured, t.met) for t in media.targets] == [("4.30x", False)]
+    assert "media turn vs langgraph: >= 20x its turns per second: 4.30x, NOT met" in format_report(media)
+    assert judge_targets(_report(mix={"media": 0.5, "plain": 0.5}, peer=peer)) == []  # not the media turn alone
 
 
 def test_coalescer_sends_the_first_piece_at_once_and_the_rest_at_most_once_per_interval():
