@@ -125,7 +125,10 @@ class TurnAdmission:
 
     def slow_start(self) -> None:
         """Start from `min_turns` (a restart with many turns to continue, module docstring); the
-        limit grows by 1/8 an interval while turns wait and every path is short."""
+        limit grows by 1/8 an interval while turns wait and every path is short. With admission
+        off (`target_s` <= 0) nothing would grow it again: then it does nothing."""
+        if self.target_s <= 0:
+            return
         self.limit = min(self.limit, self.min_turns)
         self.lowest_limit = min(self.lowest_limit, self.limit)
 
