@@ -29,6 +29,35 @@ async def fill(admission: TurnAdmission, turns: int) -> None:
             await admission.enter()
 
 
+class Generating:
+    """The scripted model's wait for a reply's first word (`ScriptedBackend(sleep=...)`), counting
+    the replies being generated at once and their peak."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = 0
+
+    async def wait(self, seconds: float) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            await anyio.sleep(seconds)
+        finally:
+            self.now -= 1
+
+
+def start_turns(tg, admission: TurnAdmission, turns: int) -> list[int]:
+    """Start `turns` turns at the gate in `tg`; the list holds each one once it is admitted."""
+    started: list[int] = []
+
+    async def turn(number: int) -> None:
+        await admission.enter()
+        started.append(number)
+
+    for number in range(turns):
+        tg.start_soon(turn, number)
+    return started
+
+
 def intervals(admission: TurnAdmission, clock: Clock, ages: list[float]) -> None:
     """One interval per age, a message that old in it; an interval is judged when the next begins
     (so the last one here is not judged yet)."""
@@ -102,21 +131,13 @@ async def test_the_limit_grows_back_while_turns_wait_and_the_queue_is_short():
     await fill(admission, 16)
     intervals(admission, clock, [0.001] + [0.5] * 11 + [0.002])
     assert admission.limit == 2  # cut down to min_turns, never below
-    started = 0
-
-    async def turn() -> None:
-        nonlocal started
-        await admission.enter()
-        started += 1
-
     async with anyio.create_task_group() as tg:
-        for _ in range(30):
-            tg.start_soon(turn)
+        started = start_turns(tg, admission, 30)
         await anyio.wait_all_tasks_blocked()
-        assert started == 0
+        assert len(started) == 0
         intervals(admission, clock, [0.002] * 30)  # the queue drained: +1/8 (at least 1) per interval
         await anyio.wait_all_tasks_blocked()
-        assert started == 30 and admission.limit == 46  # the 16 running and the 30: it grows no further
+        assert len(started) == 30 and admission.limit == 46  # the 16 running and the 30: it grows no further
         intervals(admission, clock, [0.002] * 100)
         assert admission.limit == 46  # nobody waits: no reason to grow
 
@@ -194,18 +215,8 @@ async def test_a_wave_of_turns_is_acked_at_once_and_answered_all_in_order(tmp_pa
     from llm.scripted import ScriptedBackend
     from tests.harness import inproc_system
 
-    generating, peak = 0, 0
-
-    async def slow_model(seconds: float) -> None:  # the wait for a reply's first word
-        nonlocal generating, peak
-        generating += 1
-        peak = max(peak, generating)
-        try:
-            await anyio.sleep(seconds)
-        finally:
-            generating -= 1
-
-    backend = ScriptedBackend(first_token_delay_s=0.3, sleep=slow_model)
+    model = Generating()
+    backend = ScriptedBackend(first_token_delay_s=0.3, sleep=model.wait)
     async with inproc_system(tmp_path, backend=backend, admission_max_turns=2, admission_min_turns=1) as system:
         glasses = system.actors["glasses"]
         sessions = [f"wave-{n}" for n in range(6)]
@@ -225,7 +236,7 @@ async def test_a_wave_of_turns_is_acked_at_once_and_answered_all_in_order(tmp_pa
             for sid in sessions:
                 tg.start_soon(answered, sid)
         admission = system.actors["session"].settings.admission
-    assert peak == 2
+    assert model.peak == 2
     assert admission.waited == 4 and admission.running == 0
     assert set(finished[:2]) == set(sessions[:2]) and set(finished[2:4]) == set(sessions[2:4])
 
@@ -254,24 +265,16 @@ async def test_a_slow_start_admits_from_min_turns_and_grows_while_the_queue_is_s
     admission, clock = gate(max_turns=4096)
     admission.slow_start()
     assert admission.limit == 2 and admission.lowest_limit == 2
-    started = 0
-
-    async def turn() -> None:
-        nonlocal started
-        await admission.enter()
-        started += 1
-
     async with anyio.create_task_group() as tg:
-        for _ in range(20):
-            tg.start_soon(turn)
+        started = start_turns(tg, admission, 20)
         await anyio.wait_all_tasks_blocked()
-        assert started == 2 and admission.waiting == 18
+        assert len(started) == 2 and admission.waiting == 18
         intervals(admission, clock, [0.002] * 12)  # 11 judged: +1 each (1/8 of a limit under 16 is less)
         await anyio.wait_all_tasks_blocked()
-        assert started == 13, admission.limit
+        assert len(started) == 13, admission.limit
         intervals(admission, clock, [0.002] * 5)
         await anyio.wait_all_tasks_blocked()
-        assert started == 20
+        assert len(started) == 20
 
 
 async def test_turns_a_restart_cut_continue_a_few_at_a_time_not_all_at_once(tmp_path):
@@ -285,21 +288,11 @@ async def test_turns_a_restart_cut_continue_a_few_at_a_time_not_all_at_once(tmp_
         for sid in sessions:
             assert isinstance(await system.deliver(sid, f"hello {sid}", event_id=f"ev-{sid}"), p.EventAccepted)
         assert system.actors["session"].settings.admission.running == len(sessions)  # no slow start at a fresh start
-    generating, peak = 0, 0
-
-    async def slow_model(seconds: float) -> None:
-        nonlocal generating, peak
-        generating += 1
-        peak = max(peak, generating)
-        try:
-            await anyio.sleep(seconds)
-        finally:
-            generating -= 1
-
-    backend = ScriptedBackend(first_token_delay_s=0.2, sleep=slow_model)
+    model = Generating()
+    backend = ScriptedBackend(first_token_delay_s=0.2, sleep=model.wait)
     async with inproc_system(tmp_path, backend=backend, admission_min_turns=2) as system:
         for sid in sessions:
             await system.actors["glasses"].wait_event_done(sid, f"ev-{sid}", timeout=30)
         admission = system.actors["session"].settings.admission
-    assert 2 <= peak <= len(sessions) // 2, peak
+    assert 2 <= model.peak <= len(sessions) // 2, model.peak
     assert admission.waited >= len(sessions) // 2 and admission.lowest_limit == 2
