@@ -149,12 +149,46 @@ class Supervisor(Actor):
             await self._await_ready(child, process)
             child.alive = True
             task_status.started()
-            code = await process.wait()
-            child.last_exit = f"exit code {code}" if code >= 0 else f"killed by signal {signal.Signals(-code).name}"
+            hung: list[str] = []
+            async with anyio.create_task_group() as tg:
+                if self.config.supervisor.hung_after_s > 0:
+                    tg.start_soon(self._watch, child, process, hung)
+                code = await process.wait()
+                tg.cancel_scope.cancel()
+            child.last_exit = (hung[0] if hung else f"exit code {code}" if code >= 0
+                               else f"killed by signal {signal.Signals(-code).name}")
         finally:
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
                     await _terminate(process)
+
+    async def _watch(self, child: _Child, process: anyio.abc.Process, hung: list[str]) -> None:
+        """OTP's heartbeat for what does not die: every `watchdog_every_s` each actor of the
+        process is pinged (through its mailbox, so a handler that never returns counts too); one
+        silent for `hung_after_s` means the process is hung, and it is killed to be restarted."""
+        cfg = self.config.supervisor
+        answered = dict.fromkeys(child.members, anyio.current_time())
+
+        async def ping(name: str) -> None:
+            with anyio.move_on_after(cfg.watchdog_every_s):  # the send too: a hung process's link may be full
+                try:
+                    await self.ask(name, p.Ping(), timeout=cfg.watchdog_every_s)
+                    answered[name] = anyio.current_time()
+                except AskTimeout:
+                    pass
+
+        while True:
+            await anyio.sleep(cfg.watchdog_every_s)
+            async with anyio.create_task_group() as tg:
+                for name in child.members:
+                    tg.start_soon(ping, name)
+            now = anyio.current_time()
+            silent = max(child.members, key=lambda name: now - answered[name])
+            if now - answered[silent] >= cfg.hung_after_s:
+                hung.append(f"hung: {silent} answered no Ping for {now - answered[silent]:.0f} s (supervisor.hung_after_s)")
+                self.log.error("actor=supervisor child=%s is %s: killing it", child.name, hung[0])
+                process.kill()
+                return
 
     async def _await_ready(self, child: _Child, process: anyio.abc.Process) -> None:
         """A child is up when its actors answer Ping (inboxes bound, loop running)."""

@@ -44,6 +44,10 @@ class SupervisorConfig(_Section):
     intensity: int = 5
     period_s: float = 30.0
     ask_timeout_s: float = 2.0
+    # an actor process whose actors answer no Ping for this long is hung (a blocked loop, a
+    # handler that never returns): killed, so it restarts; 0: never
+    hung_after_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    watchdog_every_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0  # how often each actor is pinged for that
 
 
 class ProtocolConfig(_Section):

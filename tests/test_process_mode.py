@@ -141,6 +141,28 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
     assert said.stdout.strip().splitlines()[-1].startswith("Sure.")
 
 
+def test_a_hung_actor_process_is_killed_and_restarted(served, tmp_path):
+    """A process that stops answering without dying (here SIGSTOP; a blocked loop or a handler
+    that never returns looks the same) would leave every user waiting: the watchdog kills it."""
+    config, _ = served(supervisor="hung_after_s = 3\nwatchdog_every_s = 0.5")
+    pid = int(_status(config)["session"][2])
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        restarted = _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid and row, timeout=30)
+    finally:
+        try:
+            os.kill(pid, signal.SIGCONT)  # the test's own process, if it is still there
+        except ProcessLookupError:
+            pass
+    assert restarted[3] == "1" and "hung:" in " ".join(restarted[4:]), restarted  # `run.py status`: its last exit
+    log = (tmp_path / "serve.log").read_text()
+    assert "child=session is hung: session answered no Ping for" in log
+    said = _cli(config, "say", "--session", "h1", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    assert said.stdout.strip().splitlines()[-1].startswith("Sure.")
+    assert int(_status(config)["skills"][3]) == 0, "the others are left alone"
+
+
 def test_restart_intensity_exceeded_stops_the_system_with_a_clear_message(served, tmp_path):
     config, proc = served(supervisor="intensity = 0")
     pid = int(_status(config)["toolsets"][2])
