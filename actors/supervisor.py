@@ -187,7 +187,10 @@ class Supervisor(Actor):
             if now - answered[silent] >= cfg.hung_after_s:
                 hung.append(f"hung: {silent} answered no Ping for {now - answered[silent]:.0f} s (supervisor.hung_after_s)")
                 self.log.error("actor=supervisor child=%s is %s: killing it", child.name, hung[0])
-                process.kill()
+                try:
+                    process.kill()
+                except ProcessLookupError:  # it died meanwhile: restarted all the same
+                    pass
                 return
 
     async def _await_ready(self, child: _Child, process: anyio.abc.Process) -> None:
