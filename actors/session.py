@@ -575,18 +575,22 @@ class SessionActor(Actor):
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
             self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
-            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
+            self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
 
     def _ack_duplicate(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         if error is not None:
-            msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
+            self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id, duplicate=True))
         conversation = self.sessions.get(msg.session)
         if conversation is not None and conversation.finished(event_id):
             self._tell_again(msg.session, conversation, event_id)
+
+    def _not_stored(self, msg: Inbound, event_id: str, error: JournalError) -> None:
+        """Instead of an ack: the phone resends, and nothing was promised."""
+        msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
 
     async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
         """DeliverEvent for a session not in memory: read it back from the journal first."""
