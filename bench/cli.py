@@ -52,7 +52,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                             "pip install -e '.[peer]')")
     bench.add_argument("--floor", action="store_true",
                        help="the cost floor instead of the load run: ZeroMQ round trips between two processes "
-                            "(also both on one CPU) and within one, msgspec encode/decode of typical messages, per hop")
+                            "(also both on one CPU) and within one, msgspec encode/decode of typical messages, per hop; "
+                            "a turn's own work without any hop, and the media turn's floor")
     bench.add_argument("--profile-turn", action="store_true",
                        help="profile the runtime's processes (cProfile) during a short load of the --mix turns and "
                             "print where the time goes per process (hop) and per component")
@@ -82,7 +83,7 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     if args.prompts:
         return _prompts(args, config)
     if args.floor:
-        return _floor(args)
+        return _floor(args, config)
     from bench.load import MIX, LoadOptions, parse_mix
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
@@ -394,10 +395,10 @@ def _scratch(config: Config, workdir: Path) -> Config:
     return scratch_config(config, workdir)
 
 
-def _floor(args: argparse.Namespace) -> int:
+def _floor(args: argparse.Namespace, config: Config) -> int:
     from bench.floor import format_floor, measure_floor
 
-    report = measure_floor(progress=_stderr_progress)
+    report = measure_floor(progress=_stderr_progress, config=config)
     print(format_floor(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")

@@ -9,7 +9,10 @@
 - per hop: half an inter-process round trip plus one encode and one decode - the least a message
   from one actor process to another costs, wall and CPU;
 - the same inter-process round trip with both processes on one CPU: the difference is the price of
-  waking a thread on another CPU (on this project's VM it was most of a hop: see the README).
+  waking a thread on another CPU (on this project's VM it was most of a hop: see the README);
+- with a config: the turn's own work, without any hop (`bench.logic_floor`), and from it and the
+  hop the floor of the seed's media turn - the most media turns per second this machine could
+  serve, and the least time one takes.
 
 The runtime's own hop adds its event loop (a wake-up, the pump, the mailbox, the handler); the
 profile (`--profile-turn`) shows what a hop really costs next to this floor.
@@ -25,11 +28,14 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import anyio
 import msgspec
 import zmq
 
 import protocol as p
+from bench.logic_floor import LogicFloor, MediaTurnFloor, measure_logic_floor, media_turn_floor
 from bench.runtime import read_cpu_s
+from core.config import Config
 
 ECHO_CHILD = r"""
 import os, sys, zmq
@@ -66,6 +72,8 @@ class FloorReport(msgspec.Struct, kw_only=True):
     hop_us: float  # inter-process: half a round trip + one encode + one decode (a Generate: see codec)
     hop_cpu_us: float  # the CPU of that hop (both processes)
     message_bytes: int  # the payload the round trips carried (a ToolInvoke envelope)
+    logic: list[LogicFloor] = []  # the turn's own work by kind (measured with a config)
+    media_turn: MediaTurnFloor | None = None
 
 
 def typical_messages() -> dict[str, p.Envelope]:
@@ -203,13 +211,20 @@ def _pinned(cpu: int | None):
         os.sched_setaffinity(0, before)
 
 
+def _cpus() -> list[int]:
+    """The CPUs this process may run on ([] where the platform does not say)."""
+    return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+
 def _one_cpu() -> int | None:
     """A CPU to pin both ends to, where the machine has more than one to choose from (Linux)."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cpus = _cpus()
     return cpus[0] if len(cpus) > 1 else None
 
 
-def measure_floor(count: int = 20_000, codec_seconds: float = 0.3, progress: Callable[[str], None] | None = None) -> FloorReport:
+def measure_floor(count: int = 20_000, codec_seconds: float = 0.3, progress: Callable[[str], None] | None = None,
+                  config: Config | None = None) -> FloorReport:
+    """`config`: also the turn's own work and the media turn's floor (else those are left out)."""
     say = progress or (lambda line: None)
     say("msgspec encode/decode of typical messages")
     codec = codec_floor(codec_seconds)
@@ -220,11 +235,17 @@ def measure_floor(count: int = 20_000, codec_seconds: float = 0.3, progress: Cal
         floors.append(zmq_ipc(payload, count, cpu))
     small = next(row for row in codec if row.message == "ToolInvoke")
     ipc = floors[1]
-    return FloorReport(
+    report = FloorReport(
         codec=codec, zmq=floors, message_bytes=len(payload),
         hop_us=round(ipc.round_trip_us / 2 + small.encode_us + small.decode_us, 2),
         hop_cpu_us=round(ipc.cpu_us_per_round_trip / 2 + small.encode_us + small.decode_us, 2),
     )
+    if config is not None:
+        say("the turn's own work, in one process, without hops")
+        report.logic = anyio.run(lambda: measure_logic_floor(config), backend="trio")
+        report.media_turn = media_turn_floor(report.logic, hop_us=report.hop_us, hop_cpu_us=report.hop_cpu_us,
+                                             cpus=len(_cpus()) or os.cpu_count() or 1)
+    return report
 
 
 def format_floor(report: FloorReport) -> str:
@@ -238,4 +259,14 @@ def format_floor(report: FloorReport) -> str:
         lines.append(f"  {row.transport:28} {row.round_trip_us:8.2f} wall   {row.cpu_us_per_round_trip:8.2f} CPU")
     lines.append(f"one hop between actor processes (half a round trip + encode + decode of a ToolInvoke): "
                  f"{report.hop_us:.1f} µs wall, {report.hop_cpu_us:.1f} µs CPU")
+    if report.logic:
+        lines.append("a turn's own work (the real Conversation in one process: no hop, no journal, no phone edge; "
+                     "the load bench's texts and scripted model), CPU per turn:")
+        for row in report.logic:
+            lines.append(f"  {row.kind:13} {row.cpu_ms_per_turn:6.2f} ms   {row.model_calls_per_turn:g} model calls, "
+                         f"{row.tool_calls_per_turn:g} toolset calls per turn")
+    if (media := report.media_turn) is not None:
+        lines.append(f"the media turn's floor, a process per actor: its work + {media.messages} hops = "
+                     f"{media.cpu_ms:.2f} ms of CPU (at most {media.turns_per_s:,.0f} media turns/s on "
+                     f"{len(_cpus()) or os.cpu_count() or 1} CPUs), {media.wall_ms:.2f} ms of wall time on an idle machine")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ from bench.floor import measure_floor
 from bench.load import MIX, LoadOptions, parse_mix, plan_sessions
 from bench.peer import PeerUnavailable, check_peer, run_peer
 from bench.runtime import scratch_config
-from core.config import Config
+from core.config import Config, load_config
 
 REPO = Path(__file__).resolve().parent.parent
 ACTOR_PROCESSES = {"skills", "toolsets", "llm", "session", "glasses"}
@@ -98,6 +98,22 @@ def test_the_floor_measures_codec_and_zeromq_within_one_process_and_between_two(
     assert report.hop_us > ipc.round_trip_us / 2
     if len(os.sched_getaffinity(0)) > 1:  # the same round trip with no wake-up crossing CPUs
         assert [row.transport for row in pinned] == ["ipc://, both on one CPU"] and pinned[0].round_trip_us > 0
+    assert report.logic == [] and report.media_turn is None  # the turn's work needs a config
+
+
+def test_the_floor_of_a_turn_is_its_own_work_and_the_media_turn_adds_its_hops():
+    report = measure_floor(count=300, codec_seconds=0.01, config=load_config(env={}))
+    plain, media, substitution = report.logic
+    assert [row.kind for row in report.logic] == ["plain", "media", "substitution"]
+    # the turns the load bench plays (each was checked against what the glasses must show)
+    assert (plain.model_calls_per_turn, plain.tool_calls_per_turn) == (1, 0)
+    assert media.model_calls_per_turn > 3 and media.tool_calls_per_turn == 1  # read_skill, enable, search, answer
+    assert substitution.model_calls_per_turn >= 2 and substitution.tool_calls_per_turn == 1
+    assert 0 < plain.cpu_ms_per_turn < media.cpu_ms_per_turn
+    floor = report.media_turn
+    assert floor.cpu_ms == pytest.approx(media.cpu_ms_per_turn + floor.messages * report.hop_cpu_us / 1000, abs=1e-3)
+    assert floor.wall_ms == pytest.approx(media.cpu_ms_per_turn + floor.messages * report.hop_us / 1000, abs=1e-3)
+    assert floor.turns_per_s == pytest.approx(len(os.sched_getaffinity(0)) * 1000 / floor.cpu_ms, rel=1e-3)
 
 
 def test_profile_of_a_turn_covers_every_actor_process(tmp_path):

@@ -1,0 +1,153 @@
+"""The floor of a turn's own work: what `run.py bench --floor` adds to the hop's floor.
+
+The load bench's turn kinds (its texts, the scripted model it runs) through the real
+`Conversation`, in one process and one turn at a time: the prompt built at every step, the
+model's reply parsed, the media search and the skill store run directly (`InProcessPorts`). No
+sockets, no actors, no journal, no phone edge: the CPU a turn costs before the runtime moves a
+single message. A runtime's CPU per turn can only approach this, never beat it; the gap is the
+price of the actor system (hops, the event loop per message, the journal, the edge).
+"""
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+import anyio
+import msgspec
+
+import protocol as p
+from core.clock import ManualClock
+from core.config import Config
+
+KINDS = ("plain", "media", "substitution")  # the kinds whose time per turn the load bench reports
+MEDIA_TURN_MESSAGES = 24  # messages between processes per media turn (`--profile-turn`, README)
+
+
+class LogicFloor(msgspec.Struct, kw_only=True):
+    kind: str
+    turns: int
+    cpu_ms_per_turn: float  # mean
+    model_calls_per_turn: float
+    tool_calls_per_turn: float
+
+
+async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int = 3,
+                              rounds: int = 3) -> list[LogicFloor]:
+    """Per kind: `sessions` fresh sessions of `turns` turns each, as `bench --turns N` plays them
+    (the first media turn of a session enables media, later ones find it on), after a warm-up;
+    the cheapest of `rounds` such rounds (a floor: on a shared VM a round can only be slowed).
+    Raises RuntimeError when a turn does not show what the load bench checks it must."""
+    from actors.skill_store import build_repository
+    from bench.conversation import InProcessPorts
+    from bench.load import _utterance, check_answer
+    from bench.runtime import bench_config
+    from core.budget import default_catalog
+    from core.conversation import Conversation, SessionSettings
+    from core.toolsets import ToolsetRegistry
+    from llm.backends import make_backend
+    from toolsets.media.executor import default_provider
+
+    with tempfile.TemporaryDirectory(prefix="porfiry-logic-floor-") as scratch:
+        config = bench_config(config, Path(scratch), latency_ms=0)
+        provider = default_provider(config)
+        if (ready := getattr(provider, "ensure_ready", None)) is not None:
+            await anyio.to_thread.run_sync(ready)
+        backend = make_backend(config.llm.profiles["scripted"], name="scripted")
+        ports = _runtime_like(InProcessPorts, config)(build_repository(config), provider, backend)
+        rng = random.Random(0)
+        clock = ManualClock(time.time())
+        played = 0  # sessions so far: each round's are new
+
+        async def play(settings: SessionSettings, kind: str, count: int) -> LogicFloor:
+            nonlocal played
+            cpu_s = calls = tool_calls = 0
+            for _ in range(count):
+                played += 1
+                conversation = Conversation(f"{kind}-{played}", settings)
+                for turn in range(1, turns + 1):
+                    clock.advance(10.0)
+                    ports.begin_turn(turn)
+                    ports.requests.clear()
+                    ports.shown.clear()
+                    event = p.Event(event_id=f"e{turn}", kind="user_text", source="user", channel="speech",
+                                    content=_utterance(kind, rng), ts=clock())
+                    started = time.process_time()
+                    if conversation.submit(event) != "accepted":
+                        raise RuntimeError(f"a {kind} turn was not accepted")
+                    with anyio.fail_after(30):
+                        await ports.turn_done.wait()
+                    cpu_s += time.process_time() - started
+                    calls += len(ports.requests)
+                    tool_calls += ports.tool_calls
+                    ports.tool_calls = 0
+                    finals = [body.text for body in ports.shown if isinstance(body, p.Display) and body.final]
+                    if wrong := check_answer(kind, finals):
+                        raise RuntimeError(wrong)
+            done = count * turns
+            return LogicFloor(kind=kind, turns=done, cpu_ms_per_turn=round(cpu_s * 1000 / done, 3),
+                              model_calls_per_turn=round(calls / done, 2), tool_calls_per_turn=round(tool_calls / done, 2))
+
+        floors: dict[str, LogicFloor] = {}
+        async with anyio.create_task_group() as tasks:
+            settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
+                                       spawn=tasks.start_soon, config=config.session, clock=clock)
+            for kind in KINDS:  # a warm-up first: what loads lazily
+                await play(settings, kind, 3)
+            for _ in range(rounds):
+                for kind in KINDS:
+                    row = await play(settings, kind, sessions)
+                    if kind not in floors or row.cpu_ms_per_turn < floors[kind].cpu_ms_per_turn:
+                        floors[kind] = row
+            tasks.cancel_scope.cancel()
+    return [floors[kind] for kind in KINDS]
+
+
+def _runtime_like(ports_class, config: Config):
+    """`ports_class` whose model stream reaches the conversation as the LLM worker sends it: the
+    pieces coalesced into chunks (`llm.stream_interval_ms`), the rest at the end, so the session's
+    per-chunk work is counted as often as the runtime does it, not once per token. It counts the
+    toolset calls (`tool_calls`)."""
+    from llm.chunks import ChunkCoalescer
+
+    class RuntimeLike(ports_class):
+        tool_calls = 0
+
+        async def invoke(self, *args, **kwargs) -> p.ToolOutcome:
+            self.tool_calls += 1
+            return await super().invoke(*args, **kwargs)
+
+        @asynccontextmanager
+        async def generate(self, *args, **kwargs) -> AsyncIterator[AsyncIterator[str]]:
+            async with super().generate(*args, **kwargs) as pieces:
+                async def chunks() -> AsyncIterator[str]:
+                    coalescer = ChunkCoalescer(config.llm.stream_interval_ms / 1000, anyio.current_time)
+                    async for piece in pieces:
+                        if piece and (text := coalescer.add(piece)):
+                            yield text
+                    if tail := coalescer.flush():
+                        yield tail
+                yield chunks()
+
+    return RuntimeLike
+
+
+class MediaTurnFloor(msgspec.Struct, kw_only=True):
+    """The least a media turn costs a process-per-actor runtime: its own work plus its messages'
+    hops at the floor (no event loop, no journal, no phone edge)."""
+
+    messages: int  # between processes, per media turn
+    cpu_ms: float  # its work + every hop's CPU
+    wall_ms: float  # on an idle machine: its work + every hop's wall time, one after another
+    turns_per_s: float  # at most, every CPU of the machine busy with media turns
+
+
+def media_turn_floor(logic: list[LogicFloor], *, hop_us: float, hop_cpu_us: float, cpus: int) -> MediaTurnFloor:
+    media = next(row for row in logic if row.kind == "media")
+    cpu_ms = media.cpu_ms_per_turn + MEDIA_TURN_MESSAGES * hop_cpu_us / 1000
+    return MediaTurnFloor(messages=MEDIA_TURN_MESSAGES, cpu_ms=round(cpu_ms, 3),
+                          wall_ms=round(media.cpu_ms_per_turn + MEDIA_TURN_MESSAGES * hop_us / 1000, 3),
+                          turns_per_s=round(cpus * 1000 / cpu_ms, 1))
