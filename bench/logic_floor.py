@@ -20,8 +20,10 @@ import anyio
 import msgspec
 
 import protocol as p
+from bench.conversation import InProcessPorts
 from core.clock import ManualClock
 from core.config import Config
+from llm.chunks import ChunkCoalescer
 
 KINDS = ("plain", "media", "substitution")  # the kinds whose time per turn the load bench reports
 MEDIA_TURN_MESSAGES = 24  # messages between processes per media turn (`--profile-turn`, README)
@@ -42,7 +44,6 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
     the cheapest of `rounds` such rounds (a floor: on a shared VM a round can only be slowed).
     Raises RuntimeError when a turn does not show what the load bench checks it must."""
     from actors.skill_store import build_repository
-    from bench.conversation import InProcessPorts
     from bench.load import _utterance, check_answer
     from bench.runtime import bench_config
     from core.budget import default_catalog
@@ -57,7 +58,8 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
         if (ready := getattr(provider, "ensure_ready", None)) is not None:
             await anyio.to_thread.run_sync(ready)
         backend = make_backend(config.llm.profiles["scripted"], name="scripted")
-        ports = _runtime_like(InProcessPorts, config)(build_repository(config), provider, backend)
+        ports = RuntimeLikePorts(build_repository(config), provider, backend,
+                                 stream_interval_s=config.llm.stream_interval_ms / 1000)
         rng = random.Random(0)
         clock = ManualClock(time.time())
         played = 0  # sessions so far: each round's are new
@@ -106,33 +108,32 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
     return [floors[kind] for kind in KINDS]
 
 
-def _runtime_like(ports_class, config: Config):
-    """`ports_class` whose model stream reaches the conversation as the LLM worker sends it: the
-    pieces coalesced into chunks (`llm.stream_interval_ms`), the rest at the end, so the session's
-    per-chunk work is counted as often as the runtime does it, not once per token. It counts the
-    toolset calls (`tool_calls`)."""
-    from llm.chunks import ChunkCoalescer
+class RuntimeLikePorts(InProcessPorts):
+    """The model's stream reaches the conversation as the LLM worker sends it: the pieces coalesced
+    into chunks (`llm.stream_interval_ms`), the rest at the end, so the session's per-chunk work is
+    counted as often as the runtime does it, not once per token. Counts the toolset calls."""
 
-    class RuntimeLike(ports_class):
-        tool_calls = 0
+    def __init__(self, *args, stream_interval_s: float, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.stream_interval_s = stream_interval_s
+        self.tool_calls = 0
 
-        async def invoke(self, *args, **kwargs) -> p.ToolOutcome:
-            self.tool_calls += 1
-            return await super().invoke(*args, **kwargs)
+    async def invoke(self, *args, **kwargs) -> p.ToolOutcome:
+        self.tool_calls += 1
+        return await super().invoke(*args, **kwargs)
 
-        @asynccontextmanager
-        async def generate(self, *args, **kwargs) -> AsyncIterator[AsyncIterator[str]]:
-            async with super().generate(*args, **kwargs) as pieces:
-                async def chunks() -> AsyncIterator[str]:
-                    coalescer = ChunkCoalescer(config.llm.stream_interval_ms / 1000, anyio.current_time)
-                    async for piece in pieces:
-                        if piece and (text := coalescer.add(piece)):
-                            yield text
-                    if tail := coalescer.flush():
-                        yield tail
-                yield chunks()
+    @asynccontextmanager
+    async def generate(self, *args, **kwargs) -> AsyncIterator[AsyncIterator[str]]:
+        async with super().generate(*args, **kwargs) as pieces:
+            yield self._chunks(pieces)
 
-    return RuntimeLike
+    async def _chunks(self, pieces: AsyncIterator[str]) -> AsyncIterator[str]:
+        coalescer = ChunkCoalescer(self.stream_interval_s, anyio.current_time)
+        async for piece in pieces:
+            if piece and (text := coalescer.add(piece)):
+                yield text
+        if tail := coalescer.flush():
+            yield tail
 
 
 class MediaTurnFloor(msgspec.Struct, kw_only=True):
