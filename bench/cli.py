@@ -123,6 +123,8 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
             _stderr_progress(f"the same turns through the {args.peer} peer (in this process)")
             with scratch_workdir() as workdir:
                 peer = run_peer(args.peer, _scratch(config, workdir), options, progress=_stderr_progress)
+            if set(mix) == {"media"}:  # the target's turn: say where the floor puts the ratio's limit
+                peer = msgspec.structs.replace(peer, floor_turns_per_s=_media_floor_turns_per_s(config))
         except PeerUnavailable as exc:
             sys.exit(f"porfiry: bench --peer: {exc}")
     import tempfile
@@ -393,6 +395,14 @@ def _scratch(config: Config, workdir: Path) -> Config:
     from bench.runtime import scratch_config
 
     return scratch_config(config, workdir)
+
+
+def _media_floor_turns_per_s(config: Config) -> float:
+    """`bench --floor`'s most media turns/s, measured briefly (a few seconds) beside a peer run."""
+    from bench.floor import measure_floor
+
+    _stderr_progress("the floor of a media turn on this machine (bench --floor, briefly)")
+    return measure_floor(count=3000, codec_seconds=0.05, config=config).media_turn.turns_per_s
 
 
 def _floor(args: argparse.Namespace, config: Config) -> int:

@@ -46,6 +46,7 @@ class PeerReport(msgspec.Struct, kw_only=True):
     model_calls: int
     errors: dict[str, int]
     ratio: float = 0.0  # Porfiry's turns/s over the peer's, set once both ran
+    floor_turns_per_s: float = 0.0  # the most media turns/s the floor allows on this machine (`bench --floor`); 0: not measured
 
 
 def check_peer(name: str, options: LoadOptions) -> None:

@@ -93,6 +93,11 @@ def test_a_run_of_a_targets_shape_says_whether_it_met_it():
     assert [(t.measured, t.met) for t in media.targets] == [("4.30x", False)]
     assert "media turn vs langgraph: >= 20x its turns per second: 4.30x, NOT met" in format_report(media)
     assert judge_targets(_report(mix={"media": 0.5, "plain": 0.5}, peer=peer)) == []  # not the media turn alone
+    # with the floor measured beside it, the target says where the floor puts its limit
+    floored = _report(mix={"media": 1.0}, peer={**peer, "floor_turns_per_s": 600.0})
+    floored = msgspec.structs.replace(floored, targets=judge_targets(floored))
+    assert [(t.measured, t.met) for t in floored.targets] == [("4.30x (the floor allows at most 8.0x here)", False)]
+    assert "the floor on this machine (bench --floor): at most 600 media turns/s, 8.0x langgraph" in format_report(floored)
 
 
 def test_coalescer_sends_the_first_piece_at_once_and_the_rest_at_most_once_per_interval():

@@ -76,6 +76,7 @@ def test_bench_with_a_peer_prints_both_throughputs_and_their_ratio(tmp_path):
     assert peer["ratio"] == pytest.approx(figures["turns_per_s"] / peer["turns_per_s"], rel=0.02)
     assert set(figures["cpu_ms_per_turn"]) >= ACTOR_PROCESSES and figures["cpu_ms_per_turn_total"] > 0
     assert "Porfiry / langgraph:" in done.stdout
+    assert peer["floor_turns_per_s"] > 0 and "the floor on this machine (bench --floor)" in done.stdout
 
 
 def test_bench_refuses_a_bad_mix_before_starting_anything():
