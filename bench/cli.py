@@ -402,13 +402,19 @@ def _media_floor_turns_per_s(config: Config) -> float:
     from bench.floor import measure_floor
 
     _stderr_progress("the floor of a media turn on this machine (bench --floor, briefly)")
-    return measure_floor(count=3000, codec_seconds=0.05, config=config).media_turn.turns_per_s
+    try:
+        return measure_floor(count=3000, codec_seconds=0.05, config=config).media_turn.turns_per_s
+    except RuntimeError as exc:  # a turn of the floor's own went wrong: the load would too
+        sys.exit(f"porfiry: bench --floor: {exc}")
 
 
 def _floor(args: argparse.Namespace, config: Config) -> int:
     from bench.floor import format_floor, measure_floor
 
-    report = measure_floor(progress=_stderr_progress, config=config)
+    try:
+        report = measure_floor(progress=_stderr_progress, config=config)
+    except RuntimeError as exc:  # a turn of its own went wrong (e.g. a broken media catalog)
+        sys.exit(f"porfiry: bench --floor: {exc}")
     print(format_floor(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")

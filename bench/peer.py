@@ -48,6 +48,11 @@ class PeerReport(msgspec.Struct, kw_only=True):
     ratio: float = 0.0  # Porfiry's turns/s over the peer's, set once both ran
     floor_turns_per_s: float = 0.0  # the most media turns/s the floor allows on this machine (`bench --floor`); 0: not measured
 
+    @property
+    def floor_ratio(self) -> float:
+        """The most media turns/s this machine's floor allows, over the peer's (0: not measured)."""
+        return self.floor_turns_per_s / max(self.turns_per_s, 1e-9)
+
 
 def check_peer(name: str, options: LoadOptions) -> None:
     """Before anything starts: the peer is known and installed, and can play the mix."""

@@ -74,7 +74,7 @@ def judge_targets(report: "LoadReport") -> list[Target]:
     if peer is not None and set(report.mix) == {"media"}:
         measured = f"{peer.ratio:.2f}x"
         if peer.floor_turns_per_s:  # where the floor puts the limit (issue 18 asks for it when 20x is beyond it)
-            measured += f" (the floor allows at most {peer.floor_turns_per_s / max(peer.turns_per_s, 1e-9):.1f}x here)"
+            measured += f" (the floor allows at most {peer.floor_ratio:.1f}x here)"
         targets.append(Target(name=f"media turn vs {peer.name}", goal=">= 20x its turns per second",
                               measured=measured, met=peer.ratio >= 20))
     if report.sessions == 1000 and report.think_ms == 10000 and report.overhead_ms.count:
@@ -210,7 +210,7 @@ def format_report(report: LoadReport) -> str:
         ]
         if peer.floor_turns_per_s:
             lines.append(f"the floor on this machine (bench --floor): at most {peer.floor_turns_per_s:,.0f} media turns/s, "
-                         f"{peer.floor_turns_per_s / max(peer.turns_per_s, 1e-9):.1f}x {peer.name}")
+                         f"{peer.floor_ratio:.1f}x {peer.name}")
     if report.targets:
         lines.append("targets this run measures (issue 18; README, Benchmarks):")
         lines += [f"  {t.name}: {t.goal}: {t.measured}, {'met' if t.met else 'NOT met'}" for t in report.targets]
