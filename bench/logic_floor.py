@@ -42,7 +42,7 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
     """Per kind: `sessions` fresh sessions of `turns` turns each, as `bench --turns N` plays them
     (the first media turn of a session enables media, later ones find it on), after a warm-up;
     the cheapest of `rounds` such rounds (a floor: on a shared VM a round can only be slowed).
-    Raises RuntimeError when a turn does not show what the load bench checks it must."""
+    Raises RuntimeError when a turn fails or does not show what the load bench checks it must."""
     from actors.skill_store import build_repository
     from bench.load import _utterance, check_answer
     from bench.runtime import bench_config
@@ -94,17 +94,23 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
                               model_calls_per_turn=round(calls / done, 2), tool_calls_per_turn=round(tool_calls / done, 2))
 
         floors: dict[str, LogicFloor] = {}
-        async with anyio.create_task_group() as tasks:
-            settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
-                                       spawn=tasks.start_soon, config=config.session, clock=clock)
-            for kind in KINDS:  # a warm-up first: what loads lazily
-                await play(settings, kind, 3)
-            for _ in range(rounds):
-                for kind in KINDS:
-                    row = await play(settings, kind, sessions)
-                    if kind not in floors or row.cpu_ms_per_turn < floors[kind].cpu_ms_per_turn:
-                        floors[kind] = row
-            tasks.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tasks:
+                settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
+                                           spawn=tasks.start_soon, config=config.session, clock=clock)
+                for kind in KINDS:  # a warm-up first: what loads lazily
+                    await play(settings, kind, 3)
+                for _ in range(rounds):
+                    for kind in KINDS:
+                        row = await play(settings, kind, sessions)
+                        if kind not in floors or row.cpu_ms_per_turn < floors[kind].cpu_ms_per_turn:
+                            floors[kind] = row
+                tasks.cancel_scope.cancel()
+        except* Exception as failed:  # a turn's own error (a model that refuses, a wrong answer), said plainly
+            first = failed.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise RuntimeError(f"a turn of the floor failed: {type(first).__name__}: {first}") from first
     return [floors[kind] for kind in KINDS]
 
 

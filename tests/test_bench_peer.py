@@ -117,6 +117,14 @@ def test_the_floor_of_a_turn_is_its_own_work_and_the_media_turn_adds_its_hops():
     assert floor.turns_per_s == pytest.approx(len(os.sched_getaffinity(0)) * 1000 / floor.cpu_ms, rel=1e-3)
 
 
+
+def test_a_floor_whose_turns_fail_says_so_plainly(tmp_path):
+    (tmp_path / "tiny.toml").write_text('[llm.profiles.scripted]\nkind = "scripted"\ncontext_tokens = 50\n')
+    done = subprocess.run([sys.executable, "run.py", "--config", str(tmp_path / "tiny.toml"), "bench", "--floor"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "porfiry: bench --floor: a turn of the floor failed: LLMError: prompt of" in done.stderr
+
 def test_profile_of_a_turn_covers_every_actor_process(tmp_path):
     out = tmp_path / "profile.json"
     done = subprocess.run(
