@@ -2,7 +2,8 @@
 
 All the behaviour lives in core.conversation; this actor only turns messages into calls and
 calls into messages: DeliverEvent in, Display/TurnDone out to the glasses, Generate to the LLM
-worker, ToolInvoke to the ToolsetSupervisor, SkillIndexRequest/SkillRead to the SkillStore.
+worker, ToolInvoke to the toolset's executor actor (MediaExecutor, ToolsetSupervisor),
+SkillIndexRequest/SkillRead to the SkillStore.
 Every session is journaled (storage/journal.py): its history entries as the Trajectory records
 them, the events it accepted (on disk before the phone is acked), its timers and what it knows of
 skills. Memory holds the active sessions, disk holds all: a session idle for
@@ -26,6 +27,7 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
+from actors.topology import EXECUTORS, executor_of
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
@@ -55,7 +57,8 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
-        self._started_at: dict[str, float] = {}  # "llm", "toolsets" -> the incarnation a Pong last told
+        self._started_at: dict[str, float] = {}  # "llm", "toolsets", "media" -> the incarnation a Pong last told
+        self._executor_of_call: dict[tuple[str, str], str] = {}  # (session, call id) in flight -> its executor actor
         self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
         self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
         self.llm_retries = 0
@@ -106,7 +109,8 @@ class SessionActor(Actor):
         self.spawn(self._timer_wheel, name="timer-wheel")
         self.spawn(self._admission_log, name="admission-log")
         self.spawn(self._incarnation, "llm", name="llm-incarnation")
-        self.spawn(self._incarnation, "toolsets", name="toolsets-incarnation")
+        for executor in {"toolsets", *EXECUTORS.values()}:
+            self.spawn(self._incarnation, executor, name=f"{executor}-incarnation")
 
     async def _bring_back(self, sessions: list[str]) -> None:
         """After a restart, the sessions with unanswered events or timers, read back while the
@@ -392,14 +396,12 @@ class SessionActor(Actor):
         own_timeout = toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s
         timeout = own_timeout + 2.0
         call = p.ToolInvoke(call_id=call_id, tool=tool, args=args)
-        started = anyio.current_time()
-        reply = await self._invoke_once(session, call, started + timeout)
-        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
-            # (found later, it was dropped as stale after a long outage: the user has waited
-            # out its timeout, and gets the error it would have had)
-            self.tool_retries += 1
-            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
-            reply = await self._invoke_once(session, call, anyio.current_time() + timeout)
+        executor = executor_of(registry.toolset_of(tool) if registry is not None else None)
+        self._executor_of_call[(session, call_id)] = executor
+        try:
+            reply = await self._invoke(session, call, executor, timeout, own_timeout, spec)
+        finally:
+            self._executor_of_call.pop((session, call_id), None)
         if reply is _LOST:
             self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor", session, tool, call_id)
             return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
@@ -410,12 +412,27 @@ class SessionActor(Actor):
         detail = reply.detail if isinstance(reply, p.ErrorReply) else type(reply).__name__
         return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, detail))
 
-    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float) -> p.Msg | None:
+    async def _invoke(self, session: str, call: p.ToolInvoke, executor: str, timeout: float, own_timeout: float,
+                      spec) -> p.Msg | None:
+        """The executor's answer, the call made once more when it was lost and may be."""
+        tool, call_id = call.tool, call.call_id
+        started = anyio.current_time()
+        reply = await self._invoke_once(session, call, started + timeout, executor)
+        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
+            # (found later, it was dropped as stale after a long outage: the user has waited
+            # out its timeout, and gets the error it would have had)
+            self.tool_retries += 1
+            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
+            reply = await self._invoke_once(session, call, anyio.current_time() + timeout, executor)
+        return reply
+
+    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float,
+                           executor: str = "toolsets") -> p.Msg | None:
         """The executor's answer; None at `deadline`; _LOST when the executor says the call is not
         running. After each `probe_s` of silence the executor's process is pinged (one Ping for
         all waiting calls); only when it is not the one the call went to is the call asked about."""
-        incarnation = self._started_at.get("toolsets")
-        async with self.ask_stream("toolsets", call, session=session, buffer=4) as replies:
+        incarnation = self._started_at.get(executor)
+        async with self.ask_stream(executor, call, session=session, buffer=4) as replies:
             while True:
                 left = deadline - anyio.current_time()
                 envelope = await replies.receive(min(left, self.probe_s)) if left > 0 else None
@@ -423,18 +440,18 @@ class SessionActor(Actor):
                     return envelope.body
                 if left <= self.probe_s:
                     return None
-                now_started = await self._incarnation("toolsets")
+                now_started = await self._incarnation(executor)
                 if now_started is None or now_started == incarnation:
                     continue  # down (no verdict yet), or the process the call went to: it runs there
-                self._started_at["toolsets"] = now_started  # calls sent from now on go to this one
-                runs = await self._tool_runs(session, call.call_id)
+                self._started_at[executor] = now_started  # calls sent from now on go to this one
+                runs = await self._tool_runs(session, call.call_id, executor)
                 if runs is False:
                     # its answer may have come just before the executor's "not running"
                     return replies.receive_nowait().body if len(replies) else _LOST
                 if runs:
                     incarnation = now_started  # (sent as it came up: it runs in the new one)
 
-    async def _tool_runs(self, session: str, call_id: str) -> bool | None:
+    async def _tool_runs(self, session: str, call_id: str, executor: str = "toolsets") -> bool | None:
         """What the toolset executor says of the call: running, not running, or None for no
         verdict (no answer in time, or an executor that does not know ToolRunning): asked again
         at the next probe. Bounded as a whole: with the process down its link may be full, and
@@ -442,7 +459,7 @@ class SessionActor(Actor):
         reply = None
         with anyio.move_on_after(1.0):
             try:
-                reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
+                reply = await self.ask(executor, p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
             except AskTimeout:
                 pass
         if isinstance(reply, p.Ok):
@@ -452,7 +469,7 @@ class SessionActor(Actor):
         return None
 
     def cancel_tool(self, session: str, call_id: str) -> None:
-        self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)
+        self.tell(self._executor_of_call.get((session, call_id), "toolsets"), p.ToolCancel(call_id=call_id), session=session)
 
     def send(self, session: str, body: p.Msg) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a

@@ -1,6 +1,6 @@
 """Supervision after Erlang/OTP: one_for_one restarts with an intensity/period limit.
 
-The supervisor starts the five actors (in their own OS processes over ipc:// or tcp://, or as
+The supervisor starts the six actors (in their own OS processes over ipc:// or tcp://, or as
 tasks in this process over inproc://) and restarts one that dies. Actors of one process group
 (`topology.groups`) share a process and so live, die and restart together. More than `intensity` restarts
 within `period_s` seconds means something is wrong that restarting will not fix: the system stops

@@ -99,6 +99,12 @@ class System:
         return await self.client.ask("session", p.SessionInfoRequest(), session=session)
 
 
+def _address_in_use(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_address_in_use(one) for one in exc.exceptions)
+    return isinstance(exc, zmq.ZMQError) and exc.errno == zmq.EADDRINUSE
+
+
 async def start_killable(tg, actor: Actor):
     """Start `actor` in `tg` so that the returned `kill()` ends it the way a SIGKILL does (what it
     was asked is never answered) and `restart(successor)` starts another on its address once the
@@ -113,8 +119,16 @@ async def start_killable(tg, actor: Actor):
             gone.set()
 
     async def restart(successor: Actor) -> None:
-        await gone.wait()  # the killed one's inbox address is free once its task has closed it
-        await tg.start(successor.run)
+        await gone.wait()  # the killed one's inbox is closed once its task has ended...
+        with anyio.fail_after(5):
+            while True:
+                try:
+                    await tg.start(successor.run)
+                    return
+                except BaseException as exc:  # ...and ZeroMQ lets go of its address a moment later
+                    if not _address_in_use(exc):
+                        raise
+                await anyio.sleep(0.01)
 
     await tg.start(run)
     return scope.cancel, restart

@@ -75,7 +75,7 @@ async def serve(config: Path, log: Path):
 
     async def ready():
         rows = await status(config)
-        return len(rows) == 5 and all(row[1] == "yes" for row in rows.values()) and rows
+        return len(rows) == 6 and all(row[1] == "yes" for row in rows.values()) and rows
     return process, await wait_until(ready)
 
 

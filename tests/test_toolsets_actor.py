@@ -11,6 +11,7 @@ import pytest
 import protocol as p
 import toy_toolset
 from actors.base import Endpoint
+from actors.media_executor import MediaExecutor
 from actors.toolsets import ToolsetSupervisor
 from core.config import ConfigError, load_config
 from core.toolsets import Toolset
@@ -41,7 +42,7 @@ def invoke(tool, call_id="c1", **args):
 
 
 async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ctx):
-    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx), MediaExecutor(config, zmq_context=zmq_ctx)) as client:
         catalog = await client.ask("toolsets", p.CatalogRequest())
         report = await client.ask("toolsets", p.ToolsetsRequest())
     assert [(ts.name, ts.runs) for ts in catalog.toolsets] == [("media", "executor"), ("timers", "session"),
@@ -50,6 +51,14 @@ async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ct
         assert toolset.summary and all(tool.name.startswith(toolset.name + "_") for tool in toolset.tools)
     assert [(row.name, row.runs, row.state, row.tools) for row in report.toolsets] == [
         ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("toy", "executor", "available", 6)]
+
+
+async def test_a_toolset_whose_executor_actor_is_down_is_reported_unavailable(config, zmq_ctx):
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:  # no MediaExecutor
+        report = await client.ask("toolsets", p.ToolsetsRequest(), timeout=5)
+    rows = {row.name: row for row in report.toolsets}
+    assert rows["media"].state == "unavailable" and "its executor (media) does not answer" in rows["media"].error
+    assert rows["toy"].state == "available"
 
 
 async def test_a_tool_without_its_toolset_prefix_fails_start_up(config, zmq_ctx):
