@@ -23,7 +23,8 @@ import sys
 
 import anyio
 
-from core.config import ConfigError, load_config
+from core.config import ConfigError
+from core.loading import load_config
 from core.logs import setup_logging
 
 
@@ -288,7 +289,7 @@ def _extra_commands():
     from evals.cli import register as eval_commands
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
-    from storage.cli import register as sessions_commands
+    from cli.sessions import register as sessions_commands
     from web.cli import register as web_commands
 
     return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import logging
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 import anyio
 import zmq
@@ -26,11 +26,29 @@ import zmq
 import protocol as p
 from transport.zmqio import SocketClosed
 
-if TYPE_CHECKING:
-    from actors.base import Actor, Endpoint
-
 Accepted = tuple[p.Envelope, Callable[[bytes], None]]
 """A decoded message and the way to answer its sender."""
+
+
+class Actor(Protocol):
+    """What a link needs of the actor it delivers to (an actors.base.Actor)."""
+
+    zmq: zmq.Context
+
+    def accept(self, payload: bytes, reply: Callable[[bytes], None]) -> Accepted | None: ...
+    def _dispatch_nowait(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
+    async def _dispatch(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
+
+
+class Endpoint(Protocol):
+    """What a link needs of the endpoint that owns it (an actors.base.Endpoint)."""
+
+    zmq: zmq.Context
+    name: str
+
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> None: ...
+    def _decode(self, payload: bytes) -> p.Envelope | None: ...
+    def _dispatch_nowait(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
 
 _log = logging.getLogger("porfiry.actor")
 

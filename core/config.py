@@ -221,11 +221,7 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     if path:
         decode = msgspec.json.decode if str(path).endswith(".json") else msgspec.toml.decode
         try:
-            config = _from_tables(decode(Path(path).read_bytes()))
-            if config.toolsets.sections:
-                import toolsets  # each toolset decodes its own section: a wrong value fails here, not in an actor
-
-                toolsets.load(config)
+            config = _from_tables(decode(Path(path).read_bytes()))  # toolset sections: core.loading
         except (OSError, msgspec.DecodeError, msgspec.ValidationError, ConfigError) as exc:
             raise ConfigError(f"config {path}: {exc}") from None
     else:

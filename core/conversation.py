@@ -104,9 +104,9 @@ class SessionSettings:
                  session_toolsets: Mapping[str, Toolset] | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
         if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
-            import toolsets
+            from core.loading import load_toolsets
 
-            session_toolsets = {r.spec.name: r for r in toolsets.load() if r.runs == "session"}
+            session_toolsets = {r.spec.name: r for r in load_toolsets() if r.runs == "session"}
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
         self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports

@@ -2,7 +2,8 @@
 (`[toolsets.NAME]`, or the older top-level `[NAME]`), and every mistake is one line naming it."""
 import pytest
 
-from core.config import ConfigError, from_json, load_config, to_json
+from core.config import ConfigError, from_json, to_json
+from core.loading import load_config
 from toolsets.media import TOOLSET as MEDIA
 from toolsets.media.executor import default_provider
 
