@@ -104,9 +104,9 @@ async def test_an_interrupt_is_published_with_its_strategy_a_cancelled_call_and_
 
 
 async def test_a_tool_left_running_by_an_interrupt_shows_as_placeholder_then_late(tmp_path):
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=slow_tool_model), stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=slow_tool_model), stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         async with observed(system) as (_, facts):
             await system.deliver("s", "search lara", event_id="e1")
             await slow.started.wait()

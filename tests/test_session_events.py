@@ -4,16 +4,16 @@ import anyio
 
 import protocol as p
 from actors.base import Actor, Inbound
-from core.budget import default_catalog
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
 
 class SlowToolsets(Actor):
-    """Stands in for the ToolsetSupervisor: every tool blocks until the test releases it, and
-    ignores ToolCancel (the worst case: a tool that cannot stop)."""
+    """Stands in for the MediaExecutor (the ToolsetSupervisor still serves the catalog): every
+    tool blocks until the test releases it, and ignores ToolCancel (the worst case: a tool that
+    cannot stop)."""
 
-    name = "toolsets"
+    name = "media"
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
@@ -23,9 +23,7 @@ class SlowToolsets(Actor):
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
-        if isinstance(body, p.CatalogRequest):
-            msg.reply(self, p.Catalog(toolsets=default_catalog()))
-        elif isinstance(body, p.ToolInvoke):
+        if isinstance(body, p.ToolInvoke):
             self.spawn(self._slow, msg, body)
         elif isinstance(body, p.ToolCancel):
             self.cancels.append(body.call_id)
@@ -91,9 +89,9 @@ async def test_stop_mid_generation_discards_the_partial_answer(tmp_path):
 async def test_stop_during_slow_tool_cancels_it_and_says_so(tmp_path):
     """CANCEL (E3): the running tool gets a cancel signal, its call's result says "cancelled by the
     user", and whatever the tool answers afterwards never enters the history."""
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "", kind="user_interrupt", event_id="e2")
@@ -113,9 +111,9 @@ async def test_stop_during_slow_tool_cancels_it_and_says_so(tmp_path):
 
 async def test_events_during_a_step_are_batched_with_labels(tmp_path):
     backend = ScriptedBackend(reply_fn=model)
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "and also the sequel", event_id="e2")
@@ -137,9 +135,9 @@ async def test_events_during_a_step_are_batched_with_labels(tmp_path):
 
 async def test_time_question_during_slow_tool_is_answered_in_parallel(tmp_path):
     backend = ScriptedBackend(reply_fn=model)
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "который час?", event_id="e2")

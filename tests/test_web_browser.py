@@ -50,7 +50,7 @@ def console(tmp_path_factory):
 [topology]
 mode = "ipc"
 ipc_dir = "{tmp / 'ipc'}"
-groups = [["skills", "toolsets", "llm", "session", "glasses"]]
+groups = [["skills", "toolsets", "media", "llm", "session", "glasses"]]
 [phone]
 endpoint = "tcp://127.0.0.1:{phone_port}"
 [skills]
