@@ -1,7 +1,7 @@
 """Links between actors of one OS process that skip ZeroMQ.
 
 Actors of one process group (or every actor, in inproc mode) used to reach each other over
-inproc:// sockets. Measured at low load, each such hop still woke ZeroMQ's signaler and the
+inproc:// sockets. At low load each such hop still woke ZeroMQ's signaler and the
 receiver's pump, and cost as much as a hop between processes. A `LocalLink` hands the encoded
 message straight to the receiving actor's mailbox, in the sender's task: the receiver decodes it
 with its own codec (the same size limit and strict validation as off the wire), so actors still

@@ -114,8 +114,8 @@ class SessionActor(Actor):
 
     async def _bring_back(self, sessions: list[str]) -> None:
         """After a restart, the sessions with unanswered events or timers, read back while the
-        actor already serves: one at a time, 4,117 of them kept every user waiting 15 s (the phones
-        resent meanwhile); a chunk at a time, the journal reads a chunk in one transaction. An event
+        actor already serves (one at a time, thousands of them would keep every user waiting while
+        the phones resend); a chunk at a time, the journal reads a chunk in one transaction. An event
         for a session not back yet reads it back itself (`conversation` loads each once)."""
         started = time.monotonic()
         failed = 0
