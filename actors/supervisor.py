@@ -72,14 +72,10 @@ class Supervisor(Actor):
         self.children = {child.name: child for child in (_Child(u) for u in units if u)}
         self._child_of = {name: child for child in self.children.values() for name in child.members}
         self.failure: str = ""
-        self._all_started = anyio.Event()
         self._stop = anyio.Event()
 
     async def on_start(self) -> None:
         self.spawn(self._supervise_all, name="supervise")
-
-    async def wait_started(self) -> None:
-        await self._all_started.wait()
 
     async def _supervise_all(self) -> None:
         async with anyio.create_task_group() as tg:
@@ -92,7 +88,6 @@ class Supervisor(Actor):
                 async with anyio.create_task_group() as starting:
                     for child in self.children.values():
                         starting.start_soon(tg.start, self._supervise, child)
-            self._all_started.set()
             if self.in_process:
                 from actors.host import freeze_startup_objects
 

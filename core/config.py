@@ -195,20 +195,6 @@ class Config(_Section):
         return msgspec.structs.replace(self, toolsets=msgspec.structs.replace(self.toolsets, sections=sections))
 
 
-ENV_OVERRIDES = {
-    "PORFIRY_PHONE_ENDPOINT": "phone endpoint (phone.endpoint)",
-    "PORFIRY_LLM_PROFILE": "active LLM profile at start (llm.profile)",
-    "PORFIRY_QWEN_BASE_URL": "base URL of the Qwen OpenAI-compatible endpoint",
-    "PORFIRY_QWEN_API_KEY": "API key for the Qwen endpoint",
-    "PORFIRY_QWEN_MODEL": "model name sent to the Qwen endpoint",
-    "PORFIRY_USER_SKILLS_DIR": "user skills directory (skills.user_dir)",
-    "PORFIRY_TOPOLOGY": "inproc | ipc | tcp (topology.mode)",
-    "PORFIRY_IPC_DIR": "directory of ipc:// sockets (topology.ipc_dir)",
-    "PORFIRY_STORAGE_PATH": "the session journal database (storage.path)",
-    "PORFIRY_MODEL_CACHE": "where the packaged GGUF models are assembled (default ~/.cache/porfiry/models)",
-}
-
-
 class ConfigError(Exception):
     pass
 

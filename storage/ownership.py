@@ -84,9 +84,6 @@ class OwnershipStore:
         if gone:
             self._db.executemany("DELETE FROM session_owner WHERE session = ?", [(s,) for s in gone])
 
-    def sessions_of(self, kind: str, proof: str) -> list[str]:
-        return [s for s, o in self._owners.items() if o.kind == kind and o.proof == proof]
-
     def close(self) -> None:
         self._db.close()
 
