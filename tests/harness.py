@@ -3,6 +3,8 @@ model injected into the real LLMWorker, and a recording stand-in for the glasses
 test does not need the phone bridge."""
 from __future__ import annotations
 
+import inspect
+import socket
 import tempfile
 import time
 from contextlib import asynccontextmanager
@@ -97,6 +99,37 @@ class System:
 
     async def info(self, session: str) -> p.SessionInfo:
         return await self.client.ask("session", p.SessionInfoRequest(), session=session)
+
+
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def until(predicate, timeout: float = 10.0, every_s: float = 0.01):
+    """Wait until `predicate()` (a plain or an async function) is truthy, and return its value;
+    TimeoutError after `timeout` seconds."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = predicate()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return value
+            await anyio.sleep(every_s)
+
+
+def poll(predicate, timeout: float = 60.0, every_s: float = 0.3):
+    """`until` for tests that drive other processes from plain (blocking) code."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError("condition not met in time")
 
 
 def _address_in_use(exc: BaseException) -> bool:

@@ -12,7 +12,7 @@ import pytest
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
-from harness import inproc_system
+from harness import inproc_system, until as wait_until
 from llm.adapt import to_openai_messages
 from llm.scripted import ScriptedBackend
 
@@ -119,12 +119,6 @@ def assert_every_call_paired(history):
             assert history[index + 1]["role"] == "tool", history
         if message["role"] == "tool":
             assert "TOOL_CALL:" in history[index - 1]["content"], history
-
-
-async def wait_until(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 async def test_seed_email_interrupted_by_the_weather_then_finished_with_the_real_contacts(tmp_path):

@@ -12,7 +12,7 @@ import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
 from actors.media_executor import MediaExecutor
 from core.toolsets import Toolset
-from harness import override
+from harness import override, until
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.executor import MediaTools
 from toolsets.media.tools import MEDIA_TOOLSET
@@ -186,9 +186,11 @@ class SlowCatalog(EmbeddedCatalog):
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.release = threading.Event()
+        self.searching = threading.Event()
 
     def search(self, query, page=1, per_page=5):
         if query == "slow":
+            self.searching.set()
             self.release.wait(5)
         return super().search(query, page, per_page)
 
@@ -204,7 +206,7 @@ async def test_a_slow_search_does_not_block_other_sessions(config):
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
-            await anyio.sleep(0.05)
+            await until(catalog.searching.is_set)
             with anyio.fail_after(2):
                 done["other"] = await client.ask("media", invoke("media_info", call_id="b", id="terminator-1984"),
                                                  session="s2", timeout=2)

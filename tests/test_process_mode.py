@@ -2,21 +2,15 @@
 the phone over tcp://, driven by the CLI like an operator would."""
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from harness import free_port as _free_port, poll as _wait_until
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 MCP_SERVERS = f"""
@@ -75,15 +69,6 @@ def _status(config: Path) -> dict[str, list[str]]:
     out = _cli(config, "status").stdout.splitlines()
     return {line.split()[0]: line.split() for line in out[2:] if line.strip()}
 
-
-def _wait_until(predicate, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

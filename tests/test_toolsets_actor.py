@@ -13,9 +13,10 @@ import toy_toolset
 from actors.base import Endpoint
 from actors.media_executor import MediaExecutor
 from actors.toolsets import ToolsetSupervisor
-from core.config import ConfigError, load_config
+from core.config import ConfigError
+from core.loading import load_config
 from core.toolsets import Toolset
-from harness import override, start_killable
+from harness import override, start_killable, until
 
 TOOL_TIMEOUT_S = 0.5
 TOY = ["toy_toolset:TOOLSET"]
@@ -154,7 +155,7 @@ async def test_a_slow_call_in_one_session_does_not_delay_another(config, zmq_ctx
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call, "slow-session", "0.8")
-            await anyio.sleep(0.02)
+            await until(lambda: any(session == "slow-session" for session, *_ in toy_toolset.INSTANCES[-1].calls))
             tg.start_soon(call, "fast-session", "0")
     assert done["fast-session"] < 0.4 < done["slow-session"]
 
