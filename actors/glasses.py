@@ -37,6 +37,7 @@ import zmq
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound, describe
 from transport.zmqio import AsyncSocket, SocketClosed
+from core.channels import channel_event
 from core.config import Config
 from core.edge_limits import Connections, GarbageLog, Outboxes
 from transport import keys as keyfiles
@@ -45,8 +46,8 @@ from storage.ownership import Owner, OwnershipStore, new_token, proves
 ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
-EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus)
-TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand)
+EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus, p.PhoneNotification)
+TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand, p.PushNotification, p.StatusLine)
 
 
 # ---- pure logic ------------------------------------------------------------------------------
@@ -66,6 +67,9 @@ def to_event(body: p.Msg) -> p.Event:
         content = f"playback {body.task_id}: {body.state}" + (f" ({body.detail})" if body.detail else "")
         data = {"task_id": body.task_id, "state": body.state, "detail": body.detail}
         return p.Event(event_id=body.event_id, kind="playback", source="phone", channel="phone", content=content, ts=body.ts, data=data)
+    if isinstance(body, p.PhoneNotification):  # data from another app, never an instruction (core.channels)
+        return channel_event(event_id=body.event_id, source="phone", channel=body.app, sender=body.sender,
+                             text=body.text, urgency="", ts=body.ts)
     raise TypeError(f"{type(body).__name__} is not a phone event")
 
 
@@ -477,7 +481,7 @@ class GlassesBridge(Actor):
             self._error(identity, "", "no_session", f"{type(body).__name__} {body.event_id} needs a session id in the envelope", corr=env.id)
             return
         phone = self.config.phone
-        if isinstance(body, p.UserText) and len(body.text) > phone.max_text_chars:
+        if isinstance(body, (p.UserText, p.PhoneNotification)) and len(body.text) > phone.max_text_chars:
             self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
                         f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
             return

@@ -26,6 +26,7 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
+from actors.world import World
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
@@ -76,6 +77,7 @@ class SessionActor(Actor):
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
         self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
+        self.world = World(self)  # channels, notes for the user, monitors (actors/world.py)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -97,6 +99,7 @@ class SessionActor(Actor):
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.settings.search_history = self.search_history
+        self.settings.world = self.world  # the channels, notify, tasks and monitors toolsets reach it here
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
         unfinished = await self.journal.unfinished()
@@ -459,6 +462,8 @@ class SessionActor(Actor):
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
+        if self.world.outgoing(session, body):
+            return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
             if body.final or body.clear:
                 self._finals[(session, body.turn_id)] = body.text if body.final else ""
@@ -525,6 +530,7 @@ class SessionActor(Actor):
         for sid in idle:
             del self.sessions[sid]  # its journal holds it all: the next event brings it back
             self._restored.discard(sid)
+            self.world.forget(sid)
         if idle:
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
@@ -538,7 +544,9 @@ class SessionActor(Actor):
         journal stored it (an ack means it survives any restart)."""
         sid, event = msg.session, body.event
         conversation = self.sessions[sid]
-        verdict = conversation.submit(event)
+        shown = self.world.incoming(sid, event)  # presence; a channel event labelled, or kept unshown
+        verdict = conversation.submit(shown) if shown is not None else self._keep_unshown(sid, conversation, event)
+        event = shown or event
         if verdict == "busy":
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
@@ -559,6 +567,15 @@ class SessionActor(Actor):
                 self._ack_stored(msg, event.event_id, error)
 
             self.journal.on_stored(waiter, stored)  # acked by the journal's writer once committed: no task per event
+
+    def _keep_unshown(self, sid: str, conversation: Conversation, event: p.Event) -> str:
+        """A channel event no watch asked for: journaled and acked like any, covered by a TurnDone
+        at once, never shown to the model."""
+        if event.event_id in conversation.seen:
+            return "duplicate"
+        conversation.seen[event.event_id] = None
+        self.send(sid, p.TurnDone(turn_id=f"kept-{event.event_id}", event_ids=[event.event_id]))
+        return "accepted"
 
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
@@ -675,6 +692,7 @@ class SessionActor(Actor):
             conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
             conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
+            self.world.restore(sid, state.world)
         conversation.timers.on_change = lambda: self._timers_changed(sid)
         return conversation
 
@@ -723,7 +741,8 @@ class SessionActor(Actor):
         skills_version, skills_names, skills_read = conversation.tracker.state()
         self.journal.save_state(sid, SessionState(
             timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
-            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read))
+            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
+            world=self.world.snapshot(sid)))
 
     def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
         """Due timers become events, journaled in the same transaction as the timers' new state

@@ -167,6 +167,57 @@ class McpConfig(_Section):
     check_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # tools listed again this often: a dead idle server is restarted
 
 
+class ChannelConfig(_Section):
+    """One channel, `[channels.NAME]`: a webhook (needs `secret` or `secret_env`) or the name of a
+    phone app whose notifications it describes. See docs/world-events.md."""
+
+    secret: str = ""  # the HMAC-SHA256 key of POST /channels/NAME
+    secret_env: str = ""  # or the environment variable that holds it
+    sessions: list[str] = []  # the sessions it may feed (a webhook to another is refused, 403)
+    urgency: Literal["low", "normal", "high"] = "normal"  # when the event does not say
+    wake: Literal["always", "watched"] = "always"  # "watched": only what a channels_watch matches is shown
+
+
+class ChannelsConfig(_Section):
+    """Events from outside (E10): phone notifications and signed webhooks, with their bounds.
+    Any other key of `[channels]` is a channel (`[channels.NAME]`)."""
+
+    max_body_bytes: Annotated[int, msgspec.Meta(ge=64)] = 16 * 1024  # a larger webhook body: 413
+    max_text_chars: Annotated[int, msgspec.Meta(ge=1)] = 2000  # a longer text: 400
+    replay_window_s: Annotated[float, msgspec.Meta(gt=0)] = 300.0  # X-Porfiry-Timestamp farther from now: 401
+    posts_per_min: Annotated[float, msgspec.Meta(gt=0)] = 60.0  # per channel (burst: a minute's worth); past it: 429
+    log_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # refusals: one log line per channel per interval
+    phone_wake: Literal["always", "watched"] = "watched"  # phone notifications of an app with no section
+    max_watches: Annotated[int, msgspec.Meta(ge=1)] = 20  # channels_watch entries per session
+    named: dict[str, ChannelConfig] = {}
+
+
+class MonitorConfig(_Section):
+    """One monitor the model may start by name, `[monitors.NAME]`: a `command` (argv, no shell)
+    or a `url`, checked every `interval_s`. The model never gives the command."""
+
+    command: list[str] = []
+    url: str = ""
+    interval_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0  # between runs or requests
+    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # one run or request; past it: killed, "timed out"
+    summary: str = ""  # what it watches, for the model
+
+
+class MonitorsConfig(_Section):
+    """Monitors: the operator's allow-list (`[monitors.NAME]`) and their bounds."""
+
+    max_per_session: Annotated[int, msgspec.Meta(ge=1)] = 5
+    max_output_chars: Annotated[int, msgspec.Meta(ge=100)] = 2000  # output kept of a run, and shown when it fires
+    named: dict[str, MonitorConfig] = {}
+
+
+class NotifyConfig(_Section):
+    """notify_user and displays kept while the glasses are off."""
+
+    max_kept: Annotated[int, msgspec.Meta(ge=1)] = 100  # notifications kept per session (oldest read ones go first)
+    max_text_chars: Annotated[int, msgspec.Meta(ge=20)] = 1000
+
+
 class Config(_Section):
     topology: TopologyConfig = msgspec.field(default_factory=TopologyConfig)
     supervisor: SupervisorConfig = msgspec.field(default_factory=SupervisorConfig)
@@ -179,6 +230,9 @@ class Config(_Section):
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     web: WebConfig = msgspec.field(default_factory=WebConfig)
     storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
+    channels: ChannelsConfig = msgspec.field(default_factory=ChannelsConfig)
+    monitors: MonitorsConfig = msgspec.field(default_factory=MonitorsConfig)
+    notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -251,7 +305,21 @@ def _from_tables(tables: dict[str, Any]) -> Config:
                 raise ConfigError(f"section {key} is given twice: as [toolsets.{key}] and as [{key}]")
             sections[key] = tables.pop(key)
         tables["toolsets"] = {**toolsets, "sections": sections}
+    for name, section in (("channels", ChannelsConfig), ("monitors", MonitorsConfig)):
+        tables[name] = _named_tables(tables.get(name), section)
     return msgspec.convert(tables, Config)
+
+
+def _named_tables(table: Any, section: type) -> Any:
+    """`[channels.NAME]` / `[monitors.NAME]`: the sub-tables that are not keys of the section go
+    under `named` (as files spell them; `to_json` spells them the same way)."""
+    if not isinstance(table, dict):
+        return {} if table is None else table
+    table = dict(table)
+    named = dict(table.pop("named", {}) or {})
+    for key in [k for k, v in table.items() if k not in section.__struct_fields__ and isinstance(v, dict)]:
+        named[key] = table.pop(key)
+    return {**table, "named": named}
 
 
 def decode_section(raw: Mapping[str, Any], settings: type[T], where: str) -> T:
@@ -293,6 +361,8 @@ def to_json(config: Config) -> bytes:
     from_json and load_config of a `.json` file read it back."""
     tables = msgspec.to_builtins(config)
     tables["toolsets"].update(tables["toolsets"].pop("sections"))
+    for name in ("channels", "monitors"):
+        tables[name].update(tables[name].pop("named"))
     return msgspec.json.encode(tables)
 
 

@@ -315,6 +315,12 @@ class PhoneClient:
     async def end(self, session: str, *, wait: bool = True) -> str:
         return await self._event(session, p.SessionEnd(event_id=p.new_id(), ts=self.clock()), wait)
 
+    async def notification(self, session: str, app: str, sender: str, text: str, *, wait: bool = True) -> str:
+        """Forward a notification that arrived on the phone (another app's message): data for the
+        session, shown only when the session watches for it or its channel says so."""
+        body = p.PhoneNotification(event_id=p.new_id(), ts=self.clock(), app=app, sender=sender, text=text)
+        return await self._event(session, body, wait)
+
     async def playback_status(self, session: str, task_id: str, state: str, detail: str = "", *, wait: bool = True) -> str:
         """Report a playback's state (started / paused / resumed / stopped / failed)."""
         body = p.PlaybackStatus(event_id=p.new_id(), ts=self.clock(), task_id=task_id, state=state, detail=detail)

@@ -52,6 +52,23 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
+def _show_world(stored) -> None:
+    """The notifications kept for the user (read or unread), the watches and monitors."""
+    world = stored.state.world if stored is not None else None
+    if world is None:
+        return
+    for note in world.notes:
+        state = "read" if note.read else "UNREAD"
+        pushed = ", pushed to the phone" if note.pushed else ""
+        print(f"[{_when(note.ts)}] notification {note.note_id} ({note.urgency}, {note.source}, {state}{pushed}): {note.text}")
+    for watch in world.watches:
+        print(f"watch {watch.watch_id}: {watch.channel} - {watch.what}")
+    for row in world.monitors:
+        print(f"monitor {row.monitor_id}: {row.name} ({row.condition}) {row.state}, {row.checks} check(s)")
+    if not world.glasses_on:
+        print("glasses: off (notifications wait for them)")
+
+
 def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
     from storage import journal
 
@@ -88,6 +105,8 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
             else:
                 name = f" ({entry['name']})" if entry.get("name") else ""
                 print(f"[{_when(entry['ts'])}] {entry['role']}{name}: {entry['content']}")
+        if args.action == "show":
+            _show_world(journal.load_session(conn, args.session))
         return 0
     finally:
         conn.close()

@@ -29,6 +29,7 @@ import msgspec
 
 import protocol as p
 from core.trajectory import Recorded
+from core.world import WorldState
 
 _log = logging.getLogger("porfiry.journal")
 
@@ -90,6 +91,7 @@ class SessionState(msgspec.Struct, kw_only=True, omit_defaults=True):
     skills_version: str | None = None
     skills_names: list[str] = []
     skills_read: dict[str, str] = {}
+    world: WorldState = msgspec.field(default_factory=WorldState)  # glasses, notes, watches, monitors (core/world.py)
 
 
 class StoredSession(msgspec.Struct, kw_only=True):
@@ -177,6 +179,8 @@ def mark_done(conn: sqlite3.Connection, session: str, event_ids: Iterable[str]) 
 
 def save_state(conn: sqlite3.Connection, session: str, state: SessionState, ts: float) -> None:
     next_due = min((t.due for t in state.timers), default=None)
+    if next_due is None and any(m.state == "running" for m in state.world.monitors):
+        next_due = ts  # a running monitor: a restart brings the session back at once to run it again
     _touch(conn, session, ts)
     conn.execute("UPDATE sessions SET state = ?, next_due = ? WHERE session = ?",
                  (msgspec.msgpack.encode(state), next_due, session))
