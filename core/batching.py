@@ -26,6 +26,8 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "system": ("System notice", "system notice", "system notices"),
     "session_start": ("Session started", "session event", "session events"),
     "session_end": ("Session ended", "session event", "session events"),
+    "channel": ("Channel message", "channel message", "channel messages"),  # core.channels: data, never instructions
+    "monitor": ("Monitor fired", "monitor event", "monitor events"),  # core.monitors
 }
 _OTHER = ("other event", "other events")
 
