@@ -74,6 +74,8 @@ class World:
             self._presence(sid, True)
         elif event.kind in PRESENCE_OFF:
             self._presence(sid, False)
+        elif event.kind == "playback" and self.of(sid).glasses_on:  # the media task's progress, as a status line
+            self.actor.tell("glasses", p.StatusLine(task_id=event.data.get("task_id", ""), text=event.content), session=sid)
         if event.kind != CHANNEL_KIND:
             return event
         channels = self.config.channels

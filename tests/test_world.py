@@ -263,7 +263,7 @@ class Phone(RecordingGlasses):
             await super().handle(msg)
 
 
-async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_on_return(tmp_path):
+async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_on_return(tmp_path, capsys):
     backend = ScriptedBackend(reply_fn=world_model)
     async with inproc_system(tmp_path, backend=backend, stand_ins={"glasses": Phone}) as system:
         glasses = system.actors["glasses"]
@@ -285,6 +285,17 @@ async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_o
         await system.turn("s", "", kind="session_end")
         shown = await system.turn("s", "", kind="session_start")
         assert finals(shown).count(back[0]) == 1
+    # `run.py sessions show` lists them, read now, the urgent one pushed
+    from storage import journal
+    from storage.cli import _show_world
+
+    conn = journal.connect(tmp_path / "porfiry.sqlite3")
+    _show_world(journal.load_session(conn, "s"))
+    conn.close()
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split("] ", 1)[1] for line in listed] == [
+        "notification n1 (high, assistant, read, pushed to the phone): call mum",
+        "notification n2 (normal, reply, read): Told you."]
 
 
 async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(tmp_path):
@@ -353,3 +364,29 @@ async def test_a_monitor_fires_once_and_survives_a_restart(tmp_path):
         assert session.world.of("s").monitors.rows[0].state == "fired"
         await anyio.sleep(0.3)  # further checks would have fired again by now
         assert len(finals(glasses.shown["s"])) == 1, "once"
+
+
+async def test_a_monitor_not_allowed_or_never_ending_is_refused_or_bounded(tmp_path):
+    from core.monitors import MonitorTable, run_command
+
+    allowed = {"build": MonitorConfig(command=["true"])}
+    table = MonitorTable()
+    row, text = table.start("rm -rf /", "exit 0", allowed, 2, 0.0)
+    assert row is None and "not an allowed monitor (allowed: build)" in text
+    row, text = table.start("build", "", allowed, 2, 0.0)
+    assert row is None and "condition is empty" in text
+    assert table.start("build", "exit 0", allowed, 1, 0.0)[0] is not None
+    row, text = table.start("build", "exit 0", allowed, 1, 0.0)
+    assert row is None and "1 monitors already run" in text
+    started = time.monotonic()
+    probe = await run_command([sys.executable, "-c", "print('working', flush=True); import time; time.sleep(30)"], 0.5, 100)
+    assert time.monotonic() - started < 5
+    assert probe.code is None and probe.output.startswith("working") and "timed out after 0.5 s; killed" in probe.output
+
+
+def test_the_console_plays_a_phone_notification():
+    from phone.console import Screen, parse_command
+
+    assert parse_command("/notify telegram Anna see you at 6") == ("notify", "telegram Anna see you at 6")
+    assert parse_command("/notify telegram")[0] == "unknown"
+    assert Screen(live=False).render(p.PushNotification(note_id="n1", text="call mum")) == "[push] call mum\n"
