@@ -6,6 +6,7 @@ HTTP on loopback; monitors as real subprocesses."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import socket
 import sys
 import time
@@ -390,3 +391,15 @@ def test_the_console_plays_a_phone_notification():
     assert parse_command("/notify telegram Anna see you at 6") == ("notify", "telegram Anna see you at 6")
     assert parse_command("/notify telegram")[0] == "unknown"
     assert Screen(live=False).render(p.PushNotification(note_id="n1", text="call mum")) == "[push] call mum\n"
+
+
+def test_the_world_eval_scenarios_load_and_name_tools_that_exist():
+    import toolsets
+    from core.toolsets import ToolsetRegistry
+    from evals.scenarios import load_scenarios
+
+    scenarios = load_scenarios(Path(__file__).resolve().parent.parent / "evals" / "world.toml")
+    registry = ToolsetRegistry([record.spec for record in toolsets.load()])
+    named = {call.split("|")[0] for s in scenarios for t in s.turns for call in t.calls + t.forbid}
+    assert named and all(registry.spec(tool) is not None for tool in named), named
+    assert sum("channels_watch" in t.calls[0] for s in scenarios for t in s.turns if t.calls) >= 4
