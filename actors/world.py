@@ -70,6 +70,9 @@ class World:
     def incoming(self, sid: str, event: p.Event) -> p.Event | None:
         """The event as the session is to see it, or None: kept in the journal, not shown (a
         channel event no watch matched, on a channel that wakes only for watched ones)."""
+        if sid not in self.sessions and event.source not in ("user", "phone"):
+            # a session a webhook opens has no glasses yet: what it says waits for them
+            self.sessions[sid] = self._new(WorldState(glasses_on=False))
         if event.kind in PRESENCE_ON and event.source in ("user", "phone"):
             self._presence(sid, True)
         elif event.kind in PRESENCE_OFF:

@@ -311,7 +311,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
     backend = ScriptedBackend(reply_fn=world_model)
     config = make_config(tmp_path)
     config = msgspec.structs.replace(config, channels=ChannelsConfig(
-        named={"ci": ChannelConfig(secret="s3cret", sessions=["s1"], urgency="normal")}))
+        named={"ci": ChannelConfig(secret="s3cret", sessions=["s1", "s2"], urgency="normal")}))
     port = free_port()
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         link = RuntimeLink(config, lambda fact: None, lambda sessions: None, None)
@@ -322,11 +322,12 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
         async with link.admin.running(), anyio.create_task_group() as tg:
             await tg.start(serve, console.app(), hyper)
             url = f"http://127.0.0.1:{port}/channels/ci"
+            before = len(await system.turn("s1", "hello"))  # the user's glasses are on
             body = msgspec.json.encode({"session": "s1", "text": "deploy 42 failed", "sender": "ci-bot"})
             async with httpx.AsyncClient() as client:
                 unsigned = await client.post(url, content=body, headers={"x-porfiry-timestamp": str(int(time.time()))})
                 assert unsigned.status_code == 401 and "X-Porfiry-Signature" in unsigned.json()["error"]
-                assert "s1" not in system.actors["glasses"].shown, "a refused post reaches no session"
+                assert len(system.actors["glasses"].shown["s1"]) == before, "a refused post reaches no session"
                 unknown = await client.post(f"http://127.0.0.1:{port}/channels/nope", content=body)
                 assert unknown.status_code == 404
 
@@ -335,7 +336,15 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
                 assert accepted.status_code == 202, accepted.text
                 event_id = accepted.json()["event_id"]
                 shown = await system.actors["glasses"].wait_event_done("s1", event_id)
-                assert finals(shown) == ["New message: deploy 42 failed"]
+                assert finals(shown)[-1] == "New message: deploy 42 failed"
+                # a session no glasses have opened yet: the answer waits for them, unread
+                fresh = msgspec.json.encode({"session": "s2", "text": "nightly build green"})
+                headers2 = {"x-porfiry-signature": sign("s3cret", fresh), "x-porfiry-timestamp": str(int(time.time()))}
+                reply = await client.post(url, content=fresh, headers=headers2)
+                shown2 = await system.actors["glasses"].wait_event_done("s2", reply.json()["event_id"])
+                assert finals(shown2) == []
+                notes = system.actors["session"].world.of("s2").notes.unread()
+                assert [n.text for n in notes] == ["New message: nightly build green"]
                 again = await client.post(url, content=body, headers=headers)  # a replay
                 assert again.status_code == 202 and again.json()["duplicate"] is True
             tg.cancel_scope.cancel()
