@@ -210,6 +210,8 @@ class SessionActor(Actor):
                                              waited=a.waited, cuts=a.cuts, lowest_limit=a.lowest_limit))
         elif isinstance(body, p.SessionDelete):
             self.spawn(self._delete, msg)
+        elif isinstance(body, p.ToolProgress):
+            self.world.progress(msg.session, body)
         else:
             await super().handle(msg)
 

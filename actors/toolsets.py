@@ -26,6 +26,7 @@ import protocol as p
 import toolsets
 from actors.base import Actor, Inbound
 from core.config import Config
+from core.progress import REPORTER
 from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
 from protocol.tools import NOT_RUNNING
 
@@ -133,12 +134,20 @@ class ToolsetSupervisor(Actor):
 
     async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
         result = ToolResult(False, CANCELLED)
+        REPORTER.set(lambda text: self._progress(msg.session, call.call_id, text))  # this task's own context
         try:
             with scope:
                 result = await self._execute(call, msg.session)
         finally:
             self._running.pop((msg.session, call.call_id), None)
         msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
+
+    def _progress(self, session: str, call_id: str, text: str) -> None:
+        """A running call's progress to its session (core.progress); dropped when the link is full."""
+        try:
+            self.tell("session", p.ToolProgress(call_id=call_id, text=text), session=session)
+        except anyio.WouldBlock:
+            self.log.debug("actor=%s progress of call_id=%s dropped: the session's link is full", self.name, call_id)
 
     async def _execute(self, call: p.ToolInvoke, session: str) -> ToolResult:
         tool = call.tool

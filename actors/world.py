@@ -15,9 +15,11 @@ import anyio
 import msgspec
 
 import protocol as p
+from core.background import BACKGROUND
 from core.channels import CHANNEL_KIND, labelled, matching
 from core.monitors import FIRED, RUNNING, MonitorRow, Probe, fetch_url, fired_event, holds, parse_condition, run_command
 from core.notify import PRESENCE_OFF, PRESENCE_ON, delivery_text
+from core.progress import PROGRESS_KIND
 from core.world import SessionWorld, WorldState
 
 if TYPE_CHECKING:
@@ -33,6 +35,8 @@ class World:
         self.sessions: dict[str, SessionWorld] = {}
         self._monitors: dict[tuple[str, str], anyio.CancelScope] = {}
         self.kept = 0  # channel events kept, not shown (all sessions)
+        self.latest: dict[str, str] = {}  # task id -> its latest progress line (tasks_status)
+        self._progress_count = 0
 
     # ---- state ------------------------------------------------------------------------------
     def of(self, sid: str) -> SessionWorld:
@@ -111,6 +115,26 @@ class World:
                 world.notes.mark_read(unread)
                 self._show(sid, text)
         self._save(sid)
+
+    def progress(self, sid: str, body: p.ToolProgress) -> None:
+        """A running call's progress (core.progress): the glasses' status line; while a turn runs,
+        an event at its next safe point (one per task waiting at a time); an idle session is not
+        woken, its tasks_status tells the latest."""
+        conversation = self.actor.sessions.get(sid)
+        run = conversation.runs.get(body.call_id) if conversation is not None else None
+        if run is None:
+            return  # finished or cancelled meanwhile
+        self.latest[run.task_id] = body.text
+        while len(self.latest) > 4096:
+            self.latest.pop(next(iter(self.latest)))
+        if self.of(sid).glasses_on:
+            self.actor.tell("glasses", p.StatusLine(task_id=run.task_id, text=f"{run.tool}: {body.text}"), session=sid)
+        waiting = any(e.kind == PROGRESS_KIND and e.data.get("task_id") == run.task_id for e in conversation.queue)
+        if conversation.running and run.state == BACKGROUND and not waiting:
+            self._progress_count += 1
+            conversation.submit(p.Event(event_id=f"progress-{body.call_id}-{self._progress_count}", kind=PROGRESS_KIND,
+                                        source=run.tool, channel="tool", content=body.text, ts=self.actor.clock(),
+                                        context=f"task {run.task_id}, still running", data={"task_id": run.task_id}))
 
     # ---- what the user is told ----------------------------------------------------------------
     def outgoing(self, sid: str, body: p.Msg) -> bool:

@@ -28,6 +28,7 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "session_end": ("Session ended", "session event", "session events"),
     "channel": ("Channel message", "channel message", "channel messages"),  # core.channels: data, never instructions
     "monitor": ("Monitor fired", "monitor event", "monitor events"),  # core.monitors
+    "progress": ("Progress of a background task", "progress update", "progress updates"),  # core.progress
 }
 _OTHER = ("other event", "other events")
 

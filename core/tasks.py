@@ -23,10 +23,12 @@ def _find_run(conversation, task_id: str):
     return next((run for run in _runs(conversation) if run.task_id == wanted), None)
 
 
-def tasks_status(conversation, monitors: MonitorTable | None, task_id: str) -> str:
+def tasks_status(conversation, monitors: MonitorTable | None, task_id: str, latest: dict[str, str] | None = None) -> str:
     run = _find_run(conversation, task_id)
     if run is not None:
-        return f"{run.task_id}: {run.tool} is still running in the background; its result will come as an event."
+        progress = (latest or {}).get(run.task_id)
+        said = f" Latest progress: {progress}." if progress else ""
+        return f"{run.task_id}: {run.tool} is still running in the background; its result will come as an event.{said}"
     row = monitors.get(task_id) if monitors is not None else None
     if row is not None:
         return monitors.describe(row)

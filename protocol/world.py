@@ -42,6 +42,13 @@ class PushNotification(Msg):
     ts: float = 0.0
 
 
+class ToolProgress(Msg):
+    """The toolset executor -> the SessionActor: a running call's progress, one line."""
+
+    call_id: str
+    text: str
+
+
 class StatusLine(Msg):
     """A one-line status for the glasses (a background task's progress); replaces the previous one."""
 

@@ -82,6 +82,8 @@ def world_model(messages: list[p.ChatMessage]) -> str:
         return f"TOOL_CALL: tasks_cancel|{task_id}"
     if words == "tasks":
         return "TOOL_CALL: tasks_list"
+    if words.startswith("call "):
+        return "TOOL_CALL: " + re.sub(r"^\[User said\]\s*", "", text)[len("call "):]
     return "OK: " + words
 
 
@@ -412,3 +414,42 @@ def test_the_world_eval_scenarios_load_and_name_tools_that_exist():
     named = {call.split("|")[0] for s in scenarios for t in s.turns for call in t.calls + t.forbid}
     assert named and all(registry.spec(tool) is not None for tool in named), named
     assert sum("channels_watch" in t.calls[0] for s in scenarios for t in s.turns if t.calls) >= 4
+
+
+class StatusGlasses(RecordingGlasses):
+    def __init__(self, config, **kwargs):
+        super().__init__(config, **kwargs)
+        self.status: list[p.StatusLine] = []
+
+    async def handle(self, msg: Inbound) -> None:
+        if isinstance(msg.body, p.StatusLine):
+            self.status.append(msg.body)
+        else:
+            await super().handle(msg)
+
+
+async def test_mcp_progress_reaches_the_glasses_and_tasks_status(tmp_path):
+    from core.config import McpConfig, McpServerConfig
+
+    server = str(Path(__file__).with_name("mcp_progress_server.py"))
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, mcp=McpConfig(servers={"jobs": McpServerConfig(
+        command=[sys.executable, server], timeout_s=30.0, long_running=["jobs_migrate"])}))
+    backend = ScriptedBackend(reply_fn=world_model)
+    gate_file = tmp_path / "gate"
+    async with inproc_system(tmp_path, backend=backend, config=config, stand_ins={"glasses": StatusGlasses}) as system:
+        glasses = system.actors["glasses"]
+        with anyio.fail_after(30):
+            while system.actors["session"].settings.registry.toolset("jobs") is None:
+                await anyio.sleep(0.05)
+        shown = await system.turn("s", f"call jobs_migrate|3; {gate_file}")
+        assert finals(shown)[-1] == "Started."
+        await wait_until(lambda: any("3/3: copied batch 3" in s.text for s in glasses.status))
+        assert all(s.text.startswith("jobs_migrate: ") for s in glasses.status)
+        history = "\n".join(m["content"] for m in await system.history("s"))
+        task_id = re.search(r"as task (\w+)", history).group(1)
+        await system.turn("s", f"call tasks_status|{task_id}")
+        status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
+        assert "still running" in status and "Latest progress: 3/3: copied batch 3." in status
+        gate_file.write_text("go")
+        await wait_until(lambda: any("migrated 3 batches" in f for f in finals(glasses.shown["s"])), timeout=20)

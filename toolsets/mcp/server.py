@@ -19,11 +19,24 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from core.progress import REPORTER, progress_text
 from core.toolsets import ToolResult, failure_text
 from protocol import ToolsetSpec
 from toolsets.mcp.schema import McpTool, first_sentence, result_text, to_arguments, tools_from_listing
 
 log = logging.getLogger("porfiry.mcp")
+
+
+def _progress_callback():
+    """`notifications/progress` of this call, to the session (core.progress); None: none asked."""
+    report = REPORTER.get()
+    if report is None:
+        return None
+
+    async def callback(progress: float, total: float | None, message: str | None) -> None:
+        report(progress_text(progress, total, message))
+
+    return callback
 
 
 def describe(exc: BaseException) -> str:
@@ -199,7 +212,8 @@ class McpServer:
         if isinstance(arguments, ToolResult):
             return arguments
         try:
-            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s)
+            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s,
+                                            progress_callback=_progress_callback())
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._gone("the connection closed during a call")

@@ -26,7 +26,7 @@ def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
     if tool == "tasks_list":
         return tasks_list(conversation, monitors)
     if tool == "tasks_status":
-        return tasks_status(conversation, monitors, args["id"])
+        return tasks_status(conversation, monitors, args["id"], world.latest if world is not None else None)
     text, monitor_stopped = tasks_cancel(conversation, monitors, args["id"])
     if monitor_stopped and world is not None:
         world.stop_monitor(conversation.sid, args["id"].strip().casefold())
