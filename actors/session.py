@@ -674,6 +674,7 @@ class SessionActor(Actor):
             del self.sessions[sid]
             self._restored.discard(sid)
             conversation.timers.on_change = None
+        self.world.drop(sid)
         try:
             existed = await self.journal.delete(sid)
         except JournalError as exc:

@@ -37,6 +37,7 @@ class World:
         self.kept = 0  # channel events kept, not shown (all sessions)
         self.latest: dict[str, str] = {}  # task id -> its latest progress line (tasks_status)
         self._progress_count = 0
+        self._status_at: dict[str, float] = {}  # task id -> when its last status line went out
 
     # ---- state ------------------------------------------------------------------------------
     def of(self, sid: str) -> SessionWorld:
@@ -67,6 +68,12 @@ class World:
         if world is not None and not world.needs_runtime():
             del self.sessions[sid]
 
+    def drop(self, sid: str) -> None:
+        """The session is deleted: its monitors stop, its world is gone."""
+        for key in [key for key in self._monitors if key[0] == sid]:
+            self._monitors.pop(key).cancel()
+        self.sessions.pop(sid, None)
+
     def _save(self, sid: str) -> None:
         self.actor._save_state(sid)
 
@@ -81,8 +88,6 @@ class World:
             self._presence(sid, True)
         elif event.kind in PRESENCE_OFF:
             self._presence(sid, False)
-        elif event.kind == "playback" and self.of(sid).glasses_on:  # the media task's progress, as a status line
-            self.actor.tell("glasses", p.StatusLine(task_id=event.data.get("task_id", ""), text=event.content), session=sid)
         if event.kind != CHANNEL_KIND:
             return event
         channels = self.config.channels
@@ -127,7 +132,11 @@ class World:
         self.latest[run.task_id] = body.text
         while len(self.latest) > 4096:
             self.latest.pop(next(iter(self.latest)))
-        if self.of(sid).glasses_on:
+        now = anyio.current_time()
+        if self.of(sid).glasses_on and now - self._status_at.get(run.task_id, -1e9) >= self.config.notify.status_interval_s:
+            self._status_at[run.task_id] = now
+            while len(self._status_at) > 4096:
+                self._status_at.pop(next(iter(self._status_at)))
             self.actor.tell("glasses", p.StatusLine(task_id=run.task_id, text=f"{run.tool}: {body.text}"), session=sid)
         waiting = any(e.kind == PROGRESS_KIND and e.data.get("task_id") == run.task_id for e in conversation.queue)
         if conversation.running and run.state == BACKGROUND and not waiting:

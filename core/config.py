@@ -216,6 +216,7 @@ class NotifyConfig(_Section):
 
     max_kept: Annotated[int, msgspec.Meta(ge=1)] = 100  # notifications kept per session (oldest read ones go first)
     max_text_chars: Annotated[int, msgspec.Meta(ge=20)] = 1000
+    status_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 0.5  # a task's progress on the glasses at most this often
 
 
 class Config(_Section):

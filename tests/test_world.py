@@ -6,10 +6,10 @@ HTTP on loopback; monitors as real subprocesses."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 import socket
 import sys
 import time
+from pathlib import Path
 
 import anyio
 import httpx
@@ -444,10 +444,12 @@ async def test_mcp_progress_reaches_the_glasses_and_tasks_status(tmp_path):
                 await anyio.sleep(0.05)
         shown = await system.turn("s", f"call jobs_migrate|3; {gate_file}")
         assert finals(shown)[-1] == "Started."
-        await wait_until(lambda: any("3/3: copied batch 3" in s.text for s in glasses.status))
-        assert all(s.text.startswith("jobs_migrate: ") for s in glasses.status)
+        await wait_until(lambda: glasses.status)
+        assert glasses.status[0].text == "jobs_migrate: 1/3: copied batch 1"
         history = "\n".join(m["content"] for m in await system.history("s"))
         task_id = re.search(r"as task (\w+)", history).group(1)
+        await wait_until(lambda: system.actors["session"].world.latest.get(task_id, "").startswith("3/3"))
+        assert len(glasses.status) == 1, "at most one status line per notify.status_interval_s"
         await system.turn("s", f"call tasks_status|{task_id}")
         status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
         assert "still running" in status and "Latest progress: 3/3: copied batch 3." in status
