@@ -1,5 +1,5 @@
-"""A real MCP server (stdio) whose one tool reports `notifications/progress` while it works and
-finishes only when the test creates its gate file."""
+"""A real MCP server (stdio) whose one tool reports `notifications/progress` while it works, each
+step when the test creates its gate files."""
 import pathlib
 
 import anyio
@@ -10,7 +10,9 @@ server = MCPServer("jobs", instructions="Long jobs that report progress.")
 
 @server.tool()
 async def migrate(steps: int, gate: str, ctx: Context) -> str:
-    """Migrate the photo library; reports progress."""
+    """Migrate the photo library; reports progress (once `GATE.start` exists), ends once `GATE` exists."""
+    while not pathlib.Path(gate + ".start").exists():
+        await anyio.sleep(0.05)
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"copied batch {step}")
         await anyio.sleep(0.05)

@@ -64,6 +64,8 @@ def world_model(messages: list[p.ChatMessage]) -> str:
         if said.startswith("remind "):
             return "TOOL_CALL: notify_user|" + said.removeprefix("remind ") + "; urgency=high"
         return "New message: " + said
+    if text.startswith("[Progress of a background task"):
+        return "Progress noted."
     if text.startswith("[Monitor fired"):
         return "The build monitor fired: " + text.split("] ", 1)[1].splitlines()[0]
     if text.startswith("[Tool result from"):
@@ -444,6 +446,16 @@ async def test_mcp_progress_reaches_the_glasses_and_tasks_status(tmp_path):
                 await anyio.sleep(0.05)
         shown = await system.turn("s", f"call jobs_migrate|3; {gate_file}")
         assert finals(shown)[-1] == "Started."
+        # progress while a turn runs joins its next safe point as an event
+        backend.first_token_delay_s = 1.0
+        await system.deliver("s", "hello", event_id="busy")
+        await wait_until(lambda: system.actors["session"].sessions["s"].running)
+        (tmp_path / "gate.start").write_text("go")
+        await glasses.wait_event_done("s", "busy")
+        backend.first_token_delay_s = 0.0
+        await wait_until(lambda: "Progress noted." in finals(glasses.shown["s"]))
+        progress = [m.content for call in backend.calls for m in call if m.content.startswith("[Progress")]
+        assert progress[0].startswith("[Progress of a background task (task ") and ", still running)] 1/3: copied batch 1" in progress[0]
         await wait_until(lambda: glasses.status)
         assert glasses.status[0].text == "jobs_migrate: 1/3: copied batch 1"
         history = "\n".join(m["content"] for m in await system.history("s"))
