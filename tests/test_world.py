@@ -196,6 +196,15 @@ async def test_a_phone_notification_matching_a_watch_wakes_the_session_and_other
                 label = backend.calls[-1][-1].content
                 assert label.startswith("[Channel message (phone notification on channel telegram, from Anna; "
                                         "matches your watch w1: when Anna writes)]")
+        # `run.py say --notify APP SENDER TEXT`, on a phone of its own (its session: another owner)
+        import io
+
+        from phone.say import notify
+
+        out = io.StringIO()
+        connect = lambda: PhoneClient(config.phone.endpoint, client_id="phone-b", ack_timeout_s=0.5)  # noqa: E731
+        assert await notify(connect, "s-b", "telegram", "Bob", "lunch?", timeout=10, out=out) == 0
+        assert out.getvalue() == "(kept: no watch of this session asked for it)\n"
 
 
 class Jobs(Actor):
@@ -467,3 +476,23 @@ async def test_mcp_progress_reaches_the_glasses_and_tasks_status(tmp_path):
         assert "still running" in status and "Latest progress: 3/3: copied batch 3." in status
         gate_file.write_text("go")
         await wait_until(lambda: any("migrated 3 batches" in f for f in finals(glasses.shown["s"])), timeout=20)
+
+
+async def test_a_url_monitor_sees_the_http_status_of_a_real_server(tmp_path):
+    from core.monitors import fetch_url
+
+    port = free_port()
+    server = await anyio.open_process([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+                                       "--directory", str(tmp_path)], stdout=-3, stderr=-3)
+    try:
+        url = f"http://127.0.0.1:{port}/ready.txt"
+        with anyio.fail_after(10):
+            while (probe := await fetch_url(url, 1.0, 100)).code is None:
+                await anyio.sleep(0.05)
+        assert probe.code == 404 and not holds(parse_condition("status 200"), probe)
+        (tmp_path / "ready.txt").write_text("deployed")
+        probe = await fetch_url(url, 1.0, 100)
+        assert holds(parse_condition("status 200"), probe) and holds(parse_condition("contains deployed"), probe)
+    finally:
+        server.kill()
+        await server.wait()
