@@ -7,8 +7,9 @@ is never woken for a message nobody asked about. An event no watch matches, on a
 only wakes for watched events, is kept in the journal and not shown.
 
 A channel event is data (E9): its text is fenced like a tool result (core.batching); its label
-names the channel and the sender, and `data["urgent"]` is set only when its source or the
-channel's config says `high` (E3: the urgent path cancels the running step).
+names the channel and the sender. It is urgent only when its source or the channel's config says
+`high`: then it interrupts the running step (core.urgency's urgent_source rule: the generation is
+dropped, a running tool keeps running) instead of waiting for the next safe point.
 """
 from __future__ import annotations
 
@@ -87,16 +88,13 @@ def channel_event(*, event_id: str, source: Literal["phone", "webhook"], channel
 
 def labelled(event: Event, watch: Watch | None) -> Event:
     """The event as the session queues it: its label says where it came from and, when a watch
-    matched, which; `urgent` set for a high one (core.urgency's urgent_flag)."""
+    matched, which. A `high` one interrupts (core.urgency's urgent_source rule)."""
     sender = event.data.get("sender", "")
     where = "phone notification" if event.source == "phone" else "webhook"
     context = f"{where} on channel {event.channel}" + (f", from {sender}" if sender else "")
     if watch is not None:
         context += f"; matches your watch {watch.watch_id}: {watch.what}"
-    data = dict(event.data)
-    if data.get("urgency") == "high":
-        data["urgent"] = "true"
-    return msgspec.structs.replace(event, context=context, data=data)
+    return msgspec.structs.replace(event, context=context)
 
 
 class WatchTable:

@@ -20,6 +20,9 @@ E3-E6 and the SPEC's clarification: two different urgent strategies, plus the qu
   urgent_flag    any event with data["urgent"] = true/1/yes -> cancel (supervisor, urgent alert)
   light_request  user_text fully matching a light pattern   -> parallel (only while busy)
   priority       user_text starting with an interrupt phrase -> interrupt (only while busy)
+  urgent_source  an event whose source says urgency "high"  -> interrupt (only while busy): a channel
+                                                               event (core.channels) is handled at once,
+                                                               the user's running tools keep running
   busy           anything else while a step runs            -> queue
   idle           anything else                              -> now
 
@@ -189,6 +192,7 @@ RULES: tuple[Rule, ...] = (
     Rule("urgent_flag", lambda e, busy, c: e.data.get("urgent", "").strip().lower() in _TRUE, CANCEL),
     Rule("light_request", lambda e, busy, c: busy and e.kind == "user_text" and c.is_light(e.content), PARALLEL),
     Rule("priority", lambda e, busy, c: busy and e.kind == "user_text" and c.is_priority(e.content), INTERRUPT),
+    Rule("urgent_source", lambda e, busy, c: busy and e.data.get("urgency") == "high", INTERRUPT),
     Rule("busy", lambda e, busy, c: busy, QUEUE),
     Rule("idle", lambda e, busy, c: True, NOW),
 )

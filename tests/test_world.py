@@ -213,11 +213,12 @@ class Jobs(Actor):
     name = "toolsets"
     SPEC = p.ToolsetSpec(name="jobs", summary="long jobs", tools=[
         p.ToolSpec(name="jobs_a", summary="job a", args=[p.ArgSpec(name="x")], long_running=True),
-        p.ToolSpec(name="jobs_b", summary="job b", args=[p.ArgSpec(name="x")], long_running=True)])
+        p.ToolSpec(name="jobs_b", summary="job b", args=[p.ArgSpec(name="x")], long_running=True),
+        p.ToolSpec(name="jobs_slow", summary="a slow call", args=[p.ArgSpec(name="x")])])
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
-        self.release = {"jobs_a": anyio.Event(), "jobs_b": anyio.Event()}
+        self.release = {"jobs_a": anyio.Event(), "jobs_b": anyio.Event(), "jobs_slow": anyio.Event()}
         self.calls: dict[str, str] = {}  # tool -> call id
         self.cancels: list[str] = []
 
@@ -259,6 +260,23 @@ async def test_tasks_cancel_stops_one_background_task_and_leaves_the_other(tmp_p
         await wait_until(lambda: any(f.startswith("Finished: jobs_b finished") for f in finals(glasses.shown["s"])))
         await anyio.sleep(0.2)  # a's outcome, if it came back, would be a turn by now
         assert not any("jobs_a finished" in f for f in finals(glasses.shown["s"])), "a cancelled task reports nothing"
+
+
+async def test_an_urgent_channel_message_interrupts_and_leaves_the_running_tool_running(tmp_path):
+    backend = ScriptedBackend(reply_fn=world_model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": Jobs}, tool_background_after_s=0) as system:
+        jobs, glasses = system.actors["toolsets"], system.actors["glasses"]
+        await system.turn("s", "hello")
+        await system.deliver("s", "start slow", event_id="slow")
+        await wait_until(lambda: "jobs_slow" in jobs.calls)
+        urgent = p.Event(event_id="hook-9", kind="channel", source="webhook", channel="alerts", content="server down",
+                         data={"sender": "pager", "urgency": "high"})
+        assert isinstance(await system.client.ask("session", p.DeliverEvent(event=urgent), session="s"), p.EventAccepted)
+        shown = await glasses.wait_event_done("s", "hook-9")
+        assert finals(shown)[-1] == "New message: server down", "handled at once, while the call still runs"
+        assert not jobs.release["jobs_slow"].is_set() and jobs.cancels == [], "the user's tool keeps running"
+        jobs.release["jobs_slow"].set()
+        await wait_until(lambda: "Finished: jobs_slow finished" in finals(glasses.shown["s"]))
 
 
 class Phone(RecordingGlasses):
