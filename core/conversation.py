@@ -54,6 +54,7 @@ from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
+from core.tasks import names_a_task
 from core.timers import TimerTable
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
@@ -217,7 +218,9 @@ class Conversation:
             self.s.spawn(self._parallel, event)
             return
         self.queue.append(event)
-        if strategy == "cancel" and (self.running or len(self.runs)):
+        # "cancel 3f2a9c" while idle names one background task: tasks_cancel stops it, not all
+        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self)
+        if strategy == "cancel" and (self.running or len(self.runs)) and not one_task:
             self._cancel()  # "stop" also stops what runs in the background
         elif self.running and strategy == "interrupt":
             self._interrupt()

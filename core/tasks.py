@@ -3,6 +3,8 @@ every monitor has an id; `tasks_list`, `tasks_status|ID` and `tasks_cancel|ID` s
 of them, leaving the others running."""
 from __future__ import annotations
 
+import re
+
 from core.background import BACKGROUND, CANCELLED, CANCELLED_TEXT
 from core.monitors import RUNNING, STOPPED, MonitorTable
 
@@ -16,6 +18,13 @@ def tasks_list(conversation, monitors: MonitorTable | None) -> str:
     if monitors is not None:
         lines += [monitors.describe(row) for row in monitors.rows if row.state == RUNNING]
     return "\n".join(lines) if lines else "No background tasks or monitors are running."
+
+
+def names_a_task(text: str, conversation) -> bool:
+    """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
+    phrase saying so is about that task, which tasks_cancel stops, not about every task."""
+    words = set(re.findall(r"[0-9a-z]+", text.casefold()))
+    return any(run.task_id in words for run in _runs(conversation))
 
 
 def _find_run(conversation, task_id: str):

@@ -77,6 +77,8 @@ def world_model(messages: list[p.ChatMessage]) -> str:
         return "TOOL_CALL: monitors_start|build; contains READY"
     if words.startswith("start "):
         return f"TOOL_CALL: jobs_{words.split()[1]}|x"
+    if words.startswith("cancel task "):
+        return "TOOL_CALL: tasks_cancel|" + words.split()[-1]
     if words.startswith("drop "):
         tool = f"jobs_{words.split()[1]}"
         history = "\n".join(m.content for m in messages)
@@ -277,6 +279,20 @@ async def test_an_urgent_channel_message_interrupts_and_leaves_the_running_tool_
         assert not jobs.release["jobs_slow"].is_set() and jobs.cancels == [], "the user's tool keeps running"
         jobs.release["jobs_slow"].set()
         await wait_until(lambda: "Finished: jobs_slow finished" in finals(glasses.shown["s"]))
+
+
+async def test_cancel_naming_one_task_stops_that_one_not_all(tmp_path):
+    """"cancel" starts a stop phrase, which stops everything; naming a task's id, it is about
+    that task alone."""
+    backend = ScriptedBackend(reply_fn=world_model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": Jobs}) as system:
+        jobs = system.actors["toolsets"]
+        await system.turn("s", "start a")
+        await system.turn("s", "start b")
+        history = "\n".join(m["content"] for m in await system.history("s"))
+        task_b = re.search(r"tool jobs_b started in the background as task (\w+)", history).group(1)
+        await system.turn("s", f"cancel task {task_b}")
+        assert jobs.cancels == [jobs.calls["jobs_b"]], "a keeps running"
 
 
 class Phone(RecordingGlasses):
