@@ -92,6 +92,8 @@ def labelled(event: Event, watch: Watch | None) -> Event:
     sender = event.data.get("sender", "")
     where = "phone notification" if event.source == "phone" else "webhook"
     context = f"{where} on channel {event.channel}" + (f", from {sender}" if sender else "")
+    if event.data.get("urgency") == "high":
+        context += ", urgent"
     if watch is not None:
         context += f"; matches your watch {watch.watch_id}: {watch.what}"
     return msgspec.structs.replace(event, context=context)

@@ -65,6 +65,8 @@ def _show_world(stored) -> None:
         print(f"watch {watch.watch_id}: {watch.channel} - {watch.what}")
     for row in world.monitors:
         print(f"monitor {row.monitor_id}: {row.name} ({row.condition}) {row.state}, {row.checks} check(s)")
+    if world.unshown:
+        print(f"channel events kept, not shown (no watch matched): {world.unshown} (in the journal's events)")
     if not world.glasses_on:
         print("glasses: off (notifications wait for them)")
 
