@@ -530,3 +530,20 @@ async def test_a_url_monitor_sees_the_http_status_of_a_real_server(tmp_path):
     finally:
         server.kill()
         await server.wait()
+
+
+def test_channels_and_monitors_are_named_sections_of_the_config_and_typos_are_errors(tmp_path):
+    from core.config import ConfigError, from_json, load_config, to_json
+
+    path = tmp_path / "porfiry.toml"
+    path.write_text('[channels]\nposts_per_min = 5\n[channels.ci]\nsecret_env = "CI_SECRET"\nsessions = ["s1"]\n'
+                    '[monitors.build]\ncommand = ["make", "status"]\ninterval_s = 30\n')
+    config = load_config(path, env={})
+    assert config.channels.posts_per_min == 5 and config.channels.named["ci"].sessions == ["s1"]
+    assert config.monitors.named["build"].command == ["make", "status"]
+    assert from_json(to_json(config)).monitors == config.monitors, "written back as a file spells it"
+    assert ChannelGate(config.channels, env={"CI_SECRET": "k"}).secrets == {"ci": b"k"}
+    assert ChannelGate(config.channels, env={}).secrets == {}, "no secret: no webhook (404), never an open one"
+    path.write_text('[channels.ci]\nsecrett = "x"\n')
+    with pytest.raises(ConfigError, match="secrett"):
+        load_config(path, env={})
