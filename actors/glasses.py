@@ -110,28 +110,23 @@ class SessionTable:
 
     def admit(self, session: str, identity: bytes, *, key: str = "", token: str = "", event_id: str = "") -> tuple[bool, str]:
         """(allowed, token to hand back). `key`: the connection's CURVE key (z85), "" without CURVE.
-        The first comer opens the session: bound to its key, or to a fresh token. Later, with
-        CURVE the same key; without, the token - or a resend of the very event that opened the
-        session, which gets the token again (its Ack was lost). Routes the session to `identity`."""
+        The first comer opens the session: bound to its key, or to the token its opening event
+        carries (PhoneClient draws one), else to a fresh one handed back once, in that event's
+        Ack. Later, with CURVE the same key; without, the token - always: a resend of the opening
+        event proves nothing (its id is no secret), so it never gets the token or the session's
+        output. Routes the session to `identity`."""
         owner = self.store.get(session)
         handed = ""
         if owner is None:
             if key:
                 self.store.claim(session, "key", key, event_id, identity)
             else:
-                # A phone that still holds a token of this session from before it was forgotten
-                # keeps it, so its events already under way with that token are not refused.
                 handed = token if len(token) >= 16 else new_token()
                 self.store.claim(session, "token", handed, event_id, identity)
         elif key:
             if not proves(owner, "key", key):
                 return False, ""
-        elif token:
-            if not proves(owner, "token", token):
-                return False, ""
-        elif owner.kind == "token" and event_id and event_id == owner.claim_event:
-            handed = owner.proof
-        else:
+        elif not token or not proves(owner, "token", token):
             return False, ""
         self.store.set_route(session, identity)
         self._seen[session] = self.clock()

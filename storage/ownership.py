@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS session_owner (
     session     TEXT PRIMARY KEY,
     kind        TEXT NOT NULL,      -- 'key' (CURVE public key, z85) or 'token'
     proof       TEXT NOT NULL,      -- that key, or the session's secret token
-    claim_event TEXT NOT NULL,      -- the event that opened the session: its resend gets the token again
+    claim_event TEXT NOT NULL,      -- the event that opened the session
     route       BLOB NOT NULL,      -- ROUTER identity of the owner's latest connection
     created     REAL NOT NULL
 );
@@ -46,7 +46,8 @@ def new_token() -> str:
 
 
 class OwnershipStore:
-    """The table, with a write-through cache (one read of the table at start)."""
+    """The table, with a write-through cache of the sessions in use (one read of the table at
+    start; a session forgotten from memory is read back on its next use)."""
 
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time):
         self.path = Path(path)
@@ -64,7 +65,13 @@ class OwnershipStore:
         }
 
     def get(self, session: str) -> Owner | None:
-        return self._owners.get(session)
+        owner = self._owners.get(session)
+        if owner is None:
+            # forgotten from memory (idle), never from the table: its claim still holds
+            row = self._db.execute("SELECT kind, proof, claim_event, route FROM session_owner WHERE session = ?", (session,)).fetchone()
+            if row is not None:
+                owner = self._owners[session] = Owner(row[0], row[1], row[2], bytes(row[3]))
+        return owner
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
         owner = Owner(kind, proof, claim_event, route)
@@ -80,12 +87,15 @@ class OwnershipStore:
             self._db.execute("UPDATE session_owner SET route = ? WHERE session = ?", (route, session))
 
     def forget(self, sessions: list[str]) -> None:
-        gone = [s for s in sessions if self._owners.pop(s, None) is not None]
-        if gone:
-            self._db.executemany("DELETE FROM session_owner WHERE session = ?", [(s,) for s in gone])
+        """Drop idle sessions from memory. Their rows stay: the journal can bring a forgotten
+        session back, so its id must not become free for anyone to claim (and read)."""
+        for session in sessions:
+            self._owners.pop(session, None)
 
-    def sessions_of(self, kind: str, proof: str) -> list[str]:
-        return [s for s, o in self._owners.items() if o.kind == kind and o.proof == proof]
+    def delete(self, sessions: list[str]) -> None:
+        """The sessions are gone for good (`run.py sessions delete`): their claims too."""
+        self.forget(sessions)
+        self._db.executemany("DELETE FROM session_owner WHERE session = ?", [(s,) for s in sessions])
 
     def close(self) -> None:
         self._db.close()

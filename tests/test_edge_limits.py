@@ -56,7 +56,7 @@ def test_ownership_survives_a_reopen(tmp_path):
     store.claim("s1", "token", "secret", "e1", b"alice/1")
     store.set_route("s1", b"alice/2")
     store.claim("s2", "key", "KEY", "e2", b"bob/1")
-    store.forget(["s2"])
+    store.delete(["s2"])  # forget() only leaves memory: see test_a_forgotten_idle_session_stays_owned
     store.close()
     again = OwnershipStore(path)
     owner = again.get("s1")

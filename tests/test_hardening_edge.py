@@ -1,0 +1,74 @@
+"""Issue 38 at the phone edge and the web console, attacked as an outsider would: raw ZeroMQ
+frames to the real GlassesBridge in front of the real SessionActor, HTTP over loopback."""
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+import zmq
+
+import protocol as p
+from actors.glasses import GlassesBridge, SessionTable
+from harness import inproc_system, make_config, override
+from llm.scripted import ScriptedBackend
+from phone.client import PhoneClient
+from storage.ownership import OwnershipStore
+from test_glasses_bridge import free_port
+
+
+# ---- finding 1: replaying a session's first event id takes nothing over ----------------------
+def _raw_text(session: str, event_id: str, text: str, token: str = "") -> bytes:
+    body = p.UserText(event_id=event_id, ts=time.time(), text=text, token=token)
+    return p.Codec().encode(p.Envelope(body=body, sender="attacker", session=session))
+
+
+async def _replies(sock: zmq.asyncio.Socket | zmq.Socket, seconds: float) -> list[p.Msg]:
+    """Everything the raw socket receives for `seconds` (no ordering is assumed)."""
+    got: list[p.Msg] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            got.append(p.Codec().decode(sock.recv(zmq.NOBLOCK)).body)
+        except zmq.Again:
+            await anyio.sleep(0.02)
+    return got
+
+
+async def test_a_replayed_first_event_id_gets_neither_the_token_nor_the_answer(tmp_path):
+    """With CURVE off an attacker who read a session's first event id (console, log) resends it
+    with no token, or a wrong one: it is refused, and sees no token, no Ack, no display."""
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        async with PhoneClient(config.phone.endpoint, client_id="alice", ack_timeout_s=0.3) as alice:
+            first = await alice.send_text("s1", "my secret is 1234")
+            await alice.turn("s1", "and hello", timeout=10)
+            attacker = system.zmq.socket(zmq.DEALER)
+            attacker.setsockopt(zmq.IDENTITY, b"alice/evil")
+            attacker.setsockopt(zmq.LINGER, 0)
+            attacker.connect(config.phone.endpoint)
+            try:
+                attacker.send(_raw_text("s1", first, "my secret is 1234"))
+                attacker.send(_raw_text("s1", first, "my secret is 1234", token="x" * 32))
+                got = await _replies(attacker, 1.5)
+            finally:
+                attacker.close(linger=0)
+            assert [type(m).__name__ for m in got] == ["ErrorReply", "ErrorReply"], got
+            assert all(m.code == "forbidden" for m in got)
+            assert alice.tokens.get("s1") not in repr(got)
+            # the owner is unaffected: her session still answers her
+            assert (await alice.turn("s1", "still mine?", timeout=10)).final_text
+
+
+def test_a_forgotten_idle_session_stays_owned(tmp_path):
+    """Idle sessions leave the bridge's memory, never the table: the journal brings a forgotten
+    session back, so whoever sends its id (or its first event id) next must still prove it."""
+    now = [1000.0]
+    table = SessionTable(clock=lambda: now[0], store=OwnershipStore(tmp_path / "o.sqlite3"))
+    allowed, token = table.admit("s", b"alice/1", token="a" * 24, event_id="e1")
+    assert allowed and token == "a" * 24
+    now[0] += 7200
+    assert table.forget(["s"], idle_s=3600) == ["s"]
+    assert table.admit("s", b"mallory/1", event_id="e1") == (False, ""), "the first event id replayed"
+    assert table.admit("s", b"mallory/1", token="m" * 24, event_id="e9") == (False, ""), "a new claim of a forgotten id"
+    assert table.admit("s", b"alice/2", token="a" * 24, event_id="e2") == (True, "")
