@@ -130,6 +130,7 @@ class WebConfig(_Section):
     timeline_facts: int = 1000  # per session: events, turns, model and tool calls the console keeps
     sessions_kept: int = 200  # sessions the console remembers (least recently active dropped)
     max_text_chars: int = 2000  # a message typed in the page
+    allowed_hosts: list[str] = []  # Host names (or name:port) the console answers to besides its address and loopback
 
 
 class ToolsetsConfig(_Section):

@@ -3,6 +3,8 @@ frames to the real GlassesBridge in front of the real SessionActor, HTTP over lo
 from __future__ import annotations
 
 import time
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 import anyio
 import pytest
@@ -72,3 +74,52 @@ def test_a_forgotten_idle_session_stays_owned(tmp_path):
     assert table.admit("s", b"mallory/1", event_id="e1") == (False, ""), "the first event id replayed"
     assert table.admit("s", b"mallory/1", token="m" * 24, event_id="e9") == (False, ""), "a new claim of a forgotten id"
     assert table.admit("s", b"alice/2", token="a" * 24, event_id="e2") == (True, "")
+
+
+# ---- finding 2: the loopback console answers only to its own name (DNS rebinding) --------------
+@asynccontextmanager
+async def console_over_http(config, **kwargs):
+    """A real Console on loopback (hypercorn's trio worker): (its URL, the console)."""
+    from hypercorn.config import Config as HypercornConfig
+    from hypercorn.trio import serve
+
+    from web.journal import Journal
+    from web.metrics import Metrics
+    from web.server import Console
+
+    console = Console(config, None, Journal(), Metrics(), **kwargs)
+    hyper = HypercornConfig()
+    hyper.bind = ["127.0.0.1:0"]
+    async with anyio.create_task_group() as tg:
+        url = (await tg.start(serve, console.app(), hyper))[0]
+        console.hosts.port = urlsplit(url).port
+        yield url, console
+        tg.cancel_scope.cancel()
+
+
+async def test_a_forged_host_or_a_foreign_origin_is_refused_before_any_route(tmp_path):
+    import httpx
+
+    config = override(make_config(tmp_path), web={"allowed_hosts": ["porfiry.lan"]})
+    async with console_over_http(config) as (url, _), httpx.AsyncClient(base_url=url) as client:
+        port = urlsplit(url).port
+        command = {"session": "", "action": "stop"}  # reaches the route: 400 (nothing to send), no runtime needed
+        # what the probe did: `curl -H 'Host: attacker.example:PORT' ... POST /api/admin/profile`
+        for path in ("/api/admin/profile", "/api/send", "/api/admin/skills"):
+            forged = await client.post(path, json=command, headers={"Host": f"attacker.example:{port}"})
+            assert forged.status_code == 403 and "web.allowed_hosts" in forged.json()["error"], path
+        assert (await client.get("/api/stream", headers={"Host": f"attacker.example:{port}"})).status_code == 403
+        assert (await client.get("/metrics", headers={"Host": f"127.0.0.1:{port + 1}"})).status_code == 403
+        # a page of another site (or a rebound one) posting to the right Host
+        for origin in ("http://attacker.example", f"http://attacker.example:{port}", "null"):
+            refused = await client.post("/api/send", json=command, headers={"Origin": origin})
+            assert refused.status_code == 403 and "cross-origin" in refused.json()["error"], origin
+        browser_without_origin = await client.post("/api/send", json=command, headers={"Sec-Fetch-Site": "cross-site"})
+        assert browser_without_origin.status_code == 403
+        # the console's own page, its loopback names, a configured name, and a script without Origin
+        for host, origin in ((f"127.0.0.1:{port}", f"http://127.0.0.1:{port}"), (f"localhost:{port}", f"http://localhost:{port}"),
+                             (f"[::1]:{port}", f"http://[::1]:{port}"), ("porfiry.lan", "https://porfiry.lan")):
+            ok = await client.post("/api/send", json=command, headers={"Host": host, "Origin": origin, "Sec-Fetch-Site": "same-origin"})
+            assert ok.status_code == 400, (host, ok.text)
+        assert (await client.post("/api/send", json=command)).status_code == 400
+        assert (await client.get("/metrics")).status_code == 200

@@ -10,6 +10,8 @@
 
 Bound to loopback unless told otherwise; on any other host every request needs the token (a
 `Authorization: Bearer` header, the `porfiry_token` cookie, or `?token=` once, which sets the cookie).
+Before any route, web/guard.py refuses a Host that does not name this console and cross-origin
+state changes (DNS rebinding).
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import ipaddress
 import logging
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -30,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 import protocol as p
 from core.config import Config
 from phone.client import EventRejected, PhoneError
+from web.guard import Guard, HostCheck
 from web.journal import Journal
 from web.link import RuntimeLink
 from web.metrics import CONTENT_TYPE, Metrics
@@ -68,8 +72,9 @@ class Console:
     """The state the routes share: the journal, the metrics, the link to the runtime."""
 
     def __init__(self, config: Config, link: RuntimeLink | None, journal: Journal, metrics: Metrics,
-                 default_session: str = "web", token: str = ""):
+                 default_session: str = "web", token: str = "", host: str = "127.0.0.1"):
         self.config = config
+        self.hosts = HostCheck(host, config.web.allowed_hosts)  # its port is set once the server listens
         self.link = link
         self.journal = journal
         self.metrics = metrics
@@ -203,8 +208,8 @@ class Console:
             self.metrics.take_status(status, edge, admission)
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[
+    def app(self) -> Guard:
+        return Guard(Starlette(routes=[
             Route("/", self.page),
             Route("/api/stream", self.stream),
             Route("/api/send", self.send, methods=["POST"]),
@@ -213,7 +218,7 @@ class Console:
             Route("/api/admin/skills", self.skills, methods=["POST"]),
             Route("/metrics", self.metrics_page),
             Mount("/static", StaticFiles(directory=STATIC)),
-        ])
+        ]), self.hosts)
 
 
 def _refused() -> Response:
@@ -261,7 +266,7 @@ async def serve_console(config: Config, host: str, port: int, *, default_session
                         max_message_bytes=config.protocol.max_message_bytes)
     async with phone:
         link = RuntimeLink(config, journal.take, seed, phone, journal.watched)
-        console = Console(config, link, journal, metrics, default_session, token)
+        console = Console(config, link, journal, metrics, default_session, token, host)
         hyper = HypercornConfig()
         hyper.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
         hyper.accesslog = None
@@ -271,4 +276,5 @@ async def serve_console(config: Config, host: str, port: int, *, default_session
             await tg.start(link.run)
             urls = await tg.start(serve, console.app(), hyper)
             url = urls[0] if urls else f"http://{host}:{port}"
+            console.hosts.port = urlsplit(url).port or port
             task_status.started((url, token))
