@@ -500,7 +500,7 @@ class GlassesBridge(Actor):
         if verdict == "start":
             self.spawn(self._drain, env.session, name=f"glasses-lane-{env.session}")
         elif verdict.startswith("busy"):
-            self.log.info("actor=glasses busy session=%s event=%s %s", env.session, body.event_id, verdict)
+            self.log.debug("actor=glasses busy session=%s %s", env.session, verdict)  # the verdict may name an event id
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=verdict[6:]), session=env.session, corr=env.id)
 
     def _status_for_waiter(self, session: str, status: p.PlaybackStatus, identity: bytes, corr: str) -> bool:
@@ -535,8 +535,8 @@ class GlassesBridge(Actor):
             self.lanes.block(session, event_id)
             count = self.unanswered.note(b"session")  # under overload this happens per event: one line per interval
             if count:
-                self.log.warning("actor=glasses session actor did not answer %d event(s) in time (latest: session=%s event=%s, "
-                                 "%d later events of it told busy); not acked, the phones resend", count, session, event_id, len(later))
+                self.log.warning("actor=glasses session actor did not answer %d event(s) in time (latest: session=%s, "
+                                 "%d later events of it told busy); not acked, the phones resend", count, session, len(later))
             for other in later:
                 self._busy(session, other, f"session {session} is not answering (event {event_id}); resend in order")
             return
@@ -548,7 +548,7 @@ class GlassesBridge(Actor):
             for other in self.lanes.flush(session):
                 self._busy(session, other, f"session {session} is busy (event {event_id}); resend in order")
         elif isinstance(reply, p.ErrorReply):
-            self.log.warning("actor=glasses session refused event=%s session=%s code=%s", event_id, session, reply.code)
+            self.log.warning("actor=glasses session refused an event session=%s code=%s", session, reply.code)
             self._error(item.identity, session, reply.code, reply.detail, corr=item.corr)
         else:
             self.log.error("actor=glasses session answered %s to DeliverEvent", type(reply).__name__)

@@ -574,7 +574,7 @@ class SessionActor(Actor):
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
-            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
+            self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))

@@ -13,7 +13,9 @@ bridge can still deliver a session's displays before its phone speaks again.
 """
 from __future__ import annotations
 
+import hashlib
 import hmac
+import os
 import secrets
 import sqlite3
 import time
@@ -25,7 +27,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS session_owner (
     session     TEXT PRIMARY KEY,
     kind        TEXT NOT NULL,      -- 'key' (CURVE public key, z85) or 'token'
-    proof       TEXT NOT NULL,      -- that key, or the session's secret token
+    proof       TEXT NOT NULL,      -- that key, or the session's secret token salted and hashed (hash_token)
     claim_event TEXT NOT NULL,      -- the event that opened the session
     route       BLOB NOT NULL,      -- ROUTER identity of the owner's latest connection
     created     REAL NOT NULL
@@ -45,6 +47,26 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+HASHED = "sha256$"  # a token's proof as stored: sha256$SALT$HEX(sha256(SALT + token))
+
+
+def hash_token(token: str, salt: str | None = None) -> str:
+    """What the table keeps of a token: salted, so the file never gives a session away (tokens
+    are 24 random bytes: a fast hash is enough, there is nothing to guess by brute force)."""
+    salt = secrets.token_hex(16) if salt is None else salt
+    return f"{HASHED}{salt}${hashlib.sha256((salt + token).encode('utf-8', 'surrogatepass')).hexdigest()}"
+
+
+def private(path: Path) -> None:
+    """The database and its WAL readable by the runtime's user only (SQLite gives the WAL the
+    database's mode; a file from an older version may be 0644)."""
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            os.chmod(name, 0o600)
+        except FileNotFoundError:
+            pass
+
+
 class OwnershipStore:
     """The table, with a write-through cache of the sessions in use (one read of the table at
     start; a session forgotten from memory is read back on its next use)."""
@@ -54,15 +76,26 @@ class OwnershipStore:
         self.clock = clock
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+            private(self.path)
         self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=2000")
         self._db.executescript(SCHEMA)
+        self._hash_plain_tokens()
         self._owners: dict[str, Owner] = {
             row[0]: Owner(row[1], row[2], row[3], bytes(row[4]))
             for row in self._db.execute("SELECT session, kind, proof, claim_event, route FROM session_owner")
         }
+
+    def _hash_plain_tokens(self) -> None:
+        """Rows of an older version kept tokens as is: they are hashed in place, once."""
+        plain = self._db.execute("SELECT session, proof FROM session_owner WHERE kind = 'token' AND proof NOT LIKE ?",
+                                 (HASHED + "%",)).fetchall()
+        if plain:
+            self._db.executemany("UPDATE session_owner SET proof = ? WHERE session = ?",
+                                 [(hash_token(proof), session) for session, proof in plain])
 
     def get(self, session: str) -> Owner | None:
         owner = self._owners.get(session)
@@ -74,6 +107,8 @@ class OwnershipStore:
         return owner
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
+        """`proof`: the key, or the token (kept hashed)."""
+        proof = hash_token(proof) if kind == "token" else proof
         owner = Owner(kind, proof, claim_event, route)
         self._db.execute("INSERT OR REPLACE INTO session_owner VALUES (?, ?, ?, ?, ?, ?)",
                          (session, kind, proof, claim_event, route, self.clock()))
@@ -105,5 +140,10 @@ class OwnershipStore:
 
 
 def proves(owner: Owner, kind: str, proof: str) -> bool:
-    """Constant-time: does (kind, proof) match the owner's?"""
-    return owner.kind == kind and hmac.compare_digest(owner.proof.encode(), proof.encode())
+    """Constant-time, any input: does (kind, proof) match the owner's?"""
+    if owner.kind != kind:
+        return False
+    if kind == "token":
+        salt = owner.proof[len(HASHED):].split("$", 1)[0]
+        proof = hash_token(proof, salt)
+    return hmac.compare_digest(owner.proof.encode("utf-8", "surrogatepass"), proof.encode("utf-8", "surrogatepass"))

@@ -123,3 +123,71 @@ async def test_a_forged_host_or_a_foreign_origin_is_refused_before_any_route(tmp
             assert ok.status_code == 400, (host, ok.text)
         assert (await client.post("/api/send", json=command)).status_code == 400
         assert (await client.get("/metrics")).status_code == 200
+
+
+# ---- finding 9: no credential in the clear, on disk or in the log --------------------------------
+def test_tokens_are_kept_salted_and_hashed_in_a_private_file_and_old_plain_rows_are_hashed(tmp_path):
+    import os
+    import sqlite3
+
+    from storage.ownership import SCHEMA, proves
+
+    old = tmp_path / "old.sqlite3"  # a database of the previous version: tokens as is, mode 0644
+    with sqlite3.connect(old) as db:
+        db.executescript(SCHEMA)
+        db.execute("INSERT INTO session_owner VALUES ('s0', 'token', 'plain-token-of-old-1234', 'e0', x'61', 0)")
+    os.chmod(old, 0o644)
+    store = OwnershipStore(old)
+    assert proves(store.get("s0"), "token", "plain-token-of-old-1234") and not proves(store.get("s0"), "token", "guess")
+    store.claim("s1", "token", "fresh-token-of-alice-5678", "e1", b"alice/1")
+    store.close()
+    data = b"".join(path.read_bytes() for path in tmp_path.iterdir())
+    assert b"plain-token-of-old-1234" not in data and b"fresh-token-of-alice-5678" not in data
+    assert os.stat(old).st_mode & 0o777 == 0o600
+    new = tmp_path / "var" / "new.sqlite3"
+    OwnershipStore(new).close()
+    assert os.stat(new).st_mode & 0o777 == 0o600
+    again = OwnershipStore(old)
+    assert proves(again.get("s1"), "token", "fresh-token-of-alice-5678") and proves(again.get("s0"), "token", "plain-token-of-old-1234")
+
+
+async def test_no_event_id_or_token_is_logged_at_info(tmp_path, caplog):
+    import logging
+
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    with caplog.at_level(logging.INFO):
+        async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}):
+            async with PhoneClient(config.phone.endpoint, client_id="alice", ack_timeout_s=0.3) as alice:
+                turn = await alice.turn("s1", "hello there", timeout=10)
+                second = await alice.turn("s1", "and again", timeout=10)
+                token = alice.tokens.get("s1")
+    text = "\n".join(r.getMessage() for r in caplog.records if r.levelno >= logging.INFO)
+    assert "session=s1" in text  # the log still says what happened
+    for secret in (token, turn.event_id, second.event_id):
+        assert secret and secret not in text
+
+
+def test_the_console_url_with_its_token_is_printed_only_to_a_terminal(tmp_path):
+    """`run.py up --host 0.0.0.0` sends `run.py web`'s output to var/porfiry.log."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parent.parent
+    config = tmp_path / "porfiry.toml"
+    config.write_text(f'[phone]\nendpoint = "tcp://127.0.0.1:{free_port()}"\n[web]\ntoken_path = "{tmp_path / "var" / "web-token"}"\n')
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("PORFIRY_CONFIG", None)
+    web = subprocess.Popen([sys.executable, str(repo / "run.py"), "--config", str(config), "web", "--host", "0.0.0.0",
+                            "--port", str(free_port())], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = next(line for line in web.stdout if line.startswith("web console:"))
+    finally:
+        web.terminate()
+        web.wait(timeout=10)
+    token = (tmp_path / "var" / "web-token").read_text().strip()
+    assert token and token not in line and "?token=" not in line.replace("?token=TOKEN", "")
+    assert str(tmp_path / "var" / "web-token") in line
+    assert os.stat(tmp_path / "var" / "web-token").st_mode & 0o777 == 0o600
+    assert os.stat(tmp_path / "var").st_mode & 0o777 == 0o700, "what the runtime creates is its user's only (umask)"
