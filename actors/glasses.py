@@ -323,7 +323,7 @@ class GlassesBridge(Actor):
         self.busy_sent = 0  # Busy answers to phones (metrics: EdgeStats)
         self.frames_dropped = 0  # phone frames undecodable, malformed, or not sendable
         phone = config.phone
-        self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic)
+        self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic, max_connections=phone.max_connections)
         self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
         self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
         self.unanswered = GarbageLog(1.0, monotonic)  # DeliverEvents the session actor did not answer in time
@@ -422,6 +422,9 @@ class GlassesBridge(Actor):
             self._garbage(identity, "message on a connection whose key was removed")
             self.outboxes.drop(identity)
             return
+        if not self.connections.admit(identity):
+            self._over_capacity(identity, parts)
+            return
         if not self.connections.get(identity).bucket.take():
             self._rate_limited(identity, parts, user_id)
             return
@@ -430,6 +433,18 @@ class GlassesBridge(Actor):
             self._error(identity, "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
             return
         self._on_phone_frame(identity, parts[1], user_id)
+
+    def _over_capacity(self, identity: bytes, parts: list[bytes]) -> None:
+        """Past phone.max_connections: a new connection is told so (per message: one answer for
+        one frame) and nothing of it is kept."""
+        try:
+            env = self.codec.decode(parts[1]) if len(parts) == 2 else None
+        except p.DecodeError:
+            env = None
+        self._garbage(identity, "a new connection past phone.max_connections")
+        limit = self.config.phone.max_connections
+        self._error(identity, env.session if env else "", "too_many_connections",
+                    f"the runtime serves {limit} phone connections (phone.max_connections); try again later", corr=env.id if env else "")
 
     def _rate_limited(self, identity: bytes, parts: list[bytes], user_id: bytes) -> None:
         """Past phone.events_per_s: an event is answered RateLimited (nothing taken, resend later);
@@ -475,6 +490,10 @@ class GlassesBridge(Actor):
         if isinstance(body, p.UserText) and len(body.text) > phone.max_text_chars:
             self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
                         f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
+            return
+        if len(self.sessions) >= phone.max_sessions and self.sessions.owner(env.session) is None:
+            self._error(identity, env.session, "runtime_full", f"the runtime holds {phone.max_sessions} sessions "
+                        "(phone.max_sessions); try again later", corr=env.id)
             return
         if not self.connections.admit_session(identity, env.session):
             self._error(identity, env.session, "too_many_sessions", f"this connection already addresses {phone.sessions_per_connection} "
@@ -619,6 +638,9 @@ class GlassesBridge(Actor):
         elif isinstance(body, p.EdgeStatsRequest):
             dropped = self.frames_dropped
             msg.reply(self, p.EdgeStats(busy=self.busy_sent, dropped_frames=dropped, sessions=len(self.sessions)))
+        elif isinstance(body, p.SessionDelete):  # `run.py sessions delete`: the session is gone, its claim too
+            self.sessions.store.delete([msg.session])
+            self.connections.forget_session(msg.session)
         elif isinstance(body, p.SessionsForgotten):
             # A little under the session actor's TTL: its sweep and our clock agree on "idle".
             gone = self.sessions.forget(body.sessions, 0.9 * self.config.session.idle_session_ttl_s)

@@ -660,6 +660,7 @@ class SessionActor(Actor):
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
+        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
         msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
 
     def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:

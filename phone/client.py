@@ -266,9 +266,9 @@ class PhoneClient:
         with anyio.move_on_after(self.connect_timeout_s or 0):
             await self._hello_done.wait()
         if self.refusal:
-            raise PhoneRefused(
-                f"the runtime at {self.endpoint} refused this phone ({self.refusal}). With CURVE on, the "
-                f"phone's public key must be in the server's keys_dir/authorized/ (see `run.py keys`)")
+            hint = "" if self.refusal.startswith("too_many") else (
+                ". With CURVE on, the phone's public key must be in the server's keys_dir/authorized/ (see `run.py keys`)")
+            raise PhoneRefused(f"the runtime at {self.endpoint} refused this phone ({self.refusal}){hint}")
         if not self._hello_done.is_set():
             raise PhoneUnreachable(
                 f"no answer from the runtime at {self.endpoint} within {self.connect_timeout_s:g}s: is it running, "
@@ -512,7 +512,9 @@ class PhoneClient:
                 lane.backoff = min(lane.backoff * 2, self.max_backoff_s)
                 _log.info("phone=%s session=%s busy, resending in %.2fs: %s", self.client_id, env.session, lane.resume_at - anyio.current_time(), body.detail)
                 self._wake.set()
-        elif isinstance(body, p.Ok) and env.corr and env.corr == self._hello_id:
+        elif isinstance(body, (p.Ok, p.ErrorReply)) and env.corr and env.corr == self._hello_id:
+            if isinstance(body, p.ErrorReply):  # e.g. the runtime is at phone.max_connections
+                self.refusal = f"{body.code}: {body.detail}"
             self._hello_done.set()
         else:
             if isinstance(body, p.TurnDone):

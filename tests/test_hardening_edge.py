@@ -16,7 +16,7 @@ from harness import inproc_system, make_config, override
 from llm.scripted import ScriptedBackend
 from phone.client import PhoneClient
 from storage.ownership import OwnershipStore
-from test_glasses_bridge import free_port
+from test_glasses_bridge import dirs, free_port  # noqa: F401 - dirs is a fixture
 
 
 # ---- finding 1: replaying a session's first event id takes nothing over ----------------------
@@ -191,3 +191,107 @@ def test_the_console_url_with_its_token_is_printed_only_to_a_terminal(tmp_path):
     assert str(tmp_path / "var" / "web-token") in line
     assert os.stat(tmp_path / "var" / "web-token").st_mode & 0o777 == 0o600
     assert os.stat(tmp_path / "var").st_mode & 0o777 == 0o700, "what the runtime creates is its user's only (umask)"
+
+
+# ---- finding 13: the console's token, the metrics' labels, deletion, global caps -----------------
+async def test_any_token_gets_a_clean_401_and_guesses_are_throttled_per_address(tmp_path):
+    import httpx
+
+    token = "right-token-" + "x" * 20
+    config = override(make_config(tmp_path), web={"token_guesses_per_min": 3})
+    async with console_over_http(config, token=token) as (url, _):
+        async with httpx.AsyncClient(base_url=url) as client:
+            # what a header or a cookie can carry (latin-1), and a query's unicode: 401, never 500
+            assert (await client.get("/metrics", headers={"Authorization": "Bearer clé-é".encode("latin-1")})).status_code == 401
+            assert (await client.get("/metrics", headers={"Cookie": "porfiry_token=\xe9t\xe9".encode("latin-1")})).status_code == 401
+            assert (await client.get("/?token=ключ")).status_code == 401  # the third wrong one this minute
+            throttled = await client.get("/metrics", headers={"Authorization": f"Bearer {token}"})
+            assert throttled.status_code == 429 and "web.token_guesses_per_min" in throttled.json()["error"]
+            assert 1 <= int(throttled.headers["Retry-After"]) <= 61
+        # another address is not held back by this one's guesses
+        other = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+        async with httpx.AsyncClient(base_url=url, transport=other) as client:
+            assert (await client.get("/?token=ключ")).status_code == 401
+            assert (await client.get("/metrics", headers={"Authorization": f"Bearer {token}"})).status_code == 200
+
+
+def test_a_weak_web_token_is_refused_at_config_load_in_one_line(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from core.config import ConfigError, load_config
+
+    config = tmp_path / "porfiry.toml"
+    config.write_text('[web]\ntoken = "x"\n')
+    with pytest.raises(ConfigError, match=r"web\.token must be at least 16 characters"):
+        load_config(config)
+    run_py = Path(__file__).resolve().parent.parent / "run.py"
+    done = subprocess.run([sys.executable, str(run_py), "--config", str(config), "web"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "web.token" in done.stderr
+
+
+async def test_a_tool_name_the_model_made_up_is_counted_as_unknown_not_as_a_new_label(tmp_path):
+    from web.metrics import Metrics
+
+    def model(messages):
+        if any("TOOL_CALL" in m.content for m in messages if m.role == "assistant"):
+            return "Done."
+        return "TOOL_CALL: zz9_plural_z_alpha|now"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        facts: list[p.Msg] = []
+        async with system.client.ask_stream("session", p.Observe(lease_s=30)) as replies:
+            assert isinstance((await replies.receive()).body, p.Observing)
+            await system.turn("s1", "do the thing")
+            with anyio.fail_after(10):
+                while not any(isinstance(f, p.ToolCallFact) and f.outcome != "running" for f in facts):
+                    facts.append((await replies.receive()).body)
+    metrics = Metrics()
+    for fact in facts:
+        metrics.take(fact)
+    text = metrics.render().decode()
+    assert 'porfiry_tool_calls_total{outcome="unknown",tool="unknown"} 1.0' in text.splitlines(), text
+    assert "zz9_plural_z_alpha" not in text
+    assert [line for line in text.splitlines() if line.startswith("porfiry_tool_calls_total")] == [
+        'porfiry_tool_calls_total{outcome="unknown",tool="unknown"} 1.0']
+
+
+async def test_sessions_delete_removes_the_owner_and_its_token(tmp_path):
+    import argparse
+
+    from storage.cli import cmd_sessions
+
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        bridge = system.actors["glasses"]
+        async with PhoneClient(config.phone.endpoint, client_id="alice", ack_timeout_s=0.3) as alice:
+            await alice.turn("s1", "hello", timeout=10)
+            await alice.turn("s2", "hello", timeout=10)
+            assert isinstance(await system.client.ask("session", p.SessionDelete(), session="s1"), p.Ok)
+            with anyio.fail_after(5):
+                while bridge.sessions.owner("s1") is not None:
+                    await anyio.sleep(0.01)
+    assert OwnershipStore(config.path(config.storage.path)).get("s1") is None
+    # no runtime running: `run.py sessions delete` removes the claim from the file itself
+    assert OwnershipStore(config.path(config.storage.path)).get("s2") is not None
+    args = argparse.Namespace(action="delete", session="s2")
+    assert await anyio.to_thread.run_sync(lambda: cmd_sessions(args, config)) == 0
+    assert OwnershipStore(config.path(config.storage.path)).get("s2") is None
+
+
+async def test_phone_connections_and_sessions_are_capped_for_the_whole_runtime(dirs):
+    from phone.client import EventRejected, PhoneRefused
+    from test_glasses_bridge import make_config as bridge_config, runtime
+
+    config = override(bridge_config(dirs), phone={"curve": False, "max_connections": 2, "max_sessions": 3})
+    async with runtime(config) as rt, rt.phone("a", curve=None) as a, rt.phone("b", curve=None) as b:
+        await a.start("a1"), await a.start("a2"), await b.start("b1")
+        with pytest.raises(EventRejected) as full:  # a connection under its own limit, the runtime at its
+            await b.start("b2")
+        assert full.value.code == "runtime_full" and "phone.max_sessions" in full.value.detail
+        assert (await a.turn("a1", "still served", timeout=5)).final_text == "echo: still served"
+        with pytest.raises(PhoneRefused, match=r"too_many_connections: .*phone\.max_connections"):
+            async with rt.phone("c", curve=None):
+                pass
+        assert "c1" not in rt.journal.events and "b2" not in rt.journal.events

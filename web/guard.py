@@ -11,7 +11,10 @@ one (it says `Sec-Fetch-Site`); a client that is no browser (curl, scripts) send
 """
 from __future__ import annotations
 
+import collections
+import hmac
 import ipaddress
+import time
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
@@ -86,12 +89,42 @@ def _split(host: str) -> tuple[str, int | None]:
         return "", None
 
 
-class Guard:
-    """ASGI middleware: HostCheck before the app, a 403 with the reason otherwise."""
+def same_token(given: str, token: str) -> bool:
+    """Constant-time for any input: a header may carry any byte (latin-1), a query any character."""
+    return hmac.compare_digest(given.encode("utf-8", "surrogatepass"), token.encode("utf-8", "surrogatepass"))
 
-    def __init__(self, app: Asgi, check: HostCheck):
+
+class GuessThrottle:
+    """Wrong tokens per client address: after `per_min` within a minute the address is refused
+    (429) until the oldest of them is a minute old. Bounded in addresses (oldest forgotten)."""
+
+    def __init__(self, per_min: int, clock: Callable[[], float] = time.monotonic, max_addresses: int = 10_000):
+        self.per_min, self.clock, self.max_addresses = per_min, clock, max_addresses
+        self._failures: collections.OrderedDict[str, collections.deque[float]] = collections.OrderedDict()
+
+    def wait_s(self, address: str) -> float:
+        """Seconds until `address` may present a token again (0: now)."""
+        failures = self._failures.get(address)
+        if failures is None or len(failures) < self.per_min:
+            return 0.0
+        return max(0.0, failures[0] + 60.0 - self.clock())
+
+    def failed(self, address: str) -> None:
+        failures = self._failures.pop(address, None) or collections.deque(maxlen=self.per_min)
+        failures.append(self.clock())
+        self._failures[address] = failures
+        while len(self._failures) > self.max_addresses:
+            self._failures.popitem(last=False)
+
+
+class Guard:
+    """ASGI middleware: HostCheck before the app, a 403 with the reason otherwise; an address
+    that guessed too many wrong tokens gets 429 before its token is even looked at."""
+
+    def __init__(self, app: Asgi, check: HostCheck, throttle: GuessThrottle | None = None):
         self.app = app
         self.check = check
+        self.throttle = throttle
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
         if scope["type"] == "http":
@@ -100,4 +133,15 @@ class Guard:
             if why:
                 await JSONResponse({"error": why}, status_code=403)(scope, receive, send)
                 return
+            wait = self.throttle.wait_s(client_address(scope)) if self.throttle is not None else 0.0
+            if wait > 0:
+                text = (f"too many wrong tokens from this address: {self.throttle.per_min} a minute at most "
+                        f"(web.token_guesses_per_min); try again in {wait:.0f} s")
+                await JSONResponse({"error": text}, status_code=429, headers={"Retry-After": str(int(wait) + 1)})(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+
+def client_address(scope: dict[str, Any]) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"

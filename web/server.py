@@ -15,7 +15,6 @@ state changes (DNS rebinding).
 """
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 import secrets
@@ -33,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 import protocol as p
 from core.config import Config
 from phone.client import EventRejected, PhoneError
-from web.guard import Guard, HostCheck
+from web.guard import Guard, GuessThrottle, HostCheck, client_address, same_token
 from web.journal import Journal
 from web.link import RuntimeLink
 from web.metrics import CONTENT_TYPE, Metrics
@@ -75,6 +74,7 @@ class Console:
                  default_session: str = "web", token: str = "", host: str = "127.0.0.1"):
         self.config = config
         self.hosts = HostCheck(host, config.web.allowed_hosts)  # its port is set once the server listens
+        self.throttle = GuessThrottle(config.web.token_guesses_per_min)
         self.link = link
         self.journal = journal
         self.metrics = metrics
@@ -86,12 +86,20 @@ class Console:
         if not self.token:
             return True
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.cookies.get(COOKIE, "")
-        return bool(given) and hmac.compare_digest(given, self.token)
+        return self._proves(request, given)
+
+    def _proves(self, request: Request, given: str) -> bool:
+        """Is `given` the token? A wrong one counts against the client's address (GuessThrottle)."""
+        if given and same_token(given, self.token):
+            return True
+        if given:
+            self.throttle.failed(client_address(request.scope))
+        return False
 
     # ---- routes ---------------------------------------------------------------------------------
     async def page(self, request: Request) -> Response:
         given = request.query_params.get("token", "")
-        if self.token and given and hmac.compare_digest(given, self.token):
+        if self.token and given and self._proves(request, given):
             response = RedirectResponse("/", status_code=303)
             response.set_cookie(COOKIE, given, httponly=True, samesite="strict")
             return response
@@ -218,7 +226,7 @@ class Console:
             Route("/api/admin/skills", self.skills, methods=["POST"]),
             Route("/metrics", self.metrics_page),
             Mount("/static", StaticFiles(directory=STATIC)),
-        ]), self.hosts)
+        ]), self.hosts, self.throttle)
 
 
 def _refused() -> Response:
