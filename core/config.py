@@ -135,6 +135,7 @@ class WebConfig(_Section):
     max_text_chars: int = 2000  # a message typed in the page
     allowed_hosts: list[str] = []  # Host names (or name:port) the console answers to besides its address and loopback
     token_guesses_per_min: Annotated[int, msgspec.Meta(ge=1)] = 10  # wrong tokens per client address a minute; past it: HTTP 429
+    stream_max_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 1 << 20  # facts waiting for one page's event stream; past it the oldest are dropped (a marker says how many)
 
     def __post_init__(self) -> None:
         if self.token and len(self.token) < MIN_WEB_TOKEN_CHARS:

@@ -2,6 +2,7 @@
 frames to the real GlassesBridge in front of the real SessionActor, HTTP over loopback."""
 from __future__ import annotations
 
+import json
 import time
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
@@ -295,3 +296,34 @@ async def test_phone_connections_and_sessions_are_capped_for_the_whole_runtime(d
             async with rt.phone("c", curve=None):
                 pass
         assert "c1" not in rt.journal.events and "b2" not in rt.journal.events
+
+
+# ---- finding 10 (web): a page that does not read holds a bounded number of bytes -----------------
+async def test_a_page_that_does_not_read_its_stream_holds_bounded_bytes_and_learns_what_it_lost(tmp_path):
+    import httpx
+
+    config = override(make_config(tmp_path), web={"stream_max_bytes": 65536})
+    async with console_over_http(config) as (url, console), httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async with client.stream("GET", "/api/stream?session=s") as stream:  # opened, then not read
+            with anyio.fail_after(5):
+                while console.journal.watched() != ["s"]:
+                    await anyio.sleep(0.01)
+            page = console.journal._clients[0][1]  # noqa: SLF001 - what the server holds for this page
+            peak = 0
+            for index in range(3000):  # 30 MB of displays, taken at once: the session side never waits
+                console.journal.take(p.DisplayFact(session="s", ts=index, turn_id=f"t{index}", text="x" * 10_000))
+                peak = max(peak, page.bytes)
+            assert peak <= 65536 + 10_100
+            seen, dropped = [], 0
+            with anyio.fail_after(20):
+                async for line in stream.aiter_lines():
+                    if line.startswith("data: "):
+                        fact = json.loads(line[6:])
+                        dropped += fact.get("facts", 0) if fact.get("type") == "Dropped" else 0
+                        seen.append(fact.get("turn_id"))
+                        if fact.get("turn_id") == "t2999":
+                            break
+        assert dropped > 0 and seen[-1] == "t2999"
+        delivered = [t for t in seen if t]
+        assert delivered == [f"t{i}" for i in range(3000 - len(delivered), 3000)], "the newest, in order"
+        assert len(delivered) + dropped >= 3000, "every fact is delivered or counted in a marker"

@@ -33,7 +33,7 @@ import protocol as p
 from core.config import Config
 from phone.client import EventRejected, PhoneError
 from web.guard import Guard, GuessThrottle, HostCheck, client_address, same_token
-from web.journal import Journal
+from web.journal import Journal, PageStream
 from web.link import RuntimeLink
 from web.metrics import CONTENT_TYPE, Metrics
 
@@ -111,10 +111,10 @@ class Console:
         if not self.authorized(request):
             return _refused()
         session = request.query_params.get("session", "") or self.default_session
-        tx, rx = anyio.create_memory_object_stream[bytes](4096)
+        page = PageStream(self.config.web.stream_max_bytes)
         for item in self.journal.snapshot(session):
-            tx.send_nowait(item)
-        if not self.journal.attach(session, tx):
+            page.send_nowait(item)
+        if not self.journal.attach(session, page):
             return JSONResponse({"error": f"too many pages open (web.max_clients = {self.journal.max_clients})"}, status_code=503)
         if self.link is not None:
             self.link.watch_changed()
@@ -126,12 +126,11 @@ class Console:
                 while True:
                     data = None
                     with anyio.move_on_after(HEARTBEAT_S):
-                        data = await rx.receive()
+                        data = await page.receive()
                     yield (b"data: " + data + b"\n\n") if data is not None else b": keep-alive\n\n"
             finally:
-                self.journal.detach(tx)
-                tx.close()
-                rx.close()
+                self.journal.detach(page)
+                page.close()
 
         return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
