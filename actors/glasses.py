@@ -118,6 +118,10 @@ class SessionTable:
         owner = self.store.get(session)
         handed = ""
         if owner is None:
+            # a history without a claim is nobody's to take: only the key the journal recorded proves it
+            recorded = self.store.unclaimed_history(session)
+            if recorded is not None and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
+                return False, ""
             if key:
                 self.store.claim(session, "key", key, event_id, identity)
             else:

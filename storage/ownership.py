@@ -106,6 +106,16 @@ class OwnershipStore:
                 owner = self._owners[session] = Owner(row[0], row[1], row[2], bytes(row[3]))
         return owner
 
+    def unclaimed_history(self, session: str) -> str | None:
+        """The phone key the session journal (same file) recorded for `session`, when it holds the
+        session while no claim does (a version before issue 38 dropped the claims of idle
+        sessions); None when the journal does not know it, or there is no journal here."""
+        try:
+            row = self._db.execute("SELECT phone_key FROM sessions WHERE session = ?", (session,)).fetchone()
+        except sqlite3.OperationalError:  # no journal in this file
+            return None
+        return None if row is None else str(row[0])
+
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
         """`proof`: the key, or the token (kept hashed)."""
         proof = hash_token(proof) if kind == "token" else proof

@@ -327,3 +327,27 @@ async def test_a_page_that_does_not_read_its_stream_holds_bounded_bytes_and_lear
         delivered = [t for t in seen if t]
         assert delivered == [f"t{i}" for i in range(3000 - len(delivered), 3000)], "the newest, in order"
         assert len(delivered) + dropped >= 3000, "every fact is delivered or counted in a marker"
+
+
+async def test_a_history_whose_claim_an_older_version_dropped_is_not_free_to_take(tmp_path):
+    """Before issue 38 an idle session's claim was deleted while its journal stayed: whoever
+    named the session (or replayed its first event id) next got its history and answers."""
+    import sqlite3
+
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        async with PhoneClient(config.phone.endpoint, client_id="alice", ack_timeout_s=0.3) as alice:
+            first = await alice.send_text("s1", "my secret is 1234")
+        system.actors["glasses"].sessions.forget(["s1"], idle_s=0)
+        with sqlite3.connect(config.path(config.storage.path)) as db:  # what the older version's forget did
+            db.execute("DELETE FROM session_owner WHERE session = 's1'")
+        attacker = system.zmq.socket(zmq.DEALER)
+        attacker.setsockopt(zmq.LINGER, 0)
+        attacker.connect(config.phone.endpoint)
+        try:
+            attacker.send(_raw_text("s1", first, "my secret is 1234"))
+            attacker.send(_raw_text("s1", p.new_id(), "what is my secret?", token="m" * 24))
+            got = await _replies(attacker, 1.5)
+        finally:
+            attacker.close(linger=0)
+        assert [(type(m).__name__, getattr(m, "code", "")) for m in got] == [("ErrorReply", "forbidden")] * 2, got
