@@ -11,10 +11,13 @@ Besides its actor inbox it binds a ROUTER at `phone.endpoint`. Phone events beco
   phone resends it) and the lane holds later events of that session with `Busy` until that
   event comes back, so a restart does not reorder a session's events;
 - ownership is durable (storage.ownership, SQLite) and must be proved, never declared: with
-  CURVE the session belongs to the phone's key; without, to a secret token handed out in the Ack
-  of the session's first event, which every later event must carry. Others get "forbidden";
+  CURVE the session belongs to the phone's key; without, to a secret token the phone sends with
+  the session's first event (or one handed out in that event's Ack), which every later event must
+  carry - a resend of the first event included. Others get "forbidden". Idle sessions leave
+  memory, never the table (docs/security.md);
 - bounded edges: per connection a token bucket (`RateLimited`), a cap on sessions and on events
-  waiting (`Busy`); per peer an outbox, so a phone that does not read loses only its own replies
+  waiting (`Busy`); per runtime a cap on connections and on sessions (phone.max_connections,
+  phone.max_sessions); per peer an outbox, so a phone that does not read loses only its own replies
   (and is cut off past `phone.send_queue_per_peer`); garbage is logged once per peer per interval;
 - a removed phone key is refused within half a second, live connection or not.
 
