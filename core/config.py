@@ -68,7 +68,7 @@ class PhoneConfig(_Section):
     send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is cut off
     garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
     max_connections: Annotated[int, msgspec.Meta(ge=1)] = 20_000  # phone connections at once (all phones); past it: ErrorReply "too_many_connections"
-    max_sessions: Annotated[int, msgspec.Meta(ge=1)] = 20_000  # sessions in the bridge's memory (all phones); past it a new one: ErrorReply "runtime_full"
+    max_sessions: Annotated[int, msgspec.Meta(ge=1)] = 50_000  # sessions in the bridge's memory (all phones); past it a new one: ErrorReply "runtime_full"
 
 
 class SessionConfig(_Section):
