@@ -60,6 +60,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError, preflight
+
+    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+        preflight(config.path(config.storage.path))
+    except StorageError as exc:
+        instance_lock.release()
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     supervisor = Supervisor(config)
 
     async def main() -> None:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from storage import sqlite_file
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS session_owner (
     session     TEXT PRIMARY KEY,
@@ -51,13 +53,8 @@ class OwnershipStore:
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time):
         self.path = Path(path)
         self.clock = clock
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=2000")
-        self._db.executescript(SCHEMA)
+        self._db = (_prepare(sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
+                    if str(path) == ":memory:" else sqlite_file.open_database(path, _prepare, hold_lock=True, timeout=2.0))
         self._owners: dict[str, Owner] = {
             row[0]: Owner(row[1], row[2], row[3], bytes(row[4]))
             for row in self._db.execute("SELECT session, kind, proof, claim_event, route FROM session_owner")
@@ -89,9 +86,18 @@ class OwnershipStore:
 
     def close(self) -> None:
         self._db.close()
+        if str(self.path) != ":memory:":
+            sqlite_file.release(self.path)
 
     def __len__(self) -> int:
         return len(self._owners)
+
+
+def _prepare(db: sqlite3.Connection) -> sqlite3.Connection:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(SCHEMA)
+    return db
 
 
 def proves(owner: Owner, kind: str, proof: str) -> bool:

@@ -1,0 +1,126 @@
+"""Issue 38's storage findings against a real `run.py serve` (a process per actor over ipc://):
+one runtime per SQLite file, a corrupt database is one line and exit status 2, never a restart
+loop, and `run.py sessions` says the same without a traceback."""
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from test_process_mode import REPO, _cli, _status, _wait_until, served  # noqa: F401 - served is a fixture
+
+EXIT_PERMANENT = 2
+
+
+def _serve(config, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _journal_with_history(path) -> None:
+    """A database of a few hundred entries, checkpointed into the main file."""
+    from core.trajectory import Recorded
+    from storage import journal
+
+    conn = journal.connect(path)
+    conn.execute("BEGIN")
+    for index in range(600):
+        journal.insert_entry(conn, f"s{index % 7}", 1.0, Recorded(role="user", content=f"entry {index} " * 30))
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+
+
+def _garbage_header(path) -> None:
+    path.write_bytes(os.urandom(8192))
+
+
+def _truncated(path) -> None:
+    _journal_with_history(path)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) // 3)
+
+
+def _garbage_inside(path) -> None:
+    _journal_with_history(path)
+    with open(path, "r+b") as f:
+        f.seek(4096 * 8)
+        f.write(os.urandom(4096 * 6))
+
+
+def _config_at(tmp_path, ipc_dir, db, port: int) -> "os.PathLike":
+    from test_process_mode import _write_config
+
+    config = _write_config(tmp_path, ipc_dir)
+    text = config.read_text().replace(str(tmp_path / "porfiry.sqlite3"), str(db))
+    config.write_text(text)
+    return config
+
+
+@pytest.mark.parametrize("spoil, cause", [
+    (_garbage_header, "is not an SQLite database"),
+    (_truncated, "is corrupt ("),
+    (_garbage_inside, "is corrupt ("),
+])
+def test_a_corrupt_database_is_one_line_and_exit_status_2_for_serve_and_sessions_list(tmp_path, ipc_dir, spoil, cause):
+    db = tmp_path / "porfiry.sqlite3"
+    spoil(db)
+    config = _config_at(tmp_path, ipc_dir, db, 0)
+    started = time.monotonic()
+    serve = _serve(config)
+    assert serve.returncode == EXIT_PERMANENT, serve
+    assert time.monotonic() - started < 15  # no restarts
+    lines = serve.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(db) in lines[0] and cause in lines[0], serve.stderr
+    listed = _cli(config, "sessions", "list")
+    assert listed.returncode == EXIT_PERMANENT
+    lines = listed.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(db) in lines[0] and cause in lines[0] and "Traceback" not in listed.stderr, listed.stderr
+
+
+def test_corruption_a_restarted_actor_finds_stops_the_runtime_at_once_not_in_a_restart_loop(served, tmp_path):
+    config, runtime = served(supervisor="intensity = 10")
+    said = _cli(config, "say", "--session", "c1", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    pid = int(_status(config)["session"][2])
+    db = tmp_path / "porfiry.sqlite3"
+    with open(db, "r+b") as f:
+        f.write(b"this is no database any more")
+    os.kill(pid, signal.SIGKILL)
+    assert runtime.wait(timeout=60) == EXIT_PERMANENT
+    log = (tmp_path / "serve.log").read_text()
+    assert log.count("restarting child=session") == 1, log  # the one restart after the kill, no loop
+    assert f"porfiry: session: storage: {db} is not an SQLite database" in log
+    assert "Traceback" not in log, log
+    assert "porfiry: stopped: session: a permanent failure (exit status 2" in log
+
+
+def test_a_second_runtime_on_the_same_database_is_refused_and_the_first_keeps_its_lock_across_restarts(served, tmp_path):
+    config, first = served()
+    said = _cli(config, "say", "--client-id", "alice", "--session", "mine", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    other_ipc = tempfile.mkdtemp(prefix="pf")
+    try:
+        other = tmp_path / "other"
+        other.mkdir()
+        second_config = _config_at(other, other_ipc, tmp_path / "porfiry.sqlite3", 0)
+        started = time.monotonic()
+        second = _serve(second_config, timeout=30)
+    finally:
+        shutil.rmtree(other_ipc, ignore_errors=True)
+    assert second.returncode == EXIT_PERMANENT, second
+    assert second.stderr.strip().splitlines() == [
+        f"porfiry: storage: {tmp_path / 'porfiry.sqlite3'} is in use by another runtime (pid {first.pid}, "
+        f"lock {tmp_path / 'porfiry.sqlite3.lock'}); stop it or set storage.path"]
+    assert time.monotonic() - started < 15
+    # The first runtime's own session process, killed, opens the journal again.
+    pid = int(_status(config)["session"][2])
+    os.kill(pid, signal.SIGKILL)
+    _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid)
+    again = _cli(config, "say", "--client-id", "alice", "--session", "mine", "--timeout", "20", "hello again")
+    assert again.returncode == 0, again.stderr
+    assert first.poll() is None
