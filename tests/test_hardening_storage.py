@@ -124,3 +124,67 @@ def test_a_second_runtime_on_the_same_database_is_refused_and_the_first_keeps_it
     again = _cli(config, "say", "--client-id", "alice", "--session", "mine", "--timeout", "20", "hello again")
     assert again.returncode == 0, again.stderr
     assert first.poll() is None
+
+
+# ---- finding 7: disk full on a new session (in one process: the real bridge and session actor) --
+class FullDisk:
+    """A connection on a full disk: every write fails as SQLite says it then; reads work."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+    def _refuse(self, sql: str) -> None:
+        import sqlite3
+
+        if sql.lstrip().split(None, 1)[0].upper() in ("INSERT", "UPDATE", "DELETE", "REPLACE"):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    def execute(self, sql, *args):
+        self._refuse(sql)
+        return self.conn.execute(sql, *args)
+
+    def executemany(self, sql, *args):
+        self._refuse(sql)
+        return self.conn.executemany(sql, *args)
+
+
+async def test_disk_full_on_a_new_session_answers_the_phone_with_a_storage_error_once_logged_and_loses_nothing(tmp_path, caplog):
+    import logging
+
+    import anyio
+
+    from actors.glasses import GlassesBridge
+    from harness import inproc_system, make_config, override
+    from llm.scripted import ScriptedBackend
+    from phone.client import EventRejected, PhoneClient
+    from test_glasses_bridge import free_port
+
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        bridge, journal = system.actors["glasses"], system.actors["session"].journal
+        async with PhoneClient(config.phone.endpoint, client_id="alice", curve=None, ack_timeout_s=2.0) as phone:
+            await phone.turn("old", "hello", timeout=10)
+            store = bridge.sessions.store
+            store._db, journal._conn = FullDisk(store._db), FullDisk(journal._conn)
+            with caplog.at_level(logging.WARNING, logger="porfiry"):
+                with anyio.fail_after(10), pytest.raises(EventRejected) as old:
+                    await phone.send_text("old", "still there?")
+                assert old.value.code == "storage"
+                for _ in range(3):
+                    with anyio.fail_after(10), pytest.raises(EventRejected) as new:
+                        await phone.send_text("new", "a new session")
+                    assert new.value.code == "storage" and "database or disk is full" in new.value.detail
+            lines = [r for r in caplog.records if r.name == "porfiry.glasses" and "ownership" in r.getMessage()]
+            assert len(lines) == 1 and "database or disk is full" in lines[0].getMessage(), [r.getMessage() for r in lines]
+            assert not any("deliver failed" in r.getMessage() or r.exc_info for r in caplog.records)
+            assert bridge.sessions.owner("new") is None, "nothing claimed that is not on disk"
+            store._db, journal._conn = store._db.conn, journal._conn.conn  # space again: the phone resends
+            journal.failure = ""
+            turn = await phone.turn("new", "a new session", timeout=10)
+            assert turn.final_text.startswith("Sure.")
+    from storage.ownership import OwnershipStore
+
+    assert OwnershipStore(tmp_path / "porfiry.sqlite3").get("new") is not None
