@@ -188,3 +188,27 @@ async def test_disk_full_on_a_new_session_answers_the_phone_with_a_storage_error
     from storage.ownership import OwnershipStore
 
     assert OwnershipStore(tmp_path / "porfiry.sqlite3").get("new") is not None
+
+
+# ---- finding 13: the database deleted under a running runtime ------------------------------------
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+async def test_a_database_deleted_while_running_is_a_storage_error_not_an_ack(tmp_path, caplog, how):
+    import logging
+
+    import protocol as p
+    from harness import inproc_system
+    from llm.scripted import ScriptedBackend
+
+    db = tmp_path / "porfiry.sqlite3"
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        await system.turn("s", "hello")
+        db.unlink()
+        if how == "replaced":
+            db.write_bytes(b"")
+        with caplog.at_level(logging.CRITICAL, logger="porfiry"):
+            for index in range(3):
+                reply = await system.deliver("s", "are you there", event_id=f"ev-{index}")
+                assert isinstance(reply, p.ErrorReply) and reply.code == "storage", reply
+                assert f"the database {db} was {how} while the runtime ran" in reply.detail
+        told = [r for r in caplog.records if r.levelno == logging.CRITICAL and how in r.getMessage()]
+        assert len(told) == 1, told
