@@ -35,7 +35,8 @@ def _config(args: argparse.Namespace):
         process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
         return config
     except (ConfigError, ValueError) as exc:
-        sys.exit(f"porfiry: {exc}")
+        print(f"porfiry: {exc}", file=sys.stderr)
+        sys.exit(2)  # a bad value: one line, before anything starts
 
 
 # ---- serve / status ------------------------------------------------------------------------

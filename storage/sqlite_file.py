@@ -60,7 +60,7 @@ def hold(db: str | Path) -> None:
     if lock in _held:
         _held[lock][1] += 1
         return
-    lock.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(Path(db))
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -88,6 +88,13 @@ def release(db: str | Path) -> None:
         os.close(entry[0])  # closing drops the flock
 
 
+def _make_parent(db: Path) -> None:
+    try:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DatabaseUnusable(f"storage: cannot use {db}: a part of its directory is a file; check storage.path") from None
+
+
 def check_header(db: Path) -> None:
     """A file that exists is an SQLite database at least by its first bytes (empty: new)."""
     try:
@@ -113,11 +120,13 @@ def open_database(db: str | Path, prepare: Callable[[sqlite3.Connection], None],
     the runtime's lock is taken (the journal, the ownership store), not by a CLI reader.
     Raises StorageError: in use by another runtime, corrupt, or not openable (with the cause)."""
     db = Path(db)
-    if hold_lock:
-        hold(db)
+    held = False
     try:
+        if hold_lock:
+            hold(db)
+            held = True
         check_header(db)
-        db.parent.mkdir(parents=True, exist_ok=True)
+        _make_parent(db)
         conn = sqlite3.connect(str(db), isolation_level=None, check_same_thread=False, timeout=timeout)
         try:
             prepare(conn)
@@ -129,11 +138,11 @@ def open_database(db: str | Path, prepare: Callable[[sqlite3.Connection], None],
             conn.close()
             raise
     except StorageError:
-        if hold_lock:
+        if held:
             release(db)
         raise
     except (sqlite3.Error, OSError) as exc:
-        if hold_lock:
+        if held:
             release(db)
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
             raise DatabaseUnusable(f"storage: {db} is corrupt ({exc}); restore it from a backup or move it away") from None
@@ -170,4 +179,4 @@ class FileWatch:
 def preflight(db: str | Path) -> None:
     """`run.py serve`, before any actor starts: take the runtime's lock (held until the process
     exits, for all its actor processes) and check the file. Raises StorageError."""
-    open_database(db, lambda conn: None, hold_lock=True).close()
+    open_database(db, lambda conn: conn.execute("PRAGMA journal_mode=WAL"), hold_lock=True).close()  # WAL: the directory is writable

@@ -212,3 +212,37 @@ async def test_a_database_deleted_while_running_is_a_storage_error_not_an_ack(tm
                 assert f"the database {db} was {how} while the runtime ran" in reply.detail
         told = [r for r in caplog.records if r.levelno == logging.CRITICAL and how in r.getMessage()]
         assert len(told) == 1, told
+
+
+# ---- finding 12 through `run.py serve`: a bad value is one line and exit status 2, at once -------
+@pytest.mark.parametrize("table, line, complaint", [
+    ("[session]", "idle_session_ttl_s = -1", "session.idle_session_ttl_s must be >= 1 (got -1)"),
+    ("[protocol]", "max_message_bytes = 0", "protocol.max_message_bytes must be >= 4096"),
+    ("[web]", "port = 70000", "web.port must be >= 1 and <= 65535 (got 70000)"),
+    ("[session]", 'parallel_patterns = ["(("]', "session.parallel_patterns[0] is not a valid regular expression"),
+])
+def test_serve_with_a_bad_value_says_so_in_one_line_and_exits_2_before_anything_starts(tmp_path, ipc_dir, table, line, complaint):
+    from test_process_mode import _write_config
+
+    config = _write_config(tmp_path, ipc_dir)
+    text = config.read_text()
+    config.write_text(text.replace(f"\n{table}\n", f"\n{table}\n{line}\n", 1) if f"\n{table}\n" in text else f"{text}\n{table}\n{line}\n")
+    started = time.monotonic()
+    serve = _serve(config, timeout=30)
+    assert serve.returncode == EXIT_PERMANENT, serve
+    lines = serve.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"porfiry: config {config}: ") and complaint in lines[0], serve.stderr
+    assert time.monotonic() - started < 10
+    assert not list((tmp_path).glob("porfiry.sqlite3*")), "nothing started"
+
+
+def test_serve_with_a_storage_path_it_cannot_create_is_one_line_and_exit_2(tmp_path, ipc_dir):
+    from test_process_mode import _write_config
+
+    (tmp_path / "a-file").write_text("not a directory")
+    config = _write_config(tmp_path, ipc_dir)
+    config.write_text(config.read_text().replace(str(tmp_path / "porfiry.sqlite3"), str(tmp_path / "a-file" / "db.sqlite3")))
+    serve = _serve(config, timeout=30)
+    assert serve.returncode == EXIT_PERMANENT, serve
+    assert serve.stderr.strip().splitlines() == [
+        f"porfiry: storage: cannot use {tmp_path / 'a-file' / 'db.sqlite3'}: a part of its directory is a file; check storage.path"]
