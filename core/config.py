@@ -163,11 +163,11 @@ class McpServerConfig(_Section):
 
 class McpConfig(_Section):
     servers: Annotated[dict[str, McpServerConfig], Meta(description="MCP servers, each a toolset named after its key")] = {}
-    restart_backoff_s: Annotated[float, Meta(gt=0, description="first wait before restarting a dead server, doubling, seconds", extra=TUNING)] = 1.0
+    restart_backoff_s: Annotated[float, Meta(ge=0.01, description="first wait before restarting a dead server, doubling, seconds", extra=TUNING)] = 1.0
     restart_backoff_max_s: Annotated[float, Meta(gt=0, description="the longest wait between restarts of a dead server, seconds", extra=TUNING)] = 60.0
     max_tools: Annotated[int, Meta(ge=1, description="tools per server; those past this are refused")] = 64
     max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
-    check_interval_s: Annotated[float, Meta(gt=0, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
+    check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
 
 
 class Config(_Section):
@@ -262,6 +262,10 @@ def check(config: Config) -> Config:
     checks.check_file_path("web.token_path", config.path(config.web.token_path))
     for name, server in config.mcp.servers.items():
         checks.check_url(f"mcp.servers.{name}.url", server.url)
+    supervisor = config.supervisor
+    if 0 < supervisor.hung_after_s < 2 * supervisor.watchdog_every_s:  # a Ping a little late is not a hang
+        raise ValueError(f"supervisor.hung_after_s must be 0 (never) or at least 2 x supervisor.watchdog_every_s "
+                         f"({2 * supervisor.watchdog_every_s:g}) (got {supervisor.hung_after_s:g})")
     if config.mcp.restart_backoff_s > config.mcp.restart_backoff_max_s:
         raise ValueError(f"mcp.restart_backoff_s ({config.mcp.restart_backoff_s:g}) exceeds mcp.restart_backoff_max_s "
                          f"({config.mcp.restart_backoff_max_s:g})")

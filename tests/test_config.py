@@ -73,6 +73,8 @@ def test_absent_keys_take_the_toolsets_defaults(tmp_path):
     ("[web]\ntimeline_facts = -5\n", "web.timeline_facts must be >= 1 (got -5)"),
     ("[web]\nsessions_kept = -1\n", "web.sessions_kept must be >= 1 (got -1)"),
     ('[session]\ntimezone = "Mars/Olympus"\n', 'session.timezone is not a known time zone (got "Mars/Olympus")'),
+    ("[supervisor]\nhung_after_s = 1e-6\n", "supervisor.hung_after_s must be 0 (never) or at least 2 x supervisor.watchdog_every_s (10) (got 1e-06)"),
+    ("[mcp]\ncheck_interval_s = 1e-6\n", "mcp.check_interval_s must be >= 0.1 (got 1e-6)"),
     ("[mcp]\nrestart_backoff_s = 90\n", "mcp.restart_backoff_s (90) exceeds mcp.restart_backoff_max_s (60)"),
     ('[mcp.servers.x]\nurl = "localhost:9000/mcp"\n', 'mcp.servers.x.url must be an http:// or https:// URL'),
 ])
