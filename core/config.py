@@ -243,11 +243,11 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
 
 def check(config: Config) -> Config:
     """Every value within its bounds (again, after the environment's overrides), every regex
-    compiled, every endpoint parsed, every path usable, the time zone known. Raises ValueError
-    or msgspec.ValidationError, each one line naming the key."""
+    compiled, every endpoint parsed, no file path empty or a directory, the time zone known.
+    Raises ValueError, one line naming the key (`serve` then checks the database can be written)."""
     tables = msgspec.json.decode(to_json(config))
     try:
-        checked = _from_tables(tables)
+        _from_tables(tables)
     except msgspec.ValidationError as exc:  # a value from the environment (the file's were decoded already)
         raise ValueError(config_checks.explain(exc, Config, tables)) from None
     checks = config_checks
@@ -269,7 +269,7 @@ def check(config: Config) -> Config:
     if config.mcp.restart_backoff_s > config.mcp.restart_backoff_max_s:
         raise ValueError(f"mcp.restart_backoff_s ({config.mcp.restart_backoff_s:g}) exceeds mcp.restart_backoff_max_s "
                          f"({config.mcp.restart_backoff_max_s:g})")
-    return checked
+    return config
 
 
 _CORE_SECTIONS = frozenset(Config.__struct_fields__)
