@@ -35,7 +35,8 @@ def _config(args: argparse.Namespace):
         process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
         return config
     except (ConfigError, ValueError) as exc:
-        sys.exit(f"porfiry: {exc}")
+        print(f"porfiry: {exc}", file=sys.stderr)
+        sys.exit(2)  # a bad value: one line, before anything starts
 
 
 # ---- serve / status ------------------------------------------------------------------------
@@ -60,6 +61,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError, preflight
+
+    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+        preflight(config.path(config.storage.path))
+    except StorageError as exc:
+        instance_lock.release()
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     supervisor = Supervisor(config)
 
     async def main() -> None:

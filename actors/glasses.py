@@ -30,6 +30,7 @@ CURVE server without a ZAP handler would accept any key.
 from __future__ import annotations
 
 import collections
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -334,6 +335,7 @@ class GlassesBridge(Actor):
         self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
         self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
         self.unanswered = GarbageLog(1.0, monotonic)  # DeliverEvents the session actor did not answer in time
+        self.storage_failures = GarbageLog(phone.garbage_log_interval_s, monotonic)  # ownership writes that failed
         self.cut_off = 0  # peers whose outbox overflowed
         self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
         self._outbox_ready = anyio.Event()
@@ -507,8 +509,12 @@ class GlassesBridge(Actor):
                         "sessions (phone.sessions_per_connection); end some or open another connection", corr=env.id)
             return
         owner = owner_key(identity, user_id)
-        allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
-                                             token=body.token, event_id=body.event_id)
+        try:
+            allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
+                                                 token=body.token, event_id=body.event_id)
+        except sqlite3.Error as exc:  # e.g. disk full: nothing claimed, nothing acked, the phone resends
+            self._not_stored(identity, env.session, body.event_id, exc, corr=env.id)
+            return
         if not allowed:
             self.log.warning("actor=glasses refused session=%s to phone=%r (owned by another phone)", env.session, identity)
             self._error(identity, env.session, "forbidden", f"session {env.session} belongs to another phone"
@@ -528,6 +534,15 @@ class GlassesBridge(Actor):
         elif verdict.startswith("busy"):
             self.log.debug("actor=glasses busy session=%s %s", env.session, verdict)  # the verdict may name an event id
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=verdict[6:]), session=env.session, corr=env.id)
+
+    def _not_stored(self, identity: bytes, session: str, event_id: str, exc: sqlite3.Error, *, corr: str) -> None:
+        """The ownership store could not write: the phone is told as for an event the journal
+        cannot store (ErrorReply "storage"); logged once per interval, with a count."""
+        count = self.storage_failures.note(b"ownership")
+        if count:
+            self.log.error("actor=glasses the session ownership store cannot write: %s (%d event(s) refused, latest "
+                           "session=%s); the phones resend", exc, count, session)
+        self._error(identity, session, "storage", f"event {event_id} could not be stored: session ownership: {exc}", corr=corr)
 
     def _status_for_waiter(self, session: str, status: p.PlaybackStatus, identity: bytes, corr: str) -> bool:
         """Hand an awaited PlaybackStatus to its PhoneCommand's asker (acking it at once)."""

@@ -191,8 +191,9 @@ class Conversation:
         self.last_active = self.s.clock()
         if event.event_id in self.seen:
             return "duplicate"
-        # A late tool result is the session's own: it must never be refused.
-        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result"):
+        # A late tool result, a timer firing: the session's own, never refused (a refused timer
+        # waited for the next restart). Timers are bounded by the table's max_timers instead.
+        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result", "timer"):
             return "busy"
         self.seen[event.event_id] = None
         self.open_events.add(event.event_id)

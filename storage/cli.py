@@ -70,7 +70,14 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
     path = config.path(config.storage.path)
     if not path.exists():
         sys.exit(f"porfiry: no journal at {path} (storage.path); nothing has been recorded yet")
-    conn = journal.connect(path)
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError
+
+    try:
+        conn = journal.connect(path)
+    except StorageError as exc:  # a corrupt database: one line, no traceback
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     try:
         if args.action == "list":
             rows = journal.list_sessions(conn)
