@@ -107,7 +107,10 @@ class World:
         return labelled(event, watch)
 
     def _presence(self, sid: str, on: bool) -> None:
-        world = self.of(sid)
+        world = self.sessions.get(sid)
+        if world is None and on:
+            return  # on, as every session starts: no world kept for it until it needs one
+        world = world or self.of(sid)
         if world.glasses_on == on:
             return
         world.glasses_on = on
