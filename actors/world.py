@@ -81,7 +81,7 @@ class World:
     def incoming(self, sid: str, event: p.Event) -> p.Event | None:
         """The event as the session is to see it, or None: kept in the journal, not shown (a
         channel event no watch matched, on a channel that wakes only for watched ones)."""
-        if sid not in self.sessions and event.source not in ("user", "phone"):
+        if sid not in self.sessions and event.source not in ("user", "phone") and self._fresh(sid):
             # a session a webhook opens has no glasses yet: what it says waits for them
             self.sessions[sid] = self._new(WorldState(glasses_on=False))
         if event.kind in PRESENCE_ON and event.source in ("user", "phone"):
@@ -105,6 +105,11 @@ class World:
             self.kept += 1
             return None
         return labelled(event, watch)
+
+    def _fresh(self, sid: str) -> bool:
+        """Nothing has happened in this session yet (no phone has used it)."""
+        conversation = self.actor.sessions.get(sid)
+        return conversation is None or (not conversation.seen and not len(conversation.trajectory))
 
     def _presence(self, sid: str, on: bool) -> None:
         world = self.sessions.get(sid)
