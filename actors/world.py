@@ -145,7 +145,7 @@ class World:
             self._status_at[run.task_id] = now
             while len(self._status_at) > 4096:
                 self._status_at.pop(next(iter(self._status_at)))
-            self.actor.tell("glasses", p.StatusLine(task_id=run.task_id, text=f"{run.tool}: {body.text}"), session=sid)
+            self.actor.send(sid, p.StatusLine(task_id=run.task_id, text=f"{run.tool}: {body.text}"))
         waiting = any(e.kind == PROGRESS_KIND and e.data.get("task_id") == run.task_id for e in conversation.queue)
         if conversation.running and run.state == BACKGROUND and not waiting:
             self._progress_count += 1
@@ -178,7 +178,7 @@ class World:
             self._show(sid, delivery_text(note))
         elif notice.urgency == "high":
             note.pushed = True
-            self.actor.tell("glasses", p.PushNotification(note_id=note.note_id, text=text, ts=note.ts), session=sid)
+            self.actor.send(sid, p.PushNotification(note_id=note.note_id, text=text, ts=note.ts))  # backpressure-safe
         self._save(sid)
 
     def _show(self, sid: str, text: str) -> None:
