@@ -83,6 +83,7 @@ class SessionConfig(_Section):
     router: Literal["rules", "model"] = "rules"  # rules | model: a classifier model judges user text the rules would queue
     router_profile: str = ""  # the model router's LLM profile; empty: the active profile
     router_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 1.5  # no usable answer by then: the rules decide
+    router_classifier: bool = True  # the shipped classifier judges user text said while busy (docs/interruptions.md)
     tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a slower tool call moves to the background (task id)
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
     llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams

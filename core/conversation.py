@@ -59,6 +59,7 @@ from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
+from protocol.phone import TurnOutcome
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 _log = logging.getLogger("porfiry.session")
@@ -156,6 +157,7 @@ class Conversation:
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
+        "cut_by", "cut_events",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -183,6 +185,8 @@ class Conversation:
         # that turn is done: its TurnDone covers them (core.resume)
         self.resuming: tuple[str, list[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
+        self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
+        self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
     # ---- intake ---------------------------------------------------------------------------
@@ -247,6 +251,7 @@ class Conversation:
             turn_id = _new_id()
             consumed: list[str] = []
             self._model_calls = 0
+            self.cut_by = "done"
             with anyio.CancelScope() as scope:
                 self._step_scope = scope
                 self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
@@ -259,9 +264,22 @@ class Conversation:
             if self.resuming is not None and self.resuming[0] in consumed:
                 consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
                 self.resuming = None
-            self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+            outcome: TurnOutcome = "done"
+            if scope.cancelled_caught:  # a stop or an interrupt cut it: its events are closed now
+                outcome = self.cut_by if self.cut_by != "done" else "cancelled"
+            self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls,
+                                                   outcome=outcome))
+            if outcome != "done":
+                self._remember_cut(consumed, outcome)
             self.open_events.difference_update(consumed)
             self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
+
+    def _remember_cut(self, event_ids: list[str], outcome: TurnOutcome) -> None:
+        """A phone asking again about a cut event is told how it ended, not shown a later answer."""
+        for event_id in event_ids:
+            self.cut_events[event_id] = outcome
+        while len(self.cut_events) > DEDUP_WINDOW:
+            self.cut_events.popitem(last=False)
 
     def finished(self, event_id: str) -> bool:
         """Accepted and covered by a TurnDone: none for it is still to come."""
@@ -303,6 +321,7 @@ class Conversation:
             if was_background and self.trajectory.call_state(call_id) == "placeholder":
                 self.trajectory.record_late_result(call_id, CANCELLED_TEXT)
         if self._step_scope is not None:
+            self.cut_by = "cancelled"
             self._step_scope.cancel()
 
     def _interrupt(self) -> None:
@@ -317,6 +336,8 @@ class Conversation:
             self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
             self.s.observer.tool_finished(self, "", call_id, tool, "", "placeholder", "")
         if self._step_scope is not None:
+            if self.cut_by != "cancelled":  # a stop in the same breath wins
+                self.cut_by = "interrupted"
             self._step_scope.cancel()
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:

@@ -173,7 +173,7 @@ def backend_classifier(backend, max_tokens: int = 4) -> Callable[[str], Awaitabl
 def urgency_of(config) -> UrgencyConfig:
     cfg = config.session
     return UrgencyConfig.from_mapping({
-        "urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+        "urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases, "classifier": cfg.router_classifier,
         **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {}),
     })
 

@@ -4,7 +4,14 @@ Every phone -> runtime event carries a client-generated `event_id` (for at-least
 dedup) and the client's timestamp `ts` (seconds since the epoch). The session id travels in the
 envelope.
 """
+from typing import Literal
+
 from protocol.base import Msg
+
+# How a turn ended for its events: answered; cut by a stop (the answer was discarded and the
+# glasses cleared); cut by an interrupt (the task goes on in the background, its result comes
+# later as a new turn).
+TurnOutcome = Literal["done", "cancelled", "interrupted"]
 
 
 # --- phone -> runtime -------------------------------------------------------------------------
@@ -99,6 +106,7 @@ class TurnDone(Msg):
     event_ids: list[str] = []
     model_calls: int = 0  # generations the turn needed: lets a client subtract model time (bench)
     final: str = ""  # the turn's final display ("": none): a phone that missed it (it died in a restarted bridge) still shows it
+    outcome: TurnOutcome = "done"
 
 
 class PlaybackCommand(Msg):
