@@ -32,7 +32,7 @@ import os
 import re
 import time
 import zoneinfo
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import AbstractAsyncContextManager
 from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
@@ -152,12 +152,21 @@ def _closing_result(history: list[p.ChatMessage]) -> p.ChatMessage | None:
     return last
 
 
+class _Routing:
+    """An accepted event waiting for its strategy, in the conversation's arrival order."""
+
+    __slots__ = ("event", "busy", "decision")
+
+    def __init__(self, event: p.Event, busy: bool, decision: Decision | None) -> None:
+        self.event, self.busy, self.decision = event, busy, decision
+
+
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events",
+        "cut_by", "cut_events", "routing",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -169,6 +178,7 @@ class Conversation:
         self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
+        self.routing: deque[_Routing] = deque()  # accepted events not yet applied, in arrival order
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
@@ -202,15 +212,33 @@ class Conversation:
         self.open_events.add(event.event_id)
         if len(self.seen) > DEDUP_WINDOW:
             self.seen.popitem(last=False)
-        decision = self.s.router.sure(event, self.running)
-        if decision is None:  # the model router is asked (bounded by session.router_timeout_s)
-            self.s.spawn(self._route_by_model, event)
-        else:
-            self._apply(event, decision)
+        slot = _Routing(event, self.running, self.s.router.sure(event, self.running))
+        if slot.decision is None:  # the model router is asked (bounded by session.router_timeout_s)
+            self.s.spawn(self._route_by_model, slot)
+        elif slot.decision.strategy == "cancel":
+            self._settle_routing()  # a stop waits for no classifier: earlier events take the rules' verdict
+        self.routing.append(slot)
+        self._release_routed()
         return "accepted"
 
-    async def _route_by_model(self, event: p.Event) -> None:
-        self._apply(event, await self.s.router.route_why(event, self.running))
+    async def _route_by_model(self, slot: "_Routing") -> None:
+        decision = await self.s.router.route_why(slot.event, slot.busy)
+        if slot.decision is None:
+            slot.decision = decision
+        self._release_routed()
+
+    def _settle_routing(self) -> None:
+        for slot in self.routing:
+            if slot.decision is None:
+                verdict = self.s.router.fallback(slot.event, slot.busy)
+                slot.decision = Decision(verdict.strategy, f"{verdict.rule} (a stop came: the model not waited for)")
+
+    def _release_routed(self) -> None:
+        """Events are applied (queued, batched, run aside) in the order they arrived, whatever
+        decided their strategy and however long it took: a batch never reads SECOND before FIRST."""
+        while self.routing and self.routing[0].decision is not None:
+            slot = self.routing.popleft()
+            self._apply(slot.event, slot.decision)
 
     def _apply(self, event: p.Event, decision: Decision) -> None:
         strategy = decision.strategy

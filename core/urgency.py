@@ -312,6 +312,10 @@ class Router(Protocol):
 
     def sure(self, event: Event, session_busy: bool) -> Decision | None: ...
 
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
+        """The verdict without waiting for anything (the rules'): when a stop will not wait."""
+        ...
+
     async def route_why(self, event: Event, session_busy: bool) -> Decision: ...
 
 
@@ -329,6 +333,9 @@ class RuleRouter:
         return decide(event, session_busy, self.config)
 
     def sure(self, event: Event, session_busy: bool) -> Decision:
+        return decide_why(event, session_busy, self.config)
+
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
         return decide_why(event, session_busy, self.config)
 
     async def route_why(self, event: Event, session_busy: bool) -> Decision:
@@ -387,6 +394,9 @@ class LLMRouter:
         if verdict.strategy in (CANCEL, NOW) or event.kind != "user_text":
             return verdict
         return None
+
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
+        return decide_why(event, session_busy, self.rules.config)
 
     async def route_why(self, event: Event, session_busy: bool) -> Decision:
         verdict = decide_why(event, session_busy, self.rules.config)
