@@ -84,7 +84,11 @@ class SessionConfig(_Section):
     router_profile: str = ""  # the model router's LLM profile; empty: the active profile
     router_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 1.5  # no usable answer by then: the rules decide
     router_classifier: bool = True  # the shipped classifier judges user text said while busy (docs/interruptions.md)
-    tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a slower tool call moves to the background (task id)
+    # 0 (default): a slow call keeps its turn waiting, events said meanwhile join the batch after it
+    # (seed 003: only an interrupt or a long_running tool gives a placeholder); > 0: a call still
+    # running after this moves to the background with a task id, its result comes later as an event
+    tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 0.0
+    tool_progress_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a call running this long: a progress line on the glasses (0: none)
     idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
     llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
     probe_s: Annotated[float, msgspec.Meta(ge=0.1)] = 2.0  # a model or tool call silent this long: is its process still there?

@@ -20,8 +20,9 @@ tools (their result: "cancelled by the user") and calls the model at once with t
 INTERRUPT (a priority request while a tool runs) also discards the generation, but the tool keeps
 running: its call gets the rule-3 placeholder and its real result comes later as a tool_result
 event, which starts a turn when the session is idle or joins the next batch (core.background).
-A toolset call slower than `session.tool_background_after_s`, or of a `long_running` tool, moves
-to the background the same way. Light independent requests (E5) are answered by a side run
+A `long_running` tool moves to the background the same way; a slow ordinary call keeps the turn
+waiting (a progress line on the glasses every `session.tool_progress_after_s`), and events said
+meanwhile join the batch after its result (seed 003: placeholders only when really urgent). Light independent requests (E5) are answered by a side run
 offering only what it can run (core.parallel).
 """
 from __future__ import annotations
@@ -590,16 +591,19 @@ class Conversation:
         note = f"({decision.note})\n" if decision.note else ""
         if self.s.registry.runs_in_session(decision.toolset):
             return note + self._run_here(tool, decision.toolset, decision.args)
-        text = await self._invoke_tool(call_id, tool, decision.args)
+        text = await self._invoke_tool(call_id, tool, decision.args, turn_id)
         if text is None:
             return ""  # in the background: the placeholder answers this call, the result comes later
         return note + text
 
-    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str]) -> str | None:
+    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str], turn_id: str = "") -> str | None:
         """Run a toolset call in its own task and wait for it - not at all for a `long_running`
-        tool, at most `session.tool_background_after_s` for others (0: until it ends). Still
-        running then: the call is answered with a task id and the result comes later as an event.
-        None when the call went to the background."""
+        tool; for others until it ends (seed 003: a placeholder invites the model to invent a
+        result, so only an interrupt gives one), with a progress line on the glasses every
+        `session.tool_progress_after_s`, and events said meanwhile joining the batch after it.
+        `session.tool_background_after_s` > 0 brings back the old way: a call still running then
+        is answered with a task id and its result comes later as an event. None when the call
+        went to the background."""
         run = self.runs.start(call_id, tool)
         self.s.spawn(self._run_tool, run, args)
         spec = self.s.registry.spec(tool)
@@ -607,7 +611,7 @@ class Conversation:
         wait_s = self.s.config.tool_background_after_s
         if not long_running:
             with anyio.move_on_after(wait_s if wait_s > 0 else float("inf")):
-                await run.done.wait()
+                await self._wait_showing_progress(run, turn_id)
         if run.done.is_set():
             return run.text
         if self.trajectory.call_state(call_id) != "pending":
@@ -617,6 +621,19 @@ class Conversation:
         self.trajectory.record_placeholder(call_id, text)
         _log.info("session=%s %s call=%s moved to the background as task %s", self.sid, tool, call_id, run.task_id)
         return None
+
+    async def _wait_showing_progress(self, run, turn_id: str) -> None:
+        """Until the call ends; past `session.tool_progress_after_s` (0: never) a progress line
+        on the glasses, renewed as often, so a slow call does not look like a hang."""
+        every = self.s.config.tool_progress_after_s
+        started = time.monotonic()
+        while not run.done.is_set():
+            with anyio.move_on_after(every if every > 0 else float("inf")):
+                await run.done.wait()
+            if not run.done.is_set():
+                waited = round(time.monotonic() - started)
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"{run.tool}: still working ({waited} s)…",
+                                                      kind="progress"))
 
     async def _run_tool(self, run, args: dict[str, str]) -> None:
         """The call's own task. A result the step no longer waits for comes back as an event: it

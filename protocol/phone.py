@@ -91,12 +91,15 @@ class Display(Msg):
     """Text for the glasses. Partial displays replace each other; `final` closes the answer.
 
     An empty partial text with `clear=True` wipes what the glasses show (after an interrupt).
+    A `progress` display is a status line while a slow tool runs ("search: still working (6 s)…"):
+    not the answer; the answer's displays replace it.
     """
 
     turn_id: str
     text: str
     final: bool = False
     clear: bool = False
+    kind: Literal["answer", "progress"] = "answer"
 
 
 class TurnDone(Msg):
