@@ -38,6 +38,7 @@ class World:
         self.latest: dict[str, str] = {}  # task id -> its latest progress line (tasks_status)
         self._progress_count = 0
         self._status_at: dict[str, float] = {}  # task id -> when its last status line went out
+        self._urgent: set[str] = set()  # sessions answering an urgent event while the glasses are off
 
     # ---- state ------------------------------------------------------------------------------
     def of(self, sid: str) -> SessionWorld:
@@ -104,6 +105,8 @@ class World:
             world.unshown += 1
             self.kept += 1
             return None
+        if urgency == "high" and not world.glasses_on:
+            self._urgent.add(sid)  # the answer to it reaches the phone as a push
         return labelled(event, watch)
 
     def _fresh(self, sid: str) -> bool:
@@ -166,8 +169,9 @@ class World:
         if world is None or world.glasses_on:
             return False
         if body.final and body.text.strip():
-            world.notes.add(body.text, "normal", "reply", self.actor.clock(), read=False)
-            self._save(sid)
+            urgency = "high" if sid in self._urgent else "normal"
+            self._urgent.discard(sid)
+            self._notice(sid, p.UserNotice(text=body.text, urgency=urgency, source="reply"))
         return True
 
     def _notice(self, sid: str, notice: p.UserNotice) -> None:

@@ -333,6 +333,13 @@ async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_o
         await system.turn("s", "", kind="session_end")
         shown = await system.turn("s", "", kind="session_start")
         assert finals(shown).count(back[0]) == 1
+        # an urgent message while they are off: its answer also reaches the phone
+        await system.turn("s", "", kind="session_end")
+        urgent = p.Event(event_id="hook-2", kind="channel", source="webhook", channel="family", content="pipes burst",
+                         data={"sender": "neighbour", "urgency": "high"})
+        assert isinstance(await system.client.ask("session", p.DeliverEvent(event=urgent), session="s"), p.EventAccepted)
+        await glasses.wait_event_done("s", "hook-2")
+        assert [n.text for n in glasses.pushed] == ["call mum", "New message: pipes burst"]
     # `run.py sessions show` lists them, read now, the urgent one pushed
     from storage import journal
     from storage.cli import _show_world
@@ -341,9 +348,11 @@ async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_o
     _show_world(journal.load_session(conn, "s"))
     conn.close()
     listed = capsys.readouterr().out.splitlines()
-    assert [line.split("] ", 1)[1] for line in listed] == [
+    assert [line.split("] ", 1)[1] for line in listed if line.startswith("[")] == [
         "notification n1 (high, assistant, read, pushed to the phone): call mum",
-        "notification n2 (normal, reply, read): Told you."]
+        "notification n2 (normal, reply, read): Told you.",
+        "notification n3 (high, reply, UNREAD, pushed to the phone): New message: pipes burst"]
+    assert "glasses: off (notifications wait for them)" in listed
 
 
 async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(tmp_path):
