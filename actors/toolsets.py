@@ -46,6 +46,7 @@ class ToolsetSupervisor(Actor):
         self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
         self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
+        self._refused: dict[str, str] = {}  # MCP toolset -> why the catalog refused it (names collide)
 
     async def on_start(self) -> None:
         from toolsets.mcp import servers
@@ -63,17 +64,20 @@ class ToolsetSupervisor(Actor):
         self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
 
     def _rebuild(self) -> None:
-        specs = [record.spec for record in self.records]
-        specs += [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
-        self.registry = ToolsetRegistry(specs)
-        self.catalog = p.Catalog(toolsets=specs)
+        """The catalog: the built-in toolsets (a bad one raises: start-up fails) and every listed
+        MCP server whose names fit; one that collides is refused alone, logged once."""
+        served = [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
+        self.registry, refused = ToolsetRegistry.admitting([record.spec for record in self.records], served)
+        self.catalog = p.Catalog(toolsets=self.registry.specs())
+        for name, why in refused.items():
+            if self._refused.get(name) != why:
+                self.log.error("actor=%s toolset %s refused, the others serve on: %s", self.name, name, why)
+        for name in self._refused.keys() - refused.keys():
+            self.log.info("actor=%s toolset %s admitted again", self.name, name)
+        self._refused = refused
 
     def _mcp_changed(self) -> None:
-        try:
-            self._rebuild()
-        except ValueError as exc:  # cannot happen for prefixed, checked names; never take the actor down
-            self.log.error("actor=%s catalog rejected after an MCP change: %s", self.name, exc)
-            return
+        self._rebuild()
         try:
             self.tell("session", p.ToolsetsChanged())
         except anyio.WouldBlock:
@@ -106,7 +110,9 @@ class ToolsetSupervisor(Actor):
     def report(self) -> p.ToolsetsReport:
         rows = [p.ToolsetState(name=r.spec.name, runs=r.runs, state="available", tools=len(r.spec.tools))
                 for r in self.records]
-        rows += [p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
+        rows += [p.ToolsetState(name=s.name, runs="mcp", state="unavailable", tools=len(s.tools),
+                                error=f"refused: {self._refused[s.name]}") if s.name in self._refused else
+                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
                  for s in self.mcp]
         return p.ToolsetsReport(toolsets=rows)
 

@@ -183,7 +183,33 @@ class ToolsetRegistry:
         if problems:
             raise ValueError("invalid toolset catalog: " + "; ".join(problems))
 
+    @classmethod
+    def admitting(cls, fixed: Iterable[ToolsetSpec],
+                  candidates: Iterable[ToolsetSpec]) -> tuple[ToolsetRegistry, dict[str, str]]:
+        """The catalog of `fixed` (a bad one raises, as the constructor does) plus every candidate
+        that fits beside them: a candidate whose names collide with a core tool or a toolset
+        already in, or are otherwise invalid, is refused alone. Returns the registry and, by
+        toolset name, why each refused candidate was (an untrusted MCP server never takes the
+        others down with it)."""
+        registry = cls(fixed)
+        refused: dict[str, str] = {}
+        for toolset in candidates:
+            problems = registry._problems(toolset)
+            if problems:
+                refused[toolset.name] = "; ".join(problems)
+            else:
+                registry._add(toolset)
+        return registry, refused
+
     def _add(self, toolset: ToolsetSpec) -> list[str]:
+        problems = self._problems(toolset)
+        for tool in toolset.tools:
+            self._tools.setdefault(tool.name, tool)
+        self._toolsets.setdefault(toolset.name, toolset)
+        return problems
+
+    def _problems(self, toolset: ToolsetSpec) -> list[str]:
+        """What keeps `toolset` out of this catalog as it stands (nothing is changed)."""
         problems = []
         name = toolset.name
         if not _TOOLSET_NAME.fullmatch(name):
@@ -192,13 +218,18 @@ class ToolsetRegistry:
             problems.append(f"toolset {name} is declared twice")
         if not _one_line(toolset.summary):
             problems.append(f"toolset {name} needs a one-line summary")
+        seen: set[str] = set()
         for tool in toolset.tools:
             problems += self._tool_problems(name, tool)
-            if tool.name in self._tools:
-                problems.append(f"tool {tool.name} is declared twice")
-            self._tools.setdefault(tool.name, tool)
-        self._toolsets.setdefault(name, toolset)
+            if tool.name in self._tools or tool.name in seen:
+                core = " (a core tool has that name)" if tool.name in CORE_TOOL_NAMES else ""
+                problems.append(f"tool {tool.name} is declared twice{core}")
+            seen.add(tool.name)
         return problems
+
+    def specs(self) -> list[ToolsetSpec]:
+        """The toolsets in, in catalog order (what a Catalog message carries)."""
+        return list(self._toolsets.values())
 
     @staticmethod
     def _tool_problems(toolset: str, tool: ToolSpec) -> list[str]:

@@ -104,3 +104,15 @@ def test_unknown_tools_list_what_exists():
         "enable_toolset, disable_toolset; toolsets: media, timers")
     assert registry.validate("media_rewind", "") == (
         "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play")
+
+
+def test_a_candidate_toolset_that_collides_is_refused_alone():
+    fixed = [media_toolset()]
+    read = ToolsetSpec(name="read", summary="x", tools=[ToolSpec(name="read_skill", summary="x")])
+    twice = ToolsetSpec(name="twice", summary="x", tools=[ToolSpec(name="twice_a", summary="x")] * 2)
+    again = ToolsetSpec(name="media", summary="x", tools=[ToolSpec(name="media_x", summary="x")])
+    registry, refused = ToolsetRegistry.admitting(fixed, [read, timers_toolset(), twice, again])
+    assert registry.toolset_names() == ["media", "timers"]
+    assert refused == {"read": "tool read_skill is declared twice (a core tool has that name)",
+                       "twice": "tool twice_a is declared twice", "media": "toolset media is declared twice"}
+    assert registry.spec("read_skill").summary != "x" and registry.toolset_of("read_skill") is None
