@@ -19,6 +19,7 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from core.fence import fence_untrusted
 from core.toolsets import ToolResult, failure_text
 from protocol import ToolsetSpec
 from toolsets.mcp.schema import McpTool, first_sentence, result_text, to_arguments, tools_from_listing
@@ -190,7 +191,7 @@ class McpServer:
                 await self._available.wait()  # being restarted: the call waits for it, bounded
         client = self._client
         if client is None:
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} is unavailable ({self.error or self.state})"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} is unavailable ({fence_untrusted(self.error or self.state)})"))
         entry = self.tools.get(tool)
         if entry is None:
             names = ", ".join(self.tools) or "(none)"
@@ -205,8 +206,8 @@ class McpServer:
                 self._gone("the connection closed during a call")
                 return ToolResult(False, failure_text(tool, f"the MCP server {self.name} stopped during the call "
                                                             "and is being restarted"))
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {exc.error.message}"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {fence_untrusted(exc.error.message)}"))
         except Exception as exc:  # noqa: BLE001 - transport trouble: reconnect
             self._gone(describe(exc))
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({self.error})"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({fence_untrusted(self.error)})"))
         return result_text(result)
