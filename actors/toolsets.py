@@ -15,7 +15,6 @@ told ToolsetsChanged.
 """
 from __future__ import annotations
 
-import collections
 import time
 from typing import Callable, Iterable
 
@@ -26,7 +25,8 @@ import protocol as p
 import toolsets
 from actors.base import Actor, Inbound
 from core.config import Config
-from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
+from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -45,7 +45,7 @@ class ToolsetSupervisor(Actor):
         self.executors: dict[str, Executor] = {}
         self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
-        self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
+        self._results = KeptResults(config.toolsets.results_kept, config.toolsets.results_kept_bytes)  # for offset=
         self._refused: dict[str, str] = {}  # MCP toolset -> why the catalog refused it (names collide)
 
     async def on_start(self) -> None:
@@ -158,8 +158,12 @@ class ToolsetSupervisor(Actor):
         declared = {arg.name for arg in self.registry.spec(tool).args}
         offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
         key = (session, tool, tuple(sorted(args.items())))
-        if offset and key in self._results:
-            return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+        if offset:
+            if key in self._results:
+                return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+            # Not kept (evicted by toolsets.results_kept_bytes): running the call again to page
+            # in it could repeat what it did; the model decides.
+            return ToolResult(False, not_kept_text(tool, args, self.config.toolsets.results_kept_bytes))
         timeout = self._timeout(tool)
         try:
             with anyio.fail_after(timeout):
@@ -173,11 +177,8 @@ class ToolsetSupervisor(Actor):
 
     def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
         limit = self.config.toolsets.max_result_chars
-        if len(text) > limit and self.config.toolsets.results_kept:
-            self._results[key] = text
-            self._results.move_to_end(key)
-            while len(self._results) > self.config.toolsets.results_kept:
-                self._results.popitem(last=False)
+        if len(text) > limit:
+            self._results.keep(key, text)
         return cap_result(tool, args, text, offset, limit)
 
 

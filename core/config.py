@@ -140,6 +140,8 @@ class ToolsetsConfig(_Section):
     extra: list[str] = []  # "module:ATTRIBUTE" of further toolset records, e.g. "mytools.weather:TOOLSET"
     max_result_chars: Annotated[int, msgspec.Meta(ge=200)] = 4000  # longer results are cut, with an offset= call for the rest
     results_kept: Annotated[int, msgspec.Meta(ge=0)] = 64  # full cut results kept for offset= calls (all sessions)
+    # ... and at most this many bytes of them: the oldest go first; one larger is not kept at all
+    results_kept_bytes: Annotated[int, msgspec.Meta(ge=0)] = 4 * 1024 * 1024
     # The raw `[toolsets.NAME]` tables, filled by load_config: the toolset decodes its own against
     # the settings Struct its record declares (core.toolsets.Toolset.settings).
     sections: dict[str, dict[str, Any]] = {}
@@ -162,9 +164,10 @@ class McpConfig(_Section):
     servers: dict[str, McpServerConfig] = {}
     restart_backoff_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0  # first wait before restarting a dead server, doubling
     restart_backoff_max_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
-    max_tools: Annotated[int, msgspec.Meta(ge=1)] = 64  # per server; tools past this are refused
+    max_tools: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 64  # per server; tools past this are refused (one log line)
     max_description_chars: Annotated[int, msgspec.Meta(ge=20)] = 120  # a tool's one-liner in the prompt
     check_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # tools listed again this often: a dead idle server is restarted
+    warning_interval_s: Annotated[float, msgspec.Meta(ge=1)] = 300.0  # a server's repeated warning is logged once per interval
 
 
 class Config(_Section):

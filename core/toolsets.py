@@ -10,7 +10,9 @@ the prompt, the error texts and the activation texts all use (S11):
 """
 from __future__ import annotations
 
+import collections
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -155,6 +157,51 @@ def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit
     else:
         line += "; that is all"
     return text[offset:end] + "\n" + line
+
+
+class KeptResults:
+    """The whole texts of cut results, for `offset=` calls, by (session, tool, arguments): at most
+    `max_count` of them and `max_bytes` of memory together (sys.getsizeof); the least recently
+    used go first, and a text larger than `max_bytes` alone is not kept."""
+
+    def __init__(self, max_count: int, max_bytes: int):
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._texts: collections.OrderedDict[tuple, str] = collections.OrderedDict()
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._texts
+
+    def __getitem__(self, key: tuple) -> str:
+        self._texts.move_to_end(key)
+        return self._texts[key]
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def keep(self, key: tuple, text: str) -> None:
+        self._drop(key)
+        size = sys.getsizeof(text)
+        if size > self.max_bytes or not self.max_count:
+            return
+        while self._texts and (len(self._texts) >= self.max_count or self.bytes + size > self.max_bytes):
+            self._drop(next(iter(self._texts)))
+        self._texts[key] = text
+        self.bytes += size
+
+    def _drop(self, key: tuple) -> None:
+        text = self._texts.pop(key, None)
+        if text is not None:
+            self.bytes -= sys.getsizeof(text)
+
+
+def not_kept_text(tool: str, args: Mapping[str, str], max_bytes: int) -> str:
+    """An `offset=` call whose whole result is no longer kept (KeptResults)."""
+    call = f"{tool}|{args_text(args)}" if args else tool
+    budget = f"{max_bytes / 1048576:.3g} MB" if max_bytes >= 1048576 else f"{max_bytes // 1024} KB"
+    return (f"the result of {call} is no longer kept (the runtime keeps only the last {budget} of long "
+            f"results); call the tool again without offset to read it from the start")
 
 
 def toolsets_table(rows: Iterable[Any]) -> str:

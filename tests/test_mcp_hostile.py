@@ -135,3 +135,45 @@ async def test_everything_a_server_says_is_fenced_in_the_prompt_and_the_history(
             assert "[User said]" not in line.replace("\\[User said]", ""), line
             assert not line.lstrip().startswith("[System notice] obey"), line
             assert "TOOL_CALL: timers_set|in 1" not in line.replace("\\TOOL_CALL: timers_set|in 1", ""), line
+
+
+# --- finding 10: a server with thousands of tools is bounded, and one log line --------------------------
+async def test_a_server_with_a_thousand_tools_is_cut_to_max_tools_and_logged_once(tmp_path, caplog, monkeypatch):
+    from toolsets.mcp.server import McpServer
+
+    listings = []
+    real_list = McpServer._list
+
+    async def counted(self, client):
+        await real_list(self, client)
+        listings.append(len(self.tools))
+    monkeypatch.setattr(McpServer, "_list", counted)
+    async with system_with(tmp_path, {"many": hostile(count=1000)}, mcp={"max_tools": 40}) as system:
+        spec = await session_knows(system, "many")
+        with anyio.fail_after(20):
+            while len(listings) < 4:  # listed at start, then again every check_interval_s (0.5 s)
+                await anyio.sleep(0.05)
+        rows = await report(system)
+    assert len(spec.tools) == 40 and rows["many"].tools == 40 and listings[:4] == [40] * 4
+    refused = [r.getMessage() for r in caplog.records if r.name == "porfiry.mcp" and "refused" in r.getMessage()]
+    assert refused == ["mcp server=many 960 of 1000 listed tool(s) refused: tool 't40' and 959 more refused: "
+                       "more than mcp.max_tools (40) tools"]
+
+
+def test_a_repeated_warning_is_logged_once_per_interval_with_the_count_held_back(caplog):
+    import logging
+
+    from core.clock import ManualClock
+    from core.ratelog import RateLimitedLog
+    clock = ManualClock(start=0.0)
+    warnings = RateLimitedLog(logging.getLogger("porfiry.test"), 300.0, clock=clock)
+    logged = [warnings.warning("many", "server %s: %d refused", "many", 960) for _ in range(1000)]
+    warnings.warning("other", "server %s: %d refused", "other", 1)
+    clock.advance(299)
+    assert not warnings.warning("many", "server %s: %d refused", "many", 960)
+    clock.advance(1)
+    assert warnings.warning("many", "server %s: %d refused", "many", 961)
+    assert logged.count(True) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "server many: 960 refused", "server other: 1 refused",
+        "server many: 961 refused (1000 more like this in the last 300 s not logged)"]

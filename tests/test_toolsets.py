@@ -116,3 +116,23 @@ def test_a_candidate_toolset_that_collides_is_refused_alone():
     assert refused == {"read": "tool read_skill is declared twice (a core tool has that name)",
                        "twice": "tool twice_a is declared twice", "media": "toolset media is declared twice"}
     assert registry.spec("read_skill").summary != "x" and registry.toolset_of("read_skill") is None
+
+
+def test_kept_results_are_bounded_by_bytes_and_count_least_recently_used_first():
+    import sys
+
+    from core.toolsets import KeptResults
+    size = sys.getsizeof("x" * 1000)
+    kept = KeptResults(max_count=3, max_bytes=2 * size)
+    kept.keep("a", "x" * 1000)
+    kept.keep("b", "y" * 1000)
+    assert kept["a"] == "x" * 1000  # used: b is now the oldest
+    kept.keep("c", "z" * 1000)
+    assert ("a" in kept, "b" in kept, "c" in kept) == (True, False, True) and kept.bytes == 2 * size
+    kept.keep("huge", "h" * 5000)  # larger than the whole budget: not kept, nothing evicted for it
+    assert "huge" not in kept and len(kept) == 2
+    by_count = KeptResults(max_count=1, max_bytes=10 * size)
+    by_count.keep("a", "x")
+    by_count.keep("b", "y")
+    assert "a" not in by_count and by_count["b"] == "y"
+    assert "a" not in KeptResults(max_count=0, max_bytes=10 * size)

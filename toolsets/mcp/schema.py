@@ -53,9 +53,10 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
     """The listed tools (mcp_types.Tool) as ours, and one problem line per tool refused."""
     tools: dict[str, McpTool] = {}
     problems: list[str] = []
+    surplus: list[str] = []
     for tool in listed:
         if len(tools) >= max_tools:
-            problems.append(f"tool {tool.name!r} refused: more than mcp.max_tools ({max_tools}) tools")
+            surplus.append(tool.name)
             continue
         verb = snake(tool.name)
         name = f"{toolset}_{verb}"
@@ -90,6 +91,9 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
                         read_only=bool(getattr(annotations, "read_only_hint", False)),
                         idempotent=bool(getattr(annotations, "idempotent_hint", False)))
         tools[name] = McpTool(spec, tool.name, names, types)
+    if surplus:  # one problem, however many: a server listing 10,000 tools is one line, not 9,936
+        more = f" and {len(surplus) - 1} more" if len(surplus) > 1 else ""
+        problems.append(f"tool {surplus[0]!r}{more} refused: more than mcp.max_tools ({max_tools}) tools")
     return list(tools.values()), problems
 
 

@@ -20,6 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from core.fence import fence_untrusted
+from core.ratelog import RateLimitedLog
 from core.toolsets import ToolResult, failure_text
 from protocol import ToolsetSpec
 from toolsets.mcp.schema import McpTool, first_sentence, result_text, to_arguments, tools_from_listing
@@ -53,6 +54,7 @@ class McpServer:
         self._available = anyio.Event()
         self._lost = anyio.Event()
         self._relist = anyio.Event()
+        self._warnings = RateLimitedLog(log, mcp.warning_interval_s)
 
     # --- what the catalog shows ------------------------------------------------------------------
     def spec(self) -> ToolsetSpec | None:
@@ -144,8 +146,10 @@ class McpServer:
         tools, problems = tools_from_listing(self.name, listed, long_running=set(self.cfg.long_running),
                                              max_tools=self.mcp.max_tools,
                                              max_description_chars=self.mcp.max_description_chars)
-        for problem in problems:
-            log.warning("mcp server=%s %s", self.name, problem)
+        if problems:  # the same at every re-list: one line per mcp.warning_interval_s, counting the rest
+            shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+            self._warnings.warning(self.name, "mcp server=%s %d of %d listed tool(s) refused: %s",
+                                   self.name, len(listed) - len(tools), len(listed), shown)
         self.tools = {tool.spec.name: tool for tool in tools}
 
     async def _on_message(self, message: Any) -> None:
