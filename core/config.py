@@ -36,6 +36,9 @@ class TopologyConfig(_Section):
     # still reach them over ipc/tcp). Fewer hops between processes, less isolation: a crash
     # restarts the whole group. E.g. [["glasses", "session"]]. Default: a process per actor.
     groups: list[list[str]] = []
+    # CURVE between the actors and the CLI (transport/bus.py): "auto" in tcp mode (loopback
+    # too), "on" in ipc mode as well, "off" never; keys: bus.key_secret in phone.keys_dir
+    bus_curve: Literal["auto", "on", "off"] = "auto"
 
 
 class SupervisorConfig(_Section):
