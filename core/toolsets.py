@@ -149,6 +149,8 @@ def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit
     if offset >= total:
         return f"offset={offset} is past the end: the result has {total} characters"
     end = min(total, offset + limit)
+    if end < total and end - offset > 1 and text[end - 1] == "\\":
+        end -= 1  # never part an escape (core.fence) from the label it escapes: it would read as one
     shown = f"{end - offset}" if offset == 0 else f"{offset + 1}\u2013{end}"
     line = f"showing {shown} of {total} characters"
     if end < total:
