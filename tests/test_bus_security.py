@@ -165,6 +165,8 @@ def test_without_the_bus_key_nothing_reaches_an_actor_and_the_cli_still_works(tc
     assert _cli(config, "llm", "use", "scripted").returncode == 0
     listed = _cli(config, "toolsets", "list")
     assert "media" in listed.stdout, listed.stderr
+    skills = _cli(config, "skills", "list")
+    assert skills.returncode == 0 and "media" in skills.stdout, skills.stderr
     deleted = _cli(config, "sessions", "delete", "owner")
     assert deleted.stdout.startswith("deleted session owner") and "in the running runtime too" in deleted.stdout
 
