@@ -112,7 +112,8 @@ class ToolsetSupervisor(Actor):
                 for r in self.records]
         rows += [p.ToolsetState(name=s.name, runs="mcp", state="unavailable", tools=len(s.tools),
                                 error=f"refused: {self._refused[s.name]}") if s.name in self._refused else
-                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
+                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools),
+                                error=s.error or s.refused_tools)
                  for s in self.mcp]
         return p.ToolsetsReport(toolsets=rows)
 

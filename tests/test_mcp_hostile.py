@@ -155,6 +155,8 @@ async def test_a_server_with_a_thousand_tools_is_cut_to_max_tools_and_logged_onc
                 await anyio.sleep(0.05)
         rows = await report(system)
     assert len(spec.tools) == 40 and rows["many"].tools == 40 and listings[:4] == [40] * 4
+    assert (rows["many"].state, rows["many"].error) == ("available", "960 of 1000 listed tool(s) refused: tool "
+                                                        "'t40' and 959 more refused: more than mcp.max_tools (40) tools")
     refused = [r.getMessage() for r in caplog.records if r.name == "porfiry.mcp" and "refused" in r.getMessage()]
     assert refused == ["mcp server=many 960 of 1000 listed tool(s) refused: tool 't40' and 959 more refused: "
                        "more than mcp.max_tools (40) tools"]

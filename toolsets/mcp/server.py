@@ -55,6 +55,7 @@ class McpServer:
         self._lost = anyio.Event()
         self._relist = anyio.Event()
         self._warnings = RateLimitedLog(log, mcp.warning_interval_s)
+        self.refused_tools = ""  # why tools of the last listing were left out (toolsets list shows it)
 
     # --- what the catalog shows ------------------------------------------------------------------
     def spec(self) -> ToolsetSpec | None:
@@ -146,10 +147,11 @@ class McpServer:
         tools, problems = tools_from_listing(self.name, listed, long_running=set(self.cfg.long_running),
                                              max_tools=self.mcp.max_tools,
                                              max_description_chars=self.mcp.max_description_chars)
+        self.refused_tools = ""
         if problems:  # the same at every re-list: one line per mcp.warning_interval_s, counting the rest
             shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
-            self._warnings.warning(self.name, "mcp server=%s %d of %d listed tool(s) refused: %s",
-                                   self.name, len(listed) - len(tools), len(listed), shown)
+            self.refused_tools = f"{len(listed) - len(tools)} of {len(listed)} listed tool(s) refused: {shown}"
+            self._warnings.warning(self.name, "mcp server=%s %s", self.name, self.refused_tools)
         self.tools = {tool.spec.name: tool for tool in tools}
 
     async def _on_message(self, message: Any) -> None:
