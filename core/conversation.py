@@ -191,8 +191,9 @@ class Conversation:
         self.last_active = self.s.clock()
         if event.event_id in self.seen:
             return "duplicate"
-        # A late tool result is the session's own: it must never be refused.
-        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result"):
+        # A late tool result, a timer firing: the session's own, never refused (a refused timer
+        # waited for the next restart). Timers are bounded by the table's max_timers instead.
+        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result", "timer"):
             return "busy"
         self.seen[event.event_id] = None
         self.open_events.add(event.event_id)
@@ -210,8 +211,9 @@ class Conversation:
 
     def _apply(self, event: p.Event, decision: Decision) -> None:
         strategy = decision.strategy
-        _log.info("session=%s event=%s kind=%s strategy=%s decided_by=%s", self.sid, event.event_id,
-                  event.kind, strategy, decision.rule)
+        # event ids only at DEBUG: a log is no place to learn what identifies a phone's event
+        _log.info("session=%s kind=%s strategy=%s decided_by=%s", self.sid, event.kind, strategy, decision.rule)
+        _log.debug("session=%s event=%s strategy=%s", self.sid, event.event_id, strategy)
         self.s.observer.event(self, event, strategy_name(strategy, self.running), "accepted")
         if strategy == "parallel" and self.running:
             self.s.spawn(self._parallel, event)
