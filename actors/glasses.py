@@ -51,6 +51,7 @@ ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
 EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus)
 TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand)
+ORIGINS_KEPT = 8192  # events whose sending connection is remembered until their TurnDone
 
 
 # ---- pure logic ------------------------------------------------------------------------------
@@ -340,6 +341,10 @@ class GlassesBridge(Actor):
         self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
         self._outbox_ready = anyio.Event()
         self._allowed: set[bytes] = set()  # CURVE: the allow-list as last read (removals refused)
+        # (session, event id) -> the connection that sent it, until a TurnDone covers it: a phone
+        # that sent a second event from another connection (a second `say`) moves the session's
+        # route, and the first must still hear that its event is done (or cancelled)
+        self._origins: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
 
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -573,6 +578,7 @@ class GlassesBridge(Actor):
             return
         self.lanes.done(session)
         if isinstance(reply, p.EventAccepted):
+            self._note_origin(session, event_id, item.identity)
             self._to_phone(item.identity, p.Ack(event_id=event_id, duplicate=reply.duplicate, token=item.token), session=session, corr=item.corr)
         elif isinstance(reply, p.Busy):
             self._busy(session, item, reply.detail)
@@ -645,6 +651,9 @@ class GlassesBridge(Actor):
                 self.log.warning("actor=glasses no phone owns session=%s; dropped %s", msg.session, describe(msg.env))
                 return
             self._to_phone(identity, body, session=msg.session)  # not connected yet: it waits in the outbox
+            if isinstance(body, p.TurnDone):
+                for origin in self._origins_of(msg.session, body.event_ids) - {identity}:
+                    self._to_phone(origin, body, session=msg.session)
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
         elif isinstance(body, p.EdgeStatsRequest):
@@ -661,6 +670,16 @@ class GlassesBridge(Actor):
             self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
         else:
             await super().handle(msg)
+
+    def _note_origin(self, session: str, event_id: str, identity: bytes) -> None:
+        self._origins[(session, event_id)] = identity
+        while len(self._origins) > ORIGINS_KEPT:
+            self._origins.popitem(last=False)
+
+    def _origins_of(self, session: str, event_ids: list[str]) -> set[bytes]:
+        """The connections that sent these events (each told once: the TurnDone closes them)."""
+        found = (self._origins.pop((session, event_id), None) for event_id in event_ids)
+        return {identity for identity in found if identity is not None}
 
     async def _relay_command(self, msg: Inbound) -> None:
         """PhoneCommand: the phone's status if it answers within wait_s, else Ok("pending") and

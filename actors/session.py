@@ -85,6 +85,7 @@ class SessionActor(Actor):
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
             {"urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+             "classifier": cfg.router_classifier,
              **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
         )
         router = RuleRouter(urgency)
@@ -563,11 +564,12 @@ class SessionActor(Actor):
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
         died with the bridge. The answer it got and a TurnDone covering it, once more."""
-        answer = conversation.trajectory.answer_to(event_id)
+        outcome = conversation.cut_events.get(event_id, "done")
+        answer = conversation.trajectory.answer_to(event_id) if outcome == "done" else None
         turn_id = f"again-{p.new_id()}"
         if answer is not None:
             self.send(sid, p.Display(turn_id=turn_id, text=answer, final=True))
-        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
+        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id], outcome=outcome))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a

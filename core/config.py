@@ -91,7 +91,9 @@ class SessionConfig(_Section):
     router: Annotated[Literal["rules", "model"], Meta(description="rules, or model: a classifier model judges user text the rules would queue")] = "rules"
     router_profile: Annotated[str, Meta(description="the model router's LLM profile; empty: the active profile")] = ""
     router_timeout_s: Annotated[float, Meta(gt=0, description="no usable answer from the model router by then: the rules decide, seconds")] = 1.5
-    tool_background_after_s: Annotated[float, Meta(ge=0, description="a slower tool call moves to the background with a task id; 0: never", extra=TUNING)] = 3.0
+    router_classifier: Annotated[bool, Meta(description="the shipped classifier judges user text said while busy (docs/interruptions.md)")] = True
+    tool_background_after_s: Annotated[float, Meta(ge=0, description="0: a slow call keeps its turn waiting and events said meanwhile join its batch (seed 003); > 0: a call still running after this moves to the background with a task id", extra=TUNING)] = 0.0
+    tool_progress_after_s: Annotated[float, Meta(ge=0, description="a call running this long shows a progress line on the glasses, seconds; 0: none")] = 3.0
     idle_session_ttl_s: Annotated[float, Meta(ge=1, description="a session idle this long leaves memory (its journal keeps it), seconds")] = 3600.0
     llm_turn_timeout_s: Annotated[float, Meta(gt=0, description="one whole generation, however steadily it streams, seconds")] = 120.0
     probe_s: Annotated[float, Meta(ge=0.1, description="a model or tool call silent this long: is its process still there? seconds", extra=TUNING)] = 2.0
