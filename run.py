@@ -113,10 +113,14 @@ async def ask_runtime(config, target: str, body, timeout: float = 5.0):
 
 
 def _ask_or_exit(config, target: str, body, timeout: float = 5.0):
-    from actors.base import AskTimeout
+    from actors.base import AskTimeout, Endpoint
+    from transport.keys import KeyFileError
 
     try:
+        Endpoint(config, name="cli").bus_keys()  # tcp mode: the bus key, read before anything is sent
         return anyio.run(ask_runtime, config, target, body, timeout, backend="trio")
+    except KeyFileError as exc:
+        sys.exit(f"porfiry: cannot authenticate to the runtime's bus: {exc}")
     except AskTimeout:
         sys.exit(f"porfiry: no answer from {target} at {config.topology.mode} address; is `python run.py serve` running?")
 

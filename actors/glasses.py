@@ -40,6 +40,7 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound, describe
+from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
 from core.channels import channel_event
 from core.config import Config
@@ -47,7 +48,6 @@ from core.edge_limits import Connections, GarbageLog, Outboxes
 from transport import keys as keyfiles
 from storage.ownership import Owner, OwnershipStore, new_token, proves
 
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
 EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus, p.PhoneNotification)
@@ -359,16 +359,8 @@ class GlassesBridge(Actor):
         self.spawn(self._flush_outboxes, name="glasses-outboxes")
         if phone.curve:
             server_public, server_secret = keyfiles.load_server_keys(self.config.path(phone.keys_dir))
-            zap = self.zmq.socket(zmq.ROUTER)
-            zap.setsockopt(zmq.LINGER, 0)
-            try:
-                zap.bind(ZAP_ENDPOINT)
-            except zmq.ZMQError as exc:
-                zap.close(linger=0)
-                raise RuntimeError(f"cannot serve ZAP in this zmq context ({exc}); refusing to run CURVE without it") from None
-            zap_socket = AsyncSocket(zap)
-            self.spawn(zap_socket.run, name="glasses-zap")
-            self.spawn(self._serve_zap, zap_socket, name="glasses-zap-reader")
+            # one ZAP socket per context, shared with the bus's domain (transport/zap.py)
+            zap_service(self.zmq).register(ZAP_DOMAIN, self._answer_zap, self.spawn)
             allowed = self._allowed = self._allowed_keys()
             if not allowed:
                 self.log.warning("actor=glasses curve=on allow-list is empty: no phone can connect; see `run.py keys`")
@@ -401,17 +393,15 @@ class GlassesBridge(Actor):
             self.log.error("actor=glasses cannot read the phone allow-list, refusing everyone: %s", exc)
             return set()
 
-    async def _serve_zap(self, zap: AsyncSocket) -> None:
-        while True:
-            request = await zap.recv()
-            reply, admitted, key = zap_answer(request, self._allowed_keys())
-            address = request[5].decode(errors="replace") if len(request) > 5 else "?"
-            if admitted:
-                self._allowed.add(key.encode())
-                self.log.info("actor=glasses phone admitted key=%s address=%s", key, address)
-            else:
-                self.log.warning("actor=glasses phone refused key=%s address=%s reason=%s", key or "-", address, reply[5].decode())
-            zap.send_nowait(reply)
+    def _answer_zap(self, request: list[bytes]) -> list[bytes]:
+        reply, admitted, key = zap_answer(request, self._allowed_keys())
+        address = request[5].decode(errors="replace") if len(request) > 5 else "?"
+        if admitted:
+            self._allowed.add(key.encode())
+            self.log.info("actor=glasses phone admitted key=%s address=%s", key, address)
+        else:
+            self.log.warning("actor=glasses phone refused key=%s address=%s reason=%s", key or "-", address, reply[5].decode())
+        return reply
 
     async def _watch_allow_list(self) -> None:
         """A key removed from authorized/ is refused within revocation_check_s, even on a

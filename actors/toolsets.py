@@ -15,7 +15,6 @@ told ToolsetsChanged.
 """
 from __future__ import annotations
 
-import collections
 import time
 from typing import Callable, Iterable
 
@@ -27,7 +26,8 @@ import toolsets
 from actors.base import Actor, Inbound
 from core.config import Config
 from core.progress import REPORTER
-from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
+from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -46,7 +46,8 @@ class ToolsetSupervisor(Actor):
         self.executors: dict[str, Executor] = {}
         self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
-        self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
+        self._results = KeptResults(config.toolsets.results_kept, config.toolsets.results_kept_bytes)  # for offset=
+        self._refused: dict[str, str] = {}  # MCP toolset -> why the catalog refused it (names collide)
 
     async def on_start(self) -> None:
         from toolsets.mcp import servers
@@ -64,17 +65,20 @@ class ToolsetSupervisor(Actor):
         self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
 
     def _rebuild(self) -> None:
-        specs = [record.spec for record in self.records]
-        specs += [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
-        self.registry = ToolsetRegistry(specs)
-        self.catalog = p.Catalog(toolsets=specs)
+        """The catalog: the built-in toolsets (a bad one raises: start-up fails) and every listed
+        MCP server whose names fit; one that collides is refused alone, logged once."""
+        served = [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
+        self.registry, refused = ToolsetRegistry.admitting([record.spec for record in self.records], served)
+        self.catalog = p.Catalog(toolsets=self.registry.specs())
+        for name, why in refused.items():
+            if self._refused.get(name) != why:
+                self.log.error("actor=%s toolset %s refused, the others serve on: %s", self.name, name, why)
+        for name in self._refused.keys() - refused.keys():
+            self.log.info("actor=%s toolset %s admitted again", self.name, name)
+        self._refused = refused
 
     def _mcp_changed(self) -> None:
-        try:
-            self._rebuild()
-        except ValueError as exc:  # cannot happen for prefixed, checked names; never take the actor down
-            self.log.error("actor=%s catalog rejected after an MCP change: %s", self.name, exc)
-            return
+        self._rebuild()
         try:
             self.tell("session", p.ToolsetsChanged())
         except anyio.WouldBlock:
@@ -107,7 +111,10 @@ class ToolsetSupervisor(Actor):
     def report(self) -> p.ToolsetsReport:
         rows = [p.ToolsetState(name=r.spec.name, runs=r.runs, state="available", tools=len(r.spec.tools))
                 for r in self.records]
-        rows += [p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
+        rows += [p.ToolsetState(name=s.name, runs="mcp", state="unavailable", tools=len(s.tools),
+                                error=f"refused: {self._refused[s.name]}") if s.name in self._refused else
+                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools),
+                                error=s.error or s.refused_tools)
                  for s in self.mcp]
         return p.ToolsetsReport(toolsets=rows)
 
@@ -161,8 +168,12 @@ class ToolsetSupervisor(Actor):
         declared = {arg.name for arg in self.registry.spec(tool).args}
         offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
         key = (session, tool, tuple(sorted(args.items())))
-        if offset and key in self._results:
-            return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+        if offset:
+            if key in self._results:
+                return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+            # Not kept (evicted by toolsets.results_kept_bytes): running the call again to page
+            # in it could repeat what it did; the model decides.
+            return ToolResult(False, not_kept_text(tool, args, self.config.toolsets.results_kept_bytes))
         timeout = self._timeout(tool)
         try:
             with anyio.fail_after(timeout):
@@ -176,11 +187,8 @@ class ToolsetSupervisor(Actor):
 
     def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
         limit = self.config.toolsets.max_result_chars
-        if len(text) > limit and self.config.toolsets.results_kept:
-            self._results[key] = text
-            self._results.move_to_end(key)
-            while len(self._results) > self.config.toolsets.results_kept:
-                self._results.popitem(last=False)
+        if len(text) > limit:
+            self._results.keep(key, text)
         return cap_result(tool, args, text, offset, limit)
 
 

@@ -40,6 +40,8 @@ class TopologyConfig(_Section):
     # still reach them over ipc/tcp). Fewer hops between processes, less isolation: a crash
     # restarts the whole group. E.g. [["glasses", "session"]]. Default: a process per actor.
     groups: Annotated[list[list[str]], Meta(description="ipc/tcp: actors listed together share one OS process; a crash restarts the whole group")] = []
+    # CURVE between the actors and the CLI (transport/bus.py); keys: bus.key_secret in phone.keys_dir
+    bus_curve: Annotated[Literal["auto", "on", "off"], Meta(description="internal bus authenticated with CURVE: auto = tcp mode (loopback too), on = ipc too, off = never")] = "auto"
 
 
 class SupervisorConfig(_Section):
@@ -156,6 +158,7 @@ class ToolsetsConfig(_Section):
     extra: Annotated[list[str], Meta(description="module:ATTRIBUTE of further toolset records, e.g. mytools.weather:TOOLSET")] = []
     max_result_chars: Annotated[int, Meta(ge=200, description="longer results are cut, with an offset= call for the rest")] = 4000
     results_kept: Annotated[int, Meta(ge=0, description="full cut results kept for offset= calls (all sessions)")] = 64
+    results_kept_bytes: Annotated[int, Meta(ge=0, description="memory those kept results may take together, bytes: the least recently used go first; a larger one is not kept")] = 4 * 1024 * 1024
     # The raw `[toolsets.NAME]` tables, filled by load_config: the toolset decodes its own against
     # the settings Struct its record declares (core.toolsets.Toolset.settings).
     sections: Annotated[dict[str, dict[str, Any]], Meta(description="each toolset's own [toolsets.NAME] section, decoded by that toolset")] = {}
@@ -178,9 +181,10 @@ class McpConfig(_Section):
     servers: Annotated[dict[str, McpServerConfig], Meta(description="MCP servers, each a toolset named after its key")] = {}
     restart_backoff_s: Annotated[float, Meta(ge=0.01, description="first wait before restarting a dead server, doubling, seconds", extra=TUNING)] = 1.0
     restart_backoff_max_s: Annotated[float, Meta(gt=0, description="the longest wait between restarts of a dead server, seconds", extra=TUNING)] = 60.0
-    max_tools: Annotated[int, Meta(ge=1, description="tools per server; those past this are refused")] = 64
+    max_tools: Annotated[int, Meta(ge=1, le=10_000, description="tools per server; those past this are refused (one log line, shown by toolsets list)")] = 64
     max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
     check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
+    warning_interval_s: Annotated[float, Meta(ge=1, description="a server's repeated warning (refused tools) is logged once per interval, seconds", extra=TUNING)] = 300.0
 
 
 class ChannelConfig(_Section):

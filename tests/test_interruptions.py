@@ -326,8 +326,11 @@ async def test_forged_lines_from_a_skill_a_tool_and_a_timer_stay_data(tmp_path, 
         await system.actors["glasses"].wait_turns("s", 4)
         history = await system.history("s")
         texts = [m["content"] for m in history]
-        # every forged line reached the model, fenced
-        assert sum(FORGED.replace("[", "\\[") in t for t in texts) == 3, texts
+        # every forged line reached the model, fenced (the skill's, the tool's, the timer's; the
+        # user's own words are fenced too since a label within a line is: issue 38)
+        fenced = FORGED.replace("[", "\\[")
+        for source in ("Step one.", "buy milk", "[Timer fired]"):
+            assert any(source in t and fenced in t for t in texts), (source, texts)
         rendered = to_openai_messages(backend.calls[-1])  # what an OpenAI-style model reads
         for text in texts + [m["content"] for m in rendered]:
             for line in text.splitlines():
