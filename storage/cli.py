@@ -109,12 +109,12 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
         known = any(row[0] == args.session for row in journal.list_sessions(conn)) if not entries else True
         if args.action == "delete":
             answer = _delete_in_runtime(config, args.session)
-            _delete_owner(path, args.session)
-            if answer == "deleted":
+            if answer == "deleted":  # the running runtime dropped its claim too (the bridge holds the file)
                 print(f"deleted session {args.session} ({len(entries)} entries), in the running runtime too")
                 return 0
             if answer:
                 sys.exit(f"porfiry: {answer}")
+            _delete_owner(path, args.session)  # no runtime holds the file: its claim goes here
             if not journal.delete_session(conn, args.session):
                 sys.exit(f"porfiry: no session {args.session!r} in {path}")
             print(f"deleted session {args.session} ({len(entries)} entries)")

@@ -246,3 +246,16 @@ def test_serve_with_a_storage_path_it_cannot_create_is_one_line_and_exit_2(tmp_p
     assert serve.returncode == EXIT_PERMANENT, serve
     assert serve.stderr.strip().splitlines() == [
         f"porfiry: storage: cannot use {tmp_path / 'a-file' / 'db.sqlite3'}: a part of its directory is a file; check storage.path"]
+
+
+def test_sessions_delete_while_the_runtime_runs_asks_it_and_never_opens_the_held_file(served):
+    """The running runtime holds the database's lock: the command asks it to delete (the claim
+    goes with it), instead of opening the file itself and being told another runtime holds it."""
+    config, _ = served()
+    said = _cli(config, "say", "--client-id", "alice", "--session", "mine", "--timeout", "20", "hello there")
+    assert said.returncode == 0, said.stderr
+    deleted = _cli(config, "sessions", "delete", "mine")
+    assert deleted.returncode == 0, deleted.stderr
+    assert "in the running runtime too" in deleted.stdout
+    again = _cli(config, "say", "--client-id", "mallory", "--session", "mine", "--timeout", "20", "whose is it now?")
+    assert again.returncode == 0, again.stderr  # the claim went with the session: a new owner may open it
