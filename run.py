@@ -36,7 +36,8 @@ def _config(args: argparse.Namespace):
         process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
         return config
     except (ConfigError, ValueError) as exc:
-        sys.exit(f"porfiry: {exc}")
+        print(f"porfiry: {exc}", file=sys.stderr)
+        sys.exit(2)  # a bad value: one line, before anything starts
 
 
 # ---- serve / status ------------------------------------------------------------------------
@@ -61,6 +62,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError, preflight
+
+    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+        preflight(config.path(config.storage.path))
+    except StorageError as exc:
+        instance_lock.release()
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     supervisor = Supervisor(config)
 
     async def main() -> None:
@@ -104,10 +114,14 @@ async def ask_runtime(config, target: str, body, timeout: float = 5.0):
 
 
 def _ask_or_exit(config, target: str, body, timeout: float = 5.0):
-    from actors.base import AskTimeout
+    from actors.base import AskTimeout, Endpoint
+    from transport.keys import KeyFileError
 
     try:
+        Endpoint(config, name="cli").bus_keys()  # tcp mode: the bus key, read before anything is sent
         return anyio.run(ask_runtime, config, target, body, timeout, backend="trio")
+    except KeyFileError as exc:
+        sys.exit(f"porfiry: cannot authenticate to the runtime's bus: {exc}")
     except AskTimeout:
         sys.exit(f"porfiry: no answer from {target} at {config.topology.mode} address; is `python run.py serve` running?")
 
@@ -138,6 +152,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     web = None
     log_path = config.path("var/porfiry.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.touch(0o600)
+    os.chmod(log_path, 0o600)  # one written by an older version may be 0644
     command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
     with open(log_path, "ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -296,6 +312,9 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.umask(0o077)  # the database, its WAL, var/ and the logs: the runtime's user only (tokens, histories)
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

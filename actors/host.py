@@ -17,6 +17,7 @@ import anyio
 from core.config import from_json
 from core.loading import load_config
 from core.logs import setup_logging
+from core.permanent import EXIT_PERMANENT, permanent_cause
 
 
 async def _main(names: list[str]) -> None:
@@ -51,7 +52,14 @@ def main() -> None:
     if not names or any(name not in ACTORS for name in names):
         sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTORS)}")
     setup_logging()
-    anyio.run(_main, names, backend="trio")
+    try:
+        anyio.run(_main, names, backend="trio")
+    except Exception as exc:  # noqa: BLE001 - only a permanent failure is told in one line
+        cause = permanent_cause(exc)
+        if cause is None:
+            raise
+        print(f"porfiry: {'+'.join(names)}: {cause}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_PERMANENT)  # the supervisor does not restart it
 
 
 if __name__ == "__main__":

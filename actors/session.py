@@ -28,6 +28,7 @@ import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
 from actors.topology import EXECUTORS, executor_of
+from actors.world import World
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
@@ -79,6 +80,7 @@ class SessionActor(Actor):
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
         self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
+        self.world = World(self)  # channels, notes for the user, monitors (actors/world.py)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -88,6 +90,7 @@ class SessionActor(Actor):
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
             {"urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+             "classifier": cfg.router_classifier,
              **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
         )
         router = RuleRouter(urgency)
@@ -100,6 +103,7 @@ class SessionActor(Actor):
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.settings.search_history = self.search_history
+        self.settings.world = self.world  # the channels, notify, tasks and monitors toolsets reach it here
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
         unfinished = await self.journal.unfinished()
@@ -211,6 +215,8 @@ class SessionActor(Actor):
                                              waited=a.waited, cuts=a.cuts, lowest_limit=a.lowest_limit))
         elif isinstance(body, p.SessionDelete):
             self.spawn(self._delete, msg)
+        elif isinstance(body, p.ToolProgress):
+            self.world.progress(msg.session, body)
         else:
             await super().handle(msg)
 
@@ -476,6 +482,8 @@ class SessionActor(Actor):
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
+        if self.world.outgoing(session, body):
+            return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
             if body.final or body.clear:
                 self._finals[(session, body.turn_id)] = body.text if body.final else ""
@@ -542,6 +550,7 @@ class SessionActor(Actor):
         for sid in idle:
             del self.sessions[sid]  # its journal holds it all: the next event brings it back
             self._restored.discard(sid)
+            self.world.forget(sid)
         if idle:
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
@@ -555,7 +564,9 @@ class SessionActor(Actor):
         journal stored it (an ack means it survives any restart)."""
         sid, event = msg.session, body.event
         conversation = self.sessions[sid]
-        verdict = conversation.submit(event)
+        shown = self.world.incoming(sid, event)  # presence; a channel event labelled, or kept unshown
+        verdict = conversation.submit(shown) if shown is not None else self._keep_unshown(sid, conversation, event)
+        event = shown or event
         if verdict == "busy":
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
@@ -577,21 +588,31 @@ class SessionActor(Actor):
 
             self.journal.on_stored(waiter, stored)  # acked by the journal's writer once committed: no task per event
 
+    def _keep_unshown(self, sid: str, conversation: Conversation, event: p.Event) -> str:
+        """A channel event no watch asked for: journaled and acked like any, covered by a TurnDone
+        at once, never shown to the model."""
+        if event.event_id in conversation.seen:
+            return "duplicate"
+        conversation.seen[event.event_id] = None
+        self.send(sid, p.TurnDone(turn_id=f"kept-{event.event_id}", event_ids=[event.event_id]))
+        return "accepted"
+
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
         died with the bridge. The answer it got and a TurnDone covering it, once more."""
-        answer = conversation.trajectory.answer_to(event_id)
+        outcome = conversation.cut_events.get(event_id, "done")
+        answer = conversation.trajectory.answer_to(event_id) if outcome == "done" else None
         turn_id = f"again-{p.new_id()}"
         if answer is not None:
             self.send(sid, p.Display(turn_id=turn_id, text=answer, final=True))
-        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
+        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id], outcome=outcome))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
-            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
+            self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
@@ -672,11 +693,13 @@ class SessionActor(Actor):
             del self.sessions[sid]
             self._restored.discard(sid)
             conversation.timers.on_change = None
+        self.world.drop(sid)
         try:
             existed = await self.journal.delete(sid)
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
+        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
         msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
 
     def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:
@@ -692,6 +715,7 @@ class SessionActor(Actor):
             conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
             conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
+            self.world.restore(sid, state.world)
         conversation.timers.on_change = lambda: self._timers_changed(sid)
         return conversation
 
@@ -740,7 +764,8 @@ class SessionActor(Actor):
         skills_version, skills_names, skills_read = conversation.tracker.state()
         self.journal.save_state(sid, SessionState(
             timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
-            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read))
+            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
+            world=self.world.snapshot(sid)))
 
     def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
         """Due timers become events, journaled in the same transaction as the timers' new state

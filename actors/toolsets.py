@@ -21,7 +21,6 @@ told ToolsetsChanged.
 """
 from __future__ import annotations
 
-import collections
 import time
 from typing import Callable, Iterable
 
@@ -33,7 +32,9 @@ import toolsets
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import executor_of
 from core.config import Config
-from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
+from core.progress import REPORTER
+from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -52,7 +53,7 @@ class ToolsetExecutor(Actor):
         self.registry = ToolsetRegistry([])
         self.executors: dict[str, Executor] = {}
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
-        self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
+        self._results = KeptResults(config.toolsets.results_kept, config.toolsets.results_kept_bytes)  # for offset=
 
     def own_records(self, records: list[Toolset]) -> list[Toolset]:
         """The records this actor knows of: the toolsets it runs."""
@@ -117,12 +118,20 @@ class ToolsetExecutor(Actor):
 
     async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
         result = ToolResult(False, CANCELLED)
+        REPORTER.set(lambda text: self._progress(msg.session, call.call_id, text))  # this task's own context
         try:
             with scope:
                 result = await self._execute(call, msg.session)
         finally:
             self._running.pop((msg.session, call.call_id), None)
         msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
+
+    def _progress(self, session: str, call_id: str, text: str) -> None:
+        """A running call's progress to its session (core.progress); dropped when the link is full."""
+        try:
+            self.tell("session", p.ToolProgress(call_id=call_id, text=text), session=session)
+        except anyio.WouldBlock:
+            self.log.debug("actor=%s progress of call_id=%s dropped: the session's link is full", self.name, call_id)
 
     async def _execute(self, call: p.ToolInvoke, session: str) -> ToolResult:
         tool = call.tool
@@ -136,8 +145,12 @@ class ToolsetExecutor(Actor):
         declared = {arg.name for arg in self.registry.spec(tool).args}
         offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
         key = (session, tool, tuple(sorted(args.items())))
-        if offset and key in self._results:
-            return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+        if offset:
+            if key in self._results:
+                return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+            # Not kept (evicted by toolsets.results_kept_bytes): running the call again to page
+            # in it could repeat what it did; the model decides.
+            return ToolResult(False, not_kept_text(tool, args, self.config.toolsets.results_kept_bytes))
         timeout = self._timeout(tool)
         try:
             with anyio.fail_after(timeout):
@@ -151,11 +164,8 @@ class ToolsetExecutor(Actor):
 
     def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
         limit = self.config.toolsets.max_result_chars
-        if len(text) > limit and self.config.toolsets.results_kept:
-            self._results[key] = text
-            self._results.move_to_end(key)
-            while len(self._results) > self.config.toolsets.results_kept:
-                self._results.popitem(last=False)
+        if len(text) > limit:
+            self._results.keep(key, text)
         return cap_result(tool, args, text, offset, limit)
 
 
@@ -169,6 +179,7 @@ class ToolsetSupervisor(ToolsetExecutor):
         super().__init__(config, **kwargs)
         self.catalog = p.Catalog(toolsets=[])
         self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
+        self._refused: dict[str, str] = {}  # MCP toolset -> why the catalog refused it (names collide)
 
     def own_records(self, records: list[Toolset]) -> list[Toolset]:
         return records  # the catalog holds them all; `runs_here` says which run here
@@ -184,17 +195,20 @@ class ToolsetSupervisor(ToolsetExecutor):
         self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
 
     def _rebuild(self) -> None:
-        specs = [record.spec for record in self.records]
-        specs += [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
-        self.registry = ToolsetRegistry(specs)
-        self.catalog = p.Catalog(toolsets=specs)
+        """The catalog: the built-in toolsets (a bad one raises: start-up fails) and every listed
+        MCP server whose names fit; one that collides is refused alone, logged once."""
+        served = [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
+        self.registry, refused = ToolsetRegistry.admitting([record.spec for record in self.records], served)
+        self.catalog = p.Catalog(toolsets=self.registry.specs())
+        for name, why in refused.items():
+            if self._refused.get(name) != why:
+                self.log.error("actor=%s toolset %s refused, the others serve on: %s", self.name, name, why)
+        for name in self._refused.keys() - refused.keys():
+            self.log.info("actor=%s toolset %s admitted again", self.name, name)
+        self._refused = refused
 
     def _mcp_changed(self) -> None:
-        try:
-            self._rebuild()
-        except ValueError as exc:  # cannot happen for prefixed, checked names; never take the actor down
-            self.log.error("actor=%s catalog rejected after an MCP change: %s", self.name, exc)
-            return
+        self._rebuild()
         try:
             self.tell("session", p.ToolsetsChanged())
         except anyio.WouldBlock:
@@ -221,7 +235,10 @@ class ToolsetSupervisor(ToolsetExecutor):
             why = silent.get(executor_of(r.spec.name), "") if r.runs == "executor" else ""
             rows.append(p.ToolsetState(name=r.spec.name, runs=r.runs, state="unavailable" if why else "available",
                                        tools=len(r.spec.tools), error=why))
-        rows += [p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
+        rows += [p.ToolsetState(name=s.name, runs="mcp", state="unavailable", tools=len(s.tools),
+                                error=f"refused: {self._refused[s.name]}") if s.name in self._refused else
+                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools),
+                                error=s.error or s.refused_tools)
                  for s in self.mcp]
         return p.ToolsetsReport(toolsets=rows)
 

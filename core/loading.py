@@ -18,6 +18,10 @@ from core.toolsets import Toolset
 REGISTRY = (
     "toolsets.media:TOOLSET",
     "toolsets.timers:TOOLSET",
+    "toolsets.channels:TOOLSET",
+    "toolsets.notify:TOOLSET",
+    "toolsets.tasks:TOOLSET",
+    "toolsets.monitors:TOOLSET",
 )
 """Every built-in toolset, in catalog order: one line each."""
 
