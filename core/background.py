@@ -66,6 +66,9 @@ class ToolRuns:
     def ids(self) -> list[str]:
         return list(self._runs)
 
+    def in_background(self) -> list[ToolRun]:
+        return [run for run in self._runs.values() if run.state == BACKGROUND]
+
     def finish(self, run: ToolRun, text: str) -> str:
         """Record the outcome; returns the state the run was in (what to do with the text)."""
         self._runs.pop(run.call_id, None)
