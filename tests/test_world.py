@@ -342,7 +342,7 @@ async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_o
         assert [n.text for n in glasses.pushed] == ["call mum", "New message: pipes burst"]
     # `run.py sessions show` lists them, read now, the urgent one pushed
     from storage import journal
-    from storage.cli import _show_world
+    from cli.sessions import _show_world
 
     conn = journal.connect(tmp_path / "porfiry.sqlite3")
     _show_world(journal.load_session(conn, "s"))
