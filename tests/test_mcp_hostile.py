@@ -101,7 +101,7 @@ async def test_a_server_whose_tool_collides_with_a_core_tool_is_refused_alone(tm
     assert (refused.state, rows["read"].state) == ("unavailable", "unavailable")
     assert rows["read"].error == "refused: tool read_skill is declared twice (a core tool has that name)"
     assert (rows["notes"].state, rows["notes"].error) == ("available", "")
-    assert core == "ok: skill nothing-such not found; available: media, timers"
+    assert core == "ok: skill nothing-such not found; available: channels, media, monitors, timers"
     refusals = [r for r in caplog.records if "toolset read refused" in r.getMessage()]
     assert len(refusals) == 1  # once, not at every re-list
 
