@@ -36,6 +36,7 @@ from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
 from core.trajectory import Trajectory
 from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
+from storage.store import journal_store
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
@@ -68,7 +69,8 @@ class SessionActor(Actor):
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
-        self.journal = (Journal(config.path(config.storage.path), clock=clock) if config.storage.journal
+        self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config))
+                        if config.storage.journal
                         else NoJournal(clock=clock))
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet

@@ -104,9 +104,12 @@ class SkillsConfig(_Section):
 
 
 class StorageConfig(_Section):
-    """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
+    """The database: session journals, dedup ids, session ownership. "sqlite": embedded (WAL, at
+    `path`); "postgres": a server at `url`, shared by several nodes (docs/several-nodes.md)."""
 
     path: str = "var/porfiry.sqlite3"
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    url: str = ""  # postgres: a libpq URL, e.g. postgresql://porfiry@/porfiry?host=/run/postgresql
     retention_days: float = 0.0  # 0: keep forever
     journal: bool = True  # false: sessions in memory only (a restart forgets them); to measure its cost
 
@@ -205,6 +208,8 @@ ENV_OVERRIDES = {
     "PORFIRY_TOPOLOGY": "inproc | ipc | tcp (topology.mode)",
     "PORFIRY_IPC_DIR": "directory of ipc:// sockets (topology.ipc_dir)",
     "PORFIRY_STORAGE_PATH": "the session journal database (storage.path)",
+    "PORFIRY_STORAGE_BACKEND": "sqlite | postgres (storage.backend)",
+    "PORFIRY_STORAGE_URL": "the PostgreSQL database of storage.backend = postgres (storage.url)",
     "PORFIRY_MODEL_CACHE": "where the packaged GGUF models are assembled (default ~/.cache/porfiry/models)",
 }
 
@@ -284,7 +289,14 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
                           f"session.admission_max_turns ({config.session.admission_max_turns})")
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
-    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))
+    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path),
+                                      backend=env.get("PORFIRY_STORAGE_BACKEND", config.storage.backend),
+                                      url=env.get("PORFIRY_STORAGE_URL", config.storage.url))
+    if storage.backend not in ("sqlite", "postgres"):
+        raise ConfigError(f"storage.backend {storage.backend!r} is neither 'sqlite' nor 'postgres'")
+    if storage.backend == "postgres" and not storage.url:
+        raise ConfigError("storage.backend = 'postgres' needs storage.url (or PORFIRY_STORAGE_URL), "
+                          "e.g. postgresql://porfiry@/porfiry?host=/run/postgresql")
     return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage)
 
 

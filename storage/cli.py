@@ -17,7 +17,8 @@ from core.config import Config
 
 def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) -> None:
     sessions = subparsers.add_parser("sessions", help="list, show, export or delete journaled sessions",
-                                     description="The session journal (storage.path): every session's history.")
+                                     description="The session journal (storage.path, or storage.url on PostgreSQL): "
+                                                 "every session's history.")
     action = sessions.add_subparsers(dest="action", required=True)
     action.add_parser("list", help="every session: id, phone key, entries, last activity")
     for name, text in (("show", "print a session's history"), ("export", "a session's history as JSON lines"),
@@ -53,12 +54,16 @@ def _when(ts: float) -> str:
 
 
 def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
-    from storage import journal
+    from storage.store import journal_store
 
-    path = config.path(config.storage.path)
-    if not path.exists():
-        sys.exit(f"porfiry: no journal at {path} (storage.path); nothing has been recorded yet")
-    conn = journal.connect(path)
+    journal = journal_store(config)
+    if config.storage.backend == "sqlite" and not config.path(config.storage.path).exists():
+        sys.exit(f"porfiry: no journal at {journal.where} (storage.path); nothing has been recorded yet")
+    path = journal.where
+    try:
+        conn = journal.connect()
+    except journal.errors as exc:
+        sys.exit(f"porfiry: cannot open the journal {path}: {exc}")
     try:
         if args.action == "list":
             rows = journal.list_sessions(conn)
@@ -90,4 +95,4 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
                 print(f"[{_when(entry['ts'])}] {entry['role']}{name}: {entry['content']}")
         return 0
     finally:
-        conn.close()
+        journal.close(conn)
