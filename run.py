@@ -44,6 +44,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from actors.supervisor import Supervisor
 
+    if args.node:
+        import os
+
+        os.environ["PORFIRY_NODE_NAME"] = args.node  # the actor processes read it too
     config = _config(args)
     if args.inproc:
         config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="inproc"))
@@ -242,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the runtime in the foreground")
     serve.add_argument("--inproc", action="store_true", help="all actors in this process over inproc://")
     serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
+    serve.add_argument("--node", default=None, metavar="NAME",
+                       help="one of several nodes on one PostgreSQL (node.name; docs/several-nodes.md)")
     serve.set_defaults(func=cmd_serve)
 
     up = sub.add_parser("up", help="start the runtime and the web console, open a phone console (what `make run` does)")

@@ -36,7 +36,7 @@ from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
 from core.trajectory import Trajectory
 from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
-from storage.store import journal_store
+from storage.store import journal_store, node_leases
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
@@ -72,6 +72,7 @@ class SessionActor(Actor):
         self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config))
                         if config.storage.journal
                         else NoJournal(clock=clock))
+        self.leases = node_leases(config, self.journal, clock)  # several nodes: which one serves a session
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
@@ -101,11 +102,15 @@ class SessionActor(Actor):
         self.settings.search_history = self.search_history
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
-        unfinished = await self.journal.unfinished()
+        if self.leases is not None:
+            await self.leases.beat()
+        unfinished = await (self.journal.unfinished() if self.leases is None else self.leases.adopt(due_only=False))
         if unfinished:
             self.settings.admission.slow_start()  # their cut turns would all start at once
             self.spawn(self._bring_back, unfinished, name="bring-back")
         self.spawn(self._timer_wheel, name="timer-wheel")
+        if self.leases is not None:
+            self.spawn(self._node_heartbeat, name="node-heartbeat")
         self.spawn(self._admission_log, name="admission-log")
         self.spawn(self._incarnation, "llm", name="llm-incarnation")
         self.spawn(self._incarnation, "toolsets", name="toolsets-incarnation")
@@ -489,6 +494,23 @@ class SessionActor(Actor):
             await link.send([self.codec.encode(p.Envelope(body=body, sender=self.name, session=session))])
             self._backlog.popleft()
 
+    async def _node_heartbeat(self) -> None:
+        """Several nodes: renew this node's lease, and adopt the sessions of dead nodes whose
+        timers came due (they fire here, late, once: storage/leases.py)."""
+        assert self.leases is not None
+        while True:
+            await anyio.sleep(self.config.node.heartbeat_s)
+            try:
+                await self.leases.beat()
+                adopted = [sid for sid in await self.leases.adopt(due_only=True) if sid not in self.sessions]
+            except JournalError as exc:
+                self.log.error("actor=session node=%s could not renew its lease: %s", self.leases.node, exc)
+                continue
+            if adopted:
+                self.log.info("actor=session node=%s adopts %d session(s) of dead nodes with timers due: %s",
+                              self.leases.node, len(adopted), ", ".join(adopted[:10]))
+                self.spawn(self._bring_back, adopted, name="adopt")
+
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:
         self._timer_wake.set()
@@ -528,6 +550,8 @@ class SessionActor(Actor):
             del self.sessions[sid]  # its journal holds it all: the next event brings it back
             self._restored.discard(sid)
         if idle:
+            if self.leases is not None:
+                self.leases.release(idle)  # the next node a phone reaches takes them at once
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
@@ -632,6 +656,8 @@ class SessionActor(Actor):
             return conversation
         done = self._loading[sid] = anyio.Event()
         try:
+            if self.leases is not None and (holder := await self.leases.acquire(sid)):
+                raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
             stored = await self.journal.load(sid)
             if stored is None and not create:
                 return None

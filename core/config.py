@@ -114,6 +114,16 @@ class StorageConfig(_Section):
     journal: bool = True  # false: sessions in memory only (a restart forgets them); to measure its cost
 
 
+class NodeConfig(_Section):
+    """One of several runtime nodes sharing storage.backend = "postgres" (docs/several-nodes.md).
+    A session is served by one node at a time: the node holding its lease in the database."""
+
+    name: str = ""  # empty: the only node (no leases); set by `run.py serve --node NAME` or PORFIRY_NODE_NAME
+    lease_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # a node silent this long is dead: its sessions move
+    heartbeat_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # how often a node renews its lease and adopts orphans
+    adopt_batch: Annotated[int, msgspec.Meta(ge=1)] = 64  # orphaned sessions claimed per heartbeat
+
+
 class LLMConfig(_Section):
     profile: str = "local"
     profiles: dict[str, ProfileConfig] = {}
@@ -182,6 +192,7 @@ class Config(_Section):
     llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
     web: WebConfig = msgspec.field(default_factory=WebConfig)
     storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
+    node: NodeConfig = msgspec.field(default_factory=NodeConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -210,6 +221,7 @@ ENV_OVERRIDES = {
     "PORFIRY_STORAGE_PATH": "the session journal database (storage.path)",
     "PORFIRY_STORAGE_BACKEND": "sqlite | postgres (storage.backend)",
     "PORFIRY_STORAGE_URL": "the PostgreSQL database of storage.backend = postgres (storage.url)",
+    "PORFIRY_NODE_NAME": "this runtime's node name among several on one PostgreSQL (node.name)",
     "PORFIRY_MODEL_CACHE": "where the packaged GGUF models are assembled (default ~/.cache/porfiry/models)",
 }
 
@@ -297,7 +309,12 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
     if storage.backend == "postgres" and not storage.url:
         raise ConfigError("storage.backend = 'postgres' needs storage.url (or PORFIRY_STORAGE_URL), "
                           "e.g. postgresql://porfiry@/porfiry?host=/run/postgresql")
-    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage)
+    node = msgspec.structs.replace(config.node, name=env.get("PORFIRY_NODE_NAME", config.node.name))
+    if node.name and storage.backend != "postgres":
+        raise ConfigError(f"node.name {node.name!r}: several nodes share storage.backend = 'postgres', not {storage.backend!r}")
+    if node.heartbeat_s >= node.lease_s:
+        raise ConfigError(f"node.heartbeat_s ({node.heartbeat_s}) must be shorter than node.lease_s ({node.lease_s})")
+    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage, node=node)
 
 
 def to_json(config: Config) -> bytes:

@@ -455,6 +455,15 @@ class Journal:
             raise waiter.error
         return waiter.result
 
+    async def call(self, operation: Callable[[Any], Any]) -> Any:
+        """Runs `operation(conn)` in the writer's next transaction; its result (the store's own
+        SQL: storage/leases.py on PostgreSQL). Raises JournalError."""
+        return await self._call(operation)
+
+    def submit(self, operation: Callable[[Any], Any]) -> None:
+        """`call` not waited for."""
+        self._submit(operation)
+
     # ---- what sessions write ----------------------------------------------------------------
     def append(self, session: str, entry: Recorded) -> None:
         """A history entry, in order; not waited for (a restart replays what reached the disk)."""

@@ -71,6 +71,17 @@ MIGRATIONS: dict[int, list[str]] = {
             route BYTEA NOT NULL,
             created DOUBLE PRECISION NOT NULL)""",
     ],
+    2: [  # several nodes (storage/leases.py): a node's lease, and which node serves each session
+        """CREATE TABLE nodes (
+            node TEXT PRIMARY KEY,
+            started DOUBLE PRECISION NOT NULL,
+            expires DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE session_lease (
+            session TEXT PRIMARY KEY,
+            node TEXT NOT NULL,
+            since DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX session_lease_by_node ON session_lease (node)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

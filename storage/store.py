@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     import protocol as p
     from core.config import Config
     from core.trajectory import Recorded
-    from storage.journal import SearchHit, SessionState, StoredSession
+    from storage.journal import Journal, SearchHit, SessionState, StoredSession
+    from storage.leases import NodeLeases
     from storage.ownership import OwnershipStore
 
 
@@ -64,3 +65,12 @@ def ownership_store(config: Config, clock: Callable[[], float] = time.time) -> O
     from storage.ownership import OwnershipStore
 
     return OwnershipStore(config.path(config.storage.path), clock)
+
+
+def node_leases(config: Config, journal: Journal, clock: Callable[[], float] = time.time) -> NodeLeases | None:
+    """This node's leases when it is one of several (node.name set), else None."""
+    if not config.node.name or not config.storage.journal:
+        return None
+    from storage.leases import NodeLeases
+
+    return NodeLeases(config.node, journal, clock)

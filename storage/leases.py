@@ -1,0 +1,95 @@
+"""Which node serves each session, when several runtime nodes share one PostgreSQL (node.name;
+docs/several-nodes.md).
+
+A node holds one lease, its row in `nodes`, renewed every `node.heartbeat_s` until `expires`
+(`node.lease_s` ahead). A session is served by the node named in its `session_lease` row, and
+only while that node's lease is alive: renewing one row keeps all of a node's sessions. A node
+takes a session when it has no row, when the row is already its own, or when the row's node has
+expired (died, or was cut off); `release` hands a session back (an idle session leaving memory),
+so the next node a phone reaches takes it at once. Sessions of a dead node with a timer due (or,
+at a node's start, with any unfinished work) are adopted by a live node: claimed with
+`FOR UPDATE SKIP LOCKED`, so two live nodes never claim the same one and its timer fires once.
+All of it runs on the journal's connection, in its worker thread (`Journal.call`).
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import psycopg
+
+from core.config import NodeConfig
+from storage.journal import Journal
+
+
+def beat(conn: psycopg.Connection, node: str, now: float, lease_s: float) -> None:
+    conn.execute("INSERT INTO nodes (node, started, expires) VALUES (%s, %s, %s) "
+                 "ON CONFLICT (node) DO UPDATE SET expires = excluded.expires", (node, now, now + lease_s))
+
+
+def acquire(conn: psycopg.Connection, session: str, node: str, now: float) -> str:
+    """Takes the session for `node` unless a live other node serves it: "" when taken (or
+    already ours), else the node that serves it."""
+    taken = conn.execute(
+        "INSERT INTO session_lease (session, node, since) VALUES (%s, %s, %s) ON CONFLICT (session) DO UPDATE "
+        "SET node = excluded.node, since = excluded.since WHERE session_lease.node = excluded.node OR NOT EXISTS "
+        "(SELECT 1 FROM nodes n WHERE n.node = session_lease.node AND n.expires > %s) RETURNING node",
+        (session, node, now, now)).fetchone()
+    if taken is not None:
+        return ""
+    row = conn.execute("SELECT node FROM session_lease WHERE session = %s", (session,)).fetchone()
+    return row[0] if row else ""
+
+
+def release(conn: psycopg.Connection, sessions: list[str], node: str) -> None:
+    conn.execute("DELETE FROM session_lease WHERE session = ANY(%s) AND node = %s", (sessions, node))
+
+
+def adopt(conn: psycopg.Connection, node: str, now: float, limit: int, *, due_only: bool) -> list[str]:
+    """Claims for `node` the sessions no live node serves that need a node now: a timer due
+    (`due_only`), or also unanswered events (a node's start). SKIP LOCKED: a session another node
+    is claiming at this moment is left to it."""
+    work = "s.next_due <= %(now)s" if due_only else (
+        "(s.next_due IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.session = s.session AND NOT e.done))")
+    rows = conn.execute(
+        "WITH orphans AS (SELECT s.session FROM sessions s LEFT JOIN session_lease l ON l.session = s.session "
+        f"WHERE {work} AND (l.node IS NULL OR l.node = %(node)s OR NOT EXISTS "
+        "(SELECT 1 FROM nodes n WHERE n.node = l.node AND n.expires > %(now)s)) "
+        "ORDER BY s.next_due NULLS LAST LIMIT %(limit)s FOR UPDATE OF s SKIP LOCKED) "
+        "INSERT INTO session_lease (session, node, since) SELECT session, %(node)s, %(now)s FROM orphans "
+        "ON CONFLICT (session) DO UPDATE SET node = excluded.node, since = excluded.since RETURNING session",
+        {"node": node, "now": now, "limit": limit}).fetchall()
+    return sorted(r[0] for r in rows)
+
+
+def node_table(conn: psycopg.Connection, now: float) -> list[tuple[str, bool, int]]:
+    """(node, alive, sessions it serves) for `run.py cluster status`."""
+    return conn.execute(
+        "SELECT n.node, n.expires > %s, (SELECT count(*) FROM session_lease l WHERE l.node = n.node) "
+        "FROM nodes n ORDER BY n.node", (now,)).fetchall()
+
+
+class NodeLeases:
+    """A session actor's side of it: the node's name and settings, calls through its journal."""
+
+    def __init__(self, settings: NodeConfig, journal: Journal, clock: Callable[[], float] = time.time):
+        self.settings = settings
+        self.node = settings.name
+        self.journal = journal
+        self.clock = clock
+
+    async def beat(self) -> None:
+        now, lease_s = self.clock(), self.settings.lease_s
+        await self.journal.call(lambda conn: beat(conn, self.node, now, lease_s))
+
+    async def acquire(self, session: str) -> str:
+        now = self.clock()
+        return await self.journal.call(lambda conn: acquire(conn, session, self.node, now))
+
+    def release(self, sessions: list[str]) -> None:
+        if sessions:
+            self.journal.submit(lambda conn: release(conn, sessions, self.node))
+
+    async def adopt(self, *, due_only: bool) -> list[str]:
+        now, limit = self.clock(), self.settings.adopt_batch
+        return await self.journal.call(lambda conn: adopt(conn, self.node, now, limit, due_only=due_only))

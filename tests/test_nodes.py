@@ -1,0 +1,77 @@
+"""Several runtime nodes on one PostgreSQL (storage/leases.py, docs/several-nodes.md): a session
+is served by one node at a time; a dead node's sessions move, and their timers fire once."""
+import anyio
+import psycopg
+
+import protocol as p
+from llm.scripted import ScriptedBackend
+from storage import leases
+from storage.postgres import connect
+from tests.harness import inproc_system, make_config, override
+
+
+def test_a_lease_is_taken_over_only_after_its_node_died(pg_url):
+    conn = connect(pg_url)
+    try:
+        leases.beat(conn, "a", 0.0, 10.0)
+        assert leases.acquire(conn, "s1", "a", 0.0) == ""
+        leases.beat(conn, "b", 5.0, 10.0)
+        assert leases.acquire(conn, "s1", "b", 5.0) == "a", "a lives: it keeps serving s1"
+        leases.beat(conn, "a", 8.0, 10.0)  # a renews: alive until 18
+        assert leases.acquire(conn, "s1", "b", 17.0) == "a"
+        leases.beat(conn, "b", 17.0, 10.0)
+        assert leases.acquire(conn, "s1", "b", 18.5) == "", "a went silent: b takes s1 over"
+        assert leases.acquire(conn, "s1", "a", 19.0) == "b", "a back from the dead does not take it back"
+        leases.release(conn, ["s1"], "b")
+        assert leases.acquire(conn, "s1", "a", 19.0) == "", "a session handed back moves at once"
+        assert sorted(leases.node_table(conn, 19.0)) == [("a", False, 1), ("b", True, 0)]
+    finally:
+        conn.close()
+
+
+def _model(messages):
+    last = messages[-1]
+    if last.role == "tool":
+        return "timer noted"
+    if "remind me" in last.content:
+        return "TOOL_CALL: timers_set|in 5 minutes; tea"
+    if "Timer fired" in last.content:
+        return "Reminder: tea is ready"
+    return "ok"
+
+
+def _reminders(system) -> int:
+    shown = system.actors["glasses"].shown.get("tea", [])
+    return sum(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in shown)
+
+
+async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, pg_url, manual_clock):
+    backend = ScriptedBackend(reply_fn=_model)
+
+    def node(name):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.05, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config,
+                             execute_substituted_calls=True)
+
+    async with node("a") as a:
+        await a.turn("tea", "remind me about tea")
+    # node a died with the session's lease (nothing released it); its timer comes due meanwhile
+    manual_clock.advance(600)
+    async with node("b") as b, node("c") as c:
+        with anyio.fail_after(10):
+            while _reminders(b) + _reminders(c) == 0:
+                await anyio.sleep(0.02)
+        for _ in range(10):  # ten more heartbeats of both: nobody fires it again
+            await anyio.sleep(0.05)
+        assert _reminders(b) + _reminders(c) == 1
+        fired = [m.content for m in backend.calls[-1] if m.role == "user" and "Timer fired" in m.content]
+        assert len(fired) == 1 and "late" in fired[0], fired
+        served_by = "b" if _reminders(b) else "c"
+        history = await (b if served_by == "b" else c).history("tea")
+        assert history[0]["content"] == "[User said] remind me about tea", "the history moved with the session"
+        with psycopg.connect(pg_url) as conn:
+            assert conn.execute("SELECT node FROM session_lease WHERE session = 'tea'").fetchone() == (served_by,)
+        other = c if served_by == "b" else b
+        reply = await other.deliver("tea", "are you there")  # the live owner keeps it: the other node refuses
+        assert isinstance(reply, p.ErrorReply) and f"served by node {served_by}" in reply.detail, reply
