@@ -299,6 +299,10 @@ class SqliteStore:
         conn.close()
 
     @staticmethod
+    def reopen(conn: sqlite3.Connection) -> sqlite3.Connection:
+        return conn  # a file does not hang up
+
+    @staticmethod
     def begin(conn: sqlite3.Connection) -> None:
         # IMMEDIATE: take the write lock now, waiting (busy timeout) for another process's
         # writer (the bridge's ownership table shares the file); a deferred transaction that
@@ -405,6 +409,7 @@ class Journal:
         assert conn is not None
         failed = ""
         try:
+            conn = self._conn = store.reopen(conn)
             store.begin(conn)
             for operation, waiter in batch:
                 try:

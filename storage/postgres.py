@@ -266,6 +266,15 @@ class PostgresStore:
     def close(conn: psycopg.Connection) -> None:
         conn.close()
 
+    def reopen(self, conn: psycopg.Connection) -> psycopg.Connection:
+        """A connection the server hung up on (a restart, a failover) is replaced before the next
+        batch; the batch it broke failed (nothing of it acked) and the phones resend."""
+        if not conn.broken and not conn.closed:
+            return conn
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
+        return connect(self.url)
+
     @staticmethod
     def begin(conn: psycopg.Connection) -> None:
         conn.execute("BEGIN")

@@ -98,3 +98,26 @@ def test_run_py_sessions_lists_shows_exports_and_deletes_on_postgres(tmp_path, p
     assert '"session": "s1"' in run("export", "s1")
     assert "deleted session s1 (1 entries)" in run("delete", "s1")
     assert "0 session(s)" in run("list")
+
+
+async def test_the_journal_reconnects_after_the_server_hung_up_and_acks_nothing_it_lost(tmp_path, pg_url):
+    from storage.journal import Journal
+
+    journal = Journal(tmp_path / "unused", store=pg.PostgresStore(pg_url))
+    event = lambda n: p.Event(event_id=f"e{n}", kind="user_text", source="user", channel="speech")  # noqa: E731
+    async with anyio.create_task_group() as tg:
+        await tg.start(journal.run)
+        await journal.stored(journal.accept_event("s1", "", event(1)))
+        with psycopg.connect(pg_url, autocommit=True) as admin:  # what a server restart does to it
+            admin.execute("SELECT pg_terminate_backend(%s)", (journal._conn.info.backend_pid,))
+        outcomes = []
+        for n in (2, 3):
+            try:
+                await journal.stored(journal.accept_event("s1", "", event(n)))
+                outcomes.append("stored")
+            except pg.JournalError:
+                outcomes.append("error")
+        assert outcomes in (["error", "stored"], ["stored", "stored"]), outcomes
+        stored = await journal.load("s1")
+        assert [e.event_id for e in stored.open_events] == ["e1"] + [f"e{n}" for n, o in zip((2, 3), outcomes) if o == "stored"]
+        tg.cancel_scope.cancel()
