@@ -495,12 +495,19 @@ class SessionActor(Actor):
             self._backlog.popleft()
 
     async def _node_heartbeat(self) -> None:
-        """Several nodes: renew this node's lease, and adopt the sessions of dead nodes whose
-        timers came due (they fire here, late, once: storage/leases.py)."""
+        """Several nodes: hand over the sessions other nodes asked for, renew this node's lease,
+        and adopt the sessions of dead nodes whose timers came due (they fire here, late, once:
+        storage/leases.py)."""
         assert self.leases is not None
+        settings = self.config.node
+        next_beat = time.monotonic() + settings.heartbeat_s
         while True:
-            await anyio.sleep(self.config.node.heartbeat_s)
+            await anyio.sleep(min(settings.handover_poll_s, settings.heartbeat_s))
             try:
+                await self._hand_over_wanted()
+                if time.monotonic() < next_beat:
+                    continue
+                next_beat = time.monotonic() + settings.heartbeat_s
                 await self.leases.beat()
                 adopted = [sid for sid in await self.leases.adopt(due_only=True) if sid not in self.sessions]
             except JournalError as exc:
@@ -510,6 +517,22 @@ class SessionActor(Actor):
                 self.log.info("actor=session node=%s adopts %d session(s) of dead nodes with timers due: %s",
                               self.leases.node, len(adopted), ", ".join(adopted[:10]))
                 self.spawn(self._bring_back, adopted, name="adopt")
+
+    async def _hand_over_wanted(self) -> None:
+        """Sessions another node asked for (a phone reached it): an idle one leaves memory and goes
+        at once, one mid-turn after its turn (a later poll). Its toolset activity stays behind."""
+        assert self.leases is not None
+        for sid, to in await self.leases.wanted():
+            conversation = self.sessions.get(sid)
+            if sid in self._loading or (conversation is not None and (conversation.running or conversation.queue)):
+                continue
+            if conversation is not None:
+                del self.sessions[sid]
+                self._restored.discard(sid)
+                conversation.timers.on_change = None
+                self.subscribers.gone([sid])
+            self.leases.hand_over(sid, to)
+            self.log.info("actor=session node=%s hands session=%s over to node %s", self.leases.node, sid, to)
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:
@@ -656,7 +679,7 @@ class SessionActor(Actor):
             return conversation
         done = self._loading[sid] = anyio.Event()
         try:
-            if self.leases is not None and (holder := await self.leases.acquire(sid)):
+            if self.leases is not None and (holder := await self.leases.take(sid)):
                 raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
             stored = await self.journal.load(sid)
             if stored is None and not create:

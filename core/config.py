@@ -122,6 +122,8 @@ class NodeConfig(_Section):
     lease_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # a node silent this long is dead: its sessions move
     heartbeat_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # how often a node renews its lease and adopts orphans
     adopt_batch: Annotated[int, msgspec.Meta(ge=1)] = 64  # orphaned sessions claimed per heartbeat
+    handover_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 0.2  # how often a node looks for sessions another asked for
+    handover_wait_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0  # a taker waits this long for a live holder's turn to end
 
 
 class LLMConfig(_Section):

@@ -6,7 +6,10 @@ A node holds one lease, its row in `nodes`, renewed every `node.heartbeat_s` unt
 only while that node's lease is alive: renewing one row keeps all of a node's sessions. A node
 takes a session when it has no row, when the row is already its own, or when the row's node has
 expired (died, or was cut off); `release` hands a session back (an idle session leaving memory),
-so the next node a phone reaches takes it at once. Sessions of a dead node with a timer due (or,
+so the next node a phone reaches takes it at once. A session a live node holds is asked for:
+the taker marks it `wanted_by` itself; the holder, polling every `node.handover_poll_s`, lets an
+idle session go at once (one mid-turn after its turn), naming the taker in the row, after the
+session's last writes (one journal queue). Sessions of a dead node with a timer due (or,
 at a node's start, with any unfinished work) are adopted by a live node: claimed with
 `FOR UPDATE SKIP LOCKED`, so two live nodes never claim the same one and its timer fires once.
 All of it runs on the journal's connection, in its worker thread (`Journal.call`).
@@ -16,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import anyio
 import psycopg
 
 from core.config import NodeConfig
@@ -32,13 +36,28 @@ def acquire(conn: psycopg.Connection, session: str, node: str, now: float) -> st
     already ours), else the node that serves it."""
     taken = conn.execute(
         "INSERT INTO session_lease (session, node, since) VALUES (%s, %s, %s) ON CONFLICT (session) DO UPDATE "
-        "SET node = excluded.node, since = excluded.since WHERE session_lease.node = excluded.node OR NOT EXISTS "
+        "SET node = excluded.node, since = excluded.since, wanted_by = NULL WHERE session_lease.node = excluded.node OR NOT EXISTS "
         "(SELECT 1 FROM nodes n WHERE n.node = session_lease.node AND n.expires > %s) RETURNING node",
         (session, node, now, now)).fetchone()
     if taken is not None:
         return ""
     row = conn.execute("SELECT node FROM session_lease WHERE session = %s", (session,)).fetchone()
     return row[0] if row else ""
+
+
+def want(conn: psycopg.Connection, session: str, node: str) -> None:
+    conn.execute("UPDATE session_lease SET wanted_by = %s WHERE session = %s AND node <> %s", (node, session, node))
+
+
+def wanted(conn: psycopg.Connection, node: str) -> list[tuple[str, str]]:
+    """(session, the node that wants it) for the sessions `node` holds and another asked for."""
+    return conn.execute("SELECT session, wanted_by FROM session_lease WHERE node = %s AND wanted_by IS NOT NULL",
+                        (node,)).fetchall()
+
+
+def hand_over(conn: psycopg.Connection, session: str, node: str, to: str, now: float) -> None:
+    conn.execute("UPDATE session_lease SET node = %s, since = %s, wanted_by = NULL WHERE session = %s AND node = %s",
+                 (to, now, session, node))
 
 
 def release(conn: psycopg.Connection, sessions: list[str], node: str) -> None:
@@ -85,6 +104,27 @@ class NodeLeases:
     async def acquire(self, session: str) -> str:
         now = self.clock()
         return await self.journal.call(lambda conn: acquire(conn, session, self.node, now))
+
+    async def take(self, session: str) -> str:
+        """`acquire`, asking a live holder to hand the session over and waiting up to
+        `node.handover_wait_s` for it: "" when taken, else the node that kept it."""
+        holder = await self.acquire(session)
+        if not holder:
+            return ""
+        await self.journal.call(lambda conn: want(conn, session, self.node))
+        with anyio.move_on_after(self.settings.handover_wait_s):
+            while holder:
+                await anyio.sleep(self.settings.handover_poll_s)
+                holder = await self.acquire(session)
+        return holder
+
+    async def wanted(self) -> list[tuple[str, str]]:
+        return await self.journal.call(lambda conn: wanted(conn, self.node))
+
+    def hand_over(self, session: str, to: str) -> None:
+        """Queued after the session's last writes: the taker reads all of them."""
+        now = self.clock()
+        self.journal.submit(lambda conn: hand_over(conn, session, self.node, to, now))
 
     def release(self, sessions: list[str]) -> None:
         if sessions:

@@ -82,6 +82,10 @@ MIGRATIONS: dict[int, list[str]] = {
             since DOUBLE PRECISION NOT NULL)""",
         "CREATE INDEX session_lease_by_node ON session_lease (node)",
     ],
+    3: [  # a live node hands a session over to the node a phone reached (storage/leases.py)
+        "ALTER TABLE session_lease ADD COLUMN wanted_by TEXT",
+        "CREATE INDEX session_lease_wanted ON session_lease (node) WHERE wanted_by IS NOT NULL",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 

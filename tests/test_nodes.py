@@ -1,5 +1,6 @@
 """Several runtime nodes on one PostgreSQL (storage/leases.py, docs/several-nodes.md): a session
-is served by one node at a time; a dead node's sessions move, and their timers fire once."""
+is served by one node at a time; a dead node's sessions move, and their timers fire once; a
+live node hands a session over to the node its phone reached (idle at once, mid-turn after it)."""
 import anyio
 import psycopg
 
@@ -72,6 +73,55 @@ async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, 
         assert history[0]["content"] == "[User said] remind me about tea", "the history moved with the session"
         with psycopg.connect(pg_url) as conn:
             assert conn.execute("SELECT node FROM session_lease WHERE session = 'tea'").fetchone() == (served_by,)
-        other = c if served_by == "b" else b
-        reply = await other.deliver("tea", "are you there")  # the live owner keeps it: the other node refuses
-        assert isinstance(reply, p.ErrorReply) and f"served by node {served_by}" in reply.detail, reply
+
+
+def _lease(pg_url, session):
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT node FROM session_lease WHERE session = %s", (session,)).fetchone()
+    return row[0] if row else None
+
+
+async def test_a_session_moves_between_two_live_nodes_with_its_history_idle_at_once_mid_turn_after_it(tmp_path, pg_url):
+    gates = [anyio.Event()]
+    gates[0].set()
+
+    async def model_time(_seconds):  # the model answers when the test opens the gate
+        await gates[-1].wait()
+
+    backend = ScriptedBackend(first_token_delay_s=0.001, sleep=model_time)
+
+    def node(name):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.1, "handover_poll_s": 0.02, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, config=config)
+
+    async with node("a") as a, node("b") as b:
+        await a.turn("s", "my name is Aglaya")
+        assert _lease(pg_url, "s") == "a"
+        await b.turn("s", "what is my name")  # the phone reached b: a lets the idle session go at once
+        assert "s" not in a.actors["session"].sessions and _lease(pg_url, "s") == "b"
+        assert [m["content"] for m in await b.history("s") if m["role"] == "user"] == [
+            "[User said] my name is Aglaya", "[User said] what is my name"]
+
+        gates.append(anyio.Event())  # b's next turn hangs in the model
+        story = await b.deliver("s", "tell me a long story", event_id="story")
+        assert isinstance(story, p.EventAccepted)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.turn, "s", "and then?")
+            with anyio.fail_after(5):
+                while a.actors["session"].leases is None or not _wanted(pg_url, "s"):
+                    await anyio.sleep(0.02)
+            assert _lease(pg_url, "s") == "b", "mid-turn: b keeps the session until its turn is done"
+            gates[-1].set()
+        assert _lease(pg_url, "s") == "a"
+        history = await a.history("s")
+        users = [m["content"] for m in history if m["role"] == "user"]
+        assert users == ["[User said] my name is Aglaya", "[User said] what is my name",
+                         "[User said] tell me a long story", "[User said] and then?"], users
+        assert [m for m in history if m["role"] == "assistant"][2]["content"], "b's answer to the story moved too"
+
+
+def _wanted(pg_url, session):
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT wanted_by FROM session_lease WHERE session = %s", (session,)).fetchone()
+    return row[0] if row else None
