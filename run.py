@@ -14,6 +14,7 @@
     python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
     python run.py eval [--profile P]     score a real model on the eval scenarios (progressive vs flat)
     python run.py sessions list|show ID|export ID|delete ID   the session journal
+    python run.py cluster up|status|down                      several nodes on PostgreSQL behind HAProxy
     python run.py eval-router [--profile P]  router accuracy (rules, model) on the labelled set
 """
 from __future__ import annotations
@@ -291,13 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their feature: the phone tools, the benchmarks."""
     from bench.cli import register as bench_commands
+    from cluster.cli import register as cluster_commands
     from evals.cli import register as eval_commands
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
     from storage.cli import register as sessions_commands
     from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands]
+    return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands,
+            cluster_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,10 @@ class PgServer:
         if user is not None:
             entry = pwd.getpwnam(user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            closed = [str(d) for d in self.root.resolve().parents if not os.stat(d).st_mode & 0o001]
+            if closed:
+                raise PgServerError(f"PostgreSQL runs as user {user}, which cannot reach {self.root}: "
+                                    f"{', '.join(closed)} must be traversable (chmod o+x)")
         if not (self.data / "PG_VERSION").exists():
             self._check(_command([initdb, "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
                                   "--locale=C.UTF-8", "--no-instructions"], user), "initdb")
