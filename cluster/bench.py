@@ -1,0 +1,191 @@
+"""`python run.py bench --nodes N [--chaos-nodes SECONDS]`: a local cluster (cluster/cli.py: a
+throwaway PostgreSQL, N nodes with the scripted model, HAProxy) driven through HAProxy's phone
+endpoint; with chaos, a random node is SIGKILLed every SECONDS and started again a second later.
+
+Reported: events lost (sent, never answered), turns gone wrong (an answer that is not the scripted
+answer to what was said), history intact (the share of sessions whose journal holds exactly what
+was said, in order, once), how long a moved session waited for its first answer after its node
+died, and turns per second.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import psycopg
+
+from cluster import cli as cluster_cli
+from core.config import Config
+
+CHAOS_RESTART_S = 1.0  # a killed node is started again this long after its death
+
+
+@dataclass
+class Figures:
+    turns_ok: int = 0
+    lost: list[str] = field(default_factory=list)  # "session: text (why)"
+    wrong: list[str] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    moved_waits: list[float] = field(default_factory=list)
+    kills: int = 0
+    moved: dict[str, float] = field(default_factory=dict)  # session -> when its node was killed (pending)
+    said: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def _session(phone, sid: str, turns: int, think_s: float, rng: random.Random, figures: Figures) -> None:
+    from phone.client import PhoneError
+
+    said = figures.said.setdefault(sid, [])
+    for k in range(turns):
+        if think_s:
+            await anyio.sleep(think_s * rng.uniform(0.5, 1.5))
+        text = f"{sid} turn {k}"
+        said.append(text)
+        started = time.monotonic()
+        killed_at = figures.moved.get(sid)
+        try:
+            turn = await phone.turn(sid, text, timeout=60)
+        except PhoneError as exc:
+            figures.lost.append(f"{sid}: {text} ({type(exc).__name__}: {exc})")
+            continue
+        figures.latencies.append(time.monotonic() - started)
+        if killed_at is not None and figures.moved.get(sid) == killed_at:
+            del figures.moved[sid]
+            figures.moved_waits.append(time.monotonic() - max(started, killed_at))
+        if text not in turn.final_text:
+            figures.wrong.append(f"{sid}: said {text!r}, answered {turn.final_text!r}")
+        else:
+            figures.turns_ok += 1
+
+
+async def _chaos(root: Path, every_s: float, url: str, inproc: bool, figures: Figures, rng: random.Random) -> None:
+    while True:
+        await anyio.sleep(every_s)
+        state = cluster_cli.ClusterState.load(root)
+        assert state is not None
+        victim = rng.choice(state.nodes)
+        with psycopg.connect(url) as conn:
+            held = [r[0] for r in conn.execute("SELECT session FROM session_lease WHERE node = %s", (victim.name,))]
+        now = time.monotonic()
+        try:
+            import os
+
+            os.killpg(victim.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        figures.kills += 1
+        for sid in held:
+            figures.moved[sid] = now
+        await anyio.sleep(CHAOS_RESTART_S)
+        index = state.nodes.index(victim)
+        state.nodes[index] = cluster_cli._start_node(root, victim.name, victim.port, url, inproc)
+        state.save(root)
+
+
+async def drive(endpoint: str, root: Path, url: str, *, sessions: int, turns: int, think_s: float, per_phone: int,
+                chaos_s: float, inproc: bool, seed: int) -> tuple[Figures, float]:
+    from phone.client import PhoneClient
+
+    figures, rng = Figures(), random.Random(seed)
+    started = time.monotonic()
+    async with anyio.create_task_group() as outer:
+        if chaos_s:
+            outer.start_soon(_chaos, root, chaos_s, url, inproc, figures, random.Random(seed + 1))
+        async with anyio.create_task_group() as tg:
+            for first in range(0, sessions, per_phone):
+                tg.start_soon(_phone, PhoneClient, endpoint, first, min(per_phone, sessions - first), turns, think_s,
+                              random.Random(rng.random()), figures)
+        elapsed = time.monotonic() - started
+        outer.cancel_scope.cancel()
+    return figures, elapsed
+
+
+async def _phone(client_class, endpoint, first, count, turns, think_s, rng, figures) -> None:
+    async with client_class(endpoint, client_id=f"bench{first}", ack_timeout_s=1.0, max_resends=40) as phone:
+        async with anyio.create_task_group() as tg:
+            for n in range(first, first + count):
+                tg.start_soon(_session, phone, f"s{n}", turns, think_s, random.Random(rng.random()), figures)
+
+
+def history_intact(url: str, said: dict[str, list[str]]) -> float:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT session, content FROM entries WHERE role = 'user' ORDER BY id").fetchall()
+    stored: dict[str, list[str]] = {}
+    for session, content in rows:
+        stored.setdefault(session, []).append(content.removeprefix("[User said] "))
+    intact = sum(stored.get(sid, []) == texts for sid, texts in said.items())
+    return intact / max(1, len(said))
+
+
+def cmd_bench_nodes(config: Config, *, nodes: int, sessions: int, turns: int, think_ms: float, per_phone: int,
+                    chaos_s: float, seed: int, base_port: int = 0) -> int:
+    """Up, drive, report, down; everything in a scratch directory."""
+    from cluster.pgserver import free_port
+
+    root = Path(tempfile.mkdtemp(prefix="pfb"))
+    root.chmod(0o755)  # PostgreSQL runs as another user when we are root
+    base_port = base_port or free_port()
+    bench_config = _bench_config(config)
+    import os
+
+    os.environ["PORFIRY_LLM_PROFILE"] = "scripted"  # the nodes inherit our environment
+    os.environ["PORFIRY_CONFIG"] = str(bench_config(root))
+    try:
+        if cluster_cli.cluster_up(config, root, nodes, base_port, inproc=True) != 0:
+            return 1
+        state = cluster_cli.ClusterState.load(root)
+        assert state is not None
+        print(f"driving {sessions} sessions x {turns} turns through {state.endpoint}"
+              f"{f', a node killed every {chaos_s:g} s' if chaos_s else ''} ...", flush=True)
+        figures, elapsed = anyio.run(lambda: drive(
+            state.endpoint, root, state.storage_url, sessions=sessions, turns=turns, think_s=think_ms / 1000,
+            per_phone=per_phone, chaos_s=chaos_s, inproc=True, seed=seed), backend="trio")
+        intact = history_intact(state.storage_url, figures.said)
+        _report(figures, elapsed, intact, nodes=nodes, sessions=sessions, turns=turns)
+        return 0 if not figures.lost and not figures.wrong and intact == 1.0 else 2
+    finally:
+        cluster_cli.cluster_down(root, quiet=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _bench_config(config: Config):
+    def write(root: Path) -> Path:
+        path = root / "bench.json"
+        node = config.node
+        path.write_text(json.dumps({"llm": {"profile": "scripted"},
+                                    "node": {"lease_s": min(node.lease_s, 3.0), "heartbeat_s": min(node.heartbeat_s, 0.5)}}))
+        return path
+
+    return write
+
+
+def _report(figures: Figures, elapsed: float, intact: float, *, nodes: int, sessions: int, turns: int) -> None:
+    ms = lambda v: f"{v * 1000:8.1f}"  # noqa: E731
+    print(f"Porfiry cluster benchmark: {nodes} node(s) behind HAProxy, {sessions} sessions x {turns} turns, "
+          f"scripted model; {figures.kills} node(s) killed")
+    print(f"  duration                {elapsed:.1f} s; turns per second {figures.turns_ok / elapsed:.1f}")
+    print(f"  events lost             {len(figures.lost)}")
+    print(f"  turns gone wrong        {len(figures.wrong)}")
+    print(f"  history intact          {intact:.3f}")
+    if figures.latencies:
+        print(f"  turn time, ms           p50 {ms(statistics.median(figures.latencies))}   p99 {ms(_pct(figures.latencies, 0.99))}")
+    if figures.moved_waits:
+        print(f"  moved session's first answer after its node died, ms   p50 {ms(statistics.median(figures.moved_waits))}"
+              f"   p99 {ms(_pct(figures.moved_waits, 0.99))}   n={len(figures.moved_waits)}")
+    for line in (figures.lost + figures.wrong)[:10]:
+        print(f"    {line}")
