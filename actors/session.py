@@ -508,7 +508,12 @@ class SessionActor(Actor):
                 if time.monotonic() < next_beat:
                     continue
                 next_beat = time.monotonic() + settings.heartbeat_s
-                await self.leases.beat()
+                lost = await self.leases.beat(list(self.sessions))
+                if lost:
+                    self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
+                                     "meanwhile leave memory", self.leases.node, len(lost))
+                    for sid in lost:
+                        self._let_go(sid)
                 adopted = [sid for sid in await self.leases.adopt(due_only=True) if sid not in self.sessions]
             except JournalError as exc:
                 self.log.error("actor=session node=%s could not renew its lease: %s", self.leases.node, exc)
@@ -526,13 +531,17 @@ class SessionActor(Actor):
             conversation = self.sessions.get(sid)
             if sid in self._loading or (conversation is not None and (conversation.running or conversation.queue)):
                 continue
-            if conversation is not None:
-                del self.sessions[sid]
-                self._restored.discard(sid)
-                conversation.timers.on_change = None
-                self.subscribers.gone([sid])
+            self._let_go(sid)
             self.leases.hand_over(sid, to)
             self.log.info("actor=session node=%s hands session=%s over to node %s", self.leases.node, sid, to)
+
+    def _let_go(self, sid: str) -> None:
+        """Another node serves the session now: out of memory (its toolset activity with it)."""
+        conversation = self.sessions.pop(sid, None)
+        if conversation is not None:
+            self._restored.discard(sid)
+            conversation.timers.on_change = None
+            self.subscribers.gone([sid])
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:

@@ -10,6 +10,7 @@ died, and turns per second.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import signal
@@ -83,8 +84,6 @@ async def _chaos(root: Path, every_s: float, url: str, inproc: bool, figures: Fi
             held = [r[0] for r in conn.execute("SELECT session FROM session_lease WHERE node = %s", (victim.name,))]
         now = time.monotonic()
         try:
-            import os
-
             os.killpg(victim.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
@@ -141,8 +140,6 @@ def cmd_bench_nodes(config: Config, *, nodes: int, sessions: int, turns: int, th
     root.chmod(0o755)  # PostgreSQL runs as another user when we are root
     base_port = base_port or free_port()
     bench_config = _bench_config(config)
-    import os
-
     os.environ["PORFIRY_LLM_PROFILE"] = "scripted"  # the nodes inherit our environment
     os.environ["PORFIRY_CONFIG"] = str(bench_config(root))
     try:

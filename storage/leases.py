@@ -26,9 +26,20 @@ from core.config import NodeConfig
 from storage.journal import Journal
 
 
-def beat(conn: psycopg.Connection, node: str, now: float, lease_s: float) -> None:
-    conn.execute("INSERT INTO nodes (node, started, expires) VALUES (%s, %s, %s) "
-                 "ON CONFLICT (node) DO UPDATE SET expires = excluded.expires", (node, now, now + lease_s))
+def beat(conn: psycopg.Connection, node: str, now: float, lease_s: float) -> bool:
+    """Renews the node's lease; True when it had lapsed meanwhile (other nodes may have taken
+    sessions this node still holds in memory: `taken_from`)."""
+    before = conn.execute(
+        "WITH old AS (SELECT expires FROM nodes WHERE node = %s) INSERT INTO nodes (node, started, expires) "
+        "VALUES (%s, %s, %s) ON CONFLICT (node) DO UPDATE SET expires = excluded.expires RETURNING (SELECT expires FROM old)",
+        (node, node, now, now + lease_s)).fetchone()[0]
+    return before is not None and before <= now
+
+
+def taken_from(conn: psycopg.Connection, node: str, sessions: list[str]) -> list[str]:
+    """Of `sessions` (in `node`'s memory), those another node serves now."""
+    return [r[0] for r in conn.execute("SELECT session FROM session_lease WHERE session = ANY(%s) AND node <> %s",
+                                       (sessions, node))]
 
 
 def acquire(conn: psycopg.Connection, session: str, node: str, now: float) -> str:
@@ -97,9 +108,16 @@ class NodeLeases:
         self.journal = journal
         self.clock = clock
 
-    async def beat(self) -> None:
+    async def beat(self, in_memory: list[str] | None = None) -> list[str]:
+        """Renews the lease; returns the sessions of `in_memory` that other nodes took while it
+        had lapsed (the caller must let them go: they are served elsewhere now)."""
         now, lease_s = self.clock(), self.settings.lease_s
-        await self.journal.call(lambda conn: beat(conn, self.node, now, lease_s))
+
+        def renew(conn: psycopg.Connection) -> list[str]:
+            lapsed = beat(conn, self.node, now, lease_s)
+            return taken_from(conn, self.node, in_memory) if lapsed and in_memory else []
+
+        return await self.journal.call(renew)
 
     async def acquire(self, session: str) -> str:
         now = self.clock()

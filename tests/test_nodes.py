@@ -125,3 +125,26 @@ def _wanted(pg_url, session):
     with psycopg.connect(pg_url) as conn:
         row = conn.execute("SELECT wanted_by FROM session_lease WHERE session = %s", (session,)).fetchone()
     return row[0] if row else None
+
+
+async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_took(tmp_path, pg_url, manual_clock):
+    """A node cut off from the database longer than node.lease_s (a pause, a partition) comes
+    back to find its sessions served elsewhere: it lets them go instead of serving them twice."""
+    backend = ScriptedBackend()
+
+    def node(name, heartbeat_s):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": heartbeat_s, "handover_poll_s": 0.02, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config)
+
+    async with node("a", 0.5) as a, node("b", 0.05) as b:
+        await a.turn("s", "my name is Aglaya")
+        manual_clock.advance(30)  # a has not renewed for longer than its lease: b may take its sessions
+        await b.turn("s", "what is my name")
+        assert _lease(pg_url, "s") == "b"
+        with anyio.fail_after(5):
+            while "s" in a.actors["session"].sessions:  # a's next heartbeat finds its lease lapsed
+                await anyio.sleep(0.02)
+        await a.turn("s", "and now?")  # back to a, by a hand-over: one history, nothing twice
+        users = [m["content"] for m in await a.history("s") if m["role"] == "user"]
+        assert users == ["[User said] my name is Aglaya", "[User said] what is my name", "[User said] and now?"], users
