@@ -142,6 +142,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     web = None
     log_path = config.path("var/porfiry.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.touch(0o600)
+    os.chmod(log_path, 0o600)  # one written by an older version may be 0644
     command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
     with open(log_path, "ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -304,6 +306,9 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.umask(0o077)  # the database, its WAL, var/ and the logs: the runtime's user only (tokens, histories)
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

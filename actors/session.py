@@ -632,7 +632,7 @@ class SessionActor(Actor):
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
-            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
+            self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
@@ -720,6 +720,7 @@ class SessionActor(Actor):
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
+        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
         msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
 
     def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:

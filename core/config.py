@@ -16,6 +16,7 @@ from core.urgency import DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES
 from llm.profiles import ProfileConfig, default_profiles
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+MIN_WEB_TOKEN_CHARS = 16
 T = TypeVar("T")
 
 
@@ -66,6 +67,8 @@ class PhoneConfig(_Section):
     pending_per_connection: int = 256  # events of one connection waiting at the bridge before Busy
     send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is cut off
     garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 20_000  # phone connections at once (all phones); past it: ErrorReply "too_many_connections"
+    max_sessions: Annotated[int, msgspec.Meta(ge=1)] = 50_000  # sessions in the bridge's memory (all phones); past it a new one: ErrorReply "runtime_full"
 
 
 class SessionConfig(_Section):
@@ -145,6 +148,14 @@ class WebConfig(_Section):
     timeline_facts: int = 1000  # per session: events, turns, model and tool calls the console keeps
     sessions_kept: int = 200  # sessions the console remembers (least recently active dropped)
     max_text_chars: int = 2000  # a message typed in the page
+    allowed_hosts: list[str] = []  # Host names (or name:port) the console answers to besides its address and loopback
+    token_guesses_per_min: Annotated[int, msgspec.Meta(ge=1)] = 10  # wrong tokens per client address a minute; past it: HTTP 429
+    stream_max_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 1 << 20  # facts waiting for one page's event stream; past it the oldest are dropped (a marker says how many)
+
+    def __post_init__(self) -> None:
+        if self.token and len(self.token) < MIN_WEB_TOKEN_CHARS:
+            raise ValueError(f"web.token must be at least {MIN_WEB_TOKEN_CHARS} characters (it has {len(self.token)}); "
+                             "leave it empty and one is drawn into web.token_path")
 
 
 class ToolsetsConfig(_Section):

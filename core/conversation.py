@@ -210,8 +210,9 @@ class Conversation:
 
     def _apply(self, event: p.Event, decision: Decision) -> None:
         strategy = decision.strategy
-        _log.info("session=%s event=%s kind=%s strategy=%s decided_by=%s", self.sid, event.event_id,
-                  event.kind, strategy, decision.rule)
+        # event ids only at DEBUG: a log is no place to learn what identifies a phone's event
+        _log.info("session=%s kind=%s strategy=%s decided_by=%s", self.sid, event.kind, strategy, decision.rule)
+        _log.debug("session=%s event=%s strategy=%s", self.sid, event.event_id, strategy)
         self.s.observer.event(self, event, strategy_name(strategy, self.running), "accepted")
         if strategy == "parallel" and self.running:
             self.s.spawn(self._parallel, event)
