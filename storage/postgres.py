@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 import protocol as p
 from core.trajectory import Recorded
 from storage.journal import DEDUP_KEPT, _EVENT, _EVENT_DECODER, _STATE_DECODER, JournalError, SearchHit, SessionState, StoredSession
-from storage.ownership import Owner, OwnershipStore
+from storage.ownership import Owner, OwnershipStore, hash_token
 
 MIGRATION_LOCK = 0x706F7266  # pg_advisory_xact_lock key: one node migrates at a time
 CONNECT_TIMEOUT_S = 10
@@ -318,7 +318,8 @@ class PostgresStore:
 
 
 class PostgresOwnershipStore(OwnershipStore):
-    """storage/ownership.py's table on PostgreSQL: the same write-through cache over it."""
+    """storage/ownership.py's table on PostgreSQL: the same write-through cache over it, the same
+    proofs (a token kept salted and hashed); another node's claims are read on first use."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time):  # noqa: D107 - the parent's, on another database
         self.path = redacted(url)
@@ -339,11 +340,12 @@ class PostgresOwnershipStore(OwnershipStore):
                 owner = self._owners[session] = Owner(row[0], row[1], row[2], bytes(row[3]))
         return owner
 
-    def sessions_of(self, kind: str, proof: str) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT session FROM session_owner WHERE kind = %s AND proof = %s",
-                                               (kind, proof))]
+    def unclaimed_history(self, session: str) -> str | None:
+        row = self._db.execute("SELECT phone_key FROM sessions WHERE session = %s", (session,)).fetchone()
+        return None if row is None else str(row[0])
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
+        proof = hash_token(proof) if kind == "token" else proof
         owner = Owner(kind, proof, claim_event, route)
         self._db.execute(
             "INSERT INTO session_owner VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session) DO UPDATE SET "
@@ -358,7 +360,6 @@ class PostgresOwnershipStore(OwnershipStore):
             owner.route = route
             self._db.execute("UPDATE session_owner SET route = %s WHERE session = %s", (route, session))
 
-    def forget(self, sessions: list[str]) -> None:
-        gone = [s for s in sessions if self._owners.pop(s, None) is not None]
-        if gone:
-            self._db.execute("DELETE FROM session_owner WHERE session = ANY(%s)", (gone,))
+    def delete(self, sessions: list[str]) -> None:
+        self.forget(sessions)
+        self._db.execute("DELETE FROM session_owner WHERE session = ANY(%s)", (sessions,))
