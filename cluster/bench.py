@@ -192,7 +192,10 @@ def cmd_bench_nodes(config: Config, *, nodes: int, sessions: int, turns: int, th
         return 0 if not lost and not figures.wrong and intact == 1.0 else 2
     finally:
         cluster_cli.cluster_down(root, quiet=True)
-        shutil.rmtree(root, ignore_errors=True)
+        if os.environ.get("PORFIRY_BENCH_KEEP"):  # to look into a run: its database and the nodes' logs stay
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _bench_config(config: Config):

@@ -51,7 +51,8 @@ def connect_factory(args: argparse.Namespace, config: Config, *, connect_timeout
     tokens = SessionTokens(tokens_file(config.path(config.storage.path).parent, client_id))
 
     def connect() -> PhoneClient:
-        return PhoneClient(getattr(args, "endpoint", None) or config.phone.endpoint, client_id=client_id, curve=curve, tokens=tokens,
+        endpoint = getattr(args, "endpoint", None) or config.phone.endpoint
+        return PhoneClient(endpoint, client_id=client_id, curve=curve, tokens=tokens,
                            max_message_bytes=config.protocol.max_message_bytes, connect_timeout_s=connect_timeout_s)
 
     return connect
