@@ -17,7 +17,7 @@ import heapq
 import operator
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 import anyio
 import msgspec
@@ -37,6 +37,9 @@ from core.trajectory import Trajectory
 from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 from storage.store import journal_store, node_leases
+
+if TYPE_CHECKING:
+    from storage.leases import NodeLeases
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
@@ -499,6 +502,13 @@ class SessionActor(Actor):
         and adopt the sessions of dead nodes whose timers came due (they fire here, late, once:
         storage/leases.py)."""
         assert self.leases is not None
+        try:
+            await self._node_loop(self.leases)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.leases.close()
+
+    async def _node_loop(self, leases: NodeLeases) -> None:
         settings = self.config.node
         next_beat = time.monotonic() + settings.heartbeat_s
         while True:
@@ -508,32 +518,36 @@ class SessionActor(Actor):
                 if time.monotonic() < next_beat:
                     continue
                 next_beat = time.monotonic() + settings.heartbeat_s
-                lost = await self.leases.beat(list(self.sessions))
+                lost = await leases.beat(list(self.sessions))
                 if lost:
                     self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
-                                     "meanwhile leave memory", self.leases.node, len(lost))
+                                     "meanwhile leave memory", leases.node, len(lost))
                     for sid in lost:
                         self._let_go(sid)
-                adopted = [sid for sid in await self.leases.adopt(due_only=True) if sid not in self.sessions]
+                adopted = [sid for sid in await leases.adopt(due_only=True) if sid not in self.sessions]
             except JournalError as exc:
-                self.log.error("actor=session node=%s could not renew its lease: %s", self.leases.node, exc)
+                self.log.error("actor=session node=%s could not renew its lease: %s", leases.node, exc)
                 continue
             if adopted:
                 self.log.info("actor=session node=%s adopts %d session(s) of dead nodes with timers due: %s",
-                              self.leases.node, len(adopted), ", ".join(adopted[:10]))
+                              leases.node, len(adopted), ", ".join(adopted[:10]))
                 self.spawn(self._bring_back, adopted, name="adopt")
 
     async def _hand_over_wanted(self) -> None:
         """Sessions another node asked for (a phone reached it): an idle one leaves memory and goes
         at once, one mid-turn after its turn (a later poll). Its toolset activity stays behind."""
         assert self.leases is not None
+        moves = []
         for sid, to in await self.leases.wanted():
             conversation = self.sessions.get(sid)
             if sid in self._loading or (conversation is not None and (conversation.running or conversation.queue)):
                 continue
             self._let_go(sid)
-            self.leases.hand_over(sid, to)
-            self.log.info("actor=session node=%s hands session=%s over to node %s", self.leases.node, sid, to)
+            moves.append((sid, to))
+        if moves:
+            await self.leases.hand_over(moves)
+            self.log.info("actor=session node=%s handed %d session(s) over: %s", self.leases.node, len(moves),
+                          ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
 
     def _let_go(self, sid: str) -> None:
         """Another node serves the session now: out of memory (its toolset activity with it)."""
@@ -583,7 +597,7 @@ class SessionActor(Actor):
             self._restored.discard(sid)
         if idle:
             if self.leases is not None:
-                self.leases.release(idle)  # the next node a phone reaches takes them at once
+                self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,

@@ -461,13 +461,9 @@ class Journal:
         return waiter.result
 
     async def call(self, operation: Callable[[Any], Any]) -> Any:
-        """Runs `operation(conn)` in the writer's next transaction; its result (the store's own
-        SQL: storage/leases.py on PostgreSQL). Raises JournalError."""
+        """Runs `operation(conn)` in the writer's next transaction, after everything queued
+        before it; its result. Raises JournalError."""
         return await self._call(operation)
-
-    def submit(self, operation: Callable[[Any], Any]) -> None:
-        """`call` not waited for."""
-        self._submit(operation)
 
     # ---- what sessions write ----------------------------------------------------------------
     def append(self, session: str, entry: Recorded) -> None:

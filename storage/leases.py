@@ -12,18 +12,24 @@ idle session go at once (one mid-turn after its turn), naming the taker in the r
 session's last writes (one journal queue). Sessions of a dead node with a timer due (or,
 at a node's start, with any unfinished work) are adopted by a live node: claimed with
 `FOR UPDATE SKIP LOCKED`, so two live nodes never claim the same one and its timer fires once.
-All of it runs on the journal's connection, in its worker thread (`Journal.call`).
+
 """
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 import anyio
 import psycopg
 
 from core.config import NodeConfig
-from storage.journal import Journal
+from storage.journal import Journal, JournalError
+from storage.postgres import PostgresStore
+
+T = TypeVar("T")
+_log = logging.getLogger("porfiry.leases")
 
 
 def beat(conn: psycopg.Connection, node: str, now: float, lease_s: float) -> bool:
@@ -100,13 +106,36 @@ def node_table(conn: psycopg.Connection, now: float) -> list[tuple[str, bool, in
 
 
 class NodeLeases:
-    """A session actor's side of it: the node's name and settings, calls through its journal."""
+    """A session actor's side of it. The lease statements run on a connection of their own, each
+    its own short transaction (autocommit), in a worker thread: inside the journal's batches they
+    would hold lease rows until a whole batch commits, and two nodes' batches deadlock. A
+    hand-over waits for the journal's queued writes first, so the taker reads all of them."""
 
-    def __init__(self, settings: NodeConfig, journal: Journal, clock: Callable[[], float] = time.time):
+    def __init__(self, settings: NodeConfig, journal: Journal, url: str, clock: Callable[[], float] = time.time):
         self.settings = settings
         self.node = settings.name
         self.journal = journal
+        self.store = PostgresStore(url)
         self.clock = clock
+        self._conn: psycopg.Connection | None = None
+        self._lock = anyio.Lock()
+
+    async def _run(self, statement: Callable[[psycopg.Connection], T]) -> T:
+        def run() -> T:
+            self._conn = self.store.connect() if self._conn is None else self.store.reopen(self._conn)
+            return statement(self._conn)
+
+        async with self._lock:
+            try:
+                return await anyio.to_thread.run_sync(run)
+            except psycopg.Error as exc:
+                raise JournalError(f"node {self.node}: a lease statement failed on {self.store.where}: {exc}") from None
+
+    async def close(self) -> None:
+        async with self._lock:
+            if self._conn is not None:
+                await anyio.to_thread.run_sync(self._conn.close)
+                self._conn = None
 
     async def beat(self, in_memory: list[str] | None = None) -> list[str]:
         """Renews the lease; returns the sessions of `in_memory` that other nodes took while it
@@ -117,11 +146,11 @@ class NodeLeases:
             lapsed = beat(conn, self.node, now, lease_s)
             return taken_from(conn, self.node, in_memory) if lapsed and in_memory else []
 
-        return await self.journal.call(renew)
+        return await self._run(renew)
 
     async def acquire(self, session: str) -> str:
         now = self.clock()
-        return await self.journal.call(lambda conn: acquire(conn, session, self.node, now))
+        return await self._run(lambda conn: acquire(conn, session, self.node, now))
 
     async def take(self, session: str) -> str:
         """`acquire`, asking a live holder to hand the session over and waiting up to
@@ -129,7 +158,7 @@ class NodeLeases:
         holder = await self.acquire(session)
         if not holder:
             return ""
-        await self.journal.call(lambda conn: want(conn, session, self.node))
+        await self._run(lambda conn: want(conn, session, self.node))
         with anyio.move_on_after(self.settings.handover_wait_s):
             while holder:
                 await anyio.sleep(self.settings.handover_poll_s)
@@ -137,17 +166,28 @@ class NodeLeases:
         return holder
 
     async def wanted(self) -> list[tuple[str, str]]:
-        return await self.journal.call(lambda conn: wanted(conn, self.node))
+        return await self._run(lambda conn: wanted(conn, self.node))
 
-    def hand_over(self, session: str, to: str) -> None:
-        """Queued after the session's last writes: the taker reads all of them."""
+    async def hand_over(self, moves: list[tuple[str, str]]) -> None:
+        """(session, to): once the sessions' queued journal writes are committed."""
+        await self.journal.call(lambda conn: None)
         now = self.clock()
-        self.journal.submit(lambda conn: hand_over(conn, session, self.node, to, now))
 
-    def release(self, sessions: list[str]) -> None:
-        if sessions:
-            self.journal.submit(lambda conn: release(conn, sessions, self.node))
+        def hand(conn: psycopg.Connection) -> None:
+            for session, to in moves:
+                hand_over(conn, session, self.node, to, now)
+
+        await self._run(hand)
+
+    async def release(self, sessions: list[str]) -> None:
+        """Not waited for by anyone (an idle session left memory): a failure only logs; the lease
+        stays, and a node that asks for the session gets it handed over."""
+        try:
+            await self.journal.call(lambda conn: None)
+            await self._run(lambda conn: release(conn, sessions, self.node))
+        except JournalError as exc:
+            _log.warning("node %s could not release %d lease(s): %s", self.node, len(sessions), exc)
 
     async def adopt(self, *, due_only: bool) -> list[str]:
         now, limit = self.clock(), self.settings.adopt_batch
-        return await self.journal.call(lambda conn: adopt(conn, self.node, now, limit, due_only=due_only))
+        return await self._run(lambda conn: adopt(conn, self.node, now, limit, due_only=due_only))

@@ -75,4 +75,4 @@ def node_leases(config: Config, journal: Journal, clock: Callable[[], float] = t
         return None
     from storage.leases import NodeLeases
 
-    return NodeLeases(config.node, journal, clock)
+    return NodeLeases(config.node, journal, config.storage.url, clock)
