@@ -498,10 +498,11 @@ class SessionActor(Actor):
             self._backlog.popleft()
 
     async def _node_heartbeat(self) -> None:
-        """Several nodes: hand over the sessions other nodes asked for, renew this node's lease,
-        and adopt the sessions of dead nodes whose timers came due (they fire here, late, once:
-        storage/leases.py)."""
+        """Several nodes: hand over the sessions other nodes asked for, let go of those taken while
+        this node's lease had lapsed, and adopt the sessions of dead nodes whose timers came due
+        (they fire here, late, once: storage/leases.py). A thread renews the lease."""
         assert self.leases is not None
+        self.leases.renew_in_thread()
         try:
             await self._node_loop(self.leases)
         finally:
@@ -515,15 +516,15 @@ class SessionActor(Actor):
             await anyio.sleep(min(settings.handover_poll_s, settings.heartbeat_s))
             try:
                 await self._hand_over_wanted()
-                if time.monotonic() < next_beat:
-                    continue
-                next_beat = time.monotonic() + settings.heartbeat_s
-                lost = await leases.beat(list(self.sessions))
+                lost = await leases.lapsed_sessions(list(self.sessions))
                 if lost:
                     self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
                                      "meanwhile leave memory", leases.node, len(lost))
                     for sid in lost:
                         self._let_go(sid)
+                if time.monotonic() < next_beat:
+                    continue
+                next_beat = time.monotonic() + settings.heartbeat_s
                 adopted = [sid for sid in await leases.adopt(due_only=True) if sid not in self.sessions]
             except JournalError as exc:
                 self.log.error("actor=session node=%s could not renew its lease: %s", leases.node, exc)

@@ -17,6 +17,7 @@ at a node's start, with any unfinished work) are adopted by a live node: claimed
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -119,6 +120,9 @@ class NodeLeases:
         self.clock = clock
         self._conn: psycopg.Connection | None = None
         self._lock = anyio.Lock()
+        self._renewer: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._lapsed = threading.Event()  # the renewing thread found the lease had lapsed
 
     async def _run(self, statement: Callable[[psycopg.Connection], T]) -> T:
         def run() -> T:
@@ -132,13 +136,17 @@ class NodeLeases:
                 raise JournalError(f"node {self.node}: a lease statement failed on {self.store.where}: {exc}") from None
 
     async def close(self) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            await anyio.to_thread.run_sync(self._renewer.join)
+            self._renewer = None
         async with self._lock:
             if self._conn is not None:
                 await anyio.to_thread.run_sync(self._conn.close)
                 self._conn = None
 
     async def beat(self, in_memory: list[str] | None = None) -> list[str]:
-        """Renews the lease; returns the sessions of `in_memory` that other nodes took while it
+        """Renews the lease now; returns the sessions of `in_memory` that other nodes took while it
         had lapsed (the caller must let them go: they are served elsewhere now)."""
         now, lease_s = self.clock(), self.settings.lease_s
 
@@ -147,6 +155,34 @@ class NodeLeases:
             return taken_from(conn, self.node, in_memory) if lapsed and in_memory else []
 
         return await self._run(renew)
+
+    def renew_in_thread(self) -> None:
+        """From now on the lease is renewed every `node.heartbeat_s` by a thread of its own, with
+        a connection of its own: a node whose event loop is slow under load is alive all the
+        same, and must not lose its sessions for that (until `close`)."""
+        self._stop.clear()
+        self._renewer = threading.Thread(target=self._renew_forever, name=f"lease-{self.node}", daemon=True)
+        self._renewer.start()
+
+    def _renew_forever(self) -> None:
+        conn: psycopg.Connection | None = None
+        while not self._stop.wait(self.settings.heartbeat_s):
+            try:
+                conn = self.store.connect() if conn is None else self.store.reopen(conn)
+                if beat(conn, self.node, self.clock(), self.settings.lease_s):
+                    self._lapsed.set()
+            except psycopg.Error as exc:
+                _log.error("node %s could not renew its lease: %s", self.node, exc)
+        if conn is not None:
+            conn.close()
+
+    async def lapsed_sessions(self, in_memory: list[str]) -> list[str]:
+        """Once the renewing thread found the lease had lapsed: those of `in_memory` that other
+        nodes took meanwhile (cheap otherwise: a flag)."""
+        if not self._lapsed.is_set() or not in_memory:
+            return []
+        self._lapsed.clear()
+        return await self._run(lambda conn: taken_from(conn, self.node, in_memory))
 
     async def acquire(self, session: str) -> str:
         now = self.clock()

@@ -137,7 +137,7 @@ async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_to
                           node={"name": name, "heartbeat_s": heartbeat_s, "handover_poll_s": 0.02, "lease_s": 10.0})
         return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config)
 
-    async with node("a", 0.5) as a, node("b", 0.05) as b:
+    async with node("a", 3.0) as a, node("b", 0.05) as b:
         await a.turn("s", "my name is Aglaya")
         manual_clock.advance(30)  # a has not renewed for longer than its lease: b may take its sessions
         await b.turn("s", "what is my name")
