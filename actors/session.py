@@ -530,7 +530,7 @@ class SessionActor(Actor):
                 self.log.error("actor=session node=%s could not renew its lease: %s", leases.node, exc)
                 continue
             if adopted:
-                self.log.info("actor=session node=%s adopts %d session(s) of dead nodes with timers due: %s",
+                self.log.info("actor=session node=%s adopts %d session(s) of dead nodes (events open, timers due): %s",
                               leases.node, len(adopted), ", ".join(adopted[:10]))
                 self.spawn(self._bring_back, adopted, name="adopt")
 

@@ -83,11 +83,12 @@ def release(conn: psycopg.Connection, sessions: list[str], node: str) -> None:
 
 
 def adopt(conn: psycopg.Connection, node: str, now: float, limit: int, *, due_only: bool) -> list[str]:
-    """Claims for `node` the sessions no live node serves that need a node now: a timer due
-    (`due_only`), or also unanswered events (a node's start). SKIP LOCKED: a session another node
-    is claiming at this moment is left to it."""
-    work = "s.next_due <= %(now)s" if due_only else (
-        "(s.next_due IS NOT NULL OR EXISTS (SELECT 1 FROM events e WHERE e.session = s.session AND NOT e.done))")
+    """Claims for `node` the sessions no live node serves that need a node: accepted events not
+    yet answered in the journal (the dead node's turn runs again here), and a timer due
+    (`due_only`) or set at all (a node's start). SKIP LOCKED: a session another node is claiming
+    at this moment is left to it."""
+    timers = "s.next_due <= %(now)s" if due_only else "s.next_due IS NOT NULL"
+    work = f"({timers} OR EXISTS (SELECT 1 FROM events e WHERE e.session = s.session AND NOT e.done))"
     rows = conn.execute(
         "WITH orphans AS (SELECT s.session FROM sessions s LEFT JOIN session_lease l ON l.session = s.session "
         f"WHERE {work} AND (l.node IS NULL OR l.node = %(node)s OR NOT EXISTS "

@@ -148,3 +148,31 @@ async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_to
         await a.turn("s", "and now?")  # back to a, by a hand-over: one history, nothing twice
         users = [m["content"] for m in await a.history("s") if m["role"] == "user"]
         assert users == ["[User said] my name is Aglaya", "[User said] what is my name", "[User said] and now?"], users
+
+
+async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_a_resend(tmp_path, pg_url, manual_clock):
+    """The node acked the event (it is in the journal) and died in the middle of its turn: a live
+    node adopts the session once the dead node's lease expired and answers, unasked."""
+    hung = anyio.Event()
+
+    async def model_hangs(_seconds):
+        await hung.wait()  # never set: the turn is in the model when its node dies
+
+    def node(name, backend):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.05, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config)
+
+    async with node("b", ScriptedBackend()) as b:
+        async with node("a", ScriptedBackend(first_token_delay_s=0.001, sleep=model_hangs)) as a:
+            reply = await a.deliver("s", "hello there", event_id="ev-1")
+            assert isinstance(reply, p.EventAccepted)
+        manual_clock.advance(30)  # a is gone and its lease expired; nobody sends anything
+        with anyio.fail_after(10):
+            while "s" not in b.actors["session"].sessions or b.actors["session"].sessions["s"].running:
+                await anyio.sleep(0.05)
+            while not any(m["role"] == "assistant" for m in await b.history("s")):
+                await anyio.sleep(0.05)
+        assert _lease(pg_url, "s") == "b"
+        users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
+        assert users.count("[User said] hello there") == 1, users
