@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine with Python 3.11:
-#   make run    create .venv, install, start the runtime (embedded Gemma) and a phone console
+#   make run    create .venv, install, start the runtime (the local model, see README "Models"),
+#               the web console and a phone console
 #   make test   create .venv, install, run the whole suite
 PYTHON ?= python3
 VENV := .venv
@@ -23,7 +24,6 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 run: $(VENV)/.installed
-	@$(PY) -c "from llm.gemma_model import model_path; print('model:', model_path())"
 	$(PY) run.py up --session $(SESSION)
 
 serve: $(VENV)/.installed

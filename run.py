@@ -24,7 +24,8 @@ import sys
 
 import anyio
 
-from core.config import ConfigError, load_config
+from core.config import ConfigError
+from core.loading import load_config
 from core.logs import setup_logging
 
 
@@ -36,7 +37,8 @@ def _config(args: argparse.Namespace):
         process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
         return config
     except (ConfigError, ValueError) as exc:
-        sys.exit(f"porfiry: {exc}")
+        print(f"porfiry: {exc}", file=sys.stderr)
+        sys.exit(2)  # a bad value: one line, before anything starts
 
 
 # ---- serve / status ------------------------------------------------------------------------
@@ -65,6 +67,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError, preflight
+
+    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+        preflight(config.path(config.storage.path))
+    except StorageError as exc:
+        instance_lock.release()
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     supervisor = Supervisor(config)
 
     async def main() -> None:
@@ -108,10 +119,14 @@ async def ask_runtime(config, target: str, body, timeout: float = 5.0):
 
 
 def _ask_or_exit(config, target: str, body, timeout: float = 5.0):
-    from actors.base import AskTimeout
+    from actors.base import AskTimeout, Endpoint
+    from transport.keys import KeyFileError
 
     try:
+        Endpoint(config, name="cli").bus_keys()  # tcp mode: the bus key, read before anything is sent
         return anyio.run(ask_runtime, config, target, body, timeout, backend="trio")
+    except KeyFileError as exc:
+        sys.exit(f"porfiry: cannot authenticate to the runtime's bus: {exc}")
     except AskTimeout:
         sys.exit(f"porfiry: no answer from {target} at {config.topology.mode} address; is `python run.py serve` running?")
 
@@ -298,7 +313,7 @@ def _extra_commands():
     from evals.cli import register as eval_commands
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
-    from storage.cli import register as sessions_commands
+    from cli.sessions import register as sessions_commands
     from web.cli import register as web_commands
 
     return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands,

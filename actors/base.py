@@ -29,8 +29,11 @@ import protocol as p
 from actors import local
 from actors.channel import Channel, Deadlines
 from actors.topology import Topology
+from transport import bus
+from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
 from core.config import Config
+from core.ratelog import RateLimitedLog
 
 _log = logging.getLogger("porfiry.actor")
 
@@ -89,6 +92,7 @@ class Endpoint:
     adds an inbox."""
 
     name = "client"
+    makes_bus_keys = False  # a client reads the bus pair; an actor makes it at first start
 
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None, name: str | None = None):
         self.config = config
@@ -102,6 +106,16 @@ class Endpoint:
         self._pending: dict[str, Channel[p.Envelope]] = {}
         self._deadlines = Deadlines()  # the timeouts of asks: no cancel scope per receive
         self._tg: anyio.abc.TaskGroup | None = None
+        self._bus_keys: bus.BusKeys | None = None
+
+    def bus_keys(self) -> bus.BusKeys | None:
+        """The bus pair when the bus is authenticated (transport/bus.py: tcp mode), else None.
+        Raises transport.keys.KeyFileError for a client when the runtime has not made it yet."""
+        topology = self.config.topology
+        if self._bus_keys is None and bus.bus_curve_on(topology.mode, topology.bus_curve):
+            keys_dir = self.config.path(self.config.phone.keys_dir)
+            self._bus_keys = bus.bus_keys(keys_dir, create=self.makes_bus_keys)
+        return self._bus_keys
 
     # ---- lifecycle --------------------------------------------------------------------------
     @asynccontextmanager
@@ -129,9 +143,12 @@ class Endpoint:
             if address.startswith("inproc://") and local.local_actor(self.zmq, address) is not None:
                 link = self._links[target] = local.LocalLink(self, address)  # same process: no ZeroMQ
                 return link
+            keys = self.bus_keys() if bus.needs_curve(address) else None
             sock = self.zmq.socket(zmq.DEALER)
             sock.setsockopt(zmq.IDENTITY, f"{self.name}-{os.getpid()}-{os.urandom(3).hex()}".encode())
             sock.setsockopt(zmq.LINGER, 0)
+            if keys is not None:
+                bus.secure_client(sock, keys)
             sock.connect(address)
 
             def reply_on_link(payload: bytes) -> None:
@@ -247,12 +264,14 @@ class Actor(Endpoint):
     """An Endpoint with an inbox. Subclasses set `name` and implement `handle`."""
 
     mailbox_size = 1024
+    makes_bus_keys = True
 
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None, clock: Callable[[], float] = time.time):
         super().__init__(config, zmq_context=zmq_context)
         self.clock = clock
         self.started_at = 0.0
         self._mail: Channel[Inbound] = Channel(self.mailbox_size)
+        self._bus_refusals = RateLimitedLog(self.log, 60.0)
         self._inbox: AsyncSocket | None = None
         # reachable by the actors of this process from now on, as a bound inproc:// inbox would be
         self._local_address = self.topology.local_address(self.name)
@@ -262,9 +281,26 @@ class Actor(Endpoint):
     def inbox_socket(self) -> zmq.Socket:
         sock = self.zmq.socket(zmq.ROUTER)
         sock.setsockopt(zmq.LINGER, 0)
-        for address in self.topology.bind_addresses(self.name):
+        addresses = self.topology.bind_addresses(self.name)
+        keys = self.bus_keys() if any(bus.needs_curve(address) for address in addresses) else None
+        if keys is not None:  # only holders of the bus key get in (inproc:// bypasses CURVE: in-process only)
+            zap_service(self.zmq).register(bus.ZAP_DOMAIN, self._admit_bus_peer, self.spawn)
+            bus.secure_server(sock, keys)
+        for address in addresses:
             sock.bind(address)
         return sock
+
+    def _admit_bus_peer(self, request: list[bytes]) -> list[bytes]:
+        """ZAP, bus domain: a peer that does not hold the bus key is refused, and logged (once per
+        minute with a count: a scan must not flood the log)."""
+        keys = self.bus_keys()
+        assert keys is not None
+        reply = bus.zap_answer(request, keys)
+        if reply[4] != b"200":
+            address = request[5].decode(errors="replace")
+            self._bus_refusals.warning("bus", "actor=%s refused a bus peer address=%s reason=%s",
+                                       self.name, address, reply[5].decode())
+        return reply
 
     @property
     def inbox_depth(self) -> int:

@@ -30,6 +30,7 @@ CURVE server without a ZAP handler would accept any key.
 from __future__ import annotations
 
 import collections
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -39,18 +40,20 @@ import zmq
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Inbound, describe
+from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
+from core.channels import channel_event
 from core.config import Config
 from core.edge_limits import Connections, GarbageLog, Outboxes
 from transport import keys as keyfiles
 from storage.ownership import Owner, OwnershipStore, new_token, proves
 from storage.store import ownership_store
 
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
 ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
-EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus)
-TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand)
+EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus, p.PhoneNotification)
+TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand, p.PushNotification, p.StatusLine)
+ORIGINS_KEPT = 8192  # events whose sending connection is remembered until their TurnDone
 
 
 # ---- pure logic ------------------------------------------------------------------------------
@@ -70,6 +73,9 @@ def to_event(body: p.Msg) -> p.Event:
         content = f"playback {body.task_id}: {body.state}" + (f" ({body.detail})" if body.detail else "")
         data = {"task_id": body.task_id, "state": body.state, "detail": body.detail}
         return p.Event(event_id=body.event_id, kind="playback", source="phone", channel="phone", content=content, ts=body.ts, data=data)
+    if isinstance(body, p.PhoneNotification):  # data from another app, never an instruction (core.channels)
+        return channel_event(event_id=body.event_id, source="phone", channel=body.app, sender=body.sender,
+                             text=body.text, urgency="", ts=body.ts)
     raise TypeError(f"{type(body).__name__} is not a phone event")
 
 
@@ -335,10 +341,15 @@ class GlassesBridge(Actor):
         self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
         self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
         self.unanswered = GarbageLog(1.0, monotonic)  # DeliverEvents the session actor did not answer in time
+        self.storage_failures = GarbageLog(phone.garbage_log_interval_s, monotonic)  # ownership writes that failed
         self.cut_off = 0  # peers whose outbox overflowed
         self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
         self._outbox_ready = anyio.Event()
         self._allowed: set[bytes] = set()  # CURVE: the allow-list as last read (removals refused)
+        # (session, event id) -> the connection that sent it, until a TurnDone covers it: a phone
+        # that sent a second event from another connection (a second `say`) moves the session's
+        # route, and the first must still hear that its event is done (or cancelled)
+        self._origins: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
 
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -349,16 +360,8 @@ class GlassesBridge(Actor):
         self.spawn(self._flush_outboxes, name="glasses-outboxes")
         if phone.curve:
             server_public, server_secret = keyfiles.load_server_keys(self.config.path(phone.keys_dir))
-            zap = self.zmq.socket(zmq.ROUTER)
-            zap.setsockopt(zmq.LINGER, 0)
-            try:
-                zap.bind(ZAP_ENDPOINT)
-            except zmq.ZMQError as exc:
-                zap.close(linger=0)
-                raise RuntimeError(f"cannot serve ZAP in this zmq context ({exc}); refusing to run CURVE without it") from None
-            zap_socket = AsyncSocket(zap)
-            self.spawn(zap_socket.run, name="glasses-zap")
-            self.spawn(self._serve_zap, zap_socket, name="glasses-zap-reader")
+            # one ZAP socket per context, shared with the bus's domain (transport/zap.py)
+            zap_service(self.zmq).register(ZAP_DOMAIN, self._answer_zap, self.spawn)
             allowed = self._allowed = self._allowed_keys()
             if not allowed:
                 self.log.warning("actor=glasses curve=on allow-list is empty: no phone can connect; see `run.py keys`")
@@ -391,17 +394,15 @@ class GlassesBridge(Actor):
             self.log.error("actor=glasses cannot read the phone allow-list, refusing everyone: %s", exc)
             return set()
 
-    async def _serve_zap(self, zap: AsyncSocket) -> None:
-        while True:
-            request = await zap.recv()
-            reply, admitted, key = zap_answer(request, self._allowed_keys())
-            address = request[5].decode(errors="replace") if len(request) > 5 else "?"
-            if admitted:
-                self._allowed.add(key.encode())
-                self.log.info("actor=glasses phone admitted key=%s address=%s", key, address)
-            else:
-                self.log.warning("actor=glasses phone refused key=%s address=%s reason=%s", key or "-", address, reply[5].decode())
-            zap.send_nowait(reply)
+    def _answer_zap(self, request: list[bytes]) -> list[bytes]:
+        reply, admitted, key = zap_answer(request, self._allowed_keys())
+        address = request[5].decode(errors="replace") if len(request) > 5 else "?"
+        if admitted:
+            self._allowed.add(key.encode())
+            self.log.info("actor=glasses phone admitted key=%s address=%s", key, address)
+        else:
+            self.log.warning("actor=glasses phone refused key=%s address=%s reason=%s", key or "-", address, reply[5].decode())
+        return reply
 
     async def _watch_allow_list(self) -> None:
         """A key removed from authorized/ is refused within revocation_check_s, even on a
@@ -495,7 +496,7 @@ class GlassesBridge(Actor):
             self._error(identity, "", "no_session", f"{type(body).__name__} {body.event_id} needs a session id in the envelope", corr=env.id)
             return
         phone = self.config.phone
-        if isinstance(body, p.UserText) and len(body.text) > phone.max_text_chars:
+        if isinstance(body, (p.UserText, p.PhoneNotification)) and len(body.text) > phone.max_text_chars:
             self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
                         f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
             return
@@ -508,8 +509,12 @@ class GlassesBridge(Actor):
                         "sessions (phone.sessions_per_connection); end some or open another connection", corr=env.id)
             return
         owner = owner_key(identity, user_id)
-        allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
-                                             token=body.token, event_id=body.event_id)
+        try:
+            allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
+                                                 token=body.token, event_id=body.event_id)
+        except sqlite3.Error as exc:  # e.g. disk full: nothing claimed, nothing acked, the phone resends
+            self._not_stored(identity, env.session, body.event_id, exc, corr=env.id)
+            return
         if not allowed:
             self.log.warning("actor=glasses refused session=%s to phone=%r (owned by another phone)", env.session, identity)
             self._error(identity, env.session, "forbidden", f"session {env.session} belongs to another phone"
@@ -529,6 +534,15 @@ class GlassesBridge(Actor):
         elif verdict.startswith("busy"):
             self.log.debug("actor=glasses busy session=%s %s", env.session, verdict)  # the verdict may name an event id
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=verdict[6:]), session=env.session, corr=env.id)
+
+    def _not_stored(self, identity: bytes, session: str, event_id: str, exc: sqlite3.Error, *, corr: str) -> None:
+        """The ownership store could not write: the phone is told as for an event the journal
+        cannot store (ErrorReply "storage"); logged once per interval, with a count."""
+        count = self.storage_failures.note(b"ownership")
+        if count:
+            self.log.error("actor=glasses the session ownership store cannot write: %s (%d event(s) refused, latest "
+                           "session=%s); the phones resend", exc, count, session)
+        self._error(identity, session, "storage", f"event {event_id} could not be stored: session ownership: {exc}", corr=corr)
 
     def _status_for_waiter(self, session: str, status: p.PlaybackStatus, identity: bytes, corr: str) -> bool:
         """Hand an awaited PlaybackStatus to its PhoneCommand's asker (acking it at once)."""
@@ -569,6 +583,7 @@ class GlassesBridge(Actor):
             return
         self.lanes.done(session)
         if isinstance(reply, p.EventAccepted):
+            self._note_origin(session, event_id, item.identity)
             self._to_phone(item.identity, p.Ack(event_id=event_id, duplicate=reply.duplicate, token=item.token), session=session, corr=item.corr)
         elif isinstance(reply, p.Busy):
             self._busy(session, item, reply.detail)
@@ -641,6 +656,9 @@ class GlassesBridge(Actor):
                 self.log.warning("actor=glasses no phone owns session=%s; dropped %s", msg.session, describe(msg.env))
                 return
             self._to_phone(identity, body, session=msg.session)  # not connected yet: it waits in the outbox
+            if isinstance(body, p.TurnDone):
+                for origin in self._origins_of(msg.session, body.event_ids) - {identity}:
+                    self._to_phone(origin, body, session=msg.session)
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
         elif isinstance(body, p.EdgeStatsRequest):
@@ -657,6 +675,16 @@ class GlassesBridge(Actor):
             self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
         else:
             await super().handle(msg)
+
+    def _note_origin(self, session: str, event_id: str, identity: bytes) -> None:
+        self._origins[(session, event_id)] = identity
+        while len(self._origins) > ORIGINS_KEPT:
+            self._origins.popitem(last=False)
+
+    def _origins_of(self, session: str, event_ids: list[str]) -> set[bytes]:
+        """The connections that sent these events (each told once: the TurnDone closes them)."""
+        found = (self._origins.pop((session, event_id), None) for event_id in event_ids)
+        return {identity for identity in found if identity is not None}
 
     async def _relay_command(self, msg: Inbound) -> None:
         """PhoneCommand: the phone's status if it answers within wait_s, else Ok("pending") and

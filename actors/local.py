@@ -1,7 +1,7 @@
 """Links between actors of one OS process that skip ZeroMQ.
 
 Actors of one process group (or every actor, in inproc mode) used to reach each other over
-inproc:// sockets. Measured at low load, each such hop still woke ZeroMQ's signaler and the
+inproc:// sockets. At low load each such hop still woke ZeroMQ's signaler and the
 receiver's pump, and cost as much as a hop between processes. A `LocalLink` hands the encoded
 message straight to the receiving actor's mailbox, in the sender's task: the receiver decodes it
 with its own codec (the same size limit and strict validation as off the wire), so actors still
@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import logging
 import weakref
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 import anyio
 import zmq
@@ -26,11 +26,29 @@ import zmq
 import protocol as p
 from transport.zmqio import SocketClosed
 
-if TYPE_CHECKING:
-    from actors.base import Actor, Endpoint
-
 Accepted = tuple[p.Envelope, Callable[[bytes], None]]
 """A decoded message and the way to answer its sender."""
+
+
+class Actor(Protocol):
+    """What a link needs of the actor it delivers to (an actors.base.Actor)."""
+
+    zmq: zmq.Context
+
+    def accept(self, payload: bytes, reply: Callable[[bytes], None]) -> Accepted | None: ...
+    def _dispatch_nowait(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
+    async def _dispatch(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
+
+
+class Endpoint(Protocol):
+    """What a link needs of the endpoint that owns it (an actors.base.Endpoint)."""
+
+    zmq: zmq.Context
+    name: str
+
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> None: ...
+    def _decode(self, payload: bytes) -> p.Envelope | None: ...
+    def _dispatch_nowait(self, envelope: p.Envelope, reply: Callable[[bytes], None]) -> None: ...
 
 _log = logging.getLogger("porfiry.actor")
 

@@ -2,7 +2,8 @@
 
 All the behaviour lives in core.conversation; this actor only turns messages into calls and
 calls into messages: DeliverEvent in, Display/TurnDone out to the glasses, Generate to the LLM
-worker, ToolInvoke to the ToolsetSupervisor, SkillIndexRequest/SkillRead to the SkillStore.
+worker, ToolInvoke to the toolset's executor actor (MediaExecutor, ToolsetSupervisor),
+SkillIndexRequest/SkillRead to the SkillStore.
 Every session is journaled (storage/journal.py): its history entries as the Trajectory records
 them, the events it accepted (on disk before the phone is acked), its timers and what it knows of
 skills. Memory holds the active sessions, disk holds all: a session idle for
@@ -26,6 +27,8 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
 from actors.observers import Subscribers
+from actors.topology import EXECUTORS, executor_of
+from actors.world import World
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
@@ -59,7 +62,8 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
-        self._started_at: dict[str, float] = {}  # "llm", "toolsets" -> the incarnation a Pong last told
+        self._started_at: dict[str, float] = {}  # "llm", "toolsets", "media" -> the incarnation a Pong last told
+        self._executor_of_call: dict[tuple[str, str], str] = {}  # (session, call id) in flight -> its executor actor
         self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
         self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
         self.llm_retries = 0
@@ -72,7 +76,7 @@ class SessionActor(Actor):
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
-        self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config))
+        self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config, hold_lock=True))
                         if config.storage.journal
                         else NoJournal(clock=clock))
         self.leases = node_leases(config, self.journal, clock)  # several nodes: which one serves a session
@@ -82,6 +86,7 @@ class SessionActor(Actor):
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
         self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
+        self.world = World(self)  # channels, notes for the user, monitors (actors/world.py)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -91,6 +96,7 @@ class SessionActor(Actor):
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
             {"urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+             "classifier": cfg.router_classifier,
              **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
         )
         router = RuleRouter(urgency)
@@ -103,6 +109,7 @@ class SessionActor(Actor):
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.settings.search_history = self.search_history
+        self.settings.world = self.world  # the channels, notify, tasks and monitors toolsets reach it here
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
         if self.leases is not None:
@@ -116,12 +123,13 @@ class SessionActor(Actor):
             self.spawn(self._node_heartbeat, name="node-heartbeat")
         self.spawn(self._admission_log, name="admission-log")
         self.spawn(self._incarnation, "llm", name="llm-incarnation")
-        self.spawn(self._incarnation, "toolsets", name="toolsets-incarnation")
+        for executor in {"toolsets", *EXECUTORS.values()}:
+            self.spawn(self._incarnation, executor, name=f"{executor}-incarnation")
 
     async def _bring_back(self, sessions: list[str]) -> None:
         """After a restart, the sessions with unanswered events or timers, read back while the
-        actor already serves: one at a time, 4,117 of them kept every user waiting 15 s (the phones
-        resent meanwhile); a chunk at a time, the journal reads a chunk in one transaction. An event
+        actor already serves (one at a time, thousands of them would keep every user waiting while
+        the phones resend); a chunk at a time, the journal reads a chunk in one transaction. An event
         for a session not back yet reads it back itself (`conversation` loads each once)."""
         started = time.monotonic()
         failed = 0
@@ -217,6 +225,8 @@ class SessionActor(Actor):
                                              waited=a.waited, cuts=a.cuts, lowest_limit=a.lowest_limit))
         elif isinstance(body, p.SessionDelete):
             self.spawn(self._delete, msg)
+        elif isinstance(body, p.ToolProgress):
+            self.world.progress(msg.session, body)
         else:
             await super().handle(msg)
 
@@ -402,14 +412,12 @@ class SessionActor(Actor):
         own_timeout = toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s
         timeout = own_timeout + 2.0
         call = p.ToolInvoke(call_id=call_id, tool=tool, args=args)
-        started = anyio.current_time()
-        reply = await self._invoke_once(session, call, started + timeout)
-        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
-            # (found later, it was dropped as stale after a long outage: the user has waited
-            # out its timeout, and gets the error it would have had)
-            self.tool_retries += 1
-            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
-            reply = await self._invoke_once(session, call, anyio.current_time() + timeout)
+        executor = executor_of(registry.toolset_of(tool) if registry is not None else None)
+        self._executor_of_call[(session, call_id)] = executor
+        try:
+            reply = await self._invoke(session, call, executor, timeout, own_timeout, spec)
+        finally:
+            self._executor_of_call.pop((session, call_id), None)
         if reply is _LOST:
             self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor", session, tool, call_id)
             return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
@@ -420,12 +428,27 @@ class SessionActor(Actor):
         detail = reply.detail if isinstance(reply, p.ErrorReply) else type(reply).__name__
         return p.ToolOutcome(call_id=call_id, ok=False, text=failure_text(tool, detail))
 
-    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float) -> p.Msg | None:
+    async def _invoke(self, session: str, call: p.ToolInvoke, executor: str, timeout: float, own_timeout: float,
+                      spec) -> p.Msg | None:
+        """The executor's answer, the call made once more when it was lost and may be."""
+        tool, call_id = call.tool, call.call_id
+        started = anyio.current_time()
+        reply = await self._invoke_once(session, call, started + timeout, executor)
+        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
+            # (found later, it was dropped as stale after a long outage: the user has waited
+            # out its timeout, and gets the error it would have had)
+            self.tool_retries += 1
+            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
+            reply = await self._invoke_once(session, call, anyio.current_time() + timeout, executor)
+        return reply
+
+    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float,
+                           executor: str = "toolsets") -> p.Msg | None:
         """The executor's answer; None at `deadline`; _LOST when the executor says the call is not
         running. After each `probe_s` of silence the executor's process is pinged (one Ping for
         all waiting calls); only when it is not the one the call went to is the call asked about."""
-        incarnation = self._started_at.get("toolsets")
-        async with self.ask_stream("toolsets", call, session=session, buffer=4) as replies:
+        incarnation = self._started_at.get(executor)
+        async with self.ask_stream(executor, call, session=session, buffer=4) as replies:
             while True:
                 left = deadline - anyio.current_time()
                 envelope = await replies.receive(min(left, self.probe_s)) if left > 0 else None
@@ -433,18 +456,18 @@ class SessionActor(Actor):
                     return envelope.body
                 if left <= self.probe_s:
                     return None
-                now_started = await self._incarnation("toolsets")
+                now_started = await self._incarnation(executor)
                 if now_started is None or now_started == incarnation:
                     continue  # down (no verdict yet), or the process the call went to: it runs there
-                self._started_at["toolsets"] = now_started  # calls sent from now on go to this one
-                runs = await self._tool_runs(session, call.call_id)
+                self._started_at[executor] = now_started  # calls sent from now on go to this one
+                runs = await self._tool_runs(session, call.call_id, executor)
                 if runs is False:
                     # its answer may have come just before the executor's "not running"
                     return replies.receive_nowait().body if len(replies) else _LOST
                 if runs:
                     incarnation = now_started  # (sent as it came up: it runs in the new one)
 
-    async def _tool_runs(self, session: str, call_id: str) -> bool | None:
+    async def _tool_runs(self, session: str, call_id: str, executor: str = "toolsets") -> bool | None:
         """What the toolset executor says of the call: running, not running, or None for no
         verdict (no answer in time, or an executor that does not know ToolRunning): asked again
         at the next probe. Bounded as a whole: with the process down its link may be full, and
@@ -452,7 +475,7 @@ class SessionActor(Actor):
         reply = None
         with anyio.move_on_after(1.0):
             try:
-                reply = await self.ask("toolsets", p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
+                reply = await self.ask(executor, p.ToolRunning(call_id=call_id), session=session, timeout=1.0)
             except AskTimeout:
                 pass
         if isinstance(reply, p.Ok):
@@ -462,13 +485,15 @@ class SessionActor(Actor):
         return None
 
     def cancel_tool(self, session: str, call_id: str) -> None:
-        self.tell("toolsets", p.ToolCancel(call_id=call_id), session=session)
+        self.tell(self._executor_of_call.get((session, call_id), "toolsets"), p.ToolCancel(call_id=call_id), session=session)
 
     def send(self, session: str, body: p.Msg) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
+        if self.world.outgoing(session, body):
+            return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
             if body.final or body.clear:
                 self._finals[(session, body.turn_id)] = body.text if body.final else ""
@@ -596,6 +621,7 @@ class SessionActor(Actor):
         for sid in idle:
             del self.sessions[sid]  # its journal holds it all: the next event brings it back
             self._restored.discard(sid)
+            self.world.forget(sid)
         if idle:
             if self.leases is not None:
                 self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
@@ -611,7 +637,9 @@ class SessionActor(Actor):
         journal stored it (an ack means it survives any restart)."""
         sid, event = msg.session, body.event
         conversation = self.sessions[sid]
-        verdict = conversation.submit(event)
+        shown = self.world.incoming(sid, event)  # presence; a channel event labelled, or kept unshown
+        verdict = conversation.submit(shown) if shown is not None else self._keep_unshown(sid, conversation, event)
+        event = shown or event
         if verdict == "busy":
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
@@ -633,14 +661,24 @@ class SessionActor(Actor):
 
             self.journal.on_stored(waiter, stored)  # acked by the journal's writer once committed: no task per event
 
+    def _keep_unshown(self, sid: str, conversation: Conversation, event: p.Event) -> str:
+        """A channel event no watch asked for: journaled and acked like any, covered by a TurnDone
+        at once, never shown to the model."""
+        if event.event_id in conversation.seen:
+            return "duplicate"
+        conversation.seen[event.event_id] = None
+        self.send(sid, p.TurnDone(turn_id=f"kept-{event.event_id}", event_ids=[event.event_id]))
+        return "accepted"
+
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
         died with the bridge. The answer it got and a TurnDone covering it, once more."""
-        answer = conversation.trajectory.answer_to(event_id)
+        outcome = conversation.cut_events.get(event_id, "done")
+        answer = conversation.trajectory.answer_to(event_id) if outcome == "done" else None
         turn_id = f"again-{p.new_id()}"
         if answer is not None:
             self.send(sid, p.Display(turn_id=turn_id, text=answer, final=True))
-        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
+        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id], outcome=outcome))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a
@@ -730,6 +768,7 @@ class SessionActor(Actor):
             del self.sessions[sid]
             self._restored.discard(sid)
             conversation.timers.on_change = None
+        self.world.drop(sid)
         try:
             existed = await self.journal.delete(sid)
         except JournalError as exc:
@@ -751,6 +790,7 @@ class SessionActor(Actor):
             conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
             conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
+            self.world.restore(sid, state.world)
         conversation.timers.on_change = lambda: self._timers_changed(sid)
         return conversation
 
@@ -799,7 +839,8 @@ class SessionActor(Actor):
         skills_version, skills_names, skills_read = conversation.tracker.state()
         self.journal.save_state(sid, SessionState(
             timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
-            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read))
+            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
+            world=self.world.snapshot(sid)))
 
     def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
         """Due timers become events, journaled in the same transaction as the timers' new state

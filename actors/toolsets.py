@@ -1,10 +1,16 @@
-"""ToolsetSupervisor ("toolsets"): the catalog, and the one executor of every executor toolset.
+"""The toolset executors and their supervisor.
 
-It reads the toolset registry (`toolsets/`: built-in records, `toolsets.extra`, one MCP server per
-`[mcp.servers.NAME]`), builds each executor toolset once, and supervises the MCP servers (see
-toolsets.mcp.server). A session sends ToolInvoke(call_id, tool, args) with the arguments already
-bound and checked against the spec; the call runs here, in its own task, so a slow call never
-delays another session's: one hop there, one back. Here, for every toolset alike: a call queued
+`ToolsetExecutor` runs the calls of the executor toolsets it hosts; each executor actor hosts the
+toolsets `actors.topology.executor_of` gives it (media: the MediaExecutor, its own process in
+ipc mode, restarted alone; every other executor toolset and the MCP servers: the
+ToolsetSupervisor), so a crash of one leaves the others' calls untouched.
+`ToolsetSupervisor` ("toolsets") is also the catalog: it reads the toolset registry (`toolsets/`:
+built-in records, `toolsets.extra`, one MCP server per `[mcp.servers.NAME]`), supervises the MCP
+servers (see toolsets.mcp.server) and reports every toolset's state, an executor actor that does
+not answer included. A session sends ToolInvoke(call_id, tool, args) to the toolset's executor
+actor with the arguments already bound and checked against the spec; the call runs there, in its
+own task, so a slow call never delays another session's: one hop there, one back. In every
+executor, for every toolset alike: a call queued
 while this actor was down is dropped (its caller has had a timeout error), a call id runs once,
 a call is bounded by its toolset's timeout, a ToolCancel stops it, a ToolRunning asks whether it
 still runs (the caller's probe: a call killed with this process is not waited for until its
@@ -15,7 +21,6 @@ told ToolsetsChanged.
 """
 from __future__ import annotations
 
-import collections
 import time
 from typing import Callable, Iterable
 
@@ -24,66 +29,54 @@ import zmq
 
 import protocol as p
 import toolsets
-from actors.base import Actor, Inbound
+from actors.base import Actor, AskTimeout, Inbound
+from actors.topology import executor_of
 from core.config import Config
-from core.toolsets import PAGE_ARG, Executor, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text
+from core.progress import REPORTER
+from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
 RUNNING = "running"  # the answer to ToolRunning while the call runs
 
 
-class ToolsetSupervisor(Actor):
+class ToolsetExecutor(Actor):
+    """Runs the calls of the executor toolsets whose `executor_of` is this actor's name."""
+
     name = "toolsets"
 
     def __init__(self, config: Config, *, zmq_context: zmq.Context | None = None,
                  clock: Callable[[], float] = time.time, records: Iterable[Toolset] | None = None):
         super().__init__(config, zmq_context=zmq_context, clock=clock)
-        self.records = list(records) if records is not None else toolsets.load(config)
+        self.records = list(records) if records is not None else self.own_records(toolsets.load(config))
         self.registry = ToolsetRegistry([])
-        self.catalog = p.Catalog(toolsets=[])
         self.executors: dict[str, Executor] = {}
-        self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
         self._running: dict[tuple[str, str], anyio.CancelScope] = {}
-        self._results: collections.OrderedDict[tuple, str] = collections.OrderedDict()  # cut results, for offset=
+        self._results = KeptResults(config.toolsets.results_kept, config.toolsets.results_kept_bytes)  # for offset=
+
+    def own_records(self, records: list[Toolset]) -> list[Toolset]:
+        """The records this actor knows of: the toolsets it runs."""
+        return [record for record in records if executor_of(record.spec.name) == self.name]
+
+    def runs_here(self, record: Toolset) -> bool:
+        return record.runs == "executor" and executor_of(record.spec.name) == self.name
 
     async def on_start(self) -> None:
-        from toolsets.mcp import servers
-
         for record in self.records:
-            if record.runs == "executor":
+            if self.runs_here(record):
                 self.executors[record.spec.name] = record.handler(self)
-        self.mcp = servers(self.config, [r.spec.name for r in self.records], self._mcp_changed)
         self._rebuild()  # a bad built-in catalog raises here: start-up fails
         for name, executor in self.executors.items():
-            self.spawn(executor.start, name=f"start-{name}")  # the catalog is served meanwhile
-        for server in self.mcp:
-            self.executors[server.name] = server
-            self.spawn(server.run, name=f"mcp-{server.name}")
-        self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
+            self.spawn(executor.start, name=f"start-{name}")  # calls are served meanwhile
+        self.log.info("actor=%s runs: %s", self.name, ", ".join(self.executors) or "nothing")
 
     def _rebuild(self) -> None:
-        specs = [record.spec for record in self.records]
-        specs += [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
-        self.registry = ToolsetRegistry(specs)
-        self.catalog = p.Catalog(toolsets=specs)
-
-    def _mcp_changed(self) -> None:
-        try:
-            self._rebuild()
-        except ValueError as exc:  # cannot happen for prefixed, checked names; never take the actor down
-            self.log.error("actor=%s catalog rejected after an MCP change: %s", self.name, exc)
-            return
-        try:
-            self.tell("session", p.ToolsetsChanged())
-        except anyio.WouldBlock:
-            self.log.warning("actor=%s could not tell the session actor the catalog changed", self.name)
+        self.registry = ToolsetRegistry([record.spec for record in self.records])
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
-        if isinstance(body, p.CatalogRequest):
-            msg.reply(self, self.catalog)
-        elif isinstance(body, p.ToolInvoke):
+        if isinstance(body, p.ToolInvoke):
             self._start(msg, body)
         elif isinstance(body, p.ToolCancel):
             scope = self._running.get((msg.session, body.call_id))
@@ -95,20 +88,12 @@ class ToolsetSupervisor(Actor):
                 msg.reply(self, p.Ok(detail=RUNNING))
             else:
                 msg.reply(self, p.ErrorReply(code=NOT_RUNNING, detail=f"call {body.call_id} is not running"))
-        elif isinstance(body, p.ToolsetsRequest):
-            msg.reply(self, self.report())
         elif isinstance(body, (p.Ok, p.ErrorReply, p.ToolOutcome)):
             # A reply nobody waits for (e.g. to a cancelled call): answering it would echo forever.
             self.log.debug("actor=%s dropped uncorrelated %s", self.name, type(body).__name__)
         else:
             await super().handle(msg)
 
-    def report(self) -> p.ToolsetsReport:
-        rows = [p.ToolsetState(name=r.spec.name, runs=r.runs, state="available", tools=len(r.spec.tools))
-                for r in self.records]
-        rows += [p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools), error=s.error)
-                 for s in self.mcp]
-        return p.ToolsetsReport(toolsets=rows)
 
     # --- one call ------------------------------------------------------------------------------
     def _start(self, msg: Inbound, call: p.ToolInvoke) -> None:
@@ -133,12 +118,20 @@ class ToolsetSupervisor(Actor):
 
     async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
         result = ToolResult(False, CANCELLED)
+        REPORTER.set(lambda text: self._progress(msg.session, call.call_id, text))  # this task's own context
         try:
             with scope:
                 result = await self._execute(call, msg.session)
         finally:
             self._running.pop((msg.session, call.call_id), None)
         msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
+
+    def _progress(self, session: str, call_id: str, text: str) -> None:
+        """A running call's progress to its session (core.progress); dropped when the link is full."""
+        try:
+            self.tell("session", p.ToolProgress(call_id=call_id, text=text), session=session)
+        except anyio.WouldBlock:
+            self.log.debug("actor=%s progress of call_id=%s dropped: the session's link is full", self.name, call_id)
 
     async def _execute(self, call: p.ToolInvoke, session: str) -> ToolResult:
         tool = call.tool
@@ -152,8 +145,12 @@ class ToolsetSupervisor(Actor):
         declared = {arg.name for arg in self.registry.spec(tool).args}
         offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
         key = (session, tool, tuple(sorted(args.items())))
-        if offset and key in self._results:
-            return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+        if offset:
+            if key in self._results:
+                return ToolResult(True, self._cut(tool, args, self._results[key], offset, key))
+            # Not kept (evicted by toolsets.results_kept_bytes): running the call again to page
+            # in it could repeat what it did; the model decides.
+            return ToolResult(False, not_kept_text(tool, args, self.config.toolsets.results_kept_bytes))
         timeout = self._timeout(tool)
         try:
             with anyio.fail_after(timeout):
@@ -167,12 +164,93 @@ class ToolsetSupervisor(Actor):
 
     def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
         limit = self.config.toolsets.max_result_chars
-        if len(text) > limit and self.config.toolsets.results_kept:
-            self._results[key] = text
-            self._results.move_to_end(key)
-            while len(self._results) > self.config.toolsets.results_kept:
-                self._results.popitem(last=False)
+        if len(text) > limit:
+            self._results.keep(key, text)
         return cap_result(tool, args, text, offset, limit)
+
+
+class ToolsetSupervisor(ToolsetExecutor):
+    """The catalog, the MCP servers, and the executor of every executor toolset without an
+    executor actor of its own."""
+
+    name = "toolsets"
+
+    def __init__(self, config: Config, **kwargs):
+        super().__init__(config, **kwargs)
+        self.catalog = p.Catalog(toolsets=[])
+        self.mcp: list = []  # toolsets.mcp.server.McpServer, one per configured server
+        self._refused: dict[str, str] = {}  # MCP toolset -> why the catalog refused it (names collide)
+
+    def own_records(self, records: list[Toolset]) -> list[Toolset]:
+        return records  # the catalog holds them all; `runs_here` says which run here
+
+    async def on_start(self) -> None:
+        from toolsets.mcp import servers
+
+        self.mcp = servers(self.config, [r.spec.name for r in self.records], self._mcp_changed)
+        await super().on_start()
+        for server in self.mcp:
+            self.executors[server.name] = server
+            self.spawn(server.run, name=f"mcp-{server.name}")
+        self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
+
+    def _rebuild(self) -> None:
+        """The catalog: the built-in toolsets (a bad one raises: start-up fails) and every listed
+        MCP server whose names fit; one that collides is refused alone, logged once."""
+        served = [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
+        self.registry, refused = ToolsetRegistry.admitting([record.spec for record in self.records], served)
+        self.catalog = p.Catalog(toolsets=self.registry.specs())
+        for name, why in refused.items():
+            if self._refused.get(name) != why:
+                self.log.error("actor=%s toolset %s refused, the others serve on: %s", self.name, name, why)
+        for name in self._refused.keys() - refused.keys():
+            self.log.info("actor=%s toolset %s admitted again", self.name, name)
+        self._refused = refused
+
+    def _mcp_changed(self) -> None:
+        self._rebuild()
+        try:
+            self.tell("session", p.ToolsetsChanged())
+        except anyio.WouldBlock:
+            self.log.warning("actor=%s could not tell the session actor the catalog changed", self.name)
+
+    async def handle(self, msg: Inbound) -> None:
+        body = msg.body
+        if isinstance(body, p.CatalogRequest):
+            msg.reply(self, self.catalog)
+        elif isinstance(body, p.ToolsetsRequest):
+            self.spawn(self._reply_report, msg, name="toolsets-report")
+        else:
+            await super().handle(msg)
+
+    async def _reply_report(self, msg: Inbound) -> None:
+        msg.reply(self, await self.report())
+
+    async def report(self) -> p.ToolsetsReport:
+        """Every toolset's state; one whose executor actor answers no Ping is unavailable."""
+        actors = {executor_of(r.spec.name) for r in self.records if r.runs == "executor"} - {self.name}
+        silent = {actor: await self._silent(actor) for actor in sorted(actors)}
+        rows = []
+        for r in self.records:
+            why = silent.get(executor_of(r.spec.name), "") if r.runs == "executor" else ""
+            rows.append(p.ToolsetState(name=r.spec.name, runs=r.runs, state="unavailable" if why else "available",
+                                       tools=len(r.spec.tools), error=why))
+        rows += [p.ToolsetState(name=s.name, runs="mcp", state="unavailable", tools=len(s.tools),
+                                error=f"refused: {self._refused[s.name]}") if s.name in self._refused else
+                 p.ToolsetState(name=s.name, runs="mcp", state=s.state, tools=len(s.tools),
+                                error=s.error or s.refused_tools)
+                 for s in self.mcp]
+        return p.ToolsetsReport(toolsets=rows)
+
+    async def _silent(self, actor: str) -> str:
+        """Why the executor actor `actor` is not serving ("" while it answers a Ping)."""
+        with anyio.move_on_after(1.0):  # the send too: a dead process's link may be full
+            try:
+                await self.ask(actor, p.Ping(), timeout=1.0)
+                return ""
+            except AskTimeout:
+                pass
+        return f"its executor ({actor}) does not answer"
 
 
 def _offset(text: str) -> int:

@@ -25,16 +25,26 @@ class ChildSpec(NamedTuple):
 CHILDREN: tuple[ChildSpec, ...] = (
     ChildSpec("skills", "actors.skill_store:SkillStore", port=1),
     ChildSpec("toolsets", "actors.toolsets:ToolsetSupervisor", port=2),
+    ChildSpec("media", "actors.media_executor:MediaExecutor", port=4),
     ChildSpec("llm", "actors.llm_worker:LLMWorker", port=3),
     ChildSpec("session", "actors.session:SessionActor", port=5),
     ChildSpec("glasses", "actors.glasses:GlassesBridge", port=6),
 )
-"""The actors, in start order: leaves first, the edge last (port 4 stays free: no port moved)."""
+"""The actors, in start order: leaves first, the edge last."""
+
+EXECUTORS: dict[str, str] = {"media": "media"}
+"""Toolsets whose calls run in an executor actor of their own (toolset -> actor); every other
+executor toolset, the MCP servers included, runs in the ToolsetSupervisor ("toolsets")."""
 
 CONTROL = "supervisor"
 CONTROL_PORT = 0
 ACTORS = tuple(child.name for child in CHILDREN)
 _BY_NAME = {child.name: child for child in CHILDREN}
+
+
+def executor_of(toolset: str | None) -> str:
+    """The actor that runs the calls of `toolset` (the ToolsetSupervisor unless it has its own)."""
+    return EXECUTORS.get(toolset or "", "toolsets")
 
 
 def actor_class(name: str):

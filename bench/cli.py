@@ -5,7 +5,6 @@ import argparse
 import os
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
@@ -54,15 +53,6 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                        help="the cost floor instead of the load run: ZeroMQ round trips between two processes "
                             "(also both on one CPU) and within one, msgspec encode/decode of typical messages, per hop; "
                             "a turn's own work without any hop, and the media turn's floor")
-    bench.add_argument("--profile-turn", action="store_true",
-                       help="profile the runtime's processes (cProfile) during a short load of the --mix turns and "
-                            "print where the time goes per process (hop) and per component")
-    bench.add_argument("--trace-hops", nargs="?", const="", metavar="DIR",
-                       help="record every envelope each actor process (and the bench's phones) encodes and decodes, "
-                            "with its time, during the load; print transit per hop kind, dwell per actor, the turn "
-                            "time at the runtime's edge and where the slowest 1 %% of turns lost their time "
-                            "(`hops` in the JSON). DIR: keep the records there (`python -m bench.hops DIR` reads "
-                            "them again); default a scratch directory")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.add_argument("--log-level", default="INFO",
                        help="the runtime's log level during the run (default INFO, as `serve` runs; a line per event)")
@@ -119,10 +109,6 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
                           think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed,
                           mix=tuple(mix.items()))
-    if args.profile_turn:
-        if args.trace_hops is not None:
-            sys.exit("porfiry: bench: --profile-turn and --trace-hops are measured in separate runs")
-        return _profile(args, config, options)
     peer = None
     if args.peer:
         from bench.peer import PeerUnavailable, check_peer, run_peer
@@ -138,17 +124,9 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
                 peer = msgspec.structs.replace(peer, floor_turns_per_s=_media_floor_turns_per_s(config))
         except PeerUnavailable as exc:
             sys.exit(f"porfiry: bench --peer: {exc}")
-    import tempfile
-
     try:
-        with tempfile.TemporaryDirectory(prefix="porfiry-hops-") as scratch:
-            hop_dir = None if args.trace_hops is None else Path(args.trace_hops or scratch)
-            if hop_dir is not None:
-                hop_dir.mkdir(parents=True, exist_ok=True)
-                for old in hop_dir.glob("*.hops"):
-                    old.unlink()  # another run's records would join this one's
-            report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos,
-                                                      chaos_only=only, hop_dir=hop_dir), backend="trio")
+        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos,
+                                                  chaos_only=only), backend="trio")
     except (RuntimeError, PhoneError) as exc:
         sys.exit(f"porfiry: bench: {exc}")
     except KeyboardInterrupt:
@@ -168,23 +146,18 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
 
 async def run_load_bench(config: Config, options, log_level: str = "INFO",
                          progress: Callable[[str], None] | None = None, nice: int = 0, chaos_s: float = 0.0,
-                         profile_dir: Path | None = None, hop_dir: Path | None = None, chaos_only: frozenset[str] = frozenset()):
+                         chaos_only: frozenset[str] = frozenset()):
     """Start the runtime, warm it up, take the memory baseline, run the load, measure, stop.
     `nice`: lower this process's CPU priority once the runtime runs (its processes keep theirs).
     `chaos_s`: SIGKILL a random actor process this often during the load (`chaos_only`: one that
-    hosts one of these actors).
-    `profile_dir`: every actor process profiles the load (not the start-up, not the warm-up) and
-    writes NAME.prof there.
-    `hop_dir`: every actor process, and the phones here, record each envelope of the load
-    (core/hoptrace.py) into NAME.hops there; the report's `hops` holds what bench/hops.py makes of them."""
+    hosts one of these actors)."""
     import protocol as p
     from bench.load import LoadDriver, LoadOptions, phone_count, warmup_plan
     from bench.report import build_report, machine_figures
-    from bench.runtime import BenchRuntime, read_cpu_pressure_us, read_cpu_s, read_machine_cpu_s, read_rss_kb, read_schedstat
+    from bench.runtime import BenchRuntime, read_cpu_s, read_machine_cpu_s, read_rss_kb
 
     say = progress or _stderr_progress
-    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0,
-                      profile_dir=profile_dir, hop_dir=hop_dir) as runtime:
+    with BenchRuntime(config, latency_ms=options.latency_ms, log_level=log_level, chaos=chaos_s > 0) as runtime:
         say(f"starting the runtime (process mode, scripted model; log {runtime.log_path})")
         status = await runtime.wait_ready()
         if nice > 0:
@@ -197,43 +170,22 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
         cpu_before = {name: read_cpu_s(pid) for name, pid in pids.items()}
-        if profile_dir is not None or hop_dir is not None:
-            _signal_actors(pids, "SIGUSR1")  # actors/host.py: start profiling; start the hop records over
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
-        phone_context = _phone_context(options) if hop_dir is not None else None  # its I/O thread is counted too
-        driver = LoadDriver(endpoint, options, zmq_context=phone_context)
+        driver = LoadDriver(endpoint, options)
         kills: dict[str, int] = {}
-        phone_records = _phone_recorder() if hop_dir is not None else None
-        sched_pids = {**{name: pid for name, pid in pids.items() if name != "supervisor"}, "phone (this bench)": os.getpid()}
-        sched_before = {name: read_schedstat(pid) for name, pid in sched_pids.items()} if hop_dir is not None else {}
-        pressure_before = read_cpu_pressure_us()
         machine_before, bench_before = read_machine_cpu_s(), read_cpu_s(os.getpid())
         window_start = time.monotonic_ns()
         async with anyio.create_task_group() as chaos:
             if chaos_s > 0:
                 chaos.start_soon(_chaos, runtime, chaos_s, options.seed, kills, say, chaos_only)
-            if phone_records is not None:
-                chaos.start_soon(_sample_pressure, phone_records)
-            with _traced_phones(phone_records):
-                result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
+            result = await driver.run(progress=lambda r: say(_progress_line(r, options)))
             chaos.cancel_scope.cancel()
         window_end = time.monotonic_ns()
         machine_after, bench_after = read_machine_cpu_s(), read_cpu_s(os.getpid())
-        pressure = (read_cpu_pressure_us() - pressure_before) / max(1.0, (window_end - window_start) / 1000) if pressure_before else -1.0
-        sched_after = {name: read_schedstat(pid) for name, pid in sched_pids.items()} if hop_dir is not None else {}
-        if phone_context is not None:
-            phone_context.destroy(linger=0)
         cpu_used = {name: read_cpu_s(pid) - cpu_before[name] for name, pid in pids.items()}
         # a killed process takes its CPU time with it: under chaos only the steal is known
         machine = machine_figures(machine_before, machine_after, (window_end - window_start) / 1e9,
                                   ours_s=None if chaos_s > 0 else sum(cpu_used.values()) + bench_after - bench_before)
-        if profile_dir is not None or hop_dir is not None:
-            _signal_actors(pids, "SIGUSR2")  # stop profiling, write the stats; write the hop records
-        if profile_dir is not None:
-            await _wait_for_files(profile_dir, [name for name in pids if name != "supervisor"])
-        if hop_dir is not None:
-            await _wait_for_files(hop_dir, [name for name in pids if name != "supervisor"], suffix=".hops")
-            phone_records.dump(str(hop_dir))
         recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
         await anyio.sleep(0.5)  # let the last messages settle before reading memory
         rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
@@ -254,74 +206,8 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         admission = await runtime.ask("session", p.AdmissionStatsRequest())
         if isinstance(admission, p.AdmissionStats):
             report.admission_waited, report.admission_lowest_limit = admission.waited, admission.lowest_limit
-        hops = None
-        if hop_dir is not None:
-            say("joining the hop records")
-            from bench.hops import sched_rows
-
-            hops = msgspec.structs.replace(_hop_report(hop_dir, options, (window_start, window_end)),
-                                           sched=sched_rows(sched_before, sched_after, result.turns_done),
-                                           cpu_pressure=round(pressure, 3))
         return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
-                                       history_intact=intact, hops=hops)
-
-
-async def _sample_pressure(recorder, every_s: float = 0.02) -> None:
-    """The machine's CPU pressure (PSI `some` total, µs) and the CPU time the hypervisor stole (µs
-    per CPU) every 20 ms, for bench/hops.py to tell how starved each turn's CPUs were."""
-    from bench.runtime import read_cpu_pressure_us, read_machine_cpu_s
-
-    cpus = os.cpu_count() or 1
-    while True:
-        t = time.monotonic_ns()
-        recorder.aux("psi", t, 0, 0, t, read_cpu_pressure_us())
-        recorder.aux("steal", t, 0, 0, t, int(read_machine_cpu_s()[1] * 1e6 / cpus))
-        await anyio.sleep(every_s)
-
-
-def _phone_context(options):
-    from bench.load import phone_context, phone_count
-
-    return phone_context(phone_count(options.sessions, options))
-
-
-def _phone_recorder():
-    from core.hoptrace import Recorder
-
-    return Recorder("phone")
-
-
-@contextmanager
-def _traced_phones(recorder):
-    """The load's PhoneClients record what they send and receive as actor "phone" (they build
-    their codecs as `p.Codec(...)` when the driver connects them)."""
-    if recorder is None:
-        yield
-        return
-    import gc
-
-    import protocol as p
-    from core.hoptrace import trace_gc, tracing_codec_class
-
-    before = p.Codec
-    p.Codec = tracing_codec_class(recorder, "phone")
-    collections = trace_gc(recorder)  # the load generator's pauses too
-    try:
-        yield
-    finally:
-        p.Codec = before
-        gc.callbacks.remove(collections)
-
-
-def _hop_report(directory: Path, options, window: tuple[int, int]):
-    from bench.hops import LoadMeta, analyze_dir
-    from bench.load import plan_sessions
-
-    kinds = {f"{options.session_prefix}-{index}": [turn.kind for turn in plan.turns]
-             for index, plan in enumerate(plan_sessions(options))}
-    meta = LoadMeta(window=window, latency_ms=options.latency_ms, kinds=kinds)
-    (directory / "load.json").write_bytes(msgspec.json.encode(meta))  # for `python -m bench.hops DIR`
-    return analyze_dir(directory, meta)
+                                       history_intact=intact)
 
 
 async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say: Callable[[str], None],
@@ -387,21 +273,6 @@ def _with_groups(config: Config, text: str) -> Config:
     return msgspec.structs.replace(config, topology=topology)
 
 
-def _signal_actors(pids: dict[str, int], name: str) -> None:
-    import signal
-
-    for process, pid in pids.items():
-        if process != "supervisor":
-            os.kill(pid, getattr(signal, name))
-
-
-async def _wait_for_files(directory: Path, names: list[str], timeout: float = 10.0, suffix: str = ".prof") -> None:
-    """Until a file per process is there (a group's name may list its actors in another order)."""
-    with anyio.move_on_after(timeout):
-        while len(list(directory.glob(f"*{suffix}"))) < len(names):
-            await anyio.sleep(0.05)
-
-
 def _scratch(config: Config, workdir: Path) -> Config:
     from bench.runtime import scratch_config
 
@@ -427,20 +298,6 @@ def _floor(args: argparse.Namespace, config: Config) -> int:
     except RuntimeError as exc:  # a turn of its own went wrong (e.g. a broken media catalog)
         sys.exit(f"porfiry: bench --floor: {exc}")
     print(format_floor(report))
-    if args.json:
-        Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
-        print(f"figures written to {args.json}")
-    return 0
-
-
-def _profile(args: argparse.Namespace, config: Config, options) -> int:
-    from bench.profile import format_profile, profile_turns
-
-    try:
-        report = profile_turns(config, options, log_level=args.log_level, nice=args.nice, progress=_stderr_progress)
-    except RuntimeError as exc:
-        sys.exit(f"porfiry: bench --profile-turn: {exc}")
-    print(format_profile(report))
     if args.json:
         Path(args.json).write_bytes(msgspec.json.format(msgspec.json.encode(report)) + b"\n")
         print(f"figures written to {args.json}")

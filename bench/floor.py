@@ -9,13 +9,13 @@
 - per hop: half an inter-process round trip plus one encode and one decode - the least a message
   from one actor process to another costs, wall and CPU;
 - the same inter-process round trip with both processes on one CPU: the difference is the price of
-  waking a thread on another CPU (on this project's VM it was most of a hop: see the README);
+  waking a thread on another CPU;
 - with a config: the turn's own work, without any hop (`bench.logic_floor`), and from it and the
   hop the floor of the seed's media turn - the most media turns per second this machine could
   serve, and the least time one takes.
 
-The runtime's own hop adds its event loop (a wake-up, the pump, the mailbox, the handler); the
-profile (`--profile-turn`) shows what a hop really costs next to this floor.
+The runtime's own hop adds its event loop (a wake-up, the pump, the mailbox, the handler) to
+this floor.
 """
 from __future__ import annotations
 

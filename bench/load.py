@@ -173,10 +173,10 @@ def phone_context(phones: int) -> zmq.Context:
 
 @contextlib.contextmanager
 def _quiet_collector():
-    """The phones are the bench's, not the runtime's: measured with --trace-hops, this process's
-    collections (gen2 passes over every phone's state, up to 126 ms) delayed reading the runtime's
-    answers and so inflated the runtime's time per turn. Its start-up objects are frozen and young
-    collections run less often while the load runs."""
+    """The phones are the bench's, not the runtime's: this process's full collections (passes over
+    every phone's state) would delay reading the runtime's answers and so inflate the runtime's
+    time per turn. Its start-up objects are frozen and young collections run less often while the
+    load runs."""
     threshold = gc.get_threshold()
     gc.collect()
     gc.freeze()

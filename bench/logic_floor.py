@@ -20,13 +20,13 @@ import anyio
 import msgspec
 
 import protocol as p
-from bench.conversation import InProcessPorts
+from core.inprocess import InProcessPorts
 from core.clock import ManualClock
 from core.config import Config
 from llm.chunks import ChunkCoalescer
 
 KINDS = ("plain", "media", "substitution")  # the kinds whose time per turn the load bench reports
-MEDIA_TURN_MESSAGES = 24  # messages between processes per media turn (`--profile-turn`, README)
+MEDIA_TURN_MESSAGES = 24  # messages between processes per media turn, the MediaExecutor's call included
 
 
 class LogicFloor(msgspec.Struct, kw_only=True):

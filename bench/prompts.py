@@ -260,7 +260,7 @@ def llamacpp_profile(config: Config, name: str) -> ProfileConfig:
 
 
 def _model_path(profile: ProfileConfig) -> str:
-    from llm.packaged_models import resolve_model_path
+    from llm.model_files import resolve_model_path
 
     return str(resolve_model_path(profile.model_path, profile.model))
 

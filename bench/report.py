@@ -6,7 +6,6 @@ import os
 
 import msgspec
 
-from bench.hop_report import HopReport, format_hops
 from bench.load import LoadOptions, LoadResult
 from bench.peer import PeerReport
 from bench.stats import Percentiles, summarize
@@ -47,7 +46,6 @@ class LoadReport(msgspec.Struct, kw_only=True):
     chaos_kills: dict[str, int] = {}  # processes killed, by name
     sessions_recovered: int = 0  # sessions that came back from the journal after a kill (into memory, or read from it at the end)
     history_intact: float = 1.0  # share of sessions whose history holds every turn the phone got acked, in order
-    hops: HopReport | None = None  # --trace-hops: transit per hop kind, dwell per actor, the turn at the edge
     machine: MachineLoad | None = None  # what else the machine's CPUs did during the load (None: unknown)
     admission_waited: int = 0  # turns that waited to start (turn admission, core/admission.py), warm-up included
     admission_lowest_limit: int = 0  # the lowest the admission limit was (its max_turns: never cut)
@@ -193,8 +191,6 @@ def format_report(report: LoadReport) -> str:
         lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
     lines.append(f"memory per idle session   {report.bytes_per_idle_session / 1024:.1f} KB "
                  f"(growth of all processes' RSS over the warmed-up baseline / sessions)")
-    if report.hops is not None:
-        lines.append(format_hops(report.hops, phone_side=report.overhead_ms, phone_by_kind=report.overhead_ms_by_kind))
     peer = report.peer
     if peer is not None:
         lines += [

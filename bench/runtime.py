@@ -110,61 +110,14 @@ def read_machine_cpu_s() -> tuple[float, float]:
     return (user + nice + system + irq + softirq) / _TICKS, steal / _TICKS
 
 
-def thread_group(pid: int, tid: int, comm: str) -> str:
-    """A process's thread as `read_schedstat` counts it: its main thread (the event loop), its
-    ZeroMQ I/O threads, or another (a worker thread: the journal's SQLite)."""
-    if tid == pid:
-        return "main"
-    return "zmq" if comm.startswith("ZMQbg") else "worker"
-
-
-def read_schedstat(pid: int) -> dict[str, tuple[int, int, int]]:
-    """Per thread group of a process (`thread_group`): (ns on a CPU, ns runnable but waiting in a
-    run queue, times it got a CPU), summed over its threads, from /proc/PID/task/*/schedstat
-    (Linux); {} if the process is gone. A thread that ended took its figures with it."""
-    groups: dict[str, tuple[int, int, int]] = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return groups
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/schedstat") as stat:
-                run, wait, slices = (int(field) for field in stat.read().split()[:3])
-            with open(f"/proc/{pid}/task/{task}/comm") as name:
-                comm = name.read().strip()
-        except (OSError, ValueError):
-            continue
-        group = thread_group(pid, int(task), comm)
-        before = groups.get(group, (0, 0, 0))
-        groups[group] = (before[0] + run, before[1] + wait, before[2] + slices)
-    return groups
-
-
-def read_cpu_pressure_us() -> int:
-    """/proc/pressure/cpu `some` total: microseconds during which some runnable task waited for a
-    CPU (Linux PSI); 0 where there is none."""
-    try:
-        with open("/proc/pressure/cpu") as pressure:
-            for line in pressure:
-                if line.startswith("some"):
-                    return int(line.rsplit("total=", 1)[1])
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
 class BenchRuntime:
     """Use as a context manager: the runtime runs while the block runs; its log stays in `log_path`."""
 
-    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING", chaos: bool = False,
-                 profile_dir: Path | None = None, hop_dir: Path | None = None):
+    def __init__(self, base: Config, *, latency_ms: float = 0.0, log_level: str = "WARNING", chaos: bool = False):
         self.workdir = Path(tempfile.mkdtemp(prefix="porfiry-bench-"))
         self.config = bench_config(base, self.workdir, latency_ms=latency_ms, chaos=chaos)
         self.log_path = self.workdir / "porfiry.log"
         self.log_level = log_level
-        self.profile_dir = profile_dir  # every actor process writes its cProfile stats here when it stops
-        self.hop_dir = hop_dir  # every actor process writes its hop records here (SIGUSR2, exit)
         self.keep = True  # keep the scratch directory (config, log) unless the run went well
         self._process: subprocess.Popen | None = None
 
@@ -174,10 +127,6 @@ class BenchRuntime:
         command = [sys.executable, str(REPO_ROOT / "run.py"), "--config", str(config_path),
                    "serve", "--log-level", self.log_level]
         env = {k: v for k, v in os.environ.items() if not k.startswith("PORFIRY_")}  # the file says it all
-        if self.profile_dir is not None:
-            env["PORFIRY_PROFILE_DIR"] = str(self.profile_dir)  # read by actors/host.py
-        if self.hop_dir is not None:
-            env["PORFIRY_HOP_TRACE_DIR"] = str(self.hop_dir)  # read by actors/host.py (core/hoptrace.py)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=REPO_ROOT)
         return self

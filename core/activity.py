@@ -48,9 +48,6 @@ class ToolsetActivity:
         """Sorted names of the toolsets on now (as of the last purge)."""
         return sorted(self._deadlines)
 
-    def is_active(self, toolset: str) -> bool:
-        return toolset in self._deadlines
-
     def deadlines(self) -> dict[str, float]:
         """toolset -> deadline, in the clock's time (for SessionInfo)."""
         return dict(self._deadlines)

@@ -23,9 +23,9 @@ a place now and then, not sixty places ahead of the user who speaks next.
 
 A restarted actor that must continue thousands of cut turns at once (`slow_start`) starts at
 `min_turns` and grows from there: it knows nothing of the machine yet, and its first messages
-would already be late, so the queue would become the base it measures against. Killed under a
-10,000-session load, it let 3,621 continued turns start together, and phones gave up on events
-the flooded actor did not ack for 35 s.
+would already be late, so the queue would become the base it measures against. Letting
+thousands of continued turns start together floods the actor, and phones give up on the events
+it then acks too late.
 
 Only the start of a turn waits; a turn under way never does (it holds its place until the
 conversation is idle again), so waiting cannot deadlock. Side runs of light questions (E5) and

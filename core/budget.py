@@ -2,17 +2,11 @@
 from __future__ import annotations
 
 from core.config import Config
+from core.loading import default_catalog
 from core.prompt import build_system_prompt
 from core.skills import SkillRepository
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
-
-
-def default_catalog():
-    """The built-in toolsets' specs, in catalog order (the toolset registry)."""
-    import toolsets
-
-    return [record.spec for record in toolsets.load()]
 
 
 def prompt_for_state(config: Config, state: int, session: str = "budget") -> str:

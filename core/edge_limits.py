@@ -157,7 +157,7 @@ class Outboxes(Generic[T]):
 
 class GarbageLog:
     """Undecodable or misdirected input: one log line per peer per `interval_s`, with the count
-    since the last line, instead of one line per frame (100k garbage frames wrote 30 MB)."""
+    since the last line, instead of one line per frame (a flood of garbage would fill the disk)."""
 
     def __init__(self, interval_s: float, clock: Callable[[], float] = time.monotonic, max_peers: int = 10_000):
         self.interval_s, self.clock, self.max_peers = interval_s, clock, max_peers

@@ -142,8 +142,8 @@ def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Itera
     """Both parts of the prompt for one request. `active`: the session's active toolsets (after
     purge_expired); names the registry does not know are skipped."""
     active_names = sorted({name for name in active if registry.toolset(name) is not None})
-    # the order measured best on `run.py eval` (local, progressive): the first toolset's, the core
-    # tool's, the other toolsets', chat last - 22/34; the core one first: 14 of the first 26 vs 18
+    # the order that did best on `run.py eval` (local, progressive): the first toolset's, the core
+    # tool's, the other toolsets', chat last (the core one first did worse)
     toolsets = registry.examples()
     examples = [*(toolsets[0] if toolsets else []), TOOL_EXAMPLE, *(e for group in toolsets[1:] for e in group), *CHAT_EXAMPLES]
     static = ["\n".join([PREAMBLE, EXAMPLES_HEADER, *(f"- {e}" for e in examples)]),

@@ -40,10 +40,10 @@ def resume(conversation: Conversation, entries: Sequence[Recorded], open_events:
         trajectory.record_late_result(call_id, CUT_BY_RESTART.format(tool=tool))
     event = None
     if cut or calls:
-        # run.py eval's restart scenarios on `local`: told of the restart after a cut call, the
-        # model makes it again (3/3; not told: 0/3); with the turn's results intact, a notice
-        # made it play the film it was asked to find (1/3) where the turn simply going on, as if
-        # the step had not been lost, answers (3/3)
+        # run.py eval's restart scenarios: told of the restart after a cut call, the model makes
+        # it again (not told, it does not); with the turn's results intact, a notice made it play
+        # the film it was asked to find, where the turn simply going on, as if the step had not
+        # been lost, answers
         event = p.Event(event_id=f"restart-{p.new_id()}", kind="system" if calls else RESUME_KIND,
                         source="runtime", channel="system", content=RESTART_NOTICE, ts=now)
         conversation.queue.append(event)

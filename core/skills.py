@@ -1,5 +1,5 @@
 """Skills (S1, S4, S10, V2-V3): the repository that merges built-in and user skills, serves the
-per-session index and bodies, and reloads user edits on use (issue 9).
+per-session index and bodies, and reloads user edits on use.
 
 Pure logic: no sockets, no threads. The SkillStore actor is a thin shell around one
 SkillRepository; sessions hold a SkillChangeTracker (core.skills_notice).

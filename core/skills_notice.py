@@ -51,10 +51,6 @@ class SkillChangeTracker:
         if body_version:
             self._read[name] = body_version
 
-    def has_read(self, name: str, body_version: str) -> bool:
-        """This session already holds this version of the skill's body in its history."""
-        return bool(body_version) and self._read.get(name) == body_version
-
     def annotate(self, current_version: str, entries: Iterable[SkillEntry],
                  body_versions: dict[str, str]) -> str:
         """The suffix for a tool result: "" when the skills are unchanged since the last call."""

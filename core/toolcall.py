@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 # The marker: tool_call / toolcall in any case, or upper-case "TOOL CALL" (prose says "tool call:"),
 # with optional markdown bold, and a quote/backtick opener after the colon kept as `inner`.
-_MARKER = re.compile(r"(?<![A-Za-z0-9])\**(?:(?i:tool_?call)|TOOL[ -]CALL)\**[ \t]*:\s*\**"
+# A marker escaped by core.fence (`\TOOL_CALL:`, `\**TOOL_CALL**:`) is data the model copied, not a call.
+_MARKER = re.compile(r"(?<![A-Za-z0-9\\])(?<!\\\*)(?<!\\\*\*)\**(?:(?i:tool_?call)|TOOL[ -]CALL)\**[ \t]*:\s*\**"
                      r"(?P<inner>[\"'`]*)[ \t]*")
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)

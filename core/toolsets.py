@@ -10,7 +10,9 @@ the prompt, the error texts and the activation texts all use (S11):
 """
 from __future__ import annotations
 
+import collections
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -147,6 +149,8 @@ def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit
     if offset >= total:
         return f"offset={offset} is past the end: the result has {total} characters"
     end = min(total, offset + limit)
+    if end < total and end - offset > 1 and text[end - 1] == "\\":
+        end -= 1  # never part an escape (core.fence) from the label it escapes: it would read as one
     shown = f"{end - offset}" if offset == 0 else f"{offset + 1}\u2013{end}"
     line = f"showing {shown} of {total} characters"
     if end < total:
@@ -155,6 +159,51 @@ def cap_result(tool: str, args: Mapping[str, str], text: str, offset: int, limit
     else:
         line += "; that is all"
     return text[offset:end] + "\n" + line
+
+
+class KeptResults:
+    """The whole texts of cut results, for `offset=` calls, by (session, tool, arguments): at most
+    `max_count` of them and `max_bytes` of memory together (sys.getsizeof); the least recently
+    used go first, and a text larger than `max_bytes` alone is not kept."""
+
+    def __init__(self, max_count: int, max_bytes: int):
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._texts: collections.OrderedDict[tuple, str] = collections.OrderedDict()
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._texts
+
+    def __getitem__(self, key: tuple) -> str:
+        self._texts.move_to_end(key)
+        return self._texts[key]
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def keep(self, key: tuple, text: str) -> None:
+        self._drop(key)
+        size = sys.getsizeof(text)
+        if size > self.max_bytes or not self.max_count:
+            return
+        while self._texts and (len(self._texts) >= self.max_count or self.bytes + size > self.max_bytes):
+            self._drop(next(iter(self._texts)))
+        self._texts[key] = text
+        self.bytes += size
+
+    def _drop(self, key: tuple) -> None:
+        text = self._texts.pop(key, None)
+        if text is not None:
+            self.bytes -= sys.getsizeof(text)
+
+
+def not_kept_text(tool: str, args: Mapping[str, str], max_bytes: int) -> str:
+    """An `offset=` call whose whole result is no longer kept (KeptResults)."""
+    call = f"{tool}|{args_text(args)}" if args else tool
+    budget = f"{max_bytes / 1048576:.3g} MB" if max_bytes >= 1048576 else f"{max_bytes // 1024} KB"
+    return (f"the result of {call} is no longer kept (the runtime keeps only the last {budget} of long "
+            f"results); call the tool again without offset to read it from the start")
 
 
 def toolsets_table(rows: Iterable[Any]) -> str:
@@ -183,7 +232,33 @@ class ToolsetRegistry:
         if problems:
             raise ValueError("invalid toolset catalog: " + "; ".join(problems))
 
+    @classmethod
+    def admitting(cls, fixed: Iterable[ToolsetSpec],
+                  candidates: Iterable[ToolsetSpec]) -> tuple[ToolsetRegistry, dict[str, str]]:
+        """The catalog of `fixed` (a bad one raises, as the constructor does) plus every candidate
+        that fits beside them: a candidate whose names collide with a core tool or a toolset
+        already in, or are otherwise invalid, is refused alone. Returns the registry and, by
+        toolset name, why each refused candidate was (an untrusted MCP server never takes the
+        others down with it)."""
+        registry = cls(fixed)
+        refused: dict[str, str] = {}
+        for toolset in candidates:
+            problems = registry._problems(toolset)
+            if problems:
+                refused[toolset.name] = "; ".join(problems)
+            else:
+                registry._add(toolset)
+        return registry, refused
+
     def _add(self, toolset: ToolsetSpec) -> list[str]:
+        problems = self._problems(toolset)
+        for tool in toolset.tools:
+            self._tools.setdefault(tool.name, tool)
+        self._toolsets.setdefault(toolset.name, toolset)
+        return problems
+
+    def _problems(self, toolset: ToolsetSpec) -> list[str]:
+        """What keeps `toolset` out of this catalog as it stands (nothing is changed)."""
         problems = []
         name = toolset.name
         if not _TOOLSET_NAME.fullmatch(name):
@@ -192,13 +267,18 @@ class ToolsetRegistry:
             problems.append(f"toolset {name} is declared twice")
         if not _one_line(toolset.summary):
             problems.append(f"toolset {name} needs a one-line summary")
+        seen: set[str] = set()
         for tool in toolset.tools:
             problems += self._tool_problems(name, tool)
-            if tool.name in self._tools:
-                problems.append(f"tool {tool.name} is declared twice")
-            self._tools.setdefault(tool.name, tool)
-        self._toolsets.setdefault(name, toolset)
+            if tool.name in self._tools or tool.name in seen:
+                core = " (a core tool has that name)" if tool.name in CORE_TOOL_NAMES else ""
+                problems.append(f"tool {tool.name} is declared twice{core}")
+            seen.add(tool.name)
         return problems
+
+    def specs(self) -> list[ToolsetSpec]:
+        """The toolsets in, in catalog order (what a Catalog message carries)."""
+        return list(self._toolsets.values())
 
     @staticmethod
     def _tool_problems(toolset: str, tool: ToolSpec) -> list[str]:

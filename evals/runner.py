@@ -33,7 +33,7 @@ import anyio.abc
 import msgspec
 
 import protocol as p
-from bench.conversation import InProcessPorts
+from core.inprocess import InProcessPorts
 from core.budget import default_catalog
 from core.clock import ManualClock
 from core.config import Config

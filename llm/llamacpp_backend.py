@@ -88,7 +88,8 @@ class LlamaCppBackend:
             except ImportError:
                 self._load_error = "llama-cpp-python is not installed: pip install -e '.[local]'"
                 raise LLMError(self._load_error) from None
-            from llm.packaged_models import ModelMissing, resolve_model_path
+            from llm.model_files import resolve_model_path
+            from llm.packaged_models import ModelMissing
 
             path = self.profile.model_path or self.profile.model or "the packaged model"
             try:

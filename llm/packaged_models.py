@@ -133,16 +133,3 @@ def assemble(model: PackagedModel, cache_dir: Path | str | None = None) -> Path:
         _write_marker(target, model.sha256)
         print(f"porfiry: model ready at {target}", file=sys.stderr, flush=True)
     return target
-
-
-def resolve_model_path(model_path: str, model: str) -> Path:
-    """The GGUF a llamacpp profile loads: its `model_path` if set, else the packaged model its
-    `model` names, else the packaged Gemma 3 270M."""
-    if model_path:
-        return Path(model_path).expanduser()
-    packaged = PACKAGED.get(model)
-    if packaged is not None:
-        return assemble(packaged)
-    from llm.gemma_model import model_path as gemma_path
-
-    return gemma_path()

@@ -19,7 +19,7 @@ from transport import keys as keyfiles
 from phone.client import PhoneClient, PhoneError
 from phone.credentials import SessionTokens, tokens_file
 from phone.console import run_console
-from phone.say import EXIT_REFUSED, say
+from phone.say import EXIT_REFUSED, notify, say
 
 
 def default_client_id() -> str:
@@ -69,6 +69,9 @@ def cmd_say(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
     except (keyfiles.KeyFileError, ValueError) as exc:
         print(f"say: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    if args.notify:
+        app, sender = args.notify
+        return anyio.run(lambda: notify(connect, args.session, app, sender, text, timeout=args.timeout), backend="trio")
     return anyio.run(lambda: say(connect, args.session, text, timeout=args.timeout), backend="trio")
 
 
@@ -137,7 +140,9 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     say_parser = subparsers.add_parser("say", help="send one text event, print what the glasses show")
     _add_connection_args(say_parser)
     say_parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole turn (default 60)")
-    say_parser.add_argument("text", nargs="+", help="what the user says")
+    say_parser.add_argument("--notify", nargs=2, metavar=("APP", "SENDER"), default=None,
+                            help="send the text as a notification from APP by SENDER arriving on the phone (a channel event)")
+    say_parser.add_argument("text", nargs="+", help="what the user says (or the notification's text)")
     say_parser.set_defaults(func=lambda args: cmd_say(args, load_config))
 
     phone_parser = subparsers.add_parser("phone", help="interactive phone console: type to talk, /stop, /quit")

@@ -262,9 +262,11 @@ class PhoneClient:
     async def _hello(self) -> None:
         env = p.Envelope(body=p.Hello(client=self.client_id), sender=self.client_id)
         self._hello_id = env.id
+        self._hello_refusal = ""  # the runtime's own answer: a handshake succeeding after it clears `refusal`, not this
         self._send([self.codec.encode(env)])
         with anyio.move_on_after(self.connect_timeout_s or 0):
             await self._hello_done.wait()
+        self.refusal = self._hello_refusal or self.refusal
         if self.refusal:
             hint = "" if self.refusal.startswith("too_many") else (
                 ". With CURVE on, the phone's public key must be in the server's keys_dir/authorized/ (see `run.py keys`)")
@@ -316,6 +318,12 @@ class PhoneClient:
 
     async def end(self, session: str, *, wait: bool = True) -> str:
         return await self._event(session, p.SessionEnd(event_id=p.new_id(), ts=self.clock()), wait)
+
+    async def notification(self, session: str, app: str, sender: str, text: str, *, wait: bool = True) -> str:
+        """Forward a notification that arrived on the phone (another app's message): data for the
+        session, shown only when the session watches for it or its channel says so."""
+        body = p.PhoneNotification(event_id=p.new_id(), ts=self.clock(), app=app, sender=sender, text=text)
+        return await self._event(session, body, wait)
 
     async def playback_status(self, session: str, task_id: str, state: str, detail: str = "", *, wait: bool = True) -> str:
         """Report a playback's state (started / paused / resumed / stopped / failed)."""
@@ -514,7 +522,7 @@ class PhoneClient:
                 self._wake.set()
         elif isinstance(body, (p.Ok, p.ErrorReply)) and env.corr and env.corr == self._hello_id:
             if isinstance(body, p.ErrorReply):  # e.g. the runtime is at phone.max_connections
-                self.refusal = f"{body.code}: {body.detail}"
+                self._hello_refusal = f"{body.code}: {body.detail}"
             self._hello_done.set()
         else:
             if isinstance(body, p.TurnDone):

@@ -1,6 +1,7 @@
 """`run.py phone --session ID`: an interactive console that plays the phone and the glasses.
 
-Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/quit` leaves at
+Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/notify APP SENDER
+TEXT` plays a notification arriving on the phone (a channel event), `/quit` leaves at
 once and stops the turn in progress (Ctrl-D leaves after what was typed reached the runtime).
 While the model works a "… thinking" line shows; what the glasses show appears as it streams:
 partial text rewritten in place, the final text on its own line; playback commands and errors
@@ -16,7 +17,9 @@ import anyio
 import protocol as p
 from phone.client import PhoneClient, PhoneError
 
-HELP = "type to talk · /stop interrupts · /button NAME · /quit leaves"
+HELP = "type to talk · /stop interrupts · /button NAME · /notify APP SENDER TEXT · /quit leaves"
+# what a turn a stop or an interrupt cut says on the screen (its partial answer was cleared)
+CUT_NOTES = {"cancelled": "[cancelled]", "interrupted": "[interrupted: the task goes on; its result comes later]"}
 _ERASE = "\r\x1b[K"  # back to column 0 and clear the line
 
 
@@ -41,12 +44,16 @@ class Screen:
             if body.final and body.turn_id not in self._finals_shown:
                 return self._display(p.Display(turn_id=body.turn_id, text=body.final, final=True))
             self._finals_shown.discard(body.turn_id)
-            return ""
+            return self.note(CUT_NOTES[body.outcome]) if body.outcome in CUT_NOTES else ""
         if isinstance(body, p.PlaybackCommand):
             what = body.title or body.media_id or "-"
             return self.note(f"[playback] {body.action} {what} (task {body.task_id})")
         if isinstance(body, p.ErrorReply):
             return self.note(f"[error {body.code}] {body.detail}")
+        if isinstance(body, p.PushNotification):
+            return self.note(f"[push] {body.text}")
+        if isinstance(body, p.StatusLine):
+            return self.note(f"[status {body.task_id}] {body.text}")
         return ""
 
     def _display(self, body: p.Display) -> str:
@@ -96,6 +103,8 @@ def parse_command(line: str) -> tuple[str, str]:
         return ("quit", "")
     if name == "button":
         return ("button", argument.strip()) if argument.strip() else ("unknown", "usage: /button NAME")
+    if name == "notify":
+        return ("notify", argument.strip()) if len(argument.split(None, 2)) == 3 else ("unknown", "usage: /notify APP SENDER TEXT")
     return ("unknown", f"unknown command /{name}; {HELP}")
 
 
@@ -146,6 +155,9 @@ async def run_console(client: PhoneClient, session: str, *, read_line: Callable[
                 tg.start_soon(send, client.interrupt)
             elif action == "button":
                 tg.start_soon(send, client.button, argument)
+            elif action == "notify":  # a notification arriving on this phone, as the phone bridge forwards it
+                app, sender, text = argument.split(None, 2)
+                tg.start_soon(send, client.notification, app, sender, text)
             elif action in ("help", "unknown"):
                 write(f"{argument or HELP}\n")
         with anyio.move_on_after(3):  # let what was just typed reach the runtime

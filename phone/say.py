@@ -1,7 +1,8 @@
 """`run.py say --session ID [--timeout S] "text"`: one event, every glasses line as it arrives.
 
 Partial displays are printed prefixed with "… ", the final text plainly, playback commands and
-errors in brackets. Exit status: 0 at TurnDone, 1 when the runtime refused the event or the
+errors in brackets; a turn a stop cut prints "[cancelled]". Exit status: 0 at TurnDone (cancelled
+or interrupted too: the event is closed), 1 when the runtime refused the event or the
 connection, 2 on timeout or when the runtime cannot be reached.
 """
 from __future__ import annotations
@@ -15,6 +16,37 @@ from phone.client import DeliveryFailed, PhoneClient, PhoneError, PhoneUnreachab
 from phone.console import Screen
 
 EXIT_OK, EXIT_REFUSED, EXIT_TIMEOUT = 0, 1, 2
+
+
+async def notify(connect: Callable[[], PhoneClient], session: str, app: str, sender: str, text: str, *,
+                 timeout: float, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """`say --notify APP SENDER TEXT`: forward one phone notification and print what the glasses
+    show until the TurnDone that covers it (at once when no watch asked for it: "(kept)")."""
+    import protocol as p
+
+    screen = Screen(live=False)
+    try:
+        with anyio.fail_after(timeout):
+            async with connect() as client, client.events(session) as incoming:
+                event_id = await client.notification(session, app, sender, text)
+                async for env in incoming:
+                    body = env.body
+                    if isinstance(body, p.TurnDone) and event_id in body.event_ids:
+                        if body.turn_id.startswith("kept-"):
+                            out.write("(kept: no watch of this session asked for it)\n")
+                        break
+                    out.write(screen.render(body))
+                    out.flush()
+        return EXIT_OK
+    except TimeoutError:
+        err.write(f"say: timeout: no answer within {timeout:g}s\n")
+        return EXIT_TIMEOUT
+    except (PhoneUnreachable, DeliveryFailed) as exc:
+        err.write(f"say: {exc}\n")
+        return EXIT_TIMEOUT
+    except PhoneError as exc:
+        err.write(f"say: {exc}\n")
+        return EXIT_REFUSED
 
 
 async def say(connect: Callable[[], PhoneClient], session: str, text: str, *, timeout: float,

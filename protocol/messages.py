@@ -27,6 +27,7 @@ from protocol.phone import (
 from protocol.session import (
     DeliverEvent, Event, EventAccepted, SessionInfo, SessionInfoRequest, SessionsForgotten,
 )
+from protocol.world import PhoneNotification, PushNotification, StatusLine, ToolProgress, UserNotice
 from protocol.skills import (
     SkillBody, SkillEntry, SkillIndex, SkillIndexRequest, SkillRead, SkillsAdmin, SkillsAdminReply,
     SkillsChanged,
@@ -49,6 +50,7 @@ _ALL = (
     Observe, Observing, ObserveRenew, ObserveStop, EventFact, TurnFact, PromptFact, ModelCallFact,
     ToolCallFact, DisplayFact, StateFact, SessionGoneFact, EdgeStatsRequest, EdgeStats,
     ModelInfo, SessionDelete, AdmissionStatsRequest, AdmissionStats,
+    PhoneNotification, UserNotice, PushNotification, StatusLine, ToolProgress,
 )
 
 Message = Union[_ALL]  # type: ignore[valid-type]

@@ -30,6 +30,8 @@ import msgspec
 
 import protocol as p
 from core.trajectory import Recorded
+from core.world import WorldState
+from storage import sqlite_file
 
 if TYPE_CHECKING:
     from storage.store import JournalStore
@@ -94,6 +96,7 @@ class SessionState(msgspec.Struct, kw_only=True, omit_defaults=True):
     skills_version: str | None = None
     skills_names: list[str] = []
     skills_read: dict[str, str] = {}
+    world: WorldState = msgspec.field(default_factory=WorldState)  # glasses, notes, watches, monitors (core/world.py)
 
 
 class StoredSession(msgspec.Struct, kw_only=True):
@@ -137,15 +140,17 @@ def fts_query(words: str) -> str:
     return " OR ".join(dict.fromkeys(terms))
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """The database at `path`, created with its schema if new (WAL, NORMAL sync)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
+def connect(path: str | Path, *, hold_lock: bool = False) -> sqlite3.Connection:
+    """The database at `path`, created with its schema if new (WAL, NORMAL sync); checked and
+    locked by storage/sqlite_file.py (raises its StorageError)."""
+    return sqlite_file.open_database(path, _prepare, hold_lock=hold_lock)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-1024")  # 1 MB: writes append, reads are one session at a time
     conn.executescript(SCHEMA)
-    return conn
 
 
 # ---- synchronous operations (the worker thread, and `run.py sessions`) ---------------------------
@@ -181,6 +186,8 @@ def mark_done(conn: sqlite3.Connection, session: str, event_ids: Iterable[str]) 
 
 def save_state(conn: sqlite3.Connection, session: str, state: SessionState, ts: float) -> None:
     next_due = min((t.due for t in state.timers), default=None)
+    if next_due is None and any(m.state == "running" for m in state.world.monitors):
+        next_due = ts  # a running monitor: a restart brings the session back at once to run it again
     _touch(conn, session, ts)
     conn.execute("UPDATE sessions SET state = ?, next_due = ? WHERE session = ?",
                  (msgspec.msgpack.encode(state), next_due, session))
@@ -287,16 +294,22 @@ class SqliteStore:
 
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, hold_lock: bool = False):
         self.path = Path(path)
         self.where = str(path)
+        self.hold_lock = hold_lock  # the runtime's journal: storage/sqlite_file.py's lock, and a FileWatch
+        self._watch: sqlite_file.FileWatch | None = None
 
     def connect(self) -> sqlite3.Connection:
-        return connect(self.path)
+        conn = connect(self.path, hold_lock=self.hold_lock)
+        if self.hold_lock:
+            self._watch = sqlite_file.FileWatch(self.path)  # a file deleted under us: no more acks
+        return conn
 
-    @staticmethod
-    def close(conn: sqlite3.Connection) -> None:
+    def close(self, conn: sqlite3.Connection) -> None:
         conn.close()
+        if self.hold_lock:
+            sqlite_file.release(self.path)
 
     @staticmethod
     def reopen(conn: sqlite3.Connection) -> sqlite3.Connection:
@@ -309,9 +322,10 @@ class SqliteStore:
         # reads first fails with "database is locked" instead of waiting
         conn.execute("BEGIN IMMEDIATE")
 
-    @staticmethod
-    def commit(conn: sqlite3.Connection) -> None:
+    def commit(self, conn: sqlite3.Connection) -> None:
         conn.execute("COMMIT")
+        if self._watch is not None:
+            self._watch.check()
 
     @staticmethod
     def rollback(conn: sqlite3.Connection) -> None:
@@ -365,7 +379,7 @@ class Journal:
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time, store: JournalStore | None = None):
         self.path = Path(path)
         self.clock = clock
-        self.store: JournalStore = store if store is not None else SqliteStore(path)
+        self.store: JournalStore = store if store is not None else SqliteStore(path, hold_lock=True)
         self._conn: Any = None  # the store's connection, used by the worker thread only
         self._queue: list[tuple[Callable[[Any], Any], _Waiter | None]] = []
         self._wake = anyio.Event()

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from storage import sqlite_file
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS session_owner (
     session     TEXT PRIMARY KEY,
@@ -74,15 +76,11 @@ class OwnershipStore:
     def __init__(self, path: str | Path, clock: Callable[[], float] = time.time):
         self.path = Path(path)
         self.clock = clock
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        if str(path) == ":memory:":
+            self._db = _prepare(sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False))
+        else:
+            self._db = sqlite_file.open_database(path, _prepare, hold_lock=True, timeout=2.0)
             private(self.path)
-        self._db = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=2000")
-        self._db.executescript(SCHEMA)
         self._hash_plain_tokens()
         self._owners: dict[str, Owner] = {
             row[0]: Owner(row[1], row[2], row[3], bytes(row[4]))
@@ -144,9 +142,18 @@ class OwnershipStore:
 
     def close(self) -> None:
         self._db.close()
+        if str(self.path) != ":memory:":
+            sqlite_file.release(self.path)
 
     def __len__(self) -> int:
         return len(self._owners)
+
+
+def _prepare(db: sqlite3.Connection) -> sqlite3.Connection:
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(SCHEMA)
+    return db
 
 
 def proves(owner: Owner, kind: str, proof: str) -> bool:

@@ -47,15 +47,16 @@ class JournalStore(Protocol):
     def purge_older_than(self, conn: Any, cutoff: float) -> int: ...
 
 
-def journal_store(config: Config) -> JournalStore:
-    """The journal's database as `storage.backend` says."""
+def journal_store(config: Config, *, hold_lock: bool = False) -> JournalStore:
+    """The journal's database as `storage.backend` says; `hold_lock`: the runtime's own journal
+    (SQLite: storage/sqlite_file.py's lock on the file, and a watch for it being deleted)."""
     if config.storage.backend == "postgres":
         from storage.postgres import PostgresStore
 
         return PostgresStore(config.storage.url)
     from storage.journal import SqliteStore
 
-    return SqliteStore(config.path(config.storage.path))
+    return SqliteStore(config.path(config.storage.path), hold_lock=hold_lock)
 
 
 def ownership_store(config: Config, clock: Callable[[], float] = time.time) -> OwnershipStore:

@@ -3,6 +3,8 @@ model injected into the real LLMWorker, and a recording stand-in for the glasses
 test does not need the phone bridge."""
 from __future__ import annotations
 
+import inspect
+import socket
 import tempfile
 import time
 from contextlib import asynccontextmanager
@@ -99,6 +101,43 @@ class System:
         return await self.client.ask("session", p.SessionInfoRequest(), session=session)
 
 
+def free_port() -> int:
+    """A TCP port on loopback nobody listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def until(predicate, timeout: float = 10.0, every_s: float = 0.01):
+    """Wait until `predicate()` (a plain or an async function) is truthy, and return its value;
+    TimeoutError after `timeout` seconds."""
+    with anyio.fail_after(timeout):
+        while True:
+            value = predicate()
+            if inspect.isawaitable(value):
+                value = await value
+            if value:
+                return value
+            await anyio.sleep(every_s)
+
+
+def poll(predicate, timeout: float = 60.0, every_s: float = 0.3):
+    """`until` for tests that drive other processes from plain (blocking) code."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every_s)
+    raise AssertionError("condition not met in time")
+
+
+def _address_in_use(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_address_in_use(one) for one in exc.exceptions)
+    return isinstance(exc, zmq.ZMQError) and exc.errno == zmq.EADDRINUSE
+
+
 async def start_killable(tg, actor: Actor):
     """Start `actor` in `tg` so that the returned `kill()` ends it the way a SIGKILL does (what it
     was asked is never answered) and `restart(successor)` starts another on its address once the
@@ -113,8 +152,16 @@ async def start_killable(tg, actor: Actor):
             gone.set()
 
     async def restart(successor: Actor) -> None:
-        await gone.wait()  # the killed one's inbox address is free once its task has closed it
-        await tg.start(successor.run)
+        await gone.wait()  # the killed one's inbox is closed once its task has ended...
+        with anyio.fail_after(5):
+            while True:
+                try:
+                    await tg.start(successor.run)
+                    return
+                except BaseException as exc:  # ...and ZeroMQ lets go of its address a moment later
+                    if not _address_in_use(exc):
+                        raise
+                await anyio.sleep(0.01)
 
     await tg.start(run)
     return scope.cancel, restart

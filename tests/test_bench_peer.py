@@ -1,5 +1,5 @@
-"""`run.py bench --mix`, `--peer langgraph`, `--floor` and `--profile-turn`: the turn mix a run plays,
-the same turns through LangGraph's ReAct agent, the cost floor, and the per-process profile."""
+"""`run.py bench --mix`, `--peer langgraph` and `--floor`: the turn mix a run plays, the same turns
+through LangGraph's ReAct agent, and the cost floor."""
 import json
 import os
 import subprocess
@@ -15,7 +15,7 @@ from bench.runtime import scratch_config
 from core.config import Config, load_config
 
 REPO = Path(__file__).resolve().parent.parent
-ACTOR_PROCESSES = {"skills", "toolsets", "llm", "session", "glasses"}
+ACTOR_PROCESSES = {"skills", "toolsets", "media", "llm", "session", "glasses"}
 
 
 def test_a_mix_names_kinds_and_weights_and_says_what_is_wrong():
@@ -124,23 +124,3 @@ def test_a_floor_whose_turns_fail_says_so_plainly(tmp_path):
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert "porfiry: bench --floor: a turn of the floor failed: LLMError: prompt of" in done.stderr
-
-def test_profile_of_a_turn_covers_every_actor_process(tmp_path):
-    out = tmp_path / "profile.json"
-    done = subprocess.run(
-        [sys.executable, "run.py", "bench", "--profile-turn", "--mix", "media=1", "--sessions", "6", "--turns", "2",
-         "--think-ms", "0", "--sessions-per-phone", "3", "--json", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=180,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    report = json.loads(out.read_text())
-    assert report["turns"] == 12 and report["lost"] == 0
-    processes = {row["name"]: row for row in report["processes"]}
-    assert set(processes) == ACTOR_PROCESSES
-    # a media turn: the phone's event into the bridge, Generates into the worker, chunks into the session
-    for name in ("glasses", "session", "llm", "toolsets"):
-        assert processes[name]["messages_in_per_turn"] >= 1, name
-        assert processes[name]["ms_per_turn"] > 0
-    assert processes["llm"]["messages_in_per_turn"] >= 3  # at least three model calls per media turn
-    assert sum(report["components_ms_per_turn"].values()) > 0
-    assert "the costliest functions" in done.stdout

@@ -83,7 +83,7 @@ def served(tmp_path_factory):
     log = open(tmp / "serve.log", "w")
     proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                             stdout=log, stderr=subprocess.STDOUT)
-    _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
+    _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
     ctx = zmq.Context()
     fuzzer, healthy = ctx.socket(zmq.DEALER), ctx.socket(zmq.DEALER)
     for sock, name in ((fuzzer, b"fuzz/1"), (healthy, b"healthy/1")):
@@ -129,6 +129,6 @@ def test_fuzzed_phone_messages_are_answered_or_dropped_and_nobody_else_notices(s
 def test_after_the_fuzzing_no_actor_restarted_and_the_runtime_serves(served):
     config, _, _ = served
     status = _status(config)
-    assert len(status) == 5 and all(row[1] == "yes" and row[3] == "0" for row in status.values()), status
+    assert len(status) == 6 and all(row[1] == "yes" and row[3] == "0" for row in status.values()), status
     said = _cli(config, "say", "--session", "after-fuzz", "--timeout", "20", "hello there")
     assert said.returncode == 0, said.stderr

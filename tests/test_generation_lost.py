@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 import protocol as p
-from bench.conversation import InProcessPorts
+from core.inprocess import InProcessPorts
 from core.budget import default_catalog
 from core.clock import ManualClock
 from core.config import load_config

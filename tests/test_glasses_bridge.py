@@ -4,7 +4,6 @@ partial display, a final display and TurnDone (the real SessionActor is tested e
 from __future__ import annotations
 
 import shutil
-import socket
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
 from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
-from harness import override
+from harness import free_port, override
 from transport import keys as keyfiles
 from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
@@ -84,12 +83,6 @@ class StandInSession(Actor):
 
 
 # ---- the system under test --------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def dirs(ipc_dir, tmp_path):
     """The sockets' directory, and a keys directory with the phones phone-a and phone-b allowed."""

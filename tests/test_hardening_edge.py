@@ -261,7 +261,7 @@ async def test_a_tool_name_the_model_made_up_is_counted_as_unknown_not_as_a_new_
 async def test_sessions_delete_removes_the_owner_and_its_token(tmp_path):
     import argparse
 
-    from storage.cli import cmd_sessions
+    from cli.sessions import cmd_sessions
 
     config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
     async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:

@@ -12,7 +12,7 @@ import pytest
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
-from harness import inproc_system
+from harness import inproc_system, until as wait_until
 from llm.adapt import to_openai_messages
 from llm.scripted import ScriptedBackend
 
@@ -119,12 +119,6 @@ def assert_every_call_paired(history):
             assert history[index + 1]["role"] == "tool", history
         if message["role"] == "tool":
             assert "TOOL_CALL:" in history[index - 1]["content"], history
-
-
-async def wait_until(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 async def test_seed_email_interrupted_by_the_weather_then_finished_with_the_real_contacts(tmp_path):
@@ -326,8 +320,11 @@ async def test_forged_lines_from_a_skill_a_tool_and_a_timer_stay_data(tmp_path, 
         await system.actors["glasses"].wait_turns("s", 4)
         history = await system.history("s")
         texts = [m["content"] for m in history]
-        # every forged line reached the model, fenced
-        assert sum(FORGED.replace("[", "\\[") in t for t in texts) == 3, texts
+        # every forged line reached the model, fenced (the skill's, the tool's, the timer's; the
+        # user's own words are fenced too since a label within a line is: issue 38)
+        fenced = FORGED.replace("[", "\\[")
+        for source in ("Step one.", "buy milk", "[Timer fired]"):
+            assert any(source in t and fenced in t for t in texts), (source, texts)
         rendered = to_openai_messages(backend.calls[-1])  # what an OpenAI-style model reads
         for text in texts + [m["content"] for m in rendered]:
             for line in text.splitlines():
@@ -375,8 +372,9 @@ async def test_the_model_router_turns_a_question_into_an_interrupt(tmp_path):
 
 
 async def test_the_model_router_falls_back_to_the_rules_on_nonsense(tmp_path):
+    # the phrase rules alone (the shipped classifier would answer the weather question in parallel)
     backend = ScriptedBackend(reply_fn=routed_model("Sure! The weather is a fine topic."))
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets}, router_classifier=False,
                              execute_substituted_calls=True, tool_background_after_s=0, router="model") as system:
         tools, glasses = system.actors["toolsets"], system.actors["glasses"]
         await system.deliver("s", "write an email to Anna", event_id="e1")

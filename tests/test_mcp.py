@@ -16,7 +16,7 @@ import pytest
 
 import protocol as p
 from core.config import McpConfig, McpServerConfig
-from harness import inproc_system, make_config
+from harness import free_port, inproc_system, make_config
 from llm.scripted import ScriptedBackend
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_notes_server.py")
@@ -35,12 +35,6 @@ def model(messages):
 
 def prompt_of(messages):
     return "\n\n".join(m.content for m in messages if m.role == "system")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HttpServer:

@@ -10,9 +10,9 @@ import pytest
 
 import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
-from actors.toolsets import ToolsetSupervisor
+from actors.media_executor import MediaExecutor
 from core.toolsets import Toolset
-from harness import override
+from harness import override, until
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.executor import MediaTools
 from toolsets.media.tools import MEDIA_TOOLSET
@@ -62,7 +62,7 @@ async def running(config, *actors):
 def with_catalog(config, catalog, **kw):
     """The executor hosting the media toolset over `catalog` instead of the default one."""
     record = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=lambda host: MediaTools(host, catalog))
-    return ToolsetSupervisor(config, records=[record], **kw)
+    return MediaExecutor(config, records=[record], **kw)
 
 
 def invoke(tool, call_id="c1", **args):
@@ -70,11 +70,11 @@ def invoke(tool, call_id="c1", **args):
 
 
 async def test_search_in_russian_english_and_with_typos_through_the_supervisor(config):
-    async with running(config, ToolsetSupervisor(config)) as client:
-        english = await client.ask("toolsets", invoke("media_search", query="lara croft"), session="s1", timeout=5)
-        russian = await client.ask("toolsets", invoke("media_search", query="Лара Крофт"), session="s1", timeout=5)
-        typo = await client.ask("toolsets", invoke("media_search", query="Терминатр"), session="s1", timeout=5)
-        paged = await client.ask("toolsets", invoke("media_search", query="терминатор", page="2"),
+    async with running(config, MediaExecutor(config)) as client:
+        english = await client.ask("media", invoke("media_search", query="lara croft"), session="s1", timeout=5)
+        russian = await client.ask("media", invoke("media_search", query="Лара Крофт"), session="s1", timeout=5)
+        typo = await client.ask("media", invoke("media_search", query="Терминатр"), session="s1", timeout=5)
+        paged = await client.ask("media", invoke("media_search", query="терминатор", page="2"),
                                  session="s1", timeout=5)
     for outcome in (english, russian):
         assert outcome.ok is True and outcome.call_id == "c1"
@@ -84,9 +84,9 @@ async def test_search_in_russian_english_and_with_typos_through_the_supervisor(c
 
 
 async def test_info_for_a_known_and_an_unknown_id(config):
-    async with running(config, ToolsetSupervisor(config)) as client:
-        known = await client.ask("toolsets", invoke("media_info", id="terminator-1984"), session="s1", timeout=5)
-        unknown = await client.ask("toolsets", invoke("media_info", id="terminatr-1984"), session="s1", timeout=5)
+    async with running(config, MediaExecutor(config)) as client:
+        known = await client.ask("media", invoke("media_info", id="terminator-1984"), session="s1", timeout=5)
+        unknown = await client.ask("media", invoke("media_info", id="terminatr-1984"), session="s1", timeout=5)
     assert known.ok is True
     assert known.text.startswith("Терминатор (original: The Terminator), 1984, film")
     assert "James Cameron" in known.text
@@ -95,12 +95,12 @@ async def test_info_for_a_known_and_an_unknown_id(config):
 
 
 async def test_values_the_spec_cannot_check_are_checked_by_the_toolset(config):
-    async with running(config, ToolsetSupervisor(config)) as client:
-        action = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="rewind"), session="s1",
+    async with running(config, MediaExecutor(config)) as client:
+        action = await client.ask("media", invoke("media_play", id="terminator-1984", action="rewind"), session="s1",
                                   timeout=5)
-        page = await client.ask("toolsets", invoke("media_search", query="alien", page="x"), session="s1",
+        page = await client.ask("media", invoke("media_search", query="alien", page="x"), session="s1",
                                 timeout=5)
-        unknown = await client.ask("toolsets", invoke("media_rate", id="x"), session="s1")
+        unknown = await client.ask("media", invoke("media_rate", id="x"), session="s1")
     assert action == p.ToolOutcome(call_id="c1", ok=False, text=(
         "arguments invalid for media_play; expected: media_play|id; action? "
         "(action must be one of play|pause|resume|stop)"))
@@ -114,8 +114,8 @@ async def test_values_the_spec_cannot_check_are_checked_by_the_toolset(config):
 ])
 async def test_play_reports_what_the_phone_answered(config, mode, ok, words):
     glasses = StandInGlasses(config, mode)
-    async with running(config, ToolsetSupervisor(config), glasses) as client:
-        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
+    async with running(config, MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
     assert (outcome.call_id, outcome.ok, outcome.task_id) == ("c1", ok, "")
     assert outcome.text.startswith(words[0]) and outcome.text.endswith(words[1])
     [(session, command)] = glasses.commands
@@ -126,8 +126,8 @@ async def test_play_reports_what_the_phone_answered(config, mode, ok, words):
 
 async def test_play_pending_returns_a_task_id_for_the_later_event(config):
     glasses = StandInGlasses(config, "pending")
-    async with running(config, ToolsetSupervisor(config), glasses) as client:
-        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984", action="pause"),
+    async with running(config, MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("media", invoke("media_play", id="terminator-1984", action="pause"),
                                    session="s1", timeout=5)
     [(_, command)] = glasses.commands
     assert command.command.action == "pause"
@@ -138,9 +138,9 @@ async def test_play_pending_returns_a_task_id_for_the_later_event(config):
 
 
 async def test_play_with_the_glasses_bridge_down_is_a_clear_error(config):
-    async with running(config, ToolsetSupervisor(config)) as client:
+    async with running(config, MediaExecutor(config)) as client:
         started = time.monotonic()
-        outcome = await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
+        outcome = await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=5)
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text=(
         "tool media_play failed: the glasses bridge did not answer within 0.5 s, so the phone may not have the "
         "command; try again"))
@@ -149,8 +149,8 @@ async def test_play_with_the_glasses_bridge_down_is_a_clear_error(config):
 
 async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
     glasses = StandInGlasses(config)
-    async with running(config, ToolsetSupervisor(config), glasses) as client:
-        outcome = await client.ask("toolsets", invoke("media_play", id="no-such-film"), session="s1", timeout=5)
+    async with running(config, MediaExecutor(config), glasses) as client:
+        outcome = await client.ask("media", invoke("media_play", id="no-such-film"), session="s1", timeout=5)
     assert outcome.ok is False and outcome.text.startswith("no title with id “no-such-film”")
     assert glasses.commands == []
 
@@ -158,11 +158,11 @@ async def test_play_of_an_unknown_id_sends_nothing_to_the_phone(config):
 async def test_cancel_stops_a_call_waiting_for_the_phone(config):
     config = override(config, phone={"playback_wait_s": 30}, session={"tool_timeout_s": 30})
     glasses = StandInGlasses(config, "silent")
-    async with running(config, ToolsetSupervisor(config), glasses) as client:
+    async with running(config, MediaExecutor(config), glasses) as client:
         answers = {}
 
         async def call():
-            answers["play"] = await client.ask("toolsets", invoke("media_play", call_id="c5", id="terminator-1984"),
+            answers["play"] = await client.ask("media", invoke("media_play", call_id="c5", id="terminator-1984"),
                                                session="s1", timeout=30)
 
         async with anyio.create_task_group() as tg:
@@ -171,9 +171,9 @@ async def test_cancel_stops_a_call_waiting_for_the_phone(config):
                 while not glasses.commands:
                     await anyio.sleep(0.01)
             started = time.monotonic()
-            answers["cancel"] = await client.ask("toolsets", p.ToolCancel(call_id="c5"), session="s1")
+            answers["cancel"] = await client.ask("media", p.ToolCancel(call_id="c5"), session="s1")
         elapsed = time.monotonic() - started
-        again = await client.ask("toolsets", p.ToolCancel(call_id="c5"), session="s1")
+        again = await client.ask("media", p.ToolCancel(call_id="c5"), session="s1")
     assert answers["play"] == p.ToolOutcome(call_id="c5", ok=False, text="cancelled")
     assert answers["cancel"] == p.Ok(detail="cancelled")
     assert elapsed < 1
@@ -186,9 +186,11 @@ class SlowCatalog(EmbeddedCatalog):
     def __init__(self, *args, **kw):
         super().__init__(*args, **kw)
         self.release = threading.Event()
+        self.searching = threading.Event()
 
     def search(self, query, page=1, per_page=5):
         if query == "slow":
+            self.searching.set()
             self.release.wait(5)
         return super().search(query, page, per_page)
 
@@ -199,14 +201,14 @@ async def test_a_slow_search_does_not_block_other_sessions(config):
         done = {}
 
         async def slow():
-            done["slow"] = await client.ask("toolsets", invoke("media_search", call_id="a", query="slow"),
+            done["slow"] = await client.ask("media", invoke("media_search", call_id="a", query="slow"),
                                             session="s1", timeout=10)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(slow)
-            await anyio.sleep(0.05)
+            await until(catalog.searching.is_set)
             with anyio.fail_after(2):
-                done["other"] = await client.ask("toolsets", invoke("media_info", call_id="b", id="terminator-1984"),
+                done["other"] = await client.ask("media", invoke("media_info", call_id="b", id="terminator-1984"),
                                                  session="s2", timeout=2)
             assert "slow" not in done  # the other session was served while the search still ran
             catalog.release.set()
@@ -221,11 +223,11 @@ async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(con
     async with running(config, glasses) as client:
         async with anyio.create_task_group() as tg:
             async with anyio.create_task_group() as executor_group:
-                await executor_group.start(ToolsetSupervisor(config).run)
+                await executor_group.start(MediaExecutor(config).run)
 
                 async def call():
                     with pytest.raises(AskTimeout):
-                        await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=1)
+                        await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=1)
 
                 tg.start_soon(call)
                 with anyio.fail_after(3):
@@ -234,9 +236,9 @@ async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(con
                 executor_group.cancel_scope.cancel()  # the executor dies with the call in flight
 
         async with anyio.create_task_group() as executor_group:
-            await executor_group.start(ToolsetSupervisor(config).run)  # what the supervisor's restart does
+            await executor_group.start(MediaExecutor(config).run)  # what the supervisor's restart does
             with anyio.fail_after(3):
-                again = await client.ask("toolsets", invoke("media_search", call_id="c2", query="lara croft"),
+                again = await client.ask("media", invoke("media_search", call_id="c2", query="lara croft"),
                                          session="s1", timeout=3)
             executor_group.cancel_scope.cancel()
     assert again.ok is True and again.text.startswith("lara-croft-tomb-raider-2001")
@@ -247,8 +249,8 @@ async def test_a_call_older_than_the_tool_timeout_is_not_run(config):
     a restarted executor must not start that film minutes later."""
     glasses = StandInGlasses(config)
     later = config.session.tool_timeout_s + 1
-    executor = ToolsetSupervisor(config, clock=lambda: time.time() + later)  # every call looks stale
+    executor = MediaExecutor(config, clock=lambda: time.time() + later)  # every call looks stale
     async with running(config, executor, glasses) as client:
         with pytest.raises(AskTimeout):
-            await client.ask("toolsets", invoke("media_play", id="terminator-1984"), session="s1", timeout=0.5)
+            await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=0.5)
     assert glasses.commands == []

@@ -14,7 +14,7 @@ from core.observe import QUIET, Observer, dynamic_sections
 from core.prompt import build_prompt, build_system_prompt
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
-from harness import inproc_system, override
+from harness import inproc_system, override, start_killable, until as _until
 from llm.scripted import ScriptedBackend
 from test_session_events import SlowToolsets, model as slow_tool_model
 from web.journal import Journal
@@ -38,12 +38,6 @@ async def observed(system, prompt_sessions=()):
             tg.start_soon(collect)
             yield first, facts
             tg.cancel_scope.cancel()
-
-
-async def _until(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 def _of(facts, kind, **match):
@@ -104,9 +98,9 @@ async def test_an_interrupt_is_published_with_its_strategy_a_cancelled_call_and_
 
 
 async def test_a_tool_left_running_by_an_interrupt_shows_as_placeholder_then_late(tmp_path):
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=slow_tool_model), stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=slow_tool_model), stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         async with observed(system) as (_, facts):
             await system.deliver("s", "search lara", event_id="e1")
             await slow.started.wait()
@@ -276,26 +270,17 @@ async def test_the_console_subscribes_again_after_the_session_actor_restarts(tmp
                              config=ipc_config) as system:
         facts, seeded = [], []
         link = RuntimeLink(system.config, facts.append, seeded.append, None, lease_s=1.5)
-
-        async def session_actor(task_status=anyio.TASK_STATUS_IGNORED):
-            await SessionActor(system.config, zmq_context=system.zmq).run(task_status=task_status)
-
         async with anyio.create_task_group() as tg:
-            first = anyio.CancelScope()
-
-            async def run_first(task_status=anyio.TASK_STATUS_IGNORED):
-                with first:
-                    await SessionActor(system.config, zmq_context=system.zmq).run(task_status=task_status)
-
-            await tg.start(run_first)
+            kill, restart = await start_killable(tg, SessionActor(system.config, zmq_context=system.zmq))
             await tg.start(link.run)
             await _until(lambda: seeded)
             await system.turn("before", "hello")
             await _until(lambda: _of(facts, p.TurnFact, session="before", phase="end"))
-            first.cancel()  # the session actor dies; a new one starts with no subscribers
-            await anyio.sleep(0.1)
-            await tg.start(session_actor)
+            kill()  # the session actor dies; a new one starts with no subscribers
+            await restart(SessionActor(system.config, zmq_context=system.zmq))
             await _until(lambda: len(seeded) == 2)  # the renewal was refused: subscribed again
             await system.turn("after", "hello again")
             await _until(lambda: _of(facts, p.TurnFact, session="after", phase="end"))
             tg.cancel_scope.cancel()
+        assert len(seeded) == 2, "subscribed once, and once more after the restart"
+        assert _of(facts, p.EventFact, session="after"), "the new session actor's facts reach the console"

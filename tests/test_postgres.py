@@ -10,7 +10,7 @@ import pytest
 import protocol as p
 from llm.scripted import ScriptedBackend
 from storage import postgres as pg
-from storage.cli import cmd_sessions
+from cli.sessions import cmd_sessions
 from tests.harness import inproc_system, make_config, override
 
 

@@ -2,21 +2,15 @@
 the phone over tcp://, driven by the CLI like an operator would."""
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from harness import free_port as _free_port, poll as _wait_until
+
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 MCP_SERVERS = f"""
@@ -76,19 +70,10 @@ def _status(config: Path) -> dict[str, list[str]]:
     return {line.split()[0]: line.split() for line in out[2:] if line.strip()}
 
 
-def _wait_until(predicate, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("condition not met in time")
-
 
 @pytest.fixture
 def served(tmp_path, ipc_dir):
-    """Starts `run.py serve` on `_write_config(**tables)` and waits for its five actors: (config,
+    """Starts `run.py serve` on `_write_config(**tables)` and waits for its six actors: (config,
     process). Whatever is still running at the end is stopped."""
     started = []
 
@@ -97,7 +82,7 @@ def served(tmp_path, ipc_dir):
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 5 and all(row[1] == "yes" for row in s.values()))
+        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
         return config, proc
 
     yield start
@@ -114,7 +99,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
     config, _ = served(extra=MCP_SERVERS)
     status = _status(config)
     pids = {name: int(row[2]) for name, row in status.items()}
-    assert len(set(pids.values())) == 5, "each actor runs in its own process"
+    assert len(set(pids.values())) == 6, "each actor runs in its own process"
 
     def toolsets():
         listed = _cli(config, "toolsets", "list")
@@ -176,7 +161,7 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
     config, _ = served(topology='groups = [["glasses", "session", "llm"]]')
     pids = {name: int(row[2]) for name, row in _status(config).items()}
     assert pids["glasses"] == pids["session"] == pids["llm"], "the group is one process"
-    assert len(set(pids.values())) == 3, "the other two actors run alone"
+    assert len(set(pids.values())) == 4, "the other three actors run alone"
     said = _cli(config, "say", "--session", "g1", "--timeout", "20", "the matrix film")
     assert said.returncode == 0, said.stderr
     assert "Matrix" in said.stdout.splitlines()[-1]
@@ -191,3 +176,40 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
     said = _cli(config, "say", "--session", "g2", "--timeout", "20", "hello there")
     assert said.returncode == 0, said.stderr
     assert said.stdout.strip().splitlines()[-1].startswith("Sure.")
+
+
+async def test_a_crashed_media_executor_is_restarted_alone_and_other_calls_are_untouched(served):
+    """The MediaExecutor is a process of its own: killed while an MCP call runs in the
+    ToolsetSupervisor, that call still answers, nothing else restarts, and media works again."""
+    import anyio
+
+    import protocol as p
+    from actors.base import Endpoint
+    from core.config import load_config
+
+    config_path, _ = served(extra=MCP_SERVERS)
+    pids = {name: int(row[2]) for name, row in _status(config_path).items()}
+    _wait_until(lambda: "available" in _cli(config_path, "toolsets", "list").stdout.split("notes")[-1].split("\n")[0])
+    client = Endpoint(load_config(str(config_path)), name="test")
+    async with client.running():
+        first = await client.ask("media", p.ToolInvoke(call_id="m1", tool="media_search", args={"query": "alien"}),
+                                 session="s1", timeout=10)
+        answers = {}
+        async with anyio.create_task_group() as tg:
+            async def export():
+                answers["export"] = await client.ask("toolsets", p.ToolInvoke(
+                    call_id="n1", tool="notes_export", args={"seconds": "2"}), session="s1", timeout=10)
+            tg.start_soon(export)
+            with anyio.fail_after(10):  # the MCP call runs in the ToolsetSupervisor's process
+                while not isinstance(await client.ask("toolsets", p.ToolRunning(call_id="n1"), session="s1"), p.Ok):
+                    await anyio.sleep(0.05)
+            os.kill(pids["media"], signal.SIGKILL)
+        rows = await anyio.to_thread.run_sync(lambda: _wait_until(
+            lambda: (s := _status(config_path)) and s["media"][1] == "yes" and int(s["media"][2]) != pids["media"] and s))
+        again = await client.ask("media", p.ToolInvoke(call_id="m2", tool="media_search", args={"query": "alien"}),
+                                 session="s1", timeout=10)
+    assert first.ok and "Alien" in first.text
+    assert answers["export"].ok, answers["export"]
+    assert rows["media"][3] == "1"
+    assert all(int(rows[name][2]) == pids[name] and rows[name][3] == "0" for name in pids if name != "media"), rows
+    assert again.ok and "Alien" in again.text

@@ -12,6 +12,7 @@ import anyio
 
 from tests.scripted_openai_server import Reply, ScriptedOpenAIServer
 from tests.test_process_mode import _write_config
+from harness import until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,21 +63,14 @@ async def status(config: Path) -> dict[str, list[str]]:
     return {line.split()[0]: line.split() for line in out.splitlines()[2:] if line.strip() and len(line.split()) > 3}
 
 
-async def wait_until(predicate, timeout: float = 60.0):
-    with anyio.fail_after(timeout):
-        while not (value := await predicate()):
-            await anyio.sleep(0.3)
-        return value
-
-
 async def serve(config: Path, log: Path):
     process = await anyio.open_process([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                                        stdout=open(log, "ab"), stderr=open(log, "ab"))
 
     async def ready():
         rows = await status(config)
-        return len(rows) == 5 and all(row[1] == "yes" for row in rows.values()) and rows
-    return process, await wait_until(ready)
+        return len(rows) == 6 and all(row[1] == "yes" for row in rows.values()) and rows
+    return process, await until(ready, timeout=60, every_s=0.3)
 
 
 def system_prompt(request) -> str:
@@ -102,7 +96,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
             assert "media" in system_prompt(server.requests[-1]).split("Active toolsets:")[-1], "media is active now"
 
             os.kill(int(rows["session"][2]), signal.SIGKILL)
-            await wait_until(lambda: _restarted(config, "session", rows["session"][2]))
+            await until(lambda: _restarted(config, "session", rows["session"][2]), timeout=60, every_s=0.3)
             before = len(server.requests)
             code, out = await cli(config, "say", "--session", "d1", "--timeout", "20", "search lara croft")
             assert code == 0 and "Here is what I found" in out, out
@@ -120,7 +114,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
                 async def ask_slowly():
                     outcome.append(await cli(config, "say", "--session", "d1", "--timeout", "40", "slow question"))
                 tg.start_soon(ask_slowly)
-                await wait_until(lambda: _asked(server, before, "slow question"))
+                await until(lambda: _asked(server, before, "slow question"), timeout=60, every_s=0.3)
                 os.kill(int(rows["session"][2]), signal.SIGKILL)
             code, out = outcome[0]
             assert code == 0 and out.strip().splitlines()[-1].endswith("Сорок два."), out

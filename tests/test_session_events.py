@@ -4,28 +4,27 @@ import anyio
 
 import protocol as p
 from actors.base import Actor, Inbound
-from core.budget import default_catalog
-from harness import inproc_system
+from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
 
 
 class SlowToolsets(Actor):
-    """Stands in for the ToolsetSupervisor: every tool blocks until the test releases it, and
-    ignores ToolCancel (the worst case: a tool that cannot stop)."""
+    """Stands in for the MediaExecutor (the ToolsetSupervisor still serves the catalog): every
+    tool blocks until the test releases it, and ignores ToolCancel (the worst case: a tool that
+    cannot stop)."""
 
-    name = "toolsets"
+    name = "media"
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
         self.release = anyio.Event()
         self.started = anyio.Event()
+        self.answered = anyio.Event()
         self.cancels: list[str] = []
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
-        if isinstance(body, p.CatalogRequest):
-            msg.reply(self, p.Catalog(toolsets=default_catalog()))
-        elif isinstance(body, p.ToolInvoke):
+        if isinstance(body, p.ToolInvoke):
             self.spawn(self._slow, msg, body)
         elif isinstance(body, p.ToolCancel):
             self.cancels.append(body.call_id)
@@ -34,6 +33,7 @@ class SlowToolsets(Actor):
         self.started.set()
         await self.release.wait()
         msg.reply(self, p.ToolOutcome(call_id=body.call_id, ok=True, text=f"slow result for {body.args.get('query', '')}"))
+        self.answered.set()
 
 
 def model(messages):
@@ -62,18 +62,12 @@ def assert_every_call_paired(history):
     assert calls == sum(1 for m in history if m["role"] == "tool")
 
 
-async def _wait(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
-
-
 async def test_stop_mid_generation_discards_the_partial_answer(tmp_path):
     backend = ScriptedBackend(reply_fn=model, token_delay_s=0.02)
     async with inproc_system(tmp_path, backend=backend) as system:
         glasses = system.actors["glasses"]
         await system.deliver("s", "tell me a story", event_id="e1")
-        await _wait(lambda: any(isinstance(m, p.Display) and "once upon" in m.text for m in glasses.shown.get("s", [])))
+        await until(lambda: any(isinstance(m, p.Display) and "once upon" in m.text for m in glasses.shown.get("s", [])))
         await system.deliver("s", "стоп", event_id="e2")
         shown = await glasses.wait_event_done("s", "e2")
         assert any(isinstance(m, p.Display) and m.clear for m in shown), "glasses were not cleared"
@@ -91,9 +85,9 @@ async def test_stop_mid_generation_discards_the_partial_answer(tmp_path):
 async def test_stop_during_slow_tool_cancels_it_and_says_so(tmp_path):
     """CANCEL (E3): the running tool gets a cancel signal, its call's result says "cancelled by the
     user", and whatever the tool answers afterwards never enters the history."""
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "", kind="user_interrupt", event_id="e2")
@@ -104,7 +98,7 @@ async def test_stop_during_slow_tool_cancels_it_and_says_so(tmp_path):
         assert slow.cancels, "the running tool got no cancel signal"
         assert any(isinstance(m, p.Display) and m.final for m in shown)
         slow.release.set()  # this stand-in ignores the cancel and answers anyway
-        await anyio.sleep(0.3)
+        await slow.answered.wait()  # in one process the answer reaches the session as it is sent
         history = await system.history("s")
         assert not any("slow result" in m["content"] for m in history)
         assert not (await system.info("s")).busy, "a cancelled tool's answer started a turn"
@@ -113,9 +107,9 @@ async def test_stop_during_slow_tool_cancels_it_and_says_so(tmp_path):
 
 async def test_events_during_a_step_are_batched_with_labels(tmp_path):
     backend = ScriptedBackend(reply_fn=model)
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "and also the sequel", event_id="e2")
@@ -137,9 +131,9 @@ async def test_events_during_a_step_are_batched_with_labels(tmp_path):
 
 async def test_time_question_during_slow_tool_is_answered_in_parallel(tmp_path):
     backend = ScriptedBackend(reply_fn=model)
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": SlowToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"media": SlowToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        slow = system.actors["toolsets"]
+        slow = system.actors["media"]
         await system.deliver("s", "search lara", event_id="e1")
         await slow.started.wait()
         await system.deliver("s", "который час?", event_id="e2")
@@ -173,10 +167,12 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path, manual_clock):
         await system.turn("idle", "remind me about tea")
         await system.turn("busy", "remind me about tea")
         clock.advance(301)
-        await _wait(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["idle"]))
-        await _wait(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["busy"]))
+        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["idle"]))
+        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["busy"]))
         for session in ("idle", "busy"):
-            assert_every_call_paired(await system.history(session))
+            history = await system.history(session)
+            assert any("tea is ready" in m["content"] and "Timer fired" in m["content"] for m in history), history
+            assert_every_call_paired(history)
 
 
 async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_and_comes_back_from_disk(tmp_path, manual_clock):
@@ -198,10 +194,10 @@ async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_an
         await anyio.sleep(0.05)
         assert (await system.info("chatty")).resident, "not yet: 599 s idle"
         clock.advance(61)  # idle sessions are looked for once a minute
-        await _wait_async(lambda: _gone(system, "chatty"))
+        await until(lambda: _gone(system, "chatty"))
         on_disk = await system.info("chatty")
         assert on_disk.exists and [m["content"] for m in on_disk.history if m["role"] == "user"] == ["[User said] hello"]
-        await _wait(lambda: system.actors["glasses"].forgotten == ["chatty"])  # the bridge forgets too
+        await until(lambda: system.actors["glasses"].forgotten == ["chatty"])  # the bridge forgets too
         reminded = await system.info("reminded")
         assert reminded.resident, "a session with a timer set is kept in memory"
         assert any(m["role"] == "tool" and m["name"] == "timers_set" for m in reminded.history)
@@ -215,12 +211,6 @@ async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_an
 
 async def _gone(system, session):
     return not (await system.info(session)).resident
-
-
-async def _wait_async(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not await predicate():
-            await anyio.sleep(0.01)
 
 
 async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_never(tmp_path, manual_clock):
@@ -252,10 +242,10 @@ async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_nev
         await system.turn("cancelled", "remind me in 7")
         await system.turn("cancelled", "forget it")
         clock.advance(301)
-        await _wait(lambda: reminders(glasses, "soon"))
+        await until(lambda: reminders(glasses, "soon"))
         assert reminders(glasses, "later") == [] and reminders(glasses, "cancelled") == []
         clock.advance(300)
-        await _wait(lambda: reminders(glasses, "later"))
+        await until(lambda: reminders(glasses, "later"))
         await anyio.sleep(0.2)  # a wrongly fired timer of "cancelled" would have shown by now
         assert reminders(glasses, "soon") == ["Reminder: 5 minutes passed"]
         assert reminders(glasses, "later") == ["Reminder: 10 minutes passed"]

@@ -1,6 +1,7 @@
 """Skills: format, merge order, hot reload, per-session exclusion, versions, change notices."""
 import logging
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -234,7 +235,7 @@ def test_version_stable_when_unchanged_and_changes_on_edit(dirs, manual_clock):
     manual_clock.now += 1
     description_edit = repo.skills_version("s1")
     assert len({first, body_edit, description_edit}) == 3
-    assert all(len(v) == 8 and int(v, 16) >= 0 for v in (first, body_edit, description_edit))
+    assert all(re.fullmatch(r"[0-9a-f]{8}", v) for v in (first, body_edit, description_edit))
 
 
 # --- exclusions -----------------------------------------------------------------------------------

@@ -104,3 +104,35 @@ def test_unknown_tools_list_what_exists():
         "enable_toolset, disable_toolset; toolsets: media, timers")
     assert registry.validate("media_rewind", "") == (
         "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play")
+
+
+def test_a_candidate_toolset_that_collides_is_refused_alone():
+    fixed = [media_toolset()]
+    read = ToolsetSpec(name="read", summary="x", tools=[ToolSpec(name="read_skill", summary="x")])
+    twice = ToolsetSpec(name="twice", summary="x", tools=[ToolSpec(name="twice_a", summary="x")] * 2)
+    again = ToolsetSpec(name="media", summary="x", tools=[ToolSpec(name="media_x", summary="x")])
+    registry, refused = ToolsetRegistry.admitting(fixed, [read, timers_toolset(), twice, again])
+    assert registry.toolset_names() == ["media", "timers"]
+    assert refused == {"read": "tool read_skill is declared twice (a core tool has that name)",
+                       "twice": "tool twice_a is declared twice", "media": "toolset media is declared twice"}
+    assert registry.spec("read_skill").summary != "x" and registry.toolset_of("read_skill") is None
+
+
+def test_kept_results_are_bounded_by_bytes_and_count_least_recently_used_first():
+    import sys
+
+    from core.toolsets import KeptResults
+    size = sys.getsizeof("x" * 1000)
+    kept = KeptResults(max_count=3, max_bytes=2 * size)
+    kept.keep("a", "x" * 1000)
+    kept.keep("b", "y" * 1000)
+    assert kept["a"] == "x" * 1000  # used: b is now the oldest
+    kept.keep("c", "z" * 1000)
+    assert ("a" in kept, "b" in kept, "c" in kept) == (True, False, True) and kept.bytes == 2 * size
+    kept.keep("huge", "h" * 5000)  # larger than the whole budget: not kept, nothing evicted for it
+    assert "huge" not in kept and len(kept) == 2
+    by_count = KeptResults(max_count=1, max_bytes=10 * size)
+    by_count.keep("a", "x")
+    by_count.keep("b", "y")
+    assert "a" not in by_count and by_count["b"] == "y"
+    assert "a" not in KeptResults(max_count=0, max_bytes=10 * size)

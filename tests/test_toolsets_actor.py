@@ -11,10 +11,12 @@ import pytest
 import protocol as p
 import toy_toolset
 from actors.base import Endpoint
+from actors.media_executor import MediaExecutor
 from actors.toolsets import ToolsetSupervisor
-from core.config import ConfigError, load_config
+from core.config import ConfigError
+from core.loading import load_config
 from core.toolsets import Toolset
-from harness import override, start_killable
+from harness import override, start_killable, until
 
 TOOL_TIMEOUT_S = 0.5
 TOY = ["toy_toolset:TOOLSET"]
@@ -41,15 +43,27 @@ def invoke(tool, call_id="c1", **args):
 
 
 async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ctx):
-    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx), MediaExecutor(config, zmq_context=zmq_ctx)) as client:
         catalog = await client.ask("toolsets", p.CatalogRequest())
         report = await client.ask("toolsets", p.ToolsetsRequest())
     assert [(ts.name, ts.runs) for ts in catalog.toolsets] == [("media", "executor"), ("timers", "session"),
+                                                                ("channels", "session"), ("notify", "session"),
+                                                                ("tasks", "session"), ("monitors", "session"),
                                                                 ("toy", "executor")]
     for toolset in catalog.toolsets:
         assert toolset.summary and all(tool.name.startswith(toolset.name + "_") for tool in toolset.tools)
     assert [(row.name, row.runs, row.state, row.tools) for row in report.toolsets] == [
-        ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("toy", "executor", "available", 6)]
+        ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("channels", "session", "available", 3),
+        ("notify", "session", "available", 1), ("tasks", "session", "available", 3), ("monitors", "session", "available", 2),
+        ("toy", "executor", "available", 6)]
+
+
+async def test_a_toolset_whose_executor_actor_is_down_is_reported_unavailable(config, zmq_ctx):
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:  # no MediaExecutor
+        report = await client.ask("toolsets", p.ToolsetsRequest(), timeout=5)
+    rows = {row.name: row for row in report.toolsets}
+    assert rows["media"].state == "unavailable" and "its executor (media) does not answer" in rows["media"].error
+    assert rows["toy"].state == "available"
 
 
 async def test_a_tool_without_its_toolset_prefix_fails_start_up(config, zmq_ctx):
@@ -79,7 +93,7 @@ async def test_routing_unknown_tools_and_session_toolsets(config, zmq_ctx):
     assert unknown_in_set.ok is False
     assert unknown_in_set.text.startswith("tool toy_rate does not exist; toolset toy has: toy_echo")
     assert unknown.ok is False and unknown.text.startswith("tool weather_now does not exist; core tools:")
-    assert "toolsets: media, timers, toy" in unknown.text
+    assert "toolsets: media, timers, channels, notify, tasks, monitors, toy" in unknown.text
     assert timers == p.ToolOutcome(call_id="c1", ok=False, text="timers tools run in the session")
     assert core.ok is False and core.text.startswith("tool get_current_time does not exist")
     assert routed == p.ToolOutcome(call_id="c1", ok=True, text="echo: hi")
@@ -145,7 +159,7 @@ async def test_a_slow_call_in_one_session_does_not_delay_another(config, zmq_ctx
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call, "slow-session", "0.8")
-            await anyio.sleep(0.02)
+            await until(lambda: any(session == "slow-session" for session, *_ in toy_toolset.INSTANCES[-1].calls))
             tg.start_soon(call, "fast-session", "0")
     assert done["fast-session"] < 0.4 < done["slow-session"]
 
@@ -369,3 +383,19 @@ async def test_a_call_silent_past_its_timeout_is_still_a_timeout_error(config, z
         outcome = await session.invoke("s1", "c1", "toy_wait", {"seconds": "30"})
     # the executor's own timeout error, not the session's (which waits 2 s more)
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text="tool toy_wait failed: no answer within 0.3 s; try again")
+
+
+async def test_cut_results_are_kept_by_bytes_and_an_evicted_one_is_a_clear_answer(config, zmq_ctx):
+    # each toy_long|lines=1000 is 9,999 characters (about 10 KB): two fit in 25,000 bytes, not three
+    config = override(config, toolsets={"results_kept_bytes": 25_000})
+    async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
+        for session in ("s1", "s2", "s3"):
+            await client.ask("toolsets", invoke("toy_long", lines="1000"), session=session)
+        toy = toy_toolset.INSTANCES[-1]
+        evicted = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset="200"), session="s1")
+        kept = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset="200"), session="s3")
+    assert (evicted.ok, evicted.text) == (False, "the result of toy_long|lines=1000 is no longer kept (the runtime "
+                                          "keeps only the last 24 KB of long results); call the tool again "
+                                          "without offset to read it from the start")
+    assert kept.ok and kept.text.startswith("line 0021")
+    assert len(toy.calls) == 3  # an evicted result is not read on by running the tool again

@@ -20,7 +20,7 @@ def test_a_group_talks_inproc_inside_and_stays_reachable_from_outside():
     assert outside.address("session") == "ipc:///tmp/x/session.sock"
     assert inside.bind_addresses("session") == ["ipc:///tmp/x/session.sock", "inproc://porfiry-session"]
     # start order: leaves first, a group where its earliest member would start
-    assert process_groups(config) == [("skills",), ("toolsets",), ("llm",), ("session", "glasses")]
+    assert process_groups(config) == [("skills",), ("toolsets",), ("media",), ("llm",), ("session", "glasses")]
 
 
 @pytest.mark.parametrize("groups, problem", [
@@ -36,5 +36,6 @@ def test_tcp_ports_are_given_per_actor_not_by_position():
     topology = Topology(TopologyConfig(mode="tcp", tcp_host="127.0.0.1", tcp_base_port=7700))
     assert topology.address("supervisor") == "tcp://127.0.0.1:7700"
     assert [topology.address(name) for name in ACTORS] == [
-        "tcp://127.0.0.1:7701", "tcp://127.0.0.1:7702", "tcp://127.0.0.1:7703", "tcp://127.0.0.1:7705",
+        "tcp://127.0.0.1:7701", "tcp://127.0.0.1:7702", "tcp://127.0.0.1:7704", "tcp://127.0.0.1:7703",
+        "tcp://127.0.0.1:7705",
         "tcp://127.0.0.1:7706"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from harness import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -23,12 +24,6 @@ ARTIFACTS = REPO / "build" / "test-artifacts"
 playwright_sync = pytest.importorskip("playwright.sync_api")  # installed by `make test` (the test extra)
 if not os.path.exists(CHROMIUM):  # the Makefile installs it; say so plainly instead of a cryptic launch error
     raise RuntimeError(f"{CHROMIUM} is missing: run `make .venv/.installed` (apt-get install chromium) first")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float) -> str:
@@ -50,7 +45,7 @@ def console(tmp_path_factory):
 [topology]
 mode = "ipc"
 ipc_dir = "{tmp / 'ipc'}"
-groups = [["skills", "toolsets", "llm", "session", "glasses"]]
+groups = [["skills", "toolsets", "media", "llm", "session", "glasses"]]
 [phone]
 endpoint = "tcp://127.0.0.1:{phone_port}"
 [skills]
@@ -163,6 +158,7 @@ def test_a_button_press_reaches_the_session_as_an_event(console):
     page.locator("#timeline .turn").first.locator(".row.event", has_text="button: double_tap").wait_for()
     page.wait_for_function("() => !document.querySelector('#timeline .turn .turn-head').textContent.includes('running')"
                            " && document.querySelector('#hud-text').dataset.state === 'final'")
+    assert "button: double_tap" in page.locator("#timeline .turn").first.text_content()
 
 
 def test_the_picker_opens_another_session_and_a_page_opened_later_sees_the_recent_past(console):

@@ -2,6 +2,8 @@
 
 Layout of `phone.keys_dir` (what `run.py keys` writes and the runtime reads):
 
+    bus.key_secret, bus.key   the internal bus's pair (transport/bus.py): made by the runtime at
+                        its first start, 0600, read by the actors and the CLI; never give it out
     server.key          the runtime's public key: every phone needs a copy
     server.key_secret   the runtime's key pair: stays on the server
     phones/NAME.key_secret, phones/NAME.key   a phone's key pair: give both to that phone
@@ -16,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import tempfile
 from pathlib import Path
 
 import msgspec
@@ -24,6 +27,7 @@ import zmq.auth
 from zmq.utils import z85
 
 SERVER = "server"
+BUS = "bus"
 PHONES = "phones"
 AUTHORIZED = "authorized"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -53,8 +57,8 @@ class Generated(msgspec.Struct):
 
 
 def check_name(name: str) -> str:
-    if not _NAME.match(name) or name == SERVER:
-        raise ValueError(f"key name {name!r} is invalid: use letters, digits, '_', '-', '.' (not 'server')")
+    if not _NAME.match(name) or name in (SERVER, BUS):
+        raise ValueError(f"key name {name!r} is invalid: use letters, digits, '_', '-', '.' (not 'server' or 'bus')")
     return name
 
 
@@ -102,6 +106,36 @@ def load_server_keys(keys_dir: str | os.PathLike) -> tuple[bytes, bytes]:
     """The runtime's (public, secret) pair."""
     hint = f"Run `python run.py keys --dir {keys_dir}` to create it."
     public, secret = _load(Path(keys_dir) / f"{SERVER}.key_secret", secret=True, hint=hint)
+    assert secret is not None
+    return public, secret
+
+
+def ensure_bus_keys(keys_dir: str | os.PathLike) -> tuple[bytes, bytes]:
+    """The bus pair (public, secret), made first if absent: both files 0600, written aside and
+    linked into place, so processes starting together agree on one pair."""
+    root = Path(keys_dir)
+    final = root / f"{BUS}.key_secret"
+    if not final.exists():
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        scratch = Path(tempfile.mkdtemp(prefix=".bus-", dir=root))
+        try:
+            zmq.auth.create_certificates(scratch, BUS)
+            for suffix in (".key_secret", ".key"):  # the secret first: it is the one that counts
+                made = scratch / f"{BUS}{suffix}"
+                made.chmod(0o600)
+                try:
+                    os.link(made, root / made.name)
+                except FileExistsError:
+                    pass  # another process made it first: theirs is the pair
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return load_bus_keys(root)
+
+
+def load_bus_keys(keys_dir: str | os.PathLike) -> tuple[bytes, bytes]:
+    """The bus pair (public, secret) the runtime made; KeyFileError when there is none."""
+    hint = "The runtime makes it at its first start in tcp mode (topology.bus_curve); start it first."
+    public, secret = _load(Path(keys_dir) / f"{BUS}.key_secret", secret=True, hint=hint)
     assert secret is not None
     return public, secret
 

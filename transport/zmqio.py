@@ -186,10 +186,6 @@ class AsyncSocket:
     def pending_in(self) -> int:
         return self._in_rx.statistics().current_buffer_used
 
-    @property
-    def pending_out(self) -> int:
-        return len(self._out)
-
     # ---- the pump -------------------------------------------------------------------------
     def _send_direct(self, frames: list[bytes]) -> bool:
         """Send now, in the caller's task; False when ZeroMQ has no room (then the pump queues)."""

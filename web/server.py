@@ -7,6 +7,7 @@
     POST /api/admin/profile     {"profile"}: swap the model profile
     POST /api/admin/skills      {"op": "exclude"|"include"|"reload", "name", "target"}
     GET  /metrics               Prometheus text format
+    POST /channels/NAME         a signed webhook for a session (web/channels.py; its signature is its auth)
 
 Bound to loopback unless told otherwise; on any other host every request needs the token (a
 `Authorization: Bearer` header, the `porfiry_token` cookie, or `?token=` once, which sets the cookie).
@@ -32,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 import protocol as p
 from core.config import Config
 from phone.client import EventRejected, PhoneError
+from web import channels
 from web.guard import Guard, GuessThrottle, HostCheck, client_address, same_token
 from web.journal import Journal, PageStream
 from web.link import RuntimeLink
@@ -80,6 +82,7 @@ class Console:
         self.metrics = metrics
         self.default_session = default_session
         self.token = token
+        self.channels = channels.ChannelGate(config.channels)
 
     # ---- auth -----------------------------------------------------------------------------------
     def authorized(self, request: Request) -> bool:
@@ -215,6 +218,22 @@ class Console:
             self.metrics.take_status(status, edge, admission)
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
+    async def channel_post(self, request: Request) -> Response:
+        """POST /channels/NAME: no console token; the channel's signature is checked instead."""
+        name = request.path_params["name"]
+        try:
+            body = await channels.read_bounded(request, self.config.channels.max_body_bytes)
+        except channels.Refused as refusal:
+            self.channels.note(name, refusal)
+            return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
+        try:
+            post = self.channels.check(name, request.headers, body)
+        except channels.Refused as refusal:
+            return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
+        assert self.link is not None
+        status, answer = await channels.deliver(lambda msg, sid: self.link.admin.ask("session", msg, session=sid, timeout=5.0), post)
+        return JSONResponse(answer, status_code=status)
+
     def app(self) -> Guard:
         return Guard(Starlette(routes=[
             Route("/", self.page),
@@ -224,6 +243,7 @@ class Console:
             Route("/api/admin/profile", self.use_profile, methods=["POST"]),
             Route("/api/admin/skills", self.skills, methods=["POST"]),
             Route("/metrics", self.metrics_page),
+            Route("/channels/{name}", self.channel_post, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC)),
         ]), self.hosts, self.throttle)
 

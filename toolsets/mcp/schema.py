@@ -2,7 +2,8 @@
 
 A server is untrusted: its tool names get the toolset's prefix (it cannot name a tool outside
 it), a name that would collide is refused, descriptions are cut to their first sentence and
-fenced like any data (core.fence), and results become plain text the session fences again.
+fenced as untrusted text (core.fence.fence_untrusted: labels and tool-call markers escaped on
+every line break Unicode knows), and so are results; the session fences them again as data.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.fence import fence
+from core.fence import fence_untrusted
 from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, ToolSpec
 
@@ -28,12 +29,13 @@ def snake(name: str) -> str:
 
 
 def first_sentence(text: str | None, limit: int) -> str:
-    """One line: the text's first sentence, at most `limit` characters (cut visibly with `…`)."""
+    """One line: the text's first sentence, at most `limit` characters (cut visibly with `…`),
+    fenced (`split` breaks at every Unicode line break, the fence escapes labels within it)."""
     line = " ".join((text or "").split())
     line = _SENTENCE_END.split(line, maxsplit=1)[0]
     if len(line) > limit:
         line = line[: limit - 1].rstrip() + "\u2026"
-    return fence(line)
+    return fence_untrusted(line)
 
 
 @dataclass(slots=True)
@@ -51,9 +53,10 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
     """The listed tools (mcp_types.Tool) as ours, and one problem line per tool refused."""
     tools: dict[str, McpTool] = {}
     problems: list[str] = []
+    surplus: list[str] = []
     for tool in listed:
         if len(tools) >= max_tools:
-            problems.append(f"tool {tool.name!r} refused: more than mcp.max_tools ({max_tools}) tools")
+            surplus.append(tool.name)
             continue
         verb = snake(tool.name)
         name = f"{toolset}_{verb}"
@@ -82,12 +85,15 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
         if bad:
             problems.append(f"tool {tool.name!r} refused: {bad}")
             continue
-        summary = first_sentence(tool.description, max_description_chars) or f"the server's {tool.name}"
+        summary = first_sentence(tool.description, max_description_chars) or fence_untrusted(f"the server's {tool.name}")
         annotations = getattr(tool, "annotations", None)
         spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
                         read_only=bool(getattr(annotations, "read_only_hint", False)),
                         idempotent=bool(getattr(annotations, "idempotent_hint", False)))
         tools[name] = McpTool(spec, tool.name, names, types)
+    if surplus:  # one problem, however many: a server listing 10,000 tools is one line, not 9,936
+        more = f" and {len(surplus) - 1} more" if len(surplus) > 1 else ""
+        problems.append(f"tool {surplus[0]!r}{more} refused: more than mcp.max_tools ({max_tools}) tools")
     return list(tools.values()), problems
 
 
@@ -139,10 +145,10 @@ def _convert(text: str, schema: dict[str, Any]) -> Any:
 
 
 def result_text(result: Any) -> ToolResult:
-    """A CallToolResult as text: text content as is, anything else one `[image/png, 12 KB]` line."""
+    """A CallToolResult as text: the server's text fenced, anything else one `[image/png, 12 KB]` line."""
     parts = [_content_text(block) for block in result.content or []]
     if not parts and getattr(result, "structured_content", None) is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+        parts.append(fence_untrusted(json.dumps(result.structured_content, ensure_ascii=False)))
     text = "\n".join(part for part in parts if part)
     if result.is_error:
         return ToolResult(False, text or "the server reported an error without a message")
@@ -152,16 +158,17 @@ def result_text(result: Any) -> ToolResult:
 def _content_text(block: Any) -> str:
     kind = getattr(block, "type", "")
     if kind == "text":
-        return block.text
+        return fence_untrusted(block.text)
     if kind in ("image", "audio"):
-        return f"[{block.mime_type}, {_size(block.data)}]"
+        return f"[{fence_untrusted(block.mime_type)}, {_size(block.data)}]"
     if kind == "resource":
         resource = block.resource
         if hasattr(resource, "text"):
-            return resource.text
-        return f"[{resource.mime_type or 'binary'}, {_size(resource.blob)}: {resource.uri}]"
+            return fence_untrusted(resource.text)
+        kind, uri = fence_untrusted(resource.mime_type or "binary"), fence_untrusted(str(resource.uri))
+        return f"[{kind}, {_size(resource.blob)}: {uri}]"
     if kind == "resource_link":
-        return f"[link: {block.uri}]"
+        return f"[link: {fence_untrusted(str(block.uri))}]"
     return f"[{kind or 'unknown'} content]"
 
 

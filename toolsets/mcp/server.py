@@ -19,11 +19,26 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from core.fence import fence_untrusted
+from core.progress import REPORTER, progress_text
+from core.ratelog import RateLimitedLog
 from core.toolsets import ToolResult, failure_text
 from protocol import ToolsetSpec
 from toolsets.mcp.schema import McpTool, first_sentence, result_text, to_arguments, tools_from_listing
 
 log = logging.getLogger("porfiry.mcp")
+
+
+def _progress_callback():
+    """`notifications/progress` of this call, to the session (core.progress); None: none asked."""
+    report = REPORTER.get()
+    if report is None:
+        return None
+
+    async def callback(progress: float, total: float | None, message: str | None) -> None:
+        report(progress_text(progress, total, message))
+
+    return callback
 
 
 def describe(exc: BaseException) -> str:
@@ -52,6 +67,8 @@ class McpServer:
         self._available = anyio.Event()
         self._lost = anyio.Event()
         self._relist = anyio.Event()
+        self._warnings = RateLimitedLog(log, mcp.warning_interval_s)
+        self.refused_tools = ""  # why tools of the last listing were left out (toolsets list shows it)
 
     # --- what the catalog shows ------------------------------------------------------------------
     def spec(self) -> ToolsetSpec | None:
@@ -143,8 +160,11 @@ class McpServer:
         tools, problems = tools_from_listing(self.name, listed, long_running=set(self.cfg.long_running),
                                              max_tools=self.mcp.max_tools,
                                              max_description_chars=self.mcp.max_description_chars)
-        for problem in problems:
-            log.warning("mcp server=%s %s", self.name, problem)
+        self.refused_tools = ""
+        if problems:  # the same at every re-list: one line per mcp.warning_interval_s, counting the rest
+            shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+            self.refused_tools = f"{len(listed) - len(tools)} of {len(listed)} listed tool(s) refused: {shown}"
+            self._warnings.warning(self.name, "mcp server=%s %s", self.name, self.refused_tools)
         self.tools = {tool.spec.name: tool for tool in tools}
 
     async def _on_message(self, message: Any) -> None:
@@ -190,7 +210,7 @@ class McpServer:
                 await self._available.wait()  # being restarted: the call waits for it, bounded
         client = self._client
         if client is None:
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} is unavailable ({self.error or self.state})"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} is unavailable ({fence_untrusted(self.error or self.state)})"))
         entry = self.tools.get(tool)
         if entry is None:
             names = ", ".join(self.tools) or "(none)"
@@ -199,14 +219,15 @@ class McpServer:
         if isinstance(arguments, ToolResult):
             return arguments
         try:
-            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s)
+            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s,
+                                            progress_callback=_progress_callback())
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._gone("the connection closed during a call")
                 return ToolResult(False, failure_text(tool, f"the MCP server {self.name} stopped during the call "
                                                             "and is being restarted"))
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {exc.error.message}"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} answered: {fence_untrusted(exc.error.message)}"))
         except Exception as exc:  # noqa: BLE001 - transport trouble: reconnect
             self._gone(describe(exc))
-            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({self.error})"))
+            return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({fence_untrusted(self.error)})"))
         return result_text(result)

@@ -34,10 +34,10 @@ DEFAULT_SOURCE = Path(__file__).with_name("data") / "catalog.tsv"
 COLUMNS = ("id", "kind", "title_ru", "title_en", "year", "genres", "runtime_min", "episodes", "director", "description")
 INDEX_FORMAT = 1  # bump when normalize()/_index() change what is stored
 MAX_PER_PAGE = 50
-# A search that costs more than a thread hand-off (about 1 ms, measured with `bench --trace-hops`)
-# holds up every other call of the executor's event loop longer than the hand-off would: once the
-# recent searches average above this, they run in a worker thread (a user's catalog of thousands
-# of titles; the shipped one averages ~0.3 ms). `toolsets.media.loop_search_ms`.
+# A search that costs more than a thread hand-off holds up every other call of the executor's
+# event loop longer than the hand-off would: once the recent searches average above this, they
+# run in a worker thread (a user's catalog of thousands of titles; the shipped one stays well
+# under it). `toolsets.media.loop_search_ms`.
 LOOP_SEARCH_BUDGET_S = 0.001
 _COST_WEIGHT = 0.2  # of the newest search in the running average
 
@@ -137,8 +137,7 @@ class EmbeddedCatalog:
     def ready_now(self) -> bool:
         """True while the index is open, its source unchanged and the recent searches cheap (their
         running average within `loop_budget_s`): the media tools then run a call on the event
-        loop instead of paying two thread hand-offs around it (measured with `bench --trace-hops`:
-        ToolInvoke -> ToolOutcome took 2.6 ms at the median through a worker thread). A rebuild, and
+        loop instead of paying two thread hand-offs around it (which cost more than the lookup). A rebuild, and
         the searches of a catalog too big for that, stay off the loop; they are still timed, so a
         run of cheap ones brings the calls back."""
         return (self._conn is not None and self._stat_source() == self._source_stat

@@ -14,9 +14,9 @@ import anyio
 
 import protocol as p
 from core.toolsets import ToolHost, ToolResult, failure_text
-from toolsets.media import TOOLSET, MediaSettings
 from toolsets.media.catalog import DEFAULT_SOURCE, EmbeddedCatalog
 from toolsets.media.provider import MediaProvider, ProviderError
+from toolsets.media.settings import MediaSettings, read_settings
 from toolsets.media.tools import (
     PlayRequest, play_command, play_started_text, play_status_text, run_info, run_search,
     validate_play,
@@ -28,7 +28,7 @@ GLASSES = "glasses"
 def default_provider(config, settings: MediaSettings | None = None) -> EmbeddedCatalog:
     """The embedded catalog: its index at `db_path`, built from `catalog_path` or the shipped TSV
     (`settings`, else the toolset's section of `config`)."""
-    settings = TOOLSET.read_settings(config) if settings is None else settings
+    settings = read_settings(config) if settings is None else settings
     source = config.path(settings.catalog_path) if settings.catalog_path else DEFAULT_SOURCE
     return EmbeddedCatalog(config.path(settings.db_path), source, loop_budget_s=settings.loop_search_ms / 1000)
 

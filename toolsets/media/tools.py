@@ -39,7 +39,6 @@ MEDIA_TOOLSET = ToolsetSpec(
     name="media", summary="Films and series: search, details, playback.",
     tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
 )
-TOOLS = {tool.name: tool for tool in MEDIA_TOOLSET.tools}
 
 
 class PlayRequest(NamedTuple):

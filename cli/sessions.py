@@ -49,12 +49,12 @@ def _delete_in_runtime(config: Config, session: str, timeout: float = 2.0) -> st
         return ""
 
 
-def _delete_owner(path, session: str) -> None:
-    """Who owned the session (the bridge's table, same file): its claim and token go with it, so
-    an old token opens nothing. The running bridge drops its copy when the session actor tells it."""
-    from storage.ownership import OwnershipStore
+def _delete_owner(config: Config, session: str) -> None:
+    """Who owned the session (the bridge's table, same database): its claim and token go with it,
+    so an old token opens nothing. The running bridge drops its copy when the session actor tells it."""
+    from storage.store import ownership_store
 
-    store = OwnershipStore(path)
+    store = ownership_store(config)
     try:
         store.delete([session])
     finally:
@@ -65,6 +65,25 @@ def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
 
+def _show_world(stored) -> None:
+    """The notifications kept for the user (read or unread), the watches and monitors."""
+    world = stored.state.world if stored is not None else None
+    if world is None:
+        return
+    for note in world.notes:
+        state = "read" if note.read else "UNREAD"
+        pushed = ", pushed to the phone" if note.pushed else ""
+        print(f"[{_when(note.ts)}] notification {note.note_id} ({note.urgency}, {note.source}, {state}{pushed}): {note.text}")
+    for watch in world.watches:
+        print(f"watch {watch.watch_id}: {watch.channel} - {watch.what}")
+    for row in world.monitors:
+        print(f"monitor {row.monitor_id}: {row.name} ({row.condition}) {row.state}, {row.checks} check(s)")
+    if world.unshown:
+        print(f"channel events kept, not shown (no watch matched): {world.unshown} (in the journal's events)")
+    if not world.glasses_on:
+        print("glasses: off (notifications wait for them)")
+
+
 def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
     from storage.store import journal_store
 
@@ -72,8 +91,14 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
     if config.storage.backend == "sqlite" and not config.path(config.storage.path).exists():
         sys.exit(f"porfiry: no journal at {journal.where} (storage.path); nothing has been recorded yet")
     path = journal.where
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError
+
     try:
         conn = journal.connect()
+    except StorageError as exc:  # a corrupt database: one line, no traceback
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     except journal.errors as exc:
         sys.exit(f"porfiry: cannot open the journal {path}: {exc}")
     try:
@@ -88,12 +113,12 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
         known = any(row[0] == args.session for row in journal.list_sessions(conn)) if not entries else True
         if args.action == "delete":
             answer = _delete_in_runtime(config, args.session)
-            _delete_owner(path, args.session)
-            if answer == "deleted":
+            if answer == "deleted":  # the running runtime dropped its claim too (the bridge holds the file)
                 print(f"deleted session {args.session} ({len(entries)} entries), in the running runtime too")
                 return 0
             if answer:
                 sys.exit(f"porfiry: {answer}")
+            _delete_owner(config, args.session)  # no runtime holds the file: its claim goes here
             if not journal.delete_session(conn, args.session):
                 sys.exit(f"porfiry: no session {args.session!r} in {path}")
             print(f"deleted session {args.session} ({len(entries)} entries)")
@@ -106,6 +131,8 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
             else:
                 name = f" ({entry['name']})" if entry.get("name") else ""
                 print(f"[{_when(entry['ts'])}] {entry['role']}{name}: {entry['content']}")
+        if args.action == "show":
+            _show_world(journal.load_session(conn, args.session))
         return 0
     finally:
         journal.close(conn)

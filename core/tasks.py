@@ -1,0 +1,73 @@
+"""Tasks the user can ask about (E7 in full): every toolset call that went to the background and
+every monitor has an id; `tasks_list`, `tasks_status|ID` and `tasks_cancel|ID` see and stop one
+of them, leaving the others running."""
+from __future__ import annotations
+
+import re
+
+from core.background import BACKGROUND, CANCELLED, CANCELLED_TEXT
+from core.monitors import RUNNING, STOPPED, MonitorTable
+
+
+def _runs(conversation) -> list:
+    return conversation.runs.in_background()
+
+
+def tasks_list(conversation, monitors: MonitorTable | None) -> str:
+    lines = [f"{run.task_id}: {run.tool} running in the background" for run in _runs(conversation)]
+    if monitors is not None:
+        lines += [monitors.describe(row) for row in monitors.rows if row.state == RUNNING]
+    return "\n".join(lines) if lines else "No background tasks or monitors are running."
+
+
+def names_a_task(text: str, conversation) -> bool:
+    """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
+    phrase saying so is about that task, which tasks_cancel stops, not about every task."""
+    words = set(re.findall(r"[0-9a-z]+", text.casefold()))
+    return any(run.task_id in words for run in _runs(conversation))
+
+
+def _find_run(conversation, task_id: str):
+    wanted = task_id.strip().casefold()
+    return next((run for run in _runs(conversation) if run.task_id == wanted), None)
+
+
+def tasks_status(conversation, monitors: MonitorTable | None, task_id: str, latest: dict[str, str] | None = None) -> str:
+    run = _find_run(conversation, task_id)
+    if run is not None:
+        progress = (latest or {}).get(run.task_id)
+        said = f" Latest progress: {progress}." if progress else ""
+        return f"{run.task_id}: {run.tool} is still running in the background; its result will come as an event.{said}"
+    row = monitors.get(task_id) if monitors is not None else None
+    if row is not None:
+        return monitors.describe(row)
+    return _unknown(conversation, monitors, task_id)
+
+
+def tasks_cancel(conversation, monitors: MonitorTable | None, task_id: str) -> tuple[str, bool]:
+    """(text for the model, whether a monitor was stopped: its state is to be saved). Only that
+    task stops; its call's result says "cancelled by the user" (E3's wording)."""
+    run = _find_run(conversation, task_id)
+    if run is not None:
+        run.state = CANCELLED
+        conversation.s.ports.cancel_tool(conversation.sid, run.call_id)
+        if conversation.trajectory.call_state(run.call_id) == "placeholder":
+            conversation.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
+        return f"Task {run.task_id} ({run.tool}) cancelled; other tasks keep running.", False
+    row = monitors.get(task_id) if monitors is not None else None
+    if row is not None and row.state == RUNNING:
+        row.state = STOPPED
+        return f"Monitor {row.monitor_id} ({row.name}) stopped; other tasks keep running.", True
+    if row is not None:
+        return f"Monitor {row.monitor_id} already {row.state}; nothing to cancel.", False
+    return _unknown(conversation, monitors, task_id), False
+
+
+def _unknown(conversation, monitors: MonitorTable | None, task_id: str) -> str:
+    ids = [run.task_id for run in _runs(conversation)]
+    ids += [row.monitor_id for row in monitors.running()] if monitors is not None else []
+    running = f"running: {', '.join(ids)}" if ids else "nothing is running"
+    return f"No task {task_id.strip() or '(no id)'} (finished, cancelled or never started); {running}."
+
+
+__all__ = ["tasks_list", "tasks_status", "tasks_cancel", "BACKGROUND"]

@@ -1,0 +1,46 @@
+"""What a session knows of the world around it: whether the glasses are on, the notes kept for
+the user, the channels it watches and the monitors it runs. Kept in the journal with the
+session's state (storage.journal.SessionState.world), so a restart loses none of it."""
+from __future__ import annotations
+
+import msgspec
+
+from core.channels import Watch, WatchTable
+from core.monitors import MonitorRow, MonitorTable
+from core.notify import Note, Notes
+
+
+class WorldState(msgspec.Struct, kw_only=True, omit_defaults=True):
+    glasses_on: bool = True
+    watches: list[Watch] = []
+    next_watch: int = 1
+    notes: list[Note] = []
+    next_note: int = 1
+    monitors: list[MonitorRow] = []
+    next_monitor: int = 1
+    unshown: int = 0  # channel events kept, not shown (no watch matched)
+
+
+class SessionWorld:
+    """One session's world, live."""
+
+    __slots__ = ("glasses_on", "watches", "notes", "monitors", "unshown")
+
+    def __init__(self, state: WorldState | None = None, *, max_watches: int = 20, max_notes: int = 100):
+        state = state or WorldState()
+        self.glasses_on = state.glasses_on
+        self.watches = WatchTable(state.watches, state.next_watch, max_watches)
+        self.notes = Notes(state.notes, state.next_note, max_notes)
+        self.monitors = MonitorTable(state.monitors, state.next_monitor)
+        self.unshown = state.unshown
+
+    def snapshot(self) -> WorldState:
+        copy = msgspec.structs.replace
+        return WorldState(glasses_on=self.glasses_on, watches=list(self.watches.watches),
+                          next_watch=self.watches.next_number, notes=[copy(n) for n in self.notes.items],
+                          next_note=self.notes.next_number, monitors=[copy(m) for m in self.monitors.rows],
+                          next_monitor=self.monitors.next_number, unshown=self.unshown)
+
+    def needs_runtime(self) -> bool:
+        """True while a monitor runs: the session is brought back at once after a restart."""
+        return bool(self.monitors.running())

@@ -1,0 +1,1 @@
+"""Developer tools that sit above every layer: the config reference generator."""

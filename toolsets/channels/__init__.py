@@ -1,0 +1,41 @@
+"""The channels toolset (E10, seed 003's `connect_channel`): the model says once which messages
+matter ("tell me when Anna writes"); the runtime matches every later message of the channel
+(core.channels) and wakes the session only for those. Runs in the session; its state is the
+session's world (actors/world.py), journaled with it."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.toolsets import Toolset
+from protocol import ArgSpec, ToolSpec, ToolsetSpec
+
+UNAVAILABLE = "channels are not available in this runtime (no session actor)"
+
+CHANNELS_TOOLSET = ToolsetSpec(
+    example=("\"скажи, когда напишет Анна\" -> TOOL_CALL: channels_watch|any; Анна -> \"Скажу, когда Анна напишет.\""),
+    name="channels",
+    summary="messages from outside (phone notifications, webhooks): watch for what matters",
+    runs="session",
+    tools=[
+        ToolSpec(name="channels_watch",
+                 summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",
+                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True),
+        ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")]),
+        ToolSpec(name="channels_list", summary="the watches that are set", read_only=True),
+    ],
+)
+
+
+def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+    world = getattr(conversation.s, "world", None)
+    if world is None:
+        return UNAVAILABLE
+    watches = world.of(conversation.sid).watches
+    if tool == "channels_list":
+        return watches.list()
+    text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
+    world._save(conversation.sid)
+    return text
+
+
+TOOLSET = Toolset(spec=CHANNELS_TOOLSET, runs="session", handler=_run)

@@ -1,0 +1,38 @@
+"""The monitors toolset (E10, seed 003's `monitor_shell` for this product): start, by name, a
+check the operator allowed in the config, with a condition; one event when it holds. The model
+never gives a command (core.monitors, actors/world.py). Runs in the session."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.toolsets import Toolset
+from protocol import ArgSpec, ToolSpec, ToolsetSpec
+
+MONITORS_TOOLSET = ToolsetSpec(
+    example=("\"скажи, когда сборка закончится\" -> TOOL_CALL: monitors_start|build; exit 0 -> \"Скажу, когда сборка пройдёт.\""),
+    name="monitors",
+    summary="watch an allowed command or web page and wake me when a condition holds",
+    runs="session",
+    tools=[
+        ToolSpec(name="monitors_start",
+                 summary="start an allowed monitor until: contains WORDS, exit N, or status N",
+                 args=[ArgSpec(name="name"), ArgSpec(name="condition")]),
+        ToolSpec(name="monitors_list", summary="the allowed monitors and those running", read_only=True),
+    ],
+)
+
+
+def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+    world = getattr(conversation.s, "world", None)
+    if world is None:
+        return "monitors are not available in this runtime (no session actor)"
+    if tool == "monitors_start":
+        return world.start_monitor(conversation.sid, args["name"], args["condition"])
+    allowed = world.config.monitors.named
+    lines = [f"allowed: {', '.join(f'{n} ({c.summary})' if c.summary else n for n, c in sorted(allowed.items())) or 'none'}"]
+    table = world.of(conversation.sid).monitors
+    lines += [table.describe(row) for row in table.rows] or ["none started"]
+    return "\n".join(lines)
+
+
+TOOLSET = Toolset(spec=MONITORS_TOOLSET, runs="session", handler=_run)

@@ -1,0 +1,35 @@
+"""The notify toolset (seed 003's user-communication tool): `notify_user|text; urgency` tells
+the user: on the glasses when they are on, else kept unread until they come back, and a `high`
+one also pushed to the phone (actors/world.py). Runs in the session."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import protocol as p
+from core.notify import urgency_of
+from core.toolsets import Toolset
+from protocol import ArgSpec, ToolSpec, ToolsetSpec
+
+NOTIFY_TOOLSET = ToolsetSpec(
+    name="notify",
+    summary="tell the user something now, even when the glasses are off",
+    runs="session",
+    tools=[
+        ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone)",
+                 args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)]),
+    ],
+)
+
+
+def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+    text = " ".join((args.get("text") or "").split())
+    if not text:
+        return "Not sent: the text is empty; say what to tell the user."
+    urgency = urgency_of(args.get("urgency") or "")
+    if urgency is None:
+        return f"Not sent: urgency {args.get('urgency')!r} is not low, normal or high."
+    conversation.s.ports.send(conversation.sid, p.UserNotice(text=text, urgency=urgency))
+    return f"Sent to the user ({urgency}): {text}"
+
+
+TOOLSET = Toolset(spec=NOTIFY_TOOLSET, runs="session", handler=_run)

@@ -1,0 +1,36 @@
+"""The tasks toolset (E7 in full): the background calls and monitors of this session, by id;
+see one, stop one (the others keep running). Runs in the session (core.tasks)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.tasks import tasks_cancel, tasks_list, tasks_status
+from core.toolsets import Toolset
+from protocol import ArgSpec, ToolSpec, ToolsetSpec
+
+TASKS_TOOLSET = ToolsetSpec(
+    name="tasks",
+    summary="what runs in the background (tool calls, monitors): list, status, cancel one",
+    runs="session",
+    tools=[
+        ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True),
+        ToolSpec(name="tasks_status", summary="one task's state", args=[ArgSpec(name="id")], read_only=True),
+        ToolSpec(name="tasks_cancel", summary="stop one task; the others keep running", args=[ArgSpec(name="id")]),
+    ],
+)
+
+
+def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+    world = getattr(conversation.s, "world", None)
+    monitors = world.of(conversation.sid).monitors if world is not None else None
+    if tool == "tasks_list":
+        return tasks_list(conversation, monitors)
+    if tool == "tasks_status":
+        return tasks_status(conversation, monitors, args["id"], world.latest if world is not None else None)
+    text, monitor_stopped = tasks_cancel(conversation, monitors, args["id"])
+    if monitor_stopped and world is not None:
+        world.stop_monitor(conversation.sid, args["id"].strip().casefold())
+    return text
+
+
+TOOLSET = Toolset(spec=TASKS_TOOLSET, runs="session", handler=_run)
