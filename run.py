@@ -14,6 +14,7 @@
     python run.py bench [--sessions N]   load benchmark (process mode, scripted model); --prompts
     python run.py eval [--profile P]     score a real model on the eval scenarios (progressive vs flat)
     python run.py sessions list|show ID|export ID|delete ID   the session journal
+    python run.py cluster up|status|down                      several nodes on PostgreSQL behind HAProxy
     python run.py eval-router [--profile P]  router accuracy (rules, model) on the labelled set
 """
 from __future__ import annotations
@@ -46,6 +47,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from actors.supervisor import Supervisor
 
+    if args.node:
+        import os
+
+        os.environ["PORFIRY_NODE_NAME"] = args.node  # the actor processes read it too
     config = _config(args)
     if args.inproc:
         config = msgspec.structs.replace(config, topology=msgspec.structs.replace(config.topology, mode="inproc"))
@@ -259,6 +264,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="start the runtime in the foreground")
     serve.add_argument("--inproc", action="store_true", help="all actors in this process over inproc://")
     serve.add_argument("--log-level", default=None, help="DEBUG, INFO (default), WARNING")
+    serve.add_argument("--node", default=None, metavar="NAME",
+                       help="one of several nodes on one PostgreSQL (node.name; docs/several-nodes.md)")
     serve.set_defaults(func=cmd_serve)
 
     up = sub.add_parser("up", help="start the runtime and the web console, open a phone console (what `make run` does)")
@@ -302,13 +309,15 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live beside their feature: the phone tools, the benchmarks."""
     from bench.cli import register as bench_commands
+    from cluster.cli import register as cluster_commands
     from evals.cli import register as eval_commands
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
     from cli.sessions import register as sessions_commands
     from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands]
+    return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands,
+            cluster_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,6 +47,7 @@ from core.config import Config
 from core.edge_limits import Connections, GarbageLog, Outboxes
 from transport import keys as keyfiles
 from storage.ownership import Owner, OwnershipStore, new_token, proves
+from storage.store import ownership_store
 
 ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
@@ -353,9 +354,9 @@ class GlassesBridge(Actor):
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
         phone = self.config.phone
-        store_path = self.config.path(self.config.storage.path)
-        self.sessions = SessionTable(self.clock, OwnershipStore(store_path))
-        self.log.info("actor=glasses session owners=%d store=%s", len(self.sessions), store_path)
+        store = ownership_store(self.config)
+        self.sessions = SessionTable(self.clock, store)
+        self.log.info("actor=glasses session owners=%d store=%s", len(self.sessions), store.path)
         self.spawn(self._flush_outboxes, name="glasses-outboxes")
         if phone.curve:
             server_public, server_secret = keyfiles.load_server_keys(self.config.path(phone.keys_dir))

@@ -18,7 +18,7 @@ import heapq
 import operator
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import AsyncIterator, Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable
 
 import anyio
 import msgspec
@@ -39,6 +39,10 @@ from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
 from core.trajectory import Trajectory
 from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
+from storage.store import journal_store, node_leases
+
+if TYPE_CHECKING:
+    from storage.leases import NodeLeases
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
 _LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
@@ -72,8 +76,10 @@ class SessionActor(Actor):
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
         if hasattr(clock, "on_change"):
             clock.on_change(self.wake_timers)
-        self.journal = (Journal(config.path(config.storage.path), clock=clock) if config.storage.journal
+        self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config, hold_lock=True))
+                        if config.storage.journal
                         else NoJournal(clock=clock))
+        self.leases = node_leases(config, self.journal, clock)  # several nodes: which one serves a session
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
@@ -106,11 +112,15 @@ class SessionActor(Actor):
         self.settings.world = self.world  # the channels, notify, tasks and monitors toolsets reach it here
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
-        unfinished = await self.journal.unfinished()
+        if self.leases is not None:
+            await self.leases.beat()
+        unfinished = await (self.journal.unfinished() if self.leases is None else self.leases.adopt(due_only=False))
         if unfinished:
             self.settings.admission.slow_start()  # their cut turns would all start at once
             self.spawn(self._bring_back, unfinished, name="bring-back")
         self.spawn(self._timer_wheel, name="timer-wheel")
+        if self.leases is not None:
+            self.spawn(self._node_heartbeat, name="node-heartbeat")
         self.spawn(self._admission_log, name="admission-log")
         self.spawn(self._incarnation, "llm", name="llm-incarnation")
         for executor in {"toolsets", *EXECUTORS.values()}:
@@ -512,6 +522,67 @@ class SessionActor(Actor):
             await link.send([self.codec.encode(p.Envelope(body=body, sender=self.name, session=session))])
             self._backlog.popleft()
 
+    async def _node_heartbeat(self) -> None:
+        """Several nodes: hand over the sessions other nodes asked for, let go of those taken while
+        this node's lease had lapsed, and adopt the sessions of dead nodes whose timers came due
+        (they fire here, late, once: storage/leases.py). A thread renews the lease."""
+        assert self.leases is not None
+        self.leases.renew_in_thread()
+        try:
+            await self._node_loop(self.leases)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.leases.close()
+
+    async def _node_loop(self, leases: NodeLeases) -> None:
+        settings = self.config.node
+        next_beat = time.monotonic() + settings.heartbeat_s
+        while True:
+            await anyio.sleep(min(settings.handover_poll_s, settings.heartbeat_s))
+            try:
+                await self._hand_over_wanted()
+                lost = await leases.lapsed_sessions(list(self.sessions))
+                if lost:
+                    self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
+                                     "meanwhile leave memory", leases.node, len(lost))
+                    for sid in lost:
+                        self._let_go(sid)
+                if time.monotonic() < next_beat:
+                    continue
+                next_beat = time.monotonic() + settings.heartbeat_s
+                adopted = [sid for sid in await leases.adopt(due_only=True) if sid not in self.sessions]
+            except JournalError as exc:
+                self.log.error("actor=session node=%s could not renew its lease: %s", leases.node, exc)
+                continue
+            if adopted:
+                self.log.info("actor=session node=%s adopts %d session(s) of dead nodes (events open, timers due): %s",
+                              leases.node, len(adopted), ", ".join(adopted[:10]))
+                self.spawn(self._bring_back, adopted, name="adopt")
+
+    async def _hand_over_wanted(self) -> None:
+        """Sessions another node asked for (a phone reached it): an idle one leaves memory and goes
+        at once, one mid-turn after its turn (a later poll). Its toolset activity stays behind."""
+        assert self.leases is not None
+        moves = []
+        for sid, to in await self.leases.wanted():
+            conversation = self.sessions.get(sid)
+            if sid in self._loading or (conversation is not None and (conversation.running or conversation.queue)):
+                continue
+            self._let_go(sid)
+            moves.append((sid, to))
+        if moves:
+            await self.leases.hand_over(moves)
+            self.log.info("actor=session node=%s handed %d session(s) over: %s", self.leases.node, len(moves),
+                          ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
+
+    def _let_go(self, sid: str) -> None:
+        """Another node serves the session now: out of memory (its toolset activity with it)."""
+        conversation = self.sessions.pop(sid, None)
+        if conversation is not None:
+            self._restored.discard(sid)
+            conversation.timers.on_change = None
+            self.subscribers.gone([sid])
+
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
     def wake_timers(self) -> None:
         self._timer_wake.set()
@@ -552,6 +623,8 @@ class SessionActor(Actor):
             self._restored.discard(sid)
             self.world.forget(sid)
         if idle:
+            if self.leases is not None:
+                self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.subscribers.gone(idle)
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
@@ -668,6 +741,8 @@ class SessionActor(Actor):
             return conversation
         done = self._loading[sid] = anyio.Event()
         try:
+            if self.leases is not None and (holder := await self.leases.take(sid)):
+                raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
             stored = await self.journal.load(sid)
             if stored is None and not create:
                 return None

@@ -65,6 +65,10 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     bench.add_argument("--prompt-turns", type=int, default=20, help="with --prompts: turns of the scripted conversation")
     bench.add_argument("--no-ttft", action="store_true",
                        help="with --prompts: skip the real-model time-to-first-token run (tokens only: a few seconds)")
+    bench.add_argument("--nodes", type=int, default=0,
+                       help="a local cluster of N nodes on PostgreSQL behind HAProxy (cluster/bench.py; docs/several-nodes.md)")
+    bench.add_argument("--chaos-nodes", type=float, default=0.0, metavar="SECONDS",
+                       help="with --nodes: SIGKILL a random node every SECONDS and start it again")
     bench.set_defaults(func=lambda args: cmd_bench(args, load_config))
 
 
@@ -74,6 +78,13 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         return _prompts(args, config)
     if args.floor:
         return _floor(args, config)
+    if args.nodes or args.chaos_nodes:
+        from cluster.bench import cmd_bench_nodes
+
+        if args.nodes < 1 or args.chaos_nodes < 0:
+            sys.exit("porfiry: --chaos-nodes needs --nodes N (N >= 1), and cannot be negative")
+        return cmd_bench_nodes(config, nodes=args.nodes, sessions=args.sessions, turns=args.turns, think_ms=args.think_ms,
+                               per_phone=max(args.sessions_per_phone, 10), chaos_s=args.chaos_nodes, seed=args.seed)
     from bench.load import MIX, LoadOptions, parse_mix
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:

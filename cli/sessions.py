@@ -17,7 +17,8 @@ from core.config import Config
 
 def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) -> None:
     sessions = subparsers.add_parser("sessions", help="list, show, export or delete journaled sessions",
-                                     description="The session journal (storage.path): every session's history.")
+                                     description="The session journal (storage.path, or storage.url on PostgreSQL): "
+                                                 "every session's history.")
     action = sessions.add_subparsers(dest="action", required=True)
     action.add_parser("list", help="every session: id, phone key, entries, last activity")
     for name, text in (("show", "print a session's history"), ("export", "a session's history as JSON lines"),
@@ -48,12 +49,12 @@ def _delete_in_runtime(config: Config, session: str, timeout: float = 2.0) -> st
         return ""
 
 
-def _delete_owner(path, session: str) -> None:
-    """Who owned the session (the bridge's table, same file): its claim and token go with it, so
-    an old token opens nothing. The running bridge drops its copy when the session actor tells it."""
-    from storage.ownership import OwnershipStore
+def _delete_owner(config: Config, session: str) -> None:
+    """Who owned the session (the bridge's table, same database): its claim and token go with it,
+    so an old token opens nothing. The running bridge drops its copy when the session actor tells it."""
+    from storage.store import ownership_store
 
-    store = OwnershipStore(path)
+    store = ownership_store(config)
     try:
         store.delete([session])
     finally:
@@ -84,19 +85,22 @@ def _show_world(stored) -> None:
 
 
 def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
-    from storage import journal
+    from storage.store import journal_store
 
-    path = config.path(config.storage.path)
-    if not path.exists():
-        sys.exit(f"porfiry: no journal at {path} (storage.path); nothing has been recorded yet")
+    journal = journal_store(config)
+    if config.storage.backend == "sqlite" and not config.path(config.storage.path).exists():
+        sys.exit(f"porfiry: no journal at {journal.where} (storage.path); nothing has been recorded yet")
+    path = journal.where
     from core.permanent import EXIT_PERMANENT
     from storage.sqlite_file import StorageError
 
     try:
-        conn = journal.connect(path)
+        conn = journal.connect()
     except StorageError as exc:  # a corrupt database: one line, no traceback
         print(f"porfiry: {exc}", file=sys.stderr)
         return EXIT_PERMANENT
+    except journal.errors as exc:
+        sys.exit(f"porfiry: cannot open the journal {path}: {exc}")
     try:
         if args.action == "list":
             rows = journal.list_sessions(conn)
@@ -114,7 +118,7 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
                 return 0
             if answer:
                 sys.exit(f"porfiry: {answer}")
-            _delete_owner(path, args.session)  # no runtime holds the file: its claim goes here
+            _delete_owner(config, args.session)  # no runtime holds the file: its claim goes here
             if not journal.delete_session(conn, args.session):
                 sys.exit(f"porfiry: no session {args.session!r} in {path}")
             print(f"deleted session {args.session} ({len(entries)} entries)")
@@ -131,4 +135,4 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
             _show_world(journal.load_session(conn, args.session))
         return 0
     finally:
-        conn.close()
+        journal.close(conn)

@@ -114,11 +114,26 @@ class SkillsConfig(_Section):
 
 
 class StorageConfig(_Section):
-    """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
+    """The database: session journals, dedup ids, session ownership. "sqlite": embedded (WAL, at
+    `path`); "postgres": a server at `url`, shared by several nodes (docs/several-nodes.md)."""
 
     path: Annotated[str, Meta(min_length=1, description="the embedded database (SQLite, WAL): session ownership and journals; one runtime per file")] = "var/porfiry.sqlite3"
+    backend: Annotated[Literal["sqlite", "postgres"], Meta(description="sqlite: the embedded file at path; postgres: a server at url, shared by several nodes (docs/several-nodes.md)")] = "sqlite"
+    url: Annotated[str, Meta(description="postgres: a libpq URL, e.g. postgresql://porfiry@/porfiry?host=/run/postgresql; env PORFIRY_STORAGE_URL")] = ""
     retention_days: Annotated[float, Meta(ge=0, description="entries and answered events older than this are deleted; 0: keep forever")] = 0.0
     journal: Annotated[bool, Meta(description="false: sessions in memory only (a restart forgets them); to measure the journal's cost")] = True
+
+
+class NodeConfig(_Section):
+    """One of several runtime nodes sharing storage.backend = "postgres" (docs/several-nodes.md).
+    A session is served by one node at a time: the node holding its lease in the database."""
+
+    name: Annotated[str, Meta(description="this node's name; empty: the only node, no leases; run.py serve --node NAME, env PORFIRY_NODE_NAME")] = ""
+    lease_s: Annotated[float, Meta(gt=0, description="a node that has not renewed its lease this long is dead: its sessions move")] = 10.0
+    heartbeat_s: Annotated[float, Meta(gt=0, description="how often a node renews its lease and adopts a dead node's sessions (below lease_s)")] = 2.0
+    adopt_batch: Annotated[int, Meta(ge=1, description="a dead node's sessions claimed per heartbeat")] = 64
+    handover_poll_s: Annotated[float, Meta(gt=0, description="how often a node looks for its sessions another node asked for")] = 0.2
+    handover_wait_s: Annotated[float, Meta(gt=0, description="how long a node waits for a live holder to hand a session over; then the event is refused")] = 30.0
 
 
 class LLMConfig(_Section):
@@ -250,10 +265,11 @@ class Config(_Section):
     mcp: Annotated[McpConfig, Meta(description="MCP servers as toolsets")] = msgspec.field(default_factory=McpConfig)
     llm: Annotated[LLMConfig, Meta(description="LLM profiles and the active one")] = msgspec.field(default_factory=LLMConfig)
     web: Annotated[WebConfig, Meta(description="the web console and /metrics")] = msgspec.field(default_factory=WebConfig)
-    storage: Annotated[StorageConfig, Meta(description="the embedded database (SQLite)")] = msgspec.field(default_factory=StorageConfig)
+    storage: Annotated[StorageConfig, Meta(description="the database: embedded SQLite, or PostgreSQL shared by several nodes")] = msgspec.field(default_factory=StorageConfig)
     channels: Annotated[ChannelsConfig, Meta(description="events from outside: phone notifications and signed webhooks (docs/world-events.md)")] = msgspec.field(default_factory=ChannelsConfig)
     monitors: Annotated[MonitorsConfig, Meta(description="the commands and URLs the model may watch, and their bounds")] = msgspec.field(default_factory=MonitorsConfig)
     notify: Annotated[NotifyConfig, Meta(description="notify_user and what waits while the glasses are off")] = msgspec.field(default_factory=NotifyConfig)
+    node: Annotated[NodeConfig, Meta(description="one of several runtime nodes on one PostgreSQL: its name and its lease (docs/several-nodes.md)")] = msgspec.field(default_factory=NodeConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -391,8 +407,20 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
                           f"session.admission_max_turns ({config.session.admission_max_turns})")
     phone = msgspec.structs.replace(config.phone, endpoint=env.get("PORFIRY_PHONE_ENDPOINT", config.phone.endpoint))
     skills = msgspec.structs.replace(config.skills, user_dir=env.get("PORFIRY_USER_SKILLS_DIR", config.skills.user_dir))
-    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path))
-    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage)
+    storage = msgspec.structs.replace(config.storage, path=env.get("PORFIRY_STORAGE_PATH", config.storage.path),
+                                      backend=env.get("PORFIRY_STORAGE_BACKEND", config.storage.backend),
+                                      url=env.get("PORFIRY_STORAGE_URL", config.storage.url))
+    if storage.backend not in ("sqlite", "postgres"):
+        raise ConfigError(f"storage.backend {storage.backend!r} is neither 'sqlite' nor 'postgres'")
+    if storage.backend == "postgres" and not storage.url:
+        raise ConfigError("storage.backend = 'postgres' needs storage.url (or PORFIRY_STORAGE_URL), "
+                          "e.g. postgresql://porfiry@/porfiry?host=/run/postgresql")
+    node = msgspec.structs.replace(config.node, name=env.get("PORFIRY_NODE_NAME", config.node.name))
+    if node.name and storage.backend != "postgres":
+        raise ConfigError(f"node.name {node.name!r}: several nodes share storage.backend = 'postgres', not {storage.backend!r}")
+    if node.heartbeat_s >= node.lease_s:
+        raise ConfigError(f"node.heartbeat_s ({node.heartbeat_s}) must be shorter than node.lease_s ({node.lease_s})")
+    return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage, node=node)
 
 
 def to_json(config: Config) -> bytes:

@@ -35,6 +35,9 @@ def default_client_id() -> str:
 def _add_connection_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--session", required=True, help="session id (the first phone to use it owns it)")
     parser.add_argument("--client-id", default=None, help="this phone's name (default: your user name)")
+    parser.add_argument("--endpoint", default=None,
+                        help="the runtime's phone endpoint, e.g. a cluster's HAProxy (default: phone.endpoint, "
+                             "PORFIRY_PHONE_ENDPOINT)")
     parser.add_argument("--key-name", default="phone",
                         help="with phone.curve on: use keys_dir/phones/NAME.key_secret (default: phone)")
 
@@ -48,7 +51,8 @@ def connect_factory(args: argparse.Namespace, config: Config, *, connect_timeout
     tokens = SessionTokens(tokens_file(config.path(config.storage.path).parent, client_id))
 
     def connect() -> PhoneClient:
-        return PhoneClient(config.phone.endpoint, client_id=client_id, curve=curve, tokens=tokens,
+        endpoint = getattr(args, "endpoint", None) or config.phone.endpoint
+        return PhoneClient(endpoint, client_id=client_id, curve=curve, tokens=tokens,
                            max_message_bytes=config.protocol.max_message_bytes, connect_timeout_s=connect_timeout_s)
 
     return connect

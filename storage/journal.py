@@ -15,6 +15,7 @@ loss may take the last commits.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import re
@@ -22,7 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import msgspec
@@ -31,6 +32,9 @@ import protocol as p
 from core.trajectory import Recorded
 from core.world import WorldState
 from storage import sqlite_file
+
+if TYPE_CHECKING:
+    from storage.store import JournalStore
 
 _log = logging.getLogger("porfiry.journal")
 
@@ -285,6 +289,68 @@ def purge_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
     return deleted
 
 
+class SqliteStore:
+    """The journal's SQL on a SQLite file (storage.backend = "sqlite"): the functions above."""
+
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
+    def __init__(self, path: str | Path, *, hold_lock: bool = False):
+        self.path = Path(path)
+        self.where = str(path)
+        self.hold_lock = hold_lock  # the runtime's journal: storage/sqlite_file.py's lock, and a FileWatch
+        self._watch: sqlite_file.FileWatch | None = None
+
+    def connect(self) -> sqlite3.Connection:
+        conn = connect(self.path, hold_lock=self.hold_lock)
+        if self.hold_lock:
+            self._watch = sqlite_file.FileWatch(self.path)  # a file deleted under us: no more acks
+        return conn
+
+    def close(self, conn: sqlite3.Connection) -> None:
+        conn.close()
+        if self.hold_lock:
+            sqlite_file.release(self.path)
+
+    @staticmethod
+    def reopen(conn: sqlite3.Connection) -> sqlite3.Connection:
+        return conn  # a file does not hang up
+
+    @staticmethod
+    def begin(conn: sqlite3.Connection) -> None:
+        # IMMEDIATE: take the write lock now, waiting (busy timeout) for another process's
+        # writer (the bridge's ownership table shares the file); a deferred transaction that
+        # reads first fails with "database is locked" instead of waiting
+        conn.execute("BEGIN IMMEDIATE")
+
+    def commit(self, conn: sqlite3.Connection) -> None:
+        conn.execute("COMMIT")
+        if self._watch is not None:
+            self._watch.check()
+
+    @staticmethod
+    def rollback(conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+    @staticmethod
+    def guarded(conn: sqlite3.Connection) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()  # a failed statement leaves SQLite's transaction usable
+
+    insert_entry = staticmethod(insert_entry)
+    insert_event = staticmethod(insert_event)
+    mark_done = staticmethod(mark_done)
+    save_state = staticmethod(save_state)
+    load_session = staticmethod(load_session)
+    unfinished_sessions = staticmethod(unfinished_sessions)
+    search = staticmethod(search)
+    list_sessions = staticmethod(list_sessions)
+    session_entries = staticmethod(session_entries)
+    delete_session = staticmethod(delete_session)
+    purge_older_than = staticmethod(purge_older_than)
+
+
 # ---- the asynchronous journal -----------------------------------------------------------------
 def _finish(waiter: "_Waiter") -> None:
     waiter.done.set()
@@ -310,11 +376,12 @@ class Journal:
     """The runtime's journal: queue operations from the event loop, one writer runs them in a
     worker thread, a batch per transaction. Start `run` in a task group before using it."""
 
-    def __init__(self, path: str | Path, clock: Callable[[], float] = time.time):
+    def __init__(self, path: str | Path, clock: Callable[[], float] = time.time, store: JournalStore | None = None):
         self.path = Path(path)
         self.clock = clock
-        self._conn: sqlite3.Connection | None = None
-        self._queue: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]] = []
+        self.store: JournalStore = store if store is not None else SqliteStore(path, hold_lock=True)
+        self._conn: Any = None  # the store's connection, used by the worker thread only
+        self._queue: list[tuple[Callable[[Any], Any], _Waiter | None]] = []
         self._wake = anyio.Event()
         self._now = anyio.Event()  # set when something waits on the queue: flush without delay
         self.failure = ""  # the last failed write nobody waited for, until a write succeeds
@@ -322,10 +389,9 @@ class Journal:
 
     async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
         try:
-            self._conn = await anyio.to_thread.run_sync(lambda: connect(self.path, hold_lock=True))
-            self._watch = sqlite_file.FileWatch(self.path)  # a file deleted under us: no more acks
-        except (sqlite3.Error, OSError) as exc:
-            raise JournalError(f"cannot open the journal {self.path}: {exc}") from None
+            self._conn = await anyio.to_thread.run_sync(self.store.connect)
+        except (*self.store.errors, OSError) as exc:
+            raise JournalError(f"cannot open the journal {self.store.where}: {exc}") from None
         task_status.started()
         try:
             while True:
@@ -340,8 +406,7 @@ class Journal:
                 if self._queue:
                     await self._flush()  # what was queued before a stop still lands
                 conn, self._conn = self._conn, None
-                await anyio.to_thread.run_sync(conn.close)
-                sqlite_file.release(self.path)
+                await anyio.to_thread.run_sync(self.store.close, conn)
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
@@ -353,18 +418,17 @@ class Journal:
             if waiter is not None:
                 _finish(waiter)
 
-    def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], _Waiter | None]]) -> None:
-        conn = self._conn
+    def _run_batch(self, batch: list[tuple[Callable[[Any], Any], _Waiter | None]]) -> None:
+        conn, store = self._conn, self.store
         assert conn is not None
         failed = ""
         try:
-            # IMMEDIATE: take the write lock now, waiting (busy timeout) for another process's
-            # writer (the bridge's ownership table shares the file); a deferred transaction that
-            # reads first fails with "database is locked" instead of waiting
-            conn.execute("BEGIN IMMEDIATE")
+            conn = self._conn = store.reopen(conn)
+            store.begin(conn)
             for operation, waiter in batch:
                 try:
-                    result = operation(conn)
+                    with store.guarded(conn):
+                        result = operation(conn)
                 except Exception as exc:  # noqa: BLE001 - one bad operation fails alone
                     failed = f"{type(exc).__name__}: {exc}"
                     if waiter is not None:
@@ -374,15 +438,11 @@ class Journal:
                 else:
                     if waiter is not None:
                         waiter.result = result
-            conn.execute("COMMIT")
-            self._watch.check()
-        except sqlite3.Error as exc:
+            store.commit(conn)
+        except store.errors as exc:
             failed = f"{type(exc).__name__}: {exc}"
             _log.error("journal commit failed (%d operations): %s", len(batch), failed)
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
+            store.rollback(conn)
             for _, waiter in batch:
                 if waiter is not None:
                     waiter.error = JournalError(f"journal write failed: {failed}")
@@ -400,7 +460,7 @@ class Journal:
     def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any]) -> _Waiter:
         waiter = _Waiter()
         if self._conn is None:
-            waiter.error = JournalError(f"the journal {self.path} is not open")
+            waiter.error = JournalError(f"the journal {self.store.where} is not open")
             waiter.done.set()
         else:
             self._submit(operation, waiter)
@@ -414,17 +474,22 @@ class Journal:
             raise waiter.error
         return waiter.result
 
+    async def call(self, operation: Callable[[Any], Any]) -> Any:
+        """Runs `operation(conn)` in the writer's next transaction, after everything queued
+        before it; its result. Raises JournalError."""
+        return await self._call(operation)
+
     # ---- what sessions write ----------------------------------------------------------------
     def append(self, session: str, entry: Recorded) -> None:
         """A history entry, in order; not waited for (a restart replays what reached the disk)."""
         ts = self.clock()
-        self._submit(lambda conn: insert_entry(conn, session, ts, entry))
+        self._submit(lambda conn: self.store.insert_entry(conn, session, ts, entry))
 
     def accept_event(self, session: str, phone_key: str, event: p.Event) -> _Waiter:
         """An event the session accepted, queued now (before anything it causes, so the disk
         never holds an effect without its cause); `await stored(waiter)` before acking it."""
         ts = self.clock()
-        return self._queue_waited(lambda conn: insert_event(conn, session, phone_key, event, ts))
+        return self._queue_waited(lambda conn: self.store.insert_event(conn, session, phone_key, event, ts))
 
     async def stored(self, waiter: _Waiter) -> None:
         """Raises JournalError when the event could not be stored, or an earlier write was lost."""
@@ -456,30 +521,30 @@ class Journal:
     def note_event(self, session: str, event: p.Event) -> None:
         """An event from inside the runtime (a timer): recorded for dedup, not waited for."""
         ts = self.clock()
-        self._submit(lambda conn: insert_event(conn, session, "", event, ts))
+        self._submit(lambda conn: self.store.insert_event(conn, session, "", event, ts))
 
     def events_done(self, session: str, event_ids: list[str]) -> None:
-        self._submit(lambda conn: mark_done(conn, session, event_ids))
+        self._submit(lambda conn: self.store.mark_done(conn, session, event_ids))
 
     def save_state(self, session: str, state: SessionState) -> None:
         ts = self.clock()
-        self._submit(lambda conn: save_state(conn, session, state, ts))
+        self._submit(lambda conn: self.store.save_state(conn, session, state, ts))
 
     # ---- what sessions read -----------------------------------------------------------------
     async def load(self, session: str) -> StoredSession | None:
-        return await self._call(lambda conn: load_session(conn, session))
+        return await self._call(lambda conn: self.store.load_session(conn, session))
 
     async def unfinished(self) -> list[str]:
-        return await self._call(unfinished_sessions)
+        return await self._call(self.store.unfinished_sessions)
 
     async def search(self, session: str, words: str, limit: int = 5) -> list[SearchHit]:
-        return await self._call(lambda conn: search(conn, session, words, limit))
+        return await self._call(lambda conn: self.store.search(conn, session, words, limit))
 
     async def delete(self, session: str) -> bool:
-        return await self._call(lambda conn: delete_session(conn, session, transaction=False))
+        return await self._call(lambda conn: self.store.delete_session(conn, session, transaction=False))
 
     async def purge(self, cutoff: float) -> int:
-        return await self._call(lambda conn: purge_older_than(conn, cutoff))
+        return await self._call(lambda conn: self.store.purge_older_than(conn, cutoff))
 
 
 class NoJournal(Journal):

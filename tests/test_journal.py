@@ -1,14 +1,25 @@
-"""The journal's SQL (storage/journal.py) on a real SQLite file: round trips, search, retention."""
+"""The journal's contract on both backends, a real SQLite file and a real PostgreSQL (storage/journal.py,
+storage/postgres.py): round trips, search, retention, batching, failures."""
 import anyio
+import pytest
 
 import protocol as p
 from core.trajectory import Trajectory
 from storage import journal as j
 
 
-def test_a_trajectory_comes_back_with_its_calls_and_their_states(tmp_path):
-    conn = j.connect(tmp_path / "journal.sqlite3")
-    trajectory = Trajectory(sink=lambda entry: j.insert_entry(conn, "s1", 100.0, entry))
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        return j.SqliteStore(tmp_path / "journal.sqlite3")
+    from storage.postgres import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("pg_url"))
+
+
+def test_a_trajectory_comes_back_with_its_calls_and_their_states(store):
+    conn = store.connect()
+    trajectory = Trajectory(sink=lambda entry: store.insert_entry(conn, "s1", 100.0, entry))
     trajectory.record_events(p.Event(event_id="e1", kind="user_text", source="user", channel="speech", content="find lara"))
     trajectory.record_assistant("TOOL_CALL: media_search|lara", "c1", "media_search")
     trajectory.record_placeholder("c1")
@@ -16,8 +27,8 @@ def test_a_trajectory_comes_back_with_its_calls_and_their_states(tmp_path):
     trajectory.record_assistant("OK", None, None)
     trajectory.record_late_result("c1", "Lara Croft (2001)")
     trajectory.record_assistant("TOOL_CALL: show_text|hi", "c2", "show_text")  # open when the runtime died
-    j.insert_event(conn, "s1", "phone-1", p.Event(event_id="e1", kind="user_text", source="user", channel="speech"), 100.0)
-    stored = j.load_session(conn, "s1")
+    store.insert_event(conn, "s1", "phone-1", p.Event(event_id="e1", kind="user_text", source="user", channel="speech"), 100.0)
+    stored = store.load_session(conn, "s1")
     back = Trajectory.restore(stored.entries)
     assert back.messages() == trajectory.messages()
     assert back.call_state("c1") == "late" and back.pending_calls() == [("c2", "show_text")]
@@ -27,38 +38,38 @@ def test_a_trajectory_comes_back_with_its_calls_and_their_states(tmp_path):
     back.record_cut("c2")
     back.check()
     assert back.placeholder_calls() == [], "c1 already has its late result"
-    j.mark_done(conn, "s1", ["e1"])
-    assert j.load_session(conn, "s1").open_events == []
+    store.mark_done(conn, "s1", ["e1"])
+    assert store.load_session(conn, "s1").open_events == []
 
 
-def test_search_finds_russian_and_english_words_with_other_endings_in_its_own_session_only(tmp_path):
-    conn = j.connect(tmp_path / "journal.sqlite3")
-    say = lambda session, ts, role, text: j.insert_entry(conn, session, ts, j.Recorded(role=role, content=text))  # noqa: E731
+def test_search_finds_russian_and_english_words_with_other_endings_in_its_own_session_only(store):
+    conn = store.connect()
+    say = lambda session, ts, role, text: store.insert_entry(conn, session, ts, j.Recorded(role=role, content=text))  # noqa: E731
     say("s1", 1.0, "user", "[User said] Меня зовут Аглая")
     say("s1", 2.0, "assistant", "Приятно познакомиться")
     say("s1", 3.0, "user", "[User said] I watched the Matrix films yesterday")
     say("s2", 4.0, "user", "[User said] Аглая is not here")
-    hits = j.search(conn, "s1", "Аглаю")
+    hits = store.search(conn, "s1", "Аглаю")
     assert [(h.content, h.reply) for h in hits] == [("[User said] Меня зовут Аглая", "Приятно познакомиться")]
-    assert [h.ts for h in j.search(conn, "s1", "matrix film")] == [3.0]
-    assert j.search(conn, "s1", "???") == []
+    assert [h.ts for h in store.search(conn, "s1", "matrix film")] == [3.0]
+    assert store.search(conn, "s1", "???") == []
 
 
-def test_delete_and_retention(tmp_path):
-    conn = j.connect(tmp_path / "journal.sqlite3")
+def test_delete_and_retention(store):
+    conn = store.connect()
     for session, ts in (("old", 10.0), ("new", 1000.0)):
-        j.insert_event(conn, session, "", p.Event(event_id="e", kind="user_text", source="user", channel="speech"), ts)
-        j.insert_entry(conn, session, ts, j.Recorded(role="user", content=f"hello from {session}"))
-        j.mark_done(conn, session, ["e"])
-    assert j.purge_older_than(conn, 500.0) == 1
-    assert [row[0] for row in j.list_sessions(conn)] == ["new"]
-    assert j.search(conn, "old", "hello") == []
-    assert j.delete_session(conn, "new") and not j.delete_session(conn, "new")
-    assert j.list_sessions(conn) == []
+        store.insert_event(conn, session, "", p.Event(event_id="e", kind="user_text", source="user", channel="speech"), ts)
+        store.insert_entry(conn, session, ts, j.Recorded(role="user", content=f"hello from {session}"))
+        store.mark_done(conn, session, ["e"])
+    assert store.purge_older_than(conn, 500.0) == 1
+    assert [row[0] for row in store.list_sessions(conn)] == ["new"]
+    assert store.search(conn, "old", "hello") == []
+    assert store.delete_session(conn, "new") and not store.delete_session(conn, "new")
+    assert store.list_sessions(conn) == []
 
 
-async def test_the_journal_batches_writes_off_the_event_loop_and_acks_only_what_is_stored(tmp_path):
-    journal = j.Journal(tmp_path / "journal.sqlite3")
+async def test_the_journal_batches_writes_off_the_event_loop_and_acks_only_what_is_stored(tmp_path, store):
+    journal = j.Journal(tmp_path / "journal.sqlite3", store=store)
     async with anyio.create_task_group() as tg:
         await tg.start(journal.run)
         for k in range(50):
@@ -71,8 +82,8 @@ async def test_the_journal_batches_writes_off_the_event_loop_and_acks_only_what_
         tg.cancel_scope.cancel()
 
 
-async def test_a_write_that_fails_is_an_error_for_whoever_waits_on_it(tmp_path):
-    journal = j.Journal(tmp_path / "journal.sqlite3")
+async def test_a_write_that_fails_is_an_error_for_whoever_waits_on_it(tmp_path, store):
+    journal = j.Journal(tmp_path / "journal.sqlite3", store=store)
     async with anyio.create_task_group() as tg:
         await tg.start(journal.run)
         journal._conn.execute("DROP TABLE events")  # the disk lost the table under us
@@ -85,8 +96,8 @@ async def test_a_write_that_fails_is_an_error_for_whoever_waits_on_it(tmp_path):
         tg.cancel_scope.cancel()
 
 
-async def test_on_stored_calls_back_after_the_commit_or_with_the_error(tmp_path):
-    journal = j.Journal(tmp_path / "journal.sqlite3")
+async def test_on_stored_calls_back_after_the_commit_or_with_the_error(tmp_path, store):
+    journal = j.Journal(tmp_path / "journal.sqlite3", store=store)
     event = p.Event(event_id="e1", kind="user_text", source="user", channel="speech")
     async with anyio.create_task_group() as tg:
         await tg.start(journal.run)

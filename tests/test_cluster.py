@@ -1,0 +1,97 @@
+"""`run.py cluster up|status|down` (cluster/cli.py): nodes as real processes on a throwaway
+PostgreSQL behind a real HAProxy; a phone connected through HAProxy loses nothing when the node
+serving it is SIGKILLed."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import psycopg
+import pytest
+
+import protocol as p
+from cluster.pgserver import find_bin, free_port
+from phone.client import PhoneClient
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(
+    not (find_bin("initdb") and (shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists())),
+    reason="needs PostgreSQL's initdb and HAProxy (`make test` installs Debian's postgresql and haproxy)")
+
+
+def _run(*argv, env, timeout=180):
+    return subprocess.run([sys.executable, str(REPO / "run.py"), *argv], env=env, capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture
+def cluster_env(tmp_path):
+    root = Path(tempfile.mkdtemp(prefix="pfc"))  # short: the nodes' ipc sockets and PostgreSQL's live here
+    root.chmod(0o755)  # PostgreSQL runs as another user when we are root
+    config = tmp_path / "porfiry.toml"
+    config.write_text('[llm]\nprofile = "scripted"\n[node]\nlease_s = 2.0\nheartbeat_s = 0.3\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PORFIRY_")}
+    env["PORFIRY_CONFIG"] = str(config)
+    yield root, env
+    _run("cluster", "down", "--dir", str(root), env=env)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_a_phone_through_haproxy_loses_nothing_when_its_node_is_killed(cluster_env):
+    root, env = cluster_env
+    base = free_port()
+    while any(_busy(port) for port in range(base, base + 3)):
+        base = free_port()
+    up = await anyio.to_thread.run_sync(lambda: _run("cluster", "up", "--nodes", "2", "--dir", str(root),
+                                                     "--base-port", str(base), "--inproc", env=env))
+    assert up.returncode == 0, up.stderr
+    state = json.loads((root / "cluster.json").read_text())
+    assert f"phone endpoint: {state['endpoint']}" in up.stdout
+    async with PhoneClient(state["endpoint"], client_id="pixel", ack_timeout_s=0.5) as phone:
+        first = await phone.turn("x", "привет", timeout=20)
+        assert "привет" in first.final_text
+        with psycopg.connect(state["storage_url"]) as conn:
+            serving = conn.execute("SELECT node FROM session_lease WHERE session = 'x'").fetchone()[0]
+        victim = next(n for n in state["nodes"] if n["name"] == serving)
+        os.killpg(victim["pid"], signal.SIGKILL)  # the node dies with the phone's connection open
+        async with phone.events("x") as incoming:
+            sent = [await phone.send_text("x", f"event {k}", wait=False) for k in range(3)]
+            undone = set(sent)
+            with anyio.fail_after(40):
+                async for env_ in incoming:
+                    if isinstance(env_.body, p.TurnDone):
+                        undone -= set(env_.body.event_ids)
+                    if not undone:
+                        break
+    status = await anyio.to_thread.run_sync(lambda: _run("cluster", "status", "--dir", str(root), env=env))
+    assert f"{serving}       DOWN" in status.stdout, status.stdout
+    with psycopg.connect(state["storage_url"]) as conn:
+        users = [r[0] for r in conn.execute("SELECT content FROM entries WHERE session = 'x' AND role = 'user' ORDER BY id")]
+        now_serving = conn.execute("SELECT node FROM session_lease WHERE session = 'x'").fetchone()[0]
+    said = ["привет"] + [f"event {k}" for k in range(3)]
+    holding = [[text for text in said if text in content] for content in users]  # one turn may answer two
+    assert [text for texts in holding for text in texts] == said, users  # each once, in order
+    assert now_serving != serving
+    down = await anyio.to_thread.run_sync(lambda: _run("cluster", "down", "--dir", str(root), env=env))
+    assert down.returncode == 0 and not any(_alive(n["pid"]) for n in state["nodes"])
+    assert not _busy(base), "HAProxy stopped"
+
+
+def _busy(port):
+    import socket
+
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"

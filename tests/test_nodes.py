@@ -1,0 +1,179 @@
+"""Several runtime nodes on one PostgreSQL (storage/leases.py, docs/several-nodes.md): a session
+is served by one node at a time; a dead node's sessions move, and their timers fire once; a
+live node hands a session over to the node its phone reached (idle at once, mid-turn after it)."""
+import anyio
+import psycopg
+
+import protocol as p
+from llm.scripted import ScriptedBackend
+from storage import leases
+from storage.postgres import connect
+from tests.harness import inproc_system, make_config, override
+
+
+def test_a_lease_is_taken_over_only_after_its_node_died(pg_url):
+    conn = connect(pg_url)
+    try:
+        leases.beat(conn, "a", 0.0, 10.0)
+        assert leases.acquire(conn, "s1", "a", 0.0) == ""
+        leases.beat(conn, "b", 5.0, 10.0)
+        assert leases.acquire(conn, "s1", "b", 5.0) == "a", "a lives: it keeps serving s1"
+        leases.beat(conn, "a", 8.0, 10.0)  # a renews: alive until 18
+        assert leases.acquire(conn, "s1", "b", 17.0) == "a"
+        leases.beat(conn, "b", 17.0, 10.0)
+        assert leases.acquire(conn, "s1", "b", 18.5) == "", "a went silent: b takes s1 over"
+        assert leases.acquire(conn, "s1", "a", 19.0) == "b", "a back from the dead does not take it back"
+        leases.release(conn, ["s1"], "b")
+        assert leases.acquire(conn, "s1", "a", 19.0) == "", "a session handed back moves at once"
+        assert sorted(leases.node_table(conn, 19.0)) == [("a", False, 1), ("b", True, 0)]
+    finally:
+        conn.close()
+
+
+def _model(messages):
+    last = messages[-1]
+    if last.role == "tool":
+        return "timer noted"
+    if "remind me" in last.content:
+        return "TOOL_CALL: timers_set|in 5 minutes; tea"
+    if "Timer fired" in last.content:
+        return "Reminder: tea is ready"
+    return "ok"
+
+
+def _reminders(system) -> int:
+    shown = system.actors["glasses"].shown.get("tea", [])
+    return sum(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in shown)
+
+
+async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, pg_url, manual_clock):
+    backend = ScriptedBackend(reply_fn=_model)
+
+    def node(name):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.05, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config,
+                             execute_substituted_calls=True)
+
+    async with node("a") as a:
+        await a.turn("tea", "remind me about tea")
+    # node a died with the session's lease (nothing released it); its timer comes due meanwhile
+    manual_clock.advance(600)
+    async with node("b") as b, node("c") as c:
+        with anyio.fail_after(10):
+            while _reminders(b) + _reminders(c) == 0:
+                await anyio.sleep(0.02)
+        for _ in range(10):  # ten more heartbeats of both: nobody fires it again
+            await anyio.sleep(0.05)
+        assert _reminders(b) + _reminders(c) == 1
+        fired = [m.content for m in backend.calls[-1] if m.role == "user" and "Timer fired" in m.content]
+        assert len(fired) == 1 and "late" in fired[0], fired
+        served_by = "b" if _reminders(b) else "c"
+        history = await (b if served_by == "b" else c).history("tea")
+        assert history[0]["content"] == "[User said] remind me about tea", "the history moved with the session"
+        with psycopg.connect(pg_url) as conn:
+            assert conn.execute("SELECT node FROM session_lease WHERE session = 'tea'").fetchone() == (served_by,)
+
+
+def _lease(pg_url, session):
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT node FROM session_lease WHERE session = %s", (session,)).fetchone()
+    return row[0] if row else None
+
+
+async def test_a_session_moves_between_two_live_nodes_with_its_history_idle_at_once_mid_turn_after_it(tmp_path, pg_url):
+    gates = [anyio.Event()]
+    gates[0].set()
+
+    async def model_time(_seconds):  # the model answers when the test opens the gate
+        await gates[-1].wait()
+
+    backend = ScriptedBackend(first_token_delay_s=0.001, sleep=model_time)
+
+    def node(name):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.1, "handover_poll_s": 0.02, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, config=config)
+
+    async with node("a") as a, node("b") as b:
+        await a.turn("s", "my name is Aglaya")
+        assert _lease(pg_url, "s") == "a"
+        await b.turn("s", "what is my name")  # the phone reached b: a lets the idle session go at once
+        assert "s" not in a.actors["session"].sessions and _lease(pg_url, "s") == "b"
+        assert [m["content"] for m in await b.history("s") if m["role"] == "user"] == [
+            "[User said] my name is Aglaya", "[User said] what is my name"]
+
+        gates.append(anyio.Event())  # b's next turn hangs in the model
+        story = await b.deliver("s", "tell me a long story", event_id="story")
+        assert isinstance(story, p.EventAccepted)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(a.turn, "s", "and then?")
+            with anyio.fail_after(5):
+                while a.actors["session"].leases is None or not _wanted(pg_url, "s"):
+                    await anyio.sleep(0.02)
+            assert _lease(pg_url, "s") == "b", "mid-turn: b keeps the session until its turn is done"
+            gates[-1].set()
+        assert _lease(pg_url, "s") == "a"
+        history = await a.history("s")
+        users = [m["content"] for m in history if m["role"] == "user"]
+        assert users == ["[User said] my name is Aglaya", "[User said] what is my name",
+                         "[User said] tell me a long story", "[User said] and then?"], users
+        assert [m for m in history if m["role"] == "assistant"][2]["content"], "b's answer to the story moved too"
+
+
+def _wanted(pg_url, session):
+    with psycopg.connect(pg_url) as conn:
+        row = conn.execute("SELECT wanted_by FROM session_lease WHERE session = %s", (session,)).fetchone()
+    return row[0] if row else None
+
+
+async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_took(tmp_path, pg_url, manual_clock):
+    """A node cut off from the database longer than node.lease_s (a pause, a partition) comes
+    back to find its sessions served elsewhere: it lets them go instead of serving them twice."""
+    backend = ScriptedBackend()
+
+    def node(name, heartbeat_s):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": heartbeat_s, "handover_poll_s": 0.02, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config)
+
+    async with node("a", 3.0) as a, node("b", 0.05) as b:
+        await a.turn("s", "my name is Aglaya")
+        manual_clock.advance(30)  # a has not renewed for longer than its lease: b may take its sessions
+        await b.turn("s", "what is my name")
+        assert _lease(pg_url, "s") == "b"
+        with anyio.fail_after(5):
+            while "s" in a.actors["session"].sessions:  # a's next heartbeat finds its lease lapsed
+                await anyio.sleep(0.02)
+        await a.turn("s", "and now?")  # back to a, by a hand-over: one history, nothing twice
+        users = [m["content"] for m in await a.history("s") if m["role"] == "user"]
+        said = ["my name is Aglaya", "what is my name", "and now?"]
+        assert [text for content in users for text in said if text in content] == said, users  # each once, in order
+
+
+async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_a_resend(tmp_path, pg_url, manual_clock):
+    """The node acked the event (it is in the journal) and died in the middle of its turn: a live
+    node adopts the session once the dead node's lease expired and answers, unasked."""
+    hung = anyio.Event()
+
+    async def model_hangs(_seconds):
+        await hung.wait()  # never set: the turn is in the model when its node dies
+
+    def node(name, backend):
+        config = override(make_config(tmp_path / name), storage={"backend": "postgres", "url": pg_url},
+                          node={"name": name, "heartbeat_s": 0.05, "lease_s": 10.0})
+        return inproc_system(tmp_path / name, backend=backend, clock=manual_clock, config=config)
+
+    async with node("b", ScriptedBackend()) as b:
+        async with node("a", ScriptedBackend(first_token_delay_s=0.001, sleep=model_hangs)) as a:
+            reply = await a.deliver("s", "hello there", event_id="ev-1")
+            assert isinstance(reply, p.EventAccepted)
+        manual_clock.advance(30)  # a is gone and its lease expired; nobody sends anything
+        with anyio.fail_after(10):
+            while "s" not in b.actors["session"].sessions or b.actors["session"].sessions["s"].running:
+                await anyio.sleep(0.05)
+            while not any(m["role"] == "assistant" for m in await b.history("s")):
+                await anyio.sleep(0.05)
+        assert _lease(pg_url, "s") == "b"
+        users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
+        assert users.count("[User said] hello there") == 1, users
