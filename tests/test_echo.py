@@ -63,10 +63,10 @@ async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_
             return "Включаю «Матрицу»."
         if last.role == "tool":
             return "I'm sorry, but I can't assist with that."
-        return "TOOL_CALL: media_play|matrix-1999"
+        return "TOOL_CALL: media_play|Матрица"
 
     requests = await _play(tmp_path, "включи матрицу", model)
-    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "I'm sorry, but I can't assist with that.",
+    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|Матрица", "I'm sorry, but I can't assist with that.",
                                            "Включаю «Матрицу»."]
 
 
@@ -76,7 +76,7 @@ async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tm
     def model(messages):
         if messages[-1].role == "tool" or "refused" in messages[-1].content:
             return "I'm sorry, but I can't assist with that."
-        return "TOOL_CALL: media_play|no-such-film"
+        return "TOOL_CALL: media_play|Нет Такого Фильма"  # a title: an unseen slug is refused before it runs
 
     requests = await _play(tmp_path, "включи матрицу", model)
     result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]
