@@ -105,7 +105,24 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return bool(_PLAYBACK_VERBS.search(text) or _PLAY_VERBS.search(text))
     if kind == "show":
         return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said)))
-    return bool(_CHANGE_VERBS.search(text))
+    # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk
+    return bool(_CHANGE_VERBS.search(text)) or not casual(said)
+
+
+_CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "пока", "молодец", "умница",
+                 "отлично", "класс", "супер", "круто", "ладно", "хм", "ок ", "окей", "понятно", "ясно", "угу", "ага",
+                 "хорошо", "вчера", "шутк", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
+                 "hi ", "hey", "good morning", "good night", "bye", "great", "awesome", "cool", "nice", "you're",
+                 "you are", "ok", "hmm", "got it", "i see", "haha", "lol", "yesterday", "joke", "how are you",
+                 "who are you", "what can you")
+
+
+def casual(said: str) -> bool:
+    """Small talk: a thank-you, a greeting, praise, a story, a question about the assistant -
+    words that ask for no action (and no action verb besides)."""
+    text = _norm(said)
+    verbs = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)
+    return bool(_CASUAL.search(text)) and not any(v.search(text) for v in verbs) or bool(_EXPLAIN.search(text))
 
 
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
@@ -164,7 +181,9 @@ _CLAIMS: dict[str, re.Pattern[str]] = {
                            "cancelled the timer", "canceled the timer", "timer deleted", "timer removed"),
     "play": _stems("включаю", "включил", "запускаю", "запустил", "воспроизвожу", "уже играет", "now playing",
                    "playing ", "i've started", "started playing", "is playing"),
-    "playback": _stems("поставил на паузу", "на паузе", "остановил", "продолжаю", "paused", "resumed", "stopped"),
+    "playback": _stems("поставил на паузу", "поставлено на паузу", "остановил воспроизв", "остановил фильм",
+                       "продолжаю воспроизв", "paused the", "playback paused", "playback stopped", "stopped the film",
+                       "stopped the movie", "stopped playback", "resumed the", "playback resumed"),
     "show": _stems("вывел на экран", "показал на экране", "на экране:", "shown on", "displayed on", "put it on"),
 }
 

@@ -201,7 +201,7 @@ async def test_conversation_plays_media_round_trip_and_follow_ups(config, tmp_pa
     assert media_turn[0].arg_choices["read_skill"]  # what a grammar would admit, recorded for the TTFT run
     history = "\n".join(m.content for m in requests[-1].messages)
     assert "brother-2-2000" in history and "runtime: 127 min" in history  # found, then its details
-    assert "2025-03-14T21:00:30+03:00" in history  # the clock: 18:00 UTC, then 30 s between turns
+    assert "14 March, 21:00 (2025, MSK)" in history or "14 марта, 21:00 (2025, MSK)" in history  # 18:00 UTC, then 30 s
 
 
 def _active(recorded: RecordedRequest) -> set[str]:

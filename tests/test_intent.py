@@ -76,6 +76,16 @@ def test_a_timer_text_from_nowhere_is_refused():
     ("Нашёл «Матрица», 1999, реж. Вачовски.", None),
     ("Не могу включить этот фильм.", None),
     ("Сейчас 18:00, суббота.", None),
+    ("ok: tool error: the MCP server notes stopped during the call and is being restarted", None),
+    ("Paused the film.", "playback"),
 ])
 def test_claimed_actions(answer, kind):
     assert claimed_action(answer) == kind
+
+
+def test_a_tool_the_lexicons_do_not_know_runs_on_any_request_but_not_on_small_talk():
+    assert requested("change", "run the backup command")
+    assert requested("change", "start the report job")
+    assert not requested("change", "thanks, you're great")
+    assert not requested("change", "хм, ладно")
+    assert not requested("change", "вчера пила отличный чай")
