@@ -72,6 +72,10 @@ class SessionConfig(_Section):
     toolset_ttl_s: float = 600.0
     timezone: str = "Europe/Moscow"
     execute_substituted_calls: bool = True  # S8's extra: measured with run.py eval (issue 13)
+    # reading a toolset's own skill turns the toolset on (its tools are the next step's): one model
+    # step fewer per first use (issue 33; the enable_toolset call it saves)
+    enable_on_skill_read: bool = True
+    progress_lines: bool = True  # "ищу «Матрица»…" on the glasses as soon as a call is parsed (issue 33)
     queue_limit: int = 32
     max_steps: int = 8
     max_tokens: int = 256

@@ -52,7 +52,7 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.timewords import spoken_time
+from core.timewords import progress_line, spoken_time
 from core.intent import CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
@@ -67,7 +67,7 @@ RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n]*[\]:]\s*(.*)$")
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
-_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)+")
+_SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 _log = logging.getLogger("porfiry.session")
 
@@ -433,6 +433,9 @@ class Conversation:
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
             refusal = self._guard(call.name, call.raw_args, turn_start, recipe_tools if recipe else [])
+            line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+            if line and self.s.config.progress_lines:
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
             result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
             done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
             if done:
@@ -444,6 +447,9 @@ class Conversation:
                 named = self._recipe_tools(result)
                 if named and self.s.registry.toolset(skill) is None:
                     recipe = skill  # a procedure to follow, not a toolset's own skill
+                elif (self.s.config.enable_on_skill_read and self.s.registry.toolset(skill) is not None
+                      and skill not in self.activity.active()):
+                    self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
                 recipe_tools += [t for t in named if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = call.name if refusal else "" if _failed(result) else call.name
@@ -499,7 +505,7 @@ class Conversation:
         if tool in ID_TOOLS and _SLUG.fullmatch(args.get("id", "").strip()) and args["id"].strip() not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(
                 f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
-                "media_search result shows it, or the exact title."))
+                "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
         said = self._turn_words(turn_start)
         offered = next((m.content for m in reversed(messages[:turn_start])
                         if m.role == "assistant" and "TOOL_CALL" not in m.content), "")

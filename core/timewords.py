@@ -25,3 +25,24 @@ def spoken_time(now: dt.datetime, russian: bool) -> str:
     else:
         line = f"{_WEEKDAYS_EN[now.weekday()]}, {now.day} {_MONTHS_EN[now.month - 1]}, {now:%H:%M}"
     return f"{line} ({now.year}{', ' + zone if zone else ''})"
+
+
+_PROGRESS = {  # tool -> (Russian, English) line shown while its call runs; {arg}: its first argument
+    "media_search": ("ищу «{arg}»…", "searching for “{arg}”…"),
+    "media_info": ("смотрю подробности…", "looking up the details…"),
+    "media_play": ("включаю…", "starting playback…"),
+    "get_current_time": ("смотрю на часы…", "checking the clock…"),
+    "history_search": ("вспоминаю…", "looking back…"),
+}
+_PROGRESS_ARG_CHARS = 40
+
+
+def progress_line(tool: str, raw_args: str, russian: bool) -> str:
+    """A first line for the glasses as soon as a call is parsed ("ищу «Матрица»…"), so the user
+    sees something before the answer; "" for a call that needs none (a skill read, a timer)."""
+    if tool not in _PROGRESS:
+        return ""
+    arg = raw_args.split(";")[0].split("|")[0].strip()
+    if len(arg) > _PROGRESS_ARG_CHARS:
+        arg = arg[:_PROGRESS_ARG_CHARS].rstrip() + "…"
+    return _PROGRESS[tool][0 if russian else 1].format(arg=arg)

@@ -70,7 +70,7 @@ async def test_a_claim_asked_again_that_drops_the_claim_is_shown(tmp_path):
 def _id_maker(messages):
     last = [m for m in messages if m.role != "system"][-1]
     if last.role == "tool" or last.content.startswith("[System notice]"):
-        return "Вот: " + last.content.splitlines()[-1]
+        return "Вот: " + last.content.splitlines()[-1].split("TOOL_CALL")[0]
     words = last.content.split("] ", 1)[-1]
     return "TOOL_CALL: " + words[len("call "):]
 
@@ -102,3 +102,11 @@ async def test_the_clock_answers_in_the_users_words_without_an_iso_stamp(tmp_pat
         assert not re.search(r"\d{4}-\d{2}-\d{2}T", ru + en)
         assert re.search(r"(понедельник|вторник|среда|четверг|пятница|суббота|воскресенье), \d+ [а-я]+, \d\d:\d\d", ru), ru
         assert re.search(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d+ [A-Z][a-z]+, \d\d:\d\d", en), en
+
+
+async def test_a_first_line_shows_what_is_searched_before_the_answer(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        shown = await system.turn("s", "call media_search|Матрица — найди, пожалуйста, этот фильм в каталоге")
+        lines = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
+        assert lines[0] == ("ищу «Матрица»…", False)
+        assert lines[-1][1] and "Матрица" not in lines[-1][0] or lines[-1][0] != lines[0][0]

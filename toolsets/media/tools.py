@@ -36,6 +36,7 @@ MEDIA_TOOLSET = ToolsetSpec(
     # placeholders, not titles: an example's words are not facts to copy (the grammar forbids <>)
     example=("\"найди фильм <название>\" -> TOOL_CALL: media_search|<название> -> the titles, years and directors "
              "from the result\n"
+             "\"включи фильм <название>\" -> TOOL_CALL: media_play|<название> -> what the result says\n"
              "\"включи его\" / \"play the second one\" / \"the 1975 one\" -> TOOL_CALL: media_play|<that title's "
              "id from the last result> -> what the result says"),
     name="media", summary="Films and series: search, details, playback.",
