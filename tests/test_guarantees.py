@@ -108,5 +108,5 @@ async def test_a_first_line_shows_what_is_searched_before_the_answer(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
         shown = await system.turn("s", "call media_search|Матрица — найди, пожалуйста, этот фильм в каталоге")
         lines = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
-        assert lines[0] == ("ищу «Матрица»…", False)
-        assert lines[-1][1] and "Матрица" not in lines[-1][0] or lines[-1][0] != lines[0][0]
+        assert lines[0][0].startswith("ищу «Матрица") and lines[0][1] is False  # shown while the search runs
+        assert lines[-1][1] is True and lines[-1][0] != lines[0][0]  # then the answer replaces it
