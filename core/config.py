@@ -76,6 +76,7 @@ class SessionConfig(_Section):
     # step fewer per first use (issue 33; the enable_toolset call it saves)
     enable_on_skill_read: bool = True
     progress_lines: bool = True  # "ищу «Матрица»…" on the glasses as soon as a call is parsed (issue 33)
+    small_talk_plain: bool = True  # small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)
     queue_limit: int = 32
     max_steps: int = 8
     max_tokens: int = 256

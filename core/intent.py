@@ -125,6 +125,18 @@ def casual(said: str) -> bool:
     return bool(_CASUAL.search(text)) and not any(v.search(text) for v in verbs) or bool(_EXPLAIN.search(text))
 
 
+_LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",
+                 "число", "погод", "find", "search", "look", "time", "date", "weather", "check")
+
+
+def small_talk(said: str) -> bool:
+    """Words that want a plain answer and no tool at all: small talk (`casual`) that asks no
+    question and names no lookup ("спасибо!", "расскажи анекдот", "объясни, как работает таймер").
+    "привет, который час?" is not: it asks the time."""
+    text = _norm(said)
+    return bool(said.strip()) and casual(said) and "?" not in said and not _LOOKUP.search(text)
+
+
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
     """"расскажи про фильм и включи его": an explain word and an action verb of the kind."""
     verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "установ", "заведи", "set ", "set a"),

@@ -110,3 +110,24 @@ async def test_a_first_line_shows_what_is_searched_before_the_answer(tmp_path):
         lines = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
         assert lines[0][0].startswith("ищу «Матрица") and lines[0][1] is False  # shown while the search runs
         assert lines[-1][1] is True and lines[-1][0] != lines[0][0]  # then the answer replaces it
+
+
+class _ToolsSeen(ScriptedBackend):
+    """A scripted model that also records the tools each request offered."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.offered: list[list[str]] = []
+
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
+        self.offered.append(list(tools))
+        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
+
+
+async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
+    backend = _ToolsSeen(reply_fn=lambda messages: "Пожалуйста!")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "спасибо, ты молодец")
+        await system.turn("s", "привет, который час?")
+    assert backend.offered[0] == []
+    assert "get_current_time" in backend.offered[1]

@@ -89,3 +89,14 @@ def test_a_tool_the_lexicons_do_not_know_runs_on_any_request_but_not_on_small_ta
     assert not requested("change", "thanks, you're great")
     assert not requested("change", "хм, ладно")
     assert not requested("change", "вчера пила отличный чай")
+
+
+@pytest.mark.parametrize("said,expected", [
+    ("спасибо!", True), ("хм, ладно", True), ("расскажи анекдот", True), ("объясни, как работает таймер", True),
+    ("you're great", True), ("привет, который час?", False), ("как тебя зовут?", False),
+    ("найди фильм Матрица", False), ("включи её", False), ("спасибо, а теперь найди Брат", False), ("", False),
+])
+def test_small_talk_gets_no_tool(said, expected):
+    from core.intent import small_talk
+
+    assert small_talk(said) is expected
