@@ -8,6 +8,12 @@ def test_the_users_own_words_back_are_an_echo_whatever_the_case_and_punctuation(
     assert echoed("  who directed Inception? Check the catalog. ", "[User said] Who directed Inception? Check the catalog.") == "the user's words"
 
 
+def test_a_greeting_given_back_is_an_answer_not_an_echo():
+    assert echoed("Доброе утро!", "[User said] доброе утро!") == ""
+    assert echoed("Хм, ладно.", "[User said] хм, ладно") == ""
+    assert echoed("Который час?", "[User said] который час?") == "the user's words"
+
+
 def test_the_state_part_back_is_an_echo():
     assert echoed("Active toolsets: media\nmedia_info|<id> — details", "[User said] найди фильм") == "the tool list"
     assert echoed("Skills (name: when to use; read_skill|name gives its recipe):\nmedia: Films", "x") == "the tool list"
