@@ -451,7 +451,8 @@ class Conversation:
                     recipe = skill  # a procedure to follow, not a toolset's own skill
                 elif (self.s.config.enable_on_skill_read and self.s.registry.toolset(skill) is not None
                       and skill not in self.activity.active()):
-                    self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
+                    enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
+                    self.s.observer.tool_finished(self, turn_id, "", "enable_toolset", skill, "invisible", enabled)
                 recipe_tools += [t for t in named if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
             repeated = call.name if refusal else "" if _failed(result) else call.name
