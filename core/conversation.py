@@ -53,7 +53,7 @@ from core.background import (
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
-from core.intent import CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.timers import TimerTable
@@ -364,7 +364,8 @@ class Conversation:
             asked_notice, notice = notice, ""
             tools = self.s.registry.callable_tools(active)
             tools += [t for t in self._used_toolset_tools(active) + recipe_tools if t not in tools]
-            if self.s.config.small_talk_plain and small_talk(self._turn_words(turn_start)):
+            plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn_start))
+            if plain_only:
                 tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
@@ -390,6 +391,9 @@ class Conversation:
                 return
             parsed = parse_reply(reply)
             call = parsed.call
+            if call is not None and plain_only and not echo_retried:  # an unconstrained model called anyway
+                echo_retried, notice = True, SMALL_TALK_NOTICE.format(language=self._language())
+                continue
             if call is None:
                 text = parsed.text_before.strip() or reply.strip()
                 what = "" if echo_retried else echoed(text, self._last_user_words())

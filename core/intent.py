@@ -212,6 +212,8 @@ def claimed_action(answer: str) -> ActionKind | None:
     return None
 
 
+SMALL_TALK_NOTICE = ("The user's last message is small talk: it needs no tool. Reply to it in plain text, briefly, "
+                     "in {language}.")
 CLAIM_NOTICE = ("Your last reply said an action was done ({kind}), but no tool call did it in this turn. If the "
                 "user asked for it, make the call now; otherwise answer without claiming it, in {language}.")
 NOT_DONE_TEXT = {"ru": "Я этого не сделал: ни один инструмент не был вызван. Повторите просьбу, если это нужно.",

@@ -34,7 +34,7 @@ def _copycat(messages):
 
 async def test_a_thank_you_sets_no_timer_and_the_model_is_told_why(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
-        await system.turn("s", "спасибо, ты молодец")
+        await system.turn("s", "спасибо, ты молодец! а что ты умеешь?")  # a question: tools are offered
         results = tool_results(await system.history("s"))
         assert [r["name"] for r in results] == ["timers_set"]
         assert results[0]["content"].startswith("not executed (not_requested)")
@@ -131,3 +131,15 @@ async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
         await system.turn("s", "привет, который час?")
     assert backend.offered[0] == []
     assert "get_current_time" in backend.offered[1]
+
+
+async def test_small_talk_answered_with_a_call_by_an_unconstrained_model_is_asked_for_text(tmp_path):
+    def model(messages):
+        if messages[-1].content.startswith("[System notice] The user's last message is small talk"):
+            return "Рад помочь!"
+        return "TOOLCALL: say_thanks"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        shown = await system.turn("s", "спасибо большое, ты очень помог")
+        assert finals(shown)[-1] == "Рад помочь!"
+        assert tool_results(await system.history("s")) == []
