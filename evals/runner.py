@@ -493,7 +493,9 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
                 invalid_calls += invalid
                 passed = sum(r.passed for r in results)
                 progress(f"[{index}/{len(scenarios)}] {'PASS' if result.passed else 'FAIL'} {scenario.id} "
-                         f"({result.steps} steps) - {passed}/{index} passed, {time.perf_counter() - started:.0f} s"
+                         f"({result.steps} steps, turn_ms {result.turn_ms}, side effects {len(result.unrequested_side_effects)}, "
+                         f"claimed {result.actions_claimed_not_done}) - {passed}/{index} passed, "
+                         f"{time.perf_counter() - started:.0f} s"
                          + ("" if result.passed else f"\n      {result.why}"))
     passed = sum(r.passed for r in results)
     evaluated = [s.evaluated_tokens for s in stats]
