@@ -35,7 +35,8 @@ def _config(args: argparse.Namespace):
         process_groups(config.topology)  # a wrong process group: say so now, not in a traceback
         return config
     except (ConfigError, ValueError) as exc:
-        sys.exit(f"porfiry: {exc}")
+        print(f"porfiry: {exc}", file=sys.stderr)
+        sys.exit(2)  # a bad value: one line, before anything starts
 
 
 # ---- serve / status ------------------------------------------------------------------------
@@ -60,6 +61,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError, preflight
+
+    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+        preflight(config.path(config.storage.path))
+    except StorageError as exc:
+        instance_lock.release()
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     supervisor = Supervisor(config)
 
     async def main() -> None:
@@ -137,6 +147,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     web = None
     log_path = config.path("var/porfiry.log")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_path.touch(0o600)
+    os.chmod(log_path, 0o600)  # one written by an older version may be 0644
     command = [sys.executable, os.path.abspath(__file__)] + (["--config", args.config] if args.config else []) + ["serve"]
     with open(log_path, "ab") as log:
         server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
@@ -295,6 +307,9 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    import os
+
+    os.umask(0o077)  # the database, its WAL, var/ and the logs: the runtime's user only (tokens, histories)
     args = build_parser().parse_args(argv)
     return args.func(args) or 0
 

@@ -11,10 +11,13 @@ Besides its actor inbox it binds a ROUTER at `phone.endpoint`. Phone events beco
   phone resends it) and the lane holds later events of that session with `Busy` until that
   event comes back, so a restart does not reorder a session's events;
 - ownership is durable (storage.ownership, SQLite) and must be proved, never declared: with
-  CURVE the session belongs to the phone's key; without, to a secret token handed out in the Ack
-  of the session's first event, which every later event must carry. Others get "forbidden";
+  CURVE the session belongs to the phone's key; without, to a secret token the phone sends with
+  the session's first event (or one handed out in that event's Ack), which every later event must
+  carry - a resend of the first event included. Others get "forbidden". Idle sessions leave
+  memory, never the table (docs/security.md);
 - bounded edges: per connection a token bucket (`RateLimited`), a cap on sessions and on events
-  waiting (`Busy`); per peer an outbox, so a phone that does not read loses only its own replies
+  waiting (`Busy`); per runtime a cap on connections and on sessions (phone.max_connections,
+  phone.max_sessions); per peer an outbox, so a phone that does not read loses only its own replies
   (and is cut off past `phone.send_queue_per_peer`); garbage is logged once per peer per interval;
 - a removed phone key is refused within half a second, live connection or not.
 
@@ -27,6 +30,7 @@ CURVE server without a ZAP handler would accept any key.
 from __future__ import annotations
 
 import collections
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -47,6 +51,7 @@ ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
 EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus)
 TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand)
+ORIGINS_KEPT = 8192  # events whose sending connection is remembered until their TurnDone
 
 
 # ---- pure logic ------------------------------------------------------------------------------
@@ -110,28 +115,27 @@ class SessionTable:
 
     def admit(self, session: str, identity: bytes, *, key: str = "", token: str = "", event_id: str = "") -> tuple[bool, str]:
         """(allowed, token to hand back). `key`: the connection's CURVE key (z85), "" without CURVE.
-        The first comer opens the session: bound to its key, or to a fresh token. Later, with
-        CURVE the same key; without, the token - or a resend of the very event that opened the
-        session, which gets the token again (its Ack was lost). Routes the session to `identity`."""
+        The first comer opens the session: bound to its key, or to the token its opening event
+        carries (PhoneClient draws one), else to a fresh one handed back once, in that event's
+        Ack. Later, with CURVE the same key; without, the token - always: a resend of the opening
+        event proves nothing (its id is no secret), so it never gets the token or the session's
+        output. Routes the session to `identity`."""
         owner = self.store.get(session)
         handed = ""
         if owner is None:
+            # a history without a claim is nobody's to take: only the key the journal recorded proves it
+            recorded = self.store.unclaimed_history(session)
+            if recorded is not None and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
+                return False, ""
             if key:
                 self.store.claim(session, "key", key, event_id, identity)
             else:
-                # A phone that still holds a token of this session from before it was forgotten
-                # keeps it, so its events already under way with that token are not refused.
                 handed = token if len(token) >= 16 else new_token()
                 self.store.claim(session, "token", handed, event_id, identity)
         elif key:
             if not proves(owner, "key", key):
                 return False, ""
-        elif token:
-            if not proves(owner, "token", token):
-                return False, ""
-        elif owner.kind == "token" and event_id and event_id == owner.claim_event:
-            handed = owner.proof
-        else:
+        elif not token or not proves(owner, "token", token):
             return False, ""
         self.store.set_route(session, identity)
         self._seen[session] = self.clock()
@@ -328,14 +332,19 @@ class GlassesBridge(Actor):
         self.busy_sent = 0  # Busy answers to phones (metrics: EdgeStats)
         self.frames_dropped = 0  # phone frames undecodable, malformed, or not sendable
         phone = config.phone
-        self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic)
+        self.connections = Connections(phone.events_per_s, phone.sessions_per_connection, monotonic, max_connections=phone.max_connections)
         self.outboxes: Outboxes[bytes] = Outboxes(phone.send_queue_per_peer, self.outbox_hold_s, monotonic)
         self.garbage = GarbageLog(phone.garbage_log_interval_s, monotonic)
         self.unanswered = GarbageLog(1.0, monotonic)  # DeliverEvents the session actor did not answer in time
+        self.storage_failures = GarbageLog(phone.garbage_log_interval_s, monotonic)  # ownership writes that failed
         self.cut_off = 0  # peers whose outbox overflowed
         self._cut: collections.OrderedDict[bytes, None] = collections.OrderedDict()  # best effort only, no outbox
         self._outbox_ready = anyio.Event()
         self._allowed: set[bytes] = set()  # CURVE: the allow-list as last read (removals refused)
+        # (session, event id) -> the connection that sent it, until a TurnDone covers it: a phone
+        # that sent a second event from another connection (a second `say`) moves the session's
+        # route, and the first must still hear that its event is done (or cancelled)
+        self._origins: collections.OrderedDict[tuple[str, str], bytes] = collections.OrderedDict()
 
     # ---- start-up ---------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -427,6 +436,9 @@ class GlassesBridge(Actor):
             self._garbage(identity, "message on a connection whose key was removed")
             self.outboxes.drop(identity)
             return
+        if not self.connections.admit(identity):
+            self._over_capacity(identity, parts)
+            return
         if not self.connections.get(identity).bucket.take():
             self._rate_limited(identity, parts, user_id)
             return
@@ -435,6 +447,18 @@ class GlassesBridge(Actor):
             self._error(identity, "", "malformed", f"expected one frame per message, got {len(parts) - 1}")
             return
         self._on_phone_frame(identity, parts[1], user_id)
+
+    def _over_capacity(self, identity: bytes, parts: list[bytes]) -> None:
+        """Past phone.max_connections: a new connection is told so (per message: one answer for
+        one frame) and nothing of it is kept."""
+        try:
+            env = self.codec.decode(parts[1]) if len(parts) == 2 else None
+        except p.DecodeError:
+            env = None
+        self._garbage(identity, "a new connection past phone.max_connections")
+        limit = self.config.phone.max_connections
+        self._error(identity, env.session if env else "", "too_many_connections",
+                    f"the runtime serves {limit} phone connections (phone.max_connections); try again later", corr=env.id if env else "")
 
     def _rate_limited(self, identity: bytes, parts: list[bytes], user_id: bytes) -> None:
         """Past phone.events_per_s: an event is answered RateLimited (nothing taken, resend later);
@@ -481,13 +505,21 @@ class GlassesBridge(Actor):
             self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
                         f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
             return
+        if len(self.sessions) >= phone.max_sessions and self.sessions.owner(env.session) is None:
+            self._error(identity, env.session, "runtime_full", f"the runtime holds {phone.max_sessions} sessions "
+                        "(phone.max_sessions); try again later", corr=env.id)
+            return
         if not self.connections.admit_session(identity, env.session):
             self._error(identity, env.session, "too_many_sessions", f"this connection already addresses {phone.sessions_per_connection} "
                         "sessions (phone.sessions_per_connection); end some or open another connection", corr=env.id)
             return
         owner = owner_key(identity, user_id)
-        allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
-                                             token=body.token, event_id=body.event_id)
+        try:
+            allowed, token = self.sessions.admit(env.session, identity, key=user_id.decode("ascii", "replace") if user_id else "",
+                                                 token=body.token, event_id=body.event_id)
+        except sqlite3.Error as exc:  # e.g. disk full: nothing claimed, nothing acked, the phone resends
+            self._not_stored(identity, env.session, body.event_id, exc, corr=env.id)
+            return
         if not allowed:
             self.log.warning("actor=glasses refused session=%s to phone=%r (owned by another phone)", env.session, identity)
             self._error(identity, env.session, "forbidden", f"session {env.session} belongs to another phone"
@@ -505,8 +537,17 @@ class GlassesBridge(Actor):
         if verdict == "start":
             self.spawn(self._drain, env.session, name=f"glasses-lane-{env.session}")
         elif verdict.startswith("busy"):
-            self.log.info("actor=glasses busy session=%s event=%s %s", env.session, body.event_id, verdict)
+            self.log.debug("actor=glasses busy session=%s %s", env.session, verdict)  # the verdict may name an event id
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=verdict[6:]), session=env.session, corr=env.id)
+
+    def _not_stored(self, identity: bytes, session: str, event_id: str, exc: sqlite3.Error, *, corr: str) -> None:
+        """The ownership store could not write: the phone is told as for an event the journal
+        cannot store (ErrorReply "storage"); logged once per interval, with a count."""
+        count = self.storage_failures.note(b"ownership")
+        if count:
+            self.log.error("actor=glasses the session ownership store cannot write: %s (%d event(s) refused, latest "
+                           "session=%s); the phones resend", exc, count, session)
+        self._error(identity, session, "storage", f"event {event_id} could not be stored: session ownership: {exc}", corr=corr)
 
     def _status_for_waiter(self, session: str, status: p.PlaybackStatus, identity: bytes, corr: str) -> bool:
         """Hand an awaited PlaybackStatus to its PhoneCommand's asker (acking it at once)."""
@@ -540,20 +581,21 @@ class GlassesBridge(Actor):
             self.lanes.block(session, event_id)
             count = self.unanswered.note(b"session")  # under overload this happens per event: one line per interval
             if count:
-                self.log.warning("actor=glasses session actor did not answer %d event(s) in time (latest: session=%s event=%s, "
-                                 "%d later events of it told busy); not acked, the phones resend", count, session, event_id, len(later))
+                self.log.warning("actor=glasses session actor did not answer %d event(s) in time (latest: session=%s, "
+                                 "%d later events of it told busy); not acked, the phones resend", count, session, len(later))
             for other in later:
                 self._busy(session, other, f"session {session} is not answering (event {event_id}); resend in order")
             return
         self.lanes.done(session)
         if isinstance(reply, p.EventAccepted):
+            self._note_origin(session, event_id, item.identity)
             self._to_phone(item.identity, p.Ack(event_id=event_id, duplicate=reply.duplicate, token=item.token), session=session, corr=item.corr)
         elif isinstance(reply, p.Busy):
             self._busy(session, item, reply.detail)
             for other in self.lanes.flush(session):
                 self._busy(session, other, f"session {session} is busy (event {event_id}); resend in order")
         elif isinstance(reply, p.ErrorReply):
-            self.log.warning("actor=glasses session refused event=%s session=%s code=%s", event_id, session, reply.code)
+            self.log.warning("actor=glasses session refused an event session=%s code=%s", session, reply.code)
             self._error(item.identity, session, reply.code, reply.detail, corr=item.corr)
         else:
             self.log.error("actor=glasses session answered %s to DeliverEvent", type(reply).__name__)
@@ -619,11 +661,17 @@ class GlassesBridge(Actor):
                 self.log.warning("actor=glasses no phone owns session=%s; dropped %s", msg.session, describe(msg.env))
                 return
             self._to_phone(identity, body, session=msg.session)  # not connected yet: it waits in the outbox
+            if isinstance(body, p.TurnDone):
+                for origin in self._origins_of(msg.session, body.event_ids) - {identity}:
+                    self._to_phone(origin, body, session=msg.session)
         elif isinstance(body, p.PhoneCommand):
             self.spawn(self._relay_command, msg, name=f"glasses-command-{body.command.task_id}")
         elif isinstance(body, p.EdgeStatsRequest):
             dropped = self.frames_dropped
             msg.reply(self, p.EdgeStats(busy=self.busy_sent, dropped_frames=dropped, sessions=len(self.sessions)))
+        elif isinstance(body, p.SessionDelete):  # `run.py sessions delete`: the session is gone, its claim too
+            self.sessions.store.delete([msg.session])
+            self.connections.forget_session(msg.session)
         elif isinstance(body, p.SessionsForgotten):
             # A little under the session actor's TTL: its sweep and our clock agree on "idle".
             gone = self.sessions.forget(body.sessions, 0.9 * self.config.session.idle_session_ttl_s)
@@ -632,6 +680,16 @@ class GlassesBridge(Actor):
             self.log.info("actor=glasses forgot %d idle session(s); %d remain", len(gone), len(self.sessions))
         else:
             await super().handle(msg)
+
+    def _note_origin(self, session: str, event_id: str, identity: bytes) -> None:
+        self._origins[(session, event_id)] = identity
+        while len(self._origins) > ORIGINS_KEPT:
+            self._origins.popitem(last=False)
+
+    def _origins_of(self, session: str, event_ids: list[str]) -> set[bytes]:
+        """The connections that sent these events (each told once: the TurnDone closes them)."""
+        found = (self._origins.pop((session, event_id), None) for event_id in event_ids)
+        return {identity for identity in found if identity is not None}
 
     async def _relay_command(self, msg: Inbound) -> None:
         """PhoneCommand: the phone's status if it answers within wait_s, else Ok("pending") and

@@ -16,6 +16,7 @@ import anyio
 
 from core.config import from_json, load_config
 from core.logs import setup_logging
+from core.permanent import EXIT_PERMANENT, permanent_cause
 
 
 async def _main(names: list[str]) -> None:
@@ -65,6 +66,12 @@ def main() -> None:
         recorder = install(hop_dir, "+".join(names))
     try:
         anyio.run(_main, names, backend="trio")
+    except Exception as exc:  # noqa: BLE001 - only a permanent failure is told in one line
+        cause = permanent_cause(exc)
+        if cause is None:
+            raise
+        print(f"porfiry: {'+'.join(names)}: {cause}", file=sys.stderr, flush=True)
+        sys.exit(EXIT_PERMANENT)  # the supervisor does not restart it
     finally:
         if hop_dir:
             try:

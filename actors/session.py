@@ -85,6 +85,7 @@ class SessionActor(Actor):
         cfg = self.config.session
         urgency = UrgencyConfig.from_mapping(
             {"urgent_words": cfg.urgent_words, "interrupt_phrases": cfg.interrupt_phrases,
+             "classifier": cfg.router_classifier,
              **({"parallel_patterns": cfg.parallel_patterns} if cfg.parallel_patterns else {})}
         )
         router = RuleRouter(urgency)
@@ -563,18 +564,19 @@ class SessionActor(Actor):
     def _tell_again(self, sid: str, conversation: Conversation, event_id: str) -> None:
         """A finished event sent again: the phone asks after a reconnect, its TurnDone may have
         died with the bridge. The answer it got and a TurnDone covering it, once more."""
-        answer = conversation.trajectory.answer_to(event_id)
+        outcome = conversation.cut_events.get(event_id, "done")
+        answer = conversation.trajectory.answer_to(event_id) if outcome == "done" else None
         turn_id = f"again-{p.new_id()}"
         if answer is not None:
             self.send(sid, p.Display(turn_id=turn_id, text=answer, final=True))
-        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id]))
+        self.send(sid, p.TurnDone(turn_id=turn_id, event_ids=[event_id], outcome=outcome))
 
     def _ack_stored(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
         if error is not None:
-            self.log.error("actor=session session=%s event=%s not stored: %s", msg.session, event_id, error)
+            self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
             return
         msg.reply(self, p.EventAccepted(event_id=event_id))
@@ -660,6 +662,7 @@ class SessionActor(Actor):
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
+        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
         msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
 
     def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:

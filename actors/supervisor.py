@@ -23,6 +23,7 @@ import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import ACTORS, actor_class, process_groups
 from core.config import Config, to_json
+from core.permanent import EXIT_PERMANENT, permanent_cause
 
 
 class RestartBudget:
@@ -46,7 +47,7 @@ class RestartBudget:
 class _Child:
     """One supervised unit: an actor task (inproc), or an OS process running one or more actors."""
 
-    __slots__ = ("name", "members", "pid", "restarts", "alive", "last_exit")
+    __slots__ = ("name", "members", "pid", "restarts", "alive", "last_exit", "permanent")
 
     def __init__(self, members: tuple[str, ...]):
         self.name = "+".join(members)
@@ -55,6 +56,7 @@ class _Child:
         self.restarts = 0
         self.alive = False
         self.last_exit = ""
+        self.permanent = ""  # why restarting it cannot help (core/permanent.py); "" otherwise
 
 
 class Supervisor(Actor):
@@ -114,12 +116,19 @@ class Supervisor(Actor):
                 else:
                     await self._run_process(child, task_status if first else anyio.TASK_STATUS_IGNORED)
             except Exception as exc:  # noqa: BLE001 - any crash of a child is a restart
+                cause = permanent_cause(exc)
                 child.last_exit = f"crashed: {type(exc).__name__}: {exc}"
-                self.log.exception("actor=supervisor child=%s crashed", child.name)
+                if cause is not None:
+                    child.permanent = str(cause)
+                elif not child.permanent:  # a child that exited 2 during its start said why already
+                    self.log.exception("actor=supervisor child=%s crashed", child.name)
             first = False
             child.alive = False
             if self._stop.is_set():
                 return
+            if child.permanent:
+                self._give_up(f"{child.name}: {child.permanent}")
+                await anyio.sleep_forever()  # the stop cancels this (a start that returned would be an error)
             if not self.budget.record():
                 self._give_up(
                     f"{child.name} died ({child.last_exit}); more than {self.budget.intensity} restarts within "
@@ -158,6 +167,8 @@ class Supervisor(Actor):
             child.last_exit = (hung[0] if hung else f"exit code {code}" if code >= 0
                                else f"killed by signal {signal.Signals(-code).name}")
         finally:
+            if process.returncode == EXIT_PERMANENT:  # it said why, in one line on stderr
+                child.permanent = "a permanent failure (exit status 2, its reason in the line above); not restarted"
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
                     await _terminate(process)

@@ -12,11 +12,15 @@ from typing import Annotated, Any, Literal, Mapping, TypeVar
 
 import msgspec
 
+from core import config_checks
 from core.urgency import DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES
 from llm.profiles import ProfileConfig, default_profiles
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+MIN_WEB_TOKEN_CHARS = 16
 T = TypeVar("T")
+Meta = msgspec.Meta  # each key's bounds and its one line for an operator (docs/configuration.md is made from them)
+TUNING = {"tuning": True}  # a knob measured for this runtime that an operator should not need to turn
 
 
 class _Section(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -27,114 +31,124 @@ class TopologyConfig(_Section):
     """Where each actor's inbox lives. mode: inproc (one process), ipc (a process per actor, the
     default of `run.py serve`) or tcp (across hosts). `addresses` overrides single actors."""
 
-    mode: str = "ipc"
-    ipc_dir: str = "/tmp/porfiry"
-    tcp_host: str = "127.0.0.1"
-    tcp_base_port: int = 7700
-    addresses: dict[str, str] = {}
+    mode: Annotated[Literal["inproc", "ipc", "tcp"], Meta(description="inproc (one process), ipc (a process per actor), tcp (across hosts)")] = "ipc"
+    ipc_dir: Annotated[str, Meta(min_length=1, description="directory of the ipc:// sockets")] = "/tmp/porfiry"
+    tcp_host: Annotated[str, Meta(min_length=1, description="tcp mode: the host every actor binds and is reached at")] = "127.0.0.1"
+    tcp_base_port: Annotated[int, Meta(ge=1, le=65535 - 6, description="tcp mode: the supervisor's port; each actor at base + its port in actors/topology.py")] = 7700
+    addresses: Annotated[dict[str, str], Meta(description="per-actor address overrides (tcp://HOST:PORT, ipc://PATH, inproc://NAME)")] = {}
     # ipc/tcp: actors listed together share one OS process and talk over inproc:// (the others
     # still reach them over ipc/tcp). Fewer hops between processes, less isolation: a crash
     # restarts the whole group. E.g. [["glasses", "session"]]. Default: a process per actor.
-    groups: list[list[str]] = []
+    groups: Annotated[list[list[str]], Meta(description="ipc/tcp: actors listed together share one OS process; a crash restarts the whole group")] = []
 
 
 class SupervisorConfig(_Section):
     """OTP-style: more than `intensity` restarts within `period_s` stops the system."""
 
-    intensity: int = 5
-    period_s: float = 30.0
-    ask_timeout_s: float = 2.0
+    intensity: Annotated[int, Meta(ge=0, description="more than this many restarts within period_s stops the system (exit 2)")] = 5
+    period_s: Annotated[float, Meta(gt=0, description="the window of supervisor.intensity, seconds")] = 30.0
+    ask_timeout_s: Annotated[float, Meta(ge=0.1, le=3600, description="default request/reply timeout between actors, seconds")] = 2.0
     # an actor process whose actors answer no Ping for this long is hung (a blocked loop, a
     # handler that never returns): killed, so it restarts; 0: never
-    hung_after_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
-    watchdog_every_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0  # how often each actor is pinged for that
+    hung_after_s: Annotated[float, Meta(ge=0, description="an actor process answering no Ping this long is killed and restarted; 0: never")] = 60.0
+    watchdog_every_s: Annotated[float, Meta(ge=0.1, le=3600, description="how often each actor is pinged for supervisor.hung_after_s", extra=TUNING)] = 5.0
 
 
 class ProtocolConfig(_Section):
-    max_message_bytes: int = 1 << 20
+    max_message_bytes: Annotated[int, Meta(ge=4096, le=1 << 30, description="larger messages are refused (also ZMQ_MAXMSGSIZE on the phone endpoint)")] = 1 << 20
 
 
 class PhoneConfig(_Section):
-    endpoint: str = "tcp://127.0.0.1:7600"
-    curve: bool = False
-    keys_dir: str = "var/keys"  # server.key_secret + authorized/*.key (phone public keys)
-    playback_wait_s: float = 1.0
-    pending_per_session: int = 16  # events a session may have waiting in the bridge before Busy
-    max_text_chars: int = 4000  # a longer UserText is refused with ErrorReply "too_long"
-    events_per_s: float = 50.0  # per connection (token bucket, burst = 2 s worth); past it: RateLimited
-    sessions_per_connection: int = 64  # sessions one connection may open; past it: ErrorReply "too_many_sessions"
-    pending_per_connection: int = 256  # events of one connection waiting at the bridge before Busy
-    send_queue_per_peer: int = 2000  # replies held for a phone that does not read; past it the phone is cut off
-    garbage_log_interval_s: float = 10.0  # undecodable input: one log line per peer per interval, with a count
+    endpoint: Annotated[str, Meta(min_length=1, description="where phones connect (tcp://HOST:PORT or ipc://PATH)")] = "tcp://127.0.0.1:7600"
+    curve: Annotated[bool, Meta(description="CURVE encryption and a key allow-list on the phone endpoint")] = False
+    keys_dir: Annotated[str, Meta(min_length=1, description="server.key_secret, authorized/*.key (allowed phones), phones/")] = "var/keys"
+    playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long media_play waits for the phone before answering \"requested\", seconds")] = 1.0
+    pending_per_session: Annotated[int, Meta(ge=1, description="events of one session waiting at the bridge before the phone gets Busy")] = 16
+    max_text_chars: Annotated[int, Meta(ge=1, description="a longer UserText is refused with ErrorReply too_long")] = 4000
+    events_per_s: Annotated[float, Meta(ge=1, description="events per connection per second (burst: 2 s worth); past it: RateLimited")] = 50.0
+    sessions_per_connection: Annotated[int, Meta(ge=1, description="sessions one connection may address; past it: ErrorReply too_many_sessions")] = 64
+    pending_per_connection: Annotated[int, Meta(ge=1, description="events of one connection waiting at the bridge before Busy")] = 256
+    send_queue_per_peer: Annotated[int, Meta(ge=1, description="replies held for a phone that does not read; past it the phone is cut off")] = 2000
+    garbage_log_interval_s: Annotated[float, Meta(ge=0, description="undecodable input and storage failures: one log line per peer per interval, with a count", extra=TUNING)] = 10.0
+    max_connections: Annotated[int, Meta(ge=1, description="phone connections at once, all phones together; past it: ErrorReply too_many_connections")] = 20_000
+    max_sessions: Annotated[int, Meta(ge=1, description="sessions in the bridge's memory, all phones together; past it a new one: ErrorReply runtime_full")] = 50_000
 
 
 class SessionConfig(_Section):
-    toolset_ttl_s: float = 600.0
-    timezone: str = "Europe/Moscow"
-    execute_substituted_calls: bool = True  # S8's extra: measured with run.py eval (issue 13)
-    # reading a toolset's own skill turns the toolset on (its tools are the next step's): one model
-    # step fewer per first use (issue 33; the enable_toolset call it saves)
-    enable_on_skill_read: bool = True
-    progress_lines: bool = True  # "ищу «Матрица»…" on the glasses as soon as a call is parsed (issue 33)
-    small_talk_plain: bool = True  # small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)
-    queue_limit: int = 32
-    max_steps: int = 8
-    max_tokens: int = 256
-    llm_timeout_s: float = 60.0
-    tool_timeout_s: float = 10.0
-    urgent_words: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_STOP_PHRASES))
-    parallel_patterns: list[str] = []
-    interrupt_phrases: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_INTERRUPT_PHRASES))
-    router: Literal["rules", "model"] = "rules"  # rules | model: a classifier model judges user text the rules would queue
-    router_profile: str = ""  # the model router's LLM profile; empty: the active profile
-    router_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 1.5  # no usable answer by then: the rules decide
-    tool_background_after_s: Annotated[float, msgspec.Meta(ge=0)] = 3.0  # a slower tool call moves to the background (task id)
-    idle_session_ttl_s: float = 3600.0  # forgotten this long after its last event (checked each minute)
-    llm_turn_timeout_s: float = 120.0  # one whole generation, however steadily it streams
-    probe_s: Annotated[float, msgspec.Meta(ge=0.1)] = 2.0  # a model or tool call silent this long: is its process still there?
+    toolset_ttl_s: Annotated[float, Meta(gt=0, description="a toolset goes inactive this long after its last call (S6), seconds")] = 600.0
+    timezone: Annotated[str, Meta(description="time zone of get_current_time and timers (IANA name)")] = "Europe/Moscow"
+    execute_substituted_calls: Annotated[bool, Meta(description="a valid call to an inactive toolset turns it on and runs at once (S8)")] = True
+    enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
+    progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
+    small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
+    queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
+    max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
+    max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256
+    llm_timeout_s: Annotated[float, Meta(gt=0, description="silence from the model before a clear error, seconds")] = 60.0
+    tool_timeout_s: Annotated[float, Meta(gt=0, description="silence from a tool (a background tool: its whole run) before a clear error, seconds")] = 10.0
+    urgent_words: Annotated[list[str], Meta(description="stop phrases: an utterance that starts with one cancels (E3)")] = msgspec.field(default_factory=lambda: list(DEFAULT_STOP_PHRASES))
+    parallel_patterns: Annotated[list[str], Meta(description="regexes of light requests answered in parallel (E5); empty: the built-in ones")] = []
+    interrupt_phrases: Annotated[list[str], Meta(description="while busy, an utterance that starts with one interrupts")] = msgspec.field(default_factory=lambda: list(DEFAULT_INTERRUPT_PHRASES))
+    router: Annotated[Literal["rules", "model"], Meta(description="rules, or model: a classifier model judges user text the rules would queue")] = "rules"
+    router_profile: Annotated[str, Meta(description="the model router's LLM profile; empty: the active profile")] = ""
+    router_timeout_s: Annotated[float, Meta(gt=0, description="no usable answer from the model router by then: the rules decide, seconds")] = 1.5
+    router_classifier: Annotated[bool, Meta(description="the shipped classifier judges user text said while busy (docs/interruptions.md)")] = True
+    tool_background_after_s: Annotated[float, Meta(ge=0, description="0: a slow call keeps its turn waiting and events said meanwhile join its batch (seed 003); > 0: a call still running after this moves to the background with a task id", extra=TUNING)] = 0.0
+    tool_progress_after_s: Annotated[float, Meta(ge=0, description="a call running this long shows a progress line on the glasses, seconds; 0: none")] = 3.0
+    idle_session_ttl_s: Annotated[float, Meta(ge=1, description="a session idle this long leaves memory (its journal keeps it), seconds")] = 3600.0
+    llm_turn_timeout_s: Annotated[float, Meta(gt=0, description="one whole generation, however steadily it streams, seconds")] = 120.0
+    probe_s: Annotated[float, Meta(ge=0.1, description="a model or tool call silent this long: is its process still there? seconds", extra=TUNING)] = 2.0
     # turn admission (core/admission.py): past this standing queueing delay (a phone event's ack,
     # a model reply), fewer new turns start at once; the rest wait, accepted and acked; 0: never
-    admission_delay_ms: Annotated[float, msgspec.Meta(ge=0)] = 50.0
-    admission_min_turns: Annotated[int, msgspec.Meta(ge=1)] = 8  # the limit never drops below this; a restart's slow start begins here
-    admission_max_turns: Annotated[int, msgspec.Meta(ge=1)] = 4096  # nor exceeds this: turns running at once
+    admission_delay_ms: Annotated[float, Meta(ge=0, description="turn admission: past this standing queueing delay fewer new turns start at once; 0: never", extra=TUNING)] = 50.0
+    admission_min_turns: Annotated[int, Meta(ge=1, description="turn admission: the limit never drops below this; a restart's slow start begins here", extra=TUNING)] = 8
+    admission_max_turns: Annotated[int, Meta(ge=1, description="turn admission: turns running at once, at most", extra=TUNING)] = 4096
 
 
 class SkillsConfig(_Section):
-    builtin_dir: str = "skills"  # built-in skills of no toolset: NAME/SKILL.md
-    toolsets_dir: str = "toolsets"  # a toolset folder's SKILL.md is a built-in skill too
-    user_dir: str = "var/user-skills"
-    exclusions: dict[str, list[str]] = {}
-    max_skill_bytes: int = 64 * 1024  # a larger SKILL.md is rejected before it is read
-    read_timeout_s: float = 2.0  # a SKILL.md that takes longer to read is rejected
+    builtin_dir: Annotated[str, Meta(min_length=1, description="built-in skills of no toolset: NAME/SKILL.md")] = "skills"
+    toolsets_dir: Annotated[str, Meta(min_length=1, description="a toolset folder's SKILL.md is a built-in skill too")] = "toolsets"
+    user_dir: Annotated[str, Meta(min_length=1, description="the user's skills, re-read when they change")] = "var/user-skills"
+    exclusions: Annotated[dict[str, list[str]], Meta(description="{ skill = [\"session-id\", \"phone-key\"] }: closed for those (V3)")] = {}
+    max_skill_bytes: Annotated[int, Meta(ge=1, description="a larger SKILL.md is rejected before it is read")] = 64 * 1024
+    read_timeout_s: Annotated[float, Meta(gt=0, description="a SKILL.md slower to read is rejected, seconds")] = 2.0
 
 
 class StorageConfig(_Section):
     """The embedded database: session journals, dedup ids, session ownership (SQLite, WAL)."""
 
-    path: str = "var/porfiry.sqlite3"
-    retention_days: float = 0.0  # 0: keep forever
-    journal: bool = True  # false: sessions in memory only (a restart forgets them); to measure its cost
+    path: Annotated[str, Meta(min_length=1, description="the embedded database (SQLite, WAL): session ownership and journals; one runtime per file")] = "var/porfiry.sqlite3"
+    retention_days: Annotated[float, Meta(ge=0, description="entries and answered events older than this are deleted; 0: keep forever")] = 0.0
+    journal: Annotated[bool, Meta(description="false: sessions in memory only (a restart forgets them); to measure the journal's cost")] = True
 
 
 class LLMConfig(_Section):
-    profile: str = "local"
-    profiles: dict[str, ProfileConfig] = {}
-    stream_interval_ms: float = 30.0  # streamed text leaves the worker at most this often (first piece at once)
+    profile: Annotated[str, Meta(min_length=1, description="the active LLM profile at start")] = "local"
+    profiles: Annotated[dict[str, ProfileConfig], Meta(description="LLM profiles by name (kind, model, base_url, ...)")] = {}
+    stream_interval_ms: Annotated[float, Meta(ge=0, le=10_000, description="streamed text leaves the worker at most this often (first piece at once)", extra=TUNING)] = 30.0
 
 
 class WebConfig(_Section):
     """The web console and /metrics (`run.py web`). Any host but loopback requires the token;
     empty: one is generated into `token_path` on first use."""
 
-    host: str = "127.0.0.1"
-    port: int = 8780
-    token: str = ""
-    token_path: str = "var/web-token"
-    max_subscribers: int = 8  # Observe subscriptions the session actor serves at once
-    max_clients: int = 32  # browser pages streaming at once
-    timeline_facts: int = 1000  # per session: events, turns, model and tool calls the console keeps
-    sessions_kept: int = 200  # sessions the console remembers (least recently active dropped)
-    max_text_chars: int = 2000  # a message typed in the page
+    host: Annotated[str, Meta(min_length=1, description="where run.py web (and up) listens")] = "127.0.0.1"
+    port: Annotated[int, Meta(ge=1, le=65535, description="the web console's port")] = 8780
+    token: Annotated[str, Meta(description="any host but loopback requires this token; empty: one is generated into token_path")] = ""
+    token_path: Annotated[str, Meta(min_length=1, description="where a generated web token is kept")] = "var/web-token"
+    max_subscribers: Annotated[int, Meta(ge=1, description="Observe subscriptions the session actor serves at once")] = 8
+    max_clients: Annotated[int, Meta(ge=1, description="browser pages streaming at once (HTTP 503 beyond)")] = 32
+    timeline_facts: Annotated[int, Meta(ge=1, description="per session: events, turns, model and tool calls the console keeps")] = 1000
+    sessions_kept: Annotated[int, Meta(ge=1, description="sessions the console remembers (least recently active dropped)")] = 200
+    max_text_chars: Annotated[int, Meta(ge=1, description="a message typed in the page (HTTP 400 beyond)")] = 2000
+    allowed_hosts: Annotated[list[str], Meta(description="Host names (or name:port) the console answers to besides its address and loopback")] = []
+    token_guesses_per_min: Annotated[int, Meta(ge=1, description="wrong tokens per client address a minute; past it: HTTP 429")] = 10
+    stream_max_bytes: Annotated[int, Meta(ge=4096, description="facts waiting for one page's event stream, bytes; past it the oldest are dropped (a marker says how many)")] = 1 << 20
+
+    def __post_init__(self) -> None:
+        if self.token and len(self.token) < MIN_WEB_TOKEN_CHARS:
+            raise ValueError(f"web.token must be at least {MIN_WEB_TOKEN_CHARS} characters (it has {len(self.token)}); "
+                             "leave it empty and one is drawn into web.token_path")
 
 
 class ToolsetsConfig(_Section):
@@ -142,48 +156,48 @@ class ToolsetsConfig(_Section):
     each toolset's own section. Any other key of `[toolsets]` names a toolset, so a key added here
     needs a `_` (toolset names have none)."""
 
-    extra: list[str] = []  # "module:ATTRIBUTE" of further toolset records, e.g. "mytools.weather:TOOLSET"
-    max_result_chars: Annotated[int, msgspec.Meta(ge=200)] = 4000  # longer results are cut, with an offset= call for the rest
-    results_kept: Annotated[int, msgspec.Meta(ge=0)] = 64  # full cut results kept for offset= calls (all sessions)
+    extra: Annotated[list[str], Meta(description="module:ATTRIBUTE of further toolset records, e.g. mytools.weather:TOOLSET")] = []
+    max_result_chars: Annotated[int, Meta(ge=200, description="longer results are cut, with an offset= call for the rest")] = 4000
+    results_kept: Annotated[int, Meta(ge=0, description="full cut results kept for offset= calls (all sessions)")] = 64
     # The raw `[toolsets.NAME]` tables, filled by load_config: the toolset decodes its own against
     # the settings Struct its record declares (core.toolsets.Toolset.settings).
-    sections: dict[str, dict[str, Any]] = {}
+    sections: Annotated[dict[str, dict[str, Any]], Meta(description="each toolset's own [toolsets.NAME] section, decoded by that toolset")] = {}
 
 
 class McpServerConfig(_Section):
     """One MCP server, a toolset named after its key: `command` (stdio) or `url` (streamable HTTP)."""
 
-    command: list[str] = []
-    url: str = ""
-    env: dict[str, str] = {}  # the only environment a stdio server gets (plus PATH)
-    cwd: str = ""
-    timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # one call, and the start
-    long_running: list[str] = []  # the server's tool names whose calls answer with a task id at once
-    summary: str = ""  # the catalog line; empty: the server's instructions, first sentence
-    enabled: bool = True
+    command: Annotated[list[str], Meta(description="a stdio server's command line")] = []
+    url: Annotated[str, Meta(description="a streamable-HTTP server's URL (http:// or https://)")] = ""
+    env: Annotated[dict[str, str], Meta(description="the only environment a stdio server gets (plus PATH)")] = {}
+    cwd: Annotated[str, Meta(description="a stdio server's working directory")] = ""
+    timeout_s: Annotated[float, Meta(gt=0, description="one call, and the server's start, seconds")] = 10.0
+    long_running: Annotated[list[str], Meta(description="the server's tools whose calls answer with a task id at once")] = []
+    summary: Annotated[str, Meta(description="the catalog line; empty: the server's instructions, first sentence")] = ""
+    enabled: Annotated[bool, Meta(description="false keeps the server configured but off")] = True
 
 
 class McpConfig(_Section):
-    servers: dict[str, McpServerConfig] = {}
-    restart_backoff_s: Annotated[float, msgspec.Meta(gt=0)] = 1.0  # first wait before restarting a dead server, doubling
-    restart_backoff_max_s: Annotated[float, msgspec.Meta(gt=0)] = 60.0
-    max_tools: Annotated[int, msgspec.Meta(ge=1)] = 64  # per server; tools past this are refused
-    max_description_chars: Annotated[int, msgspec.Meta(ge=20)] = 120  # a tool's one-liner in the prompt
-    check_interval_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0  # tools listed again this often: a dead idle server is restarted
+    servers: Annotated[dict[str, McpServerConfig], Meta(description="MCP servers, each a toolset named after its key")] = {}
+    restart_backoff_s: Annotated[float, Meta(ge=0.01, description="first wait before restarting a dead server, doubling, seconds", extra=TUNING)] = 1.0
+    restart_backoff_max_s: Annotated[float, Meta(gt=0, description="the longest wait between restarts of a dead server, seconds", extra=TUNING)] = 60.0
+    max_tools: Annotated[int, Meta(ge=1, description="tools per server; those past this are refused")] = 64
+    max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
+    check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
 
 
 class Config(_Section):
-    topology: TopologyConfig = msgspec.field(default_factory=TopologyConfig)
-    supervisor: SupervisorConfig = msgspec.field(default_factory=SupervisorConfig)
-    protocol: ProtocolConfig = msgspec.field(default_factory=ProtocolConfig)
-    phone: PhoneConfig = msgspec.field(default_factory=PhoneConfig)
-    session: SessionConfig = msgspec.field(default_factory=SessionConfig)
-    skills: SkillsConfig = msgspec.field(default_factory=SkillsConfig)
-    toolsets: ToolsetsConfig = msgspec.field(default_factory=ToolsetsConfig)
-    mcp: McpConfig = msgspec.field(default_factory=McpConfig)
-    llm: LLMConfig = msgspec.field(default_factory=LLMConfig)
-    web: WebConfig = msgspec.field(default_factory=WebConfig)
-    storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
+    topology: Annotated[TopologyConfig, Meta(description="where each actor's inbox lives, and which actors share a process")] = msgspec.field(default_factory=TopologyConfig)
+    supervisor: Annotated[SupervisorConfig, Meta(description="restarts of crashed or hung actor processes")] = msgspec.field(default_factory=SupervisorConfig)
+    protocol: Annotated[ProtocolConfig, Meta(description="the message format's bounds")] = msgspec.field(default_factory=ProtocolConfig)
+    phone: Annotated[PhoneConfig, Meta(description="the phone endpoint and its bounds")] = msgspec.field(default_factory=PhoneConfig)
+    session: Annotated[SessionConfig, Meta(description="sessions: timeouts, queues, routing, turn admission")] = msgspec.field(default_factory=SessionConfig)
+    skills: Annotated[SkillsConfig, Meta(description="where skills live and their bounds")] = msgspec.field(default_factory=SkillsConfig)
+    toolsets: Annotated[ToolsetsConfig, Meta(description="further toolsets, the bound on results, each toolset's own section")] = msgspec.field(default_factory=ToolsetsConfig)
+    mcp: Annotated[McpConfig, Meta(description="MCP servers as toolsets")] = msgspec.field(default_factory=McpConfig)
+    llm: Annotated[LLMConfig, Meta(description="LLM profiles and the active one")] = msgspec.field(default_factory=LLMConfig)
+    web: Annotated[WebConfig, Meta(description="the web console and /metrics")] = msgspec.field(default_factory=WebConfig)
+    storage: Annotated[StorageConfig, Meta(description="the embedded database (SQLite)")] = msgspec.field(default_factory=StorageConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -223,19 +237,55 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
     path = path or env.get("PORFIRY_CONFIG")
     if path is None and Path("porfiry.toml").exists():
         path = "porfiry.toml"
-    if path:
-        decode = msgspec.json.decode if str(path).endswith(".json") else msgspec.toml.decode
-        try:
-            config = _from_tables(decode(Path(path).read_bytes()))
+    where = f"config {path}" if path else "config"
+    tables: Any = {}
+    try:
+        if path:
+            decode = msgspec.json.decode if str(path).endswith(".json") else msgspec.toml.decode
+            tables = decode(Path(path).read_bytes())
+            config = _from_tables(tables)
             if config.toolsets.sections:
                 import toolsets  # each toolset decodes its own section: a wrong value fails here, not in an actor
 
                 toolsets.load(config)
-        except (OSError, msgspec.DecodeError, msgspec.ValidationError, ConfigError) as exc:
-            raise ConfigError(f"config {path}: {exc}") from None
-    else:
-        config = Config()
-    return apply_env(config, env)
+        else:
+            config = Config()
+        return check(apply_env(config, env))
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{where}: {config_checks.explain(exc, Config, tables)}") from None
+    except (OSError, msgspec.DecodeError, ConfigError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def check(config: Config) -> Config:
+    """Every value within its bounds (again, after the environment's overrides), every regex
+    compiled, every endpoint parsed, no file path empty or a directory, the time zone known.
+    Raises ValueError, one line naming the key (`serve` then checks the database can be written)."""
+    tables = msgspec.json.decode(to_json(config))
+    try:
+        _from_tables(tables)
+    except msgspec.ValidationError as exc:  # a value from the environment (the file's were decoded already)
+        raise ValueError(config_checks.explain(exc, Config, tables)) from None
+    checks = config_checks
+    checks.check_endpoint("phone.endpoint", config.phone.endpoint, ("tcp", "ipc"))
+    for actor, address in config.topology.addresses.items():
+        checks.check_endpoint(f"topology.addresses.{actor}", address)
+    if config.topology.mode == "ipc":
+        checks.check_endpoint("topology.ipc_dir", f"ipc://{Path(config.topology.ipc_dir) / 'toolsets.sock'}", ("ipc",))
+    checks.check_regexes("session.parallel_patterns", config.session.parallel_patterns)
+    checks.check_timezone("session.timezone", config.session.timezone)
+    checks.check_file_path("storage.path", config.path(config.storage.path))
+    checks.check_file_path("web.token_path", config.path(config.web.token_path))
+    for name, server in config.mcp.servers.items():
+        checks.check_url(f"mcp.servers.{name}.url", server.url)
+    supervisor = config.supervisor
+    if 0 < supervisor.hung_after_s < 2 * supervisor.watchdog_every_s:  # a Ping a little late is not a hang
+        raise ValueError(f"supervisor.hung_after_s must be 0 (never) or at least 2 x supervisor.watchdog_every_s "
+                         f"({2 * supervisor.watchdog_every_s:g}) (got {supervisor.hung_after_s:g})")
+    if config.mcp.restart_backoff_s > config.mcp.restart_backoff_max_s:
+        raise ValueError(f"mcp.restart_backoff_s ({config.mcp.restart_backoff_s:g}) exceeds mcp.restart_backoff_max_s "
+                         f"({config.mcp.restart_backoff_max_s:g})")
+    return config
 
 
 _CORE_SECTIONS = frozenset(Config.__struct_fields__)

@@ -20,8 +20,9 @@ tools (their result: "cancelled by the user") and calls the model at once with t
 INTERRUPT (a priority request while a tool runs) also discards the generation, but the tool keeps
 running: its call gets the rule-3 placeholder and its real result comes later as a tool_result
 event, which starts a turn when the session is idle or joins the next batch (core.background).
-A toolset call slower than `session.tool_background_after_s`, or of a `long_running` tool, moves
-to the background the same way. Light independent requests (E5) are answered by a side run
+A `long_running` tool moves to the background the same way; a slow ordinary call keeps the turn
+waiting (a progress line on the glasses every `session.tool_progress_after_s`), and events said
+meanwhile join the batch after its result (seed 003: placeholders only when really urgent). Light independent requests (E5) are answered by a side run
 offering only what it can run (core.parallel).
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ import os
 import re
 import time
 import zoneinfo
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import AbstractAsyncContextManager
 from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
@@ -61,6 +62,7 @@ from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
 from core.trajectory import Trajectory
 from core.urgency import Decision, RuleRouter
+from protocol.phone import TurnOutcome
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 # the user's own lines of a recorded batch: "[User said] …", "[Unprocessed event 1/2] User said: …"
@@ -159,11 +161,21 @@ def _closing_result(history: list[p.ChatMessage]) -> p.ChatMessage | None:
     return last
 
 
+class _Routing:
+    """An accepted event waiting for its strategy, in the conversation's arrival order."""
+
+    __slots__ = ("event", "busy", "decision")
+
+    def __init__(self, event: p.Event, busy: bool, decision: Decision | None) -> None:
+        self.event, self.busy, self.decision = event, busy, decision
+
+
 class Conversation:
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
+        "cut_by", "cut_events", "routing",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -175,6 +187,7 @@ class Conversation:
         self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
+        self.routing: deque[_Routing] = deque()  # accepted events not yet applied, in arrival order
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
@@ -191,6 +204,8 @@ class Conversation:
         # that turn is done: its TurnDone covers them (core.resume)
         self.resuming: tuple[str, list[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
+        self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
+        self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
 
     # ---- intake ---------------------------------------------------------------------------
@@ -199,27 +214,47 @@ class Conversation:
         self.last_active = self.s.clock()
         if event.event_id in self.seen:
             return "duplicate"
-        # A late tool result is the session's own: it must never be refused.
-        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result"):
+        # A late tool result, a timer firing: the session's own, never refused (a refused timer
+        # waited for the next restart). Timers are bounded by the table's max_timers instead.
+        if len(self.queue) >= self.s.config.queue_limit and event.kind not in ("user_interrupt", "tool_result", "timer"):
             return "busy"
         self.seen[event.event_id] = None
         self.open_events.add(event.event_id)
         if len(self.seen) > DEDUP_WINDOW:
             self.seen.popitem(last=False)
-        decision = self.s.router.sure(event, self.running)
-        if decision is None:  # the model router is asked (bounded by session.router_timeout_s)
-            self.s.spawn(self._route_by_model, event)
-        else:
-            self._apply(event, decision)
+        slot = _Routing(event, self.running, self.s.router.sure(event, self.running))
+        if slot.decision is None:  # the model router is asked (bounded by session.router_timeout_s)
+            self.s.spawn(self._route_by_model, slot)
+        elif slot.decision.strategy == "cancel":
+            self._settle_routing()  # a stop waits for no classifier: earlier events take the rules' verdict
+        self.routing.append(slot)
+        self._release_routed()
         return "accepted"
 
-    async def _route_by_model(self, event: p.Event) -> None:
-        self._apply(event, await self.s.router.route_why(event, self.running))
+    async def _route_by_model(self, slot: "_Routing") -> None:
+        decision = await self.s.router.route_why(slot.event, slot.busy)
+        if slot.decision is None:
+            slot.decision = decision
+        self._release_routed()
+
+    def _settle_routing(self) -> None:
+        for slot in self.routing:
+            if slot.decision is None:
+                verdict = self.s.router.fallback(slot.event, slot.busy)
+                slot.decision = Decision(verdict.strategy, f"{verdict.rule} (a stop came: the model not waited for)")
+
+    def _release_routed(self) -> None:
+        """Events are applied (queued, batched, run aside) in the order they arrived, whatever
+        decided their strategy and however long it took: a batch never reads SECOND before FIRST."""
+        while self.routing and self.routing[0].decision is not None:
+            slot = self.routing.popleft()
+            self._apply(slot.event, slot.decision)
 
     def _apply(self, event: p.Event, decision: Decision) -> None:
         strategy = decision.strategy
-        _log.info("session=%s event=%s kind=%s strategy=%s decided_by=%s", self.sid, event.event_id,
-                  event.kind, strategy, decision.rule)
+        # event ids only at DEBUG: a log is no place to learn what identifies a phone's event
+        _log.info("session=%s kind=%s strategy=%s decided_by=%s", self.sid, event.kind, strategy, decision.rule)
+        _log.debug("session=%s event=%s strategy=%s", self.sid, event.event_id, strategy)
         self.s.observer.event(self, event, strategy_name(strategy, self.running), "accepted")
         if strategy == "parallel" and self.running:
             self.s.spawn(self._parallel, event)
@@ -255,6 +290,7 @@ class Conversation:
             turn_id = _new_id()
             consumed: list[str] = []
             self._model_calls = 0
+            self.cut_by = "done"
             with anyio.CancelScope() as scope:
                 self._step_scope = scope
                 self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
@@ -267,9 +303,22 @@ class Conversation:
             if self.resuming is not None and self.resuming[0] in consumed:
                 consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
                 self.resuming = None
-            self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls))
+            outcome: TurnOutcome = "done"
+            if scope.cancelled_caught:  # a stop or an interrupt cut it: its events are closed now
+                outcome = self.cut_by if self.cut_by != "done" else "cancelled"
+            self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls,
+                                                   outcome=outcome))
+            if outcome != "done":
+                self._remember_cut(consumed, outcome)
             self.open_events.difference_update(consumed)
             self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
+
+    def _remember_cut(self, event_ids: list[str], outcome: TurnOutcome) -> None:
+        """A phone asking again about a cut event is told how it ended, not shown a later answer."""
+        for event_id in event_ids:
+            self.cut_events[event_id] = outcome
+        while len(self.cut_events) > DEDUP_WINDOW:
+            self.cut_events.popitem(last=False)
 
     def finished(self, event_id: str) -> bool:
         """Accepted and covered by a TurnDone: none for it is still to come."""
@@ -311,6 +360,7 @@ class Conversation:
             if was_background and self.trajectory.call_state(call_id) == "placeholder":
                 self.trajectory.record_late_result(call_id, CANCELLED_TEXT)
         if self._step_scope is not None:
+            self.cut_by = "cancelled"
             self._step_scope.cancel()
 
     def _interrupt(self) -> None:
@@ -325,6 +375,8 @@ class Conversation:
             self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
             self.s.observer.tool_finished(self, "", call_id, tool, "", "placeholder", "")
         if self._step_scope is not None:
+            if self.cut_by != "cancelled":  # a stop in the same breath wins
+                self.cut_by = "interrupted"
             self._step_scope.cancel()
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
@@ -618,16 +670,19 @@ class Conversation:
         note = f"({decision.note})\n" if decision.note else ""
         if self.s.registry.runs_in_session(decision.toolset):
             return note + self._run_here(tool, decision.toolset, decision.args)
-        text = await self._invoke_tool(call_id, tool, decision.args)
+        text = await self._invoke_tool(call_id, tool, decision.args, turn_id)
         if text is None:
             return ""  # in the background: the placeholder answers this call, the result comes later
         return note + text
 
-    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str]) -> str | None:
+    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str], turn_id: str = "") -> str | None:
         """Run a toolset call in its own task and wait for it - not at all for a `long_running`
-        tool, at most `session.tool_background_after_s` for others (0: until it ends). Still
-        running then: the call is answered with a task id and the result comes later as an event.
-        None when the call went to the background."""
+        tool; for others until it ends (seed 003: a placeholder invites the model to invent a
+        result, so only an interrupt gives one), with a progress line on the glasses every
+        `session.tool_progress_after_s`, and events said meanwhile joining the batch after it.
+        `session.tool_background_after_s` > 0 brings back the old way: a call still running then
+        is answered with a task id and its result comes later as an event. None when the call
+        went to the background."""
         run = self.runs.start(call_id, tool)
         self.s.spawn(self._run_tool, run, args)
         spec = self.s.registry.spec(tool)
@@ -635,7 +690,7 @@ class Conversation:
         wait_s = self.s.config.tool_background_after_s
         if not long_running:
             with anyio.move_on_after(wait_s if wait_s > 0 else float("inf")):
-                await run.done.wait()
+                await self._wait_showing_progress(run, turn_id)
         if run.done.is_set():
             return run.text
         if self.trajectory.call_state(call_id) != "pending":
@@ -645,6 +700,19 @@ class Conversation:
         self.trajectory.record_placeholder(call_id, text)
         _log.info("session=%s %s call=%s moved to the background as task %s", self.sid, tool, call_id, run.task_id)
         return None
+
+    async def _wait_showing_progress(self, run, turn_id: str) -> None:
+        """Until the call ends; past `session.tool_progress_after_s` (0: never) a progress line
+        on the glasses, renewed as often, so a slow call does not look like a hang."""
+        every = self.s.config.tool_progress_after_s
+        started = time.monotonic()
+        while not run.done.is_set():
+            with anyio.move_on_after(every if every > 0 else float("inf")):
+                await run.done.wait()
+            if not run.done.is_set():
+                waited = round(time.monotonic() - started)
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"{run.tool}: still working ({waited} s)…",
+                                                      kind="progress"))
 
     async def _run_tool(self, run, args: dict[str, str]) -> None:
         """The call's own task. A result the step no longer waits for comes back as an event: it

@@ -49,17 +49,33 @@ class Connections:
     short-lived connections costs nothing lasting."""
 
     def __init__(self, events_per_s: float, max_sessions: int, clock: Callable[[], float] = time.monotonic,
-                 idle_s: float = 120.0):
+                 idle_s: float = 120.0, max_connections: int = 1 << 62):
         self.events_per_s, self.max_sessions, self.clock, self.idle_s = events_per_s, max_sessions, clock, idle_s
+        self.max_connections = max_connections
         self._conns: dict[bytes, Connection] = {}
         self._next_sweep = clock() + idle_s
+        self._next_full_sweep = 0.0  # at the cap, idle entries are looked for at most once a second
+
+    def admit(self, identity: bytes) -> bool:
+        """May this connection talk at all? A known one yes; a new one while fewer than
+        `max_connections` were active in the last `idle_s` (all phones together)."""
+        if identity in self._conns or len(self._conns) < self.max_connections:
+            return True
+        now = self.clock()
+        if now >= self._next_full_sweep:
+            self._next_full_sweep = now + 1.0
+            self._sweep(now)
+        return len(self._conns) < self.max_connections
+
+    def _sweep(self, now: float) -> None:
+        for key in [k for k, c in self._conns.items() if now - c.seen >= self.idle_s]:
+            del self._conns[key]
 
     def get(self, identity: bytes) -> Connection:
         now = self.clock()
         if now >= self._next_sweep:
             self._next_sweep = now + self.idle_s
-            for key in [k for k, c in self._conns.items() if now - c.seen >= self.idle_s]:
-                del self._conns[key]
+            self._sweep(now)
         conn = self._conns.get(identity)
         if conn is None:
             conn = self._conns[identity] = Connection(TokenBucket(self.events_per_s, max(1.0, 2 * self.events_per_s), self.clock))

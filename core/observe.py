@@ -168,10 +168,13 @@ class Observer:
 
     def tool_finished(self, conv: "Conversation", turn_id: str, call_id: str, tool: str, args: str,
                       outcome: str, result: str) -> None:
-        """outcome: ok | error | invisible | placeholder | late (see protocol.ToolCallFact)."""
+        """outcome: ok | error | invisible | placeholder | late | unknown (see protocol.ToolCallFact)."""
         started = self._tool_started.pop(call_id, None) if outcome != "placeholder" else self._tool_started.get(call_id)
         if not self.listening():
             return
+        registry = conv.s.registry
+        if not registry.is_core(tool) and registry.spec(tool) is None:
+            outcome = "unknown"  # a name the model made up: it ran nothing, whatever the result text says
         ts, counter = started or (time.time(), time.perf_counter())
         self.publish(p.ToolCallFact(session=conv.sid, ts=ts, turn_id=turn_id, call_id=call_id, tool=tool, args=excerpt(args),
                                     duration_s=time.perf_counter() - counter, outcome=outcome, result=excerpt(result)))

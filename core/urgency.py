@@ -14,20 +14,28 @@ E3-E6 and the SPEC's clarification: two different urgent strategies, plus the qu
 
 `decide` is a small rule engine whose rules are data (`RULES`), tried in order, first match wins:
 
-  interrupt      user_interrupt (the /stop button)          -> cancel
-  stop_phrase    user_text STARTING with a stop phrase      -> cancel  ("Стоп! Я неправильно
-                                                               сказал": the rest is the new request)
-  urgent_flag    any event with data["urgent"] = true/1/yes -> cancel (supervisor, urgent alert)
-  light_request  user_text fully matching a light pattern   -> parallel (only while busy)
-  priority       user_text starting with an interrupt phrase -> interrupt (only while busy)
-  busy           anything else while a step runs            -> queue
-  idle           anything else                              -> now
+  interrupt      user_interrupt (the /stop button)            -> cancel
+  only_stop      user_text that says nothing but stop         -> cancel  ("Стоп-стоп!", "всё, хватит",
+                                                                 "нет, не надо", "scrap that")
+  urgent_flag    any event with data["urgent"] = true/1/yes   -> cancel (supervisor, urgent alert)
+  light_request  user_text fully matching a light pattern     -> parallel (only while busy)
+  learned        user_text while busy: the shipped classifier -> its label (core.router_model:
+                                                                 normalised words, n-grams, and
+                                                                 the phrase lists as features)
+  stop_phrase    user_text STARTING with a stop phrase        -> cancel  ("Стоп! Я неправильно
+                                                                 сказал": the rest is the new request)
+  priority       user_text starting with an interrupt phrase  -> interrupt (only while busy)
+  busy           anything else while a step runs              -> queue
+  idle           anything else                                -> now
 
-The default phrase lists (`DEFAULT_STOP_PHRASES`, `DEFAULT_INTERRUPT_PHRASES`, both languages) live
-here and only here; the config's defaults are these tuples. Rules cannot read meaning, so
-`LLMRouter` may ask a small classifier model about user text the rules would only queue; any
+The phrase rules are the fast path and the fallback (classifier off: `classifier = false`, or
+its weights missing). The default phrase lists (`DEFAULT_STOP_PHRASES`,
+`DEFAULT_INTERRUPT_PHRASES`, both languages) live here and only here; the config's defaults are
+these tuples. `LLMRouter` may also ask a model about user text the rules would not cancel; any
 answer it cannot use, or none within its timeout, falls back to the rules' verdict.
+docs/interruptions.md has the design and the figures (`python run.py eval-router`).
 """
+import logging
 import re
 import string
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -36,6 +44,7 @@ from typing import Literal, NamedTuple, Protocol
 
 import anyio
 
+from core import router_model
 from protocol import Event
 
 Strategy = Literal["cancel", "interrupt", "queue", "parallel", "now"]
@@ -49,11 +58,26 @@ NOW: Strategy = "now"
 DEFAULT_STOP_PHRASES = (
     "стоп", "стой", "хватит", "отмена", "остановись", "прекрати", "перестань", "замолчи", "забудь",
     "stop", "stop it", "cancel", "enough", "halt", "never mind", "nevermind", "forget it",
+    "отмени", "отменяй", "отбой", "отставить", "проехали", "прекращай", "забей",
+    "abort", "scrap that", "scrap it", "forget about it", "drop it", "shut up",
 )
+# An utterance made ONLY of these (and the stop phrases, and GLUE words) cancels: "всё, хватит",
+# "нет, не надо", "отмени это". As a lead they would be too eager ("не надо так официально").
+DEFAULT_STOP_ONLY_PHRASES = (
+    "не надо", "не нужно", "достаточно", "я передумал", "я передумала", "передумал", "хорош", "брось",
+    "ну его", "молчи", "тихо", "уже не нужно", "ничего не надо", "не продолжай",
+    "that's enough", "i changed my mind", "don't bother", "cut it out", "be quiet", "call it off", "kill it",
+    "no don't", "don't", "nope", "quit it", "skip it", "stop that", "forget that", "don't do that", "don't do it",
+)
+_GLUE = frozenset({"нет", "все", "уже", "ладно", "так", "да", "это", "этого", "его", "спасибо", "давай", "ну", "вообще",
+                   "no", "nah", "okay", "ok", "now", "that", "it", "this", "all", "just", "right", "already",
+                   "thanks", "then", "oh", "wait", "sorry", "actually", "everything"})
 # While a tool runs, an utterance that STARTS with one of these is a priority request (interrupt).
 DEFAULT_INTERRUPT_PHRASES = (
     "подожди", "погоди", "сначала", "а сначала", "но сначала", "прежде всего", "секунду", "срочно",
     "wait", "hold on", "but first", "first of all", "before that", "one moment", "one sec", "urgent",
+    "секундочку", "минутку", "минуточку", "до этого", "перед этим", "сперва", "первым делом",
+    "hang on", "before you do that", "before anything else", "just a moment", "one second",
 )
 DEFAULT_URGENT_WORDS = DEFAULT_STOP_PHRASES  # the name the config key `session.urgent_words` keeps
 DEFAULT_PARALLEL_PATTERNS = (
@@ -107,6 +131,28 @@ def _leading_phrase(words: list[str], table: tuple[tuple[str, ...], ...]) -> int
     return 0
 
 
+def _token_table(phrases: Iterable[str]) -> tuple[tuple[str, ...], ...]:
+    """Phrases as normalised token tuples (core.router_model.tokens), longest first."""
+    table = {tuple(router_model.tokens(p)) for p in phrases}
+    table.discard(())
+    return tuple(sorted(table, key=len, reverse=True))
+
+
+_missing_weights_logged = False
+
+
+def _classifier() -> router_model.Classifier | None:
+    global _missing_weights_logged
+    try:
+        return router_model.load()
+    except (OSError, ValueError, KeyError) as exc:
+        if not _missing_weights_logged:
+            _missing_weights_logged = True
+            logging.getLogger("porfiry.session").warning(
+                "router classifier unavailable (%s); the phrase rules decide (python run.py train-router)", exc)
+        return None
+
+
 @dataclass(frozen=True)
 class UrgencyConfig:
     """Stop phrases and interrupt phrases (each matched at the START of an utterance, whole words,
@@ -115,12 +161,15 @@ class UrgencyConfig:
     urgent_words: tuple[str, ...] = DEFAULT_STOP_PHRASES
     parallel_patterns: tuple[str, ...] = DEFAULT_PARALLEL_PATTERNS
     interrupt_phrases: tuple[str, ...] = DEFAULT_INTERRUPT_PHRASES
+    classifier: bool = True  # the learned classifier judges user text while busy (core.router_model)
     _stops: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    _only_stops: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     _interrupts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_stops", _phrase_table(self.urgent_words))
+        object.__setattr__(self, "_only_stops", _token_table((*self.urgent_words, *DEFAULT_STOP_ONLY_PHRASES)))
         object.__setattr__(self, "_interrupts", _phrase_table(self.interrupt_phrases))
         compiled = []
         for pattern in self.parallel_patterns:
@@ -135,13 +184,15 @@ class UrgencyConfig:
         """From a config section {urgent_words, parallel_patterns, interrupt_phrases: [...]};
         missing keys keep the defaults."""
         raw = raw or {}
-        known = ("urgent_words", "parallel_patterns", "interrupt_phrases")
+        known = ("urgent_words", "parallel_patterns", "interrupt_phrases", "classifier")
         unknown = set(raw) - set(known)
         if unknown:
             raise ValueError(f"unknown urgency settings {sorted(unknown)}; known: {', '.join(known)}")
         kwargs = {}
         for key in known:
-            if key in raw:
+            if key == "classifier" and key in raw:
+                kwargs[key] = bool(raw[key])
+            elif key in raw:
                 value = raw[key]
                 if isinstance(value, str) or not isinstance(value, Iterable):
                     raise ValueError(f"urgency setting {key} must be a list of strings")
@@ -165,6 +216,37 @@ class UrgencyConfig:
             words = words[taken:]
         return " ".join(words)
 
+    def is_only_stop(self, text: str) -> bool:
+        """The utterance says nothing but stop: "Стоп-стоп!", "всё, хватит", "нет, не надо",
+        "отмени это", "scrap that", "no no, don't" (normalised by core.router_model.tokens)."""
+        words = router_model.tokens(text)
+        found, at = False, 0
+        while at < len(words):
+            taken = next((len(ph) for ph in self._only_stops if tuple(words[at:at + len(ph)]) == ph), 0)
+            if taken:
+                found, at = True, at + taken
+            elif words[at] in _GLUE:
+                at += 1
+            else:
+                return False
+        return found
+
+    def learned(self, text: str) -> Strategy | None:
+        """The shipped classifier's verdict on user text said while busy (None: it is off, or its
+        weights are missing - the phrase rules decide then)."""
+        if not self.classifier:
+            return None
+        model = _classifier()
+        if model is None:
+            return None
+        return model.predict(self.router_features(text))  # type: ignore[return-value]
+
+    def router_features(self, text: str) -> list[str]:
+        """The classifier's features: the normalised words plus what the phrase lists say."""
+        flags = [name for name, on in (("lead_stop", self.is_stop(text)), ("lead_interrupt", self.is_priority(text)),
+                                       ("only_stop", self.is_only_stop(text)), ("light", self.is_light(text))) if on]
+        return router_model.features(router_model.tokens(text), flags)
+
     def is_light(self, text: str) -> bool:
         said = normalize_utterance(text)
         return bool(said) and any(p.fullmatch(said) for p in self._patterns)
@@ -176,18 +258,25 @@ _TRUE = {"1", "true", "yes"}
 
 
 class Rule(NamedTuple):
-    """when(event, session_busy, config) -> bool; the first rule that matches gives the strategy."""
+    """when(event, session_busy, config) -> bool; the first rule that matches gives the strategy.
+    A `when` may instead return the strategy itself (the learned rule), or None for no match."""
 
     name: str
     when: Callable[[Event, bool, UrgencyConfig], bool]
     strategy: Strategy
 
 
+def _learned(event: Event, busy: bool, config: UrgencyConfig) -> Strategy | None:
+    return config.learned(event.content) if busy and event.kind == "user_text" else None
+
+
 RULES: tuple[Rule, ...] = (
     Rule("interrupt", lambda e, busy, c: e.kind == "user_interrupt", CANCEL),
-    Rule("stop_phrase", lambda e, busy, c: e.kind == "user_text" and c.is_stop(e.content), CANCEL),
+    Rule("only_stop", lambda e, busy, c: e.kind == "user_text" and c.is_only_stop(e.content), CANCEL),
     Rule("urgent_flag", lambda e, busy, c: e.data.get("urgent", "").strip().lower() in _TRUE, CANCEL),
     Rule("light_request", lambda e, busy, c: busy and e.kind == "user_text" and c.is_light(e.content), PARALLEL),
+    Rule("learned", _learned, QUEUE),  # its `when` names the strategy (the classifier's label)
+    Rule("stop_phrase", lambda e, busy, c: e.kind == "user_text" and c.is_stop(e.content), CANCEL),
     Rule("priority", lambda e, busy, c: busy and e.kind == "user_text" and c.is_priority(e.content), INTERRUPT),
     Rule("busy", lambda e, busy, c: busy, QUEUE),
     Rule("idle", lambda e, busy, c: True, NOW),
@@ -204,7 +293,10 @@ def decide_why(event: Event, session_busy: bool, config: UrgencyConfig | None = 
     """The strategy and the name of the rule that chose it."""
     cfg = config or DEFAULT_CONFIG
     for rule in rules:
-        if rule.when(event, session_busy, cfg):
+        verdict = rule.when(event, session_busy, cfg)
+        if isinstance(verdict, str):
+            return Decision(verdict, rule.name)  # type: ignore[arg-type]
+        if verdict:
             return Decision(rule.strategy, rule.name)
     return Decision(QUEUE if session_busy else NOW, "fallback")
 
@@ -220,6 +312,10 @@ class Router(Protocol):
 
     def sure(self, event: Event, session_busy: bool) -> Decision | None: ...
 
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
+        """The verdict without waiting for anything (the rules'): when a stop will not wait."""
+        ...
+
     async def route_why(self, event: Event, session_busy: bool) -> Decision: ...
 
 
@@ -230,11 +326,16 @@ class RuleRouter:
 
     def __init__(self, config: UrgencyConfig | None = None) -> None:
         self.config = config or DEFAULT_CONFIG
+        if self.config.classifier:
+            _classifier()  # loaded now, not on the first event said while busy
 
     def decide(self, event: Event, session_busy: bool) -> Strategy:
         return decide(event, session_busy, self.config)
 
     def sure(self, event: Event, session_busy: bool) -> Decision:
+        return decide_why(event, session_busy, self.config)
+
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
         return decide_why(event, session_busy, self.config)
 
     async def route_why(self, event: Event, session_busy: bool) -> Decision:
@@ -293,6 +394,9 @@ class LLMRouter:
         if verdict.strategy in (CANCEL, NOW) or event.kind != "user_text":
             return verdict
         return None
+
+    def fallback(self, event: Event, session_busy: bool) -> Decision:
+        return decide_why(event, session_busy, self.rules.config)
 
     async def route_why(self, event: Event, session_busy: bool) -> Decision:
         verdict = decide_why(event, session_busy, self.rules.config)

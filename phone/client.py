@@ -17,10 +17,10 @@ its TurnDone: a TurnDone the old bridge held died with it, and the runtime answe
 a finished event with that turn's answer and a TurnDone.
 
 A session opens on use: the first event for a session id claims it for this client. With CURVE
-it belongs to this key pair. Without, the runtime answers that first event's Ack with a secret
-token which every later event of the session carries (`tokens`, a `SessionTokens`, keeps them;
-pass a file-backed one to resume sessions from another process); until that Ack arrives, newer
-events of the session wait.
+it belongs to this key pair. Without, to a secret token the client draws and sends with that
+first event (the runtime's Ack confirms it); every later event of the session carries it
+(`tokens`, a `SessionTokens`, keeps them; pass a file-backed one to resume sessions from another
+process); until that Ack arrives, newer events of the session wait.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ import inspect
 import logging
 import math
 import os
+import secrets
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -129,6 +130,7 @@ class _Lane:
     stalled: bool = False  # Busy: wait until resume_at, then resend everything in order
     resume_at: float = 0.0
     opening: _Outgoing | None = None  # no token yet: this event opens the session, the rest wait for its Ack
+    proposal: str = ""  # without CURVE: the token this client offers for a session it opens
 
 
 class PhoneClient:
@@ -264,9 +266,9 @@ class PhoneClient:
         with anyio.move_on_after(self.connect_timeout_s or 0):
             await self._hello_done.wait()
         if self.refusal:
-            raise PhoneRefused(
-                f"the runtime at {self.endpoint} refused this phone ({self.refusal}). With CURVE on, the "
-                f"phone's public key must be in the server's keys_dir/authorized/ (see `run.py keys`)")
+            hint = "" if self.refusal.startswith("too_many") else (
+                ". With CURVE on, the phone's public key must be in the server's keys_dir/authorized/ (see `run.py keys`)")
+            raise PhoneRefused(f"the runtime at {self.endpoint} refused this phone ({self.refusal}){hint}")
         if not self._hello_done.is_set():
             raise PhoneUnreachable(
                 f"no answer from the runtime at {self.endpoint} within {self.connect_timeout_s:g}s: is it running, "
@@ -347,14 +349,18 @@ class PhoneClient:
     def _submit(self, session: str, body: p.Msg) -> _Outgoing:
         if self._sock is None:
             raise PhoneError("the client is not connected: use `async with PhoneClient(...)`")
-        if self.curve is None and self.tokens.get(session):
-            body = msgspec.structs.replace(body, token=self.tokens.get(session))
+        lane = self._lanes.get(session) or _Lane(backoff=self.busy_backoff_s)
+        if self.curve is None:
+            # a session's opening event carries a token drawn here: its resend (lost Ack) proves
+            # ownership with it, and nothing but the runtime's Ack ever tells it to anyone
+            lane.proposal = lane.proposal or secrets.token_urlsafe(24)
+            body = msgspec.structs.replace(body, token=self.tokens.get(session) or lane.proposal)
         env = p.Envelope(body=body, sender=self.client_id, session=session)
         payload = self.codec.encode(env)
         if len(payload) > self.codec.max_bytes:
             raise ValueError(f"event of {len(payload)} bytes exceeds the runtime's limit of {self.codec.max_bytes}")
         out = _Outgoing(session=session, event_id=body.event_id, env_id=env.id, payload=payload, body=body)  # type: ignore[attr-defined]
-        lane = self._lanes.setdefault(session, _Lane(backoff=self.busy_backoff_s))
+        self._lanes[session] = lane
         now = anyio.current_time()
         # Behind a Busy or an overdue ack, a new event waits for the in-order resend round;
         # behind a session's opening event (no token yet), for that event's Ack.
@@ -426,8 +432,8 @@ class PhoneClient:
 
     def _finish(self, out: _Outgoing, *, ack: p.Ack | None = None, error: PhoneError | None = None) -> None:
         lane = self._lanes.get(out.session)
-        if ack is not None and ack.token and self.curve is None:
-            self.tokens.set(out.session, ack.token)
+        if ack is not None and self.curve is None and (token := ack.token or getattr(out.body, "token", "")):
+            self.tokens.set(out.session, token)
         if lane is not None:
             lane.pending.pop(out.event_id, None)
             if lane.opening is out:
@@ -506,7 +512,9 @@ class PhoneClient:
                 lane.backoff = min(lane.backoff * 2, self.max_backoff_s)
                 _log.info("phone=%s session=%s busy, resending in %.2fs: %s", self.client_id, env.session, lane.resume_at - anyio.current_time(), body.detail)
                 self._wake.set()
-        elif isinstance(body, p.Ok) and env.corr and env.corr == self._hello_id:
+        elif isinstance(body, (p.Ok, p.ErrorReply)) and env.corr and env.corr == self._hello_id:
+            if isinstance(body, p.ErrorReply):  # e.g. the runtime is at phone.max_connections
+                self.refusal = f"{body.code}: {body.detail}"
             self._hello_done.set()
         else:
             if isinstance(body, p.TurnDone):

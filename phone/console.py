@@ -17,6 +17,8 @@ import protocol as p
 from phone.client import PhoneClient, PhoneError
 
 HELP = "type to talk · /stop interrupts · /button NAME · /quit leaves"
+# what a turn a stop or an interrupt cut says on the screen (its partial answer was cleared)
+CUT_NOTES = {"cancelled": "[cancelled]", "interrupted": "[interrupted: the task goes on; its result comes later]"}
 _ERASE = "\r\x1b[K"  # back to column 0 and clear the line
 
 
@@ -41,7 +43,7 @@ class Screen:
             if body.final and body.turn_id not in self._finals_shown:
                 return self._display(p.Display(turn_id=body.turn_id, text=body.final, final=True))
             self._finals_shown.discard(body.turn_id)
-            return ""
+            return self.note(CUT_NOTES[body.outcome]) if body.outcome in CUT_NOTES else ""
         if isinstance(body, p.PlaybackCommand):
             what = body.title or body.media_id or "-"
             return self.note(f"[playback] {body.action} {what} (task {body.task_id})")

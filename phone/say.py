@@ -1,7 +1,8 @@
 """`run.py say --session ID [--timeout S] "text"`: one event, every glasses line as it arrives.
 
 Partial displays are printed prefixed with "… ", the final text plainly, playback commands and
-errors in brackets. Exit status: 0 at TurnDone, 1 when the runtime refused the event or the
+errors in brackets; a turn a stop cut prints "[cancelled]". Exit status: 0 at TurnDone (cancelled
+or interrupted too: the event is closed), 1 when the runtime refused the event or the
 connection, 2 on timeout or when the runtime cannot be reached.
 """
 from __future__ import annotations

@@ -117,7 +117,7 @@ class ModelCallFact(Msg):
 class ToolCallFact(Msg):
     """A tool call the model made. outcome: ok | error | invisible (enable/disable_toolset) |
     substituted (S8, not executed) | placeholder (interrupted: rule 3) | late (the real result of
-    an interrupted call, arriving after)."""
+    an interrupted call, arriving after) | unknown (no such tool: nothing ran)."""
 
     session: str
     ts: float  # when the call started

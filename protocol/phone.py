@@ -4,7 +4,14 @@ Every phone -> runtime event carries a client-generated `event_id` (for at-least
 dedup) and the client's timestamp `ts` (seconds since the epoch). The session id travels in the
 envelope.
 """
+from typing import Literal
+
 from protocol.base import Msg
+
+# How a turn ended for its events: answered; cut by a stop (the answer was discarded and the
+# glasses cleared); cut by an interrupt (the task goes on in the background, its result comes
+# later as a new turn).
+TurnOutcome = Literal["done", "cancelled", "interrupted"]
 
 
 # --- phone -> runtime -------------------------------------------------------------------------
@@ -84,12 +91,15 @@ class Display(Msg):
     """Text for the glasses. Partial displays replace each other; `final` closes the answer.
 
     An empty partial text with `clear=True` wipes what the glasses show (after an interrupt).
+    A `progress` display is a status line while a slow tool runs ("search: still working (6 s)…"):
+    not the answer; the answer's displays replace it.
     """
 
     turn_id: str
     text: str
     final: bool = False
     clear: bool = False
+    kind: Literal["answer", "progress"] = "answer"
 
 
 class TurnDone(Msg):
@@ -99,6 +109,7 @@ class TurnDone(Msg):
     event_ids: list[str] = []
     model_calls: int = 0  # generations the turn needed: lets a client subtract model time (bench)
     final: str = ""  # the turn's final display ("": none): a phone that missed it (it died in a restarted bridge) still shows it
+    outcome: TurnOutcome = "done"
 
 
 class PlaybackCommand(Msg):

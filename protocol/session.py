@@ -36,7 +36,8 @@ class EventAccepted(Msg):
 
 class SessionsForgotten(Msg):
     """SessionActor -> GlassesBridge: these sessions were idle past `session.idle_session_ttl_s` and
-    are forgotten; the bridge forgets who owned them unless they came alive again meanwhile."""
+    are forgotten; the bridge drops their owners from memory (not from its table) unless they came
+    alive again meanwhile."""
 
     sessions: list[str]
 

@@ -48,6 +48,18 @@ def _delete_in_runtime(config: Config, session: str, timeout: float = 2.0) -> st
         return ""
 
 
+def _delete_owner(path, session: str) -> None:
+    """Who owned the session (the bridge's table, same file): its claim and token go with it, so
+    an old token opens nothing. The running bridge drops its copy when the session actor tells it."""
+    from storage.ownership import OwnershipStore
+
+    store = OwnershipStore(path)
+    try:
+        store.delete([session])
+    finally:
+        store.close()
+
+
 def _when(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts).astimezone().isoformat(timespec="seconds")
 
@@ -58,7 +70,14 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
     path = config.path(config.storage.path)
     if not path.exists():
         sys.exit(f"porfiry: no journal at {path} (storage.path); nothing has been recorded yet")
-    conn = journal.connect(path)
+    from core.permanent import EXIT_PERMANENT
+    from storage.sqlite_file import StorageError
+
+    try:
+        conn = journal.connect(path)
+    except StorageError as exc:  # a corrupt database: one line, no traceback
+        print(f"porfiry: {exc}", file=sys.stderr)
+        return EXIT_PERMANENT
     try:
         if args.action == "list":
             rows = journal.list_sessions(conn)
@@ -71,6 +90,7 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
         known = any(row[0] == args.session for row in journal.list_sessions(conn)) if not entries else True
         if args.action == "delete":
             answer = _delete_in_runtime(config, args.session)
+            _delete_owner(path, args.session)
             if answer == "deleted":
                 print(f"deleted session {args.session} ({len(entries)} entries), in the running runtime too")
                 return 0

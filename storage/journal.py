@@ -29,6 +29,7 @@ import msgspec
 
 import protocol as p
 from core.trajectory import Recorded
+from storage import sqlite_file
 
 _log = logging.getLogger("porfiry.journal")
 
@@ -133,15 +134,17 @@ def fts_query(words: str) -> str:
     return " OR ".join(dict.fromkeys(terms))
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
-    """The database at `path`, created with its schema if new (WAL, NORMAL sync)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=10.0)
+def connect(path: str | Path, *, hold_lock: bool = False) -> sqlite3.Connection:
+    """The database at `path`, created with its schema if new (WAL, NORMAL sync); checked and
+    locked by storage/sqlite_file.py (raises its StorageError)."""
+    return sqlite_file.open_database(path, _prepare, hold_lock=hold_lock)
+
+
+def _prepare(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-1024")  # 1 MB: writes append, reads are one session at a time
     conn.executescript(SCHEMA)
-    return conn
 
 
 # ---- synchronous operations (the worker thread, and `run.py sessions`) ---------------------------
@@ -315,7 +318,8 @@ class Journal:
 
     async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
         try:
-            self._conn = await anyio.to_thread.run_sync(connect, self.path)
+            self._conn = await anyio.to_thread.run_sync(lambda: connect(self.path, hold_lock=True))
+            self._watch = sqlite_file.FileWatch(self.path)  # a file deleted under us: no more acks
         except (sqlite3.Error, OSError) as exc:
             raise JournalError(f"cannot open the journal {self.path}: {exc}") from None
         task_status.started()
@@ -333,6 +337,7 @@ class Journal:
                     await self._flush()  # what was queued before a stop still lands
                 conn, self._conn = self._conn, None
                 await anyio.to_thread.run_sync(conn.close)
+                sqlite_file.release(self.path)
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
@@ -366,6 +371,7 @@ class Journal:
                     if waiter is not None:
                         waiter.result = result
             conn.execute("COMMIT")
+            self._watch.check()
         except sqlite3.Error as exc:
             failed = f"{type(exc).__name__}: {exc}"
             _log.error("journal commit failed (%d operations): %s", len(batch), failed)

@@ -375,8 +375,9 @@ async def test_the_model_router_turns_a_question_into_an_interrupt(tmp_path):
 
 
 async def test_the_model_router_falls_back_to_the_rules_on_nonsense(tmp_path):
+    # the phrase rules alone (the shipped classifier would answer the weather question in parallel)
     backend = ScriptedBackend(reply_fn=routed_model("Sure! The weather is a fine topic."))
-    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets}, router_classifier=False,
                              execute_substituted_calls=True, tool_background_after_s=0, router="model") as system:
         tools, glasses = system.actors["toolsets"], system.actors["glasses"]
         await system.deliver("s", "write an email to Anna", event_id="e1")

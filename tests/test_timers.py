@@ -121,3 +121,38 @@ def test_run_timer_tool_never_raises(manual_clock):
     assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")
     assert run_timer_tool(table, "timers_cancel", {"id": "t1"}) == "Timer t1 cancelled: tea"
     assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"})
+
+
+# ---- through the real session loop ---------------------------------------------------------
+async def test_fifty_timers_due_at_once_all_fire_none_dropped_at_the_queue_limit(tmp_path, manual_clock):
+    """50 timers of one session due together (more than session.queue_limit = 32): each fires now,
+    none waits for the next restart; the journal holds no event left unanswered."""
+    import anyio
+
+    from harness import inproc_system
+    from llm.scripted import ScriptedBackend
+    from storage import journal
+
+    backend = ScriptedBackend(reply_fn=lambda messages: "noted")
+    async with inproc_system(tmp_path, backend=backend, clock=manual_clock) as system:
+        await system.turn("s", "hello")
+        timers = system.actors["session"].sessions["s"].timers
+        for index in range(50):
+            timers.set("in 5 minutes", f"reminder number {index}")
+        manual_clock.advance(301)
+
+        async def fired() -> set[str]:
+            history = await system.history("s")
+            return {line.rsplit("reminder number ", 1)[1].split()[0] for m in history if m["role"] == "user"
+                    for line in m["content"].splitlines() if "reminder number " in line}
+
+        with anyio.fail_after(20):
+            while len(await fired()) < 50:
+                await anyio.sleep(0.02)
+        assert await fired() == {str(index) for index in range(50)}
+        assert len(timers) == 0
+    conn = journal.connect(tmp_path / "porfiry.sqlite3")
+    try:
+        assert journal.unfinished_sessions(conn) == []
+    finally:
+        conn.close()

@@ -42,8 +42,7 @@ def cmd_web(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
                 config, host, port, default_session=args.session, client_id=args.client_id or default_client_id(),
                 task_status=task_status))
             if token:
-                print(f"web console: {url}/?token={token}  (listening on {host}: every request needs this token; "
-                      f"it is kept in {config.path(config.web.token_path)} or set as web.token)", flush=True)
+                print(token_line(config, url, host, token, sys.stdout.isatty()), flush=True)
             else:
                 print(f"web console: {url}", flush=True)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -59,6 +58,15 @@ def cmd_web(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def token_line(config: Config, url: str, host: str, token: str, terminal: bool) -> str:
+    """The console's start line. The `?token=` URL only on a terminal: `run.py up` sends this
+    output to var/porfiry.log, and a log is no place for a credential."""
+    kept = "it is web.token in the config" if config.web.token else f"it is kept in {config.path(config.web.token_path)}"
+    if terminal:
+        return f"web console: {url}/?token={token}  (listening on {host}: every request needs this token; {kept} or set as web.token)"
+    return f"web console: {url}  (listening on {host}: every request needs the token; {kept}; open {url}/?token=TOKEN once)"
 
 
 def start_web(args: argparse.Namespace, config: Config, log_path, run_py: str):
@@ -79,6 +87,7 @@ def start_web(args: argparse.Namespace, config: Config, log_path, run_py: str):
     if web.poll() is not None:
         print(f"porfiry: the web console did not start (port {port} taken?); see {log_path}", file=sys.stderr)
         return None
-    note = "" if is_loopback(host) else f"  (not loopback: every request needs the token printed in {log_path})"
+    where = "web.token in the config" if config.web.token else str(config.path(config.web.token_path))
+    note = "" if is_loopback(host) else f"  (not loopback: every request needs the token kept in {where}; open /?token=TOKEN once)"
     print(f"web console: http://{host}:{port}{note}", flush=True)
     return web

@@ -34,6 +34,48 @@ class SessionView:
         return {"session": session, "busy": self.busy, "last_active": self.last_active}
 
 
+class PageStream:
+    """What waits for one page's event stream, bounded in bytes (`web.stream_max_bytes`): a page
+    that does not read loses its oldest facts, never more memory, and never holds a session up
+    (`send_nowait` never blocks). The next fact it reads is preceded by a `Dropped` marker."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.dropped = 0  # facts dropped since the page last read
+        self._items: collections.deque[bytes] = collections.deque()
+        self._ready = anyio.Event()
+        self._closed = False
+
+    def send_nowait(self, data: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._items.append(data)
+        self.bytes += len(data)
+        while self.bytes > self.max_bytes and len(self._items) > 1:  # the newest stays, whatever its size
+            self.bytes -= len(self._items.popleft())
+            self.dropped += 1
+        self._ready.set()
+
+    async def receive(self) -> bytes:
+        while not self._items:
+            self._ready = anyio.Event()
+            await self._ready.wait()
+        if self.dropped:
+            marker = _encode({"type": "Dropped", "facts": self.dropped,
+                              "detail": f"this page read too slowly: {self.dropped} older facts dropped (web.stream_max_bytes = {self.max_bytes})"})
+            self.dropped = 0
+            return marker
+        data = self._items.popleft()
+        self.bytes -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+        self.bytes = 0
+
+
 class Journal:
     def __init__(self, timeline_facts: int = 1000, sessions_kept: int = 200, max_clients: int = 32):
         self.timeline_facts = timeline_facts

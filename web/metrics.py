@@ -56,7 +56,9 @@ class Metrics:
                 self._open_turns[fact.turn_id] = (started, model + fact.duration_s)
         elif isinstance(fact, p.ToolCallFact):
             if fact.outcome != "running":
-                self.tool_calls.labels(fact.tool, fact.outcome).inc()
+                # a model can emit any name: only tools that exist become labels (bounded series)
+                tool = "unknown" if fact.outcome == "unknown" else fact.tool
+                self.tool_calls.labels(tool, fact.outcome).inc()
         elif isinstance(fact, p.EventFact):
             self.events.labels(fact.strategy or fact.verdict).inc()
         elif isinstance(fact, p.StateFact):

@@ -10,14 +10,16 @@
 
 Bound to loopback unless told otherwise; on any other host every request needs the token (a
 `Authorization: Bearer` header, the `porfiry_token` cookie, or `?token=` once, which sets the cookie).
+Before any route, web/guard.py refuses a Host that does not name this console and cross-origin
+state changes (DNS rebinding).
 """
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import logging
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import anyio
 import msgspec
@@ -30,7 +32,8 @@ from starlette.staticfiles import StaticFiles
 import protocol as p
 from core.config import Config
 from phone.client import EventRejected, PhoneError
-from web.journal import Journal
+from web.guard import Guard, GuessThrottle, HostCheck, client_address, same_token
+from web.journal import Journal, PageStream
 from web.link import RuntimeLink
 from web.metrics import CONTENT_TYPE, Metrics
 
@@ -68,8 +71,10 @@ class Console:
     """The state the routes share: the journal, the metrics, the link to the runtime."""
 
     def __init__(self, config: Config, link: RuntimeLink | None, journal: Journal, metrics: Metrics,
-                 default_session: str = "web", token: str = ""):
+                 default_session: str = "web", token: str = "", host: str = "127.0.0.1"):
         self.config = config
+        self.hosts = HostCheck(host, config.web.allowed_hosts)  # its port is set once the server listens
+        self.throttle = GuessThrottle(config.web.token_guesses_per_min)
         self.link = link
         self.journal = journal
         self.metrics = metrics
@@ -81,12 +86,20 @@ class Console:
         if not self.token:
             return True
         given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() or request.cookies.get(COOKIE, "")
-        return bool(given) and hmac.compare_digest(given, self.token)
+        return self._proves(request, given)
+
+    def _proves(self, request: Request, given: str) -> bool:
+        """Is `given` the token? A wrong one counts against the client's address (GuessThrottle)."""
+        if given and same_token(given, self.token):
+            return True
+        if given:
+            self.throttle.failed(client_address(request.scope))
+        return False
 
     # ---- routes ---------------------------------------------------------------------------------
     async def page(self, request: Request) -> Response:
         given = request.query_params.get("token", "")
-        if self.token and given and hmac.compare_digest(given, self.token):
+        if self.token and given and self._proves(request, given):
             response = RedirectResponse("/", status_code=303)
             response.set_cookie(COOKIE, given, httponly=True, samesite="strict")
             return response
@@ -98,10 +111,10 @@ class Console:
         if not self.authorized(request):
             return _refused()
         session = request.query_params.get("session", "") or self.default_session
-        tx, rx = anyio.create_memory_object_stream[bytes](4096)
+        page = PageStream(self.config.web.stream_max_bytes)
         for item in self.journal.snapshot(session):
-            tx.send_nowait(item)
-        if not self.journal.attach(session, tx):
+            page.send_nowait(item)
+        if not self.journal.attach(session, page):
             return JSONResponse({"error": f"too many pages open (web.max_clients = {self.journal.max_clients})"}, status_code=503)
         if self.link is not None:
             self.link.watch_changed()
@@ -113,12 +126,11 @@ class Console:
                 while True:
                     data = None
                     with anyio.move_on_after(HEARTBEAT_S):
-                        data = await rx.receive()
+                        data = await page.receive()
                     yield (b"data: " + data + b"\n\n") if data is not None else b": keep-alive\n\n"
             finally:
-                self.journal.detach(tx)
-                tx.close()
-                rx.close()
+                self.journal.detach(page)
+                page.close()
 
         return StreamingResponse(events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
@@ -203,8 +215,8 @@ class Console:
             self.metrics.take_status(status, edge, admission)
         return Response(self.metrics.render(), media_type=CONTENT_TYPE)
 
-    def app(self) -> Starlette:
-        return Starlette(routes=[
+    def app(self) -> Guard:
+        return Guard(Starlette(routes=[
             Route("/", self.page),
             Route("/api/stream", self.stream),
             Route("/api/send", self.send, methods=["POST"]),
@@ -213,7 +225,7 @@ class Console:
             Route("/api/admin/skills", self.skills, methods=["POST"]),
             Route("/metrics", self.metrics_page),
             Mount("/static", StaticFiles(directory=STATIC)),
-        ])
+        ]), self.hosts, self.throttle)
 
 
 def _refused() -> Response:
@@ -261,7 +273,7 @@ async def serve_console(config: Config, host: str, port: int, *, default_session
                         max_message_bytes=config.protocol.max_message_bytes)
     async with phone:
         link = RuntimeLink(config, journal.take, seed, phone, journal.watched)
-        console = Console(config, link, journal, metrics, default_session, token)
+        console = Console(config, link, journal, metrics, default_session, token, host)
         hyper = HypercornConfig()
         hyper.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
         hyper.accesslog = None
@@ -271,4 +283,5 @@ async def serve_console(config: Config, host: str, port: int, *, default_session
             await tg.start(link.run)
             urls = await tg.start(serve, console.app(), hyper)
             url = urls[0] if urls else f"http://{host}:{port}"
+            console.hosts.port = urlsplit(url).port or port
             task_status.started((url, token))

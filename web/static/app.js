@@ -80,6 +80,7 @@ function take(fact) {
     case "StateFact": view.state = fact; view.stateAt = performance.now() / 1000; renderState(); break;
     case "PromptFact": renderPrompt(fact); break;
     case "SessionGoneFact": break;
+    case "Dropped": console.warn(fact.detail); break;  // this page read too slowly: older facts are missing
   }
 }
 
