@@ -80,6 +80,9 @@ class SessionConfig(_Section):
     toolset_ttl_s: Annotated[float, Meta(gt=0, description="a toolset goes inactive this long after its last call (S6), seconds")] = 600.0
     timezone: Annotated[str, Meta(description="time zone of get_current_time and timers (IANA name)")] = "Europe/Moscow"
     execute_substituted_calls: Annotated[bool, Meta(description="a valid call to an inactive toolset turns it on and runs at once (S8)")] = True
+    enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
+    progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
+    small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256

@@ -53,6 +53,8 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
+from core.timewords import progress_line, spoken_time
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.tasks import names_a_task
@@ -64,6 +66,12 @@ from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
+# the user's own lines of a recorded batch: "[User said] …", "[Unprocessed event 1/2] User said: …"
+_USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n]*[\]:]\s*(.*)$")
+# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
+_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
+_SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
+ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
@@ -142,7 +150,7 @@ def _failed(result: str) -> bool:
     first, _, rest = result.partition("\n")
     if first.startswith("(") and ENABLED_ON_THE_WAY in first:
         result = rest
-    return result.startswith(("tool error", "arguments invalid")) or NOT_EXECUTED in result
+    return result.startswith(("tool error", "arguments invalid", REFUSED)) or NOT_EXECUTED in result
 
 
 def _closing_result(history: list[p.ChatMessage]) -> p.ChatMessage | None:
@@ -382,6 +390,8 @@ class Conversation:
         recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
         read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
         recipe = ""  # the recipe skill (not a toolset's own) this turn read and follows
+        acted: set[str] = set()  # kinds of action the calls of this turn made (core.intent)
+        claim_retried = False  # a reply that claimed an action nobody made was asked again once
         # a turn a crash cut goes on as the current turn: the request is the one the lost step made
         turn_start = len(self.trajectory) if self.resumed_turn_start is None else self.resumed_turn_start
         self.resumed_turn_start = None
@@ -409,6 +419,9 @@ class Conversation:
             asked_notice, notice = notice, ""
             tools = self.s.registry.callable_tools(active)
             tools += [t for t in self._used_toolset_tools(active) + recipe_tools if t not in tools]
+            plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn_start))
+            if plain_only:
+                tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
             if repeated:
                 # a small model repeats a call whose result it already has: not twice in a row
                 tools = [tool for tool in tools if tool != repeated]
@@ -417,6 +430,7 @@ class Conversation:
             readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
                         if skill.name not in read_this_turn]
             choices = arg_choices(self.s.registry, active, readable)
+            choices.update(self._id_choices(tools))
             self._model_calls += 1
             try:
                 reply = await self._generate(turn_id, messages, tools, choices)
@@ -432,6 +446,9 @@ class Conversation:
                 return
             parsed = parse_reply(reply)
             call = parsed.call
+            if call is not None and plain_only and not echo_retried:  # an unconstrained model called anyway
+                echo_retried, notice = True, SMALL_TALK_NOTICE.format(language=self._language())
+                continue
             if call is None:
                 text = parsed.text_before.strip() or reply.strip()
                 what = "" if echo_retried else echoed(text, self._last_user_words())
@@ -452,6 +469,13 @@ class Conversation:
                     notice = UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
                     _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
                     continue
+                claimed = claimed_action(text)
+                if claimed is not None and not covers(claimed, acted):  # an action reported, none made
+                    if not claim_retried:
+                        claim_retried, notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
+                        _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
+                        continue
+                    text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
                 if not text:
                     text = "…"
                 self.trajectory.record_assistant(text)
@@ -469,7 +493,14 @@ class Conversation:
             visible = parsed.text_before.strip()
             self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
             self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
-            result = await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            refusal = self._guard(call.name, call.raw_args, turn_start, recipe_tools if recipe else [])
+            line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+            if line and self.s.config.progress_lines:
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
+            result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
+            if done:
+                acted.add(done)
             if call.name == "read_skill":
                 bound = self.s.registry.validate(call.name, call.raw_args)
                 skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
@@ -477,9 +508,13 @@ class Conversation:
                 named = self._recipe_tools(result)
                 if named and self.s.registry.toolset(skill) is None:
                     recipe = skill  # a procedure to follow, not a toolset's own skill
+                elif (self.s.config.enable_on_skill_read and self.s.registry.toolset(skill) is not None
+                      and skill not in self.activity.active()):
+                    enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
+                    self.s.observer.tool_finished(self, turn_id, "", "enable_toolset", skill, "invisible", enabled)
                 recipe_tools += [t for t in named if t not in recipe_tools]
             # a failed or substituted call (S8: "NOT been executed yet") is to be made again
-            repeated = "" if _failed(result) else call.name
+            repeated = call.name if refusal else "" if _failed(result) else call.name
             if parsed.extra_calls:
                 result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
             self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
@@ -519,6 +554,48 @@ class Conversation:
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
         return reply_language(USER_LABEL.sub("", self._last_user_words()))
+
+    def _guard(self, tool: str, raw_args: str, turn_start: int, recipe_tools: Iterable[str]):
+        """core.intent: a call that changes something runs only when this turn's user words (or
+        the recipe the turn follows) ask for it; an id must be one this conversation's results
+        showed (or a title). A Refusal to answer the call with, or None."""
+        spec = self.s.registry.spec(tool)
+        args = self.s.registry.validate(tool, raw_args) if spec is not None else None
+        if spec is None or isinstance(args, str):
+            return None  # unknown tool or bad arguments: the ordinary binding answers it
+        messages = self.trajectory.messages()
+        if tool in ID_TOOLS and _SLUG.fullmatch(args.get("id", "").strip()) and args["id"].strip() not in self._seen_ids():
+            return Refusal(kind="unseen_id", tool=tool, reason=(
+                f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
+                "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
+        said = self._turn_words(turn_start)
+        offered = next((m.content for m in reversed(messages[:turn_start])
+                        if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+        sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
+        return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
+                          recipe_tools=frozenset(recipe_tools), sources=sources)
+
+    def _turn_start(self) -> int:
+        """Where the current turn's messages begin: after the last assistant answer (no call)."""
+        messages = self.trajectory.messages()
+        for index in range(len(messages) - 1, -1, -1):
+            if messages[index].role == "assistant" and "TOOL_CALL" not in messages[index].content:
+                return index + 1
+        return 0
+
+    def _turn_words(self, turn_start: int) -> str:
+        """What the user said in this turn (their lines only: no timer, no tool result)."""
+        lines = [line for m in self.trajectory.messages()[turn_start:] if m.role == "user"
+                 for line in _USER_LINE.findall(m.content)]
+        return "\n".join(lines)
+
+    def _seen_ids(self) -> set[str]:
+        return {found for m in self.trajectory.messages() if m.role == "tool" for found in _SEEN_ID.findall(m.content)}
+
+    def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
+        """For a constrained backend: media_info takes only an id the results showed (none
+        shown yet: it cannot be called; a search comes first)."""
+        return {"media_info": sorted(self._seen_ids())} if "media_info" in tools else {}
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):
@@ -665,7 +742,7 @@ class Conversation:
             return args
         if tool == "get_current_time":
             now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
-            return f"{now.isoformat(timespec='seconds')} ({now.tzname()}, {now:%A})"
+            return spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
             return "shown on the glasses"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from core.intent import small_talk
 from core.prompt import ACTIVE_HEADER
 from core.skills_notice import SKILLS_HOWTO
 
@@ -47,7 +48,8 @@ def echoed(reply: str, said: str) -> str:
     if text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())):
         return "the tool list"
     words = _words(text)
-    if words and words == _words(_LABEL.sub("", said.strip())):
+    user = _LABEL.sub("", said.strip())
+    if words and words == _words(user) and not small_talk(user):  # "Доброе утро!" back is an answer
         return "the user's words"
     return ""
 

@@ -10,16 +10,16 @@ import msgspec
 
 
 def cmd_eval(args: argparse.Namespace, load_config) -> int:
-    from evals.runner import format_report, run_eval
-    from evals.scenarios import DEFAULT_SCENARIOS, load_scenarios
+    from evals.runner import format_report, run_eval, with_worldclock
+    from evals.scenarios import SETS, load_scenarios
     from llm.backends import make_backend
 
-    config = load_config(args)
+    config = with_worldclock(load_config(args))
     profile = args.profile or config.llm.profile
     if profile not in config.llm.profiles:
         sys.exit(f"porfiry: no profile {profile!r}; profiles: {', '.join(sorted(config.llm.profiles))}")
     try:
-        scenarios = load_scenarios(args.scenarios or DEFAULT_SCENARIOS)
+        scenarios = load_scenarios(args.scenarios or SETS[args.set])
     except ValueError as exc:
         sys.exit(f"porfiry: {exc}")
     if args.only:
@@ -44,7 +44,8 @@ def cmd_eval(args: argparse.Namespace, load_config) -> int:
             for mode in modes:
                 print(f"eval: {len(scenarios)} scenarios, profile {profile}, mode {mode}", file=sys.stderr, flush=True)
                 reports.append(await run_eval(config, scenarios, backend=backend, profile=profile, mode=mode,
-                                              trace=trace if trace_file else None))
+                                              trace=trace if trace_file else None,
+                                              scenario_set=args.scenarios or args.set))
             return reports
         finally:
             await backend.aclose()
@@ -70,7 +71,9 @@ def cmd_eval(args: argparse.Namespace, load_config) -> int:
 def register(sub, load_config) -> None:
     parser = sub.add_parser("eval", help="play the eval scenarios on a real model and score them")
     parser.add_argument("--profile", help="model profile (default: the active one, `local`)")
-    parser.add_argument("--scenarios", help="scenario file (default: evals/scenarios.toml)")
+    parser.add_argument("--set", choices=["dev", "test", "traps"], default="dev",
+                        help="dev: tune on it (default); test: report it, never tune on it; traps: no side effect is the only right outcome")
+    parser.add_argument("--scenarios", help="a scenario file of your own (instead of --set)")
     parser.add_argument("--mode", choices=["progressive", "flat", "both"], default="both",
                         help="progressive: toolsets on demand (Porfiry); flat: every tool shown from the start; both (default)")
     parser.add_argument("--json", help="write the report(s) as JSON here")

@@ -35,6 +35,8 @@ import msgspec
 import protocol as p
 from core.inprocess import InProcessPorts
 from core.budget import default_catalog
+from core.config import McpServerConfig
+from core.intent import REFUSED, claimed_action, covers, executed_kind
 from core.clock import ManualClock
 from core.config import Config
 from core.conversation import Conversation, SessionSettings
@@ -48,7 +50,7 @@ from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
 
 EVAL_START = 1_773_500_400.0  # 2026-03-14 18:00 Moscow: the clock every scenario starts at
-TURN_TIMEOUT_S = 300.0
+TURN_TIMEOUT_S = 600.0  # a loaded 2-core machine takes minutes for a turn of several steps
 GAVE_UP = ("Sorry, I could not finish", "The model is unavailable")
 INVALID_MARKERS = ("does not exist", "rguments invalid", "tool error", "has NOT been")
 
@@ -68,6 +70,9 @@ class ScenarioResult(msgspec.Struct, kw_only=True):
     steps: int
     calls: list[str]
     why: str = ""
+    unrequested_side_effects: list[str] = []  # changing calls that ran though the turn asked for none of them
+    actions_claimed_not_done: int = 0  # final displays that report an action no call of the turn made
+    turn_ms: list[float] = []  # per turn: user text in -> final display out
 
 
 class Percentiles(msgspec.Struct, kw_only=True):
@@ -88,6 +93,10 @@ class EvalReport(msgspec.Struct, kw_only=True):
     prompt_tokens_evaluated: list[int]
     max_prompt_tokens_evaluated: int
     per_scenario: list[ScenarioResult]
+    unrequested_side_effects: int = 0
+    actions_claimed_not_done: int = 0
+    turn_ms: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
+    scenario_set: str = ""
 
 
 class EvalPorts(InProcessPorts):
@@ -103,6 +112,8 @@ class EvalPorts(InProcessPorts):
         self.crash = _Crash()
         self.lost_at: int | None = None  # len(calls) when a call died with the toolset executor
         self.registry = ToolsetRegistry(default_catalog())
+        self.mcp: dict = {}  # toolset name -> toolsets.mcp.server.McpServer (run_eval starts them)
+        self.final_at: float | None = None  # perf_counter of the last final display
 
     @asynccontextmanager
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
@@ -148,13 +159,24 @@ class EvalPorts(InProcessPorts):
                 self.lost_at = len(self.calls)  # the turn is judged from the call after this one
                 return p.ToolOutcome(call_id=call_id, ok=False, text=lost_text(tool))
         self.crash.tool_started()
-        outcome = await super().invoke(session, call_id, tool, args)
+        server = self.mcp.get(self.registry.toolset_of(tool) or "")
+        if server is not None:
+            done = await server.call(tool, args, session)
+            outcome = p.ToolOutcome(call_id=call_id, ok=done.ok, text=done.text)
+        else:
+            outcome = await super().invoke(session, call_id, tool, args)
         self.crash.tool_finished()
         played = _PLAYED.search(outcome.text) if tool == "media_play" and outcome.ok else None
         recorded = next((i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i][0] == tool), None)
         if played and recorded is not None and played.group(1) not in self.calls[recorded][1]:
             self.calls[recorded] = (tool, f"{self.calls[recorded][1]} (played {played.group(1)})")
         return outcome
+
+
+    def send(self, session: str, body: p.Msg) -> None:
+        if isinstance(body, p.Display) and body.final:
+            self.final_at = time.perf_counter()
+        super().send(session, body)
 
 
 _PLAYED = re.compile(r"\(([a-z0-9-]+)\): \w+ sent to the phone")
@@ -261,9 +283,40 @@ async def _wait_idle(conversation: Conversation, crashed: anyio.Event | None = N
             await anyio.sleep(0.02)
 
 
+class TurnEffects(NamedTuple):
+    """What one turn did to the world, from the history it added (core.intent's kinds)."""
+
+    unrequested: list[str]  # changing calls that ran, of tools the turn did not expect
+    claimed_not_done: bool  # the final display reports an action no call of the turn made
+
+
+def turn_effects(registry: ToolsetRegistry, added: list[p.ChatMessage], expected: list[str], final: str) -> TurnEffects:
+    """Judge the calls a turn's history holds: a changing call the runtime ran (not refused, not
+    failed) of a tool the turn did not expect is unrequested; a final display that claims an
+    action (core.intent.claimed_action) with no such call to back it claims what was not done."""
+    wanted = {call.partition("|")[0] for call in expected}
+    acted: set[str] = set()
+    unrequested = []
+    for index, message in enumerate(added):
+        if message.role != "tool" or message.content.startswith(REFUSED) or index == 0:
+            continue
+        raw = added[index - 1].content.rpartition("|")[2] if "TOOL_CALL" in added[index - 1].content else ""
+        kind = executed_kind(registry.spec(message.name or ""), raw, message.content.split("\n", 1)[-1]
+                             if message.content.startswith("(") else message.content)
+        if kind is None:
+            continue
+        acted.add(kind)
+        if message.name not in wanted:
+            unrequested.append(f"{message.name}|{raw}")
+    claimed = claimed_action(final)
+    return TurnEffects(unrequested, claimed is not None and not covers(claimed, acted))
+
+
 async def play_scenario(scenario: Scenario, *, backend: Backend, provider, config: Config, mode: str,
-                        workdir: Path, trace: Callable[[dict], None] | None = None) -> tuple[ScenarioResult, int, list[RequestStats]]:
-    """Play one scenario: its result, how many tool results said a call was invalid, its requests."""
+                        workdir: Path, trace: Callable[[dict], None] | None = None,
+                        mcp: dict | None = None) -> tuple[ScenarioResult, int, list[RequestStats]]:
+    """Play one scenario: its result, how many tool results said a call was invalid, its requests.
+    `mcp`: MCP servers (toolset name -> a running McpServer) the scenario may use."""
     user_dir = workdir / scenario.id
     user_dir.mkdir(parents=True, exist_ok=True)
     _write_skills(user_dir, scenario.skills)
@@ -271,7 +324,13 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     ports = EvalPorts(repo, provider, backend)
     ports.scenario = scenario.id
     ports.trace = trace
+    if mcp:
+        ports.mcp = dict(mcp)
+        ports.registry = ToolsetRegistry([*default_catalog(), *(server.spec() for server in mcp.values() if server.spec())])
     clock = ManualClock(EVAL_START)
+    unrequested: list[str] = []
+    claimed_not_done = 0
+    turn_ms: list[float] = []
     problems: list[str] = []
     steps = 0
     registry = ports.registry
@@ -290,6 +349,9 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
         for number, turn in enumerate(scenario.turns, start=1):
             clock.advance(turn.advance_s)
             shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
+            history_before = len(conversation.trajectory.messages())
+            ports.final_at = None
+            said_at = time.perf_counter()
             saved = _Saved.of(conversation)
             if mode == "flat":
                 for toolset in registry.toolset_names():
@@ -303,7 +365,11 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                 conversation.submit(submitted[-1])
             ports.crash.arm(turn.restart_at, life)
             ports.lost_at = None
-            await _wait_idle(conversation, ports.crash.fired)
+            try:
+                await _wait_idle(conversation, ports.crash.fired)
+            except TimeoutError:  # a scenario that hangs (or a machine too loaded) fails alone
+                problems.append(f"turn {number}: no answer within {TURN_TIMEOUT_S:.0f} s")
+                break
             if ports.crash.fired.is_set():
                 await life.over.wait()
                 calls_before = len(ports.calls)  # judged: what the model does after the restart
@@ -329,6 +395,14 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                                 gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
             problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
             steps += played.steps
+            effects = turn_effects(registry, conversation.trajectory.messages()[history_before:], turn.calls, final)
+            unrequested += effects.unrequested
+            claimed_not_done += effects.claimed_not_done
+            problems += [f"turn {number}: side effect nobody asked for: {call}" for call in effects.unrequested]
+            if effects.claimed_not_done:
+                problems.append(f"turn {number}: final display {final[:60]!r} claims an action no call made")
+            if turn.say and ports.final_at is not None:
+                turn_ms.append(round((ports.final_at - said_at) * 1000, 1))
         outer.cancel_scope.cancel()
     invalid = sum(
         1 for message in conversation.trajectory.messages()
@@ -336,7 +410,9 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
         and LOST_REASON not in message.content  # the call the scenario itself lost: not the model's fault
     )
     result = ScenarioResult(id=scenario.id, lang=scenario.lang, passed=not problems, steps=steps,
-                            calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems))
+                            calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems),
+                            unrequested_side_effects=unrequested, actions_claimed_not_done=claimed_not_done,
+                            turn_ms=turn_ms)
     return result, invalid, ports.stats
 
 
@@ -352,8 +428,47 @@ def _percentiles(values: list[float]) -> Percentiles:
                        p95=round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 1))
 
 
+MCP_START_S = 30.0  # how long the eval waits for its MCP servers to list their tools
+WORLDCLOCK_SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp_worldclock_server.py"
+
+
+def with_worldclock(config: Config) -> Config:
+    """The config with the world clock MCP server (tests/mcp_worldclock_server.py, stdio) as the
+    toolset `worldclock`, on the eval's clock, unless the config names one already."""
+    if "worldclock" in config.mcp.servers:
+        return config
+    server = McpServerConfig(command=[sys.executable, str(WORLDCLOCK_SERVER)],
+                             env={"WORLDCLOCK_NOW": str(int(EVAL_START))}, timeout_s=MCP_START_S)
+    return msgspec.structs.replace(config, mcp=msgspec.structs.replace(
+        config.mcp, servers={**config.mcp.servers, "worldclock": server}))
+
+
+@asynccontextmanager
+async def mcp_servers(config: Config) -> AsyncIterator[dict]:
+    """The config's MCP servers running (toolset name -> McpServer), each with its tools listed;
+    one that does not list them within MCP_START_S is a RuntimeError naming it."""
+    from toolsets.mcp.server import McpServer
+
+    servers = {name: McpServer(name, cfg, config.mcp, config.path, lambda: None)
+               for name, cfg in config.mcp.servers.items() if cfg.enabled}
+    async with anyio.create_task_group() as tasks:
+        for server in servers.values():
+            tasks.start_soon(server.run)
+        with anyio.move_on_after(MCP_START_S):
+            while any(server.spec() is None for server in servers.values()):
+                await anyio.sleep(0.05)
+        missing = [f"{name} ({server.error or server.state})" for name, server in servers.items() if server.spec() is None]
+        if missing:
+            tasks.cancel_scope.cancel()
+            raise RuntimeError(f"MCP server(s) did not start: {', '.join(missing)}")
+        try:
+            yield servers
+        finally:
+            tasks.cancel_scope.cancel()
+
+
 async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backend, profile: str, mode: str,
-                   trace: Callable[[dict], None] | None = None,
+                   trace: Callable[[dict], None] | None = None, scenario_set: str = "",
                    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> EvalReport:
     from toolsets.media.executor import default_provider
 
@@ -368,16 +483,20 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
         provider = default_provider(config)
         await anyio.to_thread.run_sync(provider.ensure_ready)
         started = time.perf_counter()
-        for index, scenario in enumerate(scenarios, start=1):
-            result, invalid, requests = await play_scenario(
-                scenario, backend=backend, provider=provider, config=config, mode=mode, workdir=workdir, trace=trace)
-            results.append(result)
-            stats += requests
-            invalid_calls += invalid
-            passed = sum(r.passed for r in results)
-            progress(f"[{index}/{len(scenarios)}] {'PASS' if result.passed else 'FAIL'} {scenario.id} "
-                     f"({result.steps} steps) - {passed}/{index} passed, {time.perf_counter() - started:.0f} s"
-                     + ("" if result.passed else f"\n      {result.why}"))
+        async with mcp_servers(config) as mcp:
+            for index, scenario in enumerate(scenarios, start=1):
+                result, invalid, requests = await play_scenario(
+                    scenario, backend=backend, provider=provider, config=config, mode=mode, workdir=workdir,
+                    trace=trace, mcp=mcp)
+                results.append(result)
+                stats += requests
+                invalid_calls += invalid
+                passed = sum(r.passed for r in results)
+                progress(f"[{index}/{len(scenarios)}] {'PASS' if result.passed else 'FAIL'} {scenario.id} "
+                         f"({result.steps} steps, turn_ms {result.turn_ms}, side effects {len(result.unrequested_side_effects)}, "
+                         f"claimed {result.actions_claimed_not_done}) - {passed}/{index} passed, "
+                         f"{time.perf_counter() - started:.0f} s"
+                         + ("" if result.passed else f"\n      {result.why}"))
     passed = sum(r.passed for r in results)
     evaluated = [s.evaluated_tokens for s in stats]
     return EvalReport(
@@ -388,6 +507,9 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
         model_ms=_percentiles([s.model_ms for s in stats]), ttft_ms=_percentiles([s.ttft_ms for s in stats]),
         prompt_tokens_evaluated=evaluated, max_prompt_tokens_evaluated=max(evaluated, default=0),
         per_scenario=results,
+        unrequested_side_effects=sum(len(r.unrequested_side_effects) for r in results),
+        actions_claimed_not_done=sum(r.actions_claimed_not_done for r in results),
+        turn_ms=_percentiles([ms for r in results for ms in r.turn_ms]), scenario_set=scenario_set,
     )
 
 
@@ -397,10 +519,14 @@ def format_report(report: EvalReport) -> str:
         lines.append(f"{result.id:34} {result.lang:4} {'pass' if result.passed else 'FAIL':6} {result.steps:>5}  "
                      + ", ".join(result.calls)[:90])
     lines.append("")
-    lines.append(f"profile {report.profile}, mode {report.mode}: {report.passed}/{report.scenarios} passed "
+    lines.append(f"{'set ' + report.scenario_set + ', ' if report.scenario_set else ''}"
+                 f"profile {report.profile}, mode {report.mode}: {report.passed}/{report.scenarios} passed "
                  f"({report.success_rate:.0%}), {report.mean_steps} steps per scenario, "
                  f"{report.invalid_calls} invalid calls")
     lines.append(f"model time per step p50 {report.model_ms.p50:.0f} ms, p95 {report.model_ms.p95:.0f} ms; "
                  f"first token p50 {report.ttft_ms.p50:.0f} ms, p95 {report.ttft_ms.p95:.0f} ms; "
                  f"prompt tokens evaluated per request: max {report.max_prompt_tokens_evaluated}")
+    lines.append(f"turn (user text -> final display) p50 {report.turn_ms.p50:.0f} ms, p95 {report.turn_ms.p95:.0f} ms; "
+                 f"unrequested side effects {report.unrequested_side_effects}; "
+                 f"actions claimed not done {report.actions_claimed_not_done}")
     return "\n".join(lines)

@@ -1,7 +1,8 @@
 """Eval scenarios as data, and how one played turn is judged.
 
-A scenario is a short conversation (a few user turns) with expectations per turn, written in
-`evals/scenarios.toml`. Judging is by outcome, never by wording: the tools the model had to
+A scenario is a short conversation (a few user turns) with expectations per turn, in one of three
+files (docs/evals.md): `evals/dev.toml` (tune texts and rules on it), `evals/test.toml` (report it,
+never tune on it) and `evals/traps.toml` (turns whose only right outcome is no side effect). Judging is by outcome, never by wording: the tools the model had to
 call (in order), what the final display must mention, what must not happen (a raw TOOL_CALL on
 the glasses, a forbidden tool, running out of steps).
 """
@@ -13,7 +14,8 @@ import msgspec
 
 from core.echo import echoed, refused
 
-DEFAULT_SCENARIOS = Path(__file__).with_name("scenarios.toml")
+SETS = {name: Path(__file__).with_name(f"{name}.toml") for name in ("dev", "test", "traps")}
+DEFAULT_SCENARIOS = SETS["dev"]
 RESTART_POINTS = ("", "tool", "answer", "toolsets", "toolsets-lost")
 
 

@@ -29,10 +29,12 @@ def tool_call_grammar(tool_names: list[str], arg_choices: Mapping[str, list[str]
             raise ValueError(f"tool name {name!r} is not a plain identifier; cannot put it in a grammar")
     plain = "\n".join(
         [
-            # a line is empty or starts with anything but the T of TOOL_CALL, or with T not followed by OOL_CALL
+            # a line is empty or does not start with "tool" in any case: the session's parser also
+            # reads "TOOLCALL:" and "TOOL CALL:" as a call (core/toolcall.py), and a small model
+            # kept from "TOOL_CALL" wrote "TOOLCALL: say_thanks" (issue 33, the traps set)
             "text ::= line (\"\\n\" line)*",
-            "line ::= \"\" | [^T\\n] [^\\n]* | \"T\" ([^O\\n] [^\\n]*)? | \"TO\" ([^O\\n] [^\\n]*)?"
-            " | \"TOO\" ([^L\\n] [^\\n]*)? | \"TOOL\" ([^_\\n] [^\\n]*)?",
+            "line ::= \"\" | [^Tt\\n] [^\\n]* | [Tt] ([^Oo\\n] [^\\n]*)? | [Tt] [Oo] ([^Oo\\n] [^\\n]*)?"
+            " | [Tt] [Oo] [Oo] ([^Ll\\n] [^\\n]*)?",
         ]
     )
     if not names:
@@ -66,6 +68,6 @@ def parse_constrained_output(text: str, tool_names: list[str]) -> tuple[str, str
             raise ValueError(f"call to unknown tool {match.group(1)!r}")
         return match.group(1), match.group(2)
     for line in text.split("\n"):
-        if line.startswith("TOOL_"):
-            raise ValueError(f"plain text contains a TOOL_ line: {line!r}")
+        if line.lower().startswith("tool"):
+            raise ValueError(f"plain text contains a TOOL_ line (one starting with tool): {line!r}")
     return text

@@ -15,6 +15,7 @@ import httpx
 
 from llm.adapt import ThinkFilter, to_openai_messages
 from llm.base import Generation, LLMError
+from llm.grammar import tool_call_grammar
 from llm.profiles import ProfileConfig
 from protocol import ChatMessage
 
@@ -103,8 +104,11 @@ class OpenAIBackend:
 
     def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
                arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
-        # `tools` is unused: the tool protocol is plain text in the prompt (SPEC S12).
+        # the tool protocol is plain text in the prompt (SPEC S12); with `grammar` on, the server
+        # is sent the same constraint the embedded backend applies (tools and arguments that exist)
         body = self.request_body(messages, max_tokens=max_tokens)
+        if self.profile.grammar:
+            body.update(grammar_fields(self.profile.grammar_field, tool_call_grammar(tools, arg_choices)))
         return Generation(lambda generation: self._produce(generation, body))
 
     async def _produce(self, generation: Generation, body: dict[str, Any]) -> AsyncIterator[str]:
@@ -176,6 +180,13 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def grammar_fields(field: str, grammar: str) -> dict[str, Any]:
+    """The request fields that carry a GBNF grammar, as the profile's server takes it."""
+    if field == "structured_outputs":
+        return {"structured_outputs": {"grammar": grammar}}
+    return {field: grammar}  # "grammar" (llama.cpp) or "guided_grammar" (vLLM)
 
 
 def _absorb_chunk(generation: Generation, event: dict[str, Any]) -> str:

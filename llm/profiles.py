@@ -36,7 +36,11 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     temperature: float | None = None
     # llamacpp: empty model_path means the packaged model `model` names (llm/packaged_models.py),
     # else the packaged Gemma 3 270M
-    grammar: bool = False  # constrain output to one TOOL_CALL line or plain text
+    grammar: bool = False  # constrain output to one TOOL_CALL line or plain text (llm/grammar.py)
+    # openai with grammar on: how the server takes the GBNF. "grammar": llama.cpp's server and
+    # llama-cpp-python's (a top-level `grammar` field); "guided_grammar": vLLM's extra parameter;
+    # "structured_outputs": vLLM >= 0.10 (`structured_outputs: {grammar: …}`)
+    grammar_field: Literal["grammar", "guided_grammar", "structured_outputs"] = "grammar"
     model_path: str = ""
     n_ctx: int = 4096
     # the model's context in tokens, which the session keeps every prompt inside (folding the

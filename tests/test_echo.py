@@ -8,6 +8,12 @@ def test_the_users_own_words_back_are_an_echo_whatever_the_case_and_punctuation(
     assert echoed("  who directed Inception? Check the catalog. ", "[User said] Who directed Inception? Check the catalog.") == "the user's words"
 
 
+def test_a_greeting_given_back_is_an_answer_not_an_echo():
+    assert echoed("Доброе утро!", "[User said] доброе утро!") == ""
+    assert echoed("Хм, ладно.", "[User said] хм, ладно") == ""
+    assert echoed("Который час?", "[User said] который час?") == "the user's words"
+
+
 def test_the_state_part_back_is_an_echo():
     assert echoed("Active toolsets: media\nmedia_info|<id> — details", "[User said] найди фильм") == "the tool list"
     assert echoed("Skills (name: when to use; read_skill|name gives its recipe):\nmedia: Films", "x") == "the tool list"
@@ -63,10 +69,10 @@ async def test_a_refusal_right_after_a_call_that_worked_is_asked_again_once(tmp_
             return "Включаю «Матрицу»."
         if last.role == "tool":
             return "I'm sorry, but I can't assist with that."
-        return "TOOL_CALL: media_play|matrix-1999"
+        return "TOOL_CALL: media_play|Матрица"
 
     requests = await _play(tmp_path, "включи матрицу", model)
-    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "I'm sorry, but I can't assist with that.",
+    assert [r.reply for r in requests] == ["TOOL_CALL: media_play|Матрица", "I'm sorry, but I can't assist with that.",
                                            "Включаю «Матрицу»."]
 
 
@@ -76,7 +82,7 @@ async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tm
     def model(messages):
         if messages[-1].role == "tool" or "refused" in messages[-1].content:
             return "I'm sorry, but I can't assist with that."
-        return "TOOL_CALL: media_play|no-such-film"
+        return "TOOL_CALL: media_play|Нет Такого Фильма"  # a title: an unseen slug is refused before it runs
 
     requests = await _play(tmp_path, "включи матрицу", model)
     result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]

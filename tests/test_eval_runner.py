@@ -107,3 +107,45 @@ async def test_a_call_answered_as_lost_is_judged_on_what_the_model_does_after_it
     report = await run_eval(config, lost, backend=ScriptedBackend(giving_up), profile="scripted", mode="progressive",
                             progress=lambda line: None)
     assert report.passed == 0 and "no call media_search|inception" in report.per_scenario[0].why
+
+
+# ---- issue 33: the world clock MCP toolset, side effects and claims, turn_ms --------------------
+from evals.runner import turn_effects, with_worldclock  # noqa: E402
+from evals.scenarios import SETS, load_scenarios  # noqa: E402
+
+
+async def test_the_eval_runs_the_world_clock_mcp_server_as_a_toolset():
+    clock = Scenario(id="ny", lang="en", turns=[Turn(say="What time is it in New York?",
+                                                     calls=["worldclock_time_now|york"], mentions=["11:00"])])
+    rules = [Rule(r"", "In New York: {first_line}", role="tool", tool="worldclock_time_now"),
+             Rule(r"New York", "TOOL_CALL: worldclock_time_now|New York", role="user")]
+    report = await run_eval(with_worldclock(load_config(None, env={})), [clock], backend=ScriptedBackend(rules),
+                            profile="scripted", mode="progressive", progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why
+    assert report.turn_ms.p50 > 0 and len(report.per_scenario[0].turn_ms) == 1
+
+
+def test_a_changing_call_the_turn_did_not_ask_for_counts_and_a_refused_one_does_not():
+    import protocol as p
+    from core.budget import default_catalog
+    from core.toolsets import ToolsetRegistry
+
+    registry = ToolsetRegistry(default_catalog())
+    ran = [p.ChatMessage(role="assistant", content="TOOL_CALL: timers_set|in 5 minutes; позвонить"),
+           p.ChatMessage(role="tool", name="timers_set", content="Timer 1 set for 18:05: позвонить")]
+    refused = [ran[0], p.ChatMessage(role="tool", name="timers_set", content="not executed (not_requested): …")]
+    assert turn_effects(registry, ran, [], "Готово").unrequested == ["timers_set|in 5 minutes; позвонить"]
+    assert turn_effects(registry, ran, ["timers_set|5"], "Готово").unrequested == []
+    assert turn_effects(registry, refused, [], "Пожалуйста!").unrequested == []
+    assert turn_effects(registry, refused, [], "Таймер установлен на 5 минут.").claimed_not_done
+    assert not turn_effects(registry, ran, ["timers_set"], "Таймер установлен на 5 минут.").claimed_not_done
+
+
+def test_the_three_sets_hold_at_least_150_scenarios_with_distinct_ids():
+    sets = {name: load_scenarios(path) for name, path in SETS.items()}
+    assert sum(len(s) for s in sets.values()) >= 150
+    ids = [s.id for scenarios in sets.values() for s in scenarios]
+    assert len(ids) == len(set(ids))
+    says = {name: {t.say.casefold() for s in scenarios for t in s.turns if t.say} for name, scenarios in sets.items()}
+    assert not says["test"] & says["dev"], "the held-out set repeats a dev phrasing"
+    assert all(not any(t.calls for t in s.turns[-1:]) for s in sets["traps"]), "a trap's last turn expects no call"

@@ -230,3 +230,27 @@ async def test_health_reports_the_served_model():
         assert await backend_for(server).health() == (True, f"{server.base_url}/models serves scripted-model")
         ok, detail = await backend_for(server, model="other").health()
         assert not ok and "not other" in detail
+
+
+@pytest.mark.parametrize("field", ["grammar", "guided_grammar", "structured_outputs"])
+async def test_with_grammar_on_the_server_is_sent_the_same_constraint_as_the_embedded_backend(field):
+    from llm.grammar import tool_call_grammar
+
+    async with ScriptedOpenAIServer([Reply(chunks=["TOOL_CALL: get_current_time"])]) as server:
+        backend = backend_for(server, grammar=True, grammar_field=field)
+        choices = {"read_skill": ["media"], "get_current_time": [""]}
+        generation = backend.stream(QUESTION, tools=["get_current_time", "read_skill"], max_tokens=20, arg_choices=choices)
+        await generation.collect()
+        await backend.aclose()
+    expected = tool_call_grammar(["get_current_time", "read_skill"], choices)
+    body = server.requests[0]
+    sent = body["structured_outputs"]["grammar"] if field == "structured_outputs" else body[field]
+    assert sent == expected and '"read_skill|" ("media")' in sent
+
+
+async def test_without_grammar_no_constraint_is_sent():
+    async with ScriptedOpenAIServer([Reply(chunks=["hi"])]) as server:
+        backend = backend_for(server)
+        await backend.stream(QUESTION, tools=["get_current_time"], max_tokens=20).collect()
+        await backend.aclose()
+    assert not {"grammar", "guided_grammar", "structured_outputs"} & set(server.requests[0])

@@ -109,9 +109,9 @@ def test_search_hint_survives_separators_in_the_query():
     assert text.splitlines()[-1].endswith("TOOL_CALL: media_search|a b c; page=2")
 
 
-def test_series_are_marked_in_the_list():
+def test_series_are_marked_in_the_list_with_their_episodes():
     show = film(1, kind="series", runtime_min=None, episodes=10)
-    assert "(2000, series, Someone)" in run_search(FakeProvider([show]), {"query": "x"}).text
+    assert "(2000, series, 10 episodes, Someone)" in run_search(FakeProvider([show]), {"query": "x"}).text
 
 
 def test_search_against_the_real_catalog(catalog):

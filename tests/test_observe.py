@@ -57,21 +57,21 @@ async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_an
         event = _of(facts, p.EventFact)[0]
         assert (event.session, event.kind, event.strategy, event.content) == ("s1", "user_text", "now", "find films about space")
         start, end = _of(facts, p.TurnFact, phase="start")[0], _of(facts, p.TurnFact, phase="end")[0]
-        assert start.turn_id == end.turn_id and end.event_ids == [event.event_id] and end.model_calls == 4
+        assert start.turn_id == end.turn_id and end.event_ids == [event.event_id] and end.model_calls == 3
         calls = _of(facts, p.ModelCallFact, turn_id=end.turn_id)
-        assert [c.step for c in calls] == [1, 2, 3, 4]
+        assert [c.step for c in calls] == [1, 2, 3]  # reading the media skill turned media on
         assert all(c.outcome == "ok" and c.prompt_tokens > 0 and c.first_token_s >= 0 and c.profile == "test" for c in calls)
         assert calls[0].reply.startswith("TOOL_CALL: read_skill|media")
         prompts = _of(facts, p.PromptFact, turn_id=end.turn_id)
-        assert len(prompts) == 4 and "media_info" in prompts[-1].tools  # media_search: not twice in a row
+        assert len(prompts) == 3 and "media_info" in prompts[-1].tools  # media_search: not twice in a row
         # media is on: its skill left the index (the timers skill stays), its tools are listed
         assert [s.label for s in prompts[-1].dynamic] == ["skills index", "active toolsets", "notice"]
         index = prompts[-1].dynamic[0]
         shown = prompts[-1].messages[index.message].content[index.start:index.end]
         assert "timers:" in shown and "media:" not in shown
         tools = [(f.tool, f.outcome) for f in _of(facts, p.ToolCallFact)]
-        assert tools == [("read_skill", "running"), ("read_skill", "ok"), ("enable_toolset", "invisible"),
-                         ("media_search", "running"), ("media_search", "ok")]
+        assert tools == [("read_skill", "running"), ("enable_toolset", "invisible"), ("read_skill", "ok"),
+                         ("media_search", "running"), ("media_search", "ok")]  # session.enable_on_skill_read
         # the state after the turn: media active for about session.toolset_ttl_s, nothing queued
         state = _of(facts, p.StateFact)[-1]
         assert not state.busy and state.queue == [] and state.skills_version

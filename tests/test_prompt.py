@@ -139,16 +139,41 @@ def test_the_notice_after_a_result_names_russian_for_a_russian_request_and_is_a_
     assert "поставь" not in russian  # the request is not quoted back: a small model echoes it
 
 
-def test_a_toolset_may_bring_several_examples_one_per_line_kept_together():
+def test_a_toolsets_examples_come_with_its_tools_and_state_1_names_no_toolset_tool():
+    """Seed 000 §6 / issue 33: state 1 shows only what it can call; a toolset's worked examples
+    appear with its tools once it is on, kept together, one per line."""
+    import re
+
     from core.prompt import CHAT_EXAMPLES, TOOL_EXAMPLE, build_prompt
     from core.toolsets import ToolsetRegistry
     from protocol import ToolsetSpec, ToolSpec
 
     registry = ToolsetRegistry([
         ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="media_search", summary="find")],
-                    example="\"find X\" -> one\n\"play X\" -> two"),
+                    example="\"find X\" -> TOOL_CALL: media_search|X\n\"play X\" -> two"),
         ToolsetSpec(name="notes", summary="notes", tools=[ToolSpec(name="notes_add", summary="add")], example="\"note\" -> three"),
     ])
-    static = build_prompt(registry, [], [], "").static
-    lines = [line[2:] for line in static.splitlines() if line.startswith("- ")]
-    assert lines == ["\"find X\" -> one", "\"play X\" -> two", TOOL_EXAMPLE, "\"note\" -> three", *CHAT_EXAMPLES]
+    state_1 = build_prompt(registry, [], [], "")
+    lines = [line[2:] for line in state_1.static.splitlines() if line.startswith("- ")]
+    assert lines[1:] == [TOOL_EXAMPLE, *CHAT_EXAMPLES]
+    assert lines[0].startswith("\"find X\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media")
+    called = set(re.findall(r"TOOL_CALL: (\w+)", state_1.static + state_1.state))
+    assert called <= {"read_skill", "enable_toolset", "get_current_time", "name"}, called  # "name|arguments": the preamble
+    state_3 = build_prompt(registry, ["media"], [], "")
+    assert state_3.static == state_1.static  # the prefix cache keeps the static part
+    assert "- \"find X\" -> TOOL_CALL: media_search|X\n- \"play X\" -> two" in state_3.state
+    assert "three" not in state_3.state
+
+
+def test_no_example_gives_a_time_or_a_title_to_copy():
+    import re
+
+    from core.budget import default_catalog
+    from core.prompt import build_system_prompt
+    from core.toolsets import ToolsetRegistry
+
+    registry = ToolsetRegistry(default_catalog())
+    everything = build_system_prompt(registry, registry.toolset_names(), [], "")
+    examples = "\n".join(line for line in everything.splitlines() if line.startswith("- "))
+    assert not re.search(r"\d{1,2}:\d{2}", examples), examples
+    assert "Брат" not in examples and "позвонить" not in examples

@@ -33,9 +33,12 @@ MEDIA_PLAY = ToolSpec(
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], idempotent=True,  # play X, pause: twice is once
 )
 MEDIA_TOOLSET = ToolsetSpec(
-    example=("\"найди фильм Брат\" -> TOOL_CALL: read_skill|media -> TOOL_CALL: enable_toolset|media -> "
-             "TOOL_CALL: media_search|Брат -> the title, year and director from the result\n"
-             "\"включи фильм Брат 2\" -> TOOL_CALL: media_play|Брат 2 -> \"Включаю «Брат 2».\""),
+    # placeholders, not titles: an example's words are not facts to copy (the grammar forbids <>)
+    example=("\"найди фильм <название>\" -> TOOL_CALL: media_search|<название> -> the titles, years and directors "
+             "from the result\n"
+             "\"включи фильм <название>\" -> TOOL_CALL: media_play|<название> -> what the result says\n"
+             "\"включи его\" / \"play the second one\" / \"the 1975 one\" -> TOOL_CALL: media_play|<that title's "
+             "id from the last result> -> what the result says"),
     name="media", summary="Films and series: search, details, playback.",
     tools=[MEDIA_SEARCH, MEDIA_INFO, MEDIA_PLAY],
 )
@@ -89,9 +92,11 @@ def format_search(query: str, result: SearchPage) -> str:
 
 
 def search_line(title: Title) -> str:
-    """'id — Title RU / Title EN (year, director, runtime): one line'. The director and runtime
+    """'id — Title RU / Title EN (year, series, N episodes, director, runtime): one line'. The director and runtime
     answer the commonest follow-up without a media_info round (measured by run.py eval)."""
     facts = [str(title.year), "series" if title.kind == "series" else ""]
+    if title.kind == "series" and title.episodes:
+        facts.append(f"{title.episodes} episodes")  # "how many episodes?" without a media_info round
     facts += [title.director, f"{title.runtime_min} min" if title.runtime_min else ""]
     return f"{title.id} \u2014 {display_name(title)} ({', '.join(f for f in facts if f)}): {title.description}"
 

@@ -12,8 +12,9 @@ from core.toolsets import Toolset
 from protocol import ArgSpec, ToolSpec, ToolsetSpec
 
 TIMERS_TOOLSET = ToolsetSpec(
-    example=("\"напомни через 5 минут позвонить\" -> TOOL_CALL: read_skill|timers -> TOOL_CALL: enable_toolset|timers -> "
-             "TOOL_CALL: timers_set|in 5 minutes; позвонить -> \"Напомню в 14:10.\""),
+    # placeholders: a worked example's "позвонить" was set as the timer of a thank-you (issue 33)
+    example=("\"напомни через <N> минут <что>\" -> TOOL_CALL: timers_set|in <N> minutes; <что, the user's words> -> "
+             "the time the result gives"),
     name="timers",
     summary="reminders that wake you later: one-shot or repeating",
     runs="session",

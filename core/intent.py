@@ -1,0 +1,239 @@
+"""Does this turn's user text ask for an action? Pure functions, no model.
+
+A small model sets a timer after "thank you" (its text copied from a worked example), puts a
+compliment on the screen with show_text, plays the last film again after "stop". The session
+(core.conversation) therefore runs a call that *changes something* only when the user's own
+words in this turn ask for an action of that kind, or a recipe the turn follows names the call;
+otherwise the call is not made and the model is told why (`Refusal`). It also catches the
+opposite lie: a final answer that says an action was done ("Таймер установлен", "Playing …")
+in a turn where no call did it (`claimed_action`).
+
+Lexicons are stems, matched on word starts, lower-cased, `ё` read as `е`; Russian and English.
+Each kind has its verbs; a request to *explain* ("объясни, как работает таймер", "what is a
+timer") asks for no action whatever verb it holds.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import msgspec
+
+ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "change"]
+RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
+REFUSED = "not executed "  # how the result of a call the session refused starts
+
+
+class Refusal(msgspec.Struct, frozen=True, kw_only=True):
+    """A call the session did not make, and why: the model reads `text()`."""
+
+    kind: RefusalKind
+    tool: str
+    reason: str
+
+    def text(self) -> str:
+        return f"{REFUSED}({self.kind}): {self.tool} was not run: {self.reason}"
+
+
+def _norm(text: str) -> str:
+    return " " + re.sub(r"\s+", " ", text.casefold().replace("ё", "е")) + " "
+
+
+def _stems(*words: str) -> re.Pattern[str]:
+    """Word starts: `напомн` matches "напомни", "напомнить"; a stem ending in a space is a whole word."""
+    return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(w) for w in words) + ")")
+
+
+# a duration or clock time: "через 5 минут", "in 10 minutes", "на 1 минуту", "at 9:30", "в 7 утра"
+_WHEN = re.compile(r"(?:через|in|на|for|at|в|к)\s+(?:\d+|одну|минуту|час|полчаса|пару|a |an |half|one|two|five|ten)"
+                   r"|\d+\s*(?:мин|сек|час|min|sec|hour|h\b|m\b)|\b\d{1,2}[:.]\d{2}\b|через (?:минуту|час|полчаса)")
+_TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "будильник", "разбуд", "засеки", "засечь", "timer", "remind",
+                      "alarm", "wake me", "countdown")
+_SET_VERBS = _stems("постав", "установ", "заведи", "завед", "засеки", "напомн", "разбуд", "set ", "set a", "start",
+                    "remind", "wake", "timer for", "таймер на")
+_CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "cancel",
+                       "delete", "remove", "stop", "clear", "turn off", "forget")
+_PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
+                     "вруби", "play", "put on", "start", "turn on", "watch it now", "stream")
+_PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
+                         "continue", "stop", "unpause", "turn off", "hold")
+_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "отобраз", "show", "display", "put", "write")
+_SHOW_PLACE = _stems("экран", "очк", "на очки", "текст", "screen", "glasses", "display", "text")
+_CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохрани", "удали", "отправ", "измени", "постав", "установ",
+                       "сделай", "переведи", "конверт", "отмет", "add", "create", "save", "write", "delete", "send",
+                       "set", "make", "change", "update", "convert", "mark", "remove", "book", "order", "put")
+_EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
+                  "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
+                  "describe")
+# "yes" to the assistant's own offer ("Включить?") asks for what was offered
+_YES = re.compile(r"^\s*(?:да|ага|давай|конечно|ок|окей|хорошо|угу|yes|yeah|yep|sure|ok|okay|please do|go ahead)\b")
+
+
+def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind | None:
+    """The kind of change a call makes; None for a call that changes nothing (a lookup)."""
+    if read_only or tool in ("get_current_time", "read_skill", "history_search", "enable_toolset", "disable_toolset"):
+        return None
+    if tool == "timers_set":
+        return "timer_set"
+    if tool == "timers_cancel":
+        return "timer_cancel"
+    if tool == "media_play":
+        action = (args.get("action", "") or "play").strip().lower()
+        return "play" if action in ("", "play") else "playback"
+    if tool == "show_text":
+        return "show"
+    return "change"
+
+
+def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
+    """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
+    assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
+    "да" then asks for what the question offered."""
+    text = _norm(said)
+    if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
+        return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
+    if _EXPLAIN.search(text) and not _imperative_beyond_explain(kind, text):
+        return False
+    if kind == "timer_set":
+        return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
+                    or _TIMER_WORDS.search(text) and _WHEN.search(text))
+    if kind == "timer_cancel":
+        return bool(_CANCEL_VERBS.search(text))
+    if kind == "play":
+        return bool(_PLAY_VERBS.search(text))
+    if kind == "playback":
+        return bool(_PLAYBACK_VERBS.search(text) or _PLAY_VERBS.search(text))
+    if kind == "show":
+        return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said)))
+    # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk
+    return bool(_CHANGE_VERBS.search(text)) or not casual(said)
+
+
+_CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "пока", "молодец", "умница",
+                 "отлично", "класс", "супер", "круто", "ладно", "хм", "ок ", "окей", "понятно", "ясно", "угу", "ага",
+                 "хорошо", "вчера", "шутк", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
+                 "hi ", "hey", "good morning", "good night", "bye", "great", "awesome", "cool", "nice", "you're",
+                 "you are", "ok", "hmm", "got it", "i see", "haha", "lol", "yesterday", "joke", "how are you",
+                 "who are you", "what can you")
+
+
+def casual(said: str) -> bool:
+    """Small talk: a thank-you, a greeting, praise, a story, a question about the assistant -
+    words that ask for no action (and no action verb besides)."""
+    text = _norm(said)
+    verbs = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)
+    return bool(_CASUAL.search(text)) and not any(v.search(text) for v in verbs) or bool(_EXPLAIN.search(text))
+
+
+_LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",
+                 "число", "погод", "find", "search", "look", "time", "date", "weather", "check")
+
+
+def small_talk(said: str) -> bool:
+    """Words that want a plain answer and no tool at all: small talk (`casual`) that asks no
+    question and names no lookup ("спасибо!", "расскажи анекдот", "объясни, как работает таймер").
+    "привет, который час?" is not: it asks the time."""
+    text = _norm(said)
+    return bool(said.strip()) and casual(said) and "?" not in said and not _LOOKUP.search(text)
+
+
+def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
+    """"расскажи про фильм и включи его": an explain word and an action verb of the kind."""
+    verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "установ", "заведи", "set ", "set a"),
+             "timer_cancel": _CANCEL_VERBS}.get(kind)
+    return bool(verbs and verbs.search(text))
+
+
+def _quoted(text: str) -> bool:
+    return bool(re.search(r"[«\"'“].+[»\"'”]", text))
+
+
+_WORD = re.compile(r"[^\W\d_]{3,}|\d+")
+GENERIC_TIMER_TEXT = frozenset({"таймер", "timer", "reminder", "напоминание", "напомнить", "время", "time", "alarm",
+                                "будильник"})
+
+
+def grounded(text: str, *sources: str) -> bool:
+    """A timer's or a screen's text that the user's words (or the results shown) gave: at least
+    one of its words shares its first five letters with a word of `sources`, or it is a generic
+    word ("таймер"). A text from nowhere - a worked example's "позвонить" - is not."""
+    words = {w[:5] for w in _WORD.findall(_norm(text))}
+    if not words or words <= {w[:5] for w in GENERIC_TIMER_TEXT}:
+        return True
+    seen = {w[:5] for source in sources for w in _WORD.findall(_norm(source))}
+    return bool(words & seen)
+
+
+def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, offered: str = "",
+               recipe_tools: frozenset[str] = frozenset(), sources: tuple[str, ...] = ()) -> Refusal | None:
+    """None when the call may run; else why not. `said`: the user's words of this turn;
+    `recipe_tools`: the calls a recipe the turn follows names (they need no words of their own);
+    `sources`: other texts an argument may come from (this turn's results)."""
+    kind = action_kind(tool, args, read_only)
+    if kind is None or tool in recipe_tools:
+        return None
+    if not requested(kind, said, offered):
+        return Refusal(kind="not_requested", tool=tool, reason=(
+            "the user did not ask for this in their last message. Do not call it; answer the user in plain "
+            "text (a greeting, a thank-you or a question needs no action)."))
+    if kind == "timer_set" and not grounded(args.get("text", ""), said, *sources):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(
+            f"the reminder text «{args.get('text', '')}» is not from the user's words. Use the user's own words "
+            "for the text, or 'таймер' if they gave none."))
+    return None
+
+
+# ---- a final answer that reports an action nobody made --------------------------------------
+_CLAIMS: dict[str, re.Pattern[str]] = {
+    "timer_set": _stems("таймер установлен", "таймер поставлен", "таймер запущен", "установил таймер",
+                        "поставил таймер", "напомню ", "напомню,", "будильник установлен", "timer set",
+                        "timer is set", "timer has been set", "i've set", "i have set", "i set a", "i'll remind",
+                        "i will remind", "reminder set", "reminder is set", "alarm set"),
+    "timer_cancel": _stems("таймер отменен", "отменил таймер", "таймер удален", "timer cancelled", "timer canceled",
+                           "cancelled the timer", "canceled the timer", "timer deleted", "timer removed"),
+    "play": _stems("включаю", "включил", "запускаю", "запустил", "воспроизвожу", "уже играет", "now playing",
+                   "playing ", "i've started", "started playing", "is playing"),
+    "playback": _stems("поставил на паузу", "поставлено на паузу", "остановил воспроизв", "остановил фильм",
+                       "продолжаю воспроизв", "paused the", "playback paused", "playback stopped", "stopped the film",
+                       "stopped the movie", "stopped playback", "resumed the", "playback resumed"),
+    "show": _stems("вывел на экран", "показал на экране", "на экране:", "shown on", "displayed on", "put it on"),
+}
+
+
+def claimed_action(answer: str) -> ActionKind | None:
+    """The kind of action a final answer reports as done ("Таймер установлен на 1 минуту",
+    "Включаю «Матрица»"); None when it reports none."""
+    text = _norm(answer)
+    if re.search(r"(?:не|not|n't|cannot|can't|couldn't)\s+(?:\w+\s+)?(?:установ|включ|set|play|start)", text):
+        return None  # "не могу включить", "I can't set" reports nothing done
+    for kind, pattern in _CLAIMS.items():
+        if pattern.search(text):
+            return kind  # type: ignore[return-value]
+    return None
+
+
+SMALL_TALK_NOTICE = ("The user's last message is small talk: it needs no tool. Reply to it in plain text, briefly, "
+                     "in {language}.")
+CLAIM_NOTICE = ("Your last reply said an action was done ({kind}), but no tool call did it in this turn. If the "
+                "user asked for it, make the call now; otherwise answer without claiming it, in {language}.")
+NOT_DONE_TEXT = {"ru": "Я этого не сделал: ни один инструмент не был вызван. Повторите просьбу, если это нужно.",
+                 "en": "I did not do that: no tool was called. Please ask again if you want it."}
+
+
+_ACTION_ARG = re.compile(r"action\s*=\s*(\w+)", re.IGNORECASE)
+_NOT_DONE_RESULT = ("Timer not set", "not executed", "tool error", "arguments invalid", "no title with id")
+
+
+def executed_kind(spec, raw_args: str, result: str) -> ActionKind | None:
+    """The kind of action a call that ran made (`spec`: its ToolSpec), None for a lookup or a
+    call whose result says it did nothing."""
+    if spec is None or result.lstrip("(").startswith(_NOT_DONE_RESULT):
+        return None
+    action = _ACTION_ARG.search(raw_args)
+    return action_kind(spec.name, {"action": action.group(1) if action else ""}, spec.read_only)
+
+
+def covers(claimed: ActionKind, acted: set[str]) -> bool:
+    """A claim some call of the turn backs: a play and a pause are one family ("Включаю" after a resume)."""
+    family = {"play", "playback"}
+    return claimed in acted or (claimed in family and bool(family & acted))

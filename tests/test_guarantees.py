@@ -1,0 +1,145 @@
+"""Issue 33's runtime guarantees through the real actors (inproc ZeroMQ) with a scripted model:
+no side effect the user did not ask for, no action claimed that no call made, no id the
+conversation never showed, tool output a small model can copy."""
+import re
+
+import protocol as p
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+
+def finals(shown):
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final]
+
+
+def tool_results(history):
+    return [m for m in history if m["role"] == "tool"]
+
+
+def _copycat(messages):
+    """The small model of the issue: a thank-you sets the worked example's timer; after any
+    result it answers "done"; it claims a timer it never set when asked for one."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return "Готово: " + last.content.splitlines()[-1]
+    if last.content.startswith("[System notice]"):
+        return "Таймер установлен на 1 минуту." if "stubborn" in str(messages) else "Хорошо, ничего не делаю."
+    words = last.content.split("] ", 1)[-1]
+    if words.startswith("call "):
+        return "TOOL_CALL: " + words[len("call "):]
+    if "таймер" in words or "stubborn" in words:
+        return "Таймер установлен на 1 минуту."
+    return "TOOL_CALL: timers_set|in 5 minutes; позвонить"
+
+
+async def test_a_thank_you_sets_no_timer_and_the_model_is_told_why(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
+        await system.turn("s", "спасибо, ты молодец! а что ты умеешь?")  # a question: tools are offered
+        results = tool_results(await system.history("s"))
+        assert [r["name"] for r in results] == ["timers_set"]
+        assert results[0]["content"].startswith("not executed (not_requested)")
+        timers = await system.turn("s", "call timers_list")
+        assert "No timers" in finals(timers)[-1] or "no timers" in finals(timers)[-1].lower()
+
+
+async def test_a_timer_asked_for_is_set(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
+        await system.turn("s", "call timers_set|in 2 minutes; проверить чай — поставь таймер через 2 минуты")
+        results = tool_results(await system.history("s"))
+        assert "not executed" not in results[0]["content"]
+        assert "проверить чай" in results[0]["content"] or "2 min" in results[0]["content"] or "Timer" in results[0]["content"]
+
+
+async def test_a_timer_claimed_but_never_set_is_asked_again_then_said_plainly(tmp_path):
+    backend = ScriptedBackend(reply_fn=_copycat)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "stubborn: поставь таймер на 1 минуту, чтобы проверить чай")
+        answer = finals(shown)[-1]
+        assert "установлен" not in answer
+        assert "не сделал" in answer
+        notices = [m.content for m in backend.calls[-1] if m.content.startswith("[System notice] Your last reply said")]
+        assert notices, "the model was asked once more with a notice"
+
+
+async def test_a_claim_asked_again_that_drops_the_claim_is_shown(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
+        shown = await system.turn("s", "поставь таймер на 1 минуту")
+        assert finals(shown)[-1] == "Хорошо, ничего не делаю."
+
+
+def _id_maker(messages):
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Вот: " + last.content.splitlines()[-1].split("TOOL_CALL")[0]
+    words = last.content.split("] ", 1)[-1]
+    return "TOOL_CALL: " + words[len("call "):]
+
+
+async def test_an_id_no_result_showed_is_refused_and_one_shown_runs(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        await system.turn("s", "call media_info|matrix-matrix-matrix-matrix")
+        await system.turn("s", "call media_search|матрица")
+        await system.turn("s", "call media_info|matrix-1999")
+        results = tool_results(await system.history("s"))
+        assert results[0]["content"].startswith("not executed (unseen_id)")
+        assert "matrix-1999" in results[1]["content"]
+        assert "Вачовски" in results[2]["content"] or "Wachowski" in results[2]["content"]
+
+
+async def test_stop_then_a_correction_does_not_play_again(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        await system.turn("s", "call media_search|матрица")
+        await system.turn("s", "call media_play|matrix-1999 — Стоп! Я неправильно сказал")
+        results = tool_results(await system.history("s"))
+        assert results[-1]["content"].startswith("not executed (not_requested)")
+
+
+async def test_the_clock_answers_in_the_users_words_without_an_iso_stamp(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        await system.turn("s", "call get_current_time — скажи, пожалуйста, который сейчас час на часах?")
+        await system.turn("s", "call get_current_time — what time is it?")
+        ru, en = (r["content"] for r in tool_results(await system.history("s")))
+        assert not re.search(r"\d{4}-\d{2}-\d{2}T", ru + en)
+        assert re.search(r"(понедельник|вторник|среда|четверг|пятница|суббота|воскресенье), \d+ [а-я]+, \d\d:\d\d", ru), ru
+        assert re.search(r"(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d+ [A-Z][a-z]+, \d\d:\d\d", en), en
+
+
+async def test_a_first_line_shows_what_is_searched_before_the_answer(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        shown = await system.turn("s", "call media_search|Матрица — найди, пожалуйста, этот фильм в каталоге")
+        lines = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
+        assert lines[0][0].startswith("ищу «Матрица") and lines[0][1] is False  # shown while the search runs
+        assert lines[-1][1] is True and lines[-1][0] != lines[0][0]  # then the answer replaces it
+
+
+class _ToolsSeen(ScriptedBackend):
+    """A scripted model that also records the tools each request offered."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.offered: list[list[str]] = []
+
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
+        self.offered.append(list(tools))
+        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
+
+
+async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
+    backend = _ToolsSeen(reply_fn=lambda messages: "Пожалуйста!")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "спасибо, ты молодец")
+        await system.turn("s", "привет, который час?")
+    assert backend.offered[0] == []
+    assert "get_current_time" in backend.offered[1]
+
+
+async def test_small_talk_answered_with_a_call_by_an_unconstrained_model_is_asked_for_text(tmp_path):
+    def model(messages):
+        if messages[-1].content.startswith("[System notice] The user's last message is small talk"):
+            return "Рад помочь!"
+        return "TOOLCALL: say_thanks"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        shown = await system.turn("s", "спасибо большое, ты очень помог")
+        assert finals(shown)[-1] == "Рад помочь!"
+        assert tool_results(await system.history("s")) == []

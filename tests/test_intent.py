@@ -1,0 +1,102 @@
+"""core.intent: which words ask for an action, which answers claim one (pure, no model)."""
+import pytest
+
+from core.intent import Refusal, check_call, claimed_action, grounded, requested
+
+TRAPS = ["спасибо!", "thanks a lot", "you're great", "привет!", "hello there", "хм, ладно",
+         "вчера пила отличный чай с бергамотом", "расскажи анекдот", "ты молодец",
+         "объясни, как работает таймер", "what is a timer?", "расскажи подробно историю кино",
+         "как тебя зовут?", "Стоп! Я неправильно сказал", "what can you do?", "ok cool"]
+
+
+@pytest.mark.parametrize("said", TRAPS)
+@pytest.mark.parametrize("kind", ["timer_set", "play", "show"])
+def test_casual_turns_ask_for_no_action(said, kind):
+    assert not requested(kind, said)
+
+
+@pytest.mark.parametrize("kind,said", [
+    ("timer_set", "поставь таймер на 1 минуту, чтобы проверить чай"),
+    ("timer_set", "напомни через 20 минут проверить духовку"),
+    ("timer_set", "Remind me in 10 minutes to call mom"),
+    ("timer_set", "Set a timer for 15 minutes: laundry"),
+    ("timer_set", "через минуту напомни выключить плиту"),
+    ("timer_set", "таймер на 3 минуты"),
+    ("timer_set", "wake me at 7:30"),
+    ("timer_cancel", "Cancel that timer"),
+    ("timer_cancel", "отмени таймер"),
+    ("play", "включи её"),
+    ("play", "Play the second one"),
+    ("play", "включи фильм Титаник"),
+    ("play", "запусти тот, что 1979 года"),
+    ("playback", "Pause it"),
+    ("playback", "поставь на паузу"),
+    ("show", "выведи на очки: купить молоко"),
+    ("show", "Put 'meeting at 5' on my display"),
+])
+def test_requests_ask_for_their_action(kind, said):
+    assert requested(kind, said)
+
+
+def test_yes_to_an_offer_asks_for_what_was_offered():
+    assert requested("play", "да", offered="Нашёл «Матрица» (1999). Включить?")
+    assert not requested("play", "да", offered="Нашёл «Матрица» (1999).")
+    assert not requested("timer_set", "yes", offered="Want me to play it?")
+
+
+def test_show_needs_a_place_or_a_quoted_text():
+    assert not requested("show", "покажи, что есть про Матрицу")
+    assert requested("show", "покажи на экране: позвонить маме")
+
+
+def test_a_side_effect_not_asked_for_is_refused_and_a_lookup_never():
+    refusal = check_call("timers_set", {"when": "in 5 minutes", "text": "позвонить"}, read_only=False, said="you're great")
+    assert isinstance(refusal, Refusal) and refusal.kind == "not_requested"
+    assert "not executed" in refusal.text()
+    assert check_call("media_search", {"query": "x"}, read_only=True, said="спасибо") is None
+    assert check_call("timers_set", {"when": "in 4 minutes", "text": "tea"}, read_only=False, said="по рецепту",
+                      recipe_tools=frozenset({"timers_set"})) is None
+
+
+def test_a_timer_text_from_nowhere_is_refused():
+    refusal = check_call("timers_set", {"when": "in 1 minute", "text": "позвонить"}, read_only=False,
+                         said="поставь таймер на 1 минуту, чтобы проверить чай")
+    assert refusal is not None and refusal.kind == "ungrounded_text"
+    assert check_call("timers_set", {"when": "in 1 minute", "text": "проверить чай"}, read_only=False,
+                      said="поставь таймер на 1 минуту, чтобы проверить чай") is None
+    assert grounded("таймер", "set a timer for 2 minutes")
+
+
+@pytest.mark.parametrize("answer,kind", [
+    ("Таймер установлен на 1 минуту.", "timer_set"),
+    ("Timer set for 5 minutes.", "timer_set"),
+    ("Напомню в 18:05.", "timer_set"),
+    ("Включаю «Матрица».", "play"),
+    ("Now playing The Matrix.", "play"),
+    ("Нашёл «Матрица», 1999, реж. Вачовски.", None),
+    ("Не могу включить этот фильм.", None),
+    ("Сейчас 18:00, суббота.", None),
+    ("ok: tool error: the MCP server notes stopped during the call and is being restarted", None),
+    ("Paused the film.", "playback"),
+])
+def test_claimed_actions(answer, kind):
+    assert claimed_action(answer) == kind
+
+
+def test_a_tool_the_lexicons_do_not_know_runs_on_any_request_but_not_on_small_talk():
+    assert requested("change", "run the backup command")
+    assert requested("change", "start the report job")
+    assert not requested("change", "thanks, you're great")
+    assert not requested("change", "хм, ладно")
+    assert not requested("change", "вчера пила отличный чай")
+
+
+@pytest.mark.parametrize("said,expected", [
+    ("спасибо!", True), ("хм, ладно", True), ("расскажи анекдот", True), ("объясни, как работает таймер", True),
+    ("you're great", True), ("привет, который час?", False), ("как тебя зовут?", False),
+    ("найди фильм Матрица", False), ("включи её", False), ("спасибо, а теперь найди Брат", False), ("", False),
+])
+def test_small_talk_gets_no_tool(said, expected):
+    from core.intent import small_talk
+
+    assert small_talk(said) is expected
