@@ -1,7 +1,7 @@
 """The import graph of the code: no circles, and no import from a lower layer to a higher one.
 
 Layers, lowest first (a module may import its own layer and those below):
-  protocol < transport < core, storage, llm, toolsets < actors < phone, web < bench, evals, cli, tools, run.py
+  protocol < transport < core, storage, llm, toolsets < actors < phone, web < bench, evals, cli, cluster, tools, run.py
 Imports under `if TYPE_CHECKING:` are not edges: they never run.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LAYERS = (("protocol",), ("transport",), ("core", "storage", "llm", "toolsets"), ("actors",), ("phone", "web"),
-          ("bench", "evals", "cli", "tools", "run"))
+          ("bench", "evals", "cli", "cluster", "tools", "run"))
 RANK = {package: rank for rank, packages in enumerate(LAYERS) for package in packages}
 SKIP = {".venv", "tests", "var", "skills", "docs"}
 
