@@ -42,6 +42,23 @@ def _config(args: argparse.Namespace):
 
 
 # ---- serve / status ------------------------------------------------------------------------
+async def _serve_until_signal(supervisor) -> None:
+    """Run the supervisor until it stops, or until SIGINT/SIGTERM."""
+    import signal
+
+    async with anyio.create_task_group() as tg:
+        async def stop_on_signal() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    print("porfiry: stopping", file=sys.stderr)
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(stop_on_signal)
+        await supervisor.run_until_stopped()
+        tg.cancel_scope.cancel()
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import msgspec
 
@@ -77,24 +94,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"porfiry: {exc}", file=sys.stderr)
         return EXIT_PERMANENT
     supervisor = Supervisor(config)
-
-    async def main() -> None:
-        import signal
-
-        async with anyio.create_task_group() as tg:
-            async def stop_on_signal() -> None:
-                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                    async for _ in signals:
-                        print("porfiry: stopping", file=sys.stderr)
-                        tg.cancel_scope.cancel()
-                        return
-
-            tg.start_soon(stop_on_signal)
-            await supervisor.run_until_stopped()
-            tg.cancel_scope.cancel()
-
     try:
-        anyio.run(main, backend="trio")
+        anyio.run(_serve_until_signal, supervisor, backend="trio")
     except KeyboardInterrupt:
         pass
     finally:

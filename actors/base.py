@@ -107,6 +107,9 @@ class Endpoint:
         self._deadlines = Deadlines()  # the timeouts of asks: no cancel scope per receive
         self._tg: anyio.abc.TaskGroup | None = None
         self._bus_keys: bus.BusKeys | None = None
+        self._started_at: dict[str, float] = {}  # actor -> the incarnation its Pong last told
+        self.probe_s = config.session.probe_s  # a request silent this long: is the process that has it still there?
+        self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
 
     def bus_keys(self) -> bus.BusKeys | None:
         """The bus pair when the bus is authenticated (transport/bus.py: tcp mode), else None.
@@ -193,12 +196,84 @@ class Endpoint:
     async def ask_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
         """Send a request and receive every envelope correlated with it (streamed replies): a
         Channel, `await replies.receive(timeout)` (None once `timeout` passed) or `async for`."""
+        async with self.request_stream(target, body, session=session, buffer=buffer) as (replies, _):
+            yield replies
+
+    @asynccontextmanager
+    async def request_stream(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256):
+        """`ask_stream`, with the request's envelope id too (for `resend` and `post_reply`)."""
         replies, request_id = await self._request(target, body, session, buffer)
         try:
-            yield replies
+            yield replies, request_id
         finally:
             self._pending.pop(request_id, None)
             replies.close()
+
+    # ---- asking again when the other side's process was replaced ---------------------------
+    async def incarnation(self, target: str) -> float | None:
+        """When `target`'s process (re)started, from its Pong; None when it does not answer.
+        Shared: requests waiting at once cause one Ping per probe interval, not one each."""
+        now = anyio.current_time()
+        probe = self._probes.get(target)
+        if probe is not None and now - probe[0] < self.probe_s / 2:
+            await probe[1].wait()
+            return probe[2][0] if probe[2] else None
+        done, result = anyio.Event(), []
+        self._probes[target] = (now, done, result)
+        try:
+            pong = None
+            with anyio.move_on_after(1.0):  # the send too: a dead process's link may be full
+                pong = await self.ask(target, p.Ping(), timeout=1.0)
+            if isinstance(pong, p.Pong):
+                result.append(pong.started_at)
+                self._started_at.setdefault(target, pong.started_at)
+        except AskTimeout:
+            pass
+        finally:
+            done.set()
+        return result[0] if result else None
+
+    async def replaced(self, target: str, since: float | None) -> float | None:
+        """The one question behind every "ask again safely": is `target`'s process still the one a
+        request went to (`since`, its incarnation when the request was sent)? The new process's
+        start when it was replaced (remembered: requests sent from now on go to it); None while
+        it does not answer, or is the same one. What to do then is the caller's: a request that
+        changes nothing is sent again, one that may have acted is asked about or reported lost."""
+        now_started = await self.incarnation(target)
+        if now_started is None or now_started == since:
+            return None
+        self._started_at[target] = now_started
+        return now_started
+
+    async def ask_again_if_answering(self, target: str, body: p.Msg, *, session: str = "",
+                                     on_retry: Callable[[], None] | None = None) -> p.Msg:
+        """`ask`, for a request that changes nothing: unanswered (its process died with it, or was
+        slow for a moment), it is asked once more when `target` answers a Ping again."""
+        try:
+            return await self.ask(target, body, session=session)
+        except AskTimeout:
+            if await self.incarnation(target) is None:
+                raise
+            if on_retry is not None:
+                on_retry()
+            return await self.ask(target, body, session=session)
+
+    def resend(self, target: str, request_id: str, body: p.Msg, *, session: str = "") -> None:
+        """Send `body` under an open request's id: its replies come on the same stream."""
+        envelope = p.Envelope(body=body, id=request_id, sender=self.name, session=session)
+        self._link(target).send_nowait([self.codec.encode(envelope)])
+
+    def post_reply(self, request_id: str, body: p.Msg, sender: str) -> bool:
+        """Put `body` on an open request's stream as if `sender` had answered it (a restart
+        announced elsewhere); False when nobody waits or the stream has no room."""
+        waiter = self._pending.get(request_id)
+        if waiter is None:
+            return False
+        try:
+            waiter.send_nowait(p.Envelope(body=body, corr=request_id, sender=sender))
+        except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            return False
+        return True
 
     async def _request(self, target: str, body: p.Msg, session: str, buffer: int) -> tuple[Channel[p.Envelope], str]:
         """Send a request; its replies go to the returned channel until `_pending` forgets it."""

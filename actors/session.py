@@ -14,6 +14,7 @@ the crash cut. Toolset activity is deliberately not kept (S6: a restart resets t
 from __future__ import annotations
 
 import collections
+import dataclasses
 import heapq
 import operator
 import time
@@ -62,10 +63,7 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
-        self._started_at: dict[str, float] = {}  # "llm", "toolsets", "media" -> the incarnation a Pong last told
         self._executor_of_call: dict[tuple[str, str], str] = {}  # (session, call id) in flight -> its executor actor
-        self.probe_s = config.session.probe_s  # a call silent this long: is the process that has it still there?
-        self._probes: dict[str, tuple[float, anyio.Event, list[float]]] = {}  # target -> its probe in progress
         self.llm_retries = 0
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
         self.skill_retries = 0  # skill requests asked again after the skill store did not answer
@@ -122,9 +120,9 @@ class SessionActor(Actor):
         if self.leases is not None:
             self.spawn(self._node_heartbeat, name="node-heartbeat")
         self.spawn(self._admission_log, name="admission-log")
-        self.spawn(self._incarnation, "llm", name="llm-incarnation")
+        self.spawn(self.incarnation, "llm", name="llm-incarnation")
         for executor in {"toolsets", *EXECUTORS.values()}:
-            self.spawn(self._incarnation, executor, name=f"{executor}-incarnation")
+            self.spawn(self.incarnation, executor, name=f"{executor}-incarnation")
 
     async def _bring_back(self, sessions: list[str]) -> None:
         """After a restart, the sessions with unanswered events or timers, read back while the
@@ -159,29 +157,6 @@ class SessionActor(Actor):
                                  "delay %.0f ms; %d waited since start, limit cut %d time(s)", admission.waiting,
                                  admission.running, admission.limit, admission.delay_s * 1000, admission.waited, admission.cuts)
                 told = admission.waited
-
-    async def _incarnation(self, target: str) -> float | None:
-        """When `target`'s process (re)started, from its Pong; None when it does not answer.
-        Shared: calls waiting at once cause one Ping per probe interval, not one each."""
-        now = anyio.current_time()
-        probe = self._probes.get(target)
-        if probe is not None and now - probe[0] < self.probe_s / 2:
-            await probe[1].wait()
-            return probe[2][0] if probe[2] else None
-        done, result = anyio.Event(), []
-        self._probes[target] = (now, done, result)
-        try:
-            pong = None
-            with anyio.move_on_after(1.0):  # the send too: a dead process's link may be full
-                pong = await self.ask(target, p.Ping(), timeout=1.0)
-            if isinstance(pong, p.Pong):
-                result.append(pong.started_at)
-                self._started_at.setdefault(target, pong.started_at)
-        except AskTimeout:
-            pass
-        finally:
-            done.set()
-        return result[0] if result else None
 
     async def _fetch_catalog(self) -> p.Catalog:
         """The ToolsetSupervisor may start after us (or restart): wait for it, loudly."""
@@ -241,15 +216,12 @@ class SessionActor(Actor):
         """Reading skills changes nothing, so a request that got no answer (the store's process
         died with it) is asked once more when the store answers a Ping again (its successor, or
         the same process slow for a moment); the user's turn goes on instead of failing."""
-        try:
-            reply = await self.ask("skills", request, session=session)
-        except AskTimeout:
-            if await self._incarnation("skills") is None:
-                raise
+        def counted() -> None:
             self.skill_retries += 1
             self.log.warning("actor=session session=%s the skill store did not answer %s; asked again",
                              session, type(request).__name__)
-            reply = await self.ask("skills", request, session=session)
+
+        reply = await self.ask_again_if_answering("skills", request, session=session, on_retry=counted)
         if not isinstance(reply, answer):
             raise RuntimeError(f"skill store answered {type(reply).__name__}")
         return reply
@@ -259,105 +231,117 @@ class SessionActor(Actor):
                        arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens,
                              arg_choices=arg_choices or {})
-        incarnation = self._started_at.get("llm")  # the worker this request goes to, as far as we know
-        timeout = self.config.session.llm_timeout_s
-        admission = self.settings.admission
-        turn_timeout = self.config.session.llm_turn_timeout_s
-        deadline = anyio.current_time() + turn_timeout  # the whole generation, however steady
-        finished = False
-        env_id = ""
-
-        async def pieces() -> AsyncIterator[str]:
-            # Receive under the timeout, yield outside the receive.
-            nonlocal finished, replies, request
-            retried = streamed = False
-            silent_until = anyio.current_time() + timeout
-            while True:
-                body = None
-                now = anyio.current_time()
-                left, silence_left = deadline - now, silent_until - now
-                wait = min(silence_left, left)
-                if wait > 0:  # None when nothing came in time (a deadline, not a cancel scope)
-                    envelope = await replies.receive(min(wait, self.probe_s))
-                    if envelope is not None:
-                        body = envelope.body
-                        admission.observe(time.time() - envelope.ts, REPLY_PATH)
-                if body is None and wait > self.probe_s and not retried:
-                    # Silent a while: if the worker restarted since the request went out, the
-                    # request died with it - send it once more, to the new worker (or, when part
-                    # of the answer was already shown, let the conversation wipe it and ask again).
-                    now_started = await self._incarnation("llm")
-                    if now_started is not None and incarnation is not None and now_started != incarnation:
-                        if streamed:
-                            self._started_at["llm"] = now_started
-                            raise GenerationLost("the model restarted in the middle of its answer")
-                        retried = True
-                        self.llm_retries += 1
-                        self._started_at["llm"] = now_started
-                        request = msgspec.structs.replace(request, request_id=p.new_id())
-                        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
-                        replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
-                    continue
-                if body is None and wait > self.probe_s:
-                    continue
-                if body is None and left <= silence_left:
-                    raise ModelUnavailable(f"the model did not finish its answer within {turn_timeout:g} s")
-                if body is None:
-                    raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
-                silent_until = anyio.current_time() + timeout
-                if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
-                    # The worker announced a restart (ModelInfo): the request died with it.
-                    if streamed:
-                        raise GenerationLost("the model restarted in the middle of its answer")
-                    if not retried:  # ask its successor, on the same stream
-                        retried = True
-                        self.llm_retries += 1
-                        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
-                        self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
-                        request = msgspec.structs.replace(request, request_id=p.new_id())
-                        self._link("llm").send_nowait([self.codec.encode(p.Envelope(body=request, id=env_id, sender=self.name, session=session))])
-                    continue
-                if getattr(body, "request_id", request.request_id) != request.request_id:
-                    continue  # from a request given up when the worker restarted
-                if isinstance(body, p.LLMChunk):
-                    streamed = True
-                    yield body.text
-                    continue
-                finished = True
-                if isinstance(body, p.LLMDone):
-                    usage.done = body  # what the backend said about tokens, for observers
-                    if self.settings is not None:  # how many tokens a character costs on this model
-                        self.settings.model.observe(body.prompt_tokens, sum(map(len, map(_CONTENT, messages))))
-                    if body.tail:
-                        yield body.tail
-                    return
-                if isinstance(body, p.LLMFailed):
-                    raise ModelUnavailable(body.error)
-                raise ModelUnavailable(f"unexpected reply {type(body).__name__}")
-
+        gen = _Generation(session=session, request=request, messages=messages, admission=self.settings.admission,
+                          incarnation=self._started_at.get("llm"),  # the worker this request goes to, as far as we know
+                          deadline=anyio.current_time() + self.config.session.llm_turn_timeout_s)
         try:
             async with AsyncExitStack() as stack:
+                gen.stack = stack
                 try:
-                    replies = await stack.enter_async_context(self.ask_stream("llm", request, session=session))
+                    gen.replies, gen.env_id = await stack.enter_async_context(
+                        self.request_stream("llm", request, session=session))
                 except MessageTooLarge as exc:
-                    finished = True
+                    gen.finished = True
                     raise ModelUnavailable(f"this conversation is too long for one model request ({exc}); start a new session") from None
-                env_id = next(reversed(self._pending))  # the request ask_stream just sent
-                self._generating[env_id] = self.clock()
-                stream = pieces()
-                usage = _Pieces(stream)
+                self._generating[gen.env_id] = self.clock()
+                stream = self._model_pieces(gen)
+                gen.usage = _Pieces(stream)
                 try:
-                    yield usage
+                    yield gen.usage
                 finally:
-                    self._generating.pop(env_id, None)
+                    self._generating.pop(gen.env_id, None)
                     await stream.aclose()
         finally:
-            if not finished:
+            if not gen.finished:
                 # Cancelled or abandoned mid-stream: stop the generation at the worker too.
                 try:
-                    self.tell("llm", p.CancelGenerate(request_id=request.request_id), session=session)
+                    self.tell("llm", p.CancelGenerate(request_id=gen.request.request_id), session=session)
                 except Exception:  # noqa: BLE001 - best effort
                     pass
+
+    async def _model_pieces(self, gen: _Generation) -> AsyncIterator[str]:
+        """The model's answer, piece by piece: received under the timeouts, yielded outside the receive."""
+        timeout = self.config.session.llm_timeout_s
+        silent_until = anyio.current_time() + timeout
+        while True:
+            now = anyio.current_time()
+            left, silence_left = gen.deadline - now, silent_until - now
+            wait = min(silence_left, left)
+            body = await self._model_reply(gen, wait)
+            if body is None and wait > self.probe_s:
+                if not gen.retried:
+                    await self._ask_model_again_if_replaced(gen)
+                continue
+            if body is None and left <= silence_left:
+                raise ModelUnavailable(f"the model did not finish its answer within {self.config.session.llm_turn_timeout_s:g} s")
+            if body is None:
+                raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
+            silent_until = anyio.current_time() + timeout
+            if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
+                self._model_restart_announced(gen)
+                continue
+            if getattr(body, "request_id", gen.request.request_id) != gen.request.request_id:
+                continue  # from a request given up when the worker restarted
+            if isinstance(body, p.LLMChunk):
+                gen.streamed = True
+                yield body.text
+                continue
+            gen.finished = True
+            tail = self._model_finished(gen, body)
+            if tail:
+                yield tail
+            return
+
+    async def _model_reply(self, gen: _Generation, wait: float) -> p.Msg | None:
+        """The next reply within `wait` (at most a probe interval); None when nothing came in time
+        (a deadline, not a cancel scope)."""
+        if wait <= 0:
+            return None
+        envelope = await gen.replies.receive(min(wait, self.probe_s))
+        if envelope is None:
+            return None
+        gen.admission.observe(time.time() - envelope.ts, REPLY_PATH)
+        return envelope.body
+
+    async def _ask_model_again_if_replaced(self, gen: _Generation) -> None:
+        """Silent a while: if the worker restarted since the request went out, the request died
+        with it - send it once more, to the new worker (or, when part of the answer was already
+        shown, let the conversation wipe it and ask again)."""
+        now_started = await self.replaced("llm", gen.incarnation)
+        if now_started is None or gen.incarnation is None:
+            return
+        if gen.streamed:
+            raise GenerationLost("the model restarted in the middle of its answer")
+        gen.retried = True
+        self.llm_retries += 1
+        gen.request = msgspec.structs.replace(gen.request, request_id=p.new_id())
+        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", gen.session)
+        gen.replies = await gen.stack.enter_async_context(self.ask_stream("llm", gen.request, session=gen.session))
+
+    def _model_restart_announced(self, gen: _Generation) -> None:
+        """The worker announced a restart (ModelInfo): the request died with it. Ask its
+        successor once, on the same stream."""
+        if gen.streamed:
+            raise GenerationLost("the model restarted in the middle of its answer")
+        if gen.retried:
+            return
+        gen.retried = True
+        self.llm_retries += 1
+        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", gen.session)
+        self.tell("llm", p.CancelGenerate(request_id=gen.request.request_id), session=gen.session)
+        gen.request = msgspec.structs.replace(gen.request, request_id=p.new_id())
+        self.resend("llm", gen.env_id, gen.request, session=gen.session)
+
+    def _model_finished(self, gen: _Generation, body: p.Msg) -> str:
+        """The answer's last words (LLMDone), or ModelUnavailable."""
+        if isinstance(body, p.LLMDone):
+            gen.usage.done = body  # what the backend said about tokens, for observers
+            if self.settings is not None:  # how many tokens a character costs on this model
+                self.settings.model.observe(body.prompt_tokens, sum(map(len, map(_CONTENT, gen.messages))))
+            return body.tail
+        if isinstance(body, p.LLMFailed):
+            raise ModelUnavailable(body.error)
+        raise ModelUnavailable(f"unexpected reply {type(body).__name__}")
 
     async def classify(self, prompt: str) -> str:
         """The model router's question (`session.router = "model"`), on `session.router_profile`.
@@ -456,10 +440,9 @@ class SessionActor(Actor):
                     return envelope.body
                 if left <= self.probe_s:
                     return None
-                now_started = await self._incarnation(executor)
-                if now_started is None or now_started == incarnation:
+                now_started = await self.replaced(executor, incarnation)
+                if now_started is None:
                     continue  # down (no verdict yet), or the process the call went to: it runs there
-                self._started_at[executor] = now_started  # calls sent from now on go to this one
                 runs = await self._tool_runs(session, call.call_id, executor)
                 if runs is False:
                     # its answer may have come just before the executor's "not running"
@@ -895,12 +878,7 @@ class SessionActor(Actor):
         if info.worker_started > self._llm_started:
             # A new worker: the requests the old one was serving died with it. Ask again.
             for env_id in list(self._generating):
-                waiter = self._pending.get(env_id)
-                if waiter is not None:
-                    try:
-                        waiter.send_nowait(p.Envelope(body=p.LLMFailed(request_id="", error=WORKER_RESTARTED), corr=env_id, sender="llm"))
-                    except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                        pass
+                self.post_reply(env_id, p.LLMFailed(request_id="", error=WORKER_RESTARTED), sender="llm")
             if self._generating:
                 self.log.warning("actor=session the LLM worker restarted: %d request(s) asked again", len(self._generating))
         self._llm_started = max(self._llm_started, info.worker_started)
@@ -919,6 +897,24 @@ class SessionActor(Actor):
             if isinstance(reply, p.LLMStatus) and not self.settings.model.context_tokens:
                 self.settings.model.profile, self.settings.model.context_tokens = reply.active, reply.context_tokens
                 return
+
+@dataclasses.dataclass
+class _Generation:
+    """One model request in flight, and what asking it again needs."""
+    session: str
+    request: p.Generate
+    messages: list[p.ChatMessage]
+    admission: object
+    incarnation: float | None
+    deadline: float  # the whole generation, however steady
+    stack: AsyncExitStack | None = None
+    replies: object = None
+    env_id: str = ""
+    usage: "_Pieces | None" = None
+    retried: bool = False
+    streamed: bool = False
+    finished: bool = False
+
 
 class _Pieces:
     """The model's text pieces, remembering the LLMDone that closed them (`done`): token counts

@@ -85,6 +85,23 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
             sys.exit("porfiry: --chaos-nodes needs --nodes N (N >= 1), and cannot be negative")
         return cmd_bench_nodes(config, nodes=args.nodes, sessions=args.sessions, turns=args.turns, think_ms=args.think_ms,
                                per_phone=max(args.sessions_per_phone, 10), chaos_s=args.chaos_nodes, seed=args.seed)
+    config, options, only = _load_args(args, config)
+    from phone.client import PhoneError
+
+    peer = _peer_first(args, config, options) if args.peer else None
+    try:
+        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos,
+                                                  chaos_only=only), backend="trio")
+    except (RuntimeError, PhoneError) as exc:
+        sys.exit(f"porfiry: bench: {exc}")
+    except KeyboardInterrupt:
+        sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
+    return _print_report(args, report, peer)
+
+
+def _load_args(args: argparse.Namespace, config: Config):
+    """The load run's options from the command line (with the config, `--groups` applied, and the
+    actors `--chaos-only` names); a clear exit on a bad one."""
     from bench.load import MIX, LoadOptions, parse_mix
 
     if args.sessions < 1 or args.turns < 1 or args.sessions_per_phone < 1:
@@ -98,8 +115,6 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
         sys.exit(f"porfiry: --chaos-only: no actor {', '.join(sorted(only - set(ACTORS)))} (actors: {', '.join(ACTORS)})")
     if only and not args.chaos:
         sys.exit("porfiry: --chaos-only needs --chaos SECONDS")
-    from phone.client import PhoneError
-
     try:
         mix = parse_mix(args.mix) if args.mix else MIX
         if args.groups is not None:
@@ -109,28 +124,30 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     options = LoadOptions(sessions=args.sessions, turns=args.turns, latency_ms=args.latency_ms,
                           think_ms=args.think_ms, sessions_per_phone=args.sessions_per_phone, seed=args.seed,
                           mix=tuple(mix.items()))
-    peer = None
-    if args.peer:
-        from bench.peer import PeerUnavailable, check_peer, run_peer
-        from bench.runtime import scratch_workdir
+    return config, options, only
 
-        try:
-            check_peer(args.peer, options)
-            # first, while this process has its normal priority and nothing else of ours runs
-            _stderr_progress(f"the same turns through the {args.peer} peer (in this process)")
-            with scratch_workdir() as workdir:
-                peer = run_peer(args.peer, _scratch(config, workdir), options, progress=_stderr_progress)
-            if set(mix) == {"media"}:  # the target's turn: say where the floor puts the ratio's limit
-                peer = msgspec.structs.replace(peer, floor_turns_per_s=_media_floor_turns_per_s(config))
-        except PeerUnavailable as exc:
-            sys.exit(f"porfiry: bench --peer: {exc}")
+
+def _peer_first(args: argparse.Namespace, config: Config, options):
+    """The same turns through the `--peer` agent, in this process, before the runtime starts."""
+    from bench.peer import PeerUnavailable, check_peer, run_peer
+    from bench.runtime import scratch_workdir
+
     try:
-        report = anyio.run(lambda: run_load_bench(config, options, args.log_level, nice=args.nice, chaos_s=args.chaos,
-                                                  chaos_only=only), backend="trio")
-    except (RuntimeError, PhoneError) as exc:
-        sys.exit(f"porfiry: bench: {exc}")
-    except KeyboardInterrupt:
-        sys.exit("porfiry: bench interrupted; the runtime it started is stopped")
+        check_peer(args.peer, options)
+        # first, while this process has its normal priority and nothing else of ours runs
+        _stderr_progress(f"the same turns through the {args.peer} peer (in this process)")
+        with scratch_workdir() as workdir:
+            peer = run_peer(args.peer, _scratch(config, workdir), options, progress=_stderr_progress)
+        if {name for name, _ in options.mix} == {"media"}:  # the target's turn: say where the floor puts the ratio's limit
+            peer = msgspec.structs.replace(peer, floor_turns_per_s=_media_floor_turns_per_s(config))
+    except PeerUnavailable as exc:
+        sys.exit(f"porfiry: bench --peer: {exc}")
+    return peer
+
+
+def _print_report(args: argparse.Namespace, report, peer) -> int:
+    """The report (with the peer's ratio and the targets judged), printed and written to `--json`;
+    the exit status: 1 when a turn was lost or failed."""
     from bench.report import format_report, judge_targets
 
     if peer is not None:
@@ -187,17 +204,8 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         machine = machine_figures(machine_before, machine_after, (window_end - window_start) / 1e9,
                                   ours_s=None if chaos_s > 0 else sum(cpu_used.values()) + bench_after - bench_before)
         recovered, intact = (await _check_histories(runtime, result.said)) if chaos_s > 0 else (0, 1.0)
-        await anyio.sleep(0.5)  # let the last messages settle before reading memory
-        rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
-        idle = {name: current for name, (current, _) in rss.items()}
-        peak = {name: highest for name, (_, highest) in rss.items()}
         runtime.keep = bool(result.lost or result.errors.total())  # its log tells what went wrong
-        final = await runtime.status()
-        restarts = {row.name: row.restarts for row in final.actors}
-        for name, pid in _processes(final).items():
-            if pid != pids.get(name):
-                idle[name] = peak[name] = 0  # restarted: the old process's figures are gone
-                cpu_used.pop(name, None)
+        idle, peak, restarts = await _settled_figures(runtime, pids, cpu_used)
         if runtime.keep:
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = phone_count(options.sessions, options)
@@ -208,6 +216,24 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             report.admission_waited, report.admission_lowest_limit = admission.waited, admission.lowest_limit
         return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
                                        history_intact=intact)
+
+
+async def _settled_figures(runtime, pids: dict[str, int], cpu_used: dict[str, float]):
+    """Each process's memory now and at its peak once the load settled, and the actors' restarts;
+    a restarted process's figures are gone (zero memory, its CPU time dropped from `cpu_used`)."""
+    from bench.runtime import read_rss_kb
+
+    await anyio.sleep(0.5)  # let the last messages settle before reading memory
+    rss = {name: read_rss_kb(pid) for name, pid in pids.items()}
+    idle = {name: current for name, (current, _) in rss.items()}
+    peak = {name: highest for name, (_, highest) in rss.items()}
+    final = await runtime.status()
+    restarts = {row.name: row.restarts for row in final.actors}
+    for name, pid in _processes(final).items():
+        if pid != pids.get(name):
+            idle[name] = peak[name] = 0  # restarted: the old process's figures are gone
+            cpu_used.pop(name, None)
+    return idle, peak, restarts
 
 
 async def _chaos(runtime, every_s: float, seed: int, kills: dict[str, int], say: Callable[[str], None],

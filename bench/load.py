@@ -248,14 +248,9 @@ class LoadDriver:
                 await anyio.sleep(turn.think_s)
                 await self._exchange(phone, incoming, session, turn)
 
-    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> bool:
-        """One turn: send its events, read until a TurnDone has covered every one of them.
-        False when one of them was lost."""
+    async def _send_events(self, sends, session: str, turn: TurnPlan) -> set[str]:
+        """The ids of the turn's events the runtime took; one it did not is counted as lost."""
         result = self.result
-        started = anyio.current_time()
-        sends = [lambda: phone.start(session)] if turn.kind == "start" else [lambda: phone.send_text(session, turn.text)]
-        if turn.kind == "interrupt":
-            sends.append(lambda: phone.interrupt(session))
         waiting: set[str] = set()
         for index, send in enumerate(sends):
             result.events_sent += 1
@@ -272,6 +267,17 @@ class LoadDriver:
             except PhoneError as exc:
                 result.lost += 1
                 result.errors.add("phone_error", str(exc))
+        return waiting
+
+    async def _exchange(self, phone: PhoneClient, incoming, session: str, turn: TurnPlan) -> bool:
+        """One turn: send its events, read until a TurnDone has covered every one of them.
+        False when one of them was lost."""
+        result = self.result
+        started = anyio.current_time()
+        sends = [lambda: phone.start(session)] if turn.kind == "start" else [lambda: phone.send_text(session, turn.text)]
+        if turn.kind == "interrupt":
+            sends.append(lambda: phone.interrupt(session))
+        waiting = await self._send_events(sends, session, turn)
         if not waiting:
             return False  # nothing reached the runtime: counted as lost above
         first_display = None

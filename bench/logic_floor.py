@@ -44,10 +44,9 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
     the cheapest of `rounds` such rounds (a floor: on a shared VM a round can only be slowed).
     Raises RuntimeError when a turn fails or does not show what the load bench checks it must."""
     from actors.skill_store import build_repository
-    from bench.load import _utterance, check_answer
     from bench.runtime import bench_config
     from core.budget import default_catalog
-    from core.conversation import Conversation, SessionSettings
+    from core.conversation import SessionSettings
     from core.toolsets import ToolsetRegistry
     from llm.backends import make_backend
     from toolsets.media.executor import default_provider
@@ -60,49 +59,18 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
         backend = make_backend(config.llm.profiles["scripted"], name="scripted")
         ports = RuntimeLikePorts(build_repository(config), provider, backend,
                                  stream_interval_s=config.llm.stream_interval_ms / 1000)
-        rng = random.Random(0)
         clock = ManualClock(time.time())
-        played = 0  # sessions so far: each round's are new
-
-        async def play(settings: SessionSettings, kind: str, count: int) -> LogicFloor:
-            nonlocal played
-            cpu_s = calls = tool_calls = 0
-            for _ in range(count):
-                played += 1
-                conversation = Conversation(f"{kind}-{played}", settings)
-                for turn in range(1, turns + 1):
-                    clock.advance(10.0)
-                    ports.begin_turn(turn)
-                    ports.requests.clear()
-                    ports.shown.clear()
-                    event = p.Event(event_id=f"e{turn}", kind="user_text", source="user", channel="speech",
-                                    content=_utterance(kind, rng), ts=clock())
-                    started = time.process_time()
-                    if conversation.submit(event) != "accepted":
-                        raise RuntimeError(f"a {kind} turn was not accepted")
-                    with anyio.fail_after(30):
-                        await ports.turn_done.wait()
-                    cpu_s += time.process_time() - started
-                    calls += len(ports.requests)
-                    tool_calls += ports.tool_calls
-                    ports.tool_calls = 0
-                    finals = [body.text for body in ports.shown if isinstance(body, p.Display) and body.final]
-                    if wrong := check_answer(kind, finals):
-                        raise RuntimeError(wrong)
-            done = count * turns
-            return LogicFloor(kind=kind, turns=done, cpu_ms_per_turn=round(cpu_s * 1000 / done, 3),
-                              model_calls_per_turn=round(calls / done, 2), tool_calls_per_turn=round(tool_calls / done, 2))
-
+        player = _FloorPlayer(ports, clock, turns)
         floors: dict[str, LogicFloor] = {}
         try:
             async with anyio.create_task_group() as tasks:
                 settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
                                            spawn=tasks.start_soon, config=config.session, clock=clock)
                 for kind in KINDS:  # a warm-up first: what loads lazily
-                    await play(settings, kind, 3)
+                    await player.play(settings, kind, 3)
                 for _ in range(rounds):
                     for kind in KINDS:
-                        row = await play(settings, kind, sessions)
+                        row = await player.play(settings, kind, sessions)
                         if kind not in floors or row.cpu_ms_per_turn < floors[kind].cpu_ms_per_turn:
                             floors[kind] = row
                 tasks.cancel_scope.cancel()
@@ -112,6 +80,56 @@ async def measure_logic_floor(config: Config, *, sessions: int = 60, turns: int 
                 first = first.exceptions[0]
             raise RuntimeError(f"a turn of the floor failed: {type(first).__name__}: {first}") from first
     return [floors[kind] for kind in KINDS]
+
+
+class _FloorPlayer:
+    """Plays the floor's sessions through real Conversations, turn by turn, counting each turn's
+    CPU time, model requests and toolset calls."""
+
+    def __init__(self, ports: "RuntimeLikePorts", clock: ManualClock, turns: int):
+        self.ports, self.clock, self.turns = ports, clock, turns
+        self.rng = random.Random(0)
+        self.played = 0  # sessions so far: each round's are new
+
+    async def play(self, settings, kind: str, count: int) -> LogicFloor:
+        from core.conversation import Conversation
+
+        cpu_s = calls = tool_calls = 0
+        for _ in range(count):
+            self.played += 1
+            conversation = Conversation(f"{kind}-{self.played}", settings)
+            for turn in range(1, self.turns + 1):
+                turn_cpu_s, turn_calls, turn_tool_calls = await self._turn(conversation, kind, turn)
+                cpu_s += turn_cpu_s
+                calls += turn_calls
+                tool_calls += turn_tool_calls
+        done = count * self.turns
+        return LogicFloor(kind=kind, turns=done, cpu_ms_per_turn=round(cpu_s * 1000 / done, 3),
+                          model_calls_per_turn=round(calls / done, 2), tool_calls_per_turn=round(tool_calls / done, 2))
+
+    async def _turn(self, conversation, kind: str, turn: int) -> tuple[float, int, int]:
+        """One turn: its CPU seconds, model requests and toolset calls; RuntimeError when it fails."""
+        from bench.load import _utterance, check_answer
+
+        ports, clock = self.ports, self.clock
+        clock.advance(10.0)
+        ports.begin_turn(turn)
+        ports.requests.clear()
+        ports.shown.clear()
+        event = p.Event(event_id=f"e{turn}", kind="user_text", source="user", channel="speech",
+                        content=_utterance(kind, self.rng), ts=clock())
+        started = time.process_time()
+        if conversation.submit(event) != "accepted":
+            raise RuntimeError(f"a {kind} turn was not accepted")
+        with anyio.fail_after(30):
+            await ports.turn_done.wait()
+        cpu_s = time.process_time() - started
+        calls, tool_calls = len(ports.requests), ports.tool_calls
+        ports.tool_calls = 0
+        finals = [body.text for body in ports.shown if isinstance(body, p.Display) and body.final]
+        if wrong := check_answer(kind, finals):
+            raise RuntimeError(wrong)
+        return cpu_s, calls, tool_calls
 
 
 class RuntimeLikePorts(InProcessPorts):

@@ -86,16 +86,24 @@ def _search_words(text: str) -> str:
 
 def _make_agent(config: Config):
     """LangGraph's ReAct agent with a scripted chat model and the media turn's three tools."""
-    from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
-    from langchain_core.runnables import RunnableConfig
-    from langchain_core.tools import tool
+    from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of langchain's create_agent
         from langgraph.prebuilt import create_react_agent
+
+    tools = _peer_tools(config)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated in favour of langchain's create_agent, which it wraps
+        agent = create_react_agent(_scripted_chat_model()(), tools, checkpointer=InMemorySaver())
+    return agent, HumanMessage
+
+
+def _peer_tools(config: Config) -> list:
+    """The media turn's three tools, over the same catalog, skill and media provider as Porfiry's."""
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
 
     from toolsets.media.executor import default_provider
     from actors.skill_store import build_repository
@@ -136,6 +144,22 @@ def _make_agent(config: Config):
         reply = run_search(provider, {"query": query, **({"page": page} if page else {})})
         return reply.text if reply.ok else f"tool error: {reply.text}"
 
+    return [read_skill, enable_toolset, media_search]
+
+
+def _scripted_chat_model() -> type:
+    """A LangChain chat model following the rules of llm/scripted.py for plain, media and
+    substitution turns, as tool calls."""
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    def _call(name: str, args: dict[str, str], turn: int) -> AIMessage:
+        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{turn}-{name}", "type": "tool_call"}])
+
+    def _enabled_in(messages: list, toolset: str) -> bool:
+        return any(isinstance(m, ToolMessage) and m.name == "enable_toolset" and toolset in str(m.content) for m in messages)
+
     class ScriptedChatModel(BaseChatModel):
         """The rules of llm/scripted.py for plain, media and substitution turns, as tool calls."""
 
@@ -175,16 +199,7 @@ def _make_agent(config: Config):
             # no thread hop: Porfiry's scripted model answers in its event loop too
             return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
-    def _call(name: str, args: dict[str, str], turn: int) -> AIMessage:
-        return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": f"call-{turn}-{name}", "type": "tool_call"}])
-
-    def _enabled_in(messages: list, toolset: str) -> bool:
-        return any(isinstance(m, ToolMessage) and m.name == "enable_toolset" and toolset in str(m.content) for m in messages)
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecated in favour of langchain's create_agent, which it wraps
-        agent = create_react_agent(ScriptedChatModel(), [read_skill, enable_toolset, media_search], checkpointer=InMemorySaver())
-    return agent, HumanMessage
+    return ScriptedChatModel
 
 
 async def _run_langgraph(config: Config, options: LoadOptions, progress) -> PeerReport:

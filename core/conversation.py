@@ -27,6 +27,7 @@ offering only what it can run (core.parallel).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import os
@@ -169,6 +170,37 @@ class _Routing:
 
     def __init__(self, event: p.Event, busy: bool, decision: Decision | None) -> None:
         self.event, self.busy, self.decision = event, busy, decision
+
+
+_STEP_AGAIN = object()  # a stage's verdict: ask the model again (a notice may say why)
+_TURN_OVER = object()  # a stage's verdict: the turn ended, the user told
+
+
+@dataclasses.dataclass
+class _Turn:
+    """What one turn's steps remember from step to step."""
+    turn_id: str
+    start: int  # where the turn begins in the trajectory
+    notice: str = ""  # the answer to an invisible call: shown to the next request only, never stored
+    repeated: str = ""  # the tool whose result the last step brought (not offered again right away)
+    echo_retried: bool = False
+    lost_once: bool = False  # a generation lost with the LLM worker was asked again (GenerationLost)
+    recipe_tools: list[str] = dataclasses.field(default_factory=list)  # tools the skills read in this turn name
+    read_this_turn: set[str] = dataclasses.field(default_factory=set)  # skills read in this turn (not offered again in it)
+    recipe: str = ""  # the recipe skill (not a toolset's own) this turn read and follows
+    acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
+    claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
+
+
+@dataclasses.dataclass
+class _Step:
+    """What one step asked the model."""
+    history: list[p.ChatMessage]
+    messages: list[p.ChatMessage]
+    tools: list[str]
+    choices: dict[str, list[str]]
+    asked_notice: str  # the notice this step showed (shown again if the answer is lost)
+    plain_only: bool
 
 
 class Conversation:
@@ -383,150 +415,180 @@ class Conversation:
             self._step_scope.cancel()
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
-        notice = ""  # the answer to an invisible call: shown to the next request only, never stored
-        repeated = ""  # the tool whose result the last step brought (not offered again right away)
-        echo_retried = False
-        lost_once = False  # a generation lost with the LLM worker was asked again (GenerationLost)
-        recipe_tools: list[str] = []  # tools the skills read in this turn name (_recipe_tools)
-        read_this_turn: set[str] = set()  # skills read in this turn (not offered again in it)
-        recipe = ""  # the recipe skill (not a toolset's own) this turn read and follows
-        acted: set[str] = set()  # kinds of action the calls of this turn made (core.intent)
-        claim_retried = False  # a reply that claimed an action nobody made was asked again once
         # a turn a crash cut goes on as the current turn: the request is the one the lost step made
-        turn_start = len(self.trajectory) if self.resumed_turn_start is None else self.resumed_turn_start
+        turn = _Turn(turn_id=turn_id,
+                     start=len(self.trajectory) if self.resumed_turn_start is None else self.resumed_turn_start)
         self.resumed_turn_start = None
         if not self._take_queue(consumed):
             return
         for _ in range(self.s.config.max_steps):
             self._take_queue(consumed)
-            self.activity.registry = self.s.registry  # the catalog may have changed (an MCP server)
-            expired = self.activity.purge_expired()
-            if expired:
-                _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
-            skills = await self._skill_index()
-            active = self.activity.active()
-            prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
-            history = self._fitted(prompt.static + prompt.state, notice, turn_start)
-            # a skill body is a recipe to follow, not an answer: no nudge to answer after it
-            # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
-            after_result = not notice and _closing_result(history) is not None
-            closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
-            if after_result:
-                closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(recipe))))
-            elif recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
-                closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
-            messages = layout(prompt, history, len(self.trajectory) - turn_start, closing)
-            asked_notice, notice = notice, ""
-            tools = self.s.registry.callable_tools(active)
-            tools += [t for t in self._used_toolset_tools(active) + recipe_tools if t not in tools]
-            plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn_start))
-            if plain_only:
-                tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
-            if repeated:
-                # a small model repeats a call whose result it already has: not twice in a row
-                tools = [tool for tool in tools if tool != repeated]
-            # a skill read earlier in the conversation may be read again (its toolset expired or
-            # was turned off, its body is far back); within one turn, once is enough
-            readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
-                        if skill.name not in read_this_turn]
-            choices = arg_choices(self.s.registry, active, readable)
-            choices.update(self._id_choices(tools))
-            self._model_calls += 1
-            try:
-                reply = await self._generate(turn_id, messages, tools, choices)
-            except GenerationLost:
-                if lost_once:
-                    self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="The model is unavailable: it restarted twice in the middle of its answer; please ask again", final=True))
-                    return
-                lost_once, notice = True, asked_notice
-                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
-                continue  # the same step again: nothing of the lost answer was recorded
-            except ModelUnavailable as exc:
-                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"The model is unavailable: {exc}", final=True))
+            step = await self._step_prompt(turn)
+            reply = await self._step_generate(turn, step)
+            if reply is _TURN_OVER:
                 return
+            if reply is _STEP_AGAIN:
+                continue
             parsed = parse_reply(reply)
             call = parsed.call
-            if call is not None and plain_only and not echo_retried:  # an unconstrained model called anyway
-                echo_retried, notice = True, SMALL_TALK_NOTICE.format(language=self._language())
+            if call is not None and step.plain_only and not turn.echo_retried:  # an unconstrained model called anyway
+                turn.echo_retried, turn.notice = True, SMALL_TALK_NOTICE.format(language=self._language())
                 continue
             if call is None:
-                text = parsed.text_before.strip() or reply.strip()
-                what = "" if echo_retried else echoed(text, self._last_user_words())
-                if what:  # not an answer: ask once more, unrecorded (core/echo.py)
-                    echo_retried = True
-                    notice = ECHO_NOTICE.format(what=what)
-                    _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
-                    continue
-                answered = _closing_result(history)
-                if not echo_retried and refused(text) and answered is not None and not _failed(answered.content):
-                    echo_retried = True
-                    notice = REFUSAL_NOTICE.format(language=self._language())
-                    _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
-                    continue
-                if (not echo_retried and answered is not None and self._is_lookup(answered.name)
-                        and not _failed(answered.content) and uninformative(text, answered.content)):
-                    echo_retried = True
-                    notice = UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
-                    _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
-                    continue
-                claimed = claimed_action(text)
-                if claimed is not None and not covers(claimed, acted):  # an action reported, none made
-                    if not claim_retried:
-                        claim_retried, notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
-                        _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
-                        continue
-                    text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
-                if not text:
-                    text = "…"
-                self.trajectory.record_assistant(text)
-                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=text, final=True))
-                return
-            if call.name in ("enable_toolset", "disable_toolset"):
-                # S7: invisible tools - no history; the next prompt already shows the new state.
-                bound = self.s.registry.validate(call.name, call.raw_args)
-                name = bound.get("name", "") if isinstance(bound, dict) else ""
-                notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
-                _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, notice)
-                self.s.observer.tool_finished(self, turn_id, "", call.name, name, "invisible", notice)
+                if self._step_answer(turn, step, parsed, reply):
+                    return
                 continue
-            call_id = _new_id()
-            visible = parsed.text_before.strip()
-            self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
-            self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
-            refusal = self._guard(call.name, call.raw_args, turn_start, recipe_tools if recipe else [])
-            line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
-            if line and self.s.config.progress_lines:
-                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
-            result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
-            done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
-            if done:
-                acted.add(done)
-            if call.name == "read_skill":
-                bound = self.s.registry.validate(call.name, call.raw_args)
-                skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
-                read_this_turn.add(skill)
-                named = self._recipe_tools(result)
-                if named and self.s.registry.toolset(skill) is None:
-                    recipe = skill  # a procedure to follow, not a toolset's own skill
-                elif (self.s.config.enable_on_skill_read and self.s.registry.toolset(skill) is not None
-                      and skill not in self.activity.active()):
-                    enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
-                    self.s.observer.tool_finished(self, turn_id, "", "enable_toolset", skill, "invisible", enabled)
-                recipe_tools += [t for t in named if t not in recipe_tools]
-            # a failed or substituted call (S8: "NOT been executed yet") is to be made again
-            repeated = call.name if refusal else "" if _failed(result) else call.name
-            if parsed.extra_calls:
-                result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
-            self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
-            try:
-                skills_notice = await self._skills_notice()
-            finally:
-                result = self._finished.pop(call_id, None)
-            if result is not None and self.trajectory.call_state(call_id) == "pending":
-                self.trajectory.record_result(call_id, result, skills_notice)
-                self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
-                                              "error" if "tool error" in result[:80] else "ok", result)
+            if call.name in ("enable_toolset", "disable_toolset"):
+                self._step_invisible_call(turn, call)
+                continue
+            await self._step_call(turn, parsed)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+
+    async def _step_prompt(self, turn: _Turn) -> _Step:
+        """What this step asks the model: the prompt, the tools it may call, their argument choices."""
+        self.activity.registry = self.s.registry  # the catalog may have changed (an MCP server)
+        expired = self.activity.purge_expired()
+        if expired:
+            _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
+        skills = await self._skill_index()
+        active = self.activity.active()
+        prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
+        notice = turn.notice
+        history = self._fitted(prompt.static + prompt.state, notice, turn.start)
+        # a skill body is a recipe to follow, not an answer: no nudge to answer after it
+        # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
+        after_result = not notice and _closing_result(history) is not None
+        closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
+        if after_result:
+            closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(turn.recipe))))
+        elif turn.recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
+            closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
+        messages = layout(prompt, history, len(self.trajectory) - turn.start, closing)
+        turn.notice = ""
+        tools = self.s.registry.callable_tools(active)
+        tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
+        plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn.start))
+        if plain_only:
+            tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
+        if turn.repeated:
+            # a small model repeats a call whose result it already has: not twice in a row
+            tools = [tool for tool in tools if tool != turn.repeated]
+        # a skill read earlier in the conversation may be read again (its toolset expired or
+        # was turned off, its body is far back); within one turn, once is enough
+        readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
+                    if skill.name not in turn.read_this_turn]
+        choices = arg_choices(self.s.registry, active, readable)
+        choices.update(self._id_choices(tools))
+        return _Step(history=history, messages=messages, tools=tools, choices=choices,
+                     asked_notice=notice, plain_only=plain_only)
+
+    async def _step_generate(self, turn: _Turn, step: _Step) -> str | object:
+        """The model's reply; _STEP_AGAIN when the step is to be asked again, _TURN_OVER when the
+        turn ended here (the model unavailable, its answer told the user)."""
+        self._model_calls += 1
+        try:
+            return await self._generate(turn.turn_id, step.messages, step.tools, step.choices)
+        except GenerationLost:
+            if turn.lost_once:
+                self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text="The model is unavailable: it restarted twice in the middle of its answer; please ask again", final=True))
+                return _TURN_OVER
+            turn.lost_once, turn.notice = True, step.asked_notice
+            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text="", clear=True))
+            return _STEP_AGAIN  # the same step again: nothing of the lost answer was recorded
+        except ModelUnavailable as exc:
+            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=f"The model is unavailable: {exc}", final=True))
+            return _TURN_OVER
+
+    def _step_answer(self, turn: _Turn, step: _Step, parsed, reply: str) -> bool:
+        """A reply with no call: the turn's answer (True), or not an answer and asked once more
+        with a notice (False)."""
+        text = parsed.text_before.strip() or reply.strip()
+        notice = "" if turn.echo_retried else self._answer_notice(text, step.history)
+        if notice:
+            turn.echo_retried, turn.notice = True, notice
+            return False
+        claimed = claimed_action(text)
+        if claimed is not None and not covers(claimed, turn.acted):  # an action reported, none made
+            if not turn.claim_retried:
+                turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
+                _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
+                return False
+            text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
+        if not text:
+            text = "…"
+        self.trajectory.record_assistant(text)
+        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
+        return True
+
+    def _answer_notice(self, text: str, history: list[p.ChatMessage]) -> str:
+        """Why a plain reply is not an answer (an echo, a refusal after a call that worked, nothing
+        of a lookup's result), as the notice to ask again with; "" when it is one."""
+        what = echoed(text, self._last_user_words())
+        if what:  # not an answer: ask once more, unrecorded (core/echo.py)
+            _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
+            return ECHO_NOTICE.format(what=what)
+        answered = _closing_result(history)
+        if refused(text) and answered is not None and not _failed(answered.content):
+            _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
+            return REFUSAL_NOTICE.format(language=self._language())
+        if (answered is not None and self._is_lookup(answered.name)
+                and not _failed(answered.content) and uninformative(text, answered.content)):
+            _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
+            return UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
+        return ""
+
+    def _step_invisible_call(self, turn: _Turn, call) -> None:
+        """S7: invisible tools - no history; the next prompt already shows the new state."""
+        bound = self.s.registry.validate(call.name, call.raw_args)
+        name = bound.get("name", "") if isinstance(bound, dict) else ""
+        turn.notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
+        _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
+        self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)
+
+    async def _step_call(self, turn: _Turn, parsed) -> None:
+        """A visible call: recorded, checked by the guards, run, its result recorded."""
+        call, turn_id = parsed.call, turn.turn_id
+        call_id = _new_id()
+        visible = parsed.text_before.strip()
+        self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
+        self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
+        refusal = self._guard(call.name, call.raw_args, turn.start, turn.recipe_tools if turn.recipe else [])
+        line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+        if line and self.s.config.progress_lines:
+            self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
+        result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
+        done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
+        if done:
+            turn.acted.add(done)
+        if call.name == "read_skill":
+            self._step_skill_read(turn, call, result)
+        # a failed or substituted call (S8: "NOT been executed yet") is to be made again
+        turn.repeated = call.name if refusal else "" if _failed(result) else call.name
+        if parsed.extra_calls:
+            result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
+        self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
+        try:
+            skills_notice = await self._skills_notice()
+        finally:
+            result = self._finished.pop(call_id, None)
+        if result is not None and self.trajectory.call_state(call_id) == "pending":
+            self.trajectory.record_result(call_id, result, skills_notice)
+            self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
+                                          "error" if "tool error" in result[:80] else "ok", result)
+
+    def _step_skill_read(self, turn: _Turn, call, result: str) -> None:
+        """A skill read: not offered again this turn; a recipe's tools allowed; its toolset on."""
+        bound = self.s.registry.validate(call.name, call.raw_args)
+        skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
+        turn.read_this_turn.add(skill)
+        named = self._recipe_tools(result)
+        if named and self.s.registry.toolset(skill) is None:
+            turn.recipe = skill  # a procedure to follow, not a toolset's own skill
+        elif (self.s.config.enable_on_skill_read and self.s.registry.toolset(skill) is not None
+              and skill not in self.activity.active()):
+            enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
+            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", skill, "invisible", enabled)
+        turn.recipe_tools += [t for t in named if t not in turn.recipe_tools]
 
     def _used_toolset_tools(self, active: Iterable[str]) -> list[str]:
         """The tools of toolsets this conversation used that are off now (expired, turned off):

@@ -18,6 +18,7 @@ runtime without toolsets (the seed's thesis, measured on the same scenarios).
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 import sys
@@ -317,6 +318,25 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
                         mcp: dict | None = None) -> tuple[ScenarioResult, int, list[RequestStats]]:
     """Play one scenario: its result, how many tool results said a call was invalid, its requests.
     `mcp`: MCP servers (toolset name -> a running McpServer) the scenario may use."""
+    ports = _scenario_ports(scenario, backend=backend, provider=provider, config=config, workdir=workdir,
+                            trace=trace, mcp=mcp)
+    play = _Playing(scenario=scenario, ports=ports, registry=ports.registry, clock=ManualClock(EVAL_START),
+                    config=config, mode=mode)
+    async with anyio.create_task_group() as outer:
+        play.outer, play.life = outer, _Life()
+        await outer.start(play.life.run)
+        play.conversation = Conversation(play.sid, play.settings())
+        play.conversation.trajectory.sink = play.entries.append
+        for number, turn in enumerate(scenario.turns, start=1):
+            if not await _play_turn(play, number, turn):
+                break
+        outer.cancel_scope.cancel()
+    return _scenario_result(play)
+
+
+def _scenario_ports(scenario: Scenario, *, backend: Backend, provider, config: Config, workdir: Path,
+                    trace: Callable[[dict], None] | None, mcp: dict | None) -> EvalPorts:
+    """The ports a scenario plays on: its own skills folder, the MCP servers it may use."""
     user_dir = workdir / scenario.id
     user_dir.mkdir(parents=True, exist_ok=True)
     _write_skills(user_dir, scenario.skills)
@@ -327,92 +347,131 @@ async def play_scenario(scenario: Scenario, *, backend: Backend, provider, confi
     if mcp:
         ports.mcp = dict(mcp)
         ports.registry = ToolsetRegistry([*default_catalog(), *(server.spec() for server in mcp.values() if server.spec())])
-    clock = ManualClock(EVAL_START)
-    unrequested: list[str] = []
-    claimed_not_done = 0
-    turn_ms: list[float] = []
-    problems: list[str] = []
-    steps = 0
-    registry = ports.registry
-    entries: list[Recorded] = []  # the history as the journal would hold it
-    sid = f"eval-{scenario.id}"
-    async with anyio.create_task_group() as outer:
-        life = _Life()
-        await outer.start(life.run)
+    return ports
 
-        def settings_of(life: _Life) -> SessionSettings:
-            assert life.tasks is not None
-            return SessionSettings(registry=registry, ports=ports, spawn=life.tasks.start_soon, config=config.session, clock=clock)
 
-        conversation = Conversation(sid, settings_of(life))
-        conversation.trajectory.sink = entries.append
-        for number, turn in enumerate(scenario.turns, start=1):
-            clock.advance(turn.advance_s)
-            shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
-            history_before = len(conversation.trajectory.messages())
-            ports.final_at = None
-            said_at = time.perf_counter()
-            saved = _Saved.of(conversation)
-            if mode == "flat":
-                for toolset in registry.toolset_names():
-                    conversation.activity.enable(toolset)
-            conversation.fire_due_timers(clock())
-            submitted: list[p.Event] = []
-            if turn.say:
-                if turn.while_busy:
-                    ports.on_first_piece = lambda text=turn.while_busy: conversation.submit(_event(text, clock()))
-                submitted.append(_event(turn.say, clock()))
-                conversation.submit(submitted[-1])
-            ports.crash.arm(turn.restart_at, life)
-            ports.lost_at = None
-            try:
-                await _wait_idle(conversation, ports.crash.fired)
-            except TimeoutError:  # a scenario that hangs (or a machine too loaded) fails alone
-                problems.append(f"turn {number}: no answer within {TURN_TIMEOUT_S:.0f} s")
-                break
-            if ports.crash.fired.is_set():
-                await life.over.wait()
-                calls_before = len(ports.calls)  # judged: what the model does after the restart
-                life = _Life()
-                await outer.start(life.run)
-                conversation = _restarted(sid, settings_of(life), entries, saved, submitted, clock())
-                if mode == "flat":
-                    for toolset in registry.toolset_names():
-                        conversation.activity.enable(toolset)
-                await _wait_idle(conversation)
-            elif ports.crash.executor_died:
-                if ports.lost_at is not None:
-                    calls_before = ports.lost_at  # judged: what the model does after the lost call
-            elif turn.restart_at:
-                problems.append(f"turn {number}: the turn never reached its restart point ({turn.restart_at})")
-            ports.on_first_piece = None
-            shown = ports.shown[shown_before:]
-            displays = [m.text for m in shown if isinstance(m, p.Display)]
-            finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
-            final = finals[-1] if finals else (displays[-1] if displays else "")
-            played = PlayedTurn(calls=ports.calls[calls_before:], displays=displays, final=final,
-                                steps=len(ports.stats) - steps_before,
-                                gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
-            problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
-            steps += played.steps
-            effects = turn_effects(registry, conversation.trajectory.messages()[history_before:], turn.calls, final)
-            unrequested += effects.unrequested
-            claimed_not_done += effects.claimed_not_done
-            problems += [f"turn {number}: side effect nobody asked for: {call}" for call in effects.unrequested]
-            if effects.claimed_not_done:
-                problems.append(f"turn {number}: final display {final[:60]!r} claims an action no call made")
-            if turn.say and ports.final_at is not None:
-                turn_ms.append(round((ports.final_at - said_at) * 1000, 1))
-        outer.cancel_scope.cancel()
+@dataclasses.dataclass
+class _Playing:
+    """One scenario being played: its conversation, the life of the runtime it runs in (a
+    scripted restart ends one and starts the next), and what the judges found so far."""
+    scenario: Scenario
+    ports: EvalPorts
+    registry: ToolsetRegistry
+    clock: ManualClock
+    config: Config
+    mode: str
+    outer: anyio.abc.TaskGroup | None = None
+    life: _Life | None = None
+    conversation: Conversation | None = None
+    entries: list[Recorded] = dataclasses.field(default_factory=list)  # the history as the journal would hold it
+    unrequested: list[str] = dataclasses.field(default_factory=list)
+    claimed_not_done: int = 0
+    turn_ms: list[float] = dataclasses.field(default_factory=list)
+    problems: list[str] = dataclasses.field(default_factory=list)
+    steps: int = 0
+
+    @property
+    def sid(self) -> str:
+        return f"eval-{self.scenario.id}"
+
+    def settings(self) -> SessionSettings:
+        assert self.life is not None and self.life.tasks is not None
+        return SessionSettings(registry=self.registry, ports=self.ports, spawn=self.life.tasks.start_soon,
+                               config=self.config.session, clock=self.clock)
+
+    def flatten(self) -> None:
+        """In `flat` mode every toolset is on, always."""
+        if self.mode == "flat":
+            for toolset in self.registry.toolset_names():
+                self.conversation.activity.enable(toolset)
+
+
+async def _play_turn(play: _Playing, number: int, turn) -> bool:
+    """One scripted turn, said, waited for (through a restart if it has one) and judged; False
+    when it hung (the scenario stops there)."""
+    ports, clock = play.ports, play.clock
+    clock.advance(turn.advance_s)
+    shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
+    history_before = len(play.conversation.trajectory.messages())
+    ports.final_at = None
+    said_at = time.perf_counter()
+    saved = _Saved.of(play.conversation)
+    play.flatten()
+    play.conversation.fire_due_timers(clock())
+    submitted: list[p.Event] = []
+    if turn.say:
+        if turn.while_busy:
+            ports.on_first_piece = lambda text=turn.while_busy: play.conversation.submit(_event(text, clock()))
+        submitted.append(_event(turn.say, clock()))
+        play.conversation.submit(submitted[-1])
+    ports.crash.arm(turn.restart_at, play.life)
+    ports.lost_at = None
+    try:
+        await _wait_idle(play.conversation, ports.crash.fired)
+    except TimeoutError:  # a scenario that hangs (or a machine too loaded) fails alone
+        play.problems.append(f"turn {number}: no answer within {TURN_TIMEOUT_S:.0f} s")
+        return False
+    calls_before = await _through_restart(play, number, turn, saved, submitted, calls_before)
+    ports.on_first_piece = None
+    _judge_played(play, number, turn, shown_before, calls_before, steps_before, history_before)
+    if turn.say and ports.final_at is not None:
+        play.turn_ms.append(round((ports.final_at - said_at) * 1000, 1))
+    return True
+
+
+async def _through_restart(play: _Playing, number: int, turn, saved: _Saved, submitted: list[p.Event],
+                           calls_before: int) -> int:
+    """After a scripted crash: the runtime's next life, the conversation read back and its turn
+    finished. Where the judged calls begin (after the restart, or after the lost call)."""
+    ports = play.ports
+    if ports.crash.fired.is_set():
+        await play.life.over.wait()
+        calls_before = len(ports.calls)  # judged: what the model does after the restart
+        play.life = _Life()
+        await play.outer.start(play.life.run)
+        play.conversation = _restarted(play.sid, play.settings(), play.entries, saved, submitted, play.clock())
+        play.flatten()
+        await _wait_idle(play.conversation)
+    elif ports.crash.executor_died:
+        if ports.lost_at is not None:
+            calls_before = ports.lost_at  # judged: what the model does after the lost call
+    elif turn.restart_at:
+        play.problems.append(f"turn {number}: the turn never reached its restart point ({turn.restart_at})")
+    return calls_before
+
+
+def _judge_played(play: _Playing, number: int, turn, shown_before: int, calls_before: int, steps_before: int,
+                  history_before: int) -> None:
+    """What the turn showed and called, judged against the scenario; side effects counted."""
+    ports = play.ports
+    shown = ports.shown[shown_before:]
+    displays = [m.text for m in shown if isinstance(m, p.Display)]
+    finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+    final = finals[-1] if finals else (displays[-1] if displays else "")
+    played = PlayedTurn(calls=ports.calls[calls_before:], displays=displays, final=final,
+                        steps=len(ports.stats) - steps_before,
+                        gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
+    play.problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
+    play.steps += played.steps
+    effects = turn_effects(play.registry, play.conversation.trajectory.messages()[history_before:], turn.calls, final)
+    play.unrequested += effects.unrequested
+    play.claimed_not_done += effects.claimed_not_done
+    play.problems += [f"turn {number}: side effect nobody asked for: {call}" for call in effects.unrequested]
+    if effects.claimed_not_done:
+        play.problems.append(f"turn {number}: final display {final[:60]!r} claims an action no call made")
+
+
+def _scenario_result(play: _Playing) -> tuple[ScenarioResult, int, list[RequestStats]]:
     invalid = sum(
-        1 for message in conversation.trajectory.messages()
+        1 for message in play.conversation.trajectory.messages()
         if message.role == "tool" and any(marker in message.content for marker in INVALID_MARKERS)
         and LOST_REASON not in message.content  # the call the scenario itself lost: not the model's fault
     )
-    result = ScenarioResult(id=scenario.id, lang=scenario.lang, passed=not problems, steps=steps,
+    ports, problems = play.ports, play.problems
+    result = ScenarioResult(id=play.scenario.id, lang=play.scenario.lang, passed=not problems, steps=play.steps,
                             calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems),
-                            unrequested_side_effects=unrequested, actions_claimed_not_done=claimed_not_done,
-                            turn_ms=turn_ms)
+                            unrequested_side_effects=play.unrequested, actions_claimed_not_done=play.claimed_not_done,
+                            turn_ms=play.turn_ms)
     return result, invalid, ports.stats
 
 

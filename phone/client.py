@@ -171,6 +171,11 @@ class PhoneClient:
         self.clock = clock
         self.tokens = tokens if tokens is not None else SessionTokens()
         self.codec = p.Codec(max_message_bytes)
+        self.max_undone = max_undone  # the latest this many are asked about again; older ones not
+        self._init_state(zmq_context)
+
+    def _init_state(self, zmq_context: zmq.Context | None) -> None:
+        """What the client tracks: sockets, lanes, the events in flight and its counters."""
         self._own_context = zmq_context is None
         self._context = zmq_context
         self._sock: AsyncSocket | None = None
@@ -191,7 +196,6 @@ class PhoneClient:
         self._undone: collections.OrderedDict[str, _Outgoing] = collections.OrderedDict()
         # events TurnDones covered lately: an ack may arrive after its TurnDone (one process)
         self._turn_done: collections.OrderedDict[str, None] = collections.OrderedDict()
-        self.max_undone = max_undone  # the latest this many are asked about again; older ones not
         self._handshakes = 0
         self.asked_again = 0  # events sent again after a reconnect
         self.refusal = ""  # why the last handshake failed, from the socket monitor

@@ -140,3 +140,30 @@ def test_the_check_finds_a_circle_and_a_wrong_way_arrow(tmp_path):
     graph = import_graph(tmp_path)
     assert cycles(graph) == [["core.a", "core.b"]]  # c -> d only while type checking: no circle
     assert wrong_way(graph) == ["protocol -> actors.x"]
+
+
+MAX_FUNCTION_LINES = 60  # the team's guide: a function longer than this is split into named pieces
+
+
+def long_functions(root: Path = REPO) -> list[str]:
+    """Every function or method of the code outside tests longer than MAX_FUNCTION_LINES, as
+    "path:line name (lines)"."""
+    found = []
+    for path in sorted(modules(root).values()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines})")
+    return found
+
+
+def test_no_function_outside_tests_is_over_sixty_lines():
+    assert long_functions() == []
+
+
+def test_the_check_finds_a_long_function(tmp_path):
+    (tmp_path / "core").mkdir()
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    (tmp_path / "core" / "long.py").write_text(f"def fits():\n{body}\n\ndef too_long():\n{body}    return 0\n")
+    assert long_functions(tmp_path) == [f"core/long.py:{MAX_FUNCTION_LINES + 3} too_long ({MAX_FUNCTION_LINES + 1})"]
