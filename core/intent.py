@@ -19,7 +19,7 @@ from typing import Literal
 
 import msgspec
 
-ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "change"]
+ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "change"]
 RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
 REFUSED = "not executed "  # how the result of a call the session refused starts
 
@@ -51,8 +51,8 @@ _TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "б�
                       "alarm", "wake me", "countdown")
 _SET_VERBS = _stems("постав", "установ", "заведи", "завед", "засеки", "напомн", "разбуд", "set ", "set a", "start",
                     "remind", "wake", "timer for", "таймер на")
-_CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "cancel",
-                       "delete", "remove", "stop", "clear", "turn off", "forget")
+_CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
+                       "прекрати", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget")
 _PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
                      "вруби", "play", "put on", "start", "turn on", "watch it now", "stream")
 _PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
@@ -62,11 +62,20 @@ _SHOW_PLACE = _stems("экран", "очк", "на очки", "текст", "scr
 _CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохрани", "удали", "отправ", "измени", "постав", "установ",
                        "сделай", "переведи", "конверт", "отмет", "add", "create", "save", "write", "delete", "send",
                        "set", "make", "change", "update", "convert", "mark", "remove", "book", "order", "put")
+# "tell me when Anna writes", "следи за сборкой": a watch or a monitor the user asks for
+_WATCH_VERBS = _stems("скажи, когда", "скажи когда", "скажи, если", "скажи если", "сообщи", "дай знать", "предупреди",
+                      "уведоми", "напиши мне, когда", "напиши мне когда", "следи", "отслеж", "мониторь", "наблюдай",
+                      "как только", "жди ", "tell me when", "tell me if", "let me know", "notify me", "alert me",
+                      "ping me", "watch", "monitor", "keep an eye", "as soon as", "wait for")
 _EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
                   "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
                   "describe")
 # "yes" to the assistant's own offer ("Включить?") asks for what was offered
 _YES = re.compile(r"^\s*(?:да|ага|давай|конечно|ок|окей|хорошо|угу|yes|yeah|yep|sure|ok|okay|please do|go ahead)\b")
+
+
+WATCH_TOOLS = frozenset({"channels_watch", "monitors_start"})  # they wake the session later: asked for in words
+TASK_CANCEL_TOOLS = frozenset({"channels_unwatch", "tasks_cancel"})
 
 
 def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind | None:
@@ -82,6 +91,10 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
         return "play" if action in ("", "play") else "playback"
     if tool == "show_text":
         return "show"
+    if tool in WATCH_TOOLS:
+        return "watch"
+    if tool in TASK_CANCEL_TOOLS:
+        return "task_cancel"
     return "change"
 
 
@@ -97,8 +110,10 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     if kind == "timer_set":
         return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
                     or _TIMER_WORDS.search(text) and _WHEN.search(text))
-    if kind == "timer_cancel":
+    if kind in ("timer_cancel", "task_cancel"):
         return bool(_CANCEL_VERBS.search(text))
+    if kind == "watch":
+        return bool(_WATCH_VERBS.search(text))
     if kind == "play":
         return bool(_PLAY_VERBS.search(text))
     if kind == "playback":

@@ -143,3 +143,23 @@ async def test_small_talk_answered_with_a_call_by_an_unconstrained_model_is_aske
         shown = await system.turn("s", "спасибо большое, ты очень помог")
         assert finals(shown)[-1] == "Рад помочь!"
         assert tool_results(await system.history("s")) == []
+
+
+def _watcher(messages):
+    """A model tempted by the world toolsets' catalog lines: any request sets a watch."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Хорошо."
+    return "TOOL_CALL: channels_watch|any; кино"
+
+
+async def test_a_watch_or_a_task_cancel_nobody_asked_for_is_not_made(tmp_path):
+    """channels_watch and monitors_start wake the session later, tasks_cancel stops work: each runs
+    only when the user's words ask for it ("скажи, когда…", "tell me when…", "отмени…")."""
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_watcher)) as system:
+        await system.turn("s", "включи Кин-дза-дза")
+        refused = tool_results(await system.history("s"))[-1]
+        assert refused["name"] == "channels_watch" and refused["content"].startswith("not executed (not_requested)")
+        await system.turn("s", "скажи, когда напишет Анна")
+        made = tool_results(await system.history("s"))[-1]
+        assert made["name"] == "channels_watch" and not made["content"].startswith("not executed")

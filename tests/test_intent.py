@@ -100,3 +100,16 @@ def test_small_talk_gets_no_tool(said, expected):
     from core.intent import small_talk
 
     assert small_talk(said) is expected
+
+
+@pytest.mark.parametrize("tool, said, asked", [
+    ("channels_watch", "включи Кин-дза-дза", False),
+    ("channels_watch", "скажи, когда напишет Анна", True),
+    ("channels_watch", "let me know when Bob writes", True),
+    ("monitors_start", "спасибо!", False),
+    ("monitors_start", "tell me when the build is done", True),
+    ("tasks_cancel", "как дела?", False),
+    ("tasks_cancel", "отмени загрузку", True),
+])
+def test_watches_and_task_cancels_need_words_that_ask_for_them(tool, said, asked):
+    assert (check_call(tool, {"id": "t1"}, read_only=False, said=said) is None) is asked

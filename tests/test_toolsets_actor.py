@@ -201,12 +201,13 @@ async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_throug
         system_prompt = "\n".join(m.content for m in backend.calls[-1] if m.role == "system")
         assert "toy — a toy: echo, wait, fail, long texts" in system_prompt and "toy_echo" not in system_prompt
         await say("call enable_toolset|toy")
-        assert await say("call toy_echo|hello toy") == "ok: echo: hello toy"
+        # (not "hello ...": a greeting is small talk, offered no tool - core.intent.small_talk)
+        assert await say("call toy_echo|the toy speaks") == "ok: echo: the toy speaks"
         assert "toy_echo|<text> — say a text back" in "\n".join(m.content for m in backend.calls[-1] if m.role == "system")
         assert await say("call toy_fail") == "ok: tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"
         history = await system.history("s1")
     assert [m["content"] for m in history if m["role"] == "tool"] == [
-        "echo: hello toy", "tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"]
+        "echo: the toy speaks", "tool error: tool toy_fail failed: RuntimeError: the toy broke; try again"]
 
 
 TOY_CONFIG = """
