@@ -184,33 +184,44 @@ def mark_done(conn: sqlite3.Connection, session: str, event_ids: Iterable[str]) 
                      [(session, event_id) for event_id in event_ids])
 
 
+def next_due(state: SessionState, ts: float) -> float | None:
+    """When a restart must bring the session back: its first timer, or at once for a running
+    monitor (to run it again); None: only when its phone speaks. Both backends store this."""
+    due = min((t.due for t in state.timers), default=None)
+    if due is None and any(m.state == "running" for m in state.world.monitors):
+        due = ts
+    return due
+
+
+def stored_session(session: str, head: tuple, entry_rows: Iterable[tuple], seen: list[str],
+                   open_events: list[bytes]) -> StoredSession:
+    """A session as read back by either backend: its row (phone key, last active, state), its
+    entries in order, the latest dedup ids (oldest first), the encoded events not yet answered."""
+    phone_key, last_active, state = head
+    entries = [Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
+                        event_ids=ids.split() if ids else [])
+               for role, name, content, call_id, call_state, tool, ids in entry_rows]
+    return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen,
+                         open_events=[_EVENT_DECODER.decode(blob) for blob in open_events],
+                         state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
+
+
 def save_state(conn: sqlite3.Connection, session: str, state: SessionState, ts: float) -> None:
-    next_due = min((t.due for t in state.timers), default=None)
-    if next_due is None and any(m.state == "running" for m in state.world.monitors):
-        next_due = ts  # a running monitor: a restart brings the session back at once to run it again
     _touch(conn, session, ts)
     conn.execute("UPDATE sessions SET state = ?, next_due = ? WHERE session = ?",
-                 (msgspec.msgpack.encode(state), next_due, session))
+                 (msgspec.msgpack.encode(state), next_due(state, ts), session))
 
 
 def load_session(conn: sqlite3.Connection, session: str) -> StoredSession | None:
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = ?", (session,)).fetchone()
     if row is None:
         return None
-    phone_key, last_active, state = row
-    entries = [
-        Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
-                 event_ids=ids.split() if ids else [])
-        for role, name, content, call_id, call_state, tool, ids in conn.execute(
-            "SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
-            "WHERE session = ? ORDER BY id", (session,))
-    ]
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
+                           "WHERE session = ? ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = ? ORDER BY rowid DESC LIMIT ?", (session, DEDUP_KEPT))][::-1]
-    open_events = [_EVENT_DECODER.decode(r[0]) for r in conn.execute(
-        "SELECT event FROM events WHERE session = ? AND done = 0 ORDER BY rowid", (session,))]
-    return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen, open_events=open_events,
-                         state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
+    open_events = [r[0] for r in conn.execute("SELECT event FROM events WHERE session = ? AND done = 0 ORDER BY rowid", (session,))]
+    return stored_session(session, row, entries, seen, open_events)
 
 
 def unfinished_sessions(conn: sqlite3.Connection) -> list[str]:

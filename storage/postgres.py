@@ -22,7 +22,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import protocol as p
 from core.trajectory import Recorded
-from storage.journal import DEDUP_KEPT, _EVENT, _EVENT_DECODER, _STATE_DECODER, JournalError, SearchHit, SessionState, StoredSession
+from storage.journal import (DEDUP_KEPT, _EVENT, JournalError, SearchHit, SessionState,
+                             StoredSession, next_due, stored_session)
 from storage.ownership import Owner, OwnershipStore, hash_token
 
 MIGRATION_LOCK = 0x706F7266  # pg_advisory_xact_lock key: one node migrates at a time
@@ -169,30 +170,22 @@ def mark_done(conn: psycopg.Connection, session: str, event_ids: Iterable[str]) 
 
 
 def save_state(conn: psycopg.Connection, session: str, state: SessionState, ts: float) -> None:
-    next_due = min((t.due for t in state.timers), default=None)
     _touch(conn, session, ts)
     conn.execute("UPDATE sessions SET state = %s, next_due = %s WHERE session = %s",
-                 (msgspec.msgpack.encode(state), next_due, session))
+                 (msgspec.msgpack.encode(state), next_due(state, ts), session))
 
 
 def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None:
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = %s", (session,)).fetchone()
     if row is None:
         return None
-    phone_key, last_active, state = row
-    entries = [
-        Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
-                 event_ids=ids.split() if ids else [])
-        for role, name, content, call_id, call_state, tool, ids in conn.execute(
-            "SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
-            "WHERE session = %s ORDER BY id", (session,))
-    ]
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
+                           "WHERE session = %s ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = %s ORDER BY seq DESC LIMIT %s", (session, DEDUP_KEPT))][::-1]
-    open_events = [_EVENT_DECODER.decode(r[0]) for r in conn.execute(
+    open_events = [bytes(r[0]) for r in conn.execute(
         "SELECT event FROM events WHERE session = %s AND NOT done ORDER BY seq", (session,))]
-    return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen, open_events=open_events,
-                         state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
+    return stored_session(session, row, entries, seen, open_events)
 
 
 def unfinished_sessions(conn: psycopg.Connection) -> list[str]:

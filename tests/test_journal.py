@@ -122,3 +122,19 @@ async def test_on_stored_calls_back_after_the_commit_or_with_the_error(tmp_path,
     nothing = j.NoJournal()
     nothing.on_stored(nothing.accept_event("s1", "", event), outcomes.append)
     assert outcomes[3:] == [None]
+
+
+def test_a_session_with_a_running_monitor_comes_back_at_a_restart_on_either_backend(store):
+    """A monitor must run again after a restart: its session is brought back with the unfinished
+    ones even with no timer and no event waiting (the PostgreSQL store once missed it)."""
+    from core.monitors import MonitorRow
+    from core.world import WorldState
+
+    conn = store.connect()
+    store.insert_event(conn, "m", "phone-1", p.Event(event_id="e1", kind="user_text", source="user", channel="speech"), 1.0)
+    store.mark_done(conn, "m", ["e1"])
+    store.save_state(conn, "m", j.SessionState(), 2.0)
+    assert "m" not in store.unfinished_sessions(conn)
+    running = WorldState(monitors=[MonitorRow(monitor_id="m1", name="build", condition="exit 0", started=2.0)])
+    store.save_state(conn, "m", j.SessionState(world=running), 3.0)
+    assert "m" in store.unfinished_sessions(conn)
