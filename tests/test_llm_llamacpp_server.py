@@ -25,7 +25,7 @@ PATTERN = [ChatMessage(role="user", content="TOOL_CALL: media_search|matrix\nTOO
 
 
 def _model_path() -> str:
-    from llm.packaged_models import resolve_model_path  # noqa: PLC0415 - only when the test runs
+    from llm.model_files import resolve_model_path  # noqa: PLC0415 - only when the test runs
 
     try:
         return str(resolve_model_path("", "gemma-3-270m-q4_k_m"))
