@@ -208,7 +208,7 @@ class Conversation:
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing",
+        "cut_by", "cut_events", "routing", "_ids_read",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -221,6 +221,7 @@ class Conversation:
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
         self.routing: deque[_Routing] = deque()  # accepted events not yet applied, in arrival order
+        self._ids_read: tuple = (None, 0, set())  # (trajectory, messages read, ids seen): _seen_ids
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
@@ -652,7 +653,15 @@ class Conversation:
         return "\n".join(lines)
 
     def _seen_ids(self) -> set[str]:
-        return {found for m in self.trajectory.messages() if m.role == "tool" for found in _SEEN_ID.findall(m.content)}
+        """Ids the results of this conversation showed. The history only grows (S9), so each
+        call reads only the messages added since the last (all again for another trajectory)."""
+        messages = self.trajectory.messages()
+        trajectory, scanned, seen = self._ids_read
+        if trajectory is not self.trajectory or scanned > len(messages):
+            scanned, seen = 0, set()
+        seen.update(found for m in messages[scanned:] if m.role == "tool" for found in _SEEN_ID.findall(m.content))
+        self._ids_read = (self.trajectory, len(messages), seen)
+        return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
         """For a constrained backend: media_info takes only an id the results showed (none

@@ -14,6 +14,7 @@ timer") asks for no action whatever verb it holds.
 """
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -144,6 +145,7 @@ _LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "
                  "число", "погод", "find", "search", "look", "time", "date", "weather", "check")
 
 
+@functools.lru_cache(maxsize=1024)  # asked at every step of a turn, with the same words
 def small_talk(said: str) -> bool:
     """Words that want a plain answer and no tool at all: small talk (`casual`) that asks no
     question and names no lookup ("спасибо!", "расскажи анекдот", "объясни, как работает таймер").
