@@ -13,6 +13,7 @@ import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+import tempfile
 
 SUPERUSER = "porfiry"
 DATABASE = "porfiry"
@@ -85,6 +86,7 @@ class PgServer:
         if user is not None:
             entry = pwd.getpwnam(user)
             os.chown(self.root, entry.pw_uid, entry.pw_gid)
+            _open_for_traversal(self.root)
             closed = [str(d) for d in self.root.resolve().parents if not os.stat(d).st_mode & 0o001]
             if closed:
                 raise PgServerError(f"PostgreSQL runs as user {user}, which cannot reach {self.root}: "
@@ -117,3 +119,15 @@ class PgServer:
         if done.returncode != 0:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise PgServerError(f"{what} failed ({done.returncode}): {done.stderr.strip()[-2000:]}\n{log}")
+
+
+def _open_for_traversal(root: Path) -> None:
+    """The runtime makes its folders private (umask 077), so PostgreSQL's own user could not
+    reach its directory under them: the folders on the way that this user owns inside the
+    repository or the temporary directory get o+x (pass through, never list)."""
+    mine = [Path(tempfile.gettempdir()).resolve(), Path(__file__).resolve().parent.parent]
+    for folder in root.resolve().parents:
+        info = os.stat(folder)
+        if (not info.st_mode & 0o001 and info.st_uid == os.getuid()
+                and any(folder != top and folder.is_relative_to(top) for top in mine)):
+            os.chmod(folder, info.st_mode | 0o001)

@@ -41,12 +41,19 @@ def refused(reply: str) -> bool:
     return reply.strip().startswith(CANNED_REFUSALS)
 
 
+# a call line the parser does not take ("TOOOL_CALL: say_hello", "FUNCTION_CALL: …"): written
+# where no tool was offered (small talk), it would reach the glasses as the answer
+_CALL_LIKE = re.compile(r"(?im)^\W*[a-z]+_?call\s*:")
+
+
 def echoed(reply: str, said: str) -> str:
-    """What `reply` merely repeats ("the user's words", "the tool list"), or "" for a real reply.
-    `said`: the user's last message as recorded (its "[User said]" label is ignored)."""
+    """What `reply` merely repeats ("the user's words", "the tool list", a call line), or "" for a
+    real reply. `said`: the user's last message as recorded (its "[User said]" label is ignored)."""
     text = reply.strip()
     if text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())):
         return "the tool list"
+    if _CALL_LIKE.search(text):
+        return "the form of a tool call, which is not an answer"
     words = _words(text)
     user = _LABEL.sub("", said.strip())
     if words and words == _words(user) and not small_talk(user):  # "Доброе утро!" back is an answer

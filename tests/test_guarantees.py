@@ -163,3 +163,18 @@ async def test_a_watch_or_a_task_cancel_nobody_asked_for_is_not_made(tmp_path):
         await system.turn("s", "скажи, когда напишет Анна")
         made = tool_results(await system.history("s"))[-1]
         assert made["name"] == "channels_watch" and not made["content"].startswith("not executed")
+
+
+def _misspeller(messages):
+    """The local model answering "привет" when offered no tool: a call line the parser does not take."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.content.startswith("[System notice]"):
+        return "Привет! Чем помочь?"
+    return "TOOOL_CALL: say_hello"
+
+
+async def test_a_call_line_the_parser_does_not_take_is_not_shown_as_the_answer(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_misspeller)) as system:
+        shown = await system.turn("s", "привет")
+        assert finals(shown)[-1] == "Привет! Чем помочь?"
+        assert not any("CALL" in text for text in finals(shown))
