@@ -43,7 +43,7 @@ def refused(reply: str) -> bool:
 
 # a call line the parser does not take ("TOOOL_CALL: say_hello", "FUNCTION_CALL: …"): written
 # where no tool was offered (small talk), it would reach the glasses as the answer
-_CALL_LIKE = re.compile(r"(?im)^\W*[a-z]+_?call\s*:")
+_CALL_LIKE = re.compile(r"(?im)^\W*(?:[a-z]+_call|to+l\s*call)\s*:")  # not "Recall:"
 
 
 def echoed(reply: str, said: str) -> str:
