@@ -83,6 +83,7 @@ class SessionConfig(_Section):
     enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
     progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
+    reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256

@@ -59,7 +59,10 @@ from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED,
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.tasks import names_a_task
-from core.timers import TimerTable
+from core.reflex import (Intent, Reference, Shown, details_answer, info_title, matching_timers, pick, play_answer,
+                         played_id, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
+                         time_answer, timer_answer, timers_cancelled, timers_listed)
+from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
 from core.trajectory import Trajectory
@@ -190,6 +193,7 @@ class _Turn:
     recipe: str = ""  # the recipe skill (not a toolset's own) this turn read and follows
     acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
     claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
+    withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)
 
 
 @dataclasses.dataclass
@@ -422,6 +426,8 @@ class Conversation:
         self.resumed_turn_start = None
         if not self._take_queue(consumed):
             return
+        if self.s.config.reflexes and await self._step_reflex(turn):
+            return  # carried out without the model (core.reflex)
         for _ in range(self.s.config.max_steps):
             self._take_queue(consumed)
             step = await self._step_prompt(turn)
@@ -471,9 +477,9 @@ class Conversation:
         plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn.start))
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
-        if turn.repeated:
+        if turn.repeated or turn.withheld:
             # a small model repeats a call whose result it already has: not twice in a row
-            tools = [tool for tool in tools if tool != turn.repeated]
+            tools = [tool for tool in tools if tool != turn.repeated and tool not in turn.withheld]
         # a skill read earlier in the conversation may be read again (its toolset expired or
         # was turned off, its body is far back); within one turn, once is enough
         readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
@@ -546,14 +552,17 @@ class Conversation:
         _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
         self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)
 
-    async def _step_call(self, turn: _Turn, parsed) -> None:
-        """A visible call: recorded, checked by the guards, run, its result recorded."""
+    async def _step_call(self, turn: _Turn, parsed, by_reflex: bool = False) -> str | None:
+        """A visible call: recorded, checked by the guards, run, its result recorded and
+        returned (None when a stop or an interrupt took it). A reflex's own call (core.reflex)
+        is the user's words carried out: the request guard has nothing to add to it."""
         call, turn_id = parsed.call, turn.turn_id
         call_id = _new_id()
         visible = parsed.text_before.strip()
         self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
         self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
-        refusal = self._guard(call.name, call.raw_args, turn.start, turn.recipe_tools if turn.recipe else [])
+        allowed = [call.name] if by_reflex else turn.recipe_tools if turn.recipe else []
+        refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
         line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
@@ -576,6 +585,7 @@ class Conversation:
             self.trajectory.record_result(call_id, result, skills_notice)
             self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
                                           "error" if "tool error" in result[:80] else "ok", result)
+        return result
 
     def _step_skill_read(self, turn: _Turn, call, result: str) -> None:
         """A skill read: not offered again this turn; a recipe's tools allowed; its toolset on."""
@@ -590,6 +600,130 @@ class Conversation:
             enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
             self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", skill, "invisible", enabled)
         turn.recipe_tools += [t for t in named if t not in turn.recipe_tools]
+
+    # ---- reflexes (core.reflex) -----------------------------------------------------------
+    async def _step_reflex(self, turn: _Turn) -> bool:
+        """A plain request (core.reflex) carried out by the session itself: its calls made and
+        recorded as the model's would be, the answer worded from their results. True when the
+        turn is answered; False when the model takes it, from whatever the reflex found."""
+        messages = self.trajectory.messages()[turn.start:]
+        if len(messages) != 1 or messages[0].role != "user":
+            return False  # a batch, a timer firing, a late result: the model reads it
+        intent = recognise(self._turn_words(turn.start))
+        if intent is None:
+            return False
+        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        if answer is None:
+            return False
+        self.trajectory.record_assistant(answer)
+        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
+        _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind)
+        return True
+
+    async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
+        """One call of a reflex through the ordinary call path (its toolset turned on first, as
+        reading its skill would); its result, or None when it did not run."""
+        if self.s.registry.spec(tool) is None:
+            return None  # not in this runtime's catalog: the model answers
+        toolset = self.s.registry.toolset_of(tool)
+        if toolset is not None and toolset not in self.activity.active():
+            enabled = self.activity.enable(toolset)
+            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", toolset, "invisible", enabled)
+        parsed = parse_reply(f"TOOL_CALL: {tool}|{args}")
+        if parsed.call is None:
+            return None
+        result = await self._step_call(turn, parsed, by_reflex=True)
+        return None if result is None or _failed(result) else result
+
+    async def _reflex_time_now(self, turn: _Turn, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "get_current_time", "")
+        return None if result is None else time_answer(result, intent.russian)
+
+    async def _reflex_time_elsewhere(self, turn: _Turn, intent: Intent) -> None:
+        """Another place's time: the user's own clock (get_current_time) is withheld this turn and
+        a read-only tool that tells places' time is asked about the place; the model words the
+        answer from its result (or, when it took another form of place, asks again)."""
+        registry = self.s.registry
+        tool = next((t.name for name in registry.toolset_names() for t in registry.toolset(name).tools
+                     if t.read_only and len(t.args) >= 1 and tells_place_time(t.summary)), "")
+        if tool:
+            turn.withheld.add("get_current_time")
+            await self._reflex_call(turn, tool, intent.subject)
+        return None
+
+    async def _reflex_timer_set(self, turn: _Turn, intent: Intent) -> str | None:
+        now = self.s.clock()
+        try:
+            due = parse_when(intent.when, now, self.s.tz)
+        except TimerError:
+            return None  # the model asks what was meant
+        before = len(self.timers)
+        text = intent.text or ("таймер" if intent.russian else "timer")
+        if await self._reflex_call(turn, "timers_set", f"{intent.when}; {text}") is None or len(self.timers) <= before:
+            return None
+        return timer_answer(intent, due - now, self._clock_time(due))
+
+    async def _reflex_timer_list(self, turn: _Turn, intent: Intent) -> str | None:
+        if await self._reflex_call(turn, "timers_list", "") is None:
+            return None
+        return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
+
+    async def _reflex_timer_cancel(self, turn: _Turn, intent: Intent) -> str | None:
+        pending = self.timers.pending()
+        chosen = pending if intent.all_timers or len(pending) <= 1 else matching_timers(intent.text, pending)
+        if not chosen and pending:
+            return None  # several timers and no word says which: the model asks
+        target = "all" if len(chosen) != 1 or len(pending) == 1 and intent.all_timers else chosen[0].timer_id
+        if await self._reflex_call(turn, "timers_cancel", target) is None:
+            return None
+        return timers_cancelled([t.text for t in chosen], intent.russian)
+
+    async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
+        if intent.reference is not None:
+            titles, last_id, known = self._shown_media()
+            media_id = refer(intent.reference, titles, last_id)
+            title = known.get(media_id)
+        else:
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
+            return None  # not plain which one, or it did not start: the model goes on from the results
+        return play_answer(intent, title, media_id)
+
+    async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "media_search", intent.subject)
+        titles = shown_titles(result) if result is not None else []
+        return search_answer(intent, titles, shown_total(result or "")) if titles else None
+
+    async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
+        titles, last_id, _known = self._shown_media()
+        media_id = refer(intent.reference or Reference(), titles, last_id)
+        result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
+        return None if result is None else details_answer(intent, result)  # None: the model reads the result
+
+    def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
+        """What the conversation showed of the catalog: the last search's titles, the title
+        talked about since (a details answer, a play; "" if none) and every title seen by id."""
+        titles: list[Shown] | None = None
+        last_id, known = "", {}
+        for message in reversed(self.trajectory.messages()):
+            if message.role == "tool" and message.name == "media_search":
+                found = shown_titles(message.content)
+                for title in found:
+                    known.setdefault(title.media_id, title)
+                titles = found if titles is None else titles
+            elif message.role == "tool" and message.name == "media_info":
+                title = info_title(message.content)
+                if title is not None:
+                    known.setdefault(title.media_id, title)
+                    last_id = last_id or (title.media_id if titles is None else "")
+            elif message.role == "assistant" and titles is None and not last_id:
+                last_id = played_id(message.content)
+        return titles or [], last_id, known
+
+    def _clock_time(self, epoch: float) -> str:
+        return dt.datetime.fromtimestamp(epoch, self.s.tz).strftime("%H:%M")
 
     def _used_toolset_tools(self, active: Iterable[str]) -> list[str]:
         """The tools of toolsets this conversation used that are off now (expired, turned off):
@@ -882,6 +1016,8 @@ class Conversation:
             messages += [p.ChatMessage(role="assistant", content=f"TOOL_CALL: {call.name}|{call.raw_args}"),
                          p.ChatMessage(role="tool", name=call.name, content=result)]
         answer = answer or PARALLEL_FALLBACK
+        if claimed_action(answer) is not None:  # it can run nothing that acts: a claim is made up
+            answer = NOT_DONE_TEXT["ru" if reply_language(event.content) == "Russian" else "en"]
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.open_events.discard(event.event_id)
