@@ -36,7 +36,7 @@ from core.conversation import Conversation, GenerationLost, ModelUnavailable, Se
 from core.observe import Observer
 from core.resume import resume
 from core.timers import Timer
-from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
+from core.toolsets import SessionToolset, ToolsetRegistry, failure_text, lost_text, repeatable
 from core.trajectory import Trajectory
 from protocol.tools import NOT_RUNNING
 from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
@@ -102,7 +102,7 @@ class SessionActor(Actor):
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
-            session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if r.runs == "session"},
+            session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
             clock=self.clock, router=router, on_timer_set=self.wake_timers,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
@@ -470,6 +470,13 @@ class SessionActor(Actor):
     def cancel_tool(self, session: str, call_id: str) -> None:
         self.tell(self._executor_of_call.get((session, call_id), "toolsets"), p.ToolCancel(call_id=call_id), session=session)
 
+    def show(self, session: str, text: str) -> None:
+        """A display of its own, outside any turn (a note for the user): no TurnDone comes to
+        carry it, so none is waited for."""
+        turn_id = f"note-{p.new_id()}"
+        self.send(session, p.Display(turn_id=turn_id, text=text, final=True))
+        self._finals.pop((session, turn_id), None)
+
     def send(self, session: str, body: p.Msg) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
@@ -778,7 +785,7 @@ class SessionActor(Actor):
         return conversation
 
     def _timers_changed(self, sid: str) -> None:
-        self._save_state(sid)
+        self.save_state(sid)
         self._schedule_timers(sid)
 
     def _schedule_timers(self, sid: str) -> None:
@@ -797,11 +804,11 @@ class SessionActor(Actor):
         """After a restart (core.resume): a turn the crash cut goes on (told of the restart only
         when a call was cut; its TurnDone covers the cut turn's events); accepted events that
         never reached the history are queued again. Timers due meanwhile fire from the wheel."""
-        resumed = resume(conversation, stored.entries, stored.open_events, self.clock())
-        if conversation.queue:
+        point = resume(conversation.trajectory, stored.entries, stored.open_events, self.clock())
+        if point.event is not None or point.waiting:
             self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
-                          sid, len(resumed.cut), len(resumed.waiting))
-            conversation._ensure_running()
+                          sid, len(point.cut), len(point.waiting))
+        conversation.resume_at(point)
         if len(conversation.timers):
             self._schedule_timers(sid)
             self.wake_timers()
@@ -811,10 +818,10 @@ class SessionActor(Actor):
         the session's skills knowledge is saved with it."""
         if body.event_ids:
             self.journal.events_done(sid, list(body.event_ids))
-        self._save_state(sid)
+        self.save_state(sid)
         return body
 
-    def _save_state(self, sid: str) -> None:
+    def save_state(self, sid: str) -> None:
         conversation = self.sessions.get(sid)
         if conversation is None:
             return

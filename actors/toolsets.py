@@ -33,8 +33,8 @@ from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import executor_of
 from core.config import Config
 from core.progress import REPORTER
-from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
-                           failure_text, not_kept_text)
+from core.toolsets import (PAGE_ARG, Executor, ExecutorToolset, KeptResults, Toolset, ToolResult, ToolsetRegistry,
+                           cap_result, failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -60,12 +60,12 @@ class ToolsetExecutor(Actor):
         return [record for record in records if executor_of(record.spec.name) == self.name]
 
     def runs_here(self, record: Toolset) -> bool:
-        return record.runs == "executor" and executor_of(record.spec.name) == self.name
+        return isinstance(record, ExecutorToolset) and executor_of(record.spec.name) == self.name
 
     async def on_start(self) -> None:
         for record in self.records:
             if self.runs_here(record):
-                self.executors[record.spec.name] = record.handler(self)
+                self.executors[record.spec.name] = record.factory(self)
         self._rebuild()  # a bad built-in catalog raises here: start-up fails
         for name, executor in self.executors.items():
             self.spawn(executor.start, name=f"start-{name}")  # calls are served meanwhile

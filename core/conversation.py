@@ -36,6 +36,7 @@ import time
 import zoneinfo
 from collections import OrderedDict, deque
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import anyio
@@ -43,14 +44,14 @@ import anyio
 import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED, ToolsetActivity
-from core.resume import RESUME_KIND
+from core.resume import RESUME_KIND, ResumePoint
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
-from core.observe import Observer, strategy_name
+from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
     BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
-    ToolRuns, late_event,
+    ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
@@ -64,8 +65,9 @@ from core.reflex import (Intent, Reference, Shown, details_answer, info_title, m
                          time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import Toolset, ToolsetRegistry, error_result, failure_text
+from core.toolsets import SessionContext, SessionToolset, ToolsetRegistry, error_result, failure_text
 from core.trajectory import Trajectory
+from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
 
@@ -116,12 +118,12 @@ class SessionSettings:
     def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
                  config, clock: Callable[[], float] = time.time, router=None,
                  on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
-                 session_toolsets: Mapping[str, Toolset] | None = None):
+                 session_toolsets: Mapping[str, SessionToolset] | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
         if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
             from core.loading import load_toolsets
 
-            session_toolsets = {r.spec.name: r for r in load_toolsets() if r.runs == "session"}
+            session_toolsets = {r.spec.name: r for r in load_toolsets() if isinstance(r, SessionToolset)}
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
         self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports
@@ -134,6 +136,7 @@ class SessionSettings:
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
         self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
         self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
+        self.world: WorldPort | None = None  # the world around sessions, for the session toolsets (actors/world.py)
         self.admission = TurnAdmission(  # where a turn waits for its start (core/admission.py)
             target_s=config.admission_delay_ms / 1000, min_turns=config.admission_min_turns,
             max_turns=config.admission_max_turns, paths=SESSION_PATHS)
@@ -299,7 +302,7 @@ class Conversation:
             return
         self.queue.append(event)
         # "cancel 3f2a9c" while idle names one background task: tasks_cancel stops it, not all
-        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self)
+        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self.runs.in_background())
         if strategy == "cancel" and (self.running or len(self.runs)) and not one_task:
             self._cancel()  # "stop" also stops what runs in the background
         elif self.running and strategy == "interrupt":
@@ -359,6 +362,22 @@ class Conversation:
             self.cut_events[event_id] = outcome
         while len(self.cut_events) > DEDUP_WINDOW:
             self.cut_events.popitem(last=False)
+
+    def resume_at(self, point: ResumePoint) -> None:
+        """After a restart (core.resume): the calls the crash cut answered, the cut turn and the
+        waiting events queued, the loop started if there is anything to do."""
+        for call_id in point.cut_calls:
+            self.trajectory.record_cut(call_id)
+        for call_id, text in point.late_results:
+            self.trajectory.record_late_result(call_id, text)
+        if point.event is not None:
+            self.queue.append(point.event)
+            self.resumed_turn_start = point.turn_start
+            self.resuming = (point.event.event_id, list(point.cut))
+        self.open_events.update(point.cut)
+        self.open_events.update(e.event_id for e in point.waiting)
+        self.queue.extend(point.waiting)
+        self._ensure_running()
 
     def finished(self, event_id: str) -> bool:
         """Accepted and covered by a TurnDone: none for it is still to come."""
@@ -935,11 +954,23 @@ class Conversation:
             self.submit(late_event(run, text, self.s.clock()))
 
     def _run_here(self, tool: str, toolset: str, args: dict[str, str]) -> str:
-        """A tool of a toolset that runs in the session (its record's handler, on this session)."""
+        """A tool of a toolset that runs in the session: its record's handler, given what it may
+        use of this session (a SessionContext)."""
         record = self.s.session_toolsets.get(toolset)
         if record is None:
             return error_result(failure_text(tool, f"toolset {toolset} is not installed in this runtime"))
-        return record.handler(self, tool, args)
+        context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
+                                 tell_user=partial(self.s.ports.send, self.sid),
+                                 background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
+                                 world=self.s.world)
+        return record.handler(context, tool, args)
+
+    def _cancel_task(self, run: ToolRun) -> None:
+        """tasks_cancel: one background call stops, the others run on; its result says so (E3's wording)."""
+        run.state = CANCELLED
+        self.s.ports.cancel_tool(self.sid, run.call_id)
+        if self.trajectory.call_state(run.call_id) == "placeholder":
+            self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
 
     async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> str:
         args = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
@@ -1041,6 +1072,18 @@ class Conversation:
         return outcome.text if outcome.ok else error_result(outcome.text)
 
     # ---- inspection -----------------------------------------------------------------------
+    def view(self) -> ConversationView:
+        """Its state now, as a value (core.observe)."""
+        skills = self._skills  # the index this session last saw, not a fresh ask
+        return ConversationView(
+            now=self.s.clock(), busy=self.running, queue=tuple(self.queue), toolset_deadlines=self.activity.deadlines(),
+            running_tools=tuple(tool for _, tool in self.trajectory.pending_calls()),
+            timers=tuple((t.timer_id, t.due, t.text) for t in self.timers.pending()),
+            skills_version=skills.version if skills is not None else "")
+
+    def knows_tool(self, tool: str) -> bool:
+        return self.s.registry.is_core(tool) or self.s.registry.spec(tool) is not None
+
     def info(self) -> p.SessionInfo:
         return p.SessionInfo(
             exists=True, history=self.trajectory.as_dicts(), active_toolsets=self.activity.deadlines(),

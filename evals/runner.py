@@ -285,8 +285,7 @@ def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], sav
     conversation.seen.update(dict.fromkeys(saved.seen))
     conversation.timers.restore(*saved.timers)
     conversation.tracker.restore(*saved.skills)
-    resume(conversation, entries, open_events, now)
-    conversation._ensure_running()
+    conversation.resume_at(resume(conversation.trajectory, entries, open_events, now))
     return conversation
 
 

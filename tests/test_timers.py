@@ -4,7 +4,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from core.timers import TimerError, TimerTable, parse_duration, parse_when
-from toolsets.timers import TIMERS_TOOLSET, run_timer_tool
+from core.toolsets import SessionContext
+from toolsets.timers import TIMERS_TOOLSET, TOOLSET, run_timer_tool
 
 UTC = timezone.utc
 MSK = timezone(timedelta(hours=3))
@@ -112,6 +113,16 @@ def test_timer_toolset_spec_is_prefixed_and_terse():
     assert all(t.name.startswith("timers_") and "\n" not in t.summary for t in TIMERS_TOOLSET.tools)
     set_args = {a.name: a.required for a in TIMERS_TOOLSET.tools[0].args}
     assert set_args == {"when": True, "text": True, "every": False}
+
+
+def test_the_timers_toolset_sets_the_sessions_timer_and_wakes_the_wheel(manual_clock):
+    """Its handler gets the session's timers and the wheel's wake-up, no more (a SessionContext)."""
+    table, woken = TimerTable(clock=manual_clock), []
+    context = SessionContext(sid="s", timers=table, timer_set=lambda: woken.append(1), tell_user=lambda body: None,
+                             background=(), cancel_task=lambda run: None, world=None)
+    assert TOOLSET.handler(context, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
+    assert [t.text for t in table.pending()] == ["tea"] and woken == [1]
+    assert "t1" in TOOLSET.handler(context, "timers_list", {}) and woken == [1]
 
 
 def test_run_timer_tool_never_raises(manual_clock):
