@@ -1,41 +1,43 @@
 """Typo-tolerant title matching for the media catalog: "матрца" finds "Матрица".
 
 A title matches when some run of its words (one word fewer to one more than the query has)
-scores at least `MIN_RATIO` against the query with difflib's `SequenceMatcher.ratio()`. The
-answers are those of comparing the query with every window of every title; the work is not:
+scores at least `MIN_RATIO` against the query with rapidfuzz's `fuzz.ratio`: the normalized
+Indel similarity, 2 * (longest common subsequence) / (both lengths), so a dropped, doubled or
+swapped letter costs one or two of the sum.
 
-- titles sharing too few letter pairs with the query are never looked at: an inverted index
-  (letter pair -> titles) counts the shared pairs in C instead of a set intersection per title;
-- each title's windows for a query length are computed once and kept, duplicates removed
-  (a two-word title's windows for a three-word query were the same string three times);
-- cheap upper bounds of the ratio run before difflib's quadratic `ratio()`, which only a few
-  windows a search reach: the lengths (difflib's `real_quick_ratio`), the window's letters that
-  occur in the query at all (one `str.translate` in C), then the letters in common
-  (`quick_ratio`, from counts made once per window).
+The work per query is one `rapidfuzz.process.extract` over the catalog's distinct windows, in C++:
+
+- the windows for a query's word count are built once and kept, each distinct text once with
+  the titles it comes from (one word such as "the" or "2" is shared by many titles);
+- they are kept sorted by length, and only those whose length allows `MIN_RATIO` at all
+  (`2 * min / sum`, difflib's `real_quick_ratio` bound) are handed to rapidfuzz.
 
 Why it matters: the search runs on the toolset executor's event loop (`ready_now()`), so its
 cost is every session's latency there, and it grows with the catalog (a user's may hold
-thousands of titles); the answers are the same as difflib over every window would give.
+thousands of titles). `python -m tools.fuzzy_compare` plays this matcher against the difflib
+one it replaced (docs/performance.md).
 """
 from __future__ import annotations
 
-import difflib
-from collections import Counter
+import bisect
+import math
 from collections.abc import Sequence
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
+
+from rapidfuzz import fuzz, process
 
 MIN_RATIO = 0.75
 MIN_QUERY_CHARS = 4
-MIN_BIGRAM_SHARE = 0.5
 
 T = TypeVar("T")
 
-_Window = tuple[str, int, dict[str, int]]  # text, length, letter counts
 
+class _Windows(NamedTuple):
+    """The distinct windows for one query word count, shortest first."""
 
-def bigrams(text: str) -> set[str]:
-    """Letter pairs within words: the pre-filter's unit."""
-    return {text[i:i + 2] for i in range(len(text) - 1) if " " not in text[i:i + 2]}
+    texts: list[str]
+    owners: list[tuple[int, ...]]  # positions of the titles each text comes from
+    lengths: list[int]
 
 
 class FuzzyIndex(Generic[T]):
@@ -43,72 +45,45 @@ class FuzzyIndex(Generic[T]):
 
     def __init__(self, entries: Sequence[tuple[T, Sequence[str]]]):
         self._items = [item for item, _ in entries]
-        self._names = [tuple(names) for _, names in entries]
-        postings: dict[str, list[int]] = {}
-        for position, names in enumerate(self._names):
-            for gram in {g for name in names for g in bigrams(name)}:
-                postings.setdefault(gram, []).append(position)
-        self._postings = postings
-        self._alphabet = frozenset(letter for names in self._names for name in names for letter in name)
-        self._longest = [max((len(name.split()) for name in names), default=0) for names in self._names]
-        self._windows: dict[tuple[int, int], tuple[_Window, ...]] = {}
+        self._names = [tuple(name.split() for name in names) for _, names in entries]
+        # From one word more than the longest name on, every window is a whole name: one entry.
+        self._widest = max((len(words) for names in self._names for words in names), default=0) + 1
+        self._windows: dict[int, _Windows] = {}
 
     def match(self, core: str) -> list[tuple[T, float]]:
         """(item, best ratio) for every item with a window at `MIN_RATIO` or above, in index order."""
         if len(core.replace(" ", "")) < MIN_QUERY_CHARS:
             return []
-        n = len(core.split())
-        query_grams = bigrams(core)
-        # A typo in a short word spoils most of its pairs ("шрэк"/"шрек" share one), so ask less there.
-        needed = 1 if len(core) <= 5 else len(query_grams) * MIN_BIGRAM_SHARE
-        if needed > 0:
-            shared = Counter()
-            for gram in query_grams:
-                shared.update(self._postings.get(gram, ()))
-            candidates = sorted(position for position, count in shared.items() if count >= needed)
-        else:
-            candidates = range(len(self._items))
-        query_length = len(core)
-        query_counts = dict.fromkeys(self._alphabet, 0) | Counter(core)
-        # Deleting the letters the query lacks leaves an upper bound of the letters in common, in C.
-        foreign = {ord(letter): None for letter in self._alphabet if not query_counts[letter]}
-        matcher = difflib.SequenceMatcher(autojunk=False)
-        matcher.set_seq2(core)
-        found = []
-        for position in candidates:
-            best = 0.0
-            for window, length, counts in self._windows_of(position, n):
-                total = length + query_length
-                # real_quick_ratio() and quick_ratio() of difflib, from what is already counted
-                if 2.0 * min(length, query_length) / total < MIN_RATIO:
-                    continue
-                if 2.0 * len(window.translate(foreign)) / total < MIN_RATIO:
-                    continue
-                common = sum(min(count, query_counts[letter]) for letter, count in counts.items())
-                if 2.0 * common / total < MIN_RATIO:
-                    continue
-                matcher.set_seq1(window)
-                best = max(best, matcher.ratio())
-            if best >= MIN_RATIO:
-                found.append((self._items[position], best))
-        return found
+        windows = self._windows_for(min(len(core.split()), self._widest))
+        length = len(core)
+        # A slice a little wider than the bound: rapidfuzz's own cutoff is the exact test.
+        low = bisect.bisect_left(windows.lengths, math.floor(length * MIN_RATIO / (2 - MIN_RATIO)))
+        high = bisect.bisect_right(windows.lengths, math.ceil(length * (2 - MIN_RATIO) / MIN_RATIO))
+        best: dict[int, float] = {}
+        for _, score, index in process.extract(core, windows.texts[low:high], scorer=fuzz.ratio,
+                                               score_cutoff=MIN_RATIO * 100, limit=None):
+            for position in windows.owners[low + index]:
+                if score > best.get(position, 0.0):
+                    best[position] = score
+        return [(self._items[position], best[position] / 100) for position in sorted(best)]
 
-    def _windows_of(self, position: int, n: int) -> tuple[_Window, ...]:
-        # Beyond one word more than the title's longest name every window size is cut to the whole
-        # name, so longer queries share one entry: the cache is bounded by titles x name lengths.
-        n = min(n, self._longest[position] + 1)
-        key = (position, n)
-        windows = self._windows.get(key)
+    def _windows_for(self, n: int) -> _Windows:
+        windows = self._windows.get(n)
         if windows is None:
-            texts = dict.fromkeys(w for name in self._names[position] for w in _windows(name.split(), n))
-            windows = self._windows[key] = tuple((w, len(w), dict(Counter(w))) for w in texts)
+            owners: dict[str, set[int]] = {}
+            for position, names in enumerate(self._names):
+                for words in names:
+                    for text in _windows(words, n):
+                        owners.setdefault(text, set()).add(position)
+            texts = sorted(owners, key=len)
+            windows = self._windows[n] = _Windows(texts, [tuple(sorted(owners[text])) for text in texts],
+                                                  [len(text) for text in texts])
         return windows
 
 
-def _windows(name_words: list[str], n: int):
+def _windows(name_words: Sequence[str], n: int):
     """Runs of n-1..n+1 consecutive title words (the query may be a part of a longer title)."""
     for size in {max(1, n - 1), n, n + 1}:
-        if size > len(name_words):
-            size = len(name_words)
+        size = min(size, len(name_words))
         for start in range(0, len(name_words) - size + 1):
             yield " ".join(name_words[start:start + size])
