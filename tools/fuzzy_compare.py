@@ -12,7 +12,8 @@ of the catalog's typo pass: the same top title, the same set) and on what the us
 (`EmbeddedCatalog.search`: the same first title, the same first page); whether each found the
 expected title (the tests' assertions, the typo's source) on the first page; and the time per
 `match()` (each query timed `--rounds` times, alternating the matchers, the fastest kept; p50,
-p95 and mean over the queries).
+p95 and mean over the queries). `--extra N` times both on the shipped titles plus N made up of
+their words (a user's bigger catalog); the answers are still judged on the shipped ones.
 
 A matcher is `module:Class` (importable, e.g. `toolsets.media.fuzzy:FuzzyIndex`, the default
 `--new`) or `git:REV`: the `FuzzyIndex` of `toolsets/media/fuzzy.py` at that commit, read with
