@@ -60,8 +60,8 @@ from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED,
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core.tasks import names_a_task
-from core.reflex import (Intent, Reference, Shown, details_answer, info_title, matching_timers, pick, play_answer,
-                         played_id, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
+from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers, pick, play_answer,
+                         played_id, playback_answer, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
                          time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
@@ -709,6 +709,14 @@ class Conversation:
         if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
             return None  # not plain which one, or it did not start: the model goes on from the results
         return play_answer(intent, title, media_id)
+
+    async def _reflex_playback(self, turn: _Turn, intent: Intent) -> str | None:
+        """Pause, resume or stop what the conversation last played."""
+        media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
+                         for found in [controlled_id(m.content)] if found), "")
+        if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
+            return None
+        return playback_answer(intent, self._shown_media()[2].get(media_id))
 
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "media_search", intent.subject)

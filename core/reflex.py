@@ -25,7 +25,8 @@ import msgspec
 
 from core.intent import casual
 
-ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "search", "details"]
+ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
+                     "search", "details"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -44,6 +45,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     text: str = ""
     detail: Detail | None = None
     all_timers: bool = False
+    action: Literal["pause", "resume", "stop", ""] = ""
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,7 +155,7 @@ def recognise(said: str) -> Intent | None:
     raw = " ".join(said.casefold().replace("ё", "е").split())
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
-    for recognise_kind in (_timer_intent, _time_intent, _details_intent, _play_intent, _search_intent):
+    for recognise_kind in (_timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
             return intent
@@ -241,6 +243,24 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         if named:
             return None  # "how long is the Matrix?" names a title: the model searches it
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
+    return None
+
+
+_WHAT_PLAYS = r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|the\s+movie|the\s+film|playback|the\s+show|please|пожалуйста))*"
+_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:поставь\s+на\s+паузу|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + r"[\s.!]*$")),
+             ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|сними\s+с\s+паузы|сними\s+паузу|сними\s+его\s+с\s+паузы|сними\s+ее\s+с\s+паузы|"
+                                   r"resume|unpause|continue(?:\s+playing)?)" + _WHAT_PLAYS + r"[\s.!]*$")),
+             ("stop", re.compile(_LEAD + r"(?:выключи|останови|stop|turn\s+off)" + _WHAT_PLAYS
+                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback))[\s.!]*$")))
+
+
+def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
+    router's: it stops the turn)."""
+    text = raw.strip(" .!?")
+    for action, pattern in _PLAYBACK:
+        if pattern.match(text):
+            return Intent(kind="playback", russian=russian, action=action)
     return None
 
 
@@ -477,6 +497,22 @@ def played_id(assistant_line: str) -> str:
     """The id an assistant's media_play call named (a play, not a pause); "" for any other line."""
     found = _PLAYED.search(assistant_line)
     return found.group(1) if found else ""
+
+
+_PLAYING = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)")
+
+
+def controlled_id(assistant_line: str) -> str:
+    """The id any media_play call named (a play or a pause); "" for any other line."""
+    found = _PLAYING.search(assistant_line)
+    return found.group(1) if found else ""
+
+
+def playback_answer(intent: Intent, title: Shown | None) -> str:
+    name = f" «{title.names[0]}»" if title is not None else ""
+    words = {"pause": ("Пауза", "Paused"), "resume": ("Продолжаю", "Resuming"), "stop": ("Остановил", "Stopped")}
+    ru, en = words[intent.action or "pause"]
+    return f"{ru}{name}." if intent.russian else f"{en}{name}."
 
 
 def info_title(result: str) -> Shown | None:

@@ -156,7 +156,7 @@ class Timer:
         """The timer event for the session queue (E1); the id is stable per firing (dedupe). One
         that fires well after its time (the runtime was down) says so."""
         late = fired_at - self.due > LATE_AFTER_S
-        context = f"late: it was due at {format_time(self.due, tz)}; the runtime was down then" if late else ""
+        context = f"late: it was due at {spoken_moment(self.due, fired_at, tz)}; the runtime was down then" if late else ""
         return Event(event_id=f"timer-{self.timer_id}-{int(self.due)}", kind="timer", source="timers",
                      channel="timer", content=self.text, context=context, ts=fired_at,
                      data={"timer_id": self.timer_id, "due": str(self.due)})

@@ -212,3 +212,22 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
         assert [r["name"] for r in results] == ["worldclock_time_now"]
         assert "new york: Saturday, 14 March, 11:00" in answer
         assert backend.offered and all("get_current_time" not in tools for tools in backend.offered)
+
+
+@pytest.mark.parametrize("said, action", [("поставь на паузу", "pause"), ("Pause it", "pause"),
+                                          ("сними с паузы", "resume"), ("continue playing", "resume"),
+                                          ("выключи фильм", "stop"), ("stop the movie", "stop")])
+def test_control_of_what_plays(said, action):
+    intent = recognise(said)
+    assert intent.kind == "playback" and intent.action == action
+
+
+async def test_pause_controls_what_was_played(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "включи Матрицу")
+        paused = finals(await system.turn("s", "поставь на паузу"))[-1]
+        history = await system.history("s")
+        calls = [m["content"] for m in history if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: media_play|matrix-1999; action=pause"
+        assert paused == "Пауза «Матрица»." and not backend.calls
