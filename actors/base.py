@@ -23,6 +23,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import anyio
 import anyio.abc
+import msgspec
 import zmq
 
 import protocol as p
@@ -32,6 +33,7 @@ from actors.topology import Topology
 from transport import bus
 from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
+from core import tracing
 from core.config import Config
 from core.ratelog import RateLimitedLog
 
@@ -261,6 +263,8 @@ class Endpoint:
     def resend(self, target: str, request_id: str, body: p.Msg, *, session: str = "") -> None:
         """Send `body` under an open request's id: its replies come on the same stream."""
         envelope = p.Envelope(body=body, id=request_id, sender=self.name, session=session)
+        if tracing.ON:
+            envelope.trace = tracing.tracer.traceparent() or msgspec.UNSET
         self._link(target).send_nowait([self.codec.encode(envelope)])
 
     def post_reply(self, request_id: str, body: p.Msg, sender: str) -> bool:
@@ -276,8 +280,11 @@ class Endpoint:
         return True
 
     async def _request(self, target: str, body: p.Msg, session: str, buffer: int) -> tuple[Channel[p.Envelope], str]:
-        """Send a request; its replies go to the returned channel until `_pending` forgets it."""
+        """Send a request; its replies go to the returned channel until `_pending` forgets it.
+        Made inside a span (core/tracing.py), it carries that span's traceparent."""
         envelope = p.Envelope(body=body, sender=self.name, session=session)
+        if tracing.ON:
+            envelope.trace = tracing.tracer.traceparent() or msgspec.UNSET
         payload = self.codec.encode(envelope)
         if len(payload) > self.codec.max_bytes:
             raise MessageTooLarge(f"{type(body).__name__} of {len(payload)} bytes exceeds protocol.max_message_bytes ({self.codec.max_bytes})")
@@ -384,6 +391,7 @@ class Actor(Endpoint):
 
     async def run(self, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
         self.started_at = time.time()
+        tracing.configure(self.config.tracing, self.name)  # once per process: its first actor names it
         async with self.running():
             self._inbox = AsyncSocket(self.inbox_socket(), deliver=self._deliver_inbound, deliver_wait=self._deliver_inbound_wait)
             self.spawn(self._inbox.run, name=f"{self.name}-inbox")

@@ -31,6 +31,7 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import executor_of
+from core import tracing
 from core.config import Config
 from core.progress import REPORTER
 from core.toolsets import (PAGE_ARG, Executor, ExecutorToolset, KeptResults, Toolset, ToolResult, ToolsetRegistry,
@@ -119,11 +120,13 @@ class ToolsetExecutor(Actor):
     async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
         result = ToolResult(False, CANCELLED)
         REPORTER.set(lambda text: self._progress(msg.session, call.call_id, text))  # this task's own context
-        try:
-            with scope:
-                result = await self._execute(call, msg.session)
-        finally:
-            self._running.pop((msg.session, call.call_id), None)
+        with tracing.tracer.serve("tool.execute", msg.env.trace, call.tool) as traced:
+            try:
+                with scope:
+                    result = await self._execute(call, msg.session)
+            finally:
+                self._running.pop((msg.session, call.call_id), None)
+            traced.outcome("cancelled" if scope.cancelled_caught else "ok" if result.ok else "error")
         msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
 
     def _progress(self, session: str, call_id: str, text: str) -> None:

@@ -59,6 +59,7 @@ from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
+from core import tracing
 from core.tasks import names_a_task
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers, pick, play_answer,
                          played_id, playback_answer, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
@@ -334,6 +335,7 @@ class Conversation:
             consumed: list[str] = []
             self._model_calls = 0
             self.cut_by = "done"
+            traced = tracing.tracer.turn(self.sid, turn_id)  # current in this task until it ends
             with anyio.CancelScope() as scope:
                 self._step_scope = scope
                 self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
@@ -351,6 +353,7 @@ class Conversation:
                 outcome = self.cut_by if self.cut_by != "done" else "cancelled"
             self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls,
                                                    outcome=outcome))
+            traced.end(outcome, self._model_calls)
             if outcome != "done":
                 self._remember_cut(consumed, outcome)
             self.open_events.difference_update(consumed)
@@ -585,7 +588,9 @@ class Conversation:
         line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
-        result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
+        with tracing.tracer.tool_call(call.name, call_id) as traced:
+            result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
+            traced.outcome("refused" if refusal else "background" if not result else "error" if _failed(result) else "ok")
         done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
         if done:
             turn.acted.add(done)
@@ -871,8 +876,9 @@ class Conversation:
 
     async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
                         choices: dict[str, list[str]] | None = None) -> str:
-        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed:
-            text = await self._stream(turn_id, messages, tools, choices, observed)
+        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed, \
+                tracing.tracer.model_call(self._model_calls) as traced:
+            text = await self._stream(turn_id, messages, tools, choices, traced.watching(observed))
         return text
 
     async def _stream(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
@@ -1030,6 +1036,7 @@ class Conversation:
         read-only tools of active toolsets), runs them as the main loop does, and never shows
         or records a TOOL_CALL line as the answer."""
         turn_id = _new_id()
+        traced = tracing.tracer.turn(self.sid, turn_id, parallel=True)
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         tools = parallel_tools(self.s.registry, self.activity.active())
         system = parallel_prompt(self.s.registry, tools)
@@ -1060,6 +1067,7 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.open_events.discard(event.event_id)
+        traced.end("done", model_calls)
         self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
 
