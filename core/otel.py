@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -22,9 +22,6 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from core.config import TracingConfig
-
-if TYPE_CHECKING:
-    from core.tracing import SpanOutcome
 
 TRACES_PATH = "/v1/traces"
 _NO_PARENT = otel_context.Context()  # a turn begins a trace of its own, whichever task started it
@@ -70,7 +67,7 @@ class _Span:
                 self.outcome("cancelled")
         self.close()
 
-    def outcome(self, outcome: "SpanOutcome") -> None:
+    def outcome(self, outcome: str) -> None:
         self.span.set_attribute("porfiry.outcome", outcome)
         if outcome == "error":
             self.span.set_status(Status(StatusCode.ERROR))
