@@ -76,7 +76,7 @@ class World:
         self.sessions.pop(sid, None)
 
     def _save(self, sid: str) -> None:
-        self.actor._save_state(sid)
+        self.actor.store.save_state(sid)
 
     # ---- events in --------------------------------------------------------------------------
     def incoming(self, sid: str, event: p.Event) -> p.Event | None:
