@@ -68,7 +68,7 @@ class Shown(msgspec.Struct, frozen=True):
 _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|ок|окей|привет|эй|"
          r"please|now|ok|okay|so|hey|hi|then|and|could you|can you|would you|will you)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
-                   r"play|put on|start playing|start)[\s,]+(?P<rest>.+)$")
+                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+for|search|look\s+for|look\s+up|"
@@ -286,7 +286,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
-    if not subject:
+    if len(subject) < 2:
         return None
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
     if re.search(r"[^\W\d_]", around):
