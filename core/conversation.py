@@ -729,8 +729,13 @@ class Conversation:
         return search_answer(intent, titles, shown_total(result or "")) if titles else None
 
     async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
-        titles, last_id, _known = self._shown_media()
-        media_id = refer(intent.reference or Reference(), titles, last_id)
+        if intent.subject:  # a title named: searched, and asked about when it is plainly one result
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        else:
+            titles, last_id, _known = self._shown_media()
+            media_id = refer(intent.reference or Reference(), titles, last_id)
         result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
         return None if result is None else details_answer(intent, result)  # None: the model reads the result
 

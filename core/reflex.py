@@ -118,7 +118,9 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
 # words around a title that are not the title
 _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
                      r"сериала|мультфильм|мультик|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
-                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some)(?=\s|$)")
+                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|"
+                     # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
+                     r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре))(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
                       r"that\s+one|him|her|the\s+one)$")
 _ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
@@ -228,6 +230,11 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
     from and so then how long last lasts take takes who what which did by make made in its""".split())
 
 
+# the words of a details question around a title: "кто снял <title>", "how long is <title>"
+_DETAIL_GLUE = frozenset("""а и ну так the is was does did of in by у в фильм фильма фильме сериал сериала кино movie
+    film series show""".split())
+
+
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _TIMER_WORD.search(raw):
         return None
@@ -240,8 +247,11 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         reference = _reference(rest)
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and not _YEAR.fullmatch(w)
                  and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
-        if named:
-            return None  # "how long is the Matrix?" names a title: the model searches it
+        if named:  # "кто снял Служебный роман?": that title, searched first
+            subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
+            if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
+                return None
+            return Intent(kind="details", russian=russian, detail=detail, subject=subject)
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
 

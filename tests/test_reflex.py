@@ -31,7 +31,7 @@ def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text)
 @pytest.mark.parametrize("said", [
     "спасибо, ты супер!", "you're great, thanks", "объясни, как работает таймер", "не ставь таймер",
     "хм, ладно", "what is a timer?", "поставь таймер каждый день в 9:00", "включи Сталкер и поставь таймер на 2 часа",
-    "how long is the Matrix?", "поставь таймер",
+    "как долго варить яйца?", "поставь таймер",
     "расскажи подробно историю кино", "don't play it",
 ])
 def test_words_that_are_not_a_plain_request_go_to_the_model(said):
@@ -54,8 +54,10 @@ def test_play_takes_a_title_or_a_reference_to_one_shown():
     assert spoken_in_russian.subject == "back to the future" and spoken_in_russian.russian
 
 
-def test_details_of_the_title_talked_about():
+def test_details_of_the_title_talked_about_or_of_one_named():
     assert recognise("how long is it?").detail == "runtime"
+    named = recognise("who directed Blade Runner?")
+    assert (named.detail, named.subject, named.reference) == ("director", "blade runner", None)
     director = recognise("а кто режиссёр второго?")
     assert director.detail == "director" and director.reference == Reference(ordinal=2)
 
@@ -231,3 +233,10 @@ async def test_pause_controls_what_was_played(tmp_path):
         calls = [m["content"] for m in history if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls[-1] == "TOOL_CALL: media_play|matrix-1999; action=pause"
         assert paused == "Пауза «Матрица»." and not backend.calls
+
+
+async def test_a_details_question_naming_a_title_searches_it_and_answers_the_fact(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "а кто снял Служебный роман?"))[-1]
+        assert "Рязанов" in answer and not backend.calls
