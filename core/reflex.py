@@ -431,13 +431,19 @@ def title_line(title: Shown) -> str:
 
 def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
     if not titles:
-        return (f"В каталоге ничего не нашлось по запросу «{intent.subject}»." if intent.russian
-                else f"Nothing found in the catalog for “{intent.subject}”.")
+        return not_found_answer(intent)
     listed = "; ".join(title_line(t) for t in titles[:3])
     more = total - min(len(titles), 3)
     if intent.russian:
         return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
     return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
+
+
+def not_found_answer(intent: Intent) -> str:
+    """A play or a search the catalog has nothing for: said plainly, in the user's language."""
+    if intent.russian:
+        return f"В каталоге не нашлось «{intent.subject}». Попробуйте другое название."
+    return f"“{intent.subject}” was not found in the catalog. Try another title."
 
 
 def play_answer(intent: Intent, title: Shown | None, name: str) -> str:

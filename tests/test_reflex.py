@@ -240,3 +240,12 @@ async def test_a_details_question_naming_a_title_searches_it_and_answers_the_fac
     async with inproc_system(tmp_path, backend=backend) as system:
         answer = finals(await system.turn("s", "а кто снял Служебный роман?"))[-1]
         assert "Рязанов" in answer and not backend.calls
+
+
+async def test_a_title_the_catalog_lacks_is_said_plainly_in_the_users_language(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "включи Приключения квантового хомяка в Антарктиде"))[-1]
+        assert answer.startswith("В каталоге не нашлось") and not backend.calls
+        history = await system.history("s")
+        assert not any("media_play" in m["content"] for m in history if m["role"] == "assistant")
