@@ -63,7 +63,7 @@ from core import tracing
 from core.tasks import names_a_task
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers,
                          not_found_answer, pick, play_answer, played_id, playback_answer, recognise, refer,
-                         search_answer, shown_titles, shown_total, tells_place_time, time_answer, timer_answer,
+                         search_answer, show_answer, shown_titles, shown_total, tells_place_time, time_answer, timer_answer,
                          timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
@@ -725,6 +725,10 @@ class Conversation:
         if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
             return None
         return playback_answer(intent, self._shown_media()[2].get(media_id))
+
+    async def _reflex_show(self, turn: _Turn, intent: Intent) -> str | None:
+        """"выведи на очки: …": the text on the glasses, and left there as the answer."""
+        return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
 
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "media_search", intent.subject)
