@@ -198,7 +198,7 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
 
     from core.config import McpConfig, McpServerConfig
     from harness import make_config
-    from test_mcp import session_knows
+    from harness import session_knows
 
     server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
                              env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)

@@ -192,7 +192,7 @@ async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_an
         await system.turn("reminded", "remind me about tea")
         clock.advance(599)
         session = system.actors["session"]
-        await until(lambda: not session._timer_wake.is_set())  # noqa: SLF001 - the timer wheel has looked at the new time
+        await until(lambda: not session.wheel._wake.is_set())  # noqa: SLF001 - the timer wheel has looked at the new time
         assert (await system.info("chatty")).resident, "not yet: 599 s idle"
         clock.advance(61)  # idle sessions are looked for once a minute
         await until(lambda: _gone(system, "chatty"))
