@@ -57,7 +57,8 @@ from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
-from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
+from core.echo import (ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
+                       held_back, never_shown, refused, uninformative)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
@@ -544,6 +545,8 @@ class Conversation:
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
                 return False
             text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
+        if turn.echo_retried and never_shown(text):  # asked again and still a call line: not on the glasses
+            text = NOT_AN_ANSWER_TEXT["ru" if self._language() == "Russian" else "en"]
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)
@@ -902,7 +905,7 @@ class Conversation:
                 text += piece
                 cut = find_call_start(text)
                 visible = (text if cut is None else text[:cut]).rstrip()
-                if visible and visible != shown:
+                if visible and visible != shown and not held_back(visible):
                     shown = visible
                     if cut is None and getattr(pieces, "done", None) is not None:
                         continue  # the model already finished: the final display of this text comes next

@@ -61,6 +61,27 @@ def echoed(reply: str, said: str) -> str:
     return ""
 
 
+# shown instead of a reply that, asked once more, is still a call line or the tool list
+NOT_AN_ANSWER_TEXT = {"ru": "Не понял просьбу. Скажите, пожалуйста, иначе.",
+                      "en": "Sorry, I didn't get that. Could you say it another way?"}
+
+
+def never_shown(reply: str) -> bool:
+    """A reply that must not reach the glasses even after it was asked again: a call line the
+    parser does not take, or the prompt's own tool list."""
+    text = reply.strip()
+    return bool(_CALL_LIKE.search(text)) or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip()))
+
+
+_CAPS_WORD_AT_END = re.compile(r"(?:^|\n)\W*[A-Z][A-Z_]*\s*$")  # "TOOOL_CALL" before its ":" arrives
+
+
+def held_back(streamed: str) -> bool:
+    """Text streamed so far that is not to be shown yet: a call line the parser does not take, or
+    what may become one (a capitalised word alone on its last line)."""
+    return never_shown(streamed) or bool(_CAPS_WORD_AT_END.search(streamed))
+
+
 def _stems(text: str) -> set[str]:
     """Numbers, and words of three letters or more by their first five ("Аватара" is "Аватар")."""
     return {word if word.isdigit() else word[:5] for word in _words(text).split() if word.isdigit() or len(word) >= 3}

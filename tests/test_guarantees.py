@@ -178,3 +178,13 @@ async def test_a_call_line_the_parser_does_not_take_is_not_shown_as_the_answer(t
         shown = await system.turn("s", "привет")
         assert finals(shown)[-1] == "Привет! Чем помочь?"
         assert not any("CALL" in text for text in finals(shown))
+
+
+async def test_a_call_line_said_again_after_the_notice_is_still_not_shown(tmp_path):
+    """The local model on a greeting trap: "TOOOL_CALL: read_skill|greetings", and the same after
+    the notice. The glasses get a plain line asking to rephrase, never the call line."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "TOOOL_CALL: read_skill|greetings")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "привет, как спалось?")
+        assert finals(shown)[-1] == "Не понял просьбу. Скажите, пожалуйста, иначе."
+        assert not any("CALL" in m.text for m in shown if isinstance(m, p.Display)) and len(backend.calls) == 2
