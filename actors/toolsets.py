@@ -33,8 +33,8 @@ from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import executor_of
 from core.config import Config
 from core.progress import REPORTER
-from core.toolsets import (PAGE_ARG, Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
-                           failure_text, not_kept_text)
+from core.toolsets import (Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text,
+                           not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -141,9 +141,7 @@ class ToolsetExecutor(Actor):
         executor = self.executors.get(toolset)
         if executor is None:
             return ToolResult(False, f"{toolset} tools run in the session")
-        args = dict(call.args)
-        declared = {arg.name for arg in self.registry.spec(tool).args}
-        offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
+        args, offset = dict(call.args), call.offset
         key = (session, tool, tuple(sorted(args.items())))
         if offset:
             if key in self._results:
@@ -251,8 +249,3 @@ class ToolsetSupervisor(ToolsetExecutor):
             except AskTimeout:
                 pass
         return f"its executor ({actor}) does not answer"
-
-
-def _offset(text: str) -> int:
-    text = text.strip()
-    return int(text) if text.isdigit() else 0

@@ -116,11 +116,13 @@ def test_timer_toolset_spec_is_prefixed_and_terse():
 
 def test_run_timer_tool_never_raises(manual_clock):
     table = TimerTable(clock=manual_clock)
-    assert run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
-    assert "t1" in run_timer_tool(table, "timers_list", {})
-    assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")
-    assert run_timer_tool(table, "timers_cancel", {"id": "t1"}) == "Timer t1 cancelled: tea"
-    assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"})
+    set_ = run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"})
+    assert set_.kind == "ok" and set_.text.startswith("Timer t1 set")
+    assert "t1" in run_timer_tool(table, "timers_list", {}).text
+    unread = run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"})
+    assert unread.kind == "error" and unread.text.startswith("Timer not set:")
+    assert run_timer_tool(table, "timers_cancel", {"id": "t1"}).text == "Timer t1 cancelled: tea"
+    assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"}).text
 
 
 # ---- through the real session loop ---------------------------------------------------------

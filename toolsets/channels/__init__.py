@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.toolsets import Toolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
 
@@ -26,16 +26,16 @@ CHANNELS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
     world = getattr(conversation.s, "world", None)
     if world is None:
-        return UNAVAILABLE
+        return CallOutcome(kind="error", text=UNAVAILABLE)
     watches = world.of(conversation.sid).watches
     if tool == "channels_list":
-        return watches.list()
+        return CallOutcome(kind="ok", text=watches.list())
     text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
     world._save(conversation.sid)
-    return text
+    return CallOutcome(kind="ok", text=text)
 
 
 TOOLSET = Toolset(spec=CHANNELS_TOOLSET, runs="session", handler=_run)

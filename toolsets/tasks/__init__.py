@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from core.tasks import tasks_cancel, tasks_list, tasks_status
 from core.toolsets import Toolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
@@ -20,17 +20,18 @@ TASKS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> str:
+def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
     world = getattr(conversation.s, "world", None)
     monitors = world.of(conversation.sid).monitors if world is not None else None
     if tool == "tasks_list":
-        return tasks_list(conversation, monitors)
+        return CallOutcome(kind="ok", text=tasks_list(conversation, monitors))
     if tool == "tasks_status":
-        return tasks_status(conversation, monitors, args["id"], world.latest if world is not None else None)
+        return CallOutcome(kind="ok", text=tasks_status(conversation, monitors, args["id"],
+                                                        world.latest if world is not None else None))
     text, monitor_stopped = tasks_cancel(conversation, monitors, args["id"])
     if monitor_stopped and world is not None:
         world.stop_monitor(conversation.sid, args["id"].strip().casefold())
-    return text
+    return CallOutcome(kind="ok", text=text)
 
 
 TOOLSET = Toolset(spec=TASKS_TOOLSET, runs="session", handler=_run)
