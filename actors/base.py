@@ -15,14 +15,16 @@ raises is logged and answered with ErrorReply: a bad message never kills an acto
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal
 
 import anyio
 import anyio.abc
+import msgspec
 import zmq
 
 import protocol as p
@@ -32,6 +34,7 @@ from actors.topology import Topology
 from transport import bus
 from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
+from core import tracing
 from core.config import Config
 from core.ratelog import RateLimitedLog
 
@@ -45,6 +48,25 @@ class AskTimeout(TimeoutError):
 class MessageTooLarge(ValueError):
     """A request larger than protocol.max_message_bytes: the receiver would refuse it unanswered,
     so it is never sent and the caller fails at once instead of waiting for a timeout."""
+
+
+class RequestLost(Exception):
+    """The request died with the process it went to, and is not to be asked again."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SendAgain:
+    """A verdict on a request whose target's process was replaced: send it once more, to the new
+    process."""
+    body: p.Msg | None = None  # a changed request (a new request id, say); None: the same
+    timeout: float | None = None  # its wait from now on; None: the deadline stays
+
+
+RUNS_THERE: Literal["runs_there"] = "runs_there"  # it runs in the new process (sent as it came up): wait there
+NO_VERDICT: Literal["no_verdict"] = "no_verdict"  # not known yet: asked again at the next probe
+LOST: Literal["lost"] = "lost"  # it died with the old process and may not be made again: RequestLost
+Verdict = SendAgain | Literal["runs_there", "no_verdict", "lost"]
+WhenReplaced = Callable[["Asking", float], Awaitable[Verdict]]
 
 
 def describe(env: p.Envelope) -> str:
@@ -245,23 +267,32 @@ class Endpoint:
         self._started_at[target] = now_started
         return now_started
 
+    @asynccontextmanager
+    async def asking(self, target: str, body: p.Msg, *, session: str = "", buffer: int = 256,
+                     when_replaced: WhenReplaced | None = None,
+                     on_again: Callable[[], None] | None = None) -> AsyncIterator["Asking"]:
+        """Send a request that may be asked again (`Asking`); its replies come until the block ends."""
+        incarnation = self._started_at.get(target)  # the process it goes to, as far as we know
+        replies, request_id = await self._request(target, body, session, buffer)
+        try:
+            yield Asking(self, target, body, session, replies, request_id, incarnation, when_replaced, on_again)
+        finally:
+            self._pending.pop(request_id, None)
+            replies.close()
+
     async def ask_again_if_answering(self, target: str, body: p.Msg, *, session: str = "",
                                      on_retry: Callable[[], None] | None = None) -> p.Msg:
         """`ask`, for a request that changes nothing: unanswered (its process died with it, or was
         slow for a moment), it is asked once more when `target` answers a Ping again."""
-        try:
-            return await self.ask(target, body, session=session)
-        except AskTimeout:
-            if await self.incarnation(target) is None:
-                raise
-            if on_retry is not None:
-                on_retry()
-            return await self.ask(target, body, session=session)
-
-    def resend(self, target: str, request_id: str, body: p.Msg, *, session: str = "") -> None:
-        """Send `body` under an open request's id: its replies come on the same stream."""
-        envelope = p.Envelope(body=body, id=request_id, sender=self.name, session=session)
-        self._link(target).send_nowait([self.codec.encode(envelope)])
+        timeout = self.config.supervisor.ask_timeout_s
+        async with self.asking(target, body, session=session, on_again=on_retry) as asking:
+            envelope = await asking.reply(anyio.current_time() + timeout)
+            if envelope is None and await self.incarnation(target) is not None:
+                await asking.again()
+                envelope = await asking.reply(anyio.current_time() + timeout)
+        if envelope is None:
+            raise AskTimeout(f"{target} did not answer {type(body).__name__} within {timeout:g}s")
+        return envelope.body
 
     def post_reply(self, request_id: str, body: p.Msg, sender: str) -> bool:
         """Put `body` on an open request's stream as if `sender` had answered it (a restart
@@ -276,23 +307,34 @@ class Endpoint:
         return True
 
     async def _request(self, target: str, body: p.Msg, session: str, buffer: int) -> tuple[Channel[p.Envelope], str]:
-        """Send a request; its replies go to the returned channel until `_pending` forgets it."""
+        """Send a request; its replies go to the returned channel until `_pending` forgets it.
+        Made inside a span (core/tracing.py), it carries that span's traceparent."""
         envelope = p.Envelope(body=body, sender=self.name, session=session)
-        payload = self.codec.encode(envelope)
-        if len(payload) > self.codec.max_bytes:
-            raise MessageTooLarge(f"{type(body).__name__} of {len(payload)} bytes exceeds protocol.max_message_bytes ({self.codec.max_bytes})")
+        payload = self._payload(envelope)
         replies: Channel[p.Envelope] = Channel(buffer, self._deadlines)
         self._pending[envelope.id] = replies
         try:
-            link = self._link(target)
-            try:
-                link.send_nowait([payload])
-            except anyio.WouldBlock:  # the target's inbox is behind: wait for room, never raise
-                await link.send([payload])
+            await self._send_request(target, payload)
         except BaseException:
             self._pending.pop(envelope.id, None)
             raise
         return replies, envelope.id
+
+    def _payload(self, envelope: p.Envelope) -> bytes:
+        if tracing.ON and envelope.trace is msgspec.UNSET:  # a request made inside a span carries it
+            envelope.trace = tracing.tracer.traceparent() or msgspec.UNSET
+        payload = self.codec.encode(envelope)
+        if len(payload) > self.codec.max_bytes:
+            raise MessageTooLarge(f"{type(envelope.body).__name__} of {len(payload)} bytes exceeds "
+                                  f"protocol.max_message_bytes ({self.codec.max_bytes})")
+        return payload
+
+    async def _send_request(self, target: str, payload: bytes) -> None:
+        link = self._link(target)
+        try:
+            link.send_nowait([payload])
+        except anyio.WouldBlock:  # the target's inbox is behind: wait for room, never raise
+            await link.send([payload])
 
     # ---- receiving --------------------------------------------------------------------------
     def _decode(self, payload: bytes) -> p.Envelope | None:
@@ -333,6 +375,80 @@ class Endpoint:
 
     async def unsolicited(self, msg: Inbound) -> None:
         self.unsolicited_nowait(msg)
+
+
+class Asking:
+    """One request in flight to another actor, asked again safely if the process it went to was
+    replaced: the one way the session waits for the model, a tool and the skill store.
+
+    `reply(deadline)` is the next reply. Every `probe_s` of silence with time left, it asks whether
+    `target`'s process is still the one the request went to (`Endpoint.replaced`: one Ping for all
+    the requests waiting on that target), and when it was replaced, asks `when_replaced` (the
+    caller's policy: a request that changes nothing is sent again, one that may have acted is
+    asked about or reported lost). `again` sends the request once more under the same id, so its
+    replies come on the same stream; `sent` counts the sendings."""
+
+    __slots__ = ("endpoint", "target", "body", "session", "replies", "request_id", "incarnation",
+                 "when_replaced", "on_again", "deadline", "sent")
+
+    def __init__(self, endpoint: Endpoint, target: str, body: p.Msg, session: str, replies: Channel[p.Envelope],
+                 request_id: str, incarnation: float | None, when_replaced: WhenReplaced | None,
+                 on_again: Callable[[], None] | None):
+        self.endpoint, self.target, self.body, self.session = endpoint, target, body, session
+        self.replies, self.request_id = replies, request_id
+        self.incarnation = incarnation  # the process it went to (its start), None while not known
+        self.when_replaced, self.on_again = when_replaced, on_again
+        self.deadline = 0.0
+        self.sent = 1
+
+    async def reply(self, deadline: float) -> p.Envelope | None:
+        """The next reply by `deadline` (anyio's clock); None when none came by then. Raises
+        RequestLost when `when_replaced` says "lost" and no reply came meanwhile."""
+        self.deadline = deadline
+        probe_s = self.endpoint.probe_s
+        while True:
+            left = self.deadline - anyio.current_time()
+            wait = left if self.when_replaced is None else min(left, probe_s)
+            envelope = await self.replies.receive(wait) if left > 0 else None
+            if envelope is not None:
+                return envelope
+            if left <= wait:
+                return None
+            now_started = await self.endpoint.replaced(self.target, self.incarnation)
+            if now_started is not None:
+                envelope = await self._replaced(now_started)
+                if envelope is not None:
+                    return envelope
+
+    async def _replaced(self, now_started: float) -> p.Envelope | None:
+        """The caller's verdict on the request, its process replaced; a reply that came while it
+        was asked (just before a "not running") is taken instead of sending or losing it."""
+        verdict = await self.when_replaced(self, now_started)
+        if verdict == NO_VERDICT:
+            return None
+        self.incarnation = now_started
+        if verdict == RUNS_THERE:
+            return None
+        if len(self.replies):
+            return self.replies.receive_nowait()
+        if verdict == LOST:
+            raise RequestLost(f"{type(self.body).__name__} was lost with {self.target}'s process")
+        await self.again(verdict.body, timeout=verdict.timeout)
+        return None
+
+    async def again(self, body: p.Msg | None = None, *, timeout: float | None = None) -> None:
+        """Send the request once more (`body`: a changed one), to whichever process serves
+        `target` now; `timeout`: the wait ends that long from now."""
+        if body is not None:
+            self.body = body
+        if timeout is not None:
+            self.deadline = anyio.current_time() + timeout
+        self.sent += 1
+        if self.on_again is not None:
+            self.on_again()
+        endpoint = self.endpoint
+        envelope = p.Envelope(body=self.body, id=self.request_id, sender=endpoint.name, session=self.session)
+        await endpoint._send_request(self.target, endpoint._payload(envelope))
 
 
 class Actor(Endpoint):
@@ -384,6 +500,7 @@ class Actor(Endpoint):
 
     async def run(self, *, task_status: anyio.abc.TaskStatus = anyio.TASK_STATUS_IGNORED) -> None:
         self.started_at = time.time()
+        tracing.configure(self.config.tracing, self.name)  # once per process: its first actor names it
         async with self.running():
             self._inbox = AsyncSocket(self.inbox_socket(), deliver=self._deliver_inbound, deliver_wait=self._deliver_inbound_wait)
             self.spawn(self._inbox.run, name=f"{self.name}-inbox")

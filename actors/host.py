@@ -14,6 +14,7 @@ import sys
 
 import anyio
 
+from core import tracing
 from core.config import from_json
 from core.loading import load_config
 from core.logs import setup_logging
@@ -25,6 +26,7 @@ async def _main(names: list[str]) -> None:
 
     data = os.environ.get("PORFIRY_CONFIG_JSON")
     config = from_json(data) if data else load_config()
+    tracing.configure(config.tracing, "+".join(names))
     actors = [actor_class(name)(config) for name in names]
     async with anyio.create_task_group() as tg:
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:

@@ -11,6 +11,7 @@ import anyio
 
 import protocol as p
 from actors.base import Actor, Inbound
+from core import tracing
 from core.config import Config
 from llm.adapt import strip_think
 from llm.base import Backend, LLMError
@@ -88,29 +89,39 @@ class LLMWorker(Actor):
 
     async def _generate(self, msg: Inbound, body: p.Generate, profile: str, scope: anyio.CancelScope) -> None:
         request_id = body.request_id
-        try:
-            with scope:
-                backend = self.backend(profile)
-                chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, anyio.current_time)
-                async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens,
-                                          arg_choices=body.arg_choices) as generation:
-                    async for piece in generation:
-                        text = chunks.add(piece) if piece else ""
-                        if text:
-                            msg.reply(self, p.LLMChunk(request_id=request_id, text=text))
-                # what is still held back rides on the LLMDone: one message less per call
-                msg.reply(self, p.LLMDone(
-                    request_id=request_id, text=strip_think(generation.text), profile=profile, tail=chunks.flush(),
-                    finish_reason=generation.finish_reason or "stop",
-                    prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
-                    reused_tokens=generation.reused_tokens,
-                ))
-            if scope.cancelled_caught:
-                msg.reply(self, p.LLMFailed(request_id=request_id, error="cancelled"))
-        except LLMError as exc:
-            msg.reply(self, p.LLMFailed(request_id=request_id, error=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - one broken request must not take the worker down
-            self.log.exception("actor=llm request=%s failed", request_id)
-            msg.reply(self, p.LLMFailed(request_id=request_id, error=f"{type(exc).__name__}: {exc}"))
-        finally:
-            self._in_flight.pop(request_id, None)
+        with tracing.tracer.serve("llm.generate", msg.env.trace) as traced:
+            try:
+                with scope:
+                    done = await self._stream(msg, body, profile)
+                    msg.reply(self, done)
+                    traced.usage(done)
+                if scope.cancelled_caught:
+                    traced.outcome("cancelled")
+                    msg.reply(self, p.LLMFailed(request_id=request_id, error="cancelled"))
+            except LLMError as exc:
+                traced.outcome("error")
+                msg.reply(self, p.LLMFailed(request_id=request_id, error=str(exc)))
+            except Exception as exc:  # noqa: BLE001 - one broken request must not take the worker down
+                traced.outcome("error")
+                self.log.exception("actor=llm request=%s failed", request_id)
+                msg.reply(self, p.LLMFailed(request_id=request_id, error=f"{type(exc).__name__}: {exc}"))
+            finally:
+                self._in_flight.pop(request_id, None)
+
+    async def _stream(self, msg: Inbound, body: p.Generate, profile: str) -> p.LLMDone:
+        """The reply's pieces as LLMChunks; the LLMDone to end it with."""
+        backend = self.backend(profile)
+        chunks = ChunkCoalescer(self.config.llm.stream_interval_ms / 1000, anyio.current_time)
+        async with backend.stream(body.messages, tools=body.tools, max_tokens=body.max_tokens,
+                                  arg_choices=body.arg_choices) as generation:
+            async for piece in generation:
+                text = chunks.add(piece) if piece else ""
+                if text:
+                    msg.reply(self, p.LLMChunk(request_id=body.request_id, text=text))
+        # what is still held back rides on the LLMDone: one message less per call
+        return p.LLMDone(
+            request_id=body.request_id, text=strip_think(generation.text), profile=profile, tail=chunks.flush(),
+            finish_reason=generation.finish_reason or "stop",
+            prompt_tokens=generation.prompt_tokens, completion_tokens=generation.completion_tokens,
+            reused_tokens=generation.reused_tokens,
+        )

@@ -10,12 +10,17 @@ skills. Memory holds the active sessions, disk holds all: a session idle for
 `session.idle_session_ttl_s` leaves memory and comes back from the journal on its next event; a
 restart brings back at once every session with unanswered events or timers, and continues a turn
 the crash cut. Toolset activity is deliberately not kept (S6: a restart resets toolsets).
+
+The pieces it is made of: the store of sessions (core/session_store.py: the journal, the acks,
+bring-back, idle eviction, leases), the timer wheel (core/timer_wheel.py: each session's next due),
+and "ask again safely if the other process was replaced" (actors/base.py `Asking`), one primitive
+for the model, the tools and the skill store.
 """
 from __future__ import annotations
 
 import collections
 import dataclasses
-import heapq
+import functools
 import operator
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -26,7 +31,8 @@ import msgspec
 
 import protocol as p
 import toolsets
-from actors.base import Actor, AskTimeout, Inbound, MessageTooLarge
+from actors.base import (LOST, NO_VERDICT, RUNS_THERE, Actor, Asking, AskTimeout, Inbound, MessageTooLarge,
+                         RequestLost, SendAgain, Verdict)
 from actors.observers import Subscribers
 from actors.topology import EXECUTORS, executor_of
 from actors.world import World
@@ -34,19 +40,18 @@ from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
 from core.observe import Observer
-from core.resume import resume
-from core.timers import Timer
-from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
-from core.trajectory import Trajectory
+from core.session_store import SessionStore
+from core.timer_wheel import TimerWheel
+from core.toolsets import SessionToolset, ToolsetRegistry, failure_text, lost_text, repeatable
 from protocol.tools import NOT_RUNNING
-from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
+from storage.journal import Journal, JournalError, NoJournal
 from storage.store import journal_store, node_leases
 
 if TYPE_CHECKING:
     from storage.leases import NodeLeases
 
 WORKER_RESTARTED = "the LLM worker restarted"  # marks requests that died with the worker
-_LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke_once)
+_LOST = p.ErrorReply(code="lost", detail="")  # a call the toolset executor no longer runs (SessionActor._invoke)
 SEARCH_RESULT_CHARS = 1500  # history_search answers at most this much text
 _CONTENT = operator.attrgetter("content")  # a prompt's size in C, not a Python loop per message
 from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
@@ -55,11 +60,10 @@ from core.urgency import LLMRouter, RuleRouter, UrgencyConfig
 class SessionActor(Actor):
     name = "session"
     backlog_limit = 10_000  # messages for the glasses waiting for room before partial displays are dropped
-    bring_back_chunk = 64  # sessions read back from the journal at once after a restart (`_bring_back`)
+    bring_back_chunk = 64  # sessions read back from the journal at once after a restart (`SessionStore.bring_back`)
 
     def __init__(self, config: Config, *, clock: Callable[[], float] = time.time, **kwargs):
         super().__init__(config, clock=clock, **kwargs)
-        self.sessions: dict[str, Conversation] = {}
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
@@ -68,23 +72,36 @@ class SessionActor(Actor):
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
         self.skill_retries = 0  # skill requests asked again after the skill store did not answer
         self.dropped_partials = 0
-        self._timer_wake = anyio.Event()
-        self._timer_heap: list[tuple[float, str]] = []  # (a session's next timer due, session): the wheel's agenda
-        self._timer_heap_limit = 4096
         self.subscribers = Subscribers(self, config.web.max_subscribers)  # Observe: web console, metrics
-        if hasattr(clock, "on_change"):
-            clock.on_change(self.wake_timers)
-        self.journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config, hold_lock=True))
-                        if config.storage.journal
-                        else NoJournal(clock=clock))
-        self.leases = node_leases(config, self.journal, clock)  # several nodes: which one serves a session
-        self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
-        self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet
-        self._restored: set[str] = set()  # sessions in memory that came back from the journal
+        self.wheel = TimerWheel(clock)  # each session's next timer due
+        journal = (Journal(config.path(config.storage.path), clock=clock, store=journal_store(config, hold_lock=True))
+                   if config.storage.journal
+                   else NoJournal(clock=clock))
+        self.world = World(self)  # channels, notes for the user, monitors (actors/world.py)
+        self.store = SessionStore(journal, self.world, self.wheel, leases=node_leases(config, journal, clock),
+                                  clock=clock, on_gone=self.subscribers.gone, log=self.log)
         self._llm_started = 0.0  # the LLM worker's start time, as its last ModelInfo said
         self._generating: dict[str, float] = {}  # envelope id of each Generate in flight -> when asked
         self._catalog_asks = 0  # ToolsetsChanged answered so far (a late answer to an older one is dropped)
-        self.world = World(self)  # channels, notes for the user, monitors (actors/world.py)
+
+    @property
+    def sessions(self) -> dict[str, Conversation]:
+        """The sessions in memory (core/session_store.py)."""
+        return self.store.sessions
+
+    @property
+    def journal(self) -> Journal:
+        return self.store.journal
+
+    @property
+    def leases(self) -> NodeLeases | None:
+        """Several nodes: which one serves a session (storage/leases.py); None on one node."""
+        return self.store.leases
+
+    async def conversation(self, sid: str, phone_key: str = "", *, create: bool = True) -> Conversation | None:
+        """The session in memory, else read back from the journal, else a new one (None when
+        `create` is false). Raises JournalError."""
+        return await self.store.conversation(sid, phone_key, create=create)
 
     # ---- start-up -------------------------------------------------------------------------
     async def on_start(self) -> None:
@@ -102,50 +119,26 @@ class SessionActor(Actor):
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
-            session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if r.runs == "session"},
-            clock=self.clock, router=router, on_timer_set=self.wake_timers,
+            session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
+            clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
         self.settings.search_history = self.search_history
         self.settings.world = self.world  # the channels, notify, tasks and monitors toolsets reach it here
+        self.store.settings = self.settings
         self.spawn(self._learn_model_context, name="model-context")
         await self._purge_expired()
-        if self.leases is not None:
-            await self.leases.beat()
-        unfinished = await (self.journal.unfinished() if self.leases is None else self.leases.adopt(due_only=False))
+        unfinished = await self.store.start()
         if unfinished:
             self.settings.admission.slow_start()  # their cut turns would all start at once
-            self.spawn(self._bring_back, unfinished, name="bring-back")
-        self.spawn(self._timer_wheel, name="timer-wheel")
+            self.spawn(self.store.bring_back, unfinished, self.bring_back_chunk, name="bring-back")
+        self.spawn(self._timers, name="timer-wheel")
         if self.leases is not None:
             self.spawn(self._node_heartbeat, name="node-heartbeat")
         self.spawn(self._admission_log, name="admission-log")
         self.spawn(self.incarnation, "llm", name="llm-incarnation")
         for executor in {"toolsets", *EXECUTORS.values()}:
             self.spawn(self.incarnation, executor, name=f"{executor}-incarnation")
-
-    async def _bring_back(self, sessions: list[str]) -> None:
-        """After a restart, the sessions with unanswered events or timers, read back while the
-        actor already serves (one at a time, thousands of them would keep every user waiting while
-        the phones resend); a chunk at a time, the journal reads a chunk in one transaction. An event
-        for a session not back yet reads it back itself (`conversation` loads each once)."""
-        started = time.monotonic()
-        failed = 0
-
-        async def one(sid: str) -> None:
-            nonlocal failed
-            try:
-                await self.conversation(sid)
-            except JournalError as exc:  # its next event tries again
-                failed += 1
-                self.log.error("actor=session session=%s could not be read back: %s", sid, exc)
-
-        for start in range(0, len(sessions), self.bring_back_chunk):
-            async with anyio.create_task_group() as tg:
-                for sid in sessions[start:start + self.bring_back_chunk]:
-                    tg.start_soon(one, sid)
-        self.log.info("actor=session brought back %d session(s) with unanswered events or timers in %.1f s%s",
-                      len(sessions) - failed, time.monotonic() - started, f"; {failed} could not be read" if failed else "")
 
     async def _admission_log(self, every_s: float = 5.0) -> None:
         """A line per interval while turns wait for admission: overload is visible in the log."""
@@ -177,7 +170,7 @@ class SessionActor(Actor):
             if not msg.session:
                 msg.reply(self, p.ErrorReply(code="no_session", detail="DeliverEvent needs a session id in the envelope"))
                 return
-            if msg.session in self.sessions and msg.session not in self._loading:
+            if msg.session in self.sessions and not self.store.loading(msg.session):
                 self._deliver_now(msg, body)
             else:
                 self.spawn(self._deliver, msg, body)
@@ -231,25 +224,24 @@ class SessionActor(Actor):
                        arg_choices: dict[str, list[str]] | None = None) -> AsyncIterator[AsyncIterator[str]]:
         request = p.Generate(request_id=p.new_id(), messages=messages, tools=tools, max_tokens=max_tokens,
                              arg_choices=arg_choices or {})
-        gen = _Generation(session=session, request=request, messages=messages, admission=self.settings.admission,
-                          incarnation=self._started_at.get("llm"),  # the worker this request goes to, as far as we know
+        gen = _Generation(session=session, first=request, messages=messages, admission=self.settings.admission,
                           deadline=anyio.current_time() + self.config.session.llm_turn_timeout_s)
         try:
             async with AsyncExitStack() as stack:
-                gen.stack = stack
                 try:
-                    gen.replies, gen.env_id = await stack.enter_async_context(
-                        self.request_stream("llm", request, session=session))
+                    gen.asking = await stack.enter_async_context(self.asking(
+                        "llm", request, session=session, when_replaced=functools.partial(self._model_replaced, gen),
+                        on_again=functools.partial(self._model_asked_again, session)))
                 except MessageTooLarge as exc:
                     gen.finished = True
                     raise ModelUnavailable(f"this conversation is too long for one model request ({exc}); start a new session") from None
-                self._generating[gen.env_id] = self.clock()
+                self._generating[gen.asking.request_id] = self.clock()
                 stream = self._model_pieces(gen)
                 gen.usage = _Pieces(stream)
                 try:
                     yield gen.usage
                 finally:
-                    self._generating.pop(gen.env_id, None)
+                    self._generating.pop(gen.asking.request_id, None)
                     await stream.aclose()
         finally:
             if not gen.finished:
@@ -264,21 +256,14 @@ class SessionActor(Actor):
         timeout = self.config.session.llm_timeout_s
         silent_until = anyio.current_time() + timeout
         while True:
-            now = anyio.current_time()
-            left, silence_left = gen.deadline - now, silent_until - now
-            wait = min(silence_left, left)
-            body = await self._model_reply(gen, wait)
-            if body is None and wait > self.probe_s:
-                if not gen.retried:
-                    await self._ask_model_again_if_replaced(gen)
-                continue
-            if body is None and left <= silence_left:
+            body = await self._model_reply(gen, min(silent_until, gen.deadline))
+            if body is None and gen.deadline <= silent_until:
                 raise ModelUnavailable(f"the model did not finish its answer within {self.config.session.llm_turn_timeout_s:g} s")
             if body is None:
                 raise ModelUnavailable(f"no answer from the model within {timeout:g} s")
             silent_until = anyio.current_time() + timeout
             if isinstance(body, p.LLMFailed) and body.error == WORKER_RESTARTED and not body.request_id:
-                self._model_restart_announced(gen)
+                await self._model_restart_announced(gen)
                 continue
             if getattr(body, "request_id", gen.request.request_id) != gen.request.request_id:
                 continue  # from a request given up when the worker restarted
@@ -292,45 +277,37 @@ class SessionActor(Actor):
                 yield tail
             return
 
-    async def _model_reply(self, gen: _Generation, wait: float) -> p.Msg | None:
-        """The next reply within `wait` (at most a probe interval); None when nothing came in time
-        (a deadline, not a cancel scope)."""
-        if wait <= 0:
-            return None
-        envelope = await gen.replies.receive(min(wait, self.probe_s))
+    async def _model_reply(self, gen: _Generation, until: float) -> p.Msg | None:
+        """The next reply by `until`; None when nothing came in time (a deadline, not a cancel scope)."""
+        envelope = await gen.asking.reply(until)
         if envelope is None:
             return None
         gen.admission.observe(time.time() - envelope.ts, REPLY_PATH)
         return envelope.body
 
-    async def _ask_model_again_if_replaced(self, gen: _Generation) -> None:
-        """Silent a while: if the worker restarted since the request went out, the request died
-        with it - send it once more, to the new worker (or, when part of the answer was already
-        shown, let the conversation wipe it and ask again)."""
-        now_started = await self.replaced("llm", gen.incarnation)
-        if now_started is None or gen.incarnation is None:
-            return
+    async def _model_replaced(self, gen: _Generation, asking: Asking, now_started: float) -> Verdict:
+        """Silent a while, and the worker is not the process the request went to: the request died
+        with it - sent once more, to the new worker (or, when part of the answer was already
+        shown, the conversation wipes it and asks again)."""
+        if asking.incarnation is None or gen.retried:
+            return NO_VERDICT
         if gen.streamed:
             raise GenerationLost("the model restarted in the middle of its answer")
-        gen.retried = True
-        self.llm_retries += 1
-        gen.request = msgspec.structs.replace(gen.request, request_id=p.new_id())
-        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", gen.session)
-        gen.replies = await gen.stack.enter_async_context(self.ask_stream("llm", gen.request, session=gen.session))
+        return SendAgain(msgspec.structs.replace(asking.body, request_id=p.new_id()))
 
-    def _model_restart_announced(self, gen: _Generation) -> None:
+    async def _model_restart_announced(self, gen: _Generation) -> None:
         """The worker announced a restart (ModelInfo): the request died with it. Ask its
         successor once, on the same stream."""
         if gen.streamed:
             raise GenerationLost("the model restarted in the middle of its answer")
         if gen.retried:
             return
-        gen.retried = True
-        self.llm_retries += 1
-        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", gen.session)
         self.tell("llm", p.CancelGenerate(request_id=gen.request.request_id), session=gen.session)
-        gen.request = msgspec.structs.replace(gen.request, request_id=p.new_id())
-        self.resend("llm", gen.env_id, gen.request, session=gen.session)
+        await gen.asking.again(msgspec.structs.replace(gen.request, request_id=p.new_id()))
+
+    def _model_asked_again(self, session: str) -> None:
+        self.llm_retries += 1
+        self.log.warning("actor=session session=%s the LLM worker restarted during a request; sent it again", session)
 
     def _model_finished(self, gen: _Generation, body: p.Msg) -> str:
         """The answer's last words (LLMDone), or ModelUnavailable."""
@@ -414,41 +391,37 @@ class SessionActor(Actor):
 
     async def _invoke(self, session: str, call: p.ToolInvoke, executor: str, timeout: float, own_timeout: float,
                       spec) -> p.Msg | None:
-        """The executor's answer, the call made once more when it was lost and may be."""
-        tool, call_id = call.tool, call.call_id
+        """The executor's answer; None after `timeout`; _LOST when the call died with the
+        executor's process. After each `probe_s` of silence the executor's process is pinged (one
+        Ping for all waiting calls); only when it is not the one the call went to is the call
+        asked about: running there, it is waited for; not running, a repeatable call is made once
+        more (with a timeout of its own), any other is lost."""
         started = anyio.current_time()
-        reply = await self._invoke_once(session, call, started + timeout, executor)
-        if reply is _LOST and repeatable(spec) and anyio.current_time() - started < own_timeout:
-            # (found later, it was dropped as stale after a long outage: the user has waited
-            # out its timeout, and gets the error it would have had)
-            self.tool_retries += 1
-            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again", session, tool, call_id)
-            reply = await self._invoke_once(session, call, anyio.current_time() + timeout, executor)
-        return reply
 
-    async def _invoke_once(self, session: str, call: p.ToolInvoke, deadline: float,
-                           executor: str = "toolsets") -> p.Msg | None:
-        """The executor's answer; None at `deadline`; _LOST when the executor says the call is not
-        running. After each `probe_s` of silence the executor's process is pinged (one Ping for
-        all waiting calls); only when it is not the one the call went to is the call asked about."""
-        incarnation = self._started_at.get(executor)
-        async with self.ask_stream(executor, call, session=session, buffer=4) as replies:
-            while True:
-                left = deadline - anyio.current_time()
-                envelope = await replies.receive(min(left, self.probe_s)) if left > 0 else None
-                if envelope is not None:
-                    return envelope.body
-                if left <= self.probe_s:
-                    return None
-                now_started = await self.replaced(executor, incarnation)
-                if now_started is None:
-                    continue  # down (no verdict yet), or the process the call went to: it runs there
-                runs = await self._tool_runs(session, call.call_id, executor)
-                if runs is False:
-                    # its answer may have come just before the executor's "not running"
-                    return replies.receive_nowait().body if len(replies) else _LOST
-                if runs:
-                    incarnation = now_started  # (sent as it came up: it runs in the new one)
+        async def when_replaced(asking: Asking, now_started: float) -> Verdict:
+            runs = await self._tool_runs(session, call.call_id, executor)
+            if runs is None:
+                return NO_VERDICT  # down still, or no answer in time: asked again at the next probe
+            if runs:
+                return RUNS_THERE  # (sent as it came up: it runs in the new one)
+            if repeatable(spec) and asking.sent == 1 and anyio.current_time() - started < own_timeout:
+                # (found later, it was dropped as stale after a long outage: the user has waited
+                # out its timeout, and gets the error it would have had)
+                return SendAgain(timeout=timeout)
+            return LOST
+
+        def asked_again() -> None:
+            self.tool_retries += 1
+            self.log.warning("actor=session session=%s %s call_id=%s lost with the toolset executor; sent it again",
+                             session, call.tool, call.call_id)
+
+        try:
+            async with self.asking(executor, call, session=session, buffer=4, when_replaced=when_replaced,
+                                   on_again=asked_again) as asking:
+                envelope = await asking.reply(started + timeout)
+        except RequestLost:
+            return _LOST
+        return None if envelope is None else envelope.body
 
     async def _tool_runs(self, session: str, call_id: str, executor: str = "toolsets") -> bool | None:
         """What the toolset executor says of the call: running, not running, or None for no
@@ -470,6 +443,17 @@ class SessionActor(Actor):
     def cancel_tool(self, session: str, call_id: str) -> None:
         self.tell(self._executor_of_call.get((session, call_id), "toolsets"), p.ToolCancel(call_id=call_id), session=session)
 
+    def save_state(self, sid: str) -> None:
+        """The session's timers, skills knowledge and world, journaled now (actors/world.py)."""
+        self.store.save_state(sid)
+
+    def show(self, session: str, text: str) -> None:
+        """A display of its own, outside any turn (a note for the user): no TurnDone comes to
+        carry it, so none is waited for."""
+        turn_id = f"note-{p.new_id()}"
+        self.send(session, p.Display(turn_id=turn_id, text=text, final=True))
+        self._finals.pop((session, turn_id), None)
+
     def send(self, session: str, body: p.Msg) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
@@ -484,7 +468,7 @@ class SessionActor(Actor):
             final = self._finals.pop((session, body.turn_id), "")
             if final:  # a Display and the TurnDone after it can part in a bridge killed between them
                 body = msgspec.structs.replace(body, final=final)
-            body = self._turn_done(session, body)
+            self.store.turn_done(session, list(body.event_ids))
         if self.subscribers:
             self.subscribers.shown(session, body)
         if not self._backlog:
@@ -523,98 +507,58 @@ class SessionActor(Actor):
         while True:
             await anyio.sleep(min(settings.handover_poll_s, settings.heartbeat_s))
             try:
-                await self._hand_over_wanted()
-                lost = await leases.lapsed_sessions(list(self.sessions))
+                moves = await self.store.hand_over_wanted()
+                if moves:
+                    self.log.info("actor=session node=%s handed %d session(s) over: %s", leases.node, len(moves),
+                                  ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
+                lost = await self.store.let_go_lapsed()
                 if lost:
                     self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
                                      "meanwhile leave memory", leases.node, len(lost))
-                    for sid in lost:
-                        self._let_go(sid)
                 if time.monotonic() < next_beat:
                     continue
                 next_beat = time.monotonic() + settings.heartbeat_s
-                adopted = [sid for sid in await leases.adopt(due_only=True) if sid not in self.sessions]
+                adopted = await self.store.adopt_due()
             except JournalError as exc:
                 self.log.error("actor=session node=%s could not renew its lease: %s", leases.node, exc)
                 continue
             if adopted:
                 self.log.info("actor=session node=%s adopts %d session(s) of dead nodes (events open, timers due): %s",
                               leases.node, len(adopted), ", ".join(adopted[:10]))
-                self.spawn(self._bring_back, adopted, name="adopt")
-
-    async def _hand_over_wanted(self) -> None:
-        """Sessions another node asked for (a phone reached it): an idle one leaves memory and goes
-        at once, one mid-turn after its turn (a later poll). Its toolset activity stays behind."""
-        assert self.leases is not None
-        moves = []
-        for sid, to in await self.leases.wanted():
-            conversation = self.sessions.get(sid)
-            if sid in self._loading or (conversation is not None and (conversation.running or conversation.queue)):
-                continue
-            self._let_go(sid)
-            moves.append((sid, to))
-        if moves:
-            await self.leases.hand_over(moves)
-            self.log.info("actor=session node=%s handed %d session(s) over: %s", self.leases.node, len(moves),
-                          ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
-
-    def _let_go(self, sid: str) -> None:
-        """Another node serves the session now: out of memory (its toolset activity with it)."""
-        conversation = self.sessions.pop(sid, None)
-        if conversation is not None:
-            self._restored.discard(sid)
-            conversation.timers.on_change = None
-            self.subscribers.gone([sid])
+                self.spawn(self.store.bring_back, adopted, self.bring_back_chunk, name="adopt")
 
     # ---- timers (E10) and idle sessions: sleep exactly until the next due, no polling --------
-    def wake_timers(self) -> None:
-        self._timer_wake.set()
-
-    async def _timer_wheel(self) -> None:
+    async def _timers(self) -> None:
+        """Due timers fire (only the sessions whose timer is due: core/timer_wheel.py), idle
+        sessions leave memory, old journal entries go; between these, sleep until the next."""
         ttl = self.config.session.idle_session_ttl_s
         sweep_every = min(ttl / 2, 60.0)
         next_sweep = self.clock() + sweep_every
         next_purge = self.clock() + 3600.0
-        heap = self._timer_heap
         while True:
-            self._timer_wake = anyio.Event()
             now = self.clock()
-            # Only the sessions whose timer is due, from a heap: no pass over every session. An
-            # entry may be stale (that timer was cancelled or already fired): firing finds nothing.
-            while heap and heap[0][0] <= now:
-                _, sid = heapq.heappop(heap)
-                conversation = self.sessions.get(sid)
-                if conversation is not None and len(conversation.timers):
-                    self._fire_due_timers(sid, conversation, now)
-            next_due = min(next_sweep, heap[0][0]) if heap else next_sweep
+            for sid in self.wheel.due(now):
+                self.store.fire_timers(sid, now)
             if now >= next_sweep:
                 self.forget_idle_sessions(now, ttl)
                 next_sweep = now + sweep_every
-                next_due = min(next_due, next_sweep)
             if now >= next_purge:
                 next_purge = now + 3600.0
                 self.spawn(self._purge_expired)
-            with anyio.move_on_after(max(0.0, next_due - now)):
-                await self._timer_wake.wait()
+            next_due = self.wheel.next_due()
+            await self.wheel.sleep_until(next_sweep if next_due is None else min(next_due, next_sweep))
 
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
-        if isinstance(self.journal, NoJournal):
-            return []  # nothing would bring them back
-        idle = [sid for sid, c in self.sessions.items() if (since := c.idle_since()) is not None and now - since >= ttl]
-        for sid in idle:
-            del self.sessions[sid]  # its journal holds it all: the next event brings it back
-            self._restored.discard(sid)
-            self.world.forget(sid)
+        idle = self.store.forget_idle(now, ttl)
         if idle:
             if self.leases is not None:
                 self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
-            self.subscribers.gone(idle)
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
         return idle
 
-    # ---- the journal: accepted events on disk before the ack, sessions back from disk ----------
+    # ---- events: accepted events on disk before the ack (core/session_store.py) ---------------
     def _deliver_now(self, msg: Inbound, body: p.DeliverEvent) -> None:
         """DeliverEvent for a session in memory: taken in arrival order at once, acked once the
         journal stored it (an ack means it survives any restart)."""
@@ -626,23 +570,9 @@ class SessionActor(Actor):
         if verdict == "busy":
             msg.reply(self, p.Busy(event_id=event.event_id, detail=f"session {sid} has {len(conversation.queue)} events waiting; try again shortly"))
         elif verdict == "duplicate":
-            unstored = self._unstored.get((sid, event.event_id))
-            if unstored is not None:
-                # a resend of an event whose first copy is not on disk yet: an ack now would
-                # promise what a crash before the commit breaks (the phone stops resending, the
-                # event is gone), so the copy is acked by the same commit
-                self.journal.on_stored(unstored, lambda error: self._ack_duplicate(msg, event.event_id, error))
-            else:
-                self._ack_duplicate(msg, event.event_id, None)
+            self.store.after_first_copy(sid, event.event_id, lambda error: self._ack_duplicate(msg, event.event_id, error))
         else:
-            key = (sid, event.event_id)
-            waiter = self._unstored[key] = self.journal.accept_event(sid, body.phone_key, event)
-
-            def stored(error: JournalError | None) -> None:
-                del self._unstored[key]
-                self._ack_stored(msg, event.event_id, error)
-
-            self.journal.on_stored(waiter, stored)  # acked by the journal's writer once committed: no task per event
+            self.store.accept(sid, body.phone_key, event, lambda error: self._ack_stored(msg, event.event_id, error))
 
     def _keep_unshown(self, sid: str, conversation: Conversation, event: p.Event) -> str:
         """A channel event no watch asked for: journaled and acked like any, covered by a TurnDone
@@ -698,143 +628,27 @@ class SessionActor(Actor):
 
     async def _info(self, msg: Inbound) -> None:
         """A session in memory as it is; one that left memory as its journal holds it."""
-        sid = msg.session
-        conversation = self.sessions.get(sid)
-        if conversation is not None:
-            msg.reply(self, msgspec.structs.replace(conversation.info(), restored=sid in self._restored, resident=True))
-            return
         try:
-            stored = await self.journal.load(sid)
+            info = await self.store.info(msg.session)
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
-        if stored is None:
-            msg.reply(self, p.SessionInfo(exists=False))
-            return
-        history = [msgspec.structs.asdict(entry.message()) for entry in stored.entries if entry.role]
-        msg.reply(self, p.SessionInfo(exists=True, history=history, queued=len(stored.open_events)))
-
-    async def conversation(self, sid: str, phone_key: str = "", *, create: bool = True) -> Conversation | None:
-        """The session in memory, else read back from the journal (and continued if a restart cut
-        it), else a new one (None when `create` is false). Raises JournalError."""
-        while (loading := self._loading.get(sid)) is not None:
-            await loading.wait()
-        conversation = self.sessions.get(sid)
-        if conversation is not None:
-            return conversation
-        done = self._loading[sid] = anyio.Event()
-        try:
-            if self.leases is not None and (holder := await self.leases.take(sid)):
-                raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
-            stored = await self.journal.load(sid)
-            if stored is None and not create:
-                return None
-            conversation = self._build(sid, phone_key, stored)
-            self.sessions[sid] = conversation
-        finally:
-            del self._loading[sid]
-            done.set()
-        if stored is not None:
-            self._restored.add(sid)
-            self._continue(sid, conversation, stored)
-        return conversation
+        msg.reply(self, info)
 
     async def _delete(self, msg: Inbound) -> None:
         """`run.py sessions delete` while we run: out of memory, then out of the journal (after
         whatever is still queued for it, so nothing of it is written back)."""
         sid = msg.session
-        conversation = self.sessions.get(sid)
-        if conversation is not None and (conversation.running or conversation.queue):
-            msg.reply(self, p.ErrorReply(code="busy", detail=f"session {sid} is in the middle of a turn; try again when it is done"))
-            return
-        if conversation is not None:
-            del self.sessions[sid]
-            self._restored.discard(sid)
-            conversation.timers.on_change = None
-        self.world.drop(sid)
         try:
-            existed = await self.journal.delete(sid)
+            outcome = await self.store.delete(sid)
         except JournalError as exc:
             msg.reply(self, p.ErrorReply(code="storage", detail=str(exc)))
             return
-        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
-        msg.reply(self, p.Ok(detail="deleted" if existed or conversation is not None else "unknown"))
-
-    def _build(self, sid: str, phone_key: str, stored: StoredSession | None) -> Conversation:
-        assert self.settings is not None
-        conversation = Conversation(sid, self.settings, phone_key or (stored.phone_key if stored else ""))
-        sink = lambda entry: self.journal.append(sid, entry)  # noqa: E731
-        if stored is None:
-            conversation.trajectory.sink = sink
-        else:
-            conversation.trajectory = Trajectory.restore(stored.entries, sink)
-            conversation.seen.update(dict.fromkeys(stored.seen))
-            state = stored.state
-            conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
-            conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
-            conversation.last_active = stored.last_active
-            self.world.restore(sid, state.world)
-        conversation.timers.on_change = lambda: self._timers_changed(sid)
-        return conversation
-
-    def _timers_changed(self, sid: str) -> None:
-        self._save_state(sid)
-        self._schedule_timers(sid)
-
-    def _schedule_timers(self, sid: str) -> None:
-        """Put the session's next due timer on the wheel's heap (after every change of its timers)."""
-        conversation = self.sessions.get(sid)
-        due = conversation.timers.next_due() if conversation is not None else None
-        if due is not None:
-            heapq.heappush(self._timer_heap, (due, sid))
-        if len(self._timer_heap) > self._timer_heap_limit:
-            # stale entries (timers cancelled long before they were due) piled up: rebuild once
-            self._timer_heap[:] = [(due, sid) for sid, c in self.sessions.items() if (due := c.timers.next_due()) is not None]
-            heapq.heapify(self._timer_heap)
-            self._timer_heap_limit = max(4096, 4 * len(self._timer_heap))
-
-    def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
-        """After a restart (core.resume): a turn the crash cut goes on (told of the restart only
-        when a call was cut; its TurnDone covers the cut turn's events); accepted events that
-        never reached the history are queued again. Timers due meanwhile fire from the wheel."""
-        resumed = resume(conversation, stored.entries, stored.open_events, self.clock())
-        if conversation.queue:
-            self.log.info("actor=session session=%s continues after a restart: %d cut, %d waiting",
-                          sid, len(resumed.cut), len(resumed.waiting))
-            conversation._ensure_running()
-        if len(conversation.timers):
-            self._schedule_timers(sid)
-            self.wake_timers()
-
-    def _turn_done(self, sid: str, body: p.TurnDone) -> p.TurnDone:
-        """A TurnDone closes its events in the journal (a restart will not run them again), and
-        the session's skills knowledge is saved with it."""
-        if body.event_ids:
-            self.journal.events_done(sid, list(body.event_ids))
-        self._save_state(sid)
-        return body
-
-    def _save_state(self, sid: str) -> None:
-        conversation = self.sessions.get(sid)
-        if conversation is None:
+        if outcome == "busy":
+            msg.reply(self, p.ErrorReply(code="busy", detail=f"session {sid} is in the middle of a turn; try again when it is done"))
             return
-        timers, next_number = conversation.timers.snapshot()
-        skills_version, skills_names, skills_read = conversation.tracker.state()
-        self.journal.save_state(sid, SessionState(
-            timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
-            skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
-            world=self.world.snapshot(sid)))
-
-    def _fire_due_timers(self, sid: str, conversation: Conversation, now: float) -> None:
-        """Due timers become events, journaled in the same transaction as the timers' new state
-        (nothing awaited in between), so a crash neither loses a firing nor repeats it."""
-        assert self.settings is not None
-        for timer in conversation.timers.due(now):
-            event = timer.to_event(now, self.settings.tz)
-            if event.event_id in conversation.seen:
-                continue
-            self.journal.note_event(sid, event)
-            conversation.submit(event)
+        self.tell("glasses", p.SessionDelete(), session=sid)  # its owner and token go too
+        msg.reply(self, p.Ok(detail=outcome))
 
     async def search_history(self, sid: str, words: str) -> str:
         """history_search: the session's matching turns from the whole journal, with their time.
@@ -855,16 +669,7 @@ class SessionActor(Actor):
         return text if len(text) <= SEARCH_RESULT_CHARS else text[:SEARCH_RESULT_CHARS] + " …"
 
     async def _purge_expired(self) -> None:
-        days = self.config.storage.retention_days
-        if days <= 0:
-            return
-        try:
-            deleted = await self.journal.purge(self.clock() - days * 86400.0)
-        except JournalError as exc:
-            self.log.error("actor=session retention purge failed: %s", exc)
-            return
-        if deleted:
-            self.log.info("actor=session deleted %d journal entries older than %g days", deleted, days)
+        await self.store.purge_expired(self.config.storage.retention_days)
 
     # ---- the model's context (for the fold) ---------------------------------------------------
     def _model_info(self, info: p.ModelInfo) -> None:
@@ -900,18 +705,23 @@ class SessionActor(Actor):
 class _Generation:
     """One model request in flight, and what asking it again needs."""
     session: str
-    request: p.Generate
+    first: p.Generate  # the request as first sent
     messages: list[p.ChatMessage]
     admission: object
-    incarnation: float | None
     deadline: float  # the whole generation, however steady
-    stack: AsyncExitStack | None = None
-    replies: object = None
-    env_id: str = ""
+    asking: Asking | None = None
     usage: "_Pieces | None" = None
-    retried: bool = False
     streamed: bool = False
     finished: bool = False
+
+    @property
+    def request(self) -> p.Generate:
+        """The request as last sent: a new request id each time it is sent again."""
+        return self.first if self.asking is None else self.asking.body
+
+    @property
+    def retried(self) -> bool:
+        return self.asking is not None and self.asking.sent > 1
 
 
 class _Pieces:

@@ -31,10 +31,11 @@ import protocol as p
 import toolsets
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import executor_of
+from core import tracing
 from core.config import Config
 from core.progress import REPORTER
-from core.toolsets import (Executor, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result, failure_text,
-                           not_kept_text)
+from core.toolsets import (Executor, ExecutorToolset, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -60,12 +61,12 @@ class ToolsetExecutor(Actor):
         return [record for record in records if executor_of(record.spec.name) == self.name]
 
     def runs_here(self, record: Toolset) -> bool:
-        return record.runs == "executor" and executor_of(record.spec.name) == self.name
+        return isinstance(record, ExecutorToolset) and executor_of(record.spec.name) == self.name
 
     async def on_start(self) -> None:
         for record in self.records:
             if self.runs_here(record):
-                self.executors[record.spec.name] = record.handler(self)
+                self.executors[record.spec.name] = record.factory(self)
         self._rebuild()  # a bad built-in catalog raises here: start-up fails
         for name, executor in self.executors.items():
             self.spawn(executor.start, name=f"start-{name}")  # calls are served meanwhile
@@ -119,11 +120,13 @@ class ToolsetExecutor(Actor):
     async def _run(self, msg: Inbound, call: p.ToolInvoke, scope: anyio.CancelScope) -> None:
         result = ToolResult(False, CANCELLED)
         REPORTER.set(lambda text: self._progress(msg.session, call.call_id, text))  # this task's own context
-        try:
-            with scope:
-                result = await self._execute(call, msg.session)
-        finally:
-            self._running.pop((msg.session, call.call_id), None)
+        with tracing.tracer.serve("tool.execute", msg.env.trace, call.tool) as traced:
+            try:
+                with scope:
+                    result = await self._execute(call, msg.session)
+            finally:
+                self._running.pop((msg.session, call.call_id), None)
+            traced.outcome("cancelled" if scope.cancelled_caught else "ok" if result.ok else "error")
         msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
 
     def _progress(self, session: str, call_id: str, text: str) -> None:

@@ -5,11 +5,13 @@ The SessionActor calls three hooks: `incoming` for every event it is handed (pho
 channel events matched against the session's watches), `outgoing` for what a conversation sends
 the user (a display while the glasses are off becomes an unread note; a notice is shown or kept,
 and pushed to the phone when urgent), and `restore`/`snapshot` with the journal. The toolsets of
-this feature (toolsets/channels, notify, tasks, monitors) reach it as `settings.world`.
+this feature (toolsets/channels, tasks, monitors) reach it as `settings.world` (core.world.WorldPort),
+through their SessionContext. What the world needs of the actor is `WorldHost`.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import logging
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import anyio
 import msgspec
@@ -17,19 +19,42 @@ import msgspec
 import protocol as p
 from core.background import BACKGROUND
 from core.channels import CHANNEL_KIND, labelled, matching
+from core.config import Config
+from core.conversation import Conversation
 from core.monitors import FIRED, RUNNING, MonitorRow, Probe, fetch_url, fired_event, holds, parse_condition, run_command
 from core.notify import PRESENCE_OFF, PRESENCE_ON, delivery_text
 from core.progress import PROGRESS_KIND
 from core.world import SessionWorld, WorldState
-
-if TYPE_CHECKING:
-    from actors.session import SessionActor
+from storage.journal import Journal
 
 AWAY_HEADER = "While you were away:"
 
 
+class WorldHost(Protocol):
+    """What the world needs of the actor that hosts the sessions (actors/session.py's SessionActor)."""
+
+    config: Config
+    log: logging.Logger
+    sessions: Mapping[str, Conversation]  # the sessions in memory
+    journal: Journal
+    clock: Callable[[], float]
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None: ...
+
+    def send(self, session: str, body: p.Msg) -> None:
+        """To the user's glasses, as a conversation sends."""
+
+    def show(self, session: str, text: str) -> None:
+        """A display of its own, outside any turn: no TurnDone follows it."""
+
+    def save_state(self, sid: str) -> None:
+        """Journal the session's state (its world's snapshot among it)."""
+
+    async def conversation(self, sid: str) -> Conversation: ...
+
+
 class World:
-    def __init__(self, actor: "SessionActor"):
+    def __init__(self, actor: WorldHost):
         self.actor = actor
         self.config = actor.config
         self.sessions: dict[str, SessionWorld] = {}
@@ -75,8 +100,11 @@ class World:
             self._monitors.pop(key).cancel()
         self.sessions.pop(sid, None)
 
-    def _save(self, sid: str) -> None:
-        self.actor._save_state(sid)
+    def save(self, sid: str) -> None:
+        self.actor.save_state(sid)
+
+    def allowed_monitors(self) -> Mapping[str, Any]:
+        return self.config.monitors.named
 
     # ---- events in --------------------------------------------------------------------------
     def incoming(self, sid: str, event: p.Event) -> p.Event | None:
@@ -130,7 +158,7 @@ class World:
                 text = lines[0] if len(lines) == 1 else "\n".join([AWAY_HEADER, *("• " + line for line in lines)])
                 world.notes.mark_read(unread)
                 self._show(sid, text)
-        self._save(sid)
+        self.save(sid)
 
     def progress(self, sid: str, body: p.ToolProgress) -> None:
         """A running call's progress (core.progress): the glasses' status line; while a turn runs,
@@ -183,14 +211,12 @@ class World:
         elif notice.urgency == "high":
             note.pushed = True
             self.actor.send(sid, p.PushNotification(note_id=note.note_id, text=text, ts=note.ts))  # backpressure-safe
-        self._save(sid)
+        self.save(sid)
 
     def _show(self, sid: str, text: str) -> None:
         """A display of its own (no TurnDone: a phone waiting for its turn's end must not take
         this for it)."""
-        turn_id = f"note-{p.new_id()}"
-        self.actor.send(sid, p.Display(turn_id=turn_id, text=text, final=True))
-        self.actor._finals.pop((sid, turn_id), None)
+        self.actor.show(sid, text)
 
     # ---- monitors -----------------------------------------------------------------------------
     def start_monitor(self, sid: str, name: str, condition: str) -> str:
@@ -199,14 +225,14 @@ class World:
         row, text = world.monitors.start(name, condition, monitors.named, monitors.max_per_session, self.actor.clock())
         if row is not None:
             self._spawn_monitor(sid, row)
-            self._save(sid)
+            self.save(sid)
         return text
 
     def stop_monitor(self, sid: str, monitor_id: str) -> None:
         scope = self._monitors.pop((sid, monitor_id), None)
         if scope is not None:
             scope.cancel()
-        self._save(sid)
+        self.save(sid)
 
     def _spawn_monitor(self, sid: str, row: MonitorRow) -> None:
         scope = anyio.CancelScope()
@@ -244,7 +270,7 @@ class World:
         now = self.actor.clock()
         row.state, row.fired_at = FIRED, now
         event = fired_event(row, sid, now)
-        self._save(sid)
+        self.save(sid)
         if event.event_id not in conversation.seen:
             self.actor.journal.note_event(sid, event)
             conversation.submit(event)

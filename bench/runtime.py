@@ -59,8 +59,10 @@ def bench_config(base: Config, workdir: Path, *, latency_ms: float, chaos: bool 
         phone=replace(base.phone, endpoint=f"tcp://127.0.0.1:{free_tcp_port()}", curve=False, events_per_s=1e9,
                       sessions_per_connection=1_000_000, pending_per_connection=1_000_000),
         skills=replace(scratch.skills, exclusions={}),
-        # the substitution turn kind measures S8's two rounds (activate, then the call again)
-        session=replace(base.session, execute_substituted_calls=False),
+        # the substitution turn kind measures S8's two rounds (activate, then the call again); the
+        # turn kinds measure the runtime around the model's steps, so no reflex (core.reflex)
+        # answers one without the model (a peer framework is measured with its model calls too)
+        session=replace(base.session, execute_substituted_calls=False, reflexes=False),
         llm=replace(base.llm, profile="scripted", profiles={**base.llm.profiles, "scripted": scripted}),
         # --chaos kills on purpose: the supervisor must keep restarting, not give up
         supervisor=replace(base.supervisor, intensity=1_000_000) if chaos else base.supervisor,

@@ -83,6 +83,7 @@ class SessionConfig(_Section):
     enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
     progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
+    reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256
@@ -257,6 +258,16 @@ class NotifyConfig(_Section):
     status_interval_s: Annotated[float, Meta(ge=0, description="a background task's progress reaches the glasses at most this often, seconds", extra=TUNING)] = 0.5
 
 
+class TracingConfig(_Section):
+    """OpenTelemetry spans of turns, model calls and tool calls, exported over OTLP/HTTP
+    (docs/tracing.md). Off, nothing of the OpenTelemetry SDK is imported."""
+
+    enabled: Annotated[bool, Meta(description="spans of every turn, model call and tool call, across the actor processes, exported over OTLP/HTTP; needs the tracing extra (pip install -e '.[tracing]')")] = False
+    otlp_endpoint: Annotated[str, Meta(description="the collector's OTLP/HTTP base URL, e.g. http://127.0.0.1:4318 (/v1/traces is added); empty: env OTEL_EXPORTER_OTLP_ENDPOINT, else http://localhost:4318")] = ""
+    service_name: Annotated[str, Meta(min_length=1, description="service.name of every span's resource")] = "porfiry"
+    sample_ratio: Annotated[float, Meta(ge=0, le=1, description="the share of turns traced (their model and tool calls with them, in every process)")] = 1.0
+
+
 class Config(_Section):
     topology: Annotated[TopologyConfig, Meta(description="where each actor's inbox lives, and which actors share a process")] = msgspec.field(default_factory=TopologyConfig)
     supervisor: Annotated[SupervisorConfig, Meta(description="restarts of crashed or hung actor processes")] = msgspec.field(default_factory=SupervisorConfig)
@@ -273,6 +284,7 @@ class Config(_Section):
     monitors: Annotated[MonitorsConfig, Meta(description="the commands and URLs the model may watch, and their bounds")] = msgspec.field(default_factory=MonitorsConfig)
     notify: Annotated[NotifyConfig, Meta(description="notify_user and what waits while the glasses are off")] = msgspec.field(default_factory=NotifyConfig)
     node: Annotated[NodeConfig, Meta(description="one of several runtime nodes on one PostgreSQL: its name and its lease (docs/several-nodes.md)")] = msgspec.field(default_factory=NodeConfig)
+    tracing: Annotated[TracingConfig, Meta(description="OpenTelemetry spans over OTLP/HTTP, off by default (docs/tracing.md)")] = msgspec.field(default_factory=TracingConfig)
 
     def path(self, value: str) -> Path:
         """Resolve a configured path: relative paths are relative to the repository root."""
@@ -335,6 +347,7 @@ def check(config: Config) -> Config:
     checks.check_file_path("web.token_path", config.path(config.web.token_path))
     for name, server in config.mcp.servers.items():
         checks.check_url(f"mcp.servers.{name}.url", server.url)
+    checks.check_url("tracing.otlp_endpoint", config.tracing.otlp_endpoint)
     supervisor = config.supervisor
     if 0 < supervisor.hung_after_s < 2 * supervisor.watchdog_every_s:  # a Ping a little late is not a hang
         raise ValueError(f"supervisor.hung_after_s must be 0 (never) or at least 2 x supervisor.watchdog_every_s "

@@ -36,6 +36,7 @@ import time
 import zoneinfo
 from collections import OrderedDict, deque
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import anyio
@@ -44,14 +45,14 @@ import msgspec
 import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
-from core.resume import RESUME_KIND
+from core.resume import RESUME_KIND, ResumePoint
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
-from core.observe import Observer, strategy_name
+from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
     BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
-    ToolRuns, late_event,
+    ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
@@ -59,11 +60,16 @@ from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
 from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line, refused, uninformative
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
+from core import tracing
 from core.tasks import names_a_task
-from core.timers import TimerTable
+from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers, pick, play_answer,
+                         played_id, playback_answer, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
+                         time_answer, timer_answer, timers_cancelled, timers_listed)
+from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import Bound, Invalid, Toolset, ToolsetRegistry, error_outcome, executed, failure_text
+from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
+from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
 from protocol.tools import FAILED_KINDS, OutcomeKind
@@ -116,12 +122,12 @@ class SessionSettings:
     def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
                  config, clock: Callable[[], float] = time.time, router=None,
                  on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
-                 session_toolsets: Mapping[str, Toolset] | None = None):
+                 session_toolsets: Mapping[str, SessionToolset] | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
         if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
             from core.loading import load_toolsets
 
-            session_toolsets = {r.spec.name: r for r in load_toolsets() if r.runs == "session"}
+            session_toolsets = {r.spec.name: r for r in load_toolsets() if isinstance(r, SessionToolset)}
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
         self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports
@@ -134,6 +140,7 @@ class SessionSettings:
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
         self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
         self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search; raises on failure
+        self.world: WorldPort | None = None  # the world around sessions, for the session toolsets (actors/world.py)
         self.admission = TurnAdmission(  # where a turn waits for its start (core/admission.py)
             target_s=config.admission_delay_ms / 1000, min_turns=config.admission_min_turns,
             max_turns=config.admission_max_turns, paths=SESSION_PATHS)
@@ -155,6 +162,10 @@ def _ok(text: str) -> p.CallOutcome:
 _CANCELLED = p.CallOutcome(kind="cancelled", text=CANCELLED_TEXT)
 _UNFINISHED = p.CallOutcome(kind="cancelled", text=UNFINISHED_TEXT)  # a core tool stopped with its step
 _IN_BACKGROUND = p.CallOutcome(kind="placeholder", text="")  # its placeholder is recorded already
+# how a call's tool_call span ends (core.tracing), by its outcome's kind
+_SPAN_OUTCOME: dict[OutcomeKind, tracing.SpanOutcome] = {
+    "ok": "ok", "error": "error", "invalid": "error", "not_executed": "error", "placeholder": "background",
+    "cancelled": "cancelled", "refused": "refused"}
 
 
 def _closing_result(trajectory: Trajectory) -> tuple[p.ChatMessage, OutcomeKind] | None:
@@ -194,6 +205,7 @@ class _Turn:
     recipe: str = ""  # the recipe skill (not a toolset's own) this turn read and follows
     acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
     claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
+    withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)
 
 
 @dataclasses.dataclass
@@ -300,7 +312,7 @@ class Conversation:
             return
         self.queue.append(event)
         # "cancel 3f2a9c" while idle names one background task: tasks_cancel stops it, not all
-        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self)
+        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self.runs.in_background())
         if strategy == "cancel" and (self.running or len(self.runs)) and not one_task:
             self._cancel()  # "stop" also stops what runs in the background
         elif self.running and strategy == "interrupt":
@@ -332,6 +344,7 @@ class Conversation:
             consumed: list[str] = []
             self._model_calls = 0
             self.cut_by = "done"
+            traced = tracing.tracer.turn(self.sid, turn_id)  # current in this task until it ends
             with anyio.CancelScope() as scope:
                 self._step_scope = scope
                 self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
@@ -349,6 +362,7 @@ class Conversation:
                 outcome = self.cut_by if self.cut_by != "done" else "cancelled"
             self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls,
                                                    outcome=outcome))
+            traced.end(outcome, self._model_calls)
             if outcome != "done":
                 self._remember_cut(consumed, outcome)
             self.open_events.difference_update(consumed)
@@ -360,6 +374,22 @@ class Conversation:
             self.cut_events[event_id] = outcome
         while len(self.cut_events) > DEDUP_WINDOW:
             self.cut_events.popitem(last=False)
+
+    def resume_at(self, point: ResumePoint) -> None:
+        """After a restart (core.resume): the calls the crash cut answered, the cut turn and the
+        waiting events queued, the loop started if there is anything to do."""
+        for call_id in point.cut_calls:
+            self.trajectory.record_cut(call_id)
+        for call_id, text in point.late_results:
+            self.trajectory.record_late_result(call_id, text)
+        if point.event is not None:
+            self.queue.append(point.event)
+            self.resumed_turn_start = point.turn_start
+            self.resuming = (point.event.event_id, list(point.cut))
+        self.open_events.update(point.cut)
+        self.open_events.update(e.event_id for e in point.waiting)
+        self.queue.extend(point.waiting)
+        self._ensure_running()
 
     def finished(self, event_id: str) -> bool:
         """Accepted and covered by a TurnDone: none for it is still to come."""
@@ -427,6 +457,8 @@ class Conversation:
         self.resumed_turn_start = None
         if not self._take_queue(consumed):
             return
+        if self.s.config.reflexes and await self._step_reflex(turn):
+            return  # carried out without the model (core.reflex)
         for _ in range(self.s.config.max_steps):
             self._take_queue(consumed)
             step = await self._step_prompt(turn)
@@ -477,9 +509,9 @@ class Conversation:
         plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn.start))
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
-        if turn.repeated:
+        if turn.repeated or turn.withheld:
             # a small model repeats a call whose result it already has: not twice in a row
-            tools = [tool for tool in tools if tool != turn.repeated]
+            tools = [tool for tool in tools if tool != turn.repeated and tool not in turn.withheld]
         # a skill read earlier in the conversation may be read again (its toolset expired or
         # was turned off, its body is far back); within one turn, once is enough
         readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
@@ -553,19 +585,24 @@ class Conversation:
         _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
         self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)
 
-    async def _step_call(self, turn: _Turn, parsed) -> None:
-        """A visible call: recorded, checked by the guards, run, its result recorded."""
+    async def _step_call(self, turn: _Turn, parsed, by_reflex: bool = False) -> p.CallOutcome | None:
+        """A visible call: recorded, checked by the guards, run, its outcome recorded and
+        returned (None when a stop or an interrupt took it). A reflex's own call (core.reflex)
+        is the user's words carried out: the request guard has nothing to add to it."""
         call, turn_id = parsed.call, turn.turn_id
         call_id = _new_id()
         visible = parsed.text_before.strip()
         self.trajectory.record_assistant(f"{visible}\nTOOL_CALL: {call.name}|{call.raw_args}".strip(), call_id, call.name)
         self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
-        refusal = self._guard(call.name, call.raw_args, turn.start, turn.recipe_tools if turn.recipe else [])
+        allowed = [call.name] if by_reflex else turn.recipe_tools if turn.recipe else []
+        refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
         line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
-        outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
-                   await self._run_call(turn_id, call_id, call.name, call.raw_args))
+        with tracing.tracer.tool_call(call.name, call_id) as traced:
+            outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
+                       await self._run_call(turn_id, call_id, call.name, call.raw_args))
+            traced.outcome(_SPAN_OUTCOME[outcome.kind])
         done = executed_kind(self.s.registry.spec(call.name), call.raw_args) if outcome.ran else None
         if done:
             turn.acted.add(done)
@@ -584,6 +621,7 @@ class Conversation:
         if finished is not None and self.trajectory.call_state(call_id) == "pending":
             self.trajectory.record_result(call_id, finished, skills_notice)
             self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, finished.kind, finished.text)
+        return finished
 
     def _step_skill_read(self, turn: _Turn, call, result: str) -> None:
         """A skill read: not offered again this turn; a recipe's tools allowed; its toolset on."""
@@ -598,6 +636,143 @@ class Conversation:
             enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
             self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", skill, "invisible", enabled)
         turn.recipe_tools += [t for t in named if t not in turn.recipe_tools]
+
+    # ---- reflexes (core.reflex) -----------------------------------------------------------
+    async def _step_reflex(self, turn: _Turn) -> bool:
+        """A plain request (core.reflex) carried out by the session itself: its calls made and
+        recorded as the model's would be, the answer worded from their results. True when the
+        turn is answered; False when the model takes it, from whatever the reflex found."""
+        messages = self.trajectory.messages()[turn.start:]
+        if len(messages) != 1 or messages[0].role != "user":
+            return False  # a batch, a timer firing, a late result: the model reads it
+        intent = recognise(self._turn_words(turn.start))
+        if intent is None:
+            return False
+        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        if answer is None:
+            return False
+        self.trajectory.record_assistant(answer)
+        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
+        _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind)
+        return True
+
+    async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
+        """One call of a reflex through the ordinary call path (its toolset turned on first, as
+        reading its skill would); its result's text, or None unless it ran (an "ok" outcome)."""
+        if self.s.registry.spec(tool) is None:
+            return None  # not in this runtime's catalog: the model answers
+        toolset = self.s.registry.toolset_of(tool)
+        if toolset is not None and toolset not in self.activity.active():
+            enabled = self.activity.enable(toolset)
+            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", toolset, "invisible", enabled)
+        parsed = parse_reply(f"TOOL_CALL: {tool}|{args}")
+        if parsed.call is None:
+            return None
+        outcome = await self._step_call(turn, parsed, by_reflex=True)
+        return outcome.text if outcome is not None and outcome.kind == "ok" else None
+
+    async def _reflex_time_now(self, turn: _Turn, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "get_current_time", "")
+        return None if result is None else time_answer(result, intent.russian)
+
+    async def _reflex_time_elsewhere(self, turn: _Turn, intent: Intent) -> None:
+        """Another place's time: the user's own clock (get_current_time) is withheld this turn and
+        a read-only tool that tells places' time is asked about the place; the model words the
+        answer from its result (or, when it took another form of place, asks again)."""
+        registry = self.s.registry
+        tool = next((t.name for name in registry.toolset_names() for t in registry.toolset(name).tools
+                     if t.read_only and len(t.args) >= 1 and tells_place_time(t.summary)), "")
+        if tool:
+            turn.withheld.add("get_current_time")
+            await self._reflex_call(turn, tool, intent.subject)
+        return None
+
+    async def _reflex_timer_set(self, turn: _Turn, intent: Intent) -> str | None:
+        now = self.s.clock()
+        try:
+            due = parse_when(intent.when, now, self.s.tz)
+        except TimerError:
+            return None  # the model asks what was meant
+        before = len(self.timers)
+        text = intent.text or ("таймер" if intent.russian else "timer")
+        if await self._reflex_call(turn, "timers_set", f"{intent.when}; {text}") is None or len(self.timers) <= before:
+            return None
+        return timer_answer(intent, due - now, self._clock_time(due))
+
+    async def _reflex_timer_list(self, turn: _Turn, intent: Intent) -> str | None:
+        if await self._reflex_call(turn, "timers_list", "") is None:
+            return None
+        return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
+
+    async def _reflex_timer_cancel(self, turn: _Turn, intent: Intent) -> str | None:
+        pending = self.timers.pending()
+        chosen = pending if intent.all_timers or len(pending) <= 1 else matching_timers(intent.text, pending)
+        if not chosen and pending:
+            return None  # several timers and no word says which: the model asks
+        target = "all" if len(chosen) != 1 or len(pending) == 1 and intent.all_timers else chosen[0].timer_id
+        if await self._reflex_call(turn, "timers_cancel", target) is None:
+            return None
+        return timers_cancelled([t.text for t in chosen], intent.russian)
+
+    async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
+        if intent.reference is not None:
+            titles, last_id, known = self._shown_media()
+            media_id = refer(intent.reference, titles, last_id)
+            title = known.get(media_id)
+        else:
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
+            return None  # not plain which one, or it did not start: the model goes on from the results
+        return play_answer(intent, title, media_id)
+
+    async def _reflex_playback(self, turn: _Turn, intent: Intent) -> str | None:
+        """Pause, resume or stop what the conversation last played."""
+        media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
+                         for found in [controlled_id(m.content)] if found), "")
+        if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
+            return None
+        return playback_answer(intent, self._shown_media()[2].get(media_id))
+
+    async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "media_search", intent.subject)
+        titles = shown_titles(result) if result is not None else []
+        return search_answer(intent, titles, shown_total(result or "")) if titles else None
+
+    async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
+        if intent.subject:  # a title named: searched, and asked about when it is plainly one result
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        else:
+            titles, last_id, _known = self._shown_media()
+            media_id = refer(intent.reference or Reference(), titles, last_id)
+        result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
+        return None if result is None else details_answer(intent, result)  # None: the model reads the result
+
+    def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
+        """What the conversation showed of the catalog: the last search's titles, the title
+        talked about since (a details answer, a play; "" if none) and every title seen by id."""
+        titles: list[Shown] | None = None
+        last_id, known = "", {}
+        for message in reversed(self.trajectory.messages()):
+            if message.role == "tool" and message.name == "media_search":
+                found = shown_titles(message.content)
+                for title in found:
+                    known.setdefault(title.media_id, title)
+                titles = found if titles is None else titles
+            elif message.role == "tool" and message.name == "media_info":
+                title = info_title(message.content)
+                if title is not None:
+                    known.setdefault(title.media_id, title)
+                    last_id = last_id or (title.media_id if titles is None else "")
+            elif message.role == "assistant" and titles is None and not last_id:
+                last_id = played_id(message.content)
+        return titles or [], last_id, known
+
+    def _clock_time(self, epoch: float) -> str:
+        return dt.datetime.fromtimestamp(epoch, self.s.tz).strftime("%H:%M")
 
     def _used_toolset_tools(self, active: Iterable[str]) -> list[str]:
         """The tools of toolsets this conversation used that are off now (expired, turned off):
@@ -719,8 +894,9 @@ class Conversation:
 
     async def _generate(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
                         choices: dict[str, list[str]] | None = None) -> str:
-        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed:
-            text = await self._stream(turn_id, messages, tools, choices, observed)
+        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, tools) as observed, \
+                tracing.tracer.model_call(self._model_calls) as traced:
+            text = await self._stream(turn_id, messages, tools, choices, traced.watching(observed))
         return text
 
     async def _stream(self, turn_id: str, messages: list[p.ChatMessage], tools: list[str],
@@ -813,11 +989,23 @@ class Conversation:
             self.submit(late_event(run, outcome.text, self.s.clock()))
 
     def _run_here(self, tool: str, toolset: str, args: dict[str, str]) -> p.CallOutcome:
-        """A tool of a toolset that runs in the session (its record's handler, on this session)."""
+        """A tool of a toolset that runs in the session: its record's handler, given what it may
+        use of this session (a SessionContext)."""
         record = self.s.session_toolsets.get(toolset)
         if record is None:
             return error_outcome(failure_text(tool, f"toolset {toolset} is not installed in this runtime"))
-        return record.handler(self, tool, args)
+        context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
+                                 tell_user=partial(self.s.ports.send, self.sid),
+                                 background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
+                                 world=self.s.world)
+        return record.handler(context, tool, args)
+
+    def _cancel_task(self, run: ToolRun) -> None:
+        """tasks_cancel: one background call stops, the others run on; its result says so (E3's wording)."""
+        run.state = CANCELLED
+        self.s.ports.cancel_tool(self.sid, run.call_id)
+        if self.trajectory.call_state(run.call_id) == "placeholder":
+            self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
 
     async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> p.CallOutcome:
         bound = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
@@ -876,6 +1064,7 @@ class Conversation:
         read-only tools of active toolsets), runs them as the main loop does, and never shows
         or records a TOOL_CALL line as the answer."""
         turn_id = _new_id()
+        traced = tracing.tracer.turn(self.sid, turn_id, parallel=True)
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         tools = parallel_tools(self.s.registry, self.activity.active())
         system = parallel_prompt(self.s.registry, tools)
@@ -901,9 +1090,12 @@ class Conversation:
             messages += [p.ChatMessage(role="assistant", content=f"TOOL_CALL: {call.name}|{call.raw_args}"),
                          p.ChatMessage(role="tool", name=call.name, content=result)]
         answer = answer or PARALLEL_FALLBACK
+        if claimed_action(answer) is not None:  # it can run nothing that acts: a claim is made up
+            answer = NOT_DONE_TEXT["ru" if reply_language(event.content) == "Russian" else "en"]
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.open_events.discard(event.event_id)
+        traced.end("done", model_calls)
         self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
 
@@ -924,6 +1116,18 @@ class Conversation:
             return error_outcome(failure_text(tool, str(exc)))
 
     # ---- inspection -----------------------------------------------------------------------
+    def view(self) -> ConversationView:
+        """Its state now, as a value (core.observe)."""
+        skills = self._skills  # the index this session last saw, not a fresh ask
+        return ConversationView(
+            now=self.s.clock(), busy=self.running, queue=tuple(self.queue), toolset_deadlines=self.activity.deadlines(),
+            running_tools=tuple(tool for _, tool in self.trajectory.pending_calls()),
+            timers=tuple((t.timer_id, t.due, t.text) for t in self.timers.pending()),
+            skills_version=skills.version if skills is not None else "")
+
+    def knows_tool(self, tool: str) -> bool:
+        return self.s.registry.is_core(tool) or self.s.registry.spec(tool) is not None
+
     def info(self) -> p.SessionInfo:
         return p.SessionInfo(
             exists=True, history=self.trajectory.as_dicts(), active_toolsets=self.activity.deadlines(),

@@ -49,7 +49,8 @@ def load_toolsets(config: Config | None = None) -> list[Toolset]:
         module, _, attribute = line.partition(":")
         record = getattr(importlib.import_module(module), attribute or "TOOLSET")
         if not isinstance(record, Toolset):
-            raise ValueError(f"toolset {line!r} is a {type(record).__name__}, not a core.toolsets.Toolset")
+            raise ValueError(f"toolset {line!r} is a {type(record).__name__}, not a core.toolsets.SessionToolset "
+                             "or ExecutorToolset")
         records.append(record.configured(config))
     unknown = set(config.toolsets.sections) - {record.spec.name for record in records}
     if unknown:

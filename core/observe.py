@@ -6,19 +6,20 @@ With nobody subscribed every method returns at once, so an unobserved runtime pa
 per fact. Durations are measured with a monotonic counter (they describe, they decide nothing);
 deadlines are given as seconds left by the session's own clock, so a page can count down without
 sharing that clock.
+
+The observer reads a conversation through values only: its id, a `ConversationView` it takes
+when a fact needs the state, and whether a tool name is one the catalog knows (`Observed`).
 """
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 import protocol as p
 from core.batching import event_label
 from core.prompt import ACTIVE_HEADER
 from core.skills_notice import SKILLS_HOWTO
-
-if TYPE_CHECKING:
-    from core.conversation import Conversation
 
 EXCERPT_CHARS = 400  # of tool results and model replies in facts: a timeline, not a transcript
 NOTICE_PREFIX = "[System notice]"
@@ -55,6 +56,30 @@ def strategy_name(strategy: str, running: bool) -> str:
     """The router's decision as the console shows it: `now` for an event that starts an idle
     session, else the strategy (queue, cancel, interrupt, parallel)."""
     return strategy if running or strategy in ("cancel", "parallel") else "now"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationView:
+    """A conversation's state at one moment, as facts show it (`Conversation.view`)."""
+
+    now: float  # by the session's clock: deadlines and timers' due times are counted from it
+    busy: bool  # its loop runs
+    queue: tuple[p.Event, ...]  # events waiting for the next safe point
+    toolset_deadlines: Mapping[str, float]  # active toolset -> when it expires
+    running_tools: tuple[str, ...]  # tools whose calls wait for a result
+    timers: tuple[tuple[str, float, str], ...]  # (timer id, when due, text), the soonest first
+    skills_version: str  # of the skills index it last saw ("" if none yet)
+
+
+class Observed(Protocol):
+    """What the observer reads of a conversation (core.conversation.Conversation)."""
+
+    sid: str
+
+    def view(self) -> ConversationView: ...
+
+    def knows_tool(self, tool: str) -> bool:
+        """A core tool or one of a toolset of the catalog (not a name the model made up)."""
 
 
 class ModelCallProbe:
@@ -127,24 +152,24 @@ class Observer:
         self._tool_started: dict[str, tuple[float, float]] = {}  # call_id -> (ts, perf counter)
 
     # ---- intake and turns ---------------------------------------------------------------------
-    def event(self, conv: "Conversation", event: p.Event, strategy: str, verdict: str) -> None:
+    def event(self, conv: "Observed", event: p.Event, strategy: str, verdict: str) -> None:
         if not self.listening():
             return
         self.publish(p.EventFact(session=conv.sid, ts=time.time(), event_id=event.event_id, kind=event.kind,
                                  content=excerpt(event.content), strategy=strategy, verdict=verdict))
         self.state(conv)
 
-    def turn(self, conv: "Conversation", turn_id: str, phase: str, event_ids: Iterable[str] = (),
+    def turn(self, conv: "Observed", turn_id: str, phase: str, event_ids: Iterable[str] = (),
              model_calls: int = 0, interrupted: bool = False, parallel: bool = False) -> None:
         if not self.listening():
             return
         self.publish(p.TurnFact(session=conv.sid, ts=time.time(), turn_id=turn_id, phase=phase, event_ids=list(event_ids),
                                 model_calls=model_calls, interrupted=interrupted, parallel=parallel))
         if phase == "end" and not parallel:
-            self.state(conv, busy=bool(conv.queue))  # the loop goes on only if more is queued
+            self.state(conv, ended=True)
 
     # ---- the model ------------------------------------------------------------------------------
-    def model_call(self, conv: "Conversation", turn_id: str, step: int, messages: list[p.ChatMessage],
+    def model_call(self, conv: "Observed", turn_id: str, step: int, messages: list[p.ChatMessage],
                    tools: list[str]) -> ModelCallProbe | _Quiet:
         """Publishes the request's PromptFact now; the probe publishes the call when it ends."""
         if not self.listening():
@@ -156,7 +181,7 @@ class Observer:
         return ModelCallProbe(self, conv.sid, turn_id, step)
 
     # ---- tools ----------------------------------------------------------------------------------
-    def tool_started(self, conv: "Conversation", turn_id: str, call_id: str, tool: str, args: str) -> None:
+    def tool_started(self, conv: "Observed", turn_id: str, call_id: str, tool: str, args: str) -> None:
         if not self.listening():
             return
         if len(self._tool_started) > 4096:  # calls whose end was never observed (a late result that never came)
@@ -166,14 +191,13 @@ class Observer:
                                     args=excerpt(args), outcome="running"))
         self.state(conv)
 
-    def tool_finished(self, conv: "Conversation", turn_id: str, call_id: str, tool: str, args: str,
+    def tool_finished(self, conv: "Observed", turn_id: str, call_id: str, tool: str, args: str,
                       outcome: str, result: str) -> None:
         """outcome: ok | error | invisible | placeholder | late | unknown (see protocol.ToolCallFact)."""
         started = self._tool_started.pop(call_id, None) if outcome != "placeholder" else self._tool_started.get(call_id)
         if not self.listening():
             return
-        registry = conv.s.registry
-        if not registry.is_core(tool) and registry.spec(tool) is None:
+        if not conv.knows_tool(tool):
             outcome = "unknown"  # a name the model made up: it ran nothing, whatever the result text says
         ts, counter = started or (time.time(), time.perf_counter())
         self.publish(p.ToolCallFact(session=conv.sid, ts=ts, turn_id=turn_id, call_id=call_id, tool=tool, args=excerpt(args),
@@ -181,18 +205,19 @@ class Observer:
         self.state(conv)
 
     # ---- state ----------------------------------------------------------------------------------
-    def state(self, conv: "Conversation", busy: bool | None = None) -> None:
+    def state(self, conv: "Observed", ended: bool = False) -> None:
+        """`ended`: a turn just ended, so the loop goes on (busy) only if more is queued."""
         if not self.listening():
             return
-        now = conv.s.clock()
-        skills = conv._skills  # noqa: SLF001 - the index this session last saw, not a fresh ask
+        view = conv.view()
+        now = view.now
         self.publish(p.StateFact(
-            session=conv.sid, ts=time.time(), busy=conv.running if busy is None else busy,
-            active_toolsets={name: max(0.0, deadline - now) for name, deadline in conv.activity.deadlines().items()},
-            queue=[_queue_label(e) for e in conv.queue],
-            running_tools=[tool for _, tool in conv.trajectory.pending_calls()],
-            timers=[p.TimerView(timer_id=t.timer_id, due=max(0.0, t.due - now), text=t.text) for t in conv.timers.pending()],
-            skills_version=skills.version if skills is not None else "",
+            session=conv.sid, ts=time.time(), busy=bool(view.queue) if ended else view.busy,
+            active_toolsets={name: max(0.0, deadline - now) for name, deadline in view.toolset_deadlines.items()},
+            queue=[_queue_label(e) for e in view.queue],
+            running_tools=list(view.running_tools),
+            timers=[p.TimerView(timer_id=timer_id, due=max(0.0, due - now), text=text) for timer_id, due, text in view.timers],
+            skills_version=view.skills_version,
         ))
 
 

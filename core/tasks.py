@@ -4,36 +4,35 @@ of them, leaving the others running."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
-from core.background import BACKGROUND, CANCELLED, CANCELLED_TEXT
+from core.background import BACKGROUND, ToolRun
 from core.monitors import RUNNING, STOPPED, MonitorTable
 
 
-def _runs(conversation) -> list:
-    return conversation.runs.in_background()
-
-
-def tasks_list(conversation, monitors: MonitorTable | None) -> str:
-    lines = [f"{run.task_id}: {run.tool} running in the background" for run in _runs(conversation)]
+def tasks_list(runs: Sequence[ToolRun], monitors: MonitorTable | None) -> str:
+    """`runs`: the session's calls in the background (ToolRuns.in_background)."""
+    lines = [f"{run.task_id}: {run.tool} running in the background" for run in runs]
     if monitors is not None:
         lines += [monitors.describe(row) for row in monitors.rows if row.state == RUNNING]
     return "\n".join(lines) if lines else "No background tasks or monitors are running."
 
 
-def names_a_task(text: str, conversation) -> bool:
+def names_a_task(text: str, runs: Sequence[ToolRun]) -> bool:
     """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
     phrase saying so is about that task, which tasks_cancel stops, not about every task."""
     words = set(re.findall(r"[0-9a-z]+", text.casefold()))
-    return any(run.task_id in words for run in _runs(conversation))
+    return any(run.task_id in words for run in runs)
 
 
-def _find_run(conversation, task_id: str):
+def _find_run(runs: Sequence[ToolRun], task_id: str) -> ToolRun | None:
     wanted = task_id.strip().casefold()
-    return next((run for run in _runs(conversation) if run.task_id == wanted), None)
+    return next((run for run in runs if run.task_id == wanted), None)
 
 
-def tasks_status(conversation, monitors: MonitorTable | None, task_id: str, latest: dict[str, str] | None = None) -> str:
-    run = _find_run(conversation, task_id)
+def tasks_status(runs: Sequence[ToolRun], monitors: MonitorTable | None, task_id: str,
+                 latest: dict[str, str] | None = None) -> str:
+    run = _find_run(runs, task_id)
     if run is not None:
         progress = (latest or {}).get(run.task_id)
         said = f" Latest progress: {progress}." if progress else ""
@@ -41,18 +40,16 @@ def tasks_status(conversation, monitors: MonitorTable | None, task_id: str, late
     row = monitors.get(task_id) if monitors is not None else None
     if row is not None:
         return monitors.describe(row)
-    return _unknown(conversation, monitors, task_id)
+    return _unknown(runs, monitors, task_id)
 
 
-def tasks_cancel(conversation, monitors: MonitorTable | None, task_id: str) -> tuple[str, bool]:
+def tasks_cancel(runs: Sequence[ToolRun], cancel: Callable[[ToolRun], None], monitors: MonitorTable | None,
+                 task_id: str) -> tuple[str, bool]:
     """(text for the model, whether a monitor was stopped: its state is to be saved). Only that
-    task stops; its call's result says "cancelled by the user" (E3's wording)."""
-    run = _find_run(conversation, task_id)
+    task stops (`cancel`: the session's own way, its call's result "cancelled by the user")."""
+    run = _find_run(runs, task_id)
     if run is not None:
-        run.state = CANCELLED
-        conversation.s.ports.cancel_tool(conversation.sid, run.call_id)
-        if conversation.trajectory.call_state(run.call_id) == "placeholder":
-            conversation.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
+        cancel(run)
         return f"Task {run.task_id} ({run.tool}) cancelled; other tasks keep running.", False
     row = monitors.get(task_id) if monitors is not None else None
     if row is not None and row.state == RUNNING:
@@ -60,11 +57,11 @@ def tasks_cancel(conversation, monitors: MonitorTable | None, task_id: str) -> t
         return f"Monitor {row.monitor_id} ({row.name}) stopped; other tasks keep running.", True
     if row is not None:
         return f"Monitor {row.monitor_id} already {row.state}; nothing to cancel.", False
-    return _unknown(conversation, monitors, task_id), False
+    return _unknown(runs, monitors, task_id), False
 
 
-def _unknown(conversation, monitors: MonitorTable | None, task_id: str) -> str:
-    ids = [run.task_id for run in _runs(conversation)]
+def _unknown(runs: Sequence[ToolRun], monitors: MonitorTable | None, task_id: str) -> str:
+    ids = [run.task_id for run in runs]
     ids += [row.monitor_id for row in monitors.running()] if monitors is not None else []
     running = f"running: {', '.join(ids)}" if ids else "nothing is running"
     return f"No task {task_id.strip() or '(no id)'} (finished, cancelled or never started); {running}."

@@ -117,6 +117,19 @@ def format_time(ts: float, tz: tzinfo = timezone.utc) -> str:
     return moment.isoformat(timespec="minutes" if moment.second == 0 else "seconds")
 
 
+def spoken_moment(ts: float, now: float, tz: tzinfo = timezone.utc) -> str:
+    """"15:05 today", "09:00 tomorrow", "Monday 8 June 09:00": what a small model can say as
+    is (an ISO stamp reached the glasses, issue 33)."""
+    moment, today = datetime.fromtimestamp(ts, tz), datetime.fromtimestamp(now, tz).date()
+    clock = moment.strftime("%H:%M" if moment.second == 0 else "%H:%M:%S")
+    days = (moment.date() - today).days
+    if days == 0:
+        return f"{clock} today"
+    if days == 1:
+        return f"{clock} tomorrow"
+    return f"{moment.strftime('%A')} {moment.day} {moment.strftime('%B')}{moment.strftime(' %Y') if days > 300 else ''} {clock}"
+
+
 def format_span(seconds: float) -> str:
     """"45 s", "5 min", "1 h 30 min", "2 d 3 h": how far away, for people and the model."""
     s = max(0, round(seconds))
@@ -143,7 +156,7 @@ class Timer:
         """The timer event for the session queue (E1); the id is stable per firing (dedupe). One
         that fires well after its time (the runtime was down) says so."""
         late = fired_at - self.due > LATE_AFTER_S
-        context = f"late: it was due at {format_time(self.due, tz)}; the runtime was down then" if late else ""
+        context = f"late: it was due at {spoken_moment(self.due, fired_at, tz)}; the runtime was down then" if late else ""
         return Event(event_id=f"timer-{self.timer_id}-{int(self.due)}", kind="timer", source="timers",
                      channel="timer", content=self.text, context=context, ts=fired_at,
                      data={"timer_id": self.timer_id, "due": str(self.due)})
@@ -258,4 +271,4 @@ class TimerTable:
         return ", ".join(sorted(self._timers, key=lambda i: self._timers[i].due))
 
     def _when(self, due: float, now: float) -> str:
-        return f"{format_time(due, self.tz)} (in {format_span(due - now)})"
+        return f"{spoken_moment(due, now, self.tz)} (in {format_span(due - now)})"

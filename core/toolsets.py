@@ -16,12 +16,16 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 import msgspec
 
+from core.background import ToolRun
 from core.config import Config, ConfigError, decode_section
+from core.timers import TimerTable
 from core.toolcall import ArgumentError, bind_args
+from core.world import WorldPort
+from protocol.base import Msg
 from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
@@ -86,7 +90,7 @@ class ToolHost(Protocol):
 
 
 class Executor(Protocol):
-    """An executor toolset, built once per host from its `Toolset.handler(host)`."""
+    """An executor toolset, built once per host by its record's `ExecutorToolset.factory(host)`."""
 
     async def start(self) -> None: ...
 
@@ -94,20 +98,31 @@ class Executor(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Toolset:
-    """One toolset, as `toolsets/NAME/__init__.py` exports it (`TOOLSET`) and the registry lists it.
+class SessionContext:
+    """What a session toolset's handler gets of the session it runs in, and nothing more: built by
+    the conversation for each call (`Conversation._run_here`)."""
 
-    runs="session": `handler(conversation, tool, args) -> CallOutcome` runs in the session (per-session
-    state: timers). runs="executor": `handler(host) -> Executor`, built once in the toolset
-    executor actor; its calls run there, each in its own task. `settings`, a msgspec Struct with
-    defaults, is its config section `[toolsets.NAME]`: the handler then also gets it, decoded, as
-    `settings=`, so no toolset's keys live in core.config. A `SKILL.md` next to the record is the
-    toolset's built-in skill (its "enable me" entry in the skills index)."""
+    sid: str
+    timers: TimerTable  # the session's own timers (the timers toolset)
+    timer_set: Callable[[], None]  # a timer was set: the timer wheel wakes up for the soonest
+    tell_user: Callable[[Msg], None]  # a message to this session's user (a UserNotice)
+    background: tuple[ToolRun, ...]  # the session's toolset calls running in the background now
+    cancel_task: Callable[[ToolRun], None]  # stops one of them; its call's result says so
+    world: WorldPort | None  # the world around the sessions (None: no session actor, no world)
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Record:
+    """What every toolset record has: its spec, its settings, and where it runs, which its type
+    says (`runs`) and which the spec it carries says too (stamped here, never written by hand)."""
+
+    runs: ClassVar[Literal["session", "executor"]]
     spec: ToolsetSpec
-    runs: Literal["session", "executor"]
-    handler: Callable[..., Any]
     settings: type | None = None
+
+    def __post_init__(self) -> None:
+        if self.spec.runs != self.runs:  # the catalog (protocol.Catalog) tells the session where it runs
+            object.__setattr__(self, "spec", msgspec.structs.replace(self.spec, runs=self.runs))
 
     def read_settings(self, config: Config) -> Any:
         """Its section of `config` as `settings`; None when it takes none.
@@ -121,9 +136,46 @@ class Toolset:
         return decode_section(raw or {}, self.settings, f"toolsets.{name}")
 
     def configured(self, config: Config) -> Toolset:
-        """This record with its settings from `config` bound to its handler (itself if it has none)."""
+        """This record with its settings from `config` bound to its handler or factory (itself if it
+        has none)."""
         settings = self.read_settings(config)
-        return self if settings is None else replace(self, handler=partial(self.handler, settings=settings))
+        return self if settings is None else self._bound(settings)
+
+    def _bound(self, settings: Any) -> Toolset:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionToolset(_Record):
+    """A toolset whose tools run in the session, on per-session state (timers, the world's
+    watches): `handler(context, tool, args) -> CallOutcome`, `context` a SessionContext. With `settings`
+    (a msgspec Struct with defaults: its config section `[toolsets.NAME]`) the handler also gets
+    them, decoded, as `settings=`."""
+
+    runs: ClassVar[Literal["session"]] = "session"
+    handler: Callable[..., CallOutcome]
+
+    def _bound(self, settings: Any) -> SessionToolset:
+        return replace(self, handler=partial(self.handler, settings=settings))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutorToolset(_Record):
+    """A toolset whose tools run in a toolset executor actor: `factory(host) -> Executor`, built
+    once there (host: a ToolHost); each call runs in its own task. With `settings` the factory
+    also gets them, decoded, as `settings=`, so no toolset's keys live in core.config."""
+
+    runs: ClassVar[Literal["executor"]] = "executor"
+    factory: Callable[..., Executor]
+
+    def _bound(self, settings: Any) -> ExecutorToolset:
+        return replace(self, factory=partial(self.factory, settings=settings))
+
+
+Toolset = SessionToolset | ExecutorToolset
+"""One toolset, as `toolsets/NAME/__init__.py` exports it (`TOOLSET`) and the registry lists it. A
+`SKILL.md` next to the record is the toolset's built-in skill (its "enable me" entry in the
+skills index)."""
 
 
 def invalid_args_text(tool: ToolSpec, reason: str = "") -> str:

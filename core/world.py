@@ -3,6 +3,8 @@ the user, the channels it watches and the monitors it runs. Kept in the journal 
 session's state (storage.journal.SessionState.world), so a restart loses none of it."""
 from __future__ import annotations
 
+from typing import Any, Mapping, Protocol
+
 import msgspec
 
 from core.channels import Watch, WatchTable
@@ -44,3 +46,22 @@ class SessionWorld:
     def needs_runtime(self) -> bool:
         """True while a monitor runs: the session is brought back at once after a restart."""
         return bool(self.monitors.running())
+
+
+class WorldPort(Protocol):
+    """What the session toolsets (channels, tasks, monitors) use of the world around every
+    session: actors/world.py's World, reached through their SessionContext."""
+
+    latest: dict[str, str]  # task id -> its latest progress line (tasks_status)
+
+    def of(self, sid: str) -> SessionWorld: ...
+
+    def save(self, sid: str) -> None:
+        """Journal the session's world after a change."""
+
+    def allowed_monitors(self) -> Mapping[str, Any]:
+        """The monitors the operator allowed, by name (core.config.MonitorConfig)."""
+
+    def start_monitor(self, sid: str, name: str, condition: str) -> str: ...
+
+    def stop_monitor(self, sid: str, monitor_id: str) -> None: ...

@@ -41,10 +41,10 @@ from core.intent import claimed_action, covers, executed_kind
 from core.clock import ManualClock
 from core.config import Config
 from core.conversation import Conversation, SessionSettings
+from core.observe import Observer
 from core.resume import resume
 from core.skills import SkillRepository
 from core.timers import Timer
-from core.toolcall import parse_reply
 from core.toolsets import LOST_REASON, ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
 from protocol.tools import RAN_KINDS
@@ -101,6 +101,22 @@ class EvalReport(msgspec.Struct, kw_only=True):
     scenario_set: str = ""
 
 
+class _CallsSeen(Observer):
+    """Every call the session makes, whoever decided it (the model or a reflex, core.reflex),
+    into the ports' list the judge reads: visible calls as they start, invisible ones (S7) too."""
+
+    def __init__(self, ports: "EvalPorts"):
+        super().__init__()
+        self.ports = ports
+
+    def tool_started(self, conv, turn_id: str, call_id: str, tool: str, args: str) -> None:
+        self.ports.calls.append((tool, args.strip()))
+
+    def tool_finished(self, conv, turn_id: str, call_id: str, tool: str, args: str, outcome: str, result: str) -> None:
+        if outcome == "invisible":
+            self.ports.calls.append((tool, args.strip()))
+
+
 class EvalPorts(InProcessPorts):
     """InProcessPorts that also time every request and record the call each reply made."""
 
@@ -150,9 +166,6 @@ class EvalPorts(InProcessPorts):
             if self.trace is not None:
                 self.trace({"scenario": self.scenario, "reply": generation.text,
                                    "messages": [msgspec.to_builtins(m) for m in messages]})
-            call = parse_reply(generation.text).call
-            if call is not None:
-                self.calls.append((call.name, call.raw_args.strip()))
 
     async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
@@ -274,8 +287,7 @@ def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], sav
     conversation.seen.update(dict.fromkeys(saved.seen))
     conversation.timers.restore(*saved.timers)
     conversation.tracker.restore(*saved.skills)
-    resume(conversation, entries, open_events, now)
-    conversation._ensure_running()
+    conversation.resume_at(resume(conversation.trajectory, entries, open_events, now))
     return conversation
 
 
@@ -381,7 +393,7 @@ class _Playing:
     def settings(self) -> SessionSettings:
         assert self.life is not None and self.life.tasks is not None
         return SessionSettings(registry=self.registry, ports=self.ports, spawn=self.life.tasks.start_soon,
-                               config=self.config.session, clock=self.clock)
+                               config=self.config.session, clock=self.clock, observer=_CallsSeen(self.ports))
 
     def flatten(self) -> None:
         """In `flat` mode every toolset is on, always."""

@@ -29,7 +29,10 @@ def new_id() -> str:
 
 
 class Envelope(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """`corr` links a reply (or a streamed chunk) to the request's `id`."""
+    """`corr` links a reply (or a streamed chunk) to the request's `id`. `trace`: the W3C
+    traceparent of the span the request was made in (core/tracing.py), so the receiver's span is
+    its child; unset (and then absent from the encoded message, which a receiver without the
+    field still decodes) while tracing is off."""
 
     body: Message
     id: str = msgspec.field(default_factory=new_id)
@@ -38,3 +41,4 @@ class Envelope(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     corr: str = ""
     v: int = PROTOCOL_VERSION
     ts: float = msgspec.field(default_factory=time.time)
+    trace: str | msgspec.UnsetType = msgspec.UNSET

@@ -28,8 +28,9 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """runs: "session" (the SessionActor runs its tools) or "executor" (the toolsets actor does).
-    timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
+    """runs: "session" (the SessionActor runs its tools) or "executor" (the toolsets actor does);
+    a toolset record's type sets it (core.toolsets.SessionToolset, ExecutorToolset), never its
+    declaration, and the Catalog carries it to the session. timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
     for the prompt, one per line, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none)."""
 
     name: str

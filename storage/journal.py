@@ -23,7 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import msgspec
@@ -32,9 +32,6 @@ import protocol as p
 from core.trajectory import Recorded
 from core.world import WorldState
 from storage import sqlite_file
-
-if TYPE_CHECKING:
-    from storage.store import JournalStore
 
 _log = logging.getLogger("porfiry.journal")
 
@@ -319,6 +316,36 @@ def purge_older_than(conn: sqlite3.Connection, cutoff: float) -> int:
     conn.execute("DELETE FROM sessions WHERE last_active < ? AND next_due IS NULL "
                  "AND session NOT IN (SELECT session FROM events WHERE done = 0)", (cutoff,))
     return deleted
+
+
+class JournalStore(Protocol):
+    """The database behind the Journal (SqliteStore here, storage/postgres.py's PostgresStore;
+    storage/store.py picks one). Every call but `connect` gets the connection `connect` made; all
+    run in one thread."""
+
+    errors: tuple[type[BaseException], ...]  # what a failed statement or commit raises
+    where: str  # the database, for messages (a path, or a URL without its password)
+
+    def connect(self) -> Any: ...
+    def close(self, conn: Any) -> None: ...
+    def reopen(self, conn: Any) -> Any:
+        """Before each batch: `conn`, or a new connection when the server hung up on it."""
+    def begin(self, conn: Any) -> None: ...
+    def commit(self, conn: Any) -> None: ...
+    def rollback(self, conn: Any) -> None: ...
+    def guarded(self, conn: Any) -> contextlib.AbstractContextManager:
+        """Around one operation of a batch: when it fails, the batch's other operations still commit."""
+    def insert_entry(self, conn: Any, session: str, ts: float, entry: Recorded) -> None: ...
+    def insert_event(self, conn: Any, session: str, phone_key: str, event: p.Event, ts: float) -> None: ...
+    def mark_done(self, conn: Any, session: str, event_ids: Iterable[str]) -> None: ...
+    def save_state(self, conn: Any, session: str, state: SessionState, ts: float) -> None: ...
+    def load_session(self, conn: Any, session: str) -> StoredSession | None: ...
+    def unfinished_sessions(self, conn: Any) -> list[str]: ...
+    def search(self, conn: Any, session: str, words: str, limit: int = 5) -> list[SearchHit]: ...
+    def list_sessions(self, conn: Any) -> list[tuple[str, str, float, float, int]]: ...
+    def session_entries(self, conn: Any, session: str) -> list[dict[str, Any]]: ...
+    def delete_session(self, conn: Any, session: str, *, transaction: bool = True) -> bool: ...
+    def purge_older_than(self, conn: Any, cutoff: float) -> int: ...
 
 
 class SqliteStore:

@@ -1,50 +1,21 @@
-"""The seam between the journal's queueing (storage/journal.py's Journal: one writer, one
-transaction per batch, in a worker thread) and the database behind it: a `JournalStore` holds
-the SQL dialect and the connection. `storage.backend` picks one: "sqlite" (storage/journal.py's
-SqliteStore, the embedded default) or "postgres" (storage/postgres.py, shared by several nodes).
+"""The database behind the journal, as `storage.backend` picks it: the seam is
+storage/journal.py's `JournalStore` (the SQL dialect and the connection, declared where the
+journal's queueing uses it: one writer, one transaction per batch, in a worker thread), and its
+two implementations are "sqlite" (storage/journal.py's SqliteStore, the embedded default) and
+"postgres" (storage/postgres.py, shared by several nodes). The same for the phone ownership
+table and, with several nodes, the leases.
 """
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import protocol as p
     from core.config import Config
-    from core.trajectory import Recorded
-    from storage.journal import Journal, SearchHit, SessionState, StoredSession
+    from storage.journal import Journal, JournalStore
     from storage.leases import NodeLeases
     from storage.ownership import OwnershipStore
-
-
-class JournalStore(Protocol):
-    """Every call but `connect` gets the connection `connect` made; all run in one thread."""
-
-    errors: tuple[type[BaseException], ...]  # what a failed statement or commit raises
-    where: str  # the database, for messages (a path, or a URL without its password)
-
-    def connect(self) -> Any: ...
-    def close(self, conn: Any) -> None: ...
-    def reopen(self, conn: Any) -> Any:
-        """Before each batch: `conn`, or a new connection when the server hung up on it."""
-    def begin(self, conn: Any) -> None: ...
-    def commit(self, conn: Any) -> None: ...
-    def rollback(self, conn: Any) -> None: ...
-    def guarded(self, conn: Any) -> contextlib.AbstractContextManager:
-        """Around one operation of a batch: when it fails, the batch's other operations still commit."""
-    def insert_entry(self, conn: Any, session: str, ts: float, entry: Recorded) -> None: ...
-    def insert_event(self, conn: Any, session: str, phone_key: str, event: p.Event, ts: float) -> None: ...
-    def mark_done(self, conn: Any, session: str, event_ids: Iterable[str]) -> None: ...
-    def save_state(self, conn: Any, session: str, state: SessionState, ts: float) -> None: ...
-    def load_session(self, conn: Any, session: str) -> StoredSession | None: ...
-    def unfinished_sessions(self, conn: Any) -> list[str]: ...
-    def search(self, conn: Any, session: str, words: str, limit: int = 5) -> list[SearchHit]: ...
-    def list_sessions(self, conn: Any) -> list[tuple[str, str, float, float, int]]: ...
-    def session_entries(self, conn: Any, session: str) -> list[dict[str, Any]]: ...
-    def delete_session(self, conn: Any, session: str, *, transaction: bool = True) -> bool: ...
-    def purge_older_than(self, conn: Any, cutoff: float) -> int: ...
 
 
 def journal_store(config: Config, *, hold_lock: bool = False) -> JournalStore:

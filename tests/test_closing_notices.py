@@ -3,6 +3,8 @@ after a tool result a notice to answer in the user's language; after a recipe sk
 notice to follow it, and after each of its calls one to go on with it; the state part right
 before the current turn. A skill read in an earlier turn may be read again once its toolset is
 off (the grammar offers it)."""
+import msgspec
+
 from bench.conversation import Turn, record_conversation
 from bench.runtime import scratch_config
 from core.config import load_config
@@ -20,7 +22,9 @@ description: How to brew tea; use when the user wants tea.
 
 
 def _config(tmp_path):
-    return scratch_config(load_config(None, env={}), tmp_path)
+    """These tests read what the model is asked: no reflex (core.reflex) takes a turn from it."""
+    config = scratch_config(load_config(None, env={}), tmp_path)
+    return msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, reflexes=False))
 
 
 async def test_a_toolset_skill_is_not_closed_by_a_notice_but_a_result_is(tmp_path):

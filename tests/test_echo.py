@@ -52,8 +52,11 @@ async def _play(tmp_path, said: str, model):
     from core.config import load_config
     from llm.scripted import ScriptedBackend
 
-    return await record_conversation(scratch_config(load_config(None, env={}), tmp_path), [Turn(said)],
-                                     backend=ScriptedBackend(reply_fn=model))
+    import msgspec
+
+    config = scratch_config(load_config(None, env={}), tmp_path)  # the model's turn: no reflex takes it
+    config = msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, reflexes=False))
+    return await record_conversation(config, [Turn(said)], backend=ScriptedBackend(reply_fn=model))
 
 
 def test_a_canned_refusal_is_told_apart_from_an_answer():

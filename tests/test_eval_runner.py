@@ -3,6 +3,8 @@ by outcome (what was played, what the glasses show) and fails with a reason a tu
 an answer that only repeats the request or is a canned refusal included."""
 from __future__ import annotations
 
+import msgspec
+
 from core.config import load_config
 from evals.runner import run_eval
 from evals.scenarios import Scenario, Turn
@@ -12,8 +14,15 @@ PLAY = Scenario(id="play-ru", lang="ru", turns=[Turn(say="включи филь�
                                                      mentions=["Титаник"])])
 
 
+def _judge_config():
+    """These tests check the judge against scripted models: no reflex (core.reflex) takes a turn."""
+    config = load_config(None, env={})
+    return msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, reflexes=False))
+
+
+
 async def _run(rules):
-    return await run_eval(load_config(None, env={}), [PLAY], backend=ScriptedBackend(rules), profile="scripted",
+    return await run_eval(_judge_config(), [PLAY], backend=ScriptedBackend(rules), profile="scripted",
                           mode="progressive", progress=lambda line: None)
 
 
@@ -55,7 +64,7 @@ async def test_a_runtime_crash_mid_turn_is_judged_on_what_the_model_does_after_t
     """The default rules continue a cut turn (the call again after "cut off by a runtime
     restart", an answer after the restart notice): both pass; a model that does not repeat the
     lost call fails, though it made that call before the crash."""
-    config = load_config(None, env={})
+    config = _judge_config()
     report = await run_eval(config, CRASH, backend=ScriptedBackend(), profile="scripted", mode="progressive",
                             progress=lambda line: None)
     assert report.passed == 2, [r.why for r in report.per_scenario]
@@ -69,7 +78,7 @@ async def test_a_runtime_crash_mid_turn_is_judged_on_what_the_model_does_after_t
 
 async def test_a_restart_point_the_turn_never_reaches_fails_the_scenario():
     never = [Scenario(id="no-tool", lang="en", turns=[Turn(say="what is a haiku", restart_at="tool")])]
-    report = await run_eval(load_config(None, env={}), never, backend=ScriptedBackend(), profile="scripted",
+    report = await run_eval(_judge_config(), never, backend=ScriptedBackend(), profile="scripted",
                             mode="progressive", progress=lambda line: None)
     assert report.passed == 0 and "never reached its restart point" in report.per_scenario[0].why
 
@@ -81,7 +90,7 @@ async def test_a_toolset_executor_lost_mid_call_is_judged_after_the_call_is_made
     lost = [Scenario(id="lost-search", lang="en", turns=[Turn(say="search inception", restart_at="toolsets",
                                                               calls=["media_search|inception"], mentions=["Inception"])]),
             Scenario(id="lost-nothing", lang="en", turns=[Turn(say="what is a haiku", restart_at="toolsets")])]
-    report = await run_eval(load_config(None, env={}), lost, backend=ScriptedBackend(), profile="scripted",
+    report = await run_eval(_judge_config(), lost, backend=ScriptedBackend(), profile="scripted",
                             mode="progressive", progress=lambda line: None)
     search, nothing = report.per_scenario
     assert search.passed, search.why
@@ -96,7 +105,7 @@ async def test_a_call_answered_as_lost_is_judged_on_what_the_model_does_after_it
 
     lost = [Scenario(id="failed-search", lang="en", turns=[Turn(say="search inception", restart_at="toolsets-lost",
                                                                 calls=["media_search|inception"], mentions=["Inception"])])]
-    config = load_config(None, env={})
+    config = _judge_config()
     retrying = [Rule(r"lost this call", _repeat_last_call, role="tool"), *DEFAULT_RULES]
     report = await run_eval(config, lost, backend=ScriptedBackend(retrying), profile="scripted", mode="progressive",
                             progress=lambda line: None)
@@ -119,7 +128,7 @@ async def test_the_eval_runs_the_world_clock_mcp_server_as_a_toolset():
                                                      calls=["worldclock_time_now|york"], mentions=["11:00"])])
     rules = [Rule(r"", "In New York: {first_line}", role="tool", tool="worldclock_time_now"),
              Rule(r"New York", "TOOL_CALL: worldclock_time_now|New York", role="user")]
-    report = await run_eval(with_worldclock(load_config(None, env={})), [clock], backend=ScriptedBackend(rules),
+    report = await run_eval(with_worldclock(_judge_config()), [clock], backend=ScriptedBackend(rules),
                             profile="scripted", mode="progressive", progress=lambda line: None)
     assert report.passed == 1, report.per_scenario[0].why
     assert report.turn_ms.p50 > 0 and len(report.per_scenario[0].turn_ms) == 1
@@ -159,3 +168,11 @@ def test_the_three_sets_hold_at_least_150_scenarios_with_distinct_ids():
     says = {name: {t.say.casefold() for s in scenarios for t in s.turns if t.say} for name, scenarios in sets.items()}
     assert not says["test"] & says["dev"], "the held-out set repeats a dev phrasing"
     assert all(not any(t.calls for t in s.turns[-1:]) for s in sets["traps"]), "a trap's last turn expects no call"
+
+
+async def test_a_play_carried_out_by_a_reflex_is_judged_by_what_it_played_with_no_model_step():
+    report = await run_eval(load_config(None, env={}), [PLAY], backend=ScriptedBackend([]), profile="scripted",
+                            mode="progressive")
+    result = report.per_scenario[0]
+    assert result.passed, result.why
+    assert result.steps == 0 and any(c.startswith("media_play|titanic") for c in result.calls)

@@ -63,7 +63,7 @@ async def test_a_timer_claimed_but_never_set_is_asked_again_then_said_plainly(tm
 
 async def test_a_claim_asked_again_that_drops_the_claim_is_shown(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
-        shown = await system.turn("s", "поставь таймер на 1 минуту")
+        shown = await system.turn("s", "хочу таймер на минуту")  # no plain request for a reflex: the model's turn
         assert finals(shown)[-1] == "Хорошо, ничего не делаю."
 
 
@@ -128,7 +128,7 @@ async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
     backend = _ToolsSeen(reply_fn=lambda messages: "Пожалуйста!")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "спасибо, ты молодец")
-        await system.turn("s", "привет, который час?")
+        await system.turn("s", "привет, какая погода завтра?")
     assert backend.offered[0] == []
     assert "get_current_time" in backend.offered[1]
 
@@ -157,7 +157,7 @@ async def test_a_watch_or_a_task_cancel_nobody_asked_for_is_not_made(tmp_path):
     """channels_watch and monitors_start wake the session later, tasks_cancel stops work: each runs
     only when the user's words ask for it ("скажи, когда…", "tell me when…", "отмени…")."""
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_watcher)) as system:
-        await system.turn("s", "включи Кин-дза-дза")
+        await system.turn("s", "хочу посмотреть Кин-дза-дза")
         refused = tool_results(await system.history("s"))[-1]
         assert refused["name"] == "channels_watch" and refused["content"].startswith("not executed (not_requested)")
         await system.turn("s", "скажи, когда напишет Анна")

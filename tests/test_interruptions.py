@@ -294,6 +294,28 @@ async def test_the_parallel_run_never_shows_a_tool_line(tmp_path):
         assert_every_call_paired(history)
 
 
+def claiming_side_model(messages: list[p.ChatMessage]) -> str:
+    """The side run claims a timer it could not set (it is offered nothing that acts)."""
+    if "enable_toolset" not in messages[0].content:
+        return "Таймер установлен на 5 минут."
+    return scenario_model(messages)
+
+
+async def test_the_parallel_run_never_claims_an_action_it_cannot_make(tmp_path):
+    backend = ScriptedBackend(reply_fn=claiming_side_model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
+                             execute_substituted_calls=True, tool_background_after_s=0) as system:
+        tools, glasses = system.actors["toolsets"], system.actors["glasses"]
+        await system.deliver("s", "run the backup command", event_id="e1")
+        await tools.started["shell_run"].wait()
+        await system.deliver("s", "который час?", event_id="e2")
+        shown = await glasses.wait_event_done("s", "e2")
+        side = [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
+        assert "установлен" not in side and "не сделал" in side
+        tools.release["shell_run"].set()
+        await glasses.wait_event_done("s", "e1")
+
+
 def call_model(messages: list[p.ChatMessage]) -> str:
     last = messages[-1]
     if last.role == "tool":

@@ -11,7 +11,7 @@ import pytest
 import protocol as p
 from actors.base import Actor, AskTimeout, Endpoint
 from actors.media_executor import MediaExecutor
-from core.toolsets import Toolset
+from core.toolsets import ExecutorToolset
 from harness import override, until
 from toolsets.media.catalog import EmbeddedCatalog
 from toolsets.media.executor import MediaTools
@@ -61,7 +61,7 @@ async def running(config, *actors):
 
 def with_catalog(config, catalog, **kw):
     """The executor hosting the media toolset over `catalog` instead of the default one."""
-    record = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=lambda host: MediaTools(host, catalog))
+    record = ExecutorToolset(spec=MEDIA_TOOLSET, factory=lambda host: MediaTools(host, catalog))
     return MediaExecutor(config, records=[record], **kw)
 
 

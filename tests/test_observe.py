@@ -46,7 +46,8 @@ def _of(facts, kind, **match):
 
 # ---- facts from a real session ---------------------------------------------------------------------
 async def test_a_media_turn_publishes_its_events_prompts_model_and_tool_calls_and_state(tmp_path):
-    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+    # the model's turn, step by step: no reflex (core.reflex) carries the search out without it
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), reflexes=False) as system:
         async with observed(system, prompt_sessions=["s1"]) as (observing, facts):
             assert observing.sessions == []
             await system.turn("s2", "hello")  # a session nobody looks at: no prompts (the bulk of the bytes)

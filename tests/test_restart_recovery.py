@@ -86,7 +86,7 @@ async def test_a_sigkilled_session_process_and_a_restarted_runtime_forget_nothin
     async with ScriptedOpenAIServer(respond=respond) as server:
         # S8's substitution itself is under test: a call to an inactive toolset is not run at once
         config = _write_config(tmp_path, ipc_dir, llm=remote(server.base_url),
-                               extra="[session]\nexecute_substituted_calls = false")
+                               extra="[session]\nexecute_substituted_calls = false\nreflexes = false")
         process, rows = await serve(config, tmp_path / "serve.log")
         try:
             code, out = await cli(config, "say", "--session", "d1", "--timeout", "20", "Меня зовут Аглая")

@@ -4,7 +4,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from core.timers import TimerError, TimerTable, parse_duration, parse_when
-from toolsets.timers import TIMERS_TOOLSET, run_timer_tool
+from core.toolsets import SessionContext
+from toolsets.timers import TIMERS_TOOLSET, TOOLSET, run_timer_tool
 
 UTC = timezone.utc
 MSK = timezone(timedelta(hours=3))
@@ -47,12 +48,12 @@ def test_set_list_cancel_twice(manual_clock):
     assert table.list() == "No timers set."
     timer_id, due, confirmation = table.set("in 5 minutes", "check the oven")
     assert (timer_id, due) == ("t1", NOW + 300)
-    assert confirmation == "Timer t1 set for 2026-06-01T15:05+03:00 (in 5 min): check the oven"
+    assert confirmation == "Timer t1 set for 15:05 today (in 5 min): check the oven"
     table.set("2026-06-02T09:00", "call mom")
     assert table.list().splitlines() == [
         "2 timers:",
-        "t1 at 2026-06-01T15:05+03:00 (in 5 min): check the oven",
-        "t2 at 2026-06-02T09:00+03:00 (in 18 h): call mom",
+        "t1 at 15:05 today (in 5 min): check the oven",
+        "t2 at 09:00 tomorrow (in 18 h): call mom",
     ]
     assert table.cancel("t1") == "Timer t1 cancelled: check the oven"
     again = table.cancel("t1")
@@ -112,6 +113,17 @@ def test_timer_toolset_spec_is_prefixed_and_terse():
     assert all(t.name.startswith("timers_") and "\n" not in t.summary for t in TIMERS_TOOLSET.tools)
     set_args = {a.name: a.required for a in TIMERS_TOOLSET.tools[0].args}
     assert set_args == {"when": True, "text": True, "every": False}
+
+
+def test_the_timers_toolset_sets_the_sessions_timer_and_wakes_the_wheel(manual_clock):
+    """Its handler gets the session's timers and the wheel's wake-up, no more (a SessionContext)."""
+    table, woken = TimerTable(clock=manual_clock), []
+    context = SessionContext(sid="s", timers=table, timer_set=lambda: woken.append(1), tell_user=lambda body: None,
+                             background=(), cancel_task=lambda run: None, world=None)
+    set_ = TOOLSET.handler(context, "timers_set", {"when": "in 5 minutes", "text": "tea"})
+    assert set_.kind == "ok" and set_.text.startswith("Timer t1 set")
+    assert [t.text for t in table.pending()] == ["tea"] and woken == [1]
+    assert "t1" in TOOLSET.handler(context, "timers_list", {}).text and woken == [1]
 
 
 def test_run_timer_tool_never_raises(manual_clock):

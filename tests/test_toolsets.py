@@ -1,7 +1,8 @@
 """S5, S11: the catalog checked at start-up, prefix routing, terse signatures, argument checks."""
 import pytest
 
-from core.toolsets import CORE_TOOL_NAMES, Bound, Invalid, ToolsetRegistry
+from core.loading import load_toolsets
+from core.toolsets import CORE_TOOL_NAMES, Bound, ExecutorToolset, Invalid, SessionToolset, ToolsetRegistry
 from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 from toolset_examples import example_registry, media_toolset, timers_toolset
 
@@ -10,6 +11,18 @@ def test_a_tool_without_its_toolset_prefix_is_refused_at_start_up():
     bad = ToolsetSpec(name="media", summary="films", tools=[ToolSpec(name="search", summary="find")])
     with pytest.raises(ValueError, match="tool 'search' of toolset media lacks the prefix media_"):
         ToolsetRegistry([bad])
+
+
+def test_where_a_toolsets_tools_run_is_its_records_type_and_the_catalog_says_the_same():
+    spec = ToolsetSpec(name="toy", summary="toys", tools=[ToolSpec(name="toy_echo", summary="say")])
+    here = SessionToolset(spec=spec, handler=lambda context, tool, args: "")
+    there = ExecutorToolset(spec=spec, factory=lambda host: None)
+    assert (here.spec.runs, there.spec.runs) == ("session", "executor")
+    assert ToolsetRegistry([here.spec]).runs_in_session("toy") and not ToolsetRegistry([there.spec]).runs_in_session("toy")
+    assert ToolsetRegistry([there.spec]).pages("toy_echo") and not ToolsetRegistry([here.spec]).pages("toy_echo")
+    assert {r.spec.name: r.spec.runs for r in load_toolsets()} == {
+        "media": "executor", "timers": "session", "channels": "session", "notify": "session", "tasks": "session",
+        "monitors": "session"}
 
 
 def test_a_tool_named_after_another_toolset_is_refused():

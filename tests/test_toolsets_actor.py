@@ -15,7 +15,7 @@ from actors.media_executor import MediaExecutor
 from actors.toolsets import ToolsetSupervisor
 from core.config import ConfigError
 from core.loading import load_config
-from core.toolsets import Toolset
+from core.toolsets import ExecutorToolset
 from harness import override, start_killable, until
 
 TOOL_TIMEOUT_S = 0.5
@@ -67,8 +67,8 @@ async def test_a_toolset_whose_executor_actor_is_down_is_reported_unavailable(co
 
 
 async def test_a_tool_without_its_toolset_prefix_fails_start_up(config, zmq_ctx):
-    bad = Toolset(spec=p.ToolsetSpec(name="toy", summary="toys", tools=[p.ToolSpec(name="echo", summary="say")]),
-                  runs="executor", handler=toy_toolset._executor)
+    bad = ExecutorToolset(spec=p.ToolsetSpec(name="toy", summary="toys", tools=[p.ToolSpec(name="echo", summary="say")]),
+                          factory=toy_toolset._executor)
     supervisor = ToolsetSupervisor(config, zmq_context=zmq_ctx, records=[bad])
     with pytest.raises(BaseException) as caught:
         with anyio.fail_after(5):
@@ -225,7 +225,7 @@ db_path = "{tmp}/media.sqlite3"
 """
 
 
-async def test_a_toolsets_own_config_section_is_decoded_and_reaches_its_handler(tmp_path, zmq_ctx):
+async def test_a_toolsets_own_config_section_is_decoded_and_reaches_its_factory(tmp_path, zmq_ctx):
     """`[toolsets.toy]` belongs to the toy: core.config keeps it raw, the toy's record decodes it."""
     path = tmp_path / "porfiry.toml"
     path.write_text(TOY_CONFIG.format(greeting='"hello"', tmp=tmp_path))

@@ -4,7 +4,7 @@
 import anyio
 import msgspec
 
-from core.toolsets import Toolset, ToolResult
+from core.toolsets import ExecutorToolset, ToolResult
 from protocol import ArgSpec, ToolSpec, ToolsetSpec
 
 SPEC = ToolsetSpec(name="toy", summary="a toy: echo, wait, fail, long texts", tools=[
@@ -55,4 +55,4 @@ def _executor(host, settings: ToySettings = ToySettings()):
     return INSTANCES[-1]
 
 
-TOOLSET = Toolset(spec=SPEC, runs="executor", handler=_executor, settings=ToySettings)
+TOOLSET = ExecutorToolset(spec=SPEC, factory=_executor, settings=ToySettings)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.toolsets import Toolset
+from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
@@ -15,7 +15,6 @@ CHANNELS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда напишет Анна\" -> TOOL_CALL: channels_watch|any; Анна -> \"Скажу, когда Анна напишет.\""),
     name="channels",
     summary="messages from outside (phone notifications, webhooks): watch for what matters",
-    runs="session",
     tools=[
         ToolSpec(name="channels_watch",
                  summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",
@@ -26,16 +25,16 @@ CHANNELS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
-    world = getattr(conversation.s, "world", None)
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    world = context.world
     if world is None:
         return CallOutcome(kind="error", text=UNAVAILABLE)
-    watches = world.of(conversation.sid).watches
+    watches = world.of(context.sid).watches
     if tool == "channels_list":
         return CallOutcome(kind="ok", text=watches.list())
     text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
-    world._save(conversation.sid)
+    world.save(context.sid)
     return CallOutcome(kind="ok", text=text)
 
 
-TOOLSET = Toolset(spec=CHANNELS_TOOLSET, runs="session", handler=_run)
+TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run)

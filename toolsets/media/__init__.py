@@ -2,7 +2,7 @@
 
 Swap the catalog for a real media server by implementing `MediaProvider` (toolsets.media.provider).
 """
-from core.toolsets import Toolset
+from core.toolsets import ExecutorToolset
 from toolsets.media.settings import MediaSettings
 from toolsets.media.tools import MEDIA_TOOLSET
 
@@ -13,4 +13,4 @@ def _executor(host, settings: MediaSettings):
     return MediaTools(host, settings=settings)
 
 
-TOOLSET = Toolset(spec=MEDIA_TOOLSET, runs="executor", handler=_executor, settings=MediaSettings)
+TOOLSET = ExecutorToolset(spec=MEDIA_TOOLSET, factory=_executor, settings=MediaSettings)

@@ -90,7 +90,8 @@ class EmbeddedCatalog:
     `ensure_ready()` does that eagerly (and says whether it rebuilt)."""
 
     def __init__(self, db_path: str | os.PathLike[str], source_path: str | os.PathLike[str] = DEFAULT_SOURCE,
-                 *, clock: Callable[[], float] = time.perf_counter, loop_budget_s: float = LOOP_SEARCH_BUDGET_S):
+                 *, clock: Callable[[], float] = time.perf_counter, loop_budget_s: float = LOOP_SEARCH_BUDGET_S,
+                 matcher: Callable[[list[tuple[_Indexed, tuple[str, ...]]]], FuzzyIndex[_Indexed]] = FuzzyIndex):
         self.db_path = str(db_path)
         self.source_path = Path(source_path)
         self.skipped_rows: list[str] = []  # problems found in the source at the last build
@@ -98,7 +99,8 @@ class EmbeddedCatalog:
         self._conn: sqlite3.Connection | None = None
         self._records: dict[str, _Indexed] = {}
         self._by_rowid: dict[int, _Indexed] = {}
-        self._fuzzy_index: FuzzyIndex[_Indexed] = FuzzyIndex([])
+        self._matcher = matcher  # the typo pass's index (tools/fuzzy_compare.py plays two against each other)
+        self._fuzzy_index = matcher([])
         self._source_stat: tuple[int, int] | None = None
         self._clock = clock  # times the searches, for ready_now()
         self._loop_budget_s = loop_budget_s
@@ -274,7 +276,7 @@ class EmbeddedCatalog:
             indexed = _index(title)
             self._records[title.id] = indexed
             self._by_rowid[rowid] = indexed
-        self._fuzzy_index = FuzzyIndex([(record, record.names) for record in self._records.values()])
+        self._fuzzy_index = self._matcher([(record, record.names) for record in self._records.values()])
 
     # --- searching ----------------------------------------------------------------------------
     def _rank(self, query: str) -> list[Title]:
@@ -288,7 +290,7 @@ class EmbeddedCatalog:
             if tier_score is not None:
                 scored[record.title.id] = (*tier_score, record.title.year)
         if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()):
-            for record, ratio in self._fuzzy(normalized, words):
+            for record, ratio in self._fuzzy_index.match(fuzzy_query(normalized)):
                 current = scored.get(record.title.id)
                 if current is None or current[0] > TIER_FUZZY:
                     scored[record.title.id] = (TIER_FUZZY, -ratio, record.title.year)
@@ -305,10 +307,11 @@ class EmbeddedCatalog:
         rows = self._conn.execute("SELECT rowid FROM titles_fts WHERE titles_fts MATCH ?", (match,)).fetchall()
         return [self._by_rowid[r[0]] for r in rows if r[0] in self._by_rowid]
 
-    def _fuzzy(self, normalized: str, words: list[str]) -> list[tuple[_Indexed, float]]:
-        """Titles whose words come close to the query despite typos (`toolsets/media/fuzzy.py`)."""
-        core = " ".join(w for w in words if not _YEAR.match(w)) or normalized
-        return self._fuzzy_index.match(core)
+
+def fuzzy_query(normalized: str) -> str:
+    """What the typo pass (`toolsets/media/fuzzy.py`) compares with titles: the query without its
+    years ("терминатр 1984" is a title's words and a filter), unless it is nothing but years."""
+    return " ".join(w for w in normalized.split() if not _YEAR.match(w)) or normalized
 
 
 def _classify(record: _Indexed, words: list[str]) -> tuple[int, float] | None:

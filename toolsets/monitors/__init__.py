@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.toolsets import Toolset
+from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 MONITORS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда сборка закончится\" -> TOOL_CALL: monitors_start|build; exit 0 -> \"Скажу, когда сборка пройдёт.\""),
     name="monitors",
     summary="watch an allowed command or web page and wake me when a condition holds",
-    runs="session",
     tools=[
         ToolSpec(name="monitors_start",
                  summary="start an allowed monitor until: contains WORDS, exit N, or status N",
@@ -22,17 +21,17 @@ MONITORS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
-    world = getattr(conversation.s, "world", None)
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    world = context.world
     if world is None:
         return CallOutcome(kind="error", text="monitors are not available in this runtime (no session actor)")
     if tool == "monitors_start":
-        return CallOutcome(kind="ok", text=world.start_monitor(conversation.sid, args["name"], args["condition"]))
-    allowed = world.config.monitors.named
+        return CallOutcome(kind="ok", text=world.start_monitor(context.sid, args["name"], args["condition"]))
+    allowed = world.allowed_monitors()
     lines = [f"allowed: {', '.join(f'{n} ({c.summary})' if c.summary else n for n, c in sorted(allowed.items())) or 'none'}"]
-    table = world.of(conversation.sid).monitors
+    table = world.of(context.sid).monitors
     lines += [table.describe(row) for row in table.rows] or ["none started"]
     return CallOutcome(kind="ok", text="\n".join(lines))
 
 
-TOOLSET = Toolset(spec=MONITORS_TOOLSET, runs="session", handler=_run)
+TOOLSET = SessionToolset(spec=MONITORS_TOOLSET, handler=_run)

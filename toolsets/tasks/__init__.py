@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.tasks import tasks_cancel, tasks_list, tasks_status
-from core.toolsets import Toolset
+from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
     summary="what runs in the background (tool calls, monitors): list, status, cancel one",
-    runs="session",
     tools=[
         ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True),
         ToolSpec(name="tasks_status", summary="one task's state", args=[ArgSpec(name="id")], read_only=True),
@@ -20,18 +19,18 @@ TASKS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
-    world = getattr(conversation.s, "world", None)
-    monitors = world.of(conversation.sid).monitors if world is not None else None
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    world = context.world
+    monitors = world.of(context.sid).monitors if world is not None else None
     if tool == "tasks_list":
-        return CallOutcome(kind="ok", text=tasks_list(conversation, monitors))
+        return CallOutcome(kind="ok", text=tasks_list(context.background, monitors))
     if tool == "tasks_status":
-        return CallOutcome(kind="ok", text=tasks_status(conversation, monitors, args["id"],
+        return CallOutcome(kind="ok", text=tasks_status(context.background, monitors, args["id"],
                                                         world.latest if world is not None else None))
-    text, monitor_stopped = tasks_cancel(conversation, monitors, args["id"])
+    text, monitor_stopped = tasks_cancel(context.background, context.cancel_task, monitors, args["id"])
     if monitor_stopped and world is not None:
-        world.stop_monitor(conversation.sid, args["id"].strip().casefold())
+        world.stop_monitor(context.sid, args["id"].strip().casefold())
     return CallOutcome(kind="ok", text=text)
 
 
-TOOLSET = Toolset(spec=TASKS_TOOLSET, runs="session", handler=_run)
+TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.timers import TimerError, TimerTable
-from core.toolsets import Toolset
+from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 TIMERS_TOOLSET = ToolsetSpec(
@@ -17,7 +17,6 @@ TIMERS_TOOLSET = ToolsetSpec(
              "the time the result gives"),
     name="timers",
     summary="reminders that wake you later: one-shot or repeating",
-    runs="session",
     tools=[
         ToolSpec(name="timers_set",
                  summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time (add ; every=1 day to repeat)",
@@ -40,11 +39,11 @@ def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> Cal
         return CallOutcome(kind="error", text=f"Timer not set: {exc}")
 
 
-def _run(conversation, tool: str, args: Mapping[str, str]) -> CallOutcome:
-    outcome = run_timer_tool(conversation.timers, tool, args)
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    outcome = run_timer_tool(context.timers, tool, args)
     if tool == "timers_set":
-        conversation.s.on_timer_set()  # the timer wheel sleeps until the soonest timer
+        context.timer_set()  # the timer wheel sleeps until the soonest timer
     return outcome
 
 
-TOOLSET = Toolset(spec=TIMERS_TOOLSET, runs="session", handler=_run)
+TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run)

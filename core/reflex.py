@@ -1,0 +1,555 @@
+"""Reflexes: the plain requests the runtime recognises and carries out without asking the model.
+
+A 1.5B model on two cores takes about three seconds a step and three steps a media turn, and
+it is where the harm comes from: a timer reported and never set, the film of the worked example
+played, the weekday translated wrong. The commonest requests need no judgement: "который час",
+"поставь таймер на 5 минут, чтобы проверить чай", "включи Сталкер", "найди Солярис", "включи
+второй", "how long is it?". For those the session makes the calls itself, through the same
+guarded call path the model's calls take (recorded in the history as calls with their results,
+so the model later reads what was done), and words the answer from the result. Anything the
+patterns below do not recognise with certainty - two requests in one breath, a negation, a
+place named with the time, an ambiguous pick among results - goes to the model as before,
+with whatever the reflex already found in the history.
+
+Pure functions: `recognise` reads a turn's words, `pick`/`refer` choose among results a tool
+showed, the `*_answer` functions word the reply. The session (core.conversation) runs them.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from typing import Literal
+
+import msgspec
+
+from core.intent import casual
+
+ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
+                     "search", "details"]
+Detail = Literal["runtime", "director", "episodes", "year", "about"]
+
+
+class Intent(msgspec.Struct, frozen=True, kw_only=True):
+    """What a turn's words ask, as far as a reflex can carry it out.
+
+    `subject`: a title as said ("Кин-дза-дза"); `reference`: instead of a title, which of the
+    titles already shown ("it", an ordinal, a year); `when`/`text`: a timer's; `detail`: what a
+    details question asks."""
+
+    kind: ReflexKind
+    russian: bool
+    subject: str = ""
+    reference: "Reference | None" = None
+    when: str = ""
+    text: str = ""
+    detail: Detail | None = None
+    all_timers: bool = False
+    action: Literal["pause", "resume", "stop", ""] = ""
+
+
+class Reference(msgspec.Struct, frozen=True, kw_only=True):
+    """"его", "the second one", "the one from 1979": a title the conversation already showed."""
+
+    ordinal: int = 0  # 1-based place in the last search's results; 0: none said
+    year: int = 0
+
+
+class Shown(msgspec.Struct, frozen=True):
+    """One title a media result showed: its id, its names and the facts in brackets."""
+
+    media_id: str
+    names: tuple[str, ...]
+    facts: str
+    year: int
+
+
+# ---- the words --------------------------------------------------------------------------------
+_LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|ок|окей|привет|эй|"
+         r"please|now|ok|okay|so|hey|hi|then|and|could you|can you|would you|will you)[\s,!.]+)*")
+_PLAY = re.compile(_LEAD + r"(?:включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
+                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
+_SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
+                     r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
+                     r"find|search\s+for|search|look\s+for|look\s+up|"
+                     r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about))"
+                     r"[\s,]+(?P<rest>.+)$")
+_TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
+                       r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
+                       r"what\s+time\s+is\s+it|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
+                       r"what\s+day\s+is\s+(?:it|today)|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
+                       r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date)")
+# "который час в Токио", "what time is it in New York": another place's time is not the user's clock
+_PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
+# a tool that tells another place's time: its summary names the time and a place or a zone
+_PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
+_TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|timer|remind|alarm)")
+_SET_TIMER = re.compile(_LEAD + r"(?:поставь|установи|заведи|засеки|запусти|включи|сделай|напомни(?:\s+мне)?|"
+                        r"разбуди(?:\s+меня)?|set|start|remind\s+me|wake\s+me(?:\s+up)?)\b")
+_EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
+_DURATION = re.compile(
+    r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
+    r"(?P<span>(?:(?:\d+(?:[.,]\d+)?|одну|один|одна|две|два|три|четыре|пять|шесть|семь|восемь|девять|десять|"
+    r"пятнадцать|двадцать|тридцать|полтора|полторы|a|an|one|two|three|four|five|six|seven|eight|nine|"
+    r"ten|fifteen|twenty|thirty)\s*)?(?<![^\s\d])"
+    r"(?:секунд\w*|сек|минут\w*|мин|час(?:а|ов)?|seconds?|secs?|minutes?|mins?|hours?|hrs?)(?!\w)"
+    r"(?:\s+(?:и\s+|and\s+)?(?:\d+|\w+)\s+(?:минут\w*|minutes?))?"
+    r"|полчаса|пол\s+часа|half\s+an\s+hour)")
+_CLOCK = re.compile(r"(?:^|\s)(?:в|к|at|on|to)\s+(?P<clock>\d{1,2}[:.]\d{2})\b")
+_LIST_TIMERS = re.compile(r"(?:какие\s+(?:у\s+меня\s+)?(?:есть\s+)?(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
+                          r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
+                          r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
+                          r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders))")
+_CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|cancel|delete|remove|clear|"
+                           r"turn\s+off|stop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+_ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
+_DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
+    ("runtime", re.compile(r"(?:сколько\s+(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|продолжительн|"
+                           r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length)")),
+    ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|режисс)|режиссер|режиссёр|who\s+directed|"
+                            r"director|who\s+made|who\s+shot)")),
+    ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
+                            r"how\s+many\s+(?:episodes|seasons)|episodes)")),
+    ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
+                        r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed))")),
+    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:он|она|оно|это|фильм|сериал)|про\s+что\s+(?:он|она|это)|"
+                         r"what'?s\s+it\s+about|what\s+is\s+it\s+about)")),
+)
+# words around a title that are not the title
+_FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
+                     r"сериала|мультфильм|мультик|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
+                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|"
+                     # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
+                     r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре))(?=\s|$)")
+_PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
+                      r"that\s+one|him|her|the\s+one)$")
+_ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
+             "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
+_ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
+                      r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))\w*")
+_YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
+# a second request in the same breath: the model handles both
+_ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
+                             r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
+                             r"(?:таймер|timer|remind|напомн)")
+_TWO_REQUESTS = re.compile(r"[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
+                           r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b")
+_NEGATION = re.compile(r"(?:^|\s)(?:не|не\s+надо|don'?t|do\s+not|never|нельзя)\s")
+
+
+def _norm(text: str) -> str:
+    text = text.casefold().replace("ё", "е")
+    text = re.sub(r"[«»\"“”„'`!?.,;:()\[\]]", " ", text)
+    return " ".join(text.split())
+
+
+def _is_russian(text: str) -> bool:
+    lowered = text.casefold()
+    return len(re.findall(r"[а-яё]", lowered)) > len(re.findall(r"[a-z]", lowered))
+
+
+def recognise(said: str) -> Intent | None:
+    """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
+    turn's user words, one message."""
+    if not said.strip() or "\n" in said.strip() or len(said) > 300:
+        return None
+    russian = _is_russian(said)
+    raw = " ".join(said.casefold().replace("ё", "е").split())
+    if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
+        return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
+    for recognise_kind in (_timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent, _search_intent):
+        intent = recognise_kind(raw, said, russian)
+        if intent is not None:
+            return intent
+    return None
+
+
+def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _TIME_NOW.search(raw)
+    if match is None:
+        return None
+    place = _PLACE.search(raw[match.end():] + " ")
+    if place is not None:  # "what time is it in New York": a toolset that knows places, if one does
+        where = re.sub(r"\s+(?:сейчас|now|right now|today|сегодня)$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
+        return Intent(kind="time_elsewhere", russian=russian, subject=where) if where else None
+    if _PLACE.search(" " + raw[:match.start()]):
+        return None
+    rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
+    # "привет, который час?" yes; "который час и поставь таймер" no: the rest is small talk or nothing
+    if rest and not casual(rest) and len(_norm(rest).split()) > 2:
+        return None
+    return Intent(kind="time_now", russian=russian)
+
+
+def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _LIST_TIMERS.search(raw):
+        return Intent(kind="timer_list", russian=russian)
+    cancel = _CANCEL_TIMER.match(raw)
+    if cancel:
+        return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
+                      text=cancel["rest"])
+    start = _SET_TIMER.match(raw)
+    if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
+        return None
+    when, text = _when_and_text(raw[start.end():])
+    if not when:
+        return None
+    return Intent(kind="timer_set", russian=russian, when=when, text=text)
+
+
+def _when_and_text(rest: str) -> tuple[str, str]:
+    """("in 5 minutes", "проверить чай") out of "таймер на 5 минут, чтобы проверить чай"; ("", "")
+    when no single duration or clock time is said."""
+    durations = list(_DURATION.finditer(rest))
+    clocks = list(_CLOCK.finditer(" " + rest))
+    if len(durations) + len(clocks) != 1:
+        return "", ""
+    if durations:
+        found = durations[0]
+        when = "in " + found["span"].strip()
+        start, end = found.start(), found.end()
+    else:
+        found = clocks[0]
+        when = found["clock"].replace(".", ":")
+        start, end = max(found.start() - 1, 0), found.end() - 1
+    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|"
+                    r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
+    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me)\b)*", "", rest[end:])
+    text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
+    return when, " ".join(text.strip(" ,.!?;:—-").split())
+
+
+# what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|о\s+том,?\s+что|о|об|to|that|about|so\s+i\s+can|"
+                        r"so\s+that)?(?=\s|$)[\s,.:;—-]*")
+
+
+# what may stand around a details question about a title already shown ("а сколько он идёт?")
+_ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
+    из года год г го там по минутам минут сейчас тогда the it is was does this that one film movie series show of
+    from and so then how long last lasts take takes who what which did by make made in its""".split())
+
+
+# the words of a details question around a title: "кто снял <title>", "how long is <title>"
+_DETAIL_GLUE = frozenset("""а и ну так the is was does did of in by у в фильм фильма фильме сериал сериала кино movie
+    film series show""".split())
+
+
+def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _TIMER_WORD.search(raw):
+        return None
+    for detail, pattern in _DETAIL_WORDS:
+        found = pattern.search(raw)
+        if found is None:
+            continue
+        end = found.end() + re.match(r"\w*", raw[found.end():]).end()  # the whole word: "режисс|ер"
+        rest = _norm(raw[:found.start()] + " " + raw[end:])
+        reference = _reference(rest)
+        named = [w for w in rest.split() if w not in _ABOUT_SHOWN and not _YEAR.fullmatch(w)
+                 and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
+        if named:  # "кто снял Служебный роман?": that title, searched first
+            subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
+            if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
+                return None
+            return Intent(kind="details", russian=russian, detail=detail, subject=subject)
+        return Intent(kind="details", russian=russian, detail=detail, reference=reference)
+    return None
+
+
+_WHAT_PLAYS = r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|the\s+movie|the\s+film|playback|the\s+show|please|пожалуйста))*"
+_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:поставь\s+на\s+паузу|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + r"[\s.!]*$")),
+             ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|сними\s+с\s+паузы|сними\s+паузу|сними\s+его\s+с\s+паузы|сними\s+ее\s+с\s+паузы|"
+                                   r"resume|unpause|continue(?:\s+playing)?)" + _WHAT_PLAYS + r"[\s.!]*$")),
+             ("stop", re.compile(_LEAD + r"(?:выключи|останови|stop|turn\s+off)" + _WHAT_PLAYS
+                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback))[\s.!]*$")))
+
+
+def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
+    router's: it stops the turn)."""
+    text = raw.strip(" .!?")
+    for action, pattern in _PLAYBACK:
+        if pattern.match(text):
+            return Intent(kind="playback", russian=russian, action=action)
+    return None
+
+
+def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _PLAY.match(raw)
+    if match is None:
+        return None
+    return _titled("play", match["rest"], said, russian)
+
+
+def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _SEARCH.match(raw)
+    if match is None:
+        return None
+    intent = _titled("search", match["rest"], said, russian)
+    return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
+
+
+def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
+    """A play or search request: its title, or which title already shown it means."""
+    if _ANOTHER_ACTION.search(" " + rest):
+        return None
+    quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
+    subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
+    subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
+    if len(subject) < 2:
+        return None
+    around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
+    if re.search(r"[^\W\d_]", around):
+        russian = _is_russian(around)
+    if _PRONOUN.fullmatch(subject):
+        return Intent(kind=kind, russian=russian, reference=Reference())
+    ordinal = _ORDINAL.fullmatch(" " + subject.replace("one", "").strip()) if len(subject.split()) <= 3 else None
+    year = _YEAR.search(subject)
+    if ordinal is not None:
+        return Intent(kind=kind, russian=russian, reference=Reference(ordinal=_ORDINALS.get(ordinal["word"], 0)
+                                                                      or int(ordinal["word"])))
+    if year and re.fullmatch(r"(?:тот\s+|the\s+one\s+|that\s+one\s+|one\s+|который\s+|что\s+)?(?:из\s+|from\s+|of\s+|в\s+)?"
+                             r"(?:19|20)\d\d(?:\s*(?:года|год|г|-го|го))?(?:\s+года)?", subject):
+        return Intent(kind=kind, russian=russian, reference=Reference(year=int(year["year"])))
+    return Intent(kind=kind, russian=russian, subject=subject)
+
+
+def _reference(words: str) -> Reference:
+    ordinal = _ORDINAL.search(" " + words)
+    year = _YEAR.search(words)
+    return Reference(ordinal=(_ORDINALS.get(ordinal["word"], 0) or int(ordinal["word"])) if ordinal else 0,
+                     year=int(year["year"]) if year else 0)
+
+
+# ---- choosing among what was shown ----------------------------------------------------------
+_LINE = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*) \u2014 (?P<names>.+?) \((?P<facts>[^()]*)\)(?::|$)", re.M)
+_INFO_ID = re.compile(r"play: TOOL_CALL: media_play\|([a-z0-9-]+)")
+
+
+def shown_titles(result: str) -> list[Shown]:
+    """The titles of a media_search result, in the catalog's order."""
+    titles = []
+    for match in _LINE.finditer(result):
+        year = _YEAR.search(match["facts"])
+        names = tuple(n.strip() for n in match["names"].split(" / ") if n.strip())
+        titles.append(Shown(match["id"], names, match["facts"], int(year["year"]) if year else 0))
+    return titles
+
+
+def info_id(result: str) -> str:
+    """The id a media_info result is about ("" if none)."""
+    found = _INFO_ID.search(result)
+    return found.group(1) if found else ""
+
+
+def pick(subject: str, titles: list[Shown]) -> Shown | None:
+    """The title a request names among a search's results, when one is plainly it: its name is
+    the request (or the request is its name plus the director's or the year's words); the most
+    such words win, the catalog's order breaks a tie. A lone result close to the words (a typo)
+    too. None when it is not plain: the model chooses."""
+    words = set(_norm(subject).split()) - {"the", "a", "an"}
+    best, best_extra = None, -1
+    for title in titles:
+        name_words = [set(_norm(name).split()) - {"the", "a", "an"} for name in title.names]
+        if not any(n and all(_among(w, words) for w in n) for n in name_words):
+            continue
+        facts = set(_norm(title.facts).split())
+        extra = sum(_among(w, facts) for w in words)
+        if extra > best_extra:
+            best, best_extra = title, extra
+    if best is not None:
+        return best
+    if len(titles) == 1 and any(_close(subject, name) for name in titles[0].names):
+        return titles[0]
+    return None
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word in two grammatical cases ("матрицу"/"матрица", "лару"/"лара"); numbers exactly."""
+    if a == b:
+        return True
+    if any(c.isdigit() for c in a + b):
+        return False
+    common = len(os.path.commonprefix((a, b)))
+    return common >= 3 and common >= max(len(a), len(b)) - 2
+
+
+def _among(word: str, words: set[str]) -> bool:
+    return word in words or any(_same_word(word, other) for other in words)
+
+
+def _close(said: str, name: str) -> bool:
+    return difflib.SequenceMatcher(None, _norm(said), _norm(name)).ratio() >= 0.8
+
+
+def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
+    """The id a reference means: the n-th of the last results, the one of that year, or - for
+    "его"/"it" - the title last talked about (a details answer, a play) or the first result."""
+    if reference.ordinal:
+        return titles[reference.ordinal - 1].media_id if reference.ordinal <= len(titles) else ""
+    if reference.year:
+        same_year = [t for t in titles if t.year == reference.year]
+        return same_year[0].media_id if len(same_year) == 1 else ""
+    if last_id:
+        return last_id
+    return titles[0].media_id if titles else ""
+
+
+# ---- the answers ----------------------------------------------------------------------------
+def plural_ru(n: int, one: str, few: str, many: str) -> str:
+    if n % 10 == 1 and n % 100 != 11:
+        return one
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return few
+    return many
+
+
+def span_words(seconds: float, russian: bool) -> str:
+    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in the user's words."""
+    total = max(0, round(seconds))
+    hours, minutes, secs = total // 3600, total % 3600 // 60, total % 60
+    units = ((hours, ("час", "часа", "часов"), "hour"), (minutes, ("минуту", "минуты", "минут"), "minute"),
+             (secs, ("секунду", "секунды", "секунд"), "second"))
+    parts = []
+    for number, ru, en in units:
+        if number:
+            word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
+            parts.append(f"{number} {word}")
+    return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
+
+
+def timer_answer(intent: Intent, span_s: float, at: str) -> str:
+    text = f": {intent.text}" if intent.text else ""
+    if intent.russian:
+        return f"Таймер поставлен на {span_words(span_s, True)}, сработает в {at}{text}."
+    return f"Timer set for {span_words(span_s, False)}, it goes off at {at}{text}."
+
+
+def title_line(title: Shown) -> str:
+    return f"«{title.names[0]}»" + (f" / {title.names[1]}" if len(title.names) > 1 else "") + f" ({title.facts})"
+
+
+def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
+    if not titles:
+        return (f"В каталоге ничего не нашлось по запросу «{intent.subject}»." if intent.russian
+                else f"Nothing found in the catalog for “{intent.subject}”.")
+    listed = "; ".join(title_line(t) for t in titles[:3])
+    more = total - min(len(titles), 3)
+    if intent.russian:
+        return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
+    return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
+
+
+def play_answer(intent: Intent, title: Shown | None, name: str) -> str:
+    shown = title_line(title) if title is not None else f"«{name}»"
+    return f"Включаю {shown}." if intent.russian else f"Playing {shown}."
+
+
+_INFO_FACT = {"runtime": re.compile(r"runtime: (\d+) min"), "director": re.compile(r"director(?:/creator)?: ([^;\n]+)"),
+              "episodes": re.compile(r"episodes: (\d+)")}
+
+
+def details_answer(intent: Intent, info: str) -> str | None:
+    """The one fact a details question asks, from a media_info result; None when the result
+    lacks it (the model answers from the result instead)."""
+    head = info.split("\n", 1)[0]
+    name = head.split(",")[0].split(" (original:")[0].strip()
+    year = _YEAR.search(head)
+    if intent.detail == "year" and year:
+        return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
+                else f"“{name}” came out in {year.group(1)}.")
+    pattern = _INFO_FACT.get(intent.detail or "")
+    found = pattern.search(info) if pattern else None
+    if found is None or found.group(1).strip() == "unknown":
+        return None
+    value = found.group(1).strip()
+    if intent.detail == "runtime":
+        minutes = int(value)
+        hours = f" ({minutes // 60} ч {minutes % 60} мин)" if intent.russian and minutes >= 60 else ""
+        return (f"«{name}» идёт {minutes} {plural_ru(minutes, 'минуту', 'минуты', 'минут')}{hours}." if intent.russian
+                else f"“{name}” runs {minutes} minutes ({minutes // 60} h {minutes % 60} min).")
+    if intent.detail == "director":
+        return f"Режиссёр «{name}» — {value}." if intent.russian else f"“{name}” was directed by {value}."
+    episodes = int(value)
+    return (f"В «{name}» {episodes} {plural_ru(episodes, 'серия', 'серии', 'серий')}." if intent.russian
+            else f"“{name}” has {episodes} episodes.")
+
+
+def time_answer(spoken: str, russian: bool) -> str:
+    """"Сейчас 18:00, суббота, 14 марта." from get_current_time's "суббота, 14 марта, 18:00 (2026, MSK)"."""
+    match = re.match(r"(?P<day>[^,]+), (?P<date>[^,]+), (?P<clock>\d{1,2}:\d{2})", spoken)
+    if match is None:
+        return spoken
+    if russian:
+        return f"Сейчас {match['clock']}, {match['day']}, {match['date']}."
+    return f"It's {match['clock']}, {match['day']}, {match['date']}."
+
+
+def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
+    """The timers set, soonest first: (clock time, text) each."""
+    if not table_lines:
+        return "Таймеров нет." if russian else "No timers are set."
+    listed = "; ".join(f"{at} — {text}" for at, text in table_lines)
+    return f"Таймеры: {listed}." if russian else f"Timers: {listed}."
+
+
+_TOTAL = re.compile(r"showing \S+ of (\d+)")
+_PLAYED = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)\s*$")
+_INFO_HEAD = re.compile(r"^(?P<name>[^\n(]+?)(?: \(original: (?P<original>[^)]+)\))?, (?P<year>\d{4}), ")
+
+
+def shown_total(result: str) -> int:
+    found = _TOTAL.search(result)
+    return int(found.group(1)) if found else len(shown_titles(result))
+
+
+def played_id(assistant_line: str) -> str:
+    """The id an assistant's media_play call named (a play, not a pause); "" for any other line."""
+    found = _PLAYED.search(assistant_line)
+    return found.group(1) if found else ""
+
+
+_PLAYING = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)")
+
+
+def controlled_id(assistant_line: str) -> str:
+    """The id any media_play call named (a play or a pause); "" for any other line."""
+    found = _PLAYING.search(assistant_line)
+    return found.group(1) if found else ""
+
+
+def playback_answer(intent: Intent, title: Shown | None) -> str:
+    name = f" «{title.names[0]}»" if title is not None else ""
+    words = {"pause": ("Пауза", "Paused"), "resume": ("Продолжаю", "Resuming"), "stop": ("Остановил", "Stopped")}
+    ru, en = words[intent.action or "pause"]
+    return f"{ru}{name}." if intent.russian else f"{en}{name}."
+
+
+def info_title(result: str) -> Shown | None:
+    """The title a media_info result is about."""
+    head, media_id = _INFO_HEAD.match(result), info_id(result)
+    if head is None or not media_id:
+        return None
+    names = (head["name"].strip(),) + ((head["original"].strip(),) if head["original"] else ())
+    return Shown(media_id, names, head["year"], int(head["year"]))
+
+
+def matching_timers(words: str, timers: list) -> list:
+    """The timers whose text shares a word (its first five letters) with `words`: "отмени
+    таймер про чай" -> the tea one."""
+    said = {w[:5] for w in _norm(words).split() if len(w) >= 3} - {"тайме", "timer", "напом", "remin", "будил", "alarm"}
+    return [t for t in timers if said & {w[:5] for w in _norm(t.text).split()}]
+
+
+def timers_cancelled(texts: list[str], russian: bool) -> str:
+    if not texts:
+        return "Таймеров нет, отменять нечего." if russian else "There are no timers to cancel."
+    if len(texts) == 1:
+        return f"Таймер «{texts[0]}» отменён." if russian else f"Timer “{texts[0]}” cancelled."
+    listed = ", ".join(f"«{t}»" for t in texts)
+    return f"Отменены таймеры: {listed}." if russian else f"Cancelled timers: {listed}."
+
+
+def tells_place_time(summary: str) -> bool:
+    """A tool whose summary says it gives a city's or a zone's time (an MCP world clock)."""
+    return all(pattern.search(summary) for pattern in _PLACE_CLOCK)

@@ -1,0 +1,242 @@
+"""Reflexes (core.reflex): plain requests carried out by the session without the model.
+
+The words below are everyday phrasings written for these tests, not the eval sets' (a test in
+tests/test_eval_runner.py keeps `test` and `traps` apart from what the texts were tuned on)."""
+import re
+import time
+
+import pytest
+
+import protocol as p
+from core.reflex import Intent, Reference, Shown, pick, recognise, refer, span_words
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+
+# ---- what the words ask ------------------------------------------------------------------------
+@pytest.mark.parametrize("said, when, text", [
+    ("поставь таймер на 1 минуту, чтобы проверить чай", "in 1 минуту", "проверить чай"),
+    ("напомни через 10 минут позвонить маме", "in 10 минут", "позвонить маме"),
+    ("Remind me in 20 minutes to take the cake out", "in 20 minutes", "take the cake out"),
+    ("set a timer for five minutes", "in five minutes", ""),
+    ("засеки полчаса", "in полчаса", ""),
+    ("поставь будильник в 7:30", "7:30", ""),
+])
+def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == "timer_set"
+    assert (intent.when, intent.text) == (when, text)
+
+
+@pytest.mark.parametrize("said", [
+    "спасибо, ты супер!", "you're great, thanks", "объясни, как работает таймер", "не ставь таймер",
+    "хм, ладно", "what is a timer?", "поставь таймер каждый день в 9:00", "включи Сталкер и поставь таймер на 2 часа",
+    "как долго варить яйца?", "поставь таймер",
+    "расскажи подробно историю кино", "don't play it",
+])
+def test_words_that_are_not_a_plain_request_go_to_the_model(said):
+    assert recognise(said) is None
+
+
+def test_the_time_asked_with_a_greeting_is_the_users_clock_and_with_a_place_another_places():
+    assert recognise("привет, который час?").kind == "time_now"
+    assert recognise("what's the time?").kind == "time_now"
+    assert recognise("который час в Токио?") == Intent(kind="time_elsewhere", russian=True, subject="токио")
+    assert recognise("what time is it in New York right now?").subject == "new york"
+
+
+def test_play_takes_a_title_or_a_reference_to_one_shown():
+    assert recognise("включи Кин-дза-дза").subject == "кин-дза-дза"
+    assert recognise("включи её").reference == Reference()
+    assert recognise("play the second one").reference == Reference(ordinal=2)
+    assert recognise("play the one from 1979").reference == Reference(year=1979)
+    spoken_in_russian = recognise("включи фильм Back to the Future")
+    assert spoken_in_russian.subject == "back to the future" and spoken_in_russian.russian
+
+
+def test_details_of_the_title_talked_about_or_of_one_named():
+    assert recognise("how long is it?").detail == "runtime"
+    named = recognise("who directed Blade Runner?")
+    assert (named.detail, named.subject, named.reference) == ("director", "blade runner", None)
+    director = recognise("а кто режиссёр второго?")
+    assert director.detail == "director" and director.reference == Reference(ordinal=2)
+
+
+def _titles():
+    return [Shown("solaris-1972", ("Солярис", "Solaris"), "1972, Андрей Тарковский, 169 min", 1972),
+            Shown("solaris-2002", ("Солярис", "Solaris"), "2002, Стивен Содерберг, 99 min", 2002),
+            Shown("matrix-1999", ("Матрица", "The Matrix"), "1999, Вачовски, 136 min", 1999)]
+
+
+def test_pick_takes_the_title_named_and_the_directors_word_decides_between_namesakes():
+    assert pick("солярис", _titles()).media_id == "solaris-1972"  # the catalog's order
+    assert pick("солярис содерберга", _titles()).media_id == "solaris-2002"  # a word in another case
+    assert pick("матрицу", _titles()).media_id == "matrix-1999"
+    assert pick("солярис стивен содерберг", _titles()).media_id == "solaris-2002"
+    assert pick("the matrix", _titles()).media_id == "matrix-1999"
+    assert pick("сталкер", _titles()) is None  # none of them: the model chooses
+
+
+def test_a_reference_means_the_nth_result_the_years_one_or_the_title_talked_about():
+    titles = _titles()
+    assert refer(Reference(ordinal=2), titles, "") == "solaris-2002"
+    assert refer(Reference(year=1999), titles, "") == "matrix-1999"
+    assert refer(Reference(), titles, "matrix-1999") == "matrix-1999"
+    assert refer(Reference(), titles, "") == "solaris-1972"
+    assert refer(Reference(ordinal=7), titles, "") == ""
+
+
+def test_spans_are_said_in_the_users_language():
+    assert span_words(60, True) == "1 минуту"
+    assert span_words(5 * 60, True) == "5 минут"
+    assert span_words(90 * 60, True) == "1 час 30 минут"
+    assert span_words(22 * 60, False) == "22 minutes"
+
+
+# ---- through the real session loop -------------------------------------------------------------
+def _liar(messages):
+    """A small model at its worst: it claims a timer, plays the worked example's film, reads the
+    clock wrong. Reflex turns must never reach it."""
+    return "Таймер установлен! TOOL_CALL: media_play|matrix-1999"
+
+
+class _ToolsSeen(ScriptedBackend):
+    """A scripted model that also records the tools each request offered."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.offered: list[list[str]] = []
+
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
+        self.offered.append(list(tools))
+        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
+
+
+def finals(shown):
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final]
+
+
+def tool_results(history):
+    return [m for m in history if m["role"] == "tool"]
+
+
+async def test_a_timer_asked_for_is_set_and_said_without_asking_the_model(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "поставь таймер на 1 минуту, чтобы проверить чай")
+        answer = finals(shown)[-1]
+        assert "проверить чай" in answer and "1 минуту" in answer and re.search(r"\d\d:\d\d", answer)
+        assert not re.search(r"\d{4}-\d{2}-\d{2}T", answer)
+        listed = finals(await system.turn("s", "какие у меня таймеры?"))[-1]
+        assert "проверить чай" in listed
+        assert not backend.calls  # the model was never asked
+        done = [m for m in shown if isinstance(m, p.TurnDone)][-1]
+        assert done.model_calls == 0
+
+
+async def test_a_thank_you_still_goes_to_the_model_and_sets_nothing(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Пожалуйста!")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "спасибо, ты лучший")
+        assert finals(shown)[-1] == "Пожалуйста!"
+        assert tool_results(await system.history("s")) == []
+
+
+async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "включи, пожалуйста, Мастера и Маргариту Локшина")
+        history = await system.history("s")
+        calls = [m["content"] for m in history if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[0].startswith("TOOL_CALL: media_search|")
+        assert calls[-1].startswith("TOOL_CALL: media_play|master-and-margarita-2024"), calls
+        assert "Включаю «Мастер и Маргарита»" in finals(shown)[-1] and "2024" in finals(shown)[-1]
+        assert not backend.calls
+
+
+async def test_a_follow_up_plays_the_result_it_points_at(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        found = finals(await system.turn("s", "найди Терминатор"))[-1]
+        assert "Терминатор" in found
+        await system.turn("s", "включи второй")
+        history = await system.history("s")
+        search = next(m["content"] for m in history if m["role"] == "tool" and m["name"] == "media_search")
+        second_id = search.splitlines()[1].split(" ")[0]
+        played = [m["content"] for m in history if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played == [f"TOOL_CALL: media_play|{second_id}"]
+        runtime = finals(await system.turn("s", "how long is it?"))[-1]
+        assert re.search(r"runs \d+ minutes", runtime)
+        assert not backend.calls
+
+
+async def test_the_time_is_said_in_words_from_the_users_clock(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "It is 14:05.")  # the worked example's time
+    moment = time.mktime((2026, 3, 14, 18, 0, 0, 0, 0, -1))
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        answer = finals(await system.turn("s", "what's the time?"))[-1]
+        expected = time.strftime("%H:%M", time.gmtime(moment))
+        assert answer.startswith(f"It's {expected}, ") and not backend.calls
+
+
+async def test_with_reflexes_off_the_model_takes_every_turn(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Хорошо.")
+    async with inproc_system(tmp_path, backend=backend, reflexes=False) as system:
+        await system.turn("s", "поставь таймер на 1 минуту")
+        assert len(backend.calls) == 1 and tool_results(await system.history("s")) == []
+
+
+async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_path):
+    """A real stdio MCP server (tests/mcp_worldclock_server.py) configured as a toolset; the
+    scripted model answers with the user's clock whenever it is offered, as the local one did."""
+    import sys
+    from pathlib import Path
+
+    import msgspec
+
+    from core.config import McpConfig, McpServerConfig
+    from harness import make_config
+    from test_mcp import session_knows
+
+    server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
+                             env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)
+    config = msgspec.structs.replace(make_config(tmp_path), mcp=McpConfig(servers={"worldclock": server}))
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "It is " + last.content.splitlines()[0] if last.role == "tool" else "TOOL_CALL: get_current_time"
+
+    backend = _ToolsSeen(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await session_knows(system, "worldclock")
+        answer = finals(await system.turn("s", "What time is it in New York?", timeout=30))[-1]
+        results = tool_results(await system.history("s"))
+        assert [r["name"] for r in results] == ["worldclock_time_now"]
+        assert "new york: Saturday, 14 March, 11:00" in answer
+        assert backend.offered and all("get_current_time" not in tools for tools in backend.offered)
+
+
+@pytest.mark.parametrize("said, action", [("поставь на паузу", "pause"), ("Pause it", "pause"),
+                                          ("сними с паузы", "resume"), ("continue playing", "resume"),
+                                          ("выключи фильм", "stop"), ("stop the movie", "stop")])
+def test_control_of_what_plays(said, action):
+    intent = recognise(said)
+    assert intent.kind == "playback" and intent.action == action
+
+
+async def test_pause_controls_what_was_played(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "включи Матрицу")
+        paused = finals(await system.turn("s", "поставь на паузу"))[-1]
+        history = await system.history("s")
+        calls = [m["content"] for m in history if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: media_play|matrix-1999; action=pause"
+        assert paused == "Пауза «Матрица»." and not backend.calls
+
+
+async def test_a_details_question_naming_a_title_searches_it_and_answers_the_fact(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "а кто снял Служебный роман?"))[-1]
+        assert "Рязанов" in answer and not backend.calls
