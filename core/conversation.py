@@ -62,9 +62,10 @@ from core.echo import ECHO_NOTICE, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed,
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
-from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers, pick, play_answer,
-                         played_id, playback_answer, recognise, refer, search_answer, shown_titles, shown_total, tells_place_time,
-                         time_answer, timer_answer, timers_cancelled, timers_listed)
+from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers,
+                         not_found_answer, pick, play_answer, played_id, playback_answer, recognise, refer,
+                         search_answer, show_answer, shown_titles, shown_total, tells_place_time, time_answer, timer_answer,
+                         timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
@@ -721,6 +722,8 @@ class Conversation:
             title = known.get(media_id)
         else:
             result = await self._reflex_call(turn, "media_search", intent.subject)
+            if result is not None and not shown_titles(result):
+                return not_found_answer(intent)  # said plainly, in the user's language
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
         if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
@@ -735,10 +738,13 @@ class Conversation:
             return None
         return playback_answer(intent, self._shown_media()[2].get(media_id))
 
+    async def _reflex_show(self, turn: _Turn, intent: Intent) -> str | None:
+        """"выведи на очки: …": the text on the glasses, and left there as the answer."""
+        return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
+
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "media_search", intent.subject)
-        titles = shown_titles(result) if result is not None else []
-        return search_answer(intent, titles, shown_total(result or "")) if titles else None
+        return None if result is None else search_answer(intent, shown_titles(result), shown_total(result))
 
     async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
         if intent.subject:  # a title named: searched, and asked about when it is plainly one result

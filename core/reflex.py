@@ -26,7 +26,7 @@ import msgspec
 from core.intent import casual
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details"]
+                     "search", "details", "show"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -67,7 +67,7 @@ class Shown(msgspec.Struct, frozen=True):
 # ---- the words --------------------------------------------------------------------------------
 _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|ок|окей|привет|эй|"
          r"please|now|ok|okay|so|hey|hi|then|and|could you|can you|would you|will you)[\s,!.]+)*")
-_PLAY = re.compile(_LEAD + r"(?:включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
+_PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
@@ -127,12 +127,15 @@ _ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят
              "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
 _ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
                       r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))\w*")
+# "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
+_YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
+                        r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?")
 _YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
 _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
                              r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
                              r"(?:таймер|timer|remind|напомн)")
-_TWO_REQUESTS = re.compile(r"[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
+_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:не|не\s+надо|don'?t|do\s+not|never|нельзя)\s")
 
@@ -157,7 +160,8 @@ def recognise(said: str) -> Intent | None:
     raw = " ".join(said.casefold().replace("ё", "е").split())
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
-    for recognise_kind in (_timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent, _search_intent):
+    for recognise_kind in (_show_intent, _timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent,
+                           _search_intent):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
             return intent
@@ -188,13 +192,22 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if cancel:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
-    start = _SET_TIMER.match(raw)
+    leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
+    said_after = raw[leading.end():].lstrip(" ,") if leading else raw
+    start = _SET_TIMER.match(said_after)
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
-    when, text = _when_and_text(raw[start.end():])
+    when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
     if not when:
         return None
-    return Intent(kind="timer_set", russian=russian, when=when, text=text)
+    return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said))
+
+
+def _as_said(found: str, said: str) -> str:
+    """`found` (cut from the lower-cased words) as the user wrote it: "позвонить Пете", "бельё"."""
+    original = " ".join(said.split())
+    at = original.casefold().replace("ё", "е").find(found)
+    return original[at:at + len(found)] if at >= 0 and len(original.casefold()) == len(original) else found
 
 
 def _when_and_text(rest: str) -> tuple[str, str]:
@@ -216,18 +229,20 @@ def _when_and_text(rest: str) -> tuple[str, str]:
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me)\b)*", "", rest[end:])
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
-    return when, " ".join(text.strip(" ,.!?;:—-").split())
+    text = " ".join(text.strip(" ,.!?;:—-").split())
+    return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
 
 
 # what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
-_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|о\s+том,?\s+что|о|об|to|that|about|so\s+i\s+can|"
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|to|that|about|so\s+i\s+can|"
                         r"so\s+that)?(?=\s|$)[\s,.:;—-]*")
 
 
 # what may stand around a details question about a title already shown ("а сколько он идёт?")
 _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
     из года год г го там по минутам минут сейчас тогда the it is was does this that one film movie series show of
-    from and so then how long last lasts take takes who what which did by make made in its""".split())
+    from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
+    подробно про о об скажи tell me more about""".split())
 
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
@@ -262,6 +277,25 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:поставь\s+на\s+пауз�
                                    r"resume|unpause|continue(?:\s+playing)?)" + _WHAT_PLAYS + r"[\s.!]*$")),
              ("stop", re.compile(_LEAD + r"(?:выключи|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback))[\s.!]*$")))
+
+
+_SCREEN = r"(?:на\s+(?:очки|очках|экран|экране|дисплей|дисплее)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
+_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|отобрази|put|show|display|write)\s+" + _SCREEN
+                    + r"\s*[:,—-]?\s*(?P<text>.+)$"),
+         re.compile(_LEAD + r"(?:выведи|покажи|напиши|отобрази|put|show|display|write)\s+(?P<text>.+?)\s+" + _SCREEN
+                    + r"[\s.!]*$"))
+
+
+def _show_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """"выведи на очки: купить молоко", "put 'meeting at 5' on my display": that text, as said."""
+    for pattern in _SHOW:
+        match = pattern.match(raw)
+        if match is not None:
+            start, end = match.span("text")
+            text = said.strip()[start:end] if len(said.strip()) == len(raw) else match["text"]
+            text = text.strip(" \"'«»“”‘’.")
+            return Intent(kind="show", russian=russian, text=text) if text else None
+    return None
 
 
 def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -308,8 +342,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     if ordinal is not None:
         return Intent(kind=kind, russian=russian, reference=Reference(ordinal=_ORDINALS.get(ordinal["word"], 0)
                                                                       or int(ordinal["word"])))
-    if year and re.fullmatch(r"(?:тот\s+|the\s+one\s+|that\s+one\s+|one\s+|который\s+|что\s+)?(?:из\s+|from\s+|of\s+|в\s+)?"
-                             r"(?:19|20)\d\d(?:\s*(?:года|год|г|-го|го))?(?:\s+года)?", subject):
+    if year and _YEAR_ONLY.fullmatch(subject):
         return Intent(kind=kind, russian=russian, reference=Reference(year=int(year["year"])))
     return Intent(kind=kind, russian=russian, subject=subject)
 
@@ -431,13 +464,19 @@ def title_line(title: Shown) -> str:
 
 def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
     if not titles:
-        return (f"В каталоге ничего не нашлось по запросу «{intent.subject}»." if intent.russian
-                else f"Nothing found in the catalog for “{intent.subject}”.")
+        return not_found_answer(intent)
     listed = "; ".join(title_line(t) for t in titles[:3])
     more = total - min(len(titles), 3)
     if intent.russian:
         return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
     return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
+
+
+def not_found_answer(intent: Intent) -> str:
+    """A play or a search the catalog has nothing for: said plainly, in the user's language."""
+    if intent.russian:
+        return f"В каталоге не нашлось «{intent.subject}». Попробуйте другое название."
+    return f"“{intent.subject}” was not found in the catalog. Try another title."
 
 
 def play_answer(intent: Intent, title: Shown | None, name: str) -> str:
@@ -553,3 +592,8 @@ def timers_cancelled(texts: list[str], russian: bool) -> str:
 def tells_place_time(summary: str) -> bool:
     """A tool whose summary says it gives a city's or a zone's time (an MCP world clock)."""
     return all(pattern.search(summary) for pattern in _PLACE_CLOCK)
+
+
+def show_answer(intent: Intent) -> str:
+    """What stays on the glasses: the text itself."""
+    return intent.text

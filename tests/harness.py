@@ -100,6 +100,10 @@ class System:
     async def info(self, session: str) -> p.SessionInfo:
         return await self.client.ask("session", p.SessionInfoRequest(), session=session)
 
+    async def queued(self, session: str, count: int = 1) -> bool:
+        """Whether at least `count` events wait in the session's queue (for `until`)."""
+        return (await self.info(session)).queued >= count
+
 
 def free_port() -> int:
     """A TCP port on loopback nobody listens on now."""
@@ -108,9 +112,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-async def until(predicate, timeout: float = 10.0, every_s: float = 0.01):
+def free_endpoint() -> str:
+    """A tcp:// endpoint on loopback nobody listens on now."""
+    return f"tcp://127.0.0.1:{free_port()}"
+
+
+async def until(predicate, timeout: float = 30.0, every_s: float = 0.01):
     """Wait until `predicate()` (a plain or an async function) is truthy, and return its value;
-    TimeoutError after `timeout` seconds."""
+    TimeoutError after `timeout` seconds. The timeout is generous on purpose: the machine that
+    runs the suite may be loaded, and a condition met early ends the wait at once."""
     with anyio.fail_after(timeout):
         while True:
             value = predicate()
@@ -118,7 +128,17 @@ async def until(predicate, timeout: float = 10.0, every_s: float = 0.01):
                 value = await value
             if value:
                 return value
-            await anyio.sleep(every_s)
+            await anyio.sleep(every_s)  # the poll's own step: nothing else to wait on
+
+
+async def session_knows(system: System, toolset: str, tool: str | None = None, timeout: float = 30.0) -> p.ToolsetSpec:
+    """Until the session actor's catalog has `toolset` (and `tool` of it, if named): its spec."""
+    def known() -> p.ToolsetSpec | None:
+        settings = system.actors["session"].settings
+        spec = settings.registry.toolset(toolset) if settings is not None else None
+        return spec if spec is not None and (tool is None or any(t.name == tool for t in spec.tools)) else None
+
+    return await until(known, timeout=timeout)
 
 
 def poll(predicate, timeout: float = 60.0, every_s: float = 0.3):
@@ -128,7 +148,7 @@ def poll(predicate, timeout: float = 60.0, every_s: float = 0.3):
         value = predicate()
         if value:
             return value
-        time.sleep(every_s)
+        time.sleep(every_s)  # the poll's own step
     raise AssertionError("condition not met in time")
 
 
@@ -141,7 +161,7 @@ def _address_in_use(exc: BaseException) -> bool:
 async def start_killable(tg, actor: Actor):
     """Start `actor` in `tg` so that the returned `kill()` ends it the way a SIGKILL does (what it
     was asked is never answered) and `restart(successor)` starts another on its address once the
-    killed one has let go of it."""
+    killed one has let go of it; `restart` returns the successor's own `(kill, restart)`."""
     scope, gone = anyio.CancelScope(), anyio.Event()
 
     async def run(*, task_status=anyio.TASK_STATUS_IGNORED):
@@ -151,20 +171,26 @@ async def start_killable(tg, actor: Actor):
         finally:
             gone.set()
 
-    async def restart(successor: Actor) -> None:
-        await gone.wait()  # the killed one's inbox is closed once its task has ended...
-        with anyio.fail_after(5):
-            while True:
-                try:
-                    await tg.start(successor.run)
-                    return
-                except BaseException as exc:  # ...and ZeroMQ lets go of its address a moment later
-                    if not _address_in_use(exc):
-                        raise
-                await anyio.sleep(0.01)
+    async def restart(successor: Actor):
+        await gone.wait()  # the killed one's inbox is closed once its task has ended
+        return await start_when_free(lambda: start_killable(tg, successor))
 
     await tg.start(run)
     return scope.cancel, restart
+
+
+async def start_when_free(start):
+    """`await start()`, tried again while the address it binds is still in use (ZeroMQ lets go
+    of a closed socket's address a moment after the close, and says nothing when); its result."""
+    async def attempt():
+        try:
+            return (await start(),)
+        except BaseException as exc:
+            if not _address_in_use(exc):
+                raise
+            return None
+
+    return (await until(attempt, timeout=10))[0]
 
 
 @asynccontextmanager

@@ -5,6 +5,7 @@ memory, plus tools that fail, wait, hang, grow the tool list, return an image or
     python tests/mcp_notes_server.py http PORT       # streamable HTTP on 127.0.0.1:PORT/mcp
 """
 import os
+import pathlib
 import sys
 
 import anyio
@@ -38,13 +39,15 @@ def broken() -> str:
 @server.tool()
 async def export(seconds: float = 0.5) -> str:
     """Export all notes; takes a while."""
-    await anyio.sleep(seconds)
+    await anyio.sleep(seconds)  # the slow tool the tests need: its time is the behaviour
     return f"exported {len(NOTES)} notes"
 
 
 @server.tool()
-async def hang() -> str:
-    """Never answers."""
+async def hang(marker: str = "") -> str:
+    """Never answers (creates the file `marker` first, if named: the test knows the call is here)."""
+    if marker:
+        pathlib.Path(marker).touch()
     await anyio.sleep_forever()
     return ""
 

@@ -8,16 +8,20 @@ from mcp.server.mcpserver import Context, MCPServer
 server = MCPServer("jobs", instructions="Long jobs that report progress.")
 
 
+async def _until_exists(path: pathlib.Path) -> None:
+    """The test's gate: a file it creates (this server is another process: nothing else to wait on)."""
+    while not path.exists():
+        await anyio.sleep(0.05)
+
+
 @server.tool()
 async def migrate(steps: int, gate: str, ctx: Context) -> str:
     """Migrate the photo library; reports progress (once `GATE.start` exists), ends once `GATE` exists."""
-    while not pathlib.Path(gate + ".start").exists():
-        await anyio.sleep(0.05)
+    await _until_exists(pathlib.Path(gate + ".start"))
     for step in range(1, steps + 1):
         await ctx.report_progress(step, steps, f"copied batch {step}")
-        await anyio.sleep(0.05)
-    while not pathlib.Path(gate).exists():
-        await anyio.sleep(0.05)
+        await anyio.sleep(0.05)  # a step of the job takes time: progress comes in over a while
+    await _until_exists(pathlib.Path(gate))
     return f"migrated {steps} batches"
 
 

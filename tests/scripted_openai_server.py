@@ -139,6 +139,7 @@ class ScriptedOpenAIServer:
                 if reply.send_done and reply.raw_lines is None:
                     events.append("data: [DONE]")
                 for index, event in enumerate(events):
+                    # the scripted model's pace, as the test asked for it: the behaviour under test
                     await anyio.sleep(reply.first_chunk_delay_s if index == 0 else reply.chunk_delay_s)
                     if index == len(events) - 1 and not reply.hang_after_chunks:
                         finished = True  # the client may hang up as soon as it has the last event

@@ -40,7 +40,7 @@ class Generating:
         self.now += 1
         self.peak = max(self.peak, self.now)
         try:
-            await anyio.sleep(seconds)
+            await anyio.sleep(seconds)  # the model's time to a first word: what the gate is about
         finally:
             self.now -= 1
 

@@ -153,6 +153,7 @@ async def test_chaos_only_kills_the_processes_that_host_the_named_actors():
     import protocol as p
     from bench.cli import _chaos
 
+    # processes that would live a minute (the sleep is theirs): chaos must kill exactly these
     children = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
                 for name in ("glasses", "llm", "toolsets")}
 

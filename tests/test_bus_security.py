@@ -17,6 +17,7 @@ import zmq.utils.z85
 
 import protocol as p
 from core.config import TopologyConfig
+from harness import poll
 from transport.bus import bus_curve_on
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,16 +50,6 @@ def _free_block(size: int = 8) -> int:
 def _cli(config: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "run.py", "--config", str(config), *args], cwd=REPO,
                           capture_output=True, text=True, timeout=timeout)
-
-
-def _wait_until(predicate, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError("condition not met in time")
 
 
 def _all_alive(config: Path) -> bool:
@@ -105,7 +96,7 @@ path = "{tmp_path / 'porfiry.sqlite3'}"
     proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log,
                             stderr=subprocess.STDOUT)
     try:
-        _wait_until(lambda: _all_alive(config))
+        poll(lambda: _all_alive(config))
         yield config, keys, base
     finally:
         proc.send_signal(signal.SIGTERM)

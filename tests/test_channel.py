@@ -1,9 +1,11 @@
 """The mailbox and reply slot (actors/channel.py): order kept, nothing lost to cancellation or to
-a timeout, timeouts enforced by one task, senders held back when full."""
+a timeout, timeouts enforced by one task, senders held back when full. Tests of when a timeout
+ends run on trio's autojump clock: virtual time, exact however loaded the machine is."""
 import anyio
 import pytest
 
 from actors.channel import Channel, Deadlines
+from harness import until
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ async def test_an_item_arriving_before_the_timeout_wins(deadlines):
     channel: Channel[str] = Channel(8, deadlines)
     async with anyio.create_task_group() as tg:
         async def send_soon():
-            await anyio.sleep(0.02)
+            await anyio.wait_all_tasks_blocked()  # the receiver waits
             channel.send_nowait("reply")
 
         tg.start_soon(send_soon)
@@ -67,7 +69,7 @@ async def test_an_item_arriving_before_the_timeout_wins(deadlines):
     assert await channel.receive(0.01) == "next"
 
 
-async def test_many_waits_with_different_timeouts_each_end_on_time(deadlines):
+async def test_many_waits_with_different_timeouts_each_end_on_time(deadlines, autojump_clock):
     channels = [Channel(1, deadlines) for _ in range(5)]
     ended: dict[int, float] = {}
     started = anyio.current_time()
@@ -78,11 +80,9 @@ async def test_many_waits_with_different_timeouts_each_end_on_time(deadlines):
 
         for index, timeout in enumerate([0.3, 0.1, 0.2, 10, 0.05]):
             tg.start_soon(wait, index, timeout)
-        await anyio.sleep(0.4)
+        await until(lambda: len(ended) == 4)  # the short ones timed out
         channels[3].send_nowait("answered")  # the long one is answered instead
-        with anyio.fail_after(1):
-            while 3 not in ended:
-                await anyio.sleep(0.01)
+        await until(lambda: 3 in ended, timeout=1)
     assert sorted(ended, key=ended.get) == [4, 1, 2, 0, 3]
     for index, timeout in enumerate([0.3, 0.1, 0.2]):
         assert timeout <= ended[index] < timeout + 0.2
@@ -120,20 +120,20 @@ async def test_closing_ends_iteration_and_refuses_sends():
     assert [item async for item in channel] == [1]
 
 
-async def test_a_wait_outlives_its_deadlines_task_and_still_times_out():
+async def test_a_wait_outlives_its_deadlines_task_and_still_times_out(autojump_clock):
     timers = Deadlines()
     channel: Channel[str] = Channel(1, timers)
     async with anyio.create_task_group() as outer:
         async with anyio.create_task_group() as tg:
             tg.start_soon(timers.run)
-            await anyio.sleep(0)
+            await anyio.wait_all_tasks_blocked()  # the deadlines task runs
             result = []
 
             async def wait():
                 result.append(await channel.receive(0.2))
 
             outer.start_soon(wait)
-            await anyio.sleep(0.01)
+            await anyio.wait_all_tasks_blocked()  # the wait waits
             tg.cancel_scope.cancel()  # the endpoint stops while the wait goes on
         started = anyio.current_time()
     assert result == [None]

@@ -14,7 +14,7 @@ from core.resume import RESTART_NOTICE
 from core.fold import FOLD_LINE
 from llm.profiles import ProfileConfig
 from llm.scripted import ScriptedBackend
-from tests.harness import inproc_system, override
+from tests.harness import inproc_system, override, until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -50,9 +50,9 @@ async def test_a_timer_due_while_the_runtime_was_down_fires_once_labelled_late(t
         await glasses.wait_turns("tea", 1)
     calls = len(backend.calls)
     async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
-        await anyio.sleep(0.3)
+        await system.turn("tea", "thanks")  # loads the session: a timer due again would fire before this is done
         history = await system.history("tea")
-    assert len(backend.calls) == calls, "a timer fires once, not again at the next start"
+    assert len(backend.calls) == calls + 1, "a timer fires once, not again at the next start"
     assert sum("Timer fired" in m["content"] for m in history) == 1
 
 
@@ -66,9 +66,9 @@ async def test_an_event_resent_after_a_restart_is_not_run_twice(tmp_path):
     async with inproc_system(tmp_path, backend=backend) as system:
         reply = await system.deliver("d1", "hello there", event_id="ev-1")  # the phone never saw the ack
         assert isinstance(reply, p.EventAccepted) and reply.duplicate
-        await anyio.sleep(0.2)
-        assert len(backend.calls) == calls
-        assert _user_texts_dicts(await system.history("d1")) == ["[User said] hello there"]
+        await system.turn("d1", "and then?")  # after the resend: had it been run, it would have been first
+        assert len(backend.calls) == calls + 1
+        assert _user_texts_dicts(await system.history("d1")) == ["[User said] hello there", "[User said] and then?"]
 
 
 async def test_a_finished_event_sent_again_is_answered_with_its_answer_and_a_turn_done(tmp_path):
@@ -96,8 +96,8 @@ async def test_a_finished_event_sent_again_is_answered_with_its_answer_and_a_tur
         reply = await system.deliver("busy", "what is a haiku", event_id="ev-busy")  # while it runs
         assert isinstance(reply, p.EventAccepted) and reply.duplicate
         await glasses.wait_event_done("busy", "ev-busy")
-        await anyio.sleep(0.3)
-        assert sum(isinstance(m, p.TurnDone) for m in glasses.shown["busy"]) == 1
+        await system.turn("busy", "and then?")  # a second TurnDone for the resend would have come before this one's
+        assert sum(isinstance(m, p.TurnDone) and "ev-busy" in m.event_ids for m in glasses.shown["busy"]) == 1
 
 
 async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp_path):
@@ -109,6 +109,7 @@ async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp
 
     async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
         await system.turn("r", "hello")
+        unstored = system.actors["session"]._unstored  # noqa: SLF001 - the events waiting for their commit
         replies: dict[str, tuple[p.Msg, float]] = {}
 
         async def deliver(copy: str) -> None:
@@ -120,9 +121,9 @@ async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(deliver, "first")
-                await anyio.sleep(0.2)
+                await until(lambda: ("r", "ev-resent") in unstored)  # the first copy waits for the commit
                 tg.start_soon(deliver, "resend")
-                await anyio.sleep(0.5)
+                await until(lambda: len(unstored[("r", "ev-resent")].then) == 2)  # the resend waits for the same one
                 assert not replies, "nothing is acked before the event is on disk"
                 released = time.monotonic()
                 holder.execute("ROLLBACK")
@@ -154,6 +155,10 @@ async def test_every_session_a_restart_cut_comes_back_and_finishes_its_turn(tmp_
             assert _user_texts_dicts(await system.history(sid)) == ["[User said] what is a haiku"], sid
 
 
+async def _gone_from_memory(system, sid: str) -> bool:
+    return not (await system.info(sid)).resident
+
+
 def _user_texts_dicts(history) -> list[str]:
     return [m["content"] for m in history if m["role"] == "user"]
 
@@ -163,9 +168,7 @@ async def test_a_turn_cut_during_the_reply_goes_on_after_the_restart_as_if_the_r
     async with inproc_system(tmp_path, backend=slow) as system:
         reply = await system.deliver("cut", "what is a haiku", event_id="ev-cut")
         assert isinstance(reply, p.EventAccepted)
-        with anyio.fail_after(5):
-            while not slow.calls:
-                await anyio.sleep(0.01)
+        await until(lambda: slow.calls)
     backend = ScriptedBackend(first_token_delay_s=0.3)
     async with inproc_system(tmp_path, backend=backend) as system:
         # the phone, connected again, asks about the event while the continued turn runs: not
@@ -177,8 +180,8 @@ async def test_a_turn_cut_during_the_reply_goes_on_after_the_restart_as_if_the_r
         # the same request again: no notice (one made the model redo the turn its own way)
         assert _user_texts(backend.calls[0]) == ["[User said] what is a haiku"]
         history = await system.history("cut")
-        await anyio.sleep(0.2)
-        assert sum(isinstance(m, p.TurnDone) for m in system.actors["glasses"].shown["cut"]) == 1
+        await system.turn("cut", "and then?")  # a second TurnDone for the resend would have come before this one's
+        assert sum(isinstance(m, p.TurnDone) and "ev-cut" in m.event_ids for m in system.actors["glasses"].shown["cut"]) == 1
     assert not any(RESTART_NOTICE in m["content"] for m in history)
 
 
@@ -259,9 +262,7 @@ async def test_a_request_that_died_with_a_restarted_llm_worker_is_asked_again(tm
     async with inproc_system(tmp_path, backend=slow_then_fast) as system:
         reply = await system.deliver("w", "what is a haiku", event_id="ev-w")
         assert isinstance(reply, p.EventAccepted)
-        with anyio.fail_after(5):
-            while not slow_then_fast.calls:
-                await anyio.sleep(0.01)
+        await until(lambda: slow_then_fast.calls)
         # What a restarted worker says first: a later start time than the one the session knew.
         system.client.tell("session", p.ModelInfo(profile="test", context_tokens=0, worker_started=4e9))
         shown = await system.actors["glasses"].wait_event_done("w", "ev-w")
@@ -322,9 +323,7 @@ async def test_a_call_interrupted_before_a_restart_gets_its_lost_result_and_the_
         lost = [m for m in history if m["role"] == "user" and CUT_BY_RESTART.format(tool="media_search") in m["content"]]
         assert len(lost) == 1 and "late result" in lost[0]["content"], history
         clock.advance(700)
-        with anyio.fail_after(10):
-            while (await system.info("i")).resident:
-                await anyio.sleep(0.05)
+        await until(lambda: _gone_from_memory(system, "i"))
 
 
 async def test_with_the_journal_off_sessions_work_in_memory_and_nothing_reaches_the_disk(tmp_path, inproc_config):

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 import protocol as p
 from core.config import load_config
 from test_hardening_process import scripted
-from test_process_mode import REPO, _cli, _status, _wait_until, _write_config
+from harness import poll
+from test_process_mode import REPO, _cli, _status, _write_config
 
 ANSWERS = (p.Ok, p.ErrorReply, p.Ack, p.Busy, p.RateLimited, p.Display, p.TurnDone, p.PlaybackCommand)
 
@@ -83,7 +84,7 @@ def served(tmp_path_factory):
     log = open(tmp / "serve.log", "w")
     proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                             stdout=log, stderr=subprocess.STDOUT)
-    _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+    poll(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
     ctx = zmq.Context()
     fuzzer, healthy = ctx.socket(zmq.DEALER), ctx.socket(zmq.DEALER)
     for sock, name in ((fuzzer, b"fuzz/1"), (healthy, b"healthy/1")):

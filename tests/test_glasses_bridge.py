@@ -17,7 +17,7 @@ import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
 from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
-from harness import free_port, override
+from harness import free_port, override, start_killable, until
 from transport import keys as keyfiles
 from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
@@ -46,7 +46,7 @@ class Journal:
         self.changed = anyio.Event()
         return True
 
-    async def wait_for(self, session: str, count: int, timeout: float = 5.0) -> list[p.Event]:
+    async def wait_for(self, session: str, count: int, timeout: float = 30.0) -> list[p.Event]:
         with anyio.fail_after(timeout):
             while len(self.events.get(session, [])) < count:
                 await self.changed.wait()
@@ -110,8 +110,8 @@ class Runtime:
 
     def __init__(self, config: Config, ctx: zmq.Context, journal: Journal, tg):
         self.config, self.zmq, self.journal, self._tg = config, ctx, journal, tg
-        self.session_scope: anyio.CancelScope | None = None
-        self.bridge_scope: anyio.CancelScope | None = None
+        self._session: tuple | None = None  # (kill, restart) of the running stand-in session
+        self._bridge: tuple | None = None
         self.bridge: GlassesBridge | None = None
 
     def phone(self, name: str = "phone-a", **kwargs) -> PhoneClient:
@@ -122,30 +122,24 @@ class Runtime:
         return PhoneClient(self.config.phone.endpoint, client_id=name, **kwargs)
 
     async def start_session(self, **kwargs) -> None:
-        async def run(task_status=anyio.TASK_STATUS_IGNORED):
-            with anyio.CancelScope() as scope:
-                self.session_scope = scope
-                await StandInSession(self.config, self.journal, zmq_context=self.zmq, **kwargs).run(task_status=task_status)
-
-        await self._tg.start(run)
+        """The stand-in session, the first or (after `stop_session`) again on the same address."""
+        session = StandInSession(self.config, self.journal, zmq_context=self.zmq, **kwargs)
+        self._session = await (self._session[1](session) if self._session else start_killable(self._tg, session))
 
     def stop_session(self) -> None:
-        assert self.session_scope is not None
-        self.session_scope.cancel()
+        assert self._session is not None
+        self._session[0]()
 
     async def start_bridge(self) -> None:
-        async def run(task_status=anyio.TASK_STATUS_IGNORED):
-            with anyio.CancelScope() as scope:
-                self.bridge_scope = scope
-                self.bridge = GlassesBridge(self.config, zmq_context=self.zmq)
-                await self.bridge.run(task_status=task_status)
-
-        await self._tg.start(run)
+        self.bridge = GlassesBridge(self.config, zmq_context=self.zmq)
+        self._bridge = await start_killable(self._tg, self.bridge)
 
     async def restart_bridge(self) -> None:
-        self.bridge_scope.cancel()
-        await anyio.sleep(0.1)
-        await self.start_bridge()
+        """A new GlassesBridge once the old one has let go of its sockets."""
+        kill, restart = self._bridge
+        kill()
+        self.bridge = GlassesBridge(self.config, zmq_context=self.zmq)
+        self._bridge = await restart(self.bridge)
 
 
 @asynccontextmanager
@@ -194,7 +188,7 @@ async def test_two_phones_with_several_sessions_each_interleaved(dirs):
                         text = f"{session} says {i}"
                         texts.setdefault(session, []).append(text)
                         sent.setdefault(session, []).append(await phone.send_text(session, text, wait=False))
-                        await anyio.sleep(0)
+                        await anyio.lowlevel.checkpoint()  # let the other sessions' talks in between
                     for event_id in sent[session]:
                         await phone.acked(event_id)
 
@@ -296,9 +290,7 @@ async def test_busy_when_a_session_queue_is_full_and_nothing_is_lost(dirs):
     config = make_config(dirs, ask_timeout_s=3.0, pending=3)
     async with runtime(config, gate=gate) as rt, rt.phone(ack_timeout_s=2.0, busy_backoff_s=0.05) as phone:
         ids = [await phone.send_text("s1", f"t{i}", wait=False) for i in range(8)]
-        with anyio.fail_after(5):
-            while phone.busy_received == 0:
-                await anyio.sleep(0.01)
+        await until(lambda: phone.busy_received)
         assert rt.journal.ids("s1") == []  # the session has not taken anything yet
         gate.set()
         with anyio.fail_after(10):
@@ -322,19 +314,20 @@ async def test_session_actor_down_for_a_moment_loses_no_event(dirs):
     async with runtime(config) as rt, rt.phone(ack_timeout_s=0.3, max_resends=40) as phone:
         sent: dict[str, list[str]] = {"s1": [], "s2": []}
 
-        async def talk(session: str) -> None:
-            for i in range(12):
-                sent[session].append(await phone.send_text(session, f"{session}-{i}", wait=False))
-                await anyio.sleep(0.05)
+        async def talk(first: int) -> None:
+            for i in range(first, first + 4):
+                for session in sent:
+                    sent[session].append(await phone.send_text(session, f"{session}-{i}", wait=False))
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(talk, "s1")
-            tg.start_soon(talk, "s2")
-            await rt.journal.wait_for("s1", 3)
-            rt.stop_session()
-            await anyio.sleep(0.5)
-            await rt.start_session()
-        with anyio.fail_after(15):
+        await talk(0)
+        await rt.journal.wait_for("s1", 3)
+        rt.stop_session()
+        resends = phone.resends
+        await talk(4)  # while the session actor is down
+        await until(lambda: phone.resends > resends)  # down long enough that the phone had to send again
+        await rt.start_session()
+        await talk(8)
+        with anyio.fail_after(60):
             for ids in sent.values():
                 for event_id in ids:
                     await phone.acked(event_id)
@@ -358,9 +351,7 @@ async def test_phone_command_answered_in_time(dirs):
             shown = await incoming.receive()
         assert isinstance(reply, p.PlaybackStatus) and (reply.task_id, reply.state) == ("task-1", "started")
         assert shown.body == p.PlaybackCommand(task_id="task-1", action="play", media_id="m1", title="Solaris")
-        with anyio.fail_after(5):
-            while phone.pending:  # the status was acked to the phone
-                await anyio.sleep(0.01)
+        await until(lambda: not phone.pending)  # the status was acked to the phone
         assert [e.kind for e in rt.journal.events["s1"]] == ["session_start"]  # the asker had it, not the session
 
 
@@ -372,14 +363,17 @@ async def test_phone_command_refused_by_the_phone(dirs):
 
 
 async def test_phone_command_answered_late_becomes_a_playback_event(dirs):
+    told_pending = anyio.Event()
+
     async def slow(session, command):
-        await anyio.sleep(0.4)
+        await told_pending.wait()  # the phone answers only after the asker gave up waiting
         return ("started", "after buffering")
 
     async with runtime(make_config(dirs)) as rt, rt.phone(playback_handler=slow) as phone:
         await phone.start("s1")
         reply = await _command(rt, "s1", "task-3", 0.1)
         assert reply == p.Ok(detail="pending")
+        told_pending.set()
         events = await rt.journal.wait_for("s1", 2)
         late = events[1]
         assert (late.kind, late.source, late.channel) == ("playback", "phone", "phone")

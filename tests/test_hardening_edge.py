@@ -13,11 +13,11 @@ import zmq
 
 import protocol as p
 from actors.glasses import GlassesBridge, SessionTable
-from harness import inproc_system, make_config, override
+from harness import free_port, inproc_system, make_config, override, until
 from llm.scripted import ScriptedBackend
 from phone.client import PhoneClient
 from storage.ownership import OwnershipStore
-from test_glasses_bridge import dirs, free_port  # noqa: F401 - dirs is a fixture
+from test_glasses_bridge import dirs  # noqa: F401 - dirs is a fixture
 
 
 # ---- finding 1: replaying a session's first event id takes nothing over ----------------------
@@ -26,16 +26,24 @@ def _raw_text(session: str, event_id: str, text: str, token: str = "") -> bytes:
     return p.Codec().encode(p.Envelope(body=body, sender="attacker", session=session))
 
 
-async def _replies(sock: zmq.asyncio.Socket | zmq.Socket, seconds: float) -> list[p.Msg]:
-    """Everything the raw socket receives for `seconds` (no ordering is assumed)."""
-    got: list[p.Msg] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            got.append(p.Codec().decode(sock.recv(zmq.NOBLOCK)).body)
-        except zmq.Again:
-            await anyio.sleep(0.02)
-    return got
+async def _replies(sock: zmq.Socket) -> list[p.Msg]:
+    """What the raw socket receives for what it sent, up to the TurnDone of one more event it
+    then sends, in a session of its own: the runtime answers a connection in order (the bridge
+    hands events to the session actor in order, and its answers come back in order), so anything
+    it had for the earlier frames has come by then. The barrier session's own answers are left out."""
+    barrier = p.new_id()
+    sock.send(_raw_text("barrier-" + barrier, barrier, "hello"))
+    got: list[p.Envelope] = []
+
+    def barrier_done() -> bool:
+        while True:
+            try:
+                got.append(p.Codec().decode(sock.recv(zmq.NOBLOCK)))
+            except zmq.Again:
+                return any(isinstance(env.body, p.TurnDone) and barrier in env.body.event_ids for env in got)
+
+    await until(barrier_done)
+    return [env.body for env in got if env.session != "barrier-" + barrier]
 
 
 async def test_a_replayed_first_event_id_gets_neither_the_token_nor_the_answer(tmp_path):
@@ -53,7 +61,7 @@ async def test_a_replayed_first_event_id_gets_neither_the_token_nor_the_answer(t
             try:
                 attacker.send(_raw_text("s1", first, "my secret is 1234"))
                 attacker.send(_raw_text("s1", first, "my secret is 1234", token="x" * 32))
-                got = await _replies(attacker, 1.5)
+                got = await _replies(attacker)
             finally:
                 attacker.close(linger=0)
             assert [type(m).__name__ for m in got] == ["ErrorReply", "ErrorReply"], got
@@ -270,9 +278,7 @@ async def test_sessions_delete_removes_the_owner_and_its_token(tmp_path):
             await alice.turn("s1", "hello", timeout=10)
             await alice.turn("s2", "hello", timeout=10)
             assert isinstance(await system.client.ask("session", p.SessionDelete(), session="s1"), p.Ok)
-            with anyio.fail_after(5):
-                while bridge.sessions.owner("s1") is not None:
-                    await anyio.sleep(0.01)
+            await until(lambda: bridge.sessions.owner("s1") is None)
     assert OwnershipStore(config.path(config.storage.path)).get("s1") is None
     # no runtime running: `run.py sessions delete` removes the claim from the file itself
     assert OwnershipStore(config.path(config.storage.path)).get("s2") is not None
@@ -305,9 +311,7 @@ async def test_a_page_that_does_not_read_its_stream_holds_bounded_bytes_and_lear
     config = override(make_config(tmp_path), web={"stream_max_bytes": 65536})
     async with console_over_http(config) as (url, console), httpx.AsyncClient(base_url=url, timeout=30) as client:
         async with client.stream("GET", "/api/stream?session=s") as stream:  # opened, then not read
-            with anyio.fail_after(5):
-                while console.journal.watched() != ["s"]:
-                    await anyio.sleep(0.01)
+            await until(lambda: console.journal.watched() == ["s"])
             page = console.journal._clients[0][1]  # noqa: SLF001 - what the server holds for this page
             peak = 0
             for index in range(3000):  # 30 MB of displays, taken at once: the session side never waits
@@ -347,7 +351,7 @@ async def test_a_history_whose_claim_an_older_version_dropped_is_not_free_to_tak
         try:
             attacker.send(_raw_text("s1", first, "my secret is 1234"))
             attacker.send(_raw_text("s1", p.new_id(), "what is my secret?", token="m" * 24))
-            got = await _replies(attacker, 1.5)
+            got = await _replies(attacker)
         finally:
             attacker.close(linger=0)
         assert [(type(m).__name__, getattr(m, "code", "")) for m in got] == [("ErrorReply", "forbidden")] * 2, got

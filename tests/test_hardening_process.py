@@ -4,8 +4,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+from harness import poll
 from test_process_mode import REPO, _cli, _status, served  # noqa: F401 - served is a fixture
 
 
@@ -31,8 +33,11 @@ def test_a_second_serve_with_the_same_config_exits_at_once_and_leaves_the_first_
     third = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        time.sleep(3)
+        serving = lambda: (s := _status(config)) and len(s) == 6 and all(  # noqa: E731
+            row[1] == "yes" and int(row[2]) not in pids.values() for row in s.values())
+        poll(lambda: third.poll() is not None or serving())
         assert third.poll() is None, third.stderr.read().decode()
+        assert serving(), "the third serve runs its own actors"
     finally:
         third.send_signal(signal.SIGTERM)
         third.wait(timeout=30)
@@ -46,7 +51,6 @@ import zmq  # noqa: E402
 import protocol as p  # noqa: E402
 from core.config import load_config  # noqa: E402
 from phone.client import EventRejected, PhoneClient  # noqa: E402
-from test_process_mode import _wait_until  # noqa: E402
 
 
 def scripted(first_token_delay_s: float = 0.0, token_delay_s: float = 0.0) -> str:
@@ -77,7 +81,41 @@ def _pids(config) -> dict[str, int]:
 def _kill_and_wait_restart(config, actor: str) -> None:
     old = _pids(config)[actor]
     os.kill(old, signal.SIGKILL)
-    _wait_until(lambda: (row := _status(config).get(actor)) and row[1] == "yes" and int(row[2]) != old)
+    poll(lambda: (row := _status(config).get(actor)) and row[1] == "yes" and int(row[2]) != old)
+
+
+def _in_flight(config) -> int:
+    """Model requests the LLM worker is working on (what `run.py llm status` tells an operator),
+    asked from here: a CLI process per look would start slower than the model answers."""
+    from actors.base import Endpoint
+
+    async def ask() -> int:
+        client = Endpoint(load_config(str(config), env={}), name="test")
+        async with client.running():
+            return (await client.ask("llm", p.LLMStatusRequest(), timeout=5)).in_flight
+
+    return anyio.run(ask, backend="trio")
+
+
+class _Say:
+    """`run.py say` in the background; `lines`: what it has printed so far, read as it comes."""
+
+    def __init__(self, config, session: str, text: str):
+        self.proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", session,
+                                      "--timeout", "40", text], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def finish(self) -> tuple[int, list[str], str]:
+        """Its exit status, every line it printed and its stderr, once it has exited."""
+        self.proc.wait(timeout=60)
+        self._reader.join(timeout=10)
+        return self.proc.returncode, self.lines, self.proc.stderr.read()
 
 
 # ---- finding 1 through the CLI: a killed bridge comes back knowing who owns what ---------------
@@ -133,7 +171,7 @@ def test_a_request_in_flight_to_a_killed_llm_worker_is_retried_on_the_restarted_
     config, _ = runtime(first_token_delay_s=3.0)
     say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k1", "--timeout", "40",
                             "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # the request is at the worker, which waits 3 s before its first token
+    poll(lambda: _in_flight(config), every_s=0.05)  # the request is at the worker, which waits 3 s before its first token
     _kill_and_wait_restart(config, "llm")
     out, err = say.communicate(timeout=60)
     assert say.returncode == 0, err
@@ -146,7 +184,7 @@ def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime)
     config, _ = runtime(first_token_delay_s=3.0)
     say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k2", "--timeout", "40",
                             "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # acked; the model is thinking
+    poll(lambda: _in_flight(config), every_s=0.05)  # acked; the model is thinking
     _kill_and_wait_restart(config, "glasses")
     out, err = say.communicate(timeout=60)
     assert say.returncode == 0, err
@@ -156,13 +194,13 @@ def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime)
 def test_a_killed_llm_worker_mid_answer_is_asked_again_and_its_half_answer_wiped(runtime):
     config, _ = runtime(token_delay_s=0.5)  # "Sure. Here is a short answer to: ..." word by word
     started = time.monotonic()
-    say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k3", "--timeout", "40",
-                            "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.0)  # part of the answer is on the glasses
+    say = _Say(config, "k3", "hello there")
+    poll(lambda: any(line.startswith("… ") for line in say.lines), every_s=0.05)  # part of the answer is on the glasses
     _kill_and_wait_restart(config, "llm")
-    out, err = say.communicate(timeout=60)
-    assert say.returncode == 0, err
-    lines = out.strip().splitlines()
+    returncode, printed, err = say.finish()
+    out = "\n".join(printed).strip()
+    lines = out.splitlines()
+    assert returncode == 0, err
     assert any(line.startswith("… Sure.") for line in lines), out
     assert lines[-1] == "Sure. Here is a short answer to: hello there", out  # the restarted worker's whole answer
     assert time.monotonic() - started < 30, "not after llm_timeout_s (60 s)"

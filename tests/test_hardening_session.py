@@ -3,7 +3,7 @@ a model that streams forever is stopped, and a history too large for one request
 import anyio
 
 import protocol as p
-from harness import inproc_system, override
+from harness import inproc_system, override, until
 from llm.base import Generation
 
 
@@ -22,7 +22,7 @@ class EndlessModel:
         async def produce(generation):
             try:
                 while True:
-                    await anyio.sleep(0.02)
+                    await anyio.sleep(0.02)  # the model's pace: the behaviour under test
                     yield "la "
             finally:
                 self.closed.set()
@@ -107,8 +107,7 @@ async def test_a_bridge_that_falls_behind_pushes_back_and_the_session_actor_surv
         with anyio.fail_after(60):
             for sid in sessions:  # each turn sends a final display and a TurnDone to the stalled bridge
                 assert isinstance(await system.deliver(sid, "hi"), p.EventAccepted)
-            while not session._backlog:
-                await anyio.sleep(0.05)
+            await until(lambda: session._backlog)
             assert (await system.info("s0")).exists, "the session actor still answers while held back"
             gate.set()
             glasses = system.actors["glasses"]

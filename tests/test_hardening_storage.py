@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from test_process_mode import REPO, _cli, _status, _wait_until, served  # noqa: F401 - served is a fixture
+from harness import poll
+from test_process_mode import REPO, _cli, _status, served  # noqa: F401 - served is a fixture
 
 EXIT_PERMANENT = 2
 
@@ -120,7 +121,7 @@ def test_a_second_runtime_on_the_same_database_is_refused_and_the_first_keeps_it
     # The first runtime's own session process, killed, opens the journal again.
     pid = int(_status(config)["session"][2])
     os.kill(pid, signal.SIGKILL)
-    _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid)
+    poll(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid)
     again = _cli(config, "say", "--client-id", "alice", "--session", "mine", "--timeout", "20", "hello again")
     assert again.returncode == 0, again.stderr
     assert first.poll() is None
@@ -160,7 +161,7 @@ async def test_disk_full_on_a_new_session_answers_the_phone_with_a_storage_error
     from harness import inproc_system, make_config, override
     from llm.scripted import ScriptedBackend
     from phone.client import EventRejected, PhoneClient
-    from test_glasses_bridge import free_port
+    from harness import free_port
 
     config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
     async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:

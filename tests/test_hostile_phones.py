@@ -15,7 +15,7 @@ from actors.base import Endpoint
 from transport import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected
 from phone.credentials import SessionTokens
-from harness import override
+from harness import override, until
 from test_glasses_bridge import dirs, make_config, runtime  # noqa: F401 - dirs is a fixture
 
 
@@ -83,13 +83,14 @@ async def test_a_mute_flooding_phone_loses_only_its_own_replies(dirs):
         mute.setsockopt(zmq.LINGER, 0)
         mute.connect(config.phone.endpoint)
         try:
-            with anyio.fail_after(30):
-                # each frame is answered ErrorReply, which the mute phone never reads, until its
-                # pipe and the kernel's buffers are full and the bridge cuts it off
-                while rt.bridge.cut_off == 0:
-                    for _ in range(5_000):
-                        mute.send(b"\xc1 garbage")
-                    await anyio.sleep(0.2)
+            def flood() -> int:
+                for _ in range(5_000):
+                    mute.send(b"\xc1 garbage")
+                return rt.bridge.cut_off
+
+            # each frame is answered ErrorReply, which the mute phone never reads, until its pipe
+            # and the kernel's buffers are full and the bridge cuts it off
+            await until(flood, timeout=60, every_s=0.2)
             for i in range(3):
                 turn = await victim.turn(f"v{i}", f"are you there {i}?", timeout=10)
                 assert turn.final_text == f"echo: are you there {i}?"
@@ -144,12 +145,13 @@ async def test_garbage_is_logged_once_per_peer_per_interval_with_a_count(dirs, c
     assert sum(1 for r in caplog.records if r.name == "porfiry.glasses") < 20
 
 
-async def test_a_removed_key_is_refused_within_a_second_on_its_live_connection(dirs):
+async def test_a_removed_key_is_refused_on_its_live_connection(dirs, caplog):
     config = make_config(dirs)
     async with runtime(config) as rt, rt.phone("phone-a", max_resends=3, ack_timeout_s=0.2) as phone:
         assert (await phone.turn("s1", "hello", timeout=5)).final_text == "echo: hello"
-        os.remove(Path(config.phone.keys_dir) / keyfiles.AUTHORIZED / "phone-a.key")
-        await anyio.sleep(1.0)
+        with caplog.at_level(logging.WARNING, logger="porfiry.glasses"):
+            os.remove(Path(config.phone.keys_dir) / keyfiles.AUTHORIZED / "phone-a.key")
+            await until(lambda: any("removed from the allow-list" in r.getMessage() for r in caplog.records))
         with anyio.fail_after(10), pytest.raises(DeliveryFailed):
             await phone.send_text("s1", "still here?")
     assert [e.content for e in rt.journal.events["s1"]] == ["hello"]
@@ -173,9 +175,7 @@ async def test_events_waiting_per_connection_are_bounded_and_nothing_is_lost_or_
     config = override(make_config(dirs, ask_timeout_s=3.0), phone={"pending_per_connection": 3})
     async with runtime(config, gate=gate) as rt, rt.phone(ack_timeout_s=2.0, busy_backoff_s=0.05) as phone:
         ids = {s: [await phone.send_text(s, f"{s}-{i}", wait=False) for i in range(4)] for s in ("s1", "s2")}
-        with anyio.fail_after(5):
-            while phone.busy_received == 0:
-                await anyio.sleep(0.01)
+        await until(lambda: phone.busy_received)
         gate.set()
         with anyio.fail_after(20):
             for event_id in ids["s1"] + ids["s2"]:

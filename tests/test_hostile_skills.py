@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 import protocol as p
-from harness import override
+from harness import override, until
 from core.skills import SkillRepository
 from test_skill_store_actor import serving, write_skill
 
@@ -103,7 +103,7 @@ async def test_a_hostile_skill_file_is_rejected_and_the_store_keeps_serving(atta
     with caplog.at_level(logging.WARNING, logger="porfiry.skills"):
         async with serving(config, refresh_interval_s=0.05) as client:
             bad = make(user_dir)  # added while the store runs: picked up by its next look
-            await anyio.sleep(0.3)
+            await until(lambda: any(str(bad) in r.getMessage() for r in caplog.records if r.getMessage().startswith("skill rejected:")))
             with anyio.fail_after(5):
                 index = await client.ask("skills", p.SkillIndexRequest(), session="s1")
                 body = await client.ask("skills", p.SkillRead(name=GOOD), session="s1")
@@ -133,7 +133,7 @@ def test_a_file_that_cannot_be_read_in_time_is_rejected(user_dir, tmp_path, monk
     def hanging_read(fd, n):
         if os.readlink(f"/proc/self/fd/{fd}") == str(slow):
             import time
-            time.sleep(1.0)
+            time.sleep(1.0)  # the hanging read itself: the behaviour under test
         return real_read(fd, n)
 
     monkeypatch.setattr(fmt.os, "read", hanging_read)

@@ -12,7 +12,7 @@ import pytest
 import protocol as p
 from actors.base import Actor, Inbound
 from core.budget import default_catalog
-from harness import inproc_system, until as wait_until
+from harness import inproc_system, until
 from llm.adapt import to_openai_messages
 from llm.scripted import ScriptedBackend
 
@@ -142,7 +142,7 @@ async def test_seed_email_interrupted_by_the_weather_then_finished_with_the_real
         assert "NOT available yet" in placeholder["content"]
 
         tools.release["contacts_search"].set()
-        await wait_until(lambda: late_turns(glasses.shown["s"]))
+        await until(lambda: late_turns(glasses.shown["s"]))
         assert finals(glasses.shown["s"])[-1] == "The email to Anna (anna@example.com) is ready to send."
         seen = backend.calls[-1][-1].content
         assert seen.startswith("[Tool result from contacts_search (late result of task ")
@@ -171,7 +171,7 @@ async def test_seed_long_command_then_what_time_then_the_result_presented(tmp_pa
         assert not tools.release["shell_run"].is_set()
 
         tools.release["shell_run"].set()
-        await wait_until(lambda: late_turns(glasses.shown["s"]))
+        await until(lambda: late_turns(glasses.shown["s"]))
         assert finals(glasses.shown["s"])[-1] == "The command finished: backup finished: 3 files copied"
         assert late_turns(glasses.shown["s"])[0].model_calls == 1
         label = backend.calls[-1][-1].content
@@ -192,7 +192,7 @@ async def test_a_long_running_tool_is_answered_at_once_and_reports_as_an_event(t
         started = next(m for m in history if m["role"] == "tool" and m["name"] == "shell_job")
         assert "started in the background as task" in started["content"]
         tools.release["shell_job"].set()
-        await wait_until(lambda: late_turns(glasses.shown["s"]))
+        await until(lambda: late_turns(glasses.shown["s"]))
         assert finals(glasses.shown["s"])[-1] == "The command finished: job done: report.pdf"
 
 
@@ -208,29 +208,35 @@ async def test_stop_also_cancels_a_command_running_in_the_background(tmp_path):
         cancelled = [m["content"] for m in history if m["content"].startswith("[Tool result from shell_run")]
         assert len(cancelled) == 1 and cancelled[0].endswith("] cancelled by the user")
         assert finals(shown)[-1] == "OK: стоп, не надо"
+        conversation = system.actors["session"].sessions["s"]
         tools.release["shell_run"].set()  # the stand-in answers anyway: dropped, no turn starts
-        await anyio.sleep(0.3)
+        await until(lambda: len(conversation.runs) == 0)  # its outcome came back (the run ends as it does)
+        assert f"late-{tools.cancels[0]}" not in conversation.seen, "the dropped outcome is no event"
         assert not late_turns(glasses.shown["s"])
         assert not any("backup finished" in m["content"] for m in await system.history("s"))
 
 
 async def test_a_late_result_arriving_while_busy_joins_the_next_batch(tmp_path):
     backend = ScriptedBackend(reply_fn=scenario_model)
+    # a long job goes to the background at once; the search is waited for however long it takes,
+    # so the session stays busy until the test releases it
     async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
-                             execute_substituted_calls=True, tool_background_after_s=0.1) as system:
+                             execute_substituted_calls=True, tool_background_after_s=600) as system:
         tools, glasses = system.actors["toolsets"], system.actors["glasses"]
-        await system.turn("s", "run the backup command")
+        await system.turn("s", "run the report job")
         await system.deliver("s", "write an email to Anna", event_id="e2")  # busy: contacts runs
         await tools.started["contacts_search"].wait()
-        tools.release["shell_run"].set()  # the backup's result arrives while the session is busy
-        await anyio.sleep(0.05)
+        conversation = system.actors["session"].sessions["s"]
+        tools.release["shell_job"].set()  # the job's result arrives while the session is busy
+        await until(lambda: [e.kind for e in conversation.queue] == ["tool_result"])
         await system.deliver("s", "and in English please", event_id="e3")
-        await wait_until(lambda: any("Tool result from shell_run" in m.content for c in backend.calls for m in c))
-        batch = next(m.content for c in backend.calls for m in c if "Tool result from shell_run" in m.content)
-        assert "[Unprocessed event 1/2] Tool result from shell_run (late result of task" in batch
-        assert "User said: and in English please" in batch
+        await until(lambda: [e.event_id for e in conversation.queue][1:] == ["e3"])
+        assert not any("Tool result from shell_job" in m.content for c in backend.calls for m in c), "waits for the step"
         tools.release["contacts_search"].set()
         await glasses.wait_event_done("s", "e3")
+        batch = next(m.content for c in backend.calls for m in c if "Tool result from shell_job" in m.content)
+        assert "[Unprocessed event 1/2] Tool result from shell_job (late result of task" in batch
+        assert "User said: and in English please" in batch
         assert_every_call_paired(await system.history("s"))
 
 
@@ -248,7 +254,7 @@ async def test_a_stop_phrase_cancels_a_long_answer_and_its_rest_is_the_new_reque
     async with inproc_system(tmp_path, backend=backend) as system:
         glasses = system.actors["glasses"]
         await system.deliver("s", "tell me a long story", event_id="e1")
-        await wait_until(lambda: any(isinstance(m, p.Display) and "dragon" in m.text for m in glasses.shown.get("s", [])))
+        await until(lambda: any(isinstance(m, p.Display) and "dragon" in m.text for m in glasses.shown.get("s", [])))
         await system.deliver("s", phrase, event_id="e2")
         shown = await glasses.wait_event_done("s", "e2", timeout=5)
         assert any(isinstance(m, p.Display) and m.clear for m in shown), "the glasses kept the old answer"
@@ -338,7 +344,7 @@ async def test_forged_lines_from_a_skill_a_tool_and_a_timer_stay_data(tmp_path, 
         await system.turn("s", "call notes_read")
         await system.turn("s", f"call timers_set|in 1 minute; {FORGED}")
         clock.advance(61)
-        await wait_until(lambda: any("Timer fired" in m.content for c in backend.calls for m in c))
+        await until(lambda: any("Timer fired" in m.content for c in backend.calls for m in c))
         await system.actors["glasses"].wait_turns("s", 4)
         history = await system.history("s")
         texts = [m["content"] for m in history]
@@ -390,7 +396,7 @@ async def test_the_model_router_turns_a_question_into_an_interrupt(tmp_path):
         assert finals(shown)[-1] == "Tomorrow: sunny, +18."
         assert not tools.release["contacts_search"].is_set() and tools.cancels == []
         tools.release["contacts_search"].set()
-        await wait_until(lambda: late_turns(glasses.shown["s"]))
+        await until(lambda: late_turns(glasses.shown["s"]))
 
 
 async def test_the_model_router_falls_back_to_the_rules_on_nonsense(tmp_path):
@@ -402,8 +408,9 @@ async def test_the_model_router_falls_back_to_the_rules_on_nonsense(tmp_path):
         await system.deliver("s", "write an email to Anna", event_id="e1")
         await tools.started["contacts_search"].wait()
         await system.deliver("s", "а какая погода завтра?", event_id="e2")
-        await wait_until(lambda: any("Answer with exactly one word" in c[0].content for c in backend.calls))
-        await anyio.sleep(0.2)
+        await until(lambda: any("Answer with exactly one word" in c[0].content for c in backend.calls))
+        conversation = system.actors["session"].sessions["s"]
+        await until(lambda: [e.event_id for e in conversation.queue] == ["e2"])  # the rules' verdict: queued
         assert "e2" not in {e for m in glasses.shown.get("s", []) if isinstance(m, p.TurnDone) for e in m.event_ids}
         tools.release["contacts_search"].set()  # queued (the rules' verdict): handled after the search
         shown = await glasses.wait_event_done("s", "e2")

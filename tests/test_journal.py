@@ -5,6 +5,7 @@ import pytest
 
 import protocol as p
 from core.trajectory import Trajectory
+from harness import until
 from storage import journal as j
 
 
@@ -105,18 +106,14 @@ async def test_on_stored_calls_back_after_the_commit_or_with_the_error(tmp_path,
         waiter = journal.accept_event("s1", "", event)
         journal.on_stored(waiter, outcomes.append)
         assert outcomes == [], "called back before the commit"
-        with anyio.fail_after(5):
-            while not outcomes:
-                await anyio.sleep(0.01)
+        await until(lambda: outcomes)
         assert outcomes == [None] and [e.event_id for e in (await journal.load("s1")).open_events] == ["e1"]
         journal.on_stored(waiter, outcomes.append)  # already stored: at once
         assert outcomes == [None, None]
         journal._conn.execute("DROP TABLE events")
         failed = journal.accept_event("s1", "", p.Event(event_id="e2", kind="user_text", source="user", channel="speech"))
         journal.on_stored(failed, outcomes.append)
-        with anyio.fail_after(5):
-            while len(outcomes) < 3:
-                await anyio.sleep(0.01)
+        await until(lambda: len(outcomes) >= 3)
         assert isinstance(outcomes[2], j.JournalError)
         tg.cancel_scope.cancel()
     nothing = j.NoJournal()

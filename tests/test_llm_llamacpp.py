@@ -6,6 +6,7 @@ import time
 import anyio
 import pytest
 
+from harness import until
 from llm import LLMError, ProfileConfig
 from llm.llamacpp_backend import LlamaCppBackend
 from protocol import ChatMessage
@@ -36,7 +37,7 @@ class FakeLlama:
             try:
                 words = self.reply[:max_tokens]
                 for index, word in enumerate(words):
-                    time.sleep(self.token_s)
+                    time.sleep(self.token_s)  # the model's pace per token: what the tests cut into
                     self.tokens_made += 1
                     last = index == len(words) - 1
                     finish = ("stop" if len(words) == len(self.reply) else "length") if last else None
@@ -74,9 +75,9 @@ async def test_requests_run_one_at_a_time_in_arrival_order():
         finished.append(label)
 
     async with anyio.create_task_group() as group:
-        for label in ["first", "second", "third", "fourth"]:
+        for arrived, label in enumerate(["first", "second", "third", "fourth"], 1):
             group.start_soon(one, label)
-            await anyio.sleep(0.001)  # fix the arrival order
+            await until(lambda: backend.queued + len(finished) == arrived)  # it waits for the model: the arrival order is fixed
     assert finished == ["first", "second", "third", "fourth"]
     assert [re.search(r"\n\n(\w+)<end_of_turn>", p).group(1) for p in llama.prompts] == finished
     assert not llama.overlap
@@ -85,10 +86,13 @@ async def test_requests_run_one_at_a_time_in_arrival_order():
 async def test_cancelling_mid_generation_stops_between_tokens_and_frees_the_model():
     llama = FakeLlama(reply=" ".join(f"w{i}" for i in range(100)), token_s=0.02)
     backend = backend_with(llama)
-    with anyio.move_on_after(0.1):
-        await backend.stream(ask("long"), tools=[], max_tokens=100).collect()
+    async with anyio.create_task_group() as group:
+        group.start_soon(backend.stream(ask("long"), tools=[], max_tokens=100).collect)
+        await until(lambda: llama.tokens_made >= 2)
+        made_before_cancel = llama.tokens_made
+        group.cancel_scope.cancel()
     made_at_cancel = llama.tokens_made
-    assert 2 <= made_at_cancel <= 7
+    assert made_at_cancel <= made_before_cancel + 1, "the token being made is finished, no more"
     assert llama.active == 0  # the generator was closed, not left running
     llama.reply = ["next"]
     with anyio.fail_after(1):
@@ -107,7 +111,7 @@ async def test_a_waiting_request_can_be_cancelled_without_disturbing_the_queue()
 
     async with anyio.create_task_group() as group:
         group.start_soon(one, "running")
-        await anyio.sleep(0.001)
+        await until(lambda: llama.active)  # it holds the model: the next ones wait
         group.start_soon(one, "gives up", 0.01)
         group.start_soon(one, "patient")
     assert set(results) == {"running", "patient"}
@@ -148,9 +152,9 @@ def test_arrival_order_holds_under_asyncio_too():
             finished.append(label)
 
         async with anyio.create_task_group() as group:
-            for label in ["a", "b", "c", "d"]:
+            for arrived, label in enumerate(["a", "b", "c", "d"], 1):
                 group.start_soon(one, label)
-                await anyio.sleep(0.001)
+                await until(lambda: backend.queued + len(finished) == arrived)
 
     anyio.run(main, backend="asyncio")
     assert finished == ["a", "b", "c", "d"] and not llama.overlap

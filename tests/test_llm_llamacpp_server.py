@@ -3,7 +3,6 @@ loopback (the `server` extra), serving the packaged Gemma 3 270M: with `grammar`
 GBNF the embedded backend applies reaches the server and binds what the model may write."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
@@ -11,6 +10,7 @@ import anyio
 import httpx
 import pytest
 
+from harness import free_port, until
 from llm import ProfileConfig
 from llm.openai_backend import OpenAIBackend
 from protocol import ChatMessage
@@ -33,31 +33,24 @@ def _model_path() -> str:
         pytest.skip(f"the packaged Gemma model is not available: {exc}")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 async def server():
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_cpp.server", "--model", _model_path(), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "512", "--n_threads", "1", "--model_alias", "gemma", "--chat_format", "gemma"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        with anyio.fail_after(120):
-            async with httpx.AsyncClient() as client:
-                while True:  # up when it lists its model
-                    try:
-                        if (await client.get(f"{base_url}/models")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    assert process.poll() is None, "the llama.cpp server exited at start"
-                    await anyio.sleep(0.2)
+        async with httpx.AsyncClient() as client:
+            async def up() -> bool:  # when it lists its model
+                assert process.poll() is None, "the llama.cpp server exited at start"
+                try:
+                    return (await client.get(f"{base_url}/models")).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            await until(up, timeout=120, every_s=0.2)
         yield base_url
     finally:
         process.terminate()

@@ -9,7 +9,7 @@ from actors.base import Actor, AskTimeout, Endpoint, Inbound
 from actors.local import LocalLink
 from actors.topology import Topology
 from core.config import TopologyConfig
-from harness import override
+from harness import override, until
 
 ADDRESSES = {"echo": "inproc://test-echo", "probe": "inproc://test-probe"}
 
@@ -63,9 +63,7 @@ async def test_an_actor_of_the_same_process_is_answered_without_zeromq_and_still
         dealer.connect("inproc://test-echo")
         codec = p.Codec()
         dealer.send(codec.encode(p.Envelope(body=p.Ok(detail="raw"), sender="raw")))
-        with anyio.fail_after(5):
-            while not dealer.poll(0):
-                await anyio.sleep(0.01)
+        await until(lambda: dealer.poll(0))
         assert codec.decode(dealer.recv()).body == p.Ok(detail="echo raw")
         dealer.close(linger=0)
         tg.cancel_scope.cancel()
@@ -84,9 +82,7 @@ async def test_a_full_mailbox_makes_messages_wait_in_order_and_none_is_lost(conf
             link = client._links["echo"]
             assert len(link._backlog) > 400  # waiting in the link, not dropped
             gate.set()
-            with anyio.fail_after(5):
-                while len(echo.seen) < 500:
-                    await anyio.sleep(0.01)
+            await until(lambda: len(echo.seen) >= 500)
             assert echo.seen == [str(index) for index in range(500)]
             assert link.dropped == 0
         tg.cancel_scope.cancel()
@@ -98,9 +94,7 @@ async def test_bytes_that_do_not_decode_are_answered_with_an_error_like_off_the_
         await tg.start(echo.run)
         await tg.start(probe.run)
         probe._link("echo").send_nowait([b"\xc1 not msgpack"])
-        with anyio.fail_after(5):
-            while not probe.received:
-                await anyio.sleep(0.01)
+        await until(lambda: probe.received)
         [error] = probe.received
         assert isinstance(error, p.ErrorReply) and error.code == "decode:malformed"
         tg.cancel_scope.cancel()

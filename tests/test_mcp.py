@@ -6,7 +6,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 
 import protocol as p
 from core.config import McpConfig, McpServerConfig
-from harness import free_port, inproc_system, make_config
+from harness import free_port, inproc_system, make_config, poll, session_knows, until
 from llm.scripted import ScriptedBackend
 
 SERVER = str(Path(__file__).resolve().parent / "mcp_notes_server.py")
@@ -48,16 +47,16 @@ class HttpServer:
     def start(self) -> None:
         self.process = subprocess.Popen([sys.executable, SERVER, "http", str(self.port)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return
-            except OSError:
-                if self.process.poll() is not None:
-                    raise RuntimeError("the MCP test server exited")
-                time.sleep(0.05)
-        raise RuntimeError("the MCP test server did not listen")
+        poll(self._listening, timeout=20, every_s=0.05)
+
+    def _listening(self) -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            return True
+        except OSError:
+            if self.process.poll() is not None:
+                raise RuntimeError("the MCP test server exited") from None
+            return False
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -105,25 +104,20 @@ async def system_with(tmp_path, servers, *, wait_for=("notes",), **session):
         yield system
 
 
-async def session_knows(system, toolset, timeout=20):
-    """Until the session actor's catalog has the toolset (the server is up and listed)."""
-    with anyio.fail_after(timeout):
-        while True:
-            settings = system.actors["session"].settings
-            if settings is not None and settings.registry.toolset(toolset) is not None:
-                return settings.registry.toolset(toolset)
-            await anyio.sleep(0.05)
-
-
 async def report(system) -> dict[str, p.ToolsetState]:
     answer = await system.client.ask("toolsets", p.ToolsetsRequest())
     return {row.name: row for row in answer.toolsets}
 
 
 async def available(system, name, timeout=30):
-    with anyio.fail_after(timeout):
-        while (await report(system))[name].state != "available":
-            await anyio.sleep(0.05)
+    async def up() -> bool:
+        return (await report(system))[name].state == "available"
+
+    await until(up, timeout=timeout, every_s=0.05)
+
+
+async def _error_of(system, name) -> str:
+    return (await report(system))[name].error
 
 
 def tool_results(history):
@@ -169,9 +163,7 @@ async def test_list_changed_updates_the_prompt_of_an_active_session(tmp_path, tr
         await say(system, "call enable_toolset|notes")
         assert "notes_archive" not in prompt_of(system.backend.calls[-1])
         assert await say(system, "call notes_grow") == "ok: grown"
-        with anyio.fail_after(10):
-            while (await session_knows(system, "notes")).tools[-1].name != "notes_archive":
-                await anyio.sleep(0.05)
+        await session_knows(system, "notes", "notes_archive")
         await say(system, "what now?")
         assert "notes_archive — Archive old notes." in prompt_of(system.backend.calls[-1])
         assert await say(system, "call notes_archive") == "ok: archived"
@@ -208,14 +200,14 @@ async def test_a_server_killed_mid_call_gives_a_clear_error_is_restarted_and_ser
         await say(system, "call enable_toolset|notes")
         first = await say(system, "call notes_whoami")
         pid = int(first.split("pid=")[1].split()[0])
-        answers = {}
+        answers, hanging = {}, tmp_path / "hanging"
 
         async def hang():
-            answers["hang"] = await say(system, "call notes_hang")
+            answers["hang"] = await say(system, f"call notes_hang|{hanging}")
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(hang)
-            await anyio.sleep(0.5)
+            await until(hanging.exists)  # the call is at the server
             os.kill(pid, signal.SIGKILL)
         assert answers["hang"] == ("ok: tool error: tool notes_hang failed: the MCP server notes stopped during "
                                    "the call and is being restarted; try again")
@@ -229,14 +221,14 @@ async def test_an_http_server_killed_mid_call_gives_a_clear_error_and_is_reconne
     server = McpServerConfig(url=http_process.url, timeout_s=5.0)
     async with system_with(tmp_path, {"notes": server}, tool_background_after_s=0) as system:
         await say(system, "call enable_toolset|notes")
-        answers = {}
+        answers, hanging = {}, tmp_path / "hanging"
 
         async def hang():
-            answers["hang"] = await say(system, "call notes_hang")
+            answers["hang"] = await say(system, f"call notes_hang|{hanging}")
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(hang)
-            await anyio.sleep(0.5)
+            await until(hanging.exists)  # the call is at the server
             http_process.kill()
         assert answers["hang"].startswith("ok: tool error: tool notes_hang failed: the MCP server notes ")
         assert answers["hang"].endswith("; try again")
@@ -252,9 +244,7 @@ async def test_a_server_that_fails_at_start_leaves_the_runtime_up_and_says_why(t
                "ghost": McpServerConfig(command=["no-such-mcp-server-binary"], timeout_s=5.0),
                "bad_name": stdio()}
     async with system_with(tmp_path, servers) as system:
-        with anyio.fail_after(10):
-            while (await report(system))["dead"].error == "":
-                await anyio.sleep(0.05)
+        await until(lambda: _error_of(system, "dead"))
         rows = await report(system)
         assert await say(system, "call enable_toolset|dead") == "plain answer"
         assert "dead" not in prompt_of(system.backend.calls[-1]).split("Toolsets (")[1]

@@ -11,7 +11,7 @@ import msgspec
 
 import protocol as p
 from core.config import McpConfig, McpServerConfig
-from harness import inproc_system, make_config
+from harness import inproc_system, make_config, session_knows, until
 from llm.scripted import ScriptedBackend
 
 HERE = Path(__file__).resolve().parent
@@ -58,23 +58,13 @@ async def report(system) -> dict[str, p.ToolsetState]:
     return {row.name: row for row in answer.toolsets}
 
 
-async def until_listed(system, name, timeout=20):
+async def until_listed(system, name, timeout=30):
     """Until the server has listed its tools (its state says so, or its refusal does)."""
-    with anyio.fail_after(timeout):
-        while not ((row := (await report(system))[name]).state == "available" or row.error.startswith("refused")):
-            await anyio.sleep(0.05)
-        return row
+    async def listed():
+        row = (await report(system))[name]
+        return row if row.state == "available" or row.error.startswith("refused") else None
 
-
-async def session_knows(system, toolset, tool=None, timeout=20):
-    """Until the session actor's catalog has the toolset (and that tool of it)."""
-    with anyio.fail_after(timeout):
-        while True:
-            settings = system.actors["session"].settings
-            spec = settings.registry.toolset(toolset) if settings is not None else None
-            if spec is not None and (tool is None or any(t.name == tool for t in spec.tools)):
-                return spec
-            await anyio.sleep(0.05)
+    return await until(listed, timeout=timeout, every_s=0.05)
 
 
 async def say(system, text, session="s1"):
@@ -150,9 +140,7 @@ async def test_a_server_with_a_thousand_tools_is_cut_to_max_tools_and_logged_onc
     monkeypatch.setattr(McpServer, "_list", counted)
     async with system_with(tmp_path, {"many": hostile(count=1000)}, mcp={"max_tools": 40}) as system:
         spec = await session_knows(system, "many")
-        with anyio.fail_after(20):
-            while len(listings) < 4:  # listed at start, then again every check_interval_s (0.5 s)
-                await anyio.sleep(0.05)
+        await until(lambda: len(listings) >= 4)  # listed at start, then again every check_interval_s (0.5 s)
         rows = await report(system)
     assert len(spec.tools) == 40 and rows["many"].tools == 40 and listings[:4] == [40] * 4
     assert (rows["many"].state, rows["many"].error) == ("available", "960 of 1000 listed tool(s) refused: tool "

@@ -167,9 +167,7 @@ async def test_cancel_stops_a_call_waiting_for_the_phone(config):
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call)
-            with anyio.fail_after(3):
-                while not glasses.commands:
-                    await anyio.sleep(0.01)
+            await until(lambda: glasses.commands)
             started = time.monotonic()
             answers["cancel"] = await client.ask("media", p.ToolCancel(call_id="c5"), session="s1")
         elapsed = time.monotonic() - started
@@ -230,9 +228,7 @@ async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(con
                         await client.ask("media", invoke("media_play", id="terminator-1984"), session="s1", timeout=1)
 
                 tg.start_soon(call)
-                with anyio.fail_after(3):
-                    while not glasses.commands:
-                        await anyio.sleep(0.01)
+                await until(lambda: glasses.commands)
                 executor_group.cancel_scope.cancel()  # the executor dies with the call in flight
 
         async with anyio.create_task_group() as executor_group:

@@ -8,7 +8,7 @@ import protocol as p
 from llm.scripted import ScriptedBackend
 from storage import leases
 from storage.postgres import connect
-from tests.harness import inproc_system, make_config, override
+from tests.harness import inproc_system, make_config, override, until
 
 
 def test_a_lease_is_taken_over_only_after_its_node_died(pg_url):
@@ -60,12 +60,10 @@ async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, 
     # node a died with the session's lease (nothing released it); its timer comes due meanwhile
     manual_clock.advance(600)
     async with node("b") as b, node("c") as c:
-        with anyio.fail_after(10):
-            while _reminders(b) + _reminders(c) == 0:
-                await anyio.sleep(0.02)
-        for _ in range(10):  # ten more heartbeats of both: nobody fires it again
-            await anyio.sleep(0.05)
-        assert _reminders(b) + _reminders(c) == 1
+        await until(lambda: _reminders(b) + _reminders(c))
+        looks = _count_adoptions(b), _count_adoptions(c)
+        await until(lambda: min(map(len, looks)) >= 5)  # both looked for due timers again, more than once
+        assert _reminders(b) + _reminders(c) == 1, "nobody fires it again"
         fired = [m.content for m in backend.calls[-1] if m.role == "user" and "Timer fired" in m.content]
         assert len(fired) == 1 and "late" in fired[0], fired
         served_by = "b" if _reminders(b) else "c"
@@ -73,6 +71,20 @@ async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, 
         assert history[0]["content"] == "[User said] remind me about tea", "the history moved with the session"
         with psycopg.connect(pg_url) as conn:
             assert conn.execute("SELECT node FROM session_lease WHERE session = 'tea'").fetchone() == (served_by,)
+
+
+def _count_adoptions(system) -> list[None]:
+    """One item per look of the node's heartbeat for sessions of dead nodes, from now on."""
+    leases, looks = system.actors["session"].leases, []
+    adopt = leases.adopt
+
+    async def counted(**kwargs):
+        adopted = await adopt(**kwargs)
+        looks.append(None)
+        return adopted
+
+    leases.adopt = counted
+    return looks
 
 
 def _lease(pg_url, session):
@@ -108,9 +120,7 @@ async def test_a_session_moves_between_two_live_nodes_with_its_history_idle_at_o
         assert isinstance(story, p.EventAccepted)
         async with anyio.create_task_group() as tg:
             tg.start_soon(a.turn, "s", "and then?")
-            with anyio.fail_after(5):
-                while a.actors["session"].leases is None or not _wanted(pg_url, "s"):
-                    await anyio.sleep(0.02)
+            await until(lambda: a.actors["session"].leases is not None and _wanted(pg_url, "s"))
             assert _lease(pg_url, "s") == "b", "mid-turn: b keeps the session until its turn is done"
             gates[-1].set()
         assert _lease(pg_url, "s") == "a"
@@ -119,6 +129,10 @@ async def test_a_session_moves_between_two_live_nodes_with_its_history_idle_at_o
         assert users == ["[User said] my name is Aglaya", "[User said] what is my name",
                          "[User said] tell me a long story", "[User said] and then?"], users
         assert [m for m in history if m["role"] == "assistant"][2]["content"], "b's answer to the story moved too"
+
+
+async def _answered(system, session) -> bool:
+    return any(m["role"] == "assistant" for m in await system.history(session))
 
 
 def _wanted(pg_url, session):
@@ -142,9 +156,7 @@ async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_to
         manual_clock.advance(30)  # a has not renewed for longer than its lease: b may take its sessions
         await b.turn("s", "what is my name")
         assert _lease(pg_url, "s") == "b"
-        with anyio.fail_after(5):
-            while "s" in a.actors["session"].sessions:  # a's next heartbeat finds its lease lapsed
-                await anyio.sleep(0.02)
+        await until(lambda: "s" not in a.actors["session"].sessions)  # a's next heartbeat finds its lease lapsed
         await a.turn("s", "and now?")  # back to a, by a hand-over: one history, nothing twice
         users = [m["content"] for m in await a.history("s") if m["role"] == "user"]
         said = ["my name is Aglaya", "what is my name", "and now?"]
@@ -169,11 +181,8 @@ async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_
             reply = await a.deliver("s", "hello there", event_id="ev-1")
             assert isinstance(reply, p.EventAccepted)
         manual_clock.advance(30)  # a is gone and its lease expired; nobody sends anything
-        with anyio.fail_after(10):
-            while "s" not in b.actors["session"].sessions or b.actors["session"].sessions["s"].running:
-                await anyio.sleep(0.05)
-            while not any(m["role"] == "assistant" for m in await b.history("s")):
-                await anyio.sleep(0.05)
+        await until(lambda: "s" in b.actors["session"].sessions and not b.actors["session"].sessions["s"].running)
+        await until(lambda: _answered(b, "s"))
         assert _lease(pg_url, "s") == "b"
         users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
         assert users.count("[User said] hello there") == 1, users

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import io
 import os
-import socket
 import sys
-import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Callable
@@ -16,6 +14,7 @@ import pytest
 import zmq
 
 import protocol as p
+from harness import free_endpoint, poll, start_when_free, until
 from transport.zmqio import AsyncSocket
 from transport import keys as keyfiles
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneUnreachable
@@ -24,12 +23,6 @@ from phone.console import Screen, parse_command, run_console
 from phone.say import EXIT_OK, EXIT_REFUSED, EXIT_TIMEOUT, say
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_endpoint() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{s.getsockname()[1]}"
 
 
 class FakeRuntime:
@@ -133,9 +126,7 @@ async def test_busy_backs_off_and_holds_newer_events_of_that_session_only():
 
     async with fake_runtime(busy_first) as fake, client(fake, busy_backoff_s=0.3) as phone:
         first = await phone.send_text("s1", "first", wait=False)
-        with anyio.fail_after(5):
-            while not phone.busy_received:
-                await anyio.sleep(0.005)
+        await until(lambda: phone.busy_received)
         second = await phone.send_text("s1", "second", wait=False)
         await phone.send_text("s2", "elsewhere")  # another session is not held back
         assert text_ids(fake) == ["first", "elsewhere"]
@@ -161,7 +152,7 @@ async def test_an_error_reply_fails_the_event_without_resending():
                 await phone.send_text("s1", "hi")
             assert (rejected.value.code, rejected.value.detail) == ("forbidden", "not yours")
             assert (await incoming.receive()).body.code == "forbidden"  # subscribers see it too
-        await anyio.sleep(0.3)
+        assert phone.pending == 0, "nothing is left to send again"
         assert text_ids(fake) == ["hi"]
 
 
@@ -172,21 +163,20 @@ async def test_unreachable_runtime_is_reported():
 
 
 async def test_playback_commands_are_answered_by_the_handler():
-    answers = {"t1": ("started", ""), "t2": None}
+    answers = {"t1": ("started", ""), "t2": None, "t3": ("stopped", "")}
 
     async with fake_runtime() as fake, client(fake, playback_handler=lambda s, c: answers[c.task_id]) as phone:
         async with phone.events("s1") as incoming:
             await phone.start("s1")
             fake.send(phone.identity, p.PlaybackCommand(task_id="t1", action="play", title="Solaris"), session="s1")
             fake.send(phone.identity, p.PlaybackCommand(task_id="t2", action="stop"), session="s1")
-            got = [(await incoming.receive()).body for _ in range(2)]
-        assert [c.task_id for c in got] == ["t1", "t2"]
-        with anyio.fail_after(5):
-            while not fake.events(p.PlaybackStatus) or phone.pending:
-                await anyio.sleep(0.01)
-        await anyio.sleep(0.1)
+            fake.send(phone.identity, p.PlaybackCommand(task_id="t3", action="stop"), session="s1")
+            got = [(await incoming.receive()).body for _ in range(3)]
+        assert [c.task_id for c in got] == ["t1", "t2", "t3"]
+        # each command is answered in its own task: t2's (no answer) is done before t3's status is out
+        await until(lambda: len(fake.events(p.PlaybackStatus)) >= 2 and not phone.pending)
         statuses = fake.events(p.PlaybackStatus)
-        assert [(s.task_id, s.state) for s in statuses] == [("t1", "started")]  # None: no answer
+        assert sorted((s.task_id, s.state) for s in statuses) == [("t1", "started"), ("t3", "stopped")]  # None: no answer
 
 
 async def test_turn_collects_displays_until_its_turn_done():
@@ -288,17 +278,13 @@ async def test_console_talks_interrupts_and_quits():
     def read_line() -> str:  # runs in a thread, like stdin
         line = next(lines)
         if line == "/stop\n":
-            deadline = time.monotonic() + 5
-            while "echo: hello" not in out.getvalue() and time.monotonic() < deadline:
-                time.sleep(0.01)
+            poll(lambda: "echo: hello" in out.getvalue(), timeout=30, every_s=0.01)
         return line
 
     async with fake_runtime() as fake, client(fake) as phone:
         with anyio.fail_after(10):
             assert await run_console(phone, "s1", read_line=read_line, out=out) == 0
-        with anyio.fail_after(5):
-            while len(fake.events()) < 4:
-                await anyio.sleep(0.01)
+        await until(lambda: len(fake.events()) >= 4)
     # /quit leaves at once and stops the turn in progress: its own interrupt
     assert [type(b).__name__ for b in fake.events()] == ["SessionStart", "UserText", "UserInterrupt", "UserInterrupt"]
     assert "… thinking\n" in out.getvalue() and "echo: hello\n" in out.getvalue()
@@ -356,11 +342,14 @@ async def test_after_a_reconnect_events_still_waiting_for_their_turn_done_are_as
 
     try:
         async with anyio.create_task_group() as tg:
-            first = anyio.CancelScope()
+            first, first_gone = anyio.CancelScope(), anyio.Event()
 
             async def first_life(*, task_status=anyio.TASK_STATUS_IGNORED):
-                with first:
-                    await runtime(False, task_status=task_status)
+                try:
+                    with first:
+                        await runtime(False, task_status=task_status)
+                finally:
+                    first_gone.set()
 
             await tg.start(first_life)
             async with PhoneClient(endpoint, client_id="test-phone", ack_timeout_s=0.2, tokens=EverySessionOpen()) as phone:
@@ -371,16 +360,11 @@ async def test_after_a_reconnect_events_still_waiting_for_their_turn_done_are_as
                     turn.append(await phone.turn("s1", "what is a haiku", timeout=10))
 
                 tg.start_soon(ask)
-                with anyio.fail_after(5):
-                    while "what is a haiku" not in seen:
-                        await anyio.sleep(0.01)
-                await anyio.sleep(0.1)  # acked; its TurnDone never comes from this runtime
+                await until(lambda: "what is a haiku" in seen and not phone.pending)  # acked; its TurnDone never comes from this runtime
                 first.cancel()  # the bridge dies
-                await anyio.sleep(0.3)
-                await tg.start(runtime, True)  # and comes back on the same endpoint
-                with anyio.fail_after(10):
-                    while not turn:
-                        await anyio.sleep(0.02)
+                await first_gone.wait()
+                await start_when_free(lambda: tg.start(runtime, True))  # and comes back on the same endpoint
+                await until(lambda: turn)
                 assert turn[0].final_text == "answer to what is a haiku"
                 assert seen.count("what is a haiku") == 2 and seen.count("closed before") == 1, seen
                 assert phone.asked_again == 1

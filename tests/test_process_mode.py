@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import free_port as _free_port, poll as _wait_until
+from harness import free_port, poll, until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -38,7 +38,7 @@ ipc_dir = "{ipc_dir}"
 {topology}
 
 [phone]
-endpoint = "tcp://127.0.0.1:{_free_port()}"
+endpoint = "tcp://127.0.0.1:{free_port()}"
 {phone}
 
 [supervisor]
@@ -82,7 +82,7 @@ def served(tmp_path, ipc_dir):
         log = open(tmp_path / "serve.log", "w")
         proc = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "serve"], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
         started.append(proc)
-        _wait_until(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
+        poll(lambda: (s := _status(config)) and len(s) == 6 and all(row[1] == "yes" for row in s.values()))
         return config, proc
 
     yield start
@@ -105,7 +105,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
         listed = _cli(config, "toolsets", "list")
         rows = {line.split()[0]: line for line in listed.stdout.splitlines()[1:]}
         return "available" in rows.get("notes", "") and "start failed" in rows.get("ghost", "") and (listed, rows)
-    listed, rows = _wait_until(toolsets, timeout=30)
+    listed, rows = poll(toolsets, timeout=30)
     assert listed.returncode == 1  # one toolset is unavailable
     assert rows["media"].split()[:4] == ["media", "executor", "available", "3"]
     assert rows["timers"].split()[:4] == ["timers", "session", "available", "3"]
@@ -118,7 +118,7 @@ def test_serve_status_say_and_a_killed_actor_is_restarted(served):
     assert "Lara Croft" in said.stdout.splitlines()[-1]
 
     os.kill(pids["session"], signal.SIGKILL)
-    restarted = _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pids["session"] and row)
+    restarted = poll(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pids["session"] and row)
     assert restarted[3] == "1"
     # The system keeps serving: a message crosses ipc:// between the actor processes and back.
     said = _cli(config, "say", "--session", "p2", "--timeout", "20", "hello there")
@@ -133,7 +133,7 @@ def test_a_hung_actor_process_is_killed_and_restarted(served, tmp_path):
     pid = int(_status(config)["session"][2])
     os.kill(pid, signal.SIGSTOP)
     try:
-        restarted = _wait_until(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid and row, timeout=30)
+        restarted = poll(lambda: (row := _status(config).get("session")) and row[1] == "yes" and int(row[2]) != pid and row, timeout=30)
     finally:
         try:
             os.kill(pid, signal.SIGCONT)  # the test's own process, if it is still there
@@ -171,11 +171,17 @@ def test_a_process_group_shares_one_process_and_restarts_together(served):
         rows = _status(config)
         return all(rows[n][1] == "yes" and int(rows[n][2]) != pids[n] and rows[n][3] == "1"
                    for n in ("glasses", "session", "llm")) and rows
-    rows = _wait_until(group_restarted)
+    rows = poll(group_restarted)
     assert int(rows["toolsets"][2]) == pids["toolsets"] and rows["toolsets"][3] == "0", "the others keep running"
     said = _cli(config, "say", "--session", "g2", "--timeout", "20", "hello there")
     assert said.returncode == 0, said.stderr
     assert said.stdout.strip().splitlines()[-1].startswith("Sure.")
+
+
+async def _running(client, call_id: str) -> bool:
+    import protocol as p
+
+    return isinstance(await client.ask("toolsets", p.ToolRunning(call_id=call_id), session="s1"), p.Ok)
 
 
 async def test_a_crashed_media_executor_is_restarted_alone_and_other_calls_are_untouched(served):
@@ -189,7 +195,7 @@ async def test_a_crashed_media_executor_is_restarted_alone_and_other_calls_are_u
 
     config_path, _ = served(extra=MCP_SERVERS)
     pids = {name: int(row[2]) for name, row in _status(config_path).items()}
-    _wait_until(lambda: "available" in _cli(config_path, "toolsets", "list").stdout.split("notes")[-1].split("\n")[0])
+    poll(lambda: "available" in _cli(config_path, "toolsets", "list").stdout.split("notes")[-1].split("\n")[0])
     client = Endpoint(load_config(str(config_path)), name="test")
     async with client.running():
         first = await client.ask("media", p.ToolInvoke(call_id="m1", tool="media_search", args={"query": "alien"}),
@@ -200,11 +206,9 @@ async def test_a_crashed_media_executor_is_restarted_alone_and_other_calls_are_u
                 answers["export"] = await client.ask("toolsets", p.ToolInvoke(
                     call_id="n1", tool="notes_export", args={"seconds": "2"}), session="s1", timeout=10)
             tg.start_soon(export)
-            with anyio.fail_after(10):  # the MCP call runs in the ToolsetSupervisor's process
-                while not isinstance(await client.ask("toolsets", p.ToolRunning(call_id="n1"), session="s1"), p.Ok):
-                    await anyio.sleep(0.05)
+            await until(lambda: _running(client, "n1"))  # the MCP call runs in the ToolsetSupervisor's process
             os.kill(pids["media"], signal.SIGKILL)
-        rows = await anyio.to_thread.run_sync(lambda: _wait_until(
+        rows = await anyio.to_thread.run_sync(lambda: poll(
             lambda: (s := _status(config_path)) and s["media"][1] == "yes" and int(s["media"][2]) != pids["media"] and s))
         again = await client.ask("media", p.ToolInvoke(call_id="m2", tool="media_search", args={"query": "alien"}),
                                  session="s1", timeout=10)

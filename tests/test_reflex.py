@@ -21,6 +21,8 @@ from llm.scripted import ScriptedBackend
     ("set a timer for five minutes", "in five minutes", ""),
     ("засеки полчаса", "in полчаса", ""),
     ("поставь будильник в 7:30", "7:30", ""),
+    ("через полчаса напомни снять бельё", "in полчаса", "снять бельё"),
+    ("через 5 минут поставь таймер", "in 5 минут", ""),
 ])
 def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text):
     intent = recognise(said)
@@ -196,7 +198,7 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
 
     from core.config import McpConfig, McpServerConfig
     from harness import make_config
-    from test_mcp import session_knows
+    from harness import session_knows
 
     server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
                              env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)
@@ -240,3 +242,25 @@ async def test_a_details_question_naming_a_title_searches_it_and_answers_the_fac
     async with inproc_system(tmp_path, backend=backend) as system:
         answer = finals(await system.turn("s", "а кто снял Служебный роман?"))[-1]
         assert "Рязанов" in answer and not backend.calls
+
+
+async def test_a_title_the_catalog_lacks_is_said_plainly_in_the_users_language(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "включи Приключения квантового хомяка в Антарктиде"))[-1]
+        assert answer.startswith("В каталоге не нашлось") and not backend.calls
+        history = await system.history("s")
+        assert not any("media_play" in m["content"] for m in history if m["role"] == "assistant")
+
+
+def test_a_text_for_the_screen_is_taken_as_said():
+    assert recognise("выведи на экран: позвонить Пете").text == "позвонить Пете"
+    assert recognise("show 'gate B12' on the glasses").text == "gate B12"
+
+
+async def test_a_text_asked_for_the_screen_is_shown_and_stays(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "напиши на очки: хлеб, сыр, яблоки")
+        texts = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
+        assert ("хлеб, сыр, яблоки", True) in texts and not backend.calls

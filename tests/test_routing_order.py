@@ -6,22 +6,31 @@ from __future__ import annotations
 import anyio
 
 import protocol as p
-from harness import inproc_system
+from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
-from test_interruptions import ScenarioToolsets, scenario_model, wait_until
+from test_interruptions import ScenarioToolsets, scenario_model
 
 ROUTER_QUESTION = "Answer with exactly one word"
 
 
 class SlowOnFirst(ScriptedBackend):
-    """The router's question about FIRST takes 0.5 s, about SECOND none: classifications finish
-    in the other order than the events came."""
+    """The router's answer about FIRST waits until the one about SECOND is out: classifications
+    finish in the other order than the events came."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.second_answered = anyio.Event()
 
     async def _produce(self, generation, messages, max_tokens):
-        if ROUTER_QUESTION in messages[0].content and "FIRST" in messages[0].content:
-            await anyio.sleep(0.5)
-        async for piece in super()._produce(generation, messages, max_tokens):
-            yield piece
+        about = messages[0].content if ROUTER_QUESTION in messages[0].content else ""
+        if "FIRST" in about:
+            await self.second_answered.wait()
+        try:
+            async for piece in super()._produce(generation, messages, max_tokens):
+                yield piece
+        finally:
+            if "SECOND" in about and "FIRST" not in about:
+                self.second_answered.set()
 
 
 def model(messages: list[p.ChatMessage]) -> str:
@@ -40,10 +49,8 @@ async def test_a_batch_keeps_the_order_the_events_came_in_while_the_model_router
         await system.deliver("s", "FIRST: and add Peter to it", event_id="e2")
         await system.deliver("s", "SECOND: sign it with my name", event_id="e3")
         asked = lambda: sum(ROUTER_QUESTION in c[0].content for c in backend.calls)  # noqa: E731
-        await wait_until(lambda: asked() == 2)
-        with anyio.fail_after(5):
-            while (await system.info("s")).queued < 2:
-                await anyio.sleep(0.02)
+        await until(lambda: asked() == 2)
+        await until(lambda: system.queued("s", 2))
         tools.release["contacts_search"].set()
         await system.actors["glasses"].wait_event_done("s", "e3")
         said = "\n".join(m["content"] for m in await system.history("s") if m["role"] == "user")
@@ -54,9 +61,11 @@ async def test_a_batch_keeps_the_order_the_events_came_in_while_the_model_router
 
 
 class VerySlowOnFirst(ScriptedBackend):
+    """The router's question about FIRST is never answered (the router gives up after its timeout)."""
+
     async def _produce(self, generation, messages, max_tokens):
         if ROUTER_QUESTION in messages[0].content and "FIRST" in messages[0].content:
-            await anyio.sleep(30)
+            await anyio.sleep_forever()
         async for piece in super()._produce(generation, messages, max_tokens):
             yield piece
 
@@ -69,7 +78,7 @@ async def test_a_stop_waits_for_no_classifier_and_the_event_before_it_keeps_its_
         await system.deliver("s", "write an email to Anna", event_id="e1")
         await tools.started["contacts_search"].wait()
         await system.deliver("s", "FIRST: and add Peter to it", event_id="e2")
-        await wait_until(lambda: any("FIRST" in c[0].content for c in backend.calls))
+        await until(lambda: any("FIRST" in c[0].content for c in backend.calls))
         await system.deliver("s", "стоп", event_id="e3")
         shown = await glasses.wait_event_done("s", "e3", timeout=3)  # not after the router's 30 s
         assert [d.outcome for d in shown if isinstance(d, p.TurnDone) and "e1" in d.event_ids] == ["cancelled"]

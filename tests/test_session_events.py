@@ -191,7 +191,8 @@ async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_an
         await system.turn("chatty", "hello")
         await system.turn("reminded", "remind me about tea")
         clock.advance(599)
-        await anyio.sleep(0.05)
+        session = system.actors["session"]
+        await until(lambda: not session.wheel._wake.is_set())  # noqa: SLF001 - the timer wheel has looked at the new time
         assert (await system.info("chatty")).resident, "not yet: 599 s idle"
         clock.advance(61)  # idle sessions are looked for once a minute
         await until(lambda: _gone(system, "chatty"))
@@ -246,7 +247,9 @@ async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_nev
         assert reminders(glasses, "later") == [] and reminders(glasses, "cancelled") == []
         clock.advance(300)
         await until(lambda: reminders(glasses, "later"))
-        await anyio.sleep(0.2)  # a wrongly fired timer of "cancelled" would have shown by now
+        # "cancelled"'s timer would have come due before "later"'s: fired, it would be running now
+        cancelled = system.actors["session"].sessions["cancelled"]
+        assert not cancelled.running and not cancelled.queue and not len(cancelled.timers)
         assert reminders(glasses, "soon") == ["Reminder: 5 minutes passed"]
         assert reminders(glasses, "later") == ["Reminder: 10 minutes passed"]
         assert reminders(glasses, "cancelled") == []

@@ -1,9 +1,8 @@
 """The S14 cycles through the real actors (inproc ZeroMQ), with a scripted model."""
-import anyio
 import pytest
 
 import protocol as p
-from harness import inproc_system
+from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
 
 
@@ -141,8 +140,10 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         assert "Boil water." in results[0]["content"]
         assert "skills_changed" not in results[1]["content"], "no notice while nothing changed"
         # The user edits the skill while the conversation goes on.
+        settings = system.actors["session"].settings
+        epoch = settings.skills_epoch
         skill_file.write_text("---\nname: tea\ndescription: Brewing tea.\n---\nBoil water, then wait 3 minutes.\n")
-        await anyio.sleep(1.1)  # the store re-checks files at most twice a second
+        await until(lambda: settings.skills_epoch > epoch)  # the store noticed and told the sessions
         await system.turn("s", "call get_current_time")
         notice = tool_results(await system.history("s"))[2]["content"]
         assert "skills_changed:" in notice and "tea" in notice
@@ -155,8 +156,9 @@ async def test_skill_edited_mid_conversation_is_announced_in_the_next_tool_resul
         assert "wait 3 minutes" in tool_results(await system.history("s2"))[0]["content"]
         # And a skill added meanwhile appears in the next prompt's index, after the built-ins.
         (tmp_path / "user-skills" / "coffee").mkdir()
+        epoch = settings.skills_epoch
         (tmp_path / "user-skills" / "coffee" / "SKILL.md").write_text("---\nname: coffee\ndescription: Making coffee.\n---\nGrind.\n")
-        await anyio.sleep(1.1)
+        await until(lambda: settings.skills_epoch > epoch)
         await system.turn("s", "hello")
         prompt = prompt_of(backend.calls[-1])
         assert prompt.index("coffee:") < prompt.index("tea:"), "user skills come newest first"

@@ -10,7 +10,7 @@ import pytest
 import protocol as p
 from actors.base import AskTimeout, Endpoint
 from actors.skill_store import SkillStore
-from harness import override, start_killable
+from harness import override, start_killable, until
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -188,9 +188,7 @@ async def test_a_skill_read_lost_with_the_store_is_asked_again_of_its_successor(
                 got["body"] = await session.read_skill("s1", "", "media")
 
             tg.start_soon(read)
-            with anyio.fail_after(2):
-                while not SwallowsReads.swallowed:
-                    await anyio.sleep(0.01)
+            await until(lambda: SwallowsReads.swallowed)
             session.kill()
             await session.restart()
     assert got["body"].found and "media_search" in got["body"].text

@@ -7,7 +7,7 @@ from __future__ import annotations
 import anyio
 
 import protocol as p
-from harness import inproc_system
+from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
 from test_interruptions import ScenarioToolsets, assert_every_call_paired, finals, scenario_model
 
@@ -28,13 +28,10 @@ async def test_a_clarification_said_while_a_slow_search_runs_joins_its_batch(tmp
         tools, glasses = system.actors["toolsets"], system.actors["glasses"]
         await system.deliver("s", "write an email to Anna", event_id="e1")
         await tools.started["contacts_search"].wait()
-        with anyio.fail_after(5):  # the glasses say it is still working, with no answer yet
-            while not any(isinstance(m, p.Display) and m.kind == "progress" for m in glasses.shown.get("s", [])):
-                await anyio.sleep(0.02)
+        # the glasses say it is still working, with no answer yet
+        await until(lambda: any(isinstance(m, p.Display) and m.kind == "progress" for m in glasses.shown.get("s", [])))
         await system.deliver("s", CLARIFICATION, event_id="e2")
-        with anyio.fail_after(5):
-            while (await system.info("s")).queued < 1:
-                await anyio.sleep(0.02)
+        await until(lambda: system.queued("s"))
         tools.release["contacts_search"].set()
         shown = await glasses.wait_event_done("s", "e2")
 

@@ -130,9 +130,7 @@ async def test_cancel_stops_the_call_in_the_executor(config, zmq_ctx):
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call)
-            with anyio.fail_after(2):
-                while not toy.calls:
-                    await anyio.sleep(0.01)
+            await until(lambda: toy.calls)
             other = await client.ask("toolsets", p.ToolCancel(call_id="c7"), session="s2")
             started = time.monotonic()
             answers["cancel"] = await client.ask("toolsets", p.ToolCancel(call_id="c7"), session="s1")
@@ -250,9 +248,7 @@ async def test_running_says_whether_a_call_of_that_session_runs(config, zmq_ctx)
     async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
         async with anyio.create_task_group() as tg:
             tg.start_soon(functools.partial(client.ask, "toolsets", invoke("toy_wait", call_id="c1", seconds="0.5"), session="s1"))
-            with anyio.fail_after(2):
-                while not toy_toolset.INSTANCES[-1].calls:
-                    await anyio.sleep(0.01)
+            await until(lambda: toy_toolset.INSTANCES[-1].calls)
             during = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s1")
             other = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s2")
         after = await client.ask("toolsets", p.ToolRunning(call_id="c1"), session="s1")
@@ -270,9 +266,8 @@ async def session_and_toolsets(config, zmq_ctx, supervisor=ToolsetSupervisor):
         kill, restart = await start_killable(tg, supervisor(config, zmq_context=zmq_ctx))
         session = SessionActor(config, zmq_context=zmq_ctx)
         await tg.start(session.run)
-        with anyio.fail_after(5):  # up a moment: it has pinged the executor's process at its start
-            while "toolsets" not in session._started_at:
-                await anyio.sleep(0.01)
+        # up a moment: it has pinged the executor's process at its start
+        await until(lambda: "toolsets" in session._started_at)
         session.kill = kill
         session.restart = lambda: restart(supervisor(config, zmq_context=zmq_ctx))
         yield session
@@ -290,12 +285,10 @@ async def call_through_a_kill(session, tool: str, seconds: str, down_s: float = 
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(call)
-        with anyio.fail_after(2):
-            while not toy_toolset.INSTANCES[-1].calls:
-                await anyio.sleep(0.01)
+        await until(lambda: toy_toolset.INSTANCES[-1].calls)
         session.kill()
         killed = time.monotonic()
-        await anyio.sleep(down_s)
+        await anyio.sleep(down_s)  # how long the executor stays down: the behaviour under test
         assert "c1" not in outcome, "while the executor is down, a probe nobody answers is no verdict"
         await session.restart()
     return outcome["c1"], outcome["at"] - killed
@@ -315,7 +308,7 @@ class SlowFirstAnswer(CountingSupervisor):
 
     async def handle(self, msg):
         if isinstance(msg.body, p.ToolRunning) and not CountingSupervisor.asked:
-            await anyio.sleep(1.5)
+            await anyio.sleep(1.5)  # the slow answer itself: later than the session waits for it
         await super().handle(msg)
 
 

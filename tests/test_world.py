@@ -6,7 +6,6 @@ HTTP on loopback; monitors as real subprocesses."""
 from __future__ import annotations
 
 import re
-import socket
 import sys
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import anyio
 import httpx
 import msgspec
 import pytest
+import trio
 
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
@@ -23,26 +23,14 @@ from core.budget import default_catalog
 from core.channels import Watch, interest_words, matching
 from core.config import ChannelConfig, ChannelsConfig, MonitorConfig
 from core.monitors import Probe, holds, parse_condition
-from harness import RecordingGlasses, inproc_system, make_config, override
+from harness import RecordingGlasses, free_port, inproc_system, make_config, override, session_knows, until
 from llm.scripted import ScriptedBackend
 from phone.client import PhoneClient
 from web.channels import ChannelGate, Refused, sign
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def finals(shown) -> list[str]:
     return [m.text for m in shown if isinstance(m, p.Display) and m.final]
-
-
-async def wait_until(predicate, timeout=10):
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 def world_model(messages: list[p.ChatMessage]) -> str:
@@ -257,10 +245,12 @@ async def test_tasks_cancel_stops_one_background_task_and_leaves_the_other(tmp_p
         assert history[-2]["content"].startswith("[Tool result from jobs_a (late result")
         assert "cancelled by the user" in history[-2]["content"]
 
+        conversation = system.actors["session"].sessions["s"]
         jobs.release["jobs_b"].set()
         jobs.release["jobs_a"].set()
-        await wait_until(lambda: any(f.startswith("Finished: jobs_b finished") for f in finals(glasses.shown["s"])))
-        await anyio.sleep(0.2)  # a's outcome, if it came back, would be a turn by now
+        await until(lambda: any(f.startswith("Finished: jobs_b finished") for f in finals(glasses.shown["s"])))
+        await until(lambda: len(conversation.runs) == 0)  # a's outcome came back too (each run ends as its outcome does)
+        assert f"late-{jobs.calls['jobs_a']}" not in conversation.seen, "a cancelled task's outcome starts no turn"
         assert not any("jobs_a finished" in f for f in finals(glasses.shown["s"])), "a cancelled task reports nothing"
 
 
@@ -270,7 +260,7 @@ async def test_an_urgent_channel_message_interrupts_and_leaves_the_running_tool_
         jobs, glasses = system.actors["toolsets"], system.actors["glasses"]
         await system.turn("s", "hello")
         await system.deliver("s", "start slow", event_id="slow")
-        await wait_until(lambda: "jobs_slow" in jobs.calls)
+        await until(lambda: "jobs_slow" in jobs.calls)
         urgent = p.Event(event_id="hook-9", kind="channel", source="webhook", channel="alerts", content="server down",
                          data={"sender": "pager", "urgency": "high"})
         assert isinstance(await system.client.ask("session", p.DeliverEvent(event=urgent), session="s"), p.EventAccepted)
@@ -278,7 +268,7 @@ async def test_an_urgent_channel_message_interrupts_and_leaves_the_running_tool_
         assert finals(shown)[-1] == "New message: server down", "handled at once, while the call still runs"
         assert not jobs.release["jobs_slow"].is_set() and jobs.cancels == [], "the user's tool keeps running"
         jobs.release["jobs_slow"].set()
-        await wait_until(lambda: "Finished: jobs_slow finished" in finals(glasses.shown["s"]))
+        await until(lambda: "Finished: jobs_slow finished" in finals(glasses.shown["s"]))
 
 
 async def test_cancel_naming_one_task_stops_that_one_not_all(tmp_path):
@@ -406,6 +396,17 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
             tg.cancel_scope.cancel()
 
 
+def _tasks_named(prefix: str) -> list[str]:
+    """The names of the running tasks that start with `prefix`."""
+    def walk(task):
+        yield task
+        for nursery in task.child_nurseries:
+            for child in nursery.child_tasks:
+                yield from walk(child)
+
+    return [task.name for task in walk(trio.lowlevel.current_root_task()) if task.name.startswith(prefix)]
+
+
 async def test_a_monitor_fires_once_and_survives_a_restart(tmp_path):
     flag = tmp_path / "build.log"
     script = f"import pathlib,sys; p=pathlib.Path({str(flag)!r}); print(p.read_text() if p.exists() else 'building')"
@@ -417,19 +418,21 @@ async def test_a_monitor_fires_once_and_survives_a_restart(tmp_path):
         shown = await system.turn("s", "tell me when the build is ready")
         assert finals(shown) == ["Watching the build."]
         session = system.actors["session"]
-        await wait_until(lambda: session.world.of("s").monitors.rows[0].checks >= 2)
+        await until(lambda: session.world.of("s").monitors.rows[0].checks >= 2)
     # a restart: a new runtime on the same journal brings the session and its monitor back
     backend = ScriptedBackend(reply_fn=world_model)
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         glasses = system.actors["glasses"]
         session = system.actors["session"]
-        await wait_until(lambda: "s" in session.world.sessions and session.world.of("s").monitors.rows[0].checks >= 1)
+        await until(lambda: "s" in session.world.sessions and session.world.of("s").monitors.rows[0].checks >= 1)
+        assert _tasks_named("monitor-s-"), "the monitor checks again after the restart"
         flag.write_text("READY: build 7 passed")
-        await wait_until(lambda: any(f.startswith("The build monitor fired") for f in finals(glasses.shown.get("s", []))))
+        await until(lambda: any(f.startswith("The build monitor fired") for f in finals(glasses.shown.get("s", []))))
         assert finals(glasses.shown["s"]) == ["The build monitor fired: READY: build 7 passed"]
         assert session.world.of("s").monitors.rows[0].state == "fired"
-        await anyio.sleep(0.3)  # further checks would have fired again by now
-        assert len(finals(glasses.shown["s"])) == 1, "once"
+        await until(lambda: not _tasks_named("monitor-s-"))  # its task ended: nothing checks any more
+        await system.turn("s", "hello")  # anything the monitor still submitted would come before this
+        assert finals(glasses.shown["s"]) == ["The build monitor fired: READY: build 7 passed", "OK: hello"], "once"
 
 
 async def test_a_monitor_not_allowed_or_never_ending_is_refused_or_bounded(tmp_path):
@@ -445,6 +448,7 @@ async def test_a_monitor_not_allowed_or_never_ending_is_refused_or_bounded(tmp_p
     row, text = table.start("build", "exit 0", allowed, 1, 0.0)
     assert row is None and "1 monitors already run" in text
     started = time.monotonic()
+    # a command that would run for 30 s (the sleep is the behaviour under test): killed at its timeout
     probe = await run_command([sys.executable, "-c", "print('working', flush=True); import time; time.sleep(30)"], 0.5, 100)
     assert time.monotonic() - started < 5
     assert probe.code is None and probe.output.startswith("working") and "timed out after 0.5 s; killed" in probe.output
@@ -493,32 +497,35 @@ async def test_mcp_progress_reaches_the_glasses_and_tasks_status(tmp_path):
     gate_file = tmp_path / "gate"
     async with inproc_system(tmp_path, backend=backend, config=config, stand_ins={"glasses": StatusGlasses}) as system:
         glasses = system.actors["glasses"]
-        with anyio.fail_after(30):
-            while system.actors["session"].settings.registry.toolset("jobs") is None:
-                await anyio.sleep(0.05)
+        await session_knows(system, "jobs")
         shown = await system.turn("s", f"call jobs_migrate|3; {gate_file}")
         assert finals(shown)[-1] == "Started."
         # progress while a turn runs joins its next safe point as an event
         backend.first_token_delay_s = 1.0
         await system.deliver("s", "hello", event_id="busy")
-        await wait_until(lambda: system.actors["session"].sessions["s"].running)
+        await until(lambda: system.actors["session"].sessions["s"].running)
         (tmp_path / "gate.start").write_text("go")
         await glasses.wait_event_done("s", "busy")
         backend.first_token_delay_s = 0.0
-        await wait_until(lambda: "Progress noted." in finals(glasses.shown["s"]))
+        await until(lambda: "Progress noted." in finals(glasses.shown["s"]))
         progress = [m.content for call in backend.calls for m in call if m.content.startswith("[Progress")]
         assert progress[0].startswith("[Progress of a background task (task ") and ", still running)] 1/3: copied batch 1" in progress[0]
-        await wait_until(lambda: glasses.status)
+        await until(lambda: glasses.status)
         assert glasses.status[0].text == "jobs_migrate: 1/3: copied batch 1"
         history = "\n".join(m["content"] for m in await system.history("s"))
         task_id = re.search(r"as task (\w+)", history).group(1)
-        await wait_until(lambda: system.actors["session"].world.latest.get(task_id, "").startswith("3/3"))
+        await until(lambda: system.actors["session"].world.latest.get(task_id, "").startswith("3/3"))
         assert len(glasses.status) == 1, "at most one status line per notify.status_interval_s"
         await system.turn("s", f"call tasks_status|{task_id}")
         status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
         assert "still running" in status and "Latest progress: 3/3: copied batch 3." in status
         gate_file.write_text("go")
-        await wait_until(lambda: any("migrated 3 batches" in f for f in finals(glasses.shown["s"])), timeout=20)
+        await until(lambda: any("migrated 3 batches" in f for f in finals(glasses.shown["s"])), timeout=20)
+
+
+async def _answered(probing):
+    probe = await probing
+    return probe if probe.code is not None else None
 
 
 async def test_a_url_monitor_sees_the_http_status_of_a_real_server(tmp_path):
@@ -529,9 +536,7 @@ async def test_a_url_monitor_sees_the_http_status_of_a_real_server(tmp_path):
                                        "--directory", str(tmp_path)], stdout=-3, stderr=-3)
     try:
         url = f"http://127.0.0.1:{port}/ready.txt"
-        with anyio.fail_after(10):
-            while (probe := await fetch_url(url, 1.0, 100)).code is None:
-                await anyio.sleep(0.05)
+        probe = await until(lambda: _answered(fetch_url(url, 1.0, 100)))
         assert probe.code == 404 and not holds(parse_condition("status 200"), probe)
         (tmp_path / "ready.txt").write_text("deployed")
         probe = await fetch_url(url, 1.0, 100)

@@ -3,6 +3,7 @@ import anyio
 import pytest
 import zmq
 
+from harness import until
 from transport.zmqio import AsyncSocket
 
 
@@ -80,7 +81,7 @@ async def test_100k_interleaved_both_directions_arrive_complete_in_order(ctx):
                 tg.start_soon(dealer_receives)
                 tg.start_soon(dealer_sends)
                 # The router's sends only route once the dealer has said hello.
-                await anyio.sleep(0.01)
+                await until(lambda: from_dealer)
                 tg.start_soon(router_sends)
         assert from_dealer == list(range(n))
         assert from_router == list(range(n))
