@@ -20,7 +20,7 @@ from core.conversation import Conversation, SessionSettings
 from core.toolsets import ToolsetRegistry, executed
 from core.trajectory import Recorded, Trajectory
 from storage import journal
-from toolsets.timers import TIMERS_TOOLSET
+from toolsets.timers import TOOLSET as TIMERS
 
 NOTES = p.ToolsetSpec(name="notes", summary="notes kept for the user", tools=[
     p.ToolSpec(name="notes_find", summary="find notes", args=[p.ArgSpec(name="query")], read_only=True),
@@ -103,7 +103,7 @@ async def conversation(call: str, answers: dict[str, p.ToolOutcome] | None = Non
     ports = Ports(call, answers or {})
     config = load_config(None, env={}).session
     async with anyio.create_task_group() as tasks:
-        settings = SessionSettings(registry=ToolsetRegistry([NOTES, TIMERS_TOOLSET]), ports=ports,
+        settings = SessionSettings(registry=ToolsetRegistry([NOTES, TIMERS.spec]), ports=ports,
                                    spawn=tasks.start_soon, config=config)
         conv = Conversation("s1", settings)
         conv.trajectory.sink = ports.entries.append
@@ -211,7 +211,7 @@ async def test_a_long_running_call_is_answered_by_its_placeholder_then_its_resul
 async def test_a_call_the_user_stops_is_cancelled():
     async with conversation("notes_sync", {}) as (conv, ports):
         conv.s.registry = ToolsetRegistry([p.ToolsetSpec(name="notes", summary="notes", tools=[
-            p.ToolSpec(name="notes_sync", summary="sync the notes")]), TIMERS_TOOLSET])  # waited for, not long-running
+            p.ToolSpec(name="notes_sync", summary="sync the notes")]), TIMERS.spec])  # waited for, not long-running
         conv.submit(said("sync my notes"))
         await ports.until(lambda: len(ports.invoked) == 1)
         conv.submit(said("стоп", 2))
