@@ -360,19 +360,19 @@ class SessionActor(Actor):
             self.settings.registry = registry
             self.log.info("actor=session toolset catalog now: %s", ", ".join(registry.toolset_names()))
 
-    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
+    async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
         """One hop to the toolset executor, one back. Silent for `probe_s`, the executor is asked
         whether the call still runs once its process is not the one the call went to: a call
         killed with the toolsets process (or dropped there as stale) is found then, not at its
         timeout. A `repeatable` call (read-only or idempotent) is made once more, as a lost model
         request is; any other is answered as lost, for the model to make again if it still should
         (a note added twice is not harmless)."""
+        call_id, tool = call.call_id, call.tool
         registry = self.settings.registry if self.settings is not None else None
         toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
         spec = registry.spec(tool) if registry is not None else None
         own_timeout = toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s
         timeout = own_timeout + 2.0
-        call = p.ToolInvoke(call_id=call_id, tool=tool, args=args)
         executor = executor_of(registry.toolset_of(tool) if registry is not None else None)
         self._executor_of_call[(session, call_id)] = executor
         try:
@@ -651,13 +651,11 @@ class SessionActor(Actor):
         msg.reply(self, p.Ok(detail=outcome))
 
     async def search_history(self, sid: str, words: str) -> str:
-        """history_search: the session's matching turns from the whole journal, with their time."""
+        """history_search: the session's matching turns from the whole journal, with their time.
+        Raises JournalError (the model reads it as a tool error)."""
         from core.timers import format_time
 
-        try:
-            hits = await self.journal.search(sid, words)
-        except JournalError as exc:
-            return f"tool error: {exc}"
+        hits = await self.journal.search(sid, words)
         if not hits:
             return f"nothing in this conversation matches {words!r}"
         assert self.settings is not None

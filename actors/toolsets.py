@@ -34,8 +34,8 @@ from actors.topology import executor_of
 from core import tracing
 from core.config import Config
 from core.progress import REPORTER
-from core.toolsets import (PAGE_ARG, Executor, ExecutorToolset, KeptResults, Toolset, ToolResult, ToolsetRegistry,
-                           cap_result, failure_text, not_kept_text)
+from core.toolsets import (Executor, ExecutorToolset, KeptResults, Toolset, ToolResult, ToolsetRegistry, cap_result,
+                           failure_text, not_kept_text)
 from protocol.tools import NOT_RUNNING
 
 CANCELLED = "cancelled"
@@ -144,9 +144,7 @@ class ToolsetExecutor(Actor):
         executor = self.executors.get(toolset)
         if executor is None:
             return ToolResult(False, f"{toolset} tools run in the session")
-        args = dict(call.args)
-        declared = {arg.name for arg in self.registry.spec(tool).args}
-        offset = _offset(args.pop(PAGE_ARG, "")) if PAGE_ARG not in declared else 0
+        args, offset = dict(call.args), call.offset
         key = (session, tool, tuple(sorted(args.items())))
         if offset:
             if key in self._results:
@@ -254,8 +252,3 @@ class ToolsetSupervisor(ToolsetExecutor):
             except AskTimeout:
                 pass
         return f"its executor ({actor}) does not answer"
-
-
-def _offset(text: str) -> int:
-    text = text.strip()
-    return int(text) if text.isdigit() else 0

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from core.toolsets import ToolsetRegistry
+from core.toolsets import Invalid, ToolsetRegistry
+from protocol.tools import CallOutcome
 
 DEFAULT_TTL_S = 600.0
 ENABLED_ON_THE_WAY = "was enabled on the way"  # the note a call that turned its toolset on (S8) starts with
@@ -23,7 +24,8 @@ ENABLED_ON_THE_WAY = "was enabled on the way"  # the note a call that turned its
 class CallDecision:
     """What to do with a model's call of a toolset tool; the caller carries it out.
 
-    action "execute": run `tool` with `args`; `note` (maybe "") goes before the tool's result.
+    action "execute": run `tool` with `args` (reading a cut result on from `offset`); `note`
+    (maybe "") goes before the tool's result.
     action "activated": the toolset was switched on instead; give the model `text`, run nothing.
     action "reject": run nothing; give the model `text` (unknown tool, invalid arguments).
     """
@@ -34,6 +36,11 @@ class CallDecision:
     args: dict[str, str] = field(default_factory=dict)
     text: str = ""
     note: str = ""
+    offset: int = 0
+
+    def answer(self) -> CallOutcome:
+        """What the model reads of a call not executed: S8's "NOT executed yet", or why it is invalid."""
+        return CallOutcome(kind="not_executed" if self.action == "activated" else "invalid", text=self.text)
 
 
 class ToolsetActivity:
@@ -102,15 +109,15 @@ class ToolsetActivity:
         toolset = self.registry.toolset_of(tool)
         if toolset is None or self.registry.spec(tool) is None:
             return CallDecision("reject", tool, toolset, text=self.registry.unknown_tool_text(tool))
-        validated = self.registry.validate(tool, raw_args)
+        bound = self.registry.validate(tool, raw_args)
         if toolset in self._deadlines:
             self.touch(toolset)
-            if isinstance(validated, str):
-                return CallDecision("reject", tool, toolset, text=validated)
-            return CallDecision("execute", tool, toolset, args=validated)
+            if isinstance(bound, Invalid):
+                return CallDecision("reject", tool, toolset, text=bound.text)
+            return CallDecision("execute", tool, toolset, args=bound.args, offset=bound.offset)
         self._deadlines[toolset] = self.clock() + self.ttl
-        if execute_if_valid and not isinstance(validated, str):
-            return CallDecision("execute", tool, toolset, args=validated,
+        if execute_if_valid and not isinstance(bound, Invalid):
+            return CallDecision("execute", tool, toolset, args=bound.args, offset=bound.offset,
                                 note=f"toolset {toolset} {ENABLED_ON_THE_WAY}")
         return CallDecision("activated", tool, toolset, text=self._not_executed_text(tool, toolset))
 

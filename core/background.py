@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Literal
 
 import anyio
 
-from protocol import Event
+from protocol import CallOutcome, Event
 
+RunState = Literal["running", "background", "cancelled", "finished"]
 RUNNING, BACKGROUND, CANCELLED, FINISHED = "running", "background", "cancelled", "finished"
 
 STARTED_TEXT = ("tool {tool} started in the background as task {task_id}. Its result is NOT available "
@@ -38,13 +40,13 @@ LATE_CONTEXT = "late result of task {task_id}, answered 'still running' before"
 
 @dataclass(eq=False)
 class ToolRun:
-    """One toolset call in its own task. `text` is its result once `done` is set."""
+    """One toolset call in its own task. `outcome` is its result once `done` is set."""
 
     call_id: str
     tool: str
     task_id: str = field(default_factory=lambda: os.urandom(3).hex())
-    state: str = RUNNING
-    text: str = ""
+    state: RunState = RUNNING
+    outcome: CallOutcome | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -69,10 +71,10 @@ class ToolRuns:
     def in_background(self) -> list[ToolRun]:
         return [run for run in self._runs.values() if run.state == BACKGROUND]
 
-    def finish(self, run: ToolRun, text: str) -> str:
-        """Record the outcome; returns the state the run was in (what to do with the text)."""
+    def finish(self, run: ToolRun, outcome: CallOutcome) -> RunState:
+        """Record the outcome; returns the state the run was in (what to do with the outcome)."""
         self._runs.pop(run.call_id, None)
-        previous, run.text = run.state, text
+        previous, run.outcome = run.state, outcome
         if previous != CANCELLED:
             run.state = FINISHED
         run.done.set()

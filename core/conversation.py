@@ -40,10 +40,11 @@ from functools import partial
 from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
 
 import anyio
+import msgspec
 
 import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
-from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED, ToolsetActivity
+from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
 from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
@@ -56,7 +57,7 @@ from core.background import (
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
 from core.echo import (ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
                        held_back, never_shown, refused, uninformative)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
@@ -68,11 +69,12 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer
                          timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import SessionContext, SessionToolset, ToolsetRegistry, error_result, failure_text
+from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
+from protocol.tools import FAILED_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 # the user's own lines of a recorded batch: "[User said] …", "[Unprocessed event 1/2] User said: …"
@@ -107,7 +109,8 @@ class Ports(Protocol):
         """Stream the model's reply; `tools` may be called now, `arg_choices` limits some
         tools' argument to names that exist (for grammar-constrained backends)."""
 
-    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome: ...
+    async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
+        """Run a toolset call (its arguments bound and checked) in its toolset's executor."""
 
     def cancel_tool(self, session: str, call_id: str) -> None: ...
 
@@ -138,7 +141,7 @@ class SessionSettings:
         self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
         self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
-        self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search
+        self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search; raises on failure
         self.world: WorldPort | None = None  # the world around sessions, for the session toolsets (actors/world.py)
         self.admission = TurnAdmission(  # where a turn waits for its start (core/admission.py)
             target_s=config.admission_delay_ms / 1000, min_turns=config.admission_min_turns,
@@ -154,20 +157,25 @@ def _new_id() -> str:
     return os.urandom(6).hex()
 
 
-def _failed(result: str) -> bool:
-    """A call that did not run (an error, invalid arguments, S8's "NOT been executed yet"), after
-    the "(toolset … enabled on the way)" note of a call that turned its toolset on or not."""
-    first, _, rest = result.partition("\n")
-    if first.startswith("(") and ENABLED_ON_THE_WAY in first:
-        result = rest
-    return result.startswith(("tool error", "arguments invalid", REFUSED)) or NOT_EXECUTED in result
+def _ok(text: str) -> p.CallOutcome:
+    return p.CallOutcome(kind="ok", text=text)
 
 
-def _closing_result(history: list[p.ChatMessage]) -> p.ChatMessage | None:
-    """The tool result the history ends with, which the model is to answer from; not a skill's
-    body (a recipe to follow) nor a call S8 did not run (it is to be made again)."""
-    last = history[-1] if history else None
-    if last is None or last.role != "tool" or last.name == "read_skill" or NOT_EXECUTED in last.content:
+_CANCELLED = p.CallOutcome(kind="cancelled", text=CANCELLED_TEXT)
+_UNFINISHED = p.CallOutcome(kind="cancelled", text=UNFINISHED_TEXT)  # a core tool stopped with its step
+_IN_BACKGROUND = p.CallOutcome(kind="placeholder", text="")  # its placeholder is recorded already
+# how a call's tool_call span ends (core.tracing), by its outcome's kind
+_SPAN_OUTCOME: dict[OutcomeKind, tracing.SpanOutcome] = {
+    "ok": "ok", "error": "error", "invalid": "error", "not_executed": "error", "placeholder": "background",
+    "cancelled": "cancelled", "refused": "refused"}
+
+
+def _closing_result(trajectory: Trajectory) -> tuple[p.ChatMessage, OutcomeKind] | None:
+    """The tool result the history ends with, which the model is to answer from, and its
+    outcome's kind; not a skill's body (a recipe to follow) nor a call S8 did not run (it is to
+    be made again)."""
+    last = trajectory.last_result()
+    if last is None or last[0].name == "read_skill" or last[1] == "not_executed":
         return None
     return last
 
@@ -211,6 +219,7 @@ class _Step:
     choices: dict[str, list[str]]
     asked_notice: str  # the notice this step showed (shown again if the answer is lost)
     plain_only: bool
+    closing: tuple[p.ChatMessage, OutcomeKind] | None = None  # the result `history` ends with, its kind (_closing_result)
 
 
 class Conversation:
@@ -250,7 +259,7 @@ class Conversation:
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
-        self._finished: dict[str, str] = {}  # call id -> result the step has but not yet recorded
+        self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -415,7 +424,7 @@ class Conversation:
         """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
         session has running; each call's result says so plainly."""
         for call_id, _tool in self.trajectory.pending_calls():
-            self.trajectory.record_result(call_id, self._finished.pop(call_id, CANCELLED_TEXT))
+            self.trajectory.record_result(call_id, self._finished.pop(call_id, _CANCELLED))
         for call_id in list(self.runs.ids()):
             run = self.runs.get(call_id)
             was_background = run.state == BACKGROUND
@@ -433,7 +442,7 @@ class Conversation:
         for call_id, tool in self.trajectory.pending_calls():
             run = self.runs.get(call_id)
             if call_id in self._finished or run is None:  # done, or a core tool that stops with the step
-                self.trajectory.record_result(call_id, self._finished.pop(call_id, UNFINISHED_TEXT))
+                self.trajectory.record_result(call_id, self._finished.pop(call_id, _UNFINISHED))
                 continue
             run.state = BACKGROUND
             self.trajectory.record_placeholder(call_id, INTERRUPTED_TEXT.format(tool=tool, task_id=run.task_id))
@@ -488,7 +497,8 @@ class Conversation:
         history = self._fitted(prompt.static + prompt.state, notice, turn.start)
         # a skill body is a recipe to follow, not an answer: no nudge to answer after it
         # nor after a call S8 did not run ("NOT been executed yet"): it is to be made again
-        after_result = not notice and _closing_result(history) is not None
+        answered = _closing_result(self.trajectory)  # `history` ends as the trajectory does (core.fold)
+        after_result = not notice and answered is not None
         closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
         if after_result:
             closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(turn.recipe))))
@@ -511,7 +521,7 @@ class Conversation:
         choices = arg_choices(self.s.registry, active, readable)
         choices.update(self._id_choices(tools))
         return _Step(history=history, messages=messages, tools=tools, choices=choices,
-                     asked_notice=notice, plain_only=plain_only)
+                     asked_notice=notice, plain_only=plain_only, closing=answered)
 
     async def _step_generate(self, turn: _Turn, step: _Step) -> str | object:
         """The model's reply; _STEP_AGAIN when the step is to be asked again, _TURN_OVER when the
@@ -534,7 +544,7 @@ class Conversation:
         """A reply with no call: the turn's answer (True), or not an answer and asked once more
         with a notice (False)."""
         text = parsed.text_before.strip() or reply.strip()
-        notice = "" if turn.echo_retried else self._answer_notice(text, step.history)
+        notice = "" if turn.echo_retried else self._answer_notice(text, step.closing)
         if notice:
             turn.echo_retried, turn.notice = True, notice
             return False
@@ -553,19 +563,20 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
         return True
 
-    def _answer_notice(self, text: str, history: list[p.ChatMessage]) -> str:
+    def _answer_notice(self, text: str, closing: tuple[p.ChatMessage, OutcomeKind] | None) -> str:
         """Why a plain reply is not an answer (an echo, a refusal after a call that worked, nothing
-        of a lookup's result), as the notice to ask again with; "" when it is one."""
+        of a lookup's result), as the notice to ask again with; "" when it is one. `closing`: the
+        result the step's history ended with, and its kind."""
         what = echoed(text, self._last_user_words())
         if what:  # not an answer: ask once more, unrecorded (core/echo.py)
             _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
             return ECHO_NOTICE.format(what=what)
-        answered = _closing_result(history)
-        if refused(text) and answered is not None and not _failed(answered.content):
+        answered, kind = closing if closing is not None else (None, "")
+        worked = answered is not None and kind not in FAILED_KINDS
+        if refused(text) and worked:
             _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
             return REFUSAL_NOTICE.format(language=self._language())
-        if (answered is not None and self._is_lookup(answered.name)
-                and not _failed(answered.content) and uninformative(text, answered.content)):
+        if worked and self._is_lookup(answered.name) and uninformative(text, answered.content):
             _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
             return UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
         return ""
@@ -573,13 +584,13 @@ class Conversation:
     def _step_invisible_call(self, turn: _Turn, call) -> None:
         """S7: invisible tools - no history; the next prompt already shows the new state."""
         bound = self.s.registry.validate(call.name, call.raw_args)
-        name = bound.get("name", "") if isinstance(bound, dict) else ""
+        name = bound.args.get("name", "") if isinstance(bound, Bound) else ""
         turn.notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
         _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
         self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)
 
-    async def _step_call(self, turn: _Turn, parsed, by_reflex: bool = False) -> str | None:
-        """A visible call: recorded, checked by the guards, run, its result recorded and
+    async def _step_call(self, turn: _Turn, parsed, by_reflex: bool = False) -> p.CallOutcome | None:
+        """A visible call: recorded, checked by the guards, run, its outcome recorded and
         returned (None when a stop or an interrupt took it). A reflex's own call (core.reflex)
         is the user's words carried out: the request guard has nothing to add to it."""
         call, turn_id = parsed.call, turn.turn_id
@@ -593,32 +604,33 @@ class Conversation:
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
         with tracing.tracer.tool_call(call.name, call_id) as traced:
-            result = refusal.text() if refusal else await self._run_call(turn_id, call_id, call.name, call.raw_args)
-            traced.outcome("refused" if refusal else "background" if not result else "error" if _failed(result) else "ok")
-        done = None if refusal or _failed(result) else executed_kind(self.s.registry.spec(call.name), call.raw_args, result)
+            outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
+                       await self._run_call(turn_id, call_id, call.name, call.raw_args))
+            traced.outcome(_SPAN_OUTCOME[outcome.kind])
+        done = executed_kind(self.s.registry.spec(call.name), call.raw_args) if outcome.ran else None
         if done:
             turn.acted.add(done)
         if call.name == "read_skill":
-            self._step_skill_read(turn, call, result)
+            self._step_skill_read(turn, call, outcome.text)
         # a failed or substituted call (S8: "NOT been executed yet") is to be made again
-        turn.repeated = call.name if refusal else "" if _failed(result) else call.name
+        turn.repeated = call.name if refusal or not outcome.failed else ""
         if parsed.extra_calls:
-            result += f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"
-        self._finished[call_id] = result  # an interrupt from here on records it, not a placeholder
+            outcome = msgspec.structs.replace(outcome, text=outcome.text + (
+                f"\n(only the first call was run; {parsed.extra_calls} more ignored: make one call per turn)"))
+        self._finished[call_id] = outcome  # an interrupt from here on records it, not a placeholder
         try:
             skills_notice = await self._skills_notice()
         finally:
-            result = self._finished.pop(call_id, None)
-        if result is not None and self.trajectory.call_state(call_id) == "pending":
-            self.trajectory.record_result(call_id, result, skills_notice)
-            self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args,
-                                          "error" if "tool error" in result[:80] else "ok", result)
-        return result
+            finished = self._finished.pop(call_id, None)
+        if finished is not None and self.trajectory.call_state(call_id) == "pending":
+            self.trajectory.record_result(call_id, finished, skills_notice)
+            self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, finished.kind, finished.text)
+        return finished
 
     def _step_skill_read(self, turn: _Turn, call, result: str) -> None:
         """A skill read: not offered again this turn; a recipe's tools allowed; its toolset on."""
         bound = self.s.registry.validate(call.name, call.raw_args)
-        skill = bound.get("name", "").strip().lower() if isinstance(bound, dict) else ""
+        skill = bound.args.get("name", "").strip().lower() if isinstance(bound, Bound) else ""
         turn.read_this_turn.add(skill)
         named = self._recipe_tools(result)
         if named and self.s.registry.toolset(skill) is None:
@@ -650,7 +662,7 @@ class Conversation:
 
     async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
         """One call of a reflex through the ordinary call path (its toolset turned on first, as
-        reading its skill would); its result, or None when it did not run."""
+        reading its skill would); its result's text, or None unless it ran (an "ok" outcome)."""
         if self.s.registry.spec(tool) is None:
             return None  # not in this runtime's catalog: the model answers
         toolset = self.s.registry.toolset_of(tool)
@@ -660,8 +672,8 @@ class Conversation:
         parsed = parse_reply(f"TOOL_CALL: {tool}|{args}")
         if parsed.call is None:
             return None
-        result = await self._step_call(turn, parsed, by_reflex=True)
-        return None if result is None or _failed(result) else result
+        outcome = await self._step_call(turn, parsed, by_reflex=True)
+        return outcome.text if outcome is not None and outcome.kind == "ok" else None
 
     async def _reflex_time_now(self, turn: _Turn, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "get_current_time", "")
@@ -803,9 +815,10 @@ class Conversation:
         the recipe the turn follows) ask for it; an id must be one this conversation's results
         showed (or a title). A Refusal to answer the call with, or None."""
         spec = self.s.registry.spec(tool)
-        args = self.s.registry.validate(tool, raw_args) if spec is not None else None
-        if spec is None or isinstance(args, str):
+        bound = self.s.registry.validate(tool, raw_args) if spec is not None else None
+        if not isinstance(bound, Bound):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
+        args = bound.args
         messages = self.trajectory.messages()
         if tool in ID_TOOLS and _SLUG.fullmatch(args.get("id", "").strip()) and args["id"].strip() not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(
@@ -913,24 +926,27 @@ class Conversation:
         observed.done(pieces)
         return text
 
-    async def _run_call(self, turn_id: str, call_id: str, tool: str, raw_args: str) -> str:
+    async def _run_call(self, turn_id: str, call_id: str, tool: str, raw_args: str) -> p.CallOutcome:
         registry = self.s.registry
         if registry.is_core(tool):
             return await self._run_core(turn_id, tool, raw_args)
         if registry.toolset_of(tool) is None:
-            return registry.unknown_tool_text(tool)
+            return p.CallOutcome(kind="invalid", text=registry.unknown_tool_text(tool))
         decision = self.activity.substitute(tool, raw_args, execute_if_valid=self.s.config.execute_substituted_calls)
         if decision.action != "execute":
-            return decision.text
-        note = f"({decision.note})\n" if decision.note else ""
+            return decision.answer()
         if self.s.registry.runs_in_session(decision.toolset):
-            return note + self._run_here(tool, decision.toolset, decision.args)
-        text = await self._invoke_tool(call_id, tool, decision.args, turn_id)
-        if text is None:
-            return ""  # in the background: the placeholder answers this call, the result comes later
-        return note + text
+            outcome = self._run_here(tool, decision.toolset, decision.args)
+        else:
+            invoke = p.ToolInvoke(call_id=call_id, tool=tool, args=decision.args, offset=decision.offset)
+            outcome = await self._invoke_tool(invoke, turn_id)
+            if outcome is None:
+                return _IN_BACKGROUND  # the placeholder answers this call, the result comes later
+        if decision.note:
+            return msgspec.structs.replace(outcome, text=f"({decision.note})\n{outcome.text}")
+        return outcome
 
-    async def _invoke_tool(self, call_id: str, tool: str, args: dict[str, str], turn_id: str = "") -> str | None:
+    async def _invoke_tool(self, call: p.ToolInvoke, turn_id: str = "") -> p.CallOutcome | None:
         """Run a toolset call in its own task and wait for it - not at all for a `long_running`
         tool; for others until it ends (seed 003: a placeholder invites the model to invent a
         result, so only an interrupt gives one), with a progress line on the glasses every
@@ -938,8 +954,9 @@ class Conversation:
         `session.tool_background_after_s` > 0 brings back the old way: a call still running then
         is answered with a task id and its result comes later as an event. None when the call
         went to the background."""
+        call_id, tool = call.call_id, call.tool
         run = self.runs.start(call_id, tool)
-        self.s.spawn(self._run_tool, run, args)
+        self.s.spawn(self._run_tool, run, call)
         spec = self.s.registry.spec(tool)
         long_running = spec is not None and spec.long_running
         wait_s = self.s.config.tool_background_after_s
@@ -947,7 +964,7 @@ class Conversation:
             with anyio.move_on_after(wait_s if wait_s > 0 else float("inf")):
                 await self._wait_showing_progress(run, turn_id)
         if run.done.is_set():
-            return run.text
+            return run.outcome
         if self.trajectory.call_state(call_id) != "pending":
             return None
         run.state = BACKGROUND
@@ -969,24 +986,23 @@ class Conversation:
                 self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"{run.tool}: still working ({waited} s)…",
                                                       kind="progress"))
 
-    async def _run_tool(self, run, args: dict[str, str]) -> None:
+    async def _run_tool(self, run, call: p.ToolInvoke) -> None:
         """The call's own task. A result the step no longer waits for comes back as an event: it
         starts a turn when the session is idle or joins the next batch (E6 rule 3, E7)."""
         try:
-            outcome = await self.s.ports.invoke(self.sid, run.call_id, run.tool, args)
+            outcome = executed(await self.s.ports.invoke(self.sid, call))
         except Exception as exc:  # noqa: BLE001
-            outcome = p.ToolOutcome(call_id=run.call_id, ok=False, text=failure_text(run.tool, str(exc)))
-        text = outcome.text if outcome.ok else error_result(outcome.text)
-        if self.runs.finish(run, text) == BACKGROUND:
-            self.s.observer.tool_finished(self, "", run.call_id, run.tool, "", "late", text)
-            self.submit(late_event(run, text, self.s.clock()))
+            outcome = error_outcome(failure_text(run.tool, str(exc)))
+        if self.runs.finish(run, outcome) == BACKGROUND:
+            self.s.observer.tool_finished(self, "", run.call_id, run.tool, "", "late", outcome.text)
+            self.submit(late_event(run, outcome.text, self.s.clock()))
 
-    def _run_here(self, tool: str, toolset: str, args: dict[str, str]) -> str:
+    def _run_here(self, tool: str, toolset: str, args: dict[str, str]) -> p.CallOutcome:
         """A tool of a toolset that runs in the session: its record's handler, given what it may
         use of this session (a SessionContext)."""
         record = self.s.session_toolsets.get(toolset)
         if record is None:
-            return error_result(failure_text(tool, f"toolset {toolset} is not installed in this runtime"))
+            return error_outcome(failure_text(tool, f"toolset {toolset} is not installed in this runtime"))
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
@@ -1000,25 +1016,32 @@ class Conversation:
         if self.trajectory.call_state(run.call_id) == "placeholder":
             self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
 
-    async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> str:
-        args = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
-        if isinstance(args, str):
-            return args
+    async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> p.CallOutcome:
+        bound = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
+        if isinstance(bound, Invalid):
+            return bound.outcome()
+        args = bound.args
         if tool == "get_current_time":
             now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
-            return spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
+            return _ok(spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian"))
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
-            return "shown on the glasses"
+            return _ok("shown on the glasses")
         if tool == "read_skill":
             return await self._read_skill(args["name"])
         if tool == "history_search":
-            if self.s.search_history is None:
-                return "history_search is not available: this runtime keeps no journal"
-            return await self.s.search_history(self.sid, args["query"])
-        return self.s.registry.unknown_tool_text(tool)
+            return await self._search_history(args["query"])
+        return p.CallOutcome(kind="invalid", text=self.s.registry.unknown_tool_text(tool))
 
-    async def _read_skill(self, name: str) -> str:
+    async def _search_history(self, words: str) -> p.CallOutcome:
+        if self.s.search_history is None:
+            return p.CallOutcome(kind="error", text="history_search is not available: this runtime keeps no journal")
+        try:
+            return _ok(await self.s.search_history(self.sid, words))
+        except Exception as exc:  # noqa: BLE001 - the journal failing is a tool error the model reads
+            return error_outcome(str(exc))
+
+    async def _read_skill(self, name: str) -> p.CallOutcome:
         """A skill's body. The body of a version this session's index lists is the same for every
         session that may see it, so it is fetched from the SkillStore once per version."""
         name = name.strip().lower()
@@ -1026,18 +1049,18 @@ class Conversation:
         cached = self.s.skill_bodies.get((name, body_version)) if body_version else None
         if cached is not None:
             self.tracker.note_read(name, body_version)
-            return cached
+            return _ok(cached)
         try:
             body = await self.s.ports.read_skill(self.sid, self.phone_key, name)
         except Exception as exc:  # noqa: BLE001
-            return f"tool error: the skill store did not answer ({exc}); try again"
+            return error_outcome(f"the skill store did not answer ({exc}); try again")
         if body.found:
             self.tracker.note_read(name, body.body_version)
             if body.body_version:
                 if len(self.s.skill_bodies) >= 256:  # old versions of edited skills: start afresh
                     self.s.skill_bodies.clear()
                 self.s.skill_bodies[(name, body.body_version)] = body.text
-        return body.text
+        return _ok(body.text)
 
     # ---- timers (E10) ---------------------------------------------------------------------
     def fire_due_timers(self, now: float) -> None:
@@ -1072,7 +1095,7 @@ class Conversation:
             if call.name not in tools:
                 result = unavailable_text(call.name, tools)
             else:
-                result = fence(await self._run_side_call(turn_id, call.name, call.raw_args))
+                result = fence((await self._run_side_call(turn_id, call.name, call.raw_args)).text)
             messages += [p.ChatMessage(role="assistant", content=f"TOOL_CALL: {call.name}|{call.raw_args}"),
                          p.ChatMessage(role="tool", name=call.name, content=result)]
         answer = answer or PARALLEL_FALLBACK
@@ -1085,21 +1108,21 @@ class Conversation:
         self.s.observer.turn(self, turn_id, "end", [event.event_id], model_calls, parallel=True)
         self.trajectory.record_parallel(event.content, answer)
 
-    async def _run_side_call(self, turn_id: str, tool: str, raw_args: str) -> str:
+    async def _run_side_call(self, turn_id: str, tool: str, raw_args: str) -> p.CallOutcome:
         """A call of the side run: a core tool, a timers tool, or a read-only toolset tool."""
         if self.s.registry.is_core(tool):
             return await self._run_core(turn_id, tool, raw_args)
-        args = self.s.registry.validate(tool, raw_args)
-        if isinstance(args, str):
-            return args
+        bound = self.s.registry.validate(tool, raw_args)
+        if isinstance(bound, Invalid):
+            return bound.outcome()
         toolset = self.s.registry.toolset_of(tool) or ""
         if self.s.registry.runs_in_session(toolset):
-            return self._run_here(tool, toolset, args)
+            return self._run_here(tool, toolset, bound.args)
         try:
-            outcome = await self.s.ports.invoke(self.sid, _new_id(), tool, args)
+            return executed(await self.s.ports.invoke(
+                self.sid, p.ToolInvoke(call_id=_new_id(), tool=tool, args=bound.args, offset=bound.offset)))
         except Exception as exc:  # noqa: BLE001
-            return error_result(failure_text(tool, str(exc)))
-        return outcome.text if outcome.ok else error_result(outcome.text)
+            return error_outcome(failure_text(tool, str(exc)))
 
     # ---- inspection -----------------------------------------------------------------------
     def view(self) -> ConversationView:

@@ -66,7 +66,8 @@ class InProcessPorts:
             finally:
                 request.reply = pieces.text
 
-    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
+    async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
+        tool, args = call.tool, call.args
         if tool == "media_search":
             reply = run_search(self.provider, args)
         elif tool == "media_info":
@@ -80,7 +81,7 @@ class InProcessPorts:
                 reply = ToolResult(True, play_started_text(checked, f"task{self._plays:04d}"))
         else:
             reply = ToolResult(False, f"tool {tool} is not part of this benchmark")
-        return p.ToolOutcome(call_id=call_id, ok=reply.ok, text=reply.text)
+        return p.ToolOutcome(call_id=call.call_id, ok=reply.ok, text=reply.text)
 
     def cancel_tool(self, session: str, call_id: str) -> None:
         pass

@@ -238,13 +238,12 @@ NOT_DONE_TEXT = {"ru": "Я этого не сделал: ни один инст�
 
 
 _ACTION_ARG = re.compile(r"action\s*=\s*(\w+)", re.IGNORECASE)
-_NOT_DONE_RESULT = ("Timer not set", "not executed", "tool error", "arguments invalid", "no title with id")
 
 
-def executed_kind(spec, raw_args: str, result: str) -> ActionKind | None:
-    """The kind of action a call that ran made (`spec`: its ToolSpec), None for a lookup or a
-    call whose result says it did nothing."""
-    if spec is None or result.lstrip("(").startswith(_NOT_DONE_RESULT):
+def executed_kind(spec, raw_args: str) -> ActionKind | None:
+    """The kind of action a call that ran made (`spec`: its ToolSpec; the caller knows from its
+    outcome that it ran), None for a lookup."""
+    if spec is None:
         return None
     action = _ACTION_ARG.search(raw_args)
     return action_kind(spec.name, {"action": action.group(1) if action else ""}, spec.read_only)

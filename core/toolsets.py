@@ -26,7 +26,7 @@ from core.timers import TimerTable
 from core.toolcall import ArgumentError, bind_args
 from core.world import WorldPort
 from protocol.base import Msg
-from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
+from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone"),
@@ -47,7 +47,8 @@ _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 PAGE_ARG = "offset"
-"""Every executor tool takes it, by name and last: where a long result continues (`cap_result`)."""
+"""Every executor tool takes it, by name and last: where a long result continues (`cap_result`).
+`validate` takes it off the arguments into `Bound.offset` (and so `ToolInvoke.offset`)."""
 _PAGE_SUFFIX = re.compile(r"(?:^|[;|])\s*offset\s*=\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -59,6 +60,24 @@ class ToolResult:
     ok: bool
     text: str
     task_id: str = ""
+
+
+class Bound(msgspec.Struct, frozen=True, kw_only=True):
+    """A call's arguments by name, checked against its tool's spec (`ToolsetRegistry.validate`).
+    offset > 0: a paging call (`; offset=4000`) reads a cut result on from there."""
+
+    args: dict[str, str]
+    offset: int = 0
+
+
+class Invalid(msgspec.Struct, frozen=True, kw_only=True):
+    """A call that cannot be bound: no such tool, or arguments that do not fit. `text` is what
+    the model reads instead of a result."""
+
+    text: str
+
+    def outcome(self) -> CallOutcome:
+        return CallOutcome(kind="invalid", text=self.text)
 
 
 class ToolHost(Protocol):
@@ -129,12 +148,12 @@ class _Record:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionToolset(_Record):
     """A toolset whose tools run in the session, on per-session state (timers, the world's
-    watches): `handler(context, tool, args) -> str`, `context` a SessionContext. With `settings`
+    watches): `handler(context, tool, args) -> CallOutcome`, `context` a SessionContext. With `settings`
     (a msgspec Struct with defaults: its config section `[toolsets.NAME]`) the handler also gets
     them, decoded, as `settings=`."""
 
     runs: ClassVar[Literal["session"]] = "session"
-    handler: Callable[..., str]
+    handler: Callable[..., CallOutcome]
 
     def _bound(self, settings: Any) -> SessionToolset:
         return replace(self, handler=partial(self.handler, settings=settings))
@@ -187,6 +206,16 @@ def lost_text(tool: str) -> str:
 def error_result(text: str) -> str:
     """A failed call's result as the model reads it."""
     return f"tool error: {text}"
+
+
+def error_outcome(text: str) -> CallOutcome:
+    """A call that failed: `text` says why (the model reads it after `tool error: `)."""
+    return CallOutcome(kind="error", text=error_result(text))
+
+
+def executed(reply: ToolOutcome) -> CallOutcome:
+    """A toolset executor's answer as the model reads it (ok=False: a tool error)."""
+    return CallOutcome(kind="ok", text=reply.text) if reply.ok else error_outcome(reply.text)
 
 
 def args_text(args: Mapping[str, str]) -> str:
@@ -427,11 +456,11 @@ class ToolsetRegistry:
             return f"say which toolset; available: {available}"
         return f"toolset {name} does not exist; available: {available}"
 
-    def validate(self, tool: str, raw_args: str) -> dict[str, str] | str:
-        """The call's arguments by name, or (a str) the text to give the model instead."""
+    def validate(self, tool: str, raw_args: str) -> Bound | Invalid:
+        """The call's arguments by name, or why they cannot be (the text to give the model)."""
         spec = self._tools.get(tool)
         if spec is None:
-            return self.unknown_tool_text(tool)
+            return Invalid(text=self.unknown_tool_text(tool))
         names = [arg.name for arg in spec.args]
         page = None
         if self.pages(tool) and PAGE_ARG not in names:
@@ -441,10 +470,8 @@ class ToolsetRegistry:
         try:
             bound = bind_args(raw_args, names, {arg.name for arg in spec.args if arg.required})
         except ArgumentError:
-            return invalid_args_text(spec)
-        if page is not None:
-            bound[PAGE_ARG] = page.group(1)
-        return bound
+            return Invalid(text=invalid_args_text(spec))
+        return Bound(args=bound, offset=int(page.group(1)) if page is not None else 0)
 
     def pages(self, tool: str) -> bool:
         """True for a tool whose long results the executor cuts (any executor toolset's)."""

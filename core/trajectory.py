@@ -18,17 +18,25 @@ Nothing may come between a call and its result, so text that arrives while a cal
 (a parallel answer, a late result) is held back and appended right after the call is answered.
 The history is never cleaned (S9).
 
+Every result carries its outcome's kind (protocol.CallOutcome) next to its text: the runtime
+asks `last_result`/`kind_at` what became of a call, never the text.
+
 Persistence: a `sink` (the session's journal) is told every message as it lands in the history
 and every change of a call's state, as `Recorded` entries; `Trajectory.restore` rebuilds the
-same history, calls and states from them after a restart.
+same history, calls, states and outcome kinds from them after a restart.
 """
 from collections.abc import Callable, Iterable, Sequence
+from typing import Literal
 
 import msgspec
 
+from core.activity import ENABLED_ON_THE_WAY, NOT_EXECUTED
+from core.background import CANCELLED_TEXT, UNFINISHED_TEXT
 from core.batching import format_batch
 from core.fence import fence
-from protocol import ChatMessage, Event
+from core.intent import REFUSED
+from protocol import CallOutcome, ChatMessage, Event
+from protocol.tools import OutcomeKind
 
 PLACEHOLDER_TEMPLATE = (
     "tool {tool} is still running in the background; handling the new event first. "
@@ -39,6 +47,7 @@ LATE_CONTEXT = "late result of an earlier call that was answered 'still running'
 CUT_BY_RESTART = ("tool {tool} was cut off by a runtime restart: its result is lost. "
                   "Call it again if it is still needed.")
 
+CallState = Literal["pending", "done", "placeholder", "late"]
 _PENDING, _DONE, _PLACEHOLDER, _LATE = "pending", "done", "placeholder", "late"
 
 
@@ -49,15 +58,17 @@ class TrajectoryError(ValueError):
 class Recorded(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One journal entry: a message as it landed in the history (role set), or a call's new state
     (role empty). call_id/call_state pair calls with results; event_ids name the events a user
-    batch holds (so a restart knows which accepted events were already taken)."""
+    batch holds (so a restart knows which accepted events were already taken); `outcome`: the
+    kind of a result's outcome (None: not a result, or a journal written before kinds were kept)."""
 
-    role: str = ""
+    role: Literal["", "system", "user", "assistant", "tool"] = ""
     content: str = ""
     name: str = ""
     call_id: str = ""
-    call_state: str = ""
+    call_state: Literal["", "pending", "done", "placeholder", "late"] = ""
     tool: str = ""
     event_ids: list[str] = []
+    outcome: OutcomeKind | None = None
 
     def message(self) -> ChatMessage:
         return ChatMessage(role=self.role, content=self.content, name=self.name)
@@ -72,13 +83,13 @@ class _Call:
         self.tool = tool
         self.asked_at = asked_at
         self.answered_at = -1
-        self.state = _PENDING
+        self.state: CallState = _PENDING
 
 
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_chars", "_calls", "_called", "_open", "_held", "_taken_at", "sink")
+    __slots__ = ("_messages", "_chars", "_calls", "_called", "_open", "_held", "_taken_at", "_kinds", "sink")
 
     def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
@@ -88,6 +99,7 @@ class Trajectory:
         self._open: list[str] = []  # calls asked but not yet answered, in order
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
         self._taken_at: dict[str, int] = {}  # event id -> the message that holds it (answer_to)
+        self._kinds: dict[int, OutcomeKind] = {}  # a result's index -> its outcome's kind
         self.sink = sink  # told every entry as it is recorded (the journal); None: memory only
 
     @classmethod
@@ -109,6 +121,7 @@ class Trajectory:
                 call.answered_at = len(trajectory._messages)
                 if entry.call_id in trajectory._open:
                     trajectory._open.remove(entry.call_id)
+                trajectory._kinds[call.answered_at] = entry.outcome or journaled_kind(entry.content, call.state)
             for event_id in entry.event_ids:
                 trajectory._taken_at[event_id] = len(trajectory._messages)
             trajectory._messages.append(message := entry.message())
@@ -150,10 +163,19 @@ class Trajectory:
                 return message.content
         return None
 
-    def call_state(self, call_id: str) -> str | None:
+    def call_state(self, call_id: str) -> CallState | None:
         """pending | done | placeholder | late, or None for an unknown call id."""
         call = self._calls.get(call_id)
         return call.state if call else None
+
+    def kind_at(self, index: int) -> OutcomeKind | None:
+        """The outcome's kind of the result at `index` of messages(); None for any other message."""
+        return self._kinds.get(index)
+
+    def last_result(self) -> tuple[ChatMessage, OutcomeKind] | None:
+        """The result the history ends with, and its outcome's kind; None when it ends otherwise."""
+        kind = self._kinds.get(len(self._messages) - 1)
+        return None if kind is None else (self._messages[-1], kind)
 
     def called_tools(self) -> frozenset[str]:
         """Every tool this conversation has called (restored ones included); kept as calls are
@@ -186,16 +208,16 @@ class Trajectory:
             self._open.append(call_id)
         return self._append(ChatMessage(role="assistant", content=text), call_id=call_id or "", tool=tool or "")
 
-    def record_result(self, call_id: str, text: str, notice: str = "") -> ChatMessage:
-        """Rule 2: the tool's result (fenced: it is data, E9), paired with its call, then the
-        runtime's own `notice` lines. A result for a call that was already answered by a
+    def record_result(self, call_id: str, outcome: CallOutcome, notice: str = "") -> ChatMessage:
+        """Rule 2: the tool's result (its text fenced: it is data, E9), paired with its call, then
+        the runtime's own `notice` lines. A result for a call that was already answered by a
         placeholder is recorded as a late result instead (rule 3)."""
         call = self._known(call_id)
         if call.state == _PLACEHOLDER:
-            return self.record_late_result(call_id, text + notice)
+            return self.record_late_result(call_id, outcome.text + notice)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) already has its result")
-        return self._answer(call_id, fence(text) + notice, _DONE)
+        return self._answer(call_id, fence(outcome.text) + notice, _DONE, outcome.kind)
 
     def record_placeholder(self, call_id: str, text: str | None = None) -> ChatMessage:
         """Rule 3: answer a still-running call with "still running" so the history stays paired
@@ -203,7 +225,7 @@ class Trajectory:
         call = self._known(call_id)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
-        return self._answer(call_id, text or PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER)
+        return self._answer(call_id, text or PLACEHOLDER_TEMPLATE.format(tool=call.tool), _PLACEHOLDER, "placeholder")
 
     def record_cut(self, call_id: str) -> ChatMessage:
         """After a restart: a call that was running when the runtime died gets a result saying
@@ -211,7 +233,7 @@ class Trajectory:
         call = self._known(call_id)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) is already answered ({call.state})")
-        return self._answer(call_id, CUT_BY_RESTART.format(tool=call.tool), _DONE)
+        return self._answer(call_id, CUT_BY_RESTART.format(tool=call.tool), _DONE, "error")
 
     def record_late_result(self, call_id: str, text: str) -> ChatMessage:
         """The real result of a placeholder-answered call: a new labelled event (role user),
@@ -280,17 +302,19 @@ class Trajectory:
 
     # --- internals -------------------------------------------------------------------------
     def _append(self, message: ChatMessage, *, call_id: str = "", state: str = "", tool: str = "",
-                event_ids: list[str] | None = None) -> ChatMessage:
+                event_ids: list[str] | None = None, outcome: OutcomeKind | None = None) -> ChatMessage:
         for event_id in event_ids or ():
             self._taken_at[event_id] = len(self._messages)
+        if outcome is not None:
+            self._kinds[len(self._messages)] = outcome
         self._messages.append(message)
         self._chars.append(self._chars[-1] + len(message.content))
         if self.sink is not None:
             self.sink(Recorded(role=message.role, content=message.content, name=message.name, call_id=call_id,
-                               call_state=state, tool=tool, event_ids=event_ids or []))
+                               call_state=state, tool=tool, event_ids=event_ids or [], outcome=outcome))
         return message
 
-    def _note_state(self, call_id: str, state: str) -> None:
+    def _note_state(self, call_id: str, state: CallState) -> None:
         if self.sink is not None:
             self.sink(Recorded(call_id=call_id, call_state=state))
 
@@ -308,12 +332,13 @@ class Trajectory:
                 "record its result or a placeholder first (E6 rule 3)"
             )
 
-    def _answer(self, call_id: str, text: str, state: str) -> ChatMessage:
+    def _answer(self, call_id: str, text: str, state: CallState, outcome: OutcomeKind) -> ChatMessage:
         call = self._calls[call_id]
         call.state = state
         call.answered_at = len(self._messages)
         self._open.remove(call_id)
-        message = self._append(ChatMessage(role="tool", content=text, name=call.tool), call_id=call_id, state=state)
+        message = self._append(ChatMessage(role="tool", content=text, name=call.tool), call_id=call_id, state=state,
+                               outcome=outcome)
         if not self._open and self._held:
             held, self._held = self._held, []
             for side in held:
@@ -338,3 +363,29 @@ class Trajectory:
             event, context=event.context or LATE_CONTEXT,
             data={**event.data, "tool": event.data.get("tool") or call.tool},
         )
+
+
+# The starts of results that did not run, as the runtime worded them before each result's kind
+# was journaled next to it (`Recorded.outcome`); read once, when such a journal is loaded.
+_OLD_FAILURES: tuple[tuple[str, OutcomeKind], ...] = (
+    ("tool error", "error"), ("Timer not set", "error"), ("Not sent: ", "error"), ("arguments invalid", "invalid"),
+    (REFUSED, "refused"),
+    (CANCELLED_TEXT, "cancelled"), (UNFINISHED_TEXT, "cancelled"))
+
+
+def journaled_kind(content: str, state: str) -> OutcomeKind:
+    """The outcome's kind of a result a journal holds without one (written before kinds were
+    kept), from its state and the runtime's own wording of each failure."""
+    if state == _PLACEHOLDER:
+        return "placeholder"
+    first, _, rest = content.partition("\n")
+    if first.startswith("(") and ENABLED_ON_THE_WAY in first:
+        content = rest  # the note of a call that turned its toolset on (S8), then its result
+    if NOT_EXECUTED in content:
+        return "not_executed"
+    kind = next((kind for start, kind in _OLD_FAILURES if content.startswith(start)), None)
+    if kind is not None:
+        return kind
+    if content.startswith("tool ") and CUT_BY_RESTART.partition("{tool}")[2] in content:
+        return "error"
+    return "invalid" if content.startswith("tool ") and " does not exist; " in content else "ok"

@@ -43,14 +43,14 @@ import re
 import string
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import anyio
 
 from core import router_model
 from protocol import Event
+from protocol.session import Strategy
 
-Strategy = Literal["cancel", "interrupt", "queue", "parallel", "now"]
 CANCEL: Strategy = "cancel"
 INTERRUPT: Strategy = "interrupt"
 QUEUE: Strategy = "queue"

@@ -37,7 +37,7 @@ import protocol as p
 from core.inprocess import InProcessPorts
 from core.budget import default_catalog
 from core.config import McpServerConfig
-from core.intent import REFUSED, claimed_action, covers, executed_kind
+from core.intent import claimed_action, covers, executed_kind
 from core.clock import ManualClock
 from core.config import Config
 from core.conversation import Conversation, SessionSettings
@@ -47,6 +47,7 @@ from core.skills import SkillRepository
 from core.timers import Timer
 from core.toolsets import LOST_REASON, ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
+from protocol.tools import RAN_KINDS
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
 
@@ -166,8 +167,9 @@ class EvalPorts(InProcessPorts):
                 self.trace({"scenario": self.scenario, "reply": generation.text,
                                    "messages": [msgspec.to_builtins(m) for m in messages]})
 
-    async def invoke(self, session: str, call_id: str, tool: str, args: dict[str, str]) -> p.ToolOutcome:
+    async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
         """Run the call; a play is judged by what it played (the model may name the title)."""
+        call_id, tool = call.call_id, call.tool
         if self.crash.executor_dies():
             if self.crash.kind == "toolsets-lost" or not repeatable(self.registry.spec(tool)):  # else made again, as SessionActor.invoke does
                 self.lost_at = len(self.calls)  # the turn is judged from the call after this one
@@ -175,10 +177,10 @@ class EvalPorts(InProcessPorts):
         self.crash.tool_started()
         server = self.mcp.get(self.registry.toolset_of(tool) or "")
         if server is not None:
-            done = await server.call(tool, args, session)
+            done = await server.call(tool, call.args, session)
             outcome = p.ToolOutcome(call_id=call_id, ok=done.ok, text=done.text)
         else:
-            outcome = await super().invoke(session, call_id, tool, args)
+            outcome = await super().invoke(session, call)
         self.crash.tool_finished()
         played = _PLAYED.search(outcome.text) if tool == "media_play" and outcome.ok else None
         recorded = next((i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i][0] == tool), None)
@@ -303,19 +305,21 @@ class TurnEffects(NamedTuple):
     claimed_not_done: bool  # the final display reports an action no call of the turn made
 
 
-def turn_effects(registry: ToolsetRegistry, added: list[p.ChatMessage], expected: list[str], final: str) -> TurnEffects:
-    """Judge the calls a turn's history holds: a changing call the runtime ran (not refused, not
-    failed) of a tool the turn did not expect is unrequested; a final display that claims an
-    action (core.intent.claimed_action) with no such call to back it claims what was not done."""
+def turn_effects(registry: ToolsetRegistry, trajectory: Trajectory, start: int, expected: list[str],
+                 final: str) -> TurnEffects:
+    """Judge the calls the turn's history (`trajectory` from `start`) holds: a changing call the
+    runtime ran (not refused, not failed: its outcome's kind) of a tool the turn did not expect is
+    unrequested; a final display that claims an action (core.intent.claimed_action) with no such
+    call to back it claims what was not done."""
     wanted = {call.partition("|")[0] for call in expected}
     acted: set[str] = set()
     unrequested = []
+    added = trajectory.messages()[start:]
     for index, message in enumerate(added):
-        if message.role != "tool" or message.content.startswith(REFUSED) or index == 0:
+        if index == 0 or trajectory.kind_at(start + index) not in RAN_KINDS:
             continue
         raw = added[index - 1].content.rpartition("|")[2] if "TOOL_CALL" in added[index - 1].content else ""
-        kind = executed_kind(registry.spec(message.name or ""), raw, message.content.split("\n", 1)[-1]
-                             if message.content.startswith("(") else message.content)
+        kind = executed_kind(registry.spec(message.name or ""), raw)
         if kind is None:
             continue
         acted.add(kind)
@@ -465,7 +469,7 @@ def _judge_played(play: _Playing, number: int, turn, shown_before: int, calls_be
                         gave_up=any(final.startswith(prefix) for prefix in GAVE_UP))
     play.problems += [f"turn {number}: {problem}" for problem in judge_turn(turn, played)]
     play.steps += played.steps
-    effects = turn_effects(play.registry, play.conversation.trajectory.messages()[history_before:], turn.calls, final)
+    effects = turn_effects(play.registry, play.conversation.trajectory, history_before, turn.calls, final)
     play.unrequested += effects.unrequested
     play.claimed_not_done += effects.claimed_not_done
     play.problems += [f"turn {number}: side effect nobody asked for: {call}" for call in effects.unrequested]

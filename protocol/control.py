@@ -1,4 +1,6 @@
 """Supervision and operations: status, the phone-command relay."""
+from typing import Literal
+
 import msgspec
 
 from protocol.base import Msg
@@ -19,7 +21,7 @@ class StatusRequest(Msg):
 
 
 class SystemStatus(Msg):
-    mode: str
+    mode: Literal["inproc", "ipc", "tcp"]
     actors: list[ActorStatus]
 
 

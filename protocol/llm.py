@@ -1,4 +1,6 @@
 """SessionActor <-> LLMWorker: generation requests, streamed chunks, cancellation, profile swap."""
+from typing import Literal
+
 import msgspec
 
 from protocol.base import Msg
@@ -11,7 +13,7 @@ class ChatMessage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     tool role without native tool calls); `name` names the tool for role "tool".
     """
 
-    role: str
+    role: Literal["system", "user", "assistant", "tool"]
     content: str
     name: str = ""
 

@@ -33,7 +33,7 @@ from protocol.skills import (
     SkillsChanged,
 )
 from protocol.tools import (
-    ArgSpec, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolRunning, ToolOutcome, ToolSpec, ToolsetSpec,
+    ArgSpec, CallOutcome, Catalog, CatalogRequest, ToolCancel, ToolInvoke, ToolRunning, ToolOutcome, ToolSpec, ToolsetSpec,
     ToolsetState, ToolsetsChanged, ToolsetsReport, ToolsetsRequest,
 )
 
@@ -57,7 +57,7 @@ Message = Union[_ALL]  # type: ignore[valid-type]
 
 __all__ = [
     "Msg", "Message",
-    "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "ToolSpec", "ToolsetSpec", "ToolsetState",
+    "ActorStatus", "ChatMessage", "Event", "SkillEntry", "ArgSpec", "CallOutcome", "ToolSpec", "ToolsetSpec", "ToolsetState",
     "SessionSummary", "PromptSection", "TimerView",
     *[cls.__name__ for cls in _ALL],
 ]

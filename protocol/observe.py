@@ -9,10 +9,14 @@ subscriber that does not keep up loses facts, never slows a session.
 
 Every fact names its session; times are seconds since the epoch (`ts`) or durations in seconds.
 """
+from typing import Literal
+
 import msgspec
 
 from protocol.base import Msg
 from protocol.llm import ChatMessage
+from protocol.session import EventKind, Strategy
+from protocol.tools import OutcomeKind
 
 
 class SessionSummary(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -54,10 +58,10 @@ class EventFact(Msg):
     session: str
     ts: float
     event_id: str
-    kind: str
+    kind: EventKind
     content: str = ""
-    strategy: str = ""
-    verdict: str = "accepted"
+    strategy: Strategy | Literal[""] = ""
+    verdict: Literal["accepted", "duplicate", "busy"] = "accepted"
 
 
 class TurnFact(Msg):
@@ -67,7 +71,7 @@ class TurnFact(Msg):
     session: str
     ts: float
     turn_id: str
-    phase: str
+    phase: Literal["start", "end"]
     event_ids: list[str] = []
     model_calls: int = 0
     interrupted: bool = False
@@ -110,14 +114,15 @@ class ModelCallFact(Msg):
     completion_tokens: int = 0
     reused_tokens: int = -1  # -1: the backend does not know
     profile: str = ""
-    outcome: str = "ok"
+    outcome: Literal["ok", "cancelled", "unavailable"] = "ok"
     reply: str = ""  # the start of the reply
 
 
 class ToolCallFact(Msg):
-    """A tool call the model made. outcome: ok | error | invisible (enable/disable_toolset) |
-    substituted (S8, not executed) | placeholder (interrupted: rule 3) | late (the real result of
-    an interrupted call, arriving after) | unknown (no such tool: nothing ran)."""
+    """A tool call the model made. outcome: running, then its CallOutcome's kind (ok, error,
+    invalid, not_executed: S8 turned its toolset on instead, placeholder: interrupted, rule 3,
+    cancelled, refused: the guard did not make it) | invisible (enable/disable_toolset) | late
+    (the real result of an interrupted call, arriving after) | unknown (no such tool: nothing ran)."""
 
     session: str
     ts: float  # when the call started
@@ -126,7 +131,7 @@ class ToolCallFact(Msg):
     tool: str
     args: str = ""
     duration_s: float = 0.0
-    outcome: str = "ok"
+    outcome: OutcomeKind | Literal["running", "invisible", "late", "unknown"] = "ok"
     result: str = ""  # the start of the result
 
 

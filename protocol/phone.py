@@ -12,6 +12,8 @@ from protocol.base import Msg
 # glasses cleared); cut by an interrupt (the task goes on in the background, its result comes
 # later as a new turn).
 TurnOutcome = Literal["done", "cancelled", "interrupted"]
+PlaybackState = Literal["started", "paused", "resumed", "stopped", "failed"]
+PlayAction = Literal["play", "pause", "resume", "stop"]
 
 
 # --- phone -> runtime -------------------------------------------------------------------------
@@ -52,12 +54,12 @@ class ButtonPress(Msg):
 
 
 class PlaybackStatus(Msg):
-    """The phone's answer to a PlaybackCommand: started / paused / resumed / stopped / failed."""
+    """The phone's answer to a PlaybackCommand."""
 
     event_id: str
     ts: float
     task_id: str
-    state: str
+    state: PlaybackState
     detail: str = ""
     token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
@@ -116,7 +118,7 @@ class PlaybackCommand(Msg):
     """Ask the phone to play, pause, resume or stop a title. Answered by PlaybackStatus."""
 
     task_id: str
-    action: str
+    action: PlayAction
     media_id: str = ""
     title: str = ""
 

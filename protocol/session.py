@@ -1,19 +1,25 @@
 """Events delivered into a session (E1): one structured shape for everything that happens."""
+from typing import Literal
+
 import msgspec
 
 from protocol.base import Msg
 
+# channel: a message on a channel (core.channels), monitor: a monitor's condition held
+# (core.monitors), progress: a background task's progress (core.progress); resume: a turn a crash
+# cut going on (core.resume: never recorded)
+EventKind = Literal["user_text", "user_interrupt", "button", "tool_result", "timer", "playback", "system",
+                    "session_start", "session_end", "channel", "monitor", "progress", "resume"]
+Strategy = Literal["cancel", "interrupt", "queue", "parallel", "now"]
+"""How a session takes an event (core.urgency): now (idle), queue, cancel, interrupt, parallel."""
+
 
 class Event(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """Who (source), how (channel), what (content), and its relation to the task (context).
-
-    kind is one of: user_text, user_interrupt, button, tool_result, timer, playback, system,
-    session_start, session_end; inside the runtime also resume (a turn a crash cut going on,
-    core.resume: never recorded).
-    """
+    """Who (source), how (channel), what (content), and its relation to the task (context);
+    `kind` is an EventKind."""
 
     event_id: str
-    kind: str
+    kind: EventKind
     source: str
     channel: str
     content: str = ""

@@ -1,5 +1,5 @@
 """Toolsets: the catalog, tool invocation, and cancellation (S5, S11, E7)."""
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -50,11 +50,44 @@ class Catalog(Msg):
 
 
 class ToolInvoke(Msg):
-    """Run one toolset tool for the session in the envelope. args are by argument name."""
+    """Run one toolset tool for the session in the envelope. args are by argument name, bound and
+    checked against the spec. offset > 0: the call reads a cut result on from there (the model's
+    `; offset=4000`, core.toolsets.cap_result), never an argument of the tool itself."""
 
     call_id: str
     tool: str
     args: dict[str, str] = {}
+    offset: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+OutcomeKind = Literal["ok", "error", "invalid", "not_executed", "placeholder", "cancelled", "refused"]
+FAILED_KINDS: frozenset[str] = frozenset({"error", "invalid", "not_executed", "refused"})
+RAN_KINDS: frozenset[str] = frozenset({"ok", "placeholder"})
+
+
+class CallOutcome(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What became of one tool call, from whoever answered it to the prompt and the journal: the
+    runtime reads `kind`, the model reads `text` (exactly as written, never parsed back).
+
+    ok: the tool ran and `text` is its result. error: it was asked to run and failed (a tool error,
+    a lost call, a timeout, a timer that could not be set). invalid: no such tool, or arguments
+    that do not fit its spec: nothing ran. not_executed: S8 turned its toolset on instead of
+    running it (to be made again). placeholder: still running, its result comes later (E6 rule 3).
+    cancelled: stopped by the user or an interrupt before it finished. refused: the session's guard
+    did not make it (core.intent)."""
+
+    kind: OutcomeKind
+    text: str
+
+    @property
+    def failed(self) -> bool:
+        """Nothing was done, and the model is to know it (a call to make again, or to explain)."""
+        return self.kind in FAILED_KINDS
+
+    @property
+    def ran(self) -> bool:
+        """The tool ran, or runs on in the background: what it does is done (or under way)."""
+        return self.kind in RAN_KINDS
 
 
 class ToolOutcome(Msg):
@@ -93,8 +126,8 @@ class ToolsetsRequest(Msg):
 
 class ToolsetState(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
-    runs: str  # session | executor | mcp
-    state: str  # available | starting | unavailable | disabled
+    runs: Literal["session", "executor", "mcp"]
+    state: Literal["available", "starting", "unavailable", "disabled"]
     tools: int
     error: str = ""
 

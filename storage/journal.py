@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS entries (
     call_id TEXT NOT NULL DEFAULT '',
     call_state TEXT NOT NULL DEFAULT '',
     tool TEXT NOT NULL DEFAULT '',
-    event_ids TEXT NOT NULL DEFAULT ''
+    event_ids TEXT NOT NULL DEFAULT '',
+    outcome TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS entries_by_session ON entries (session, id);
 CREATE TABLE IF NOT EXISTS events (
@@ -148,6 +149,26 @@ def _prepare(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-1024")  # 1 MB: writes append, reads are one session at a time
     conn.executescript(SCHEMA)
+    if not _has_outcome(conn):
+        _add_outcome(conn)
+
+
+def _has_outcome(conn: sqlite3.Connection) -> bool:
+    return "outcome" in {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+
+
+def _add_outcome(conn: sqlite3.Connection) -> None:
+    """A journal written before results' outcome kinds were kept gets their column ('': read from
+    the result's text on load, core.trajectory.journaled_kind). Under the write lock: a reader
+    opening the file at the same moment must not add it twice."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _has_outcome(conn):
+            conn.execute("ALTER TABLE entries ADD COLUMN outcome TEXT NOT NULL DEFAULT ''")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 # ---- synchronous operations (the worker thread, and `run.py sessions`) ---------------------------
@@ -161,10 +182,10 @@ def _touch(conn: sqlite3.Connection, session: str, ts: float, phone_key: str = "
 
 def insert_entry(conn: sqlite3.Connection, session: str, ts: float, entry: Recorded) -> None:
     cursor = conn.execute(
-        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (session, ts, entry.role, entry.name, entry.content, entry.call_id, entry.call_state, entry.tool,
-         " ".join(entry.event_ids)))
+         " ".join(entry.event_ids), entry.outcome or ""))
     if entry.role and entry.content:
         conn.execute("INSERT INTO entries_fts (rowid, sk, content) VALUES (?, ?, ?)",
                      (cursor.lastrowid, session_key(session), entry.content))
@@ -196,8 +217,8 @@ def stored_session(session: str, head: tuple, entry_rows: Iterable[tuple], seen:
     entries in order, the latest dedup ids (oldest first), the encoded events not yet answered."""
     phone_key, last_active, state = head
     entries = [Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
-                        event_ids=ids.split() if ids else [])
-               for role, name, content, call_id, call_state, tool, ids in entry_rows]
+                        event_ids=ids.split() if ids else [], outcome=outcome or None)
+               for role, name, content, call_id, call_state, tool, ids, outcome in entry_rows]
     return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen,
                          open_events=[_EVENT_DECODER.decode(blob) for blob in open_events],
                          state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
@@ -213,7 +234,7 @@ def load_session(conn: sqlite3.Connection, session: str) -> StoredSession | None
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = ?", (session,)).fetchone()
     if row is None:
         return None
-    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome FROM entries "
                            "WHERE session = ? ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = ? ORDER BY rowid DESC LIMIT ?", (session, DEDUP_KEPT))][::-1]

@@ -87,6 +87,9 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE session_lease ADD COLUMN wanted_by TEXT",
         "CREATE INDEX session_lease_wanted ON session_lease (node) WHERE wanted_by IS NOT NULL",
     ],
+    4: [  # a result's outcome kind next to its text (protocol.CallOutcome); '': written before
+        "ALTER TABLE entries ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -151,10 +154,10 @@ def _touch(conn: psycopg.Connection, session: str, ts: float, phone_key: str = "
 
 def insert_entry(conn: psycopg.Connection, session: str, ts: float, entry: Recorded) -> None:
     conn.execute(
-        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (session, ts, entry.role, entry.name, entry.content, entry.call_id, entry.call_state, entry.tool,
-         " ".join(entry.event_ids)))
+         " ".join(entry.event_ids), entry.outcome or ""))
 
 
 def insert_event(conn: psycopg.Connection, session: str, phone_key: str, event: p.Event, ts: float) -> None:
@@ -179,7 +182,7 @@ def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = %s", (session,)).fetchone()
     if row is None:
         return None
-    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids FROM entries "
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome FROM entries "
                            "WHERE session = %s ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = %s ORDER BY seq DESC LIMIT %s", (session, DEDUP_KEPT))][::-1]

@@ -109,7 +109,7 @@ async def test_a_resend_of_an_event_not_yet_on_disk_is_acked_only_once_it_is(tmp
 
     async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
         await system.turn("r", "hello")
-        unstored = system.actors["session"]._unstored  # noqa: SLF001 - the events waiting for their commit
+        unstored = system.actors["session"].store._unstored  # noqa: SLF001 - the events waiting for their commit
         replies: dict[str, tuple[p.Msg, float]] = {}
 
         async def deliver(copy: str) -> None:

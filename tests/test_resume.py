@@ -22,7 +22,7 @@ def _recorded(*, answered: bool) -> list:
     trajectory.record_events([_event("e1", "find inception")])
     trajectory.record_assistant("TOOL_CALL: media_search|inception", call_id="c1", tool="media_search")
     if answered:
-        trajectory.record_result("c1", "inception-2010 — Inception (2010)")
+        trajectory.record_result("c1", p.CallOutcome(kind="ok", text="inception-2010 — Inception (2010)"))
     return entries
 
 

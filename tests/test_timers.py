@@ -120,18 +120,21 @@ def test_the_timers_toolset_sets_the_sessions_timer_and_wakes_the_wheel(manual_c
     table, woken = TimerTable(clock=manual_clock), []
     context = SessionContext(sid="s", timers=table, timer_set=lambda: woken.append(1), tell_user=lambda body: None,
                              background=(), cancel_task=lambda run: None, world=None)
-    assert TOOLSET.handler(context, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
+    set_ = TOOLSET.handler(context, "timers_set", {"when": "in 5 minutes", "text": "tea"})
+    assert set_.kind == "ok" and set_.text.startswith("Timer t1 set")
     assert [t.text for t in table.pending()] == ["tea"] and woken == [1]
-    assert "t1" in TOOLSET.handler(context, "timers_list", {}) and woken == [1]
+    assert "t1" in TOOLSET.handler(context, "timers_list", {}).text and woken == [1]
 
 
 def test_run_timer_tool_never_raises(manual_clock):
     table = TimerTable(clock=manual_clock)
-    assert run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"}).startswith("Timer t1 set")
-    assert "t1" in run_timer_tool(table, "timers_list", {})
-    assert run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"}).startswith("Timer not set:")
-    assert run_timer_tool(table, "timers_cancel", {"id": "t1"}) == "Timer t1 cancelled: tea"
-    assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"})
+    set_ = run_timer_tool(table, "timers_set", {"when": "in 5 minutes", "text": "tea"})
+    assert set_.kind == "ok" and set_.text.startswith("Timer t1 set")
+    assert "t1" in run_timer_tool(table, "timers_list", {}).text
+    unread = run_timer_tool(table, "timers_set", {"when": "later", "text": "tea"})
+    assert unread.kind == "error" and unread.text.startswith("Timer not set:")
+    assert run_timer_tool(table, "timers_cancel", {"id": "t1"}).text == "Timer t1 cancelled: tea"
+    assert "not set" in run_timer_tool(table, "timers_cancel", {"id": "t1"}).text
 
 
 # ---- through the real session loop ---------------------------------------------------------

@@ -2,7 +2,7 @@
 import pytest
 
 from core.loading import load_toolsets
-from core.toolsets import CORE_TOOL_NAMES, ExecutorToolset, SessionToolset, ToolsetRegistry
+from core.toolsets import CORE_TOOL_NAMES, Bound, ExecutorToolset, Invalid, SessionToolset, ToolsetRegistry
 from protocol.tools import ArgSpec, ToolsetSpec, ToolSpec
 from toolset_examples import example_registry, media_toolset, timers_toolset
 
@@ -94,10 +94,18 @@ def test_spec_and_callable_tools():
 
 def test_validate_returns_arguments_by_name():
     registry = example_registry()
-    assert registry.validate("media_search", "dune; page=2") == {"query": "dune", "page": "2"}
-    assert registry.validate("media_play", "tt42") == {"id": "tt42"}
-    assert registry.validate("show_text", "a; b=c") == {"text": "a; b=c"}
-    assert registry.validate("get_current_time", "") == {}
+    assert registry.validate("media_search", "dune; page=2") == Bound(args={"query": "dune", "page": "2"})
+    assert registry.validate("media_play", "tt42") == Bound(args={"id": "tt42"})
+    assert registry.validate("show_text", "a; b=c") == Bound(args={"text": "a; b=c"})
+    assert registry.validate("get_current_time", "") == Bound(args={})
+
+
+def test_a_paging_call_binds_its_offset_apart_from_the_tools_arguments():
+    registry = example_registry()
+    assert registry.validate("media_search", "dune; offset=4000") == Bound(args={"query": "dune"}, offset=4000)
+    assert registry.validate("media_search", "dune") == Bound(args={"query": "dune"}, offset=0)
+    # a session tool's results are never cut: `offset=` is an ordinary part of its text
+    assert registry.validate("show_text", "a; offset=5") == Bound(args={"text": "a; offset=5"})
 
 
 @pytest.mark.parametrize("tool,raw,text", [
@@ -107,16 +115,16 @@ def test_validate_returns_arguments_by_name():
     ("read_skill", "  ", "arguments invalid for read_skill; expected: read_skill|name"),
 ])
 def test_invalid_arguments_answer_with_the_schema(tool, raw, text):
-    assert example_registry().validate(tool, raw) == text
+    assert example_registry().validate(tool, raw) == Invalid(text=text)
 
 
 def test_unknown_tools_list_what_exists():
     registry = example_registry()
-    assert registry.validate("weather_now", "") == (
+    assert registry.validate("weather_now", "") == Invalid(text=(
         "tool weather_now does not exist; core tools: get_current_time, show_text, read_skill, history_search, "
-        "enable_toolset, disable_toolset; toolsets: media, timers")
-    assert registry.validate("media_rewind", "") == (
-        "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play")
+        "enable_toolset, disable_toolset; toolsets: media, timers"))
+    assert registry.validate("media_rewind", "") == Invalid(text=(
+        "tool media_rewind does not exist; toolset media has: media_search, media_info, media_play"))
 
 
 def test_a_candidate_toolset_that_collides_is_refused_alone():

@@ -38,8 +38,8 @@ async def running(*actors):
         tg.cancel_scope.cancel()
 
 
-def invoke(tool, call_id="c1", **args):
-    return p.ToolInvoke(call_id=call_id, tool=tool, args=args)
+def invoke(tool, call_id="c1", offset=0, **args):
+    return p.ToolInvoke(call_id=call_id, tool=tool, args=args, offset=offset)
 
 
 async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ctx):
@@ -166,8 +166,8 @@ async def test_a_long_result_is_cut_visibly_and_read_on_with_offset(config, zmq_
     async with running(ToolsetSupervisor(config, zmq_context=zmq_ctx)) as client:
         first = await client.ask("toolsets", invoke("toy_long", lines="30"), session="s1")
         toy = toy_toolset.INSTANCES[-1]
-        second = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="30", offset="200"), session="s1")
-        last = await client.ask("toolsets", invoke("toy_long", call_id="c3", lines="30", offset="400"), session="s1")
+        second = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="30", offset=200), session="s1")
+        last = await client.ask("toolsets", invoke("toy_long", call_id="c3", lines="30", offset=400), session="s1")
     whole = "\n".join(f"line {n:04d}" for n in range(1, 31))  # 299 characters
     assert first.text == whole[:200] + "\nshowing 200 of 299 characters; TOOL_CALL: toy_long|lines=30; offset=200"
     assert second.text == whole[200:] + "\nshowing 201\u2013299 of 299 characters; that is all"
@@ -280,7 +280,7 @@ async def call_through_a_kill(session, tool: str, seconds: str, down_s: float = 
     outcome = {}
 
     async def call():
-        outcome["c1"] = await session.invoke("s1", "c1", tool, {"seconds": seconds})
+        outcome["c1"] = await session.invoke("s1", invoke(tool, "c1", seconds=seconds))
         outcome["at"] = time.monotonic()
 
     async with anyio.create_task_group() as tg:
@@ -317,7 +317,7 @@ async def test_a_call_lost_with_the_toolsets_process_is_answered_at_the_next_pro
     CountingSupervisor.asked = []
     async with session_and_toolsets(config, zmq_ctx, CountingSupervisor) as session:
         outcome, after_kill = await call_through_a_kill(session, "toy_wait", "30", down_s=0.5)
-        again = await session.invoke("s1", "c2", "toy_echo", {"text": "back"})
+        again = await session.invoke("s1", invoke("toy_echo", "c2", text="back"))
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text=(
         "tool toy_wait failed: the toolset executor restarted and lost this call before it finished; try again"))
     assert CountingSupervisor.asked == ["c1"], "asked about once its successor answered the Ping"
@@ -360,7 +360,7 @@ async def test_slow_calls_still_running_are_waited_for_across_probes_without_ask
     outcomes = []
 
     async def call(session_id):
-        outcomes.append(await session.invoke(session_id, "c1", "toy_wait", {"seconds": "1"}))
+        outcomes.append(await session.invoke(session_id, invoke("toy_wait", "c1", seconds="1")))
 
     async with session_and_toolsets(config, zmq_ctx, CountingSupervisor) as session:
         async with anyio.create_task_group() as tg:
@@ -374,7 +374,7 @@ async def test_a_call_silent_past_its_timeout_is_still_a_timeout_error(config, z
     # the session waits the toolset's timeout + 2 s; the executor itself gives up at the timeout
     config = override(config, session={"tool_timeout_s": 0.3, "probe_s": 0.2})
     async with session_and_toolsets(config, zmq_ctx) as session:
-        outcome = await session.invoke("s1", "c1", "toy_wait", {"seconds": "30"})
+        outcome = await session.invoke("s1", invoke("toy_wait", "c1", seconds="30"))
     # the executor's own timeout error, not the session's (which waits 2 s more)
     assert outcome == p.ToolOutcome(call_id="c1", ok=False, text="tool toy_wait failed: no answer within 0.3 s; try again")
 
@@ -386,8 +386,8 @@ async def test_cut_results_are_kept_by_bytes_and_an_evicted_one_is_a_clear_answe
         for session in ("s1", "s2", "s3"):
             await client.ask("toolsets", invoke("toy_long", lines="1000"), session=session)
         toy = toy_toolset.INSTANCES[-1]
-        evicted = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset="200"), session="s1")
-        kept = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset="200"), session="s3")
+        evicted = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset=200), session="s1")
+        kept = await client.ask("toolsets", invoke("toy_long", call_id="c2", lines="1000", offset=200), session="s3")
     assert (evicted.ok, evicted.text) == (False, "the result of toy_long|lines=1000 is no longer kept (the runtime "
                                           "keeps only the last 24 KB of long results); call the tool again "
                                           "without offset to read it from the start")

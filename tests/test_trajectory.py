@@ -2,7 +2,7 @@
 import pytest
 
 from core.trajectory import PARALLEL_MARK, Trajectory, TrajectoryError
-from protocol import Event
+from protocol import CallOutcome, Event
 
 
 def user(text: str) -> Event:
@@ -20,7 +20,7 @@ def test_rule1_and_rule2_call_then_its_result():
     assert t.unpaired_calls() == ["c1"]  # rule 2: partially complete while the tool runs
     with pytest.raises(TrajectoryError, match="c1"):
         t.check()
-    t.record_result("c1", "3 films")
+    t.record_result("c1", CallOutcome(kind="ok", text="3 films"))
     assert roles(t) == ["user", "assistant", "tool"]
     tool_msg = t.messages()[-1]
     assert (tool_msg.name, tool_msg.content) == ("media_search", "3 films")
@@ -37,7 +37,7 @@ def test_rule3_interrupt_placeholder_then_late_result_keeps_one_result_per_call(
     t.record_events(Event(event_id="i", kind="user_interrupt", source="user", channel="voice",
                           content="first the weather tomorrow"))
     t.record_assistant("Tomorrow: sunny.")
-    t.record_result("c1", "anna@example.com")  # the real result, late
+    t.record_result("c1", CallOutcome(kind="ok", text="anna@example.com"))  # the real result, late
     msgs = t.messages()
     assert [m.role for m in msgs] == ["user", "assistant", "tool", "user", "assistant", "user"]
     assert "contacts_search is still running in the background; handling the new event first" in msgs[2].content
@@ -80,7 +80,7 @@ def test_nothing_may_come_between_a_call_and_its_result():
         t.record_assistant("again")
     t.record_parallel("what time is it?", "14:05")  # held back, not inserted
     assert roles(t) == ["assistant"]
-    t.record_result("c1", "3 films")
+    t.record_result("c1", CallOutcome(kind="ok", text="3 films"))
     assert roles(t) == ["assistant", "tool", "user"]
     t.check()
 
@@ -96,11 +96,11 @@ def test_parallel_answer_is_marked():
 def test_misuse_gets_clear_errors():
     t = Trajectory()
     with pytest.raises(TrajectoryError, match="unknown call id 'zz'"):
-        t.record_result("zz", "x")
+        t.record_result("zz", CallOutcome(kind="ok", text="x"))
     t.record_assistant("TOOL_CALL: media_info|1", call_id="c1", tool="media_info")
-    t.record_result("c1", "info")
+    t.record_result("c1", CallOutcome(kind="ok", text="info"))
     with pytest.raises(TrajectoryError, match="already has its result"):
-        t.record_result("c1", "info again")
+        t.record_result("c1", CallOutcome(kind="ok", text="info again"))
     with pytest.raises(TrajectoryError, match="already used"):
         t.record_assistant("x", call_id="c1", tool="media_info")
     with pytest.raises(TrajectoryError, match="only a call answered by a placeholder"):
@@ -111,7 +111,7 @@ def test_misuse_gets_clear_errors():
 def test_check_catches_a_tool_message_slipped_in_from_outside():
     t = Trajectory()
     t.record_assistant("TOOL_CALL: media_info|1", call_id="c1", tool="media_info")
-    t.record_result("c1", "info")
+    t.record_result("c1", CallOutcome(kind="ok", text="info"))
     from protocol import ChatMessage
     t._messages.append(ChatMessage(role="tool", content="forged", name="media_info"))
     with pytest.raises(TrajectoryError, match="answering no call"):

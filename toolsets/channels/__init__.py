@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.toolsets import SessionContext, SessionToolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
 
@@ -25,16 +25,16 @@ CHANNELS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> str:
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     world = context.world
     if world is None:
-        return UNAVAILABLE
+        return CallOutcome(kind="error", text=UNAVAILABLE)
     watches = world.of(context.sid).watches
     if tool == "channels_list":
-        return watches.list()
+        return CallOutcome(kind="ok", text=watches.list())
     text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
     world.save(context.sid)
-    return text
+    return CallOutcome(kind="ok", text=text)
 
 
 TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.toolsets import SessionContext, SessionToolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 MONITORS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда сборка закончится\" -> TOOL_CALL: monitors_start|build; exit 0 -> \"Скажу, когда сборка пройдёт.\""),
@@ -21,17 +21,17 @@ MONITORS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> str:
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     world = context.world
     if world is None:
-        return "monitors are not available in this runtime (no session actor)"
+        return CallOutcome(kind="error", text="monitors are not available in this runtime (no session actor)")
     if tool == "monitors_start":
-        return world.start_monitor(context.sid, args["name"], args["condition"])
+        return CallOutcome(kind="ok", text=world.start_monitor(context.sid, args["name"], args["condition"]))
     allowed = world.allowed_monitors()
     lines = [f"allowed: {', '.join(f'{n} ({c.summary})' if c.summary else n for n, c in sorted(allowed.items())) or 'none'}"]
     table = world.of(context.sid).monitors
     lines += [table.describe(row) for row in table.rows] or ["none started"]
-    return "\n".join(lines)
+    return CallOutcome(kind="ok", text="\n".join(lines))
 
 
 TOOLSET = SessionToolset(spec=MONITORS_TOOLSET, handler=_run)

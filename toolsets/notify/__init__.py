@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import protocol as p
 from core.notify import urgency_of
 from core.toolsets import SessionContext, SessionToolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 NOTIFY_TOOLSET = ToolsetSpec(
     name="notify",
@@ -20,15 +20,15 @@ NOTIFY_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> str:
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     text = " ".join((args.get("text") or "").split())
     if not text:
-        return "Not sent: the text is empty; say what to tell the user."
+        return CallOutcome(kind="error", text="Not sent: the text is empty; say what to tell the user.")
     urgency = urgency_of(args.get("urgency") or "")
     if urgency is None:
-        return f"Not sent: urgency {args.get('urgency')!r} is not low, normal or high."
+        return CallOutcome(kind="error", text=f"Not sent: urgency {args.get('urgency')!r} is not low, normal or high.")
     context.tell_user(p.UserNotice(text=text, urgency=urgency))
-    return f"Sent to the user ({urgency}): {text}"
+    return CallOutcome(kind="ok", text=f"Sent to the user ({urgency}): {text}")
 
 
 TOOLSET = SessionToolset(spec=NOTIFY_TOOLSET, handler=_run)

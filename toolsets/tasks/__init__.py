@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from core.tasks import tasks_cancel, tasks_list, tasks_status
 from core.toolsets import SessionContext, SessionToolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
@@ -19,17 +19,18 @@ TASKS_TOOLSET = ToolsetSpec(
 )
 
 
-def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> str:
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     world = context.world
     monitors = world.of(context.sid).monitors if world is not None else None
     if tool == "tasks_list":
-        return tasks_list(context.background, monitors)
+        return CallOutcome(kind="ok", text=tasks_list(context.background, monitors))
     if tool == "tasks_status":
-        return tasks_status(context.background, monitors, args["id"], world.latest if world is not None else None)
+        return CallOutcome(kind="ok", text=tasks_status(context.background, monitors, args["id"],
+                                                        world.latest if world is not None else None))
     text, monitor_stopped = tasks_cancel(context.background, context.cancel_task, monitors, args["id"])
     if monitor_stopped and world is not None:
         world.stop_monitor(context.sid, args["id"].strip().casefold())
-    return text
+    return CallOutcome(kind="ok", text=text)
 
 
 TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run)

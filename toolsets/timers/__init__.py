@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from core.timers import TimerError, TimerTable
 from core.toolsets import SessionContext, SessionToolset
-from protocol import ArgSpec, ToolSpec, ToolsetSpec
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
 TIMERS_TOOLSET = ToolsetSpec(
     # placeholders: a worked example's "позвонить" was set as the timer of a thank-you (issue 33)
@@ -27,23 +27,23 @@ TIMERS_TOOLSET = ToolsetSpec(
 )
 
 
-def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> str:
-    """Execute one timers_* call and return the text for the model; never raises on bad input."""
+def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    """Execute one timers_* call; never raises on bad input (a time it cannot read is an error)."""
     try:
         if tool == "timers_set":
-            return table.set(args["when"], args["text"], args.get("every"))[2]
+            return CallOutcome(kind="ok", text=table.set(args["when"], args["text"], args.get("every"))[2])
         if tool == "timers_list":
-            return table.list()
-        return table.cancel(args["id"])
+            return CallOutcome(kind="ok", text=table.list())
+        return CallOutcome(kind="ok", text=table.cancel(args["id"]))
     except TimerError as exc:
-        return f"Timer not set: {exc}"
+        return CallOutcome(kind="error", text=f"Timer not set: {exc}")
 
 
-def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> str:
-    text = run_timer_tool(context.timers, tool, args)
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    outcome = run_timer_tool(context.timers, tool, args)
     if tool == "timers_set":
         context.timer_set()  # the timer wheel sleeps until the soonest timer
-    return text
+    return outcome
 
 
 TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run)
