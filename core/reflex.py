@@ -137,6 +137,8 @@ _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|
                              r"(?:таймер|timer|remind|напомн)")
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b")
+_VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
+                         r"remind|cancel|show|search|start|look|put)\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:не|не\s+надо|don'?t|do\s+not|never|нельзя)\s")
 
 
@@ -160,6 +162,9 @@ def recognise(said: str) -> Intent | None:
     raw = " ".join(said.casefold().replace("ё", "е").split())
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
+    asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
+    if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
+        return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
     for recognise_kind in (_show_intent, _timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent,
                            _search_intent):
         intent = recognise_kind(raw, said, russian)
@@ -258,8 +263,11 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         if found is None:
             continue
         end = found.end() + re.match(r"\w*", raw[found.end():]).end()  # the whole word: "режисс|ер"
-        rest = _norm(raw[:found.start()] + " " + raw[end:])
-        reference = _reference(rest)
+        # its own sentence only: "Who directed Inception? Check the catalog."
+        begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
+        stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
+        rest = _norm(raw[begin:found.start()] + " " + raw[end:stop])
+        reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and not _YEAR.fullmatch(w)
                  and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
@@ -597,3 +605,6 @@ def tells_place_time(summary: str) -> bool:
 def show_answer(intent: Intent) -> str:
     """What stays on the glasses: the text itself."""
     return intent.text
+
+
+_DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))

@@ -34,7 +34,7 @@ def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text)
     "спасибо, ты супер!", "you're great, thanks", "объясни, как работает таймер", "не ставь таймер",
     "хм, ладно", "what is a timer?", "поставь таймер каждый день в 9:00", "включи Сталкер и поставь таймер на 2 часа",
     "как долго варить яйца?", "поставь таймер",
-    "расскажи подробно историю кино", "don't play it",
+    "расскажи подробно историю кино", "don't play it", "Найди Брат. Кто его снял?", "Найди Матрицу. Включи её.",
 ])
 def test_words_that_are_not_a_plain_request_go_to_the_model(said):
     assert recognise(said) is None
@@ -58,6 +58,8 @@ def test_play_takes_a_title_or_a_reference_to_one_shown():
 
 def test_details_of_the_title_talked_about_or_of_one_named():
     assert recognise("how long is it?").detail == "runtime"
+    assert recognise("а второй? кто режиссёр?").reference == Reference(ordinal=2)
+    assert recognise("Who directed Alien? Use the catalog.").subject == "alien"  # its own sentence
     named = recognise("who directed Blade Runner?")
     assert (named.detail, named.subject, named.reference) == ("director", "blade runner", None)
     director = recognise("а кто режиссёр второго?")
