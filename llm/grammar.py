@@ -31,10 +31,13 @@ def tool_call_grammar(tool_names: list[str], arg_choices: Mapping[str, list[str]
         [
             # a line is empty or does not start with "tool" in any case: the session's parser also
             # reads "TOOLCALL:" and "TOOL CALL:" as a call (core/toolcall.py), and a small model
-            # kept from "TOOL_CALL" wrote "TOOLCALL: say_thanks" (issue 33, the traps set)
+            # kept from "TOOL_CALL" wrote "TOOLCALL: say_thanks" (issue 33, the traps set); nor with
+            # a capital "TO" at all: kept from those, it wrote "TOO_CALL:" and "TOOOL_CALL:"
             "text ::= line (\"\\n\" line)*",
-            "line ::= \"\" | [^Tt\\n] [^\\n]* | [Tt] ([^Oo\\n] [^\\n]*)? | [Tt] [Oo] ([^Oo\\n] [^\\n]*)?"
-            " | [Tt] [Oo] [Oo] ([^Ll\\n] [^\\n]*)?",
+            "line ::= \"\" | [^Tt\\n] [^\\n]* | \"t\" after-t | \"T\" after-cap-t",
+            "after-t ::= \"\" | [^Oo\\n] [^\\n]* | [Oo] after-to",
+            "after-cap-t ::= \"\" | [^Oo\\n] [^\\n]* | \"o\" after-to",
+            "after-to ::= \"\" | [^Oo\\n] [^\\n]* | [Oo] (\"\" | [^Ll\\n] [^\\n]*)",
         ]
     )
     if not names:
@@ -68,6 +71,6 @@ def parse_constrained_output(text: str, tool_names: list[str]) -> tuple[str, str
             raise ValueError(f"call to unknown tool {match.group(1)!r}")
         return match.group(1), match.group(2)
     for line in text.split("\n"):
-        if line.lower().startswith("tool"):
-            raise ValueError(f"plain text contains a TOOL_ line (one starting with tool): {line!r}")
+        if line.lower().startswith("tool") or line.startswith("TO"):
+            raise ValueError(f"plain text contains a TOOL_ line (one starting with tool or TO): {line!r}")
     return text

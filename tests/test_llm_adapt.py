@@ -103,6 +103,15 @@ def test_grammar_without_tools_admits_only_text():
     assert "TOOL_CALL" not in tool_call_grammar([])
 
 
+def test_plain_text_may_not_open_a_line_with_a_capital_to():
+    """The local model, kept from TOOL_CALL, wrote "TOO_CALL:" and "TOOOL_CALL:": a line may
+    start "To"/"to"/"Today" but not "TO"; llama.cpp compiles the rule."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    grammar = tool_call_grammar([])
+    assert '"T" after-cap-t' in grammar and 'after-cap-t ::= "" | [^Oo\\n] [^\\n]* | "o" after-to' in grammar
+    llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)
+
+
 def test_grammar_rejects_tool_names_that_would_break_it():
     with pytest.raises(ValueError, match="not a plain identifier"):
         tool_call_grammar(['x" | "evil'])
@@ -116,6 +125,9 @@ def test_parse_constrained_output():
         parse_constrained_output("TOOL_CALL: media_play|1", tools)
     with pytest.raises(ValueError, match="TOOL_ line"):
         parse_constrained_output("Sure!\nTOOL_CALL: media_search|x", tools)
+    with pytest.raises(ValueError, match="TOOL_ line"):
+        parse_constrained_output("TOO_CALL: read_skill|anecdote", tools)  # the local model's misspelling
+    assert parse_constrained_output("Today is Saturday.\nTo be sure: yes.", tools) == "Today is Saturday.\nTo be sure: yes."
 
 
 def test_default_profiles_read_the_environment():
