@@ -77,7 +77,7 @@ _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|по
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
                        r"what\s+time\s+is\s+it|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
-                       r"what\s+day\s+is\s+(?:it|today)|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
+                       r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
                        r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date)")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
