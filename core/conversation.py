@@ -63,10 +63,10 @@ from core.echo import (ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORM
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
-from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, info_title, matching_timers,
-                         not_found_answer, pick, play_answer, played_id, playback_answer, recognise, refer,
-                         search_answer, show_answer, shown_titles, shown_total, tells_place_time, time_answer, timer_answer,
-                         timers_cancelled, timers_listed)
+from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
+                         matching_timers, not_found_answer, pick, play_answer, played_id, playback_answer,
+                         recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
+                         tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
@@ -648,16 +648,17 @@ class Conversation:
         turn is answered; False when the model takes it, from whatever the reflex found."""
         messages = self.trajectory.messages()[turn.start:]
         if len(messages) != 1 or messages[0].role != "user":
-            return False  # a batch, a timer firing, a late result: the model reads it
-        intent = recognise(self._turn_words(turn.start))
-        if intent is None:
+            return False  # a batch, a late result: the model reads it
+        fired = fired_timer(messages[0].content)
+        intent = None if fired is not None else recognise(self._turn_words(turn.start))
+        if fired is None and intent is None:
             return False
-        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        answer = reminder_answer(*fired) if fired is not None else await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
         if answer is None:
             return False
         self.trajectory.record_assistant(answer)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
-        _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind)
+        _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind if intent else "timer")
         return True
 
     async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:

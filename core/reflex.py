@@ -96,7 +96,7 @@ _DURATION = re.compile(
     r"(?:\s+(?:и\s+|and\s+)?(?:\d+|\w+)\s+(?:минут\w*|minutes?))?"
     r"|полчаса|пол\s+часа|half\s+an\s+hour)")
 _CLOCK = re.compile(r"(?:^|\s)(?:в|к|at|on|to)\s+(?P<clock>\d{1,2}[:.]\d{2})\b")
-_LIST_TIMERS = re.compile(r"(?:какие\s+(?:у\s+меня\s+)?(?:есть\s+)?(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
+_LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
                           r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
                           r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
                           r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders))")
@@ -608,3 +608,19 @@ def show_answer(intent: Intent) -> str:
 
 
 _DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))
+
+
+_FIRED = re.compile(r"^\[Timer fired(?P<late> \(late: [^)\]]*\))?\] (?P<text>.+)$", re.S)
+
+
+def fired_timer(recorded: str) -> tuple[str, bool] | None:
+    """(its text, fired late) when a turn's only event is a timer firing ("[Timer fired] чай")."""
+    found = _FIRED.match(recorded.strip())
+    return (found["text"].strip(), bool(found["late"])) if found else None
+
+
+def reminder_answer(text: str, late: bool) -> str:
+    """What the glasses show when a timer fires: its text, as the user set it."""
+    if _is_russian(text) or not re.search(r"[a-z]", text.casefold()):
+        return f"⏰ Напоминание: {text}" + (" (с опозданием: сервер был недоступен)" if late else "")
+    return f"⏰ Reminder: {text}" + (" (late: the server was down)" if late else "")

@@ -266,3 +266,13 @@ async def test_a_text_asked_for_the_screen_is_shown_and_stays(tmp_path):
         shown = await system.turn("s", "напиши на очки: хлеб, сыр, яблоки")
         texts = [(m.text, m.final) for m in shown if isinstance(m, p.Display)]
         assert ("хлеб, сыр, яблоки", True) in texts and not backend.calls
+
+
+async def test_a_timer_firing_shows_its_text_without_asking_the_model(tmp_path, manual_clock):
+    """The local model answered a firing with "Thank you!": the reminder is shown as set."""
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=manual_clock) as system:
+        await system.turn("s", "напомни через 10 минут выключить плиту")
+        manual_clock.advance(601)
+        shown = await system.actors["glasses"].wait_turns("s", 2, timeout=30)
+        assert finals(shown)[-1] == "⏰ Напоминание: выключить плиту" and not backend.calls
