@@ -9,6 +9,9 @@ from core.background import BACKGROUND, CANCELLED, CANCELLED_TEXT
 from core.monitors import RUNNING, STOPPED, MonitorTable
 
 
+_WORD = re.compile(r"[0-9a-z]+")
+
+
 def _runs(conversation) -> list:
     return conversation.runs.in_background()
 
@@ -23,8 +26,11 @@ def tasks_list(conversation, monitors: MonitorTable | None) -> str:
 def names_a_task(text: str, conversation) -> bool:
     """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
     phrase saying so is about that task, which tasks_cancel stops, not about every task."""
-    words = set(re.findall(r"[0-9a-z]+", text.casefold()))
-    return any(run.task_id in words for run in _runs(conversation))
+    runs = _runs(conversation)
+    if not runs:
+        return False  # nothing in the background (every idle turn asks): no words to read
+    words = set(_WORD.findall(text.casefold()))
+    return any(run.task_id in words for run in runs)
 
 
 def _find_run(conversation, task_id: str):

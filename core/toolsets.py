@@ -42,6 +42,7 @@ _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 PAGE_ARG = "offset"
 """Every executor tool takes it, by name and last: where a long result continues (`cap_result`)."""
+BOUND_KEPT = 256  # validate's answers kept per catalog
 _PAGE_SUFFIX = re.compile(r"(?:^|[;|])\s*offset\s*=\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -226,6 +227,7 @@ class ToolsetRegistry:
     def __init__(self, toolsets: Iterable[ToolsetSpec]):
         self._toolsets: dict[str, ToolsetSpec] = {}
         self._tools: dict[str, ToolSpec] = {tool.name: tool for tool in CORE_TOOLS}
+        self._bound: dict[tuple[str, str], dict[str, str] | str] = {}  # validate's answers (see there)
         problems: list[str] = []
         for toolset in toolsets:
             problems += self._add(toolset)
@@ -251,6 +253,7 @@ class ToolsetRegistry:
         return registry, refused
 
     def _add(self, toolset: ToolsetSpec) -> list[str]:
+        self._bound.clear()
         problems = self._problems(toolset)
         for tool in toolset.tools:
             self._tools.setdefault(tool.name, tool)
@@ -374,7 +377,19 @@ class ToolsetRegistry:
         return f"toolset {name} does not exist; available: {available}"
 
     def validate(self, tool: str, raw_args: str) -> dict[str, str] | str:
-        """The call's arguments by name, or (a str) the text to give the model instead."""
+        """The call's arguments by name (a dict of the caller's own), or (a str) the text to give
+        the model instead. A step asks it of one call several times (the guard, the run, the
+        skill read, S8's substitution), so the answers of the latest calls are kept: the catalog
+        they depend on never changes."""
+        key = (tool, raw_args)
+        bound = self._bound.get(key)
+        if bound is None:
+            if len(self._bound) >= BOUND_KEPT:
+                self._bound.clear()
+            bound = self._bound[key] = self._bind(tool, raw_args)
+        return dict(bound) if isinstance(bound, dict) else bound
+
+    def _bind(self, tool: str, raw_args: str) -> dict[str, str] | str:
         spec = self._tools.get(tool)
         if spec is None:
             return self.unknown_tool_text(tool)

@@ -87,6 +87,13 @@ def test_validate_returns_arguments_by_name():
     assert registry.validate("get_current_time", "") == {}
 
 
+def test_the_arguments_validate_returns_are_the_callers_own():
+    registry = example_registry()
+    first = registry.validate("media_search", "dune; page=2")
+    first["query"] = "changed by a handler"
+    assert registry.validate("media_search", "dune; page=2") == {"query": "dune", "page": "2"}
+
+
 @pytest.mark.parametrize("tool,raw,text", [
     ("media_info", "", "arguments invalid for media_info; expected: media_info|id"),
     ("media_search", "a; 1; extra", "arguments invalid for media_search; expected: media_search|query; page?"),
