@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import logging
 import os
 import re
@@ -68,6 +69,7 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
+from core.intent import action_kind
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
@@ -82,7 +84,13 @@ _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
-ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
+ID_TOOLS = ("media_info", "media_play")
+
+
+@functools.lru_cache(maxsize=256)  # every step and every guarded call of a turn reads its messages again
+def _user_lines(content: str) -> tuple[str, ...]:
+    return tuple(_USER_LINE.findall(content))
+  # their `id` must be one this conversation's results showed
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
@@ -820,11 +828,13 @@ class Conversation:
         if not isinstance(bound, Bound):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
-        messages = self.trajectory.messages()
         if tool in ID_TOOLS and _SLUG.fullmatch(args.get("id", "").strip()) and args["id"].strip() not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(
                 f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
                 "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
+        if action_kind(tool, args, spec.read_only) is None:
+            return None  # a lookup: no words to find (check_call would pass it)
+        messages = self.trajectory.messages()
         said = self._turn_words(turn_start)
         offered = next((m.content for m in reversed(messages[:turn_start])
                         if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
@@ -843,7 +853,7 @@ class Conversation:
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""
         lines = [line for m in self.trajectory.messages()[turn_start:] if m.role == "user"
-                 for line in _USER_LINE.findall(m.content)]
+                 for line in _user_lines(m.content)]
         return "\n".join(lines)
 
     def _seen_ids(self) -> set[str]:

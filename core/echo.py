@@ -8,6 +8,8 @@ with `run.py eval`).
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 
 from core.intent import small_talk
@@ -29,11 +31,19 @@ UNINFORMATIVE_NOTICE = ("Your last reply told the user nothing of the result abo
                         "It begins: «{first}». Tell the user what it found now, in plain text, in {language}.")
 UNINFORMATIVE_MAX_WORDS = 3
 _LABEL = re.compile(r"^\[[^\]]*\]\s*")
+_PROMPT_STARTS = (ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())  # the state part's sections
 _NOT_WORD = re.compile(r"[\W_]+")
+_WORD = re.compile(r"[^\W_]+")  # one word of _words (casefold makes no white space)
 
 
 def _words(text: str) -> str:
     return _NOT_WORD.sub(" ", text).strip().casefold()
+
+
+def _more_words_than(text: str, count: int) -> bool:
+    """Whether `_words(text)` has more than `count` words, reading only as far as word count+1:
+    a long answer is told from a few words without normalising all of it."""
+    return next(itertools.islice(_WORD.finditer(text), count, None), None) is not None
 
 
 def refused(reply: str) -> bool:
@@ -50,14 +60,14 @@ def echoed(reply: str, said: str) -> str:
     """What `reply` merely repeats ("the user's words", "the tool list", a call line), or "" for a
     real reply. `said`: the user's last message as recorded (its "[User said]" label is ignored)."""
     text = reply.strip()
-    if text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())):
+    if text.startswith(_PROMPT_STARTS):
         return "the tool list"
-    if _CALL_LIKE.search(text):
+    if "call" in text.lower() and _CALL_LIKE.search(text):  # each call form holds "call" in some case
         return "the form of a tool call, which is not an answer"
-    words = _words(text)
-    user = _LABEL.sub("", said.strip())
-    if words and words == _words(user) and not small_talk(user):  # "Доброе утро!" back is an answer
-        return "the user's words"
+    said_words = _said_words(said)
+    if (said_words and not _more_words_than(text, said_words.count(" ") + 1) and _words(text) == said_words
+            and not small_talk(_LABEL.sub("", said.strip()))):
+        return "the user's words"  # "Доброе утро!" back (small talk) is an answer
     return ""
 
 
@@ -70,16 +80,22 @@ def never_shown(reply: str) -> bool:
     """A reply that must not reach the glasses even after it was asked again: a call line the
     parser does not take, or the prompt's own tool list."""
     text = reply.strip()
-    return bool(_CALL_LIKE.search(text)) or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip()))
+    return ("call" in text.casefold() and bool(_CALL_LIKE.search(text))
+            or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())))
 
 
-_CAPS_WORD_AT_END = re.compile(r"(?:^|\n)\W*[A-Z][A-Z_]*\s*$")  # "TOOOL_CALL" before its ":" arrives
+_CAPS_WORD = re.compile(r"\W*[A-Z][A-Z_]*\s*$")  # "TOOOL_CALL" before its ":" arrives
 
 
 def held_back(streamed: str) -> bool:
     """Text streamed so far that is not to be shown yet: a call line the parser does not take, or
-    what may become one (a capitalised word alone on its last line)."""
-    return never_shown(streamed) or bool(_CAPS_WORD_AT_END.search(streamed))
+    what may become one (a capitalised word alone on its last line). Asked at every piece: cheap."""
+    return bool(_CAPS_WORD.match(streamed, streamed.rfind("\n") + 1)) or never_shown(streamed)
+
+
+@functools.lru_cache(maxsize=1024)  # asked at every answer of a turn, with the same words
+def _said_words(said: str) -> str:
+    return _words(_LABEL.sub("", said.strip()))
 
 
 def _stems(text: str) -> set[str]:
@@ -90,6 +106,8 @@ def _stems(text: str) -> set[str]:
 def uninformative(reply: str, result: str) -> bool:
     """A reply of a few words that shares no word or number with the lookup result it follows:
     "Найдено!", "Done.", "Режиссёр" after a search or a title's details."""
+    if _more_words_than(reply, UNINFORMATIVE_MAX_WORDS):
+        return False
     words = _words(reply).split()
     return 0 < len(words) <= UNINFORMATIVE_MAX_WORDS and not (_stems(reply) & _stems(result))
 

@@ -45,10 +45,17 @@ _CALL_MARKER = re.compile(r"(?<![A-Za-z0-9\\*])(?=\**(?:(?i:tool_?call)|(?i:tool
 def fence(text: str) -> str:
     """`text` with every label-like line start and every label within a line escaped by a
     backslash; anything else unchanged."""
-    if not text:
+    if not text or not _may_hold_label(text):
         return text
     text = _LINE_START.sub(lambda m: m.group(1) + m.group(2) + "\\", text)
     return _IN_LINE.sub("\\\\", text)
+
+
+def _may_hold_label(text: str) -> bool:
+    """Both patterns need an opening bracket or the summary's "above" (any case): most results,
+    and most things the user says, have neither, and are let through without the regexes' scan."""
+    return ("[" in text or "\uff3b" in text or "\u3010" in text or "\u3014" in text
+            or "above" in text.lower())
 
 
 def fence_untrusted(text: str) -> str:

@@ -18,6 +18,7 @@ from protocol import ChatMessage
 
 FOLD_LINE = "[{n} earlier turns are not shown. TOOL_CALL: history_search|words finds them.]"
 PER_MESSAGE_TOKENS = 4  # role markers and separators a chat template adds around each message
+_LONGEST_FOLD_LINE = len(FOLD_LINE.format(n=10_000))
 
 
 @dataclass
@@ -65,7 +66,7 @@ def fold_history(history: list[ChatMessage], *, cut: int, current_start: int, ot
     if chars is None:
         chars = list(itertools.accumulate((len(m.content) for m in history), initial=0))
     end = len(history)
-    line_cost = model.cost(ChatMessage(role="user", content=FOLD_LINE.format(n=10_000)))
+    line_cost = model.cost_of(_LONGEST_FOLD_LINE, 1)  # the line's cost, however many turns it will count
     room = context - max_tokens - other_tokens - line_cost
     first = cut
     if model.cost_of(chars[end] - chars[first], end - first) > room:

@@ -37,7 +37,17 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _norm(text: str) -> str:
-    return " " + re.sub(r"\s+", " ", text.casefold().replace("ё", "е")) + " "
+    """Lower-cased, `ё` read as `е`, every run of white space one space, a space on either side."""
+    return " " + _squeeze(text.casefold().replace("ё", "е")) + " "
+
+
+def _squeeze(text: str) -> str:
+    """`re.sub(r"\\s+", " ", text)` by str.split, which splits at the same white space (str.isspace)
+    without the regex engine: every answer and every guarded call is normalised."""
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    return (" " if text[0].isspace() else "") + " ".join(words) + (" " if text[-1].isspace() else "")
 
 
 def _stems(*words: str) -> re.Pattern[str]:
@@ -201,27 +211,35 @@ def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, o
 
 
 # ---- a final answer that reports an action nobody made --------------------------------------
-_CLAIMS: dict[str, re.Pattern[str]] = {
-    "timer_set": _stems("таймер установлен", "таймер поставлен", "таймер запущен", "установил таймер",
-                        "поставил таймер", "напомню ", "напомню,", "будильник установлен", "timer set",
-                        "timer is set", "timer has been set", "i've set", "i have set", "i set a", "i'll remind",
-                        "i will remind", "reminder set", "reminder is set", "alarm set"),
-    "timer_cancel": _stems("таймер отменен", "отменил таймер", "таймер удален", "timer cancelled", "timer canceled",
-                           "cancelled the timer", "canceled the timer", "timer deleted", "timer removed"),
-    "play": _stems("включаю", "включил", "запускаю", "запустил", "воспроизвожу", "уже играет", "now playing",
-                   "playing ", "i've started", "started playing", "is playing"),
-    "playback": _stems("поставил на паузу", "поставлено на паузу", "остановил воспроизв", "остановил фильм",
-                       "продолжаю воспроизв", "paused the", "playback paused", "playback stopped", "stopped the film",
-                       "stopped the movie", "stopped playback", "resumed the", "playback resumed"),
-    "show": _stems("вывел на экран", "показал на экране", "на экране:", "shown on", "displayed on", "put it on"),
+_CLAIM_STEMS: dict[str, tuple[str, ...]] = {
+    "timer_set": ("таймер установлен", "таймер поставлен", "таймер запущен", "установил таймер",
+                  "поставил таймер", "напомню ", "напомню,", "будильник установлен", "timer set",
+                  "timer is set", "timer has been set", "i've set", "i have set", "i set a", "i'll remind",
+                  "i will remind", "reminder set", "reminder is set", "alarm set"),
+    "timer_cancel": ("таймер отменен", "отменил таймер", "таймер удален", "timer cancelled", "timer canceled",
+                     "cancelled the timer", "canceled the timer", "timer deleted", "timer removed"),
+    "play": ("включаю", "включил", "запускаю", "запустил", "воспроизвожу", "уже играет", "now playing",
+             "playing ", "i've started", "started playing", "is playing"),
+    "playback": ("поставил на паузу", "поставлено на паузу", "остановил воспроизв", "остановил фильм",
+                 "продолжаю воспроизв", "paused the", "playback paused", "playback stopped", "stopped the film",
+                 "stopped the movie", "stopped playback", "resumed the", "playback resumed"),
+    "show": ("вывел на экран", "показал на экране", "на экране:", "shown on", "displayed on", "put it on"),
 }
+_CLAIMS: dict[str, re.Pattern[str]] = {kind: _stems(*stems) for kind, stems in _CLAIM_STEMS.items()}
+
+
+# every claim of every kind in one pattern: an answer without any (most answers) is judged by one search
+_ANY_CLAIM = _stems(*(stem for stems in _CLAIM_STEMS.values() for stem in stems))
+_NEGATED = re.compile(r"(?:не|not|n't|cannot|can't|couldn't)\s+(?:\w+\s+)?(?:установ|включ|set|play|start)")
 
 
 def claimed_action(answer: str) -> ActionKind | None:
     """The kind of action a final answer reports as done ("Таймер установлен на 1 минуту",
     "Включаю «Матрица»"); None when it reports none."""
     text = _norm(answer)
-    if re.search(r"(?:не|not|n't|cannot|can't|couldn't)\s+(?:\w+\s+)?(?:установ|включ|set|play|start)", text):
+    if not _ANY_CLAIM.search(text):
+        return None
+    if _NEGATED.search(text):
         return None  # "не могу включить", "I can't set" reports nothing done
     for kind, pattern in _CLAIMS.items():
         if pattern.search(text):

@@ -19,6 +19,7 @@ for budgets and for callers that want one message.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
@@ -79,6 +80,7 @@ _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
 
+@functools.lru_cache(maxsize=1024)  # asked at every call and notice of a turn, with the same words
 def reply_language(words: str) -> str:
     """The language to name: Russian for Cyrillic words, else "the user's language"."""
     cyrillic, latin = len(_CYRILLIC.findall(words)), len(_LATIN.findall(words))
@@ -134,20 +136,42 @@ def arg_choices(registry: ToolsetRegistry, active: Iterable[str], readable_skill
     nothing at all for a tool without arguments. A small model made to write `|` goes on to copy the tool's description;
     one allowed to enable an active toolset enables it again and again (the enable is invisible)."""
     active = sorted(active)
-    choices = {tool: [""] for tool in registry.callable_tools(active) if not registry.spec(tool).args}
+    without_args, off = _fixed_choices(registry, tuple(active))
+    choices = {tool: [""] for tool in without_args}
     choices.update({
         "read_skill": [skill.name for skill in readable_skills],
-        "enable_toolset": [name for name in registry.toolset_names() if name not in active],
+        "enable_toolset": list(off),
         "disable_toolset": active,
     })
     return choices
 
 
+@functools.lru_cache(maxsize=64)
+def _fixed_choices(registry: ToolsetRegistry, active: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What arg_choices takes from the catalog alone, asked at every step: the callable tools
+    without arguments, and the toolsets that are off."""
+    return (tuple(tool for tool in registry.callable_tools(active) if not registry.spec(tool).args),
+            tuple(name for name in registry.toolset_names() if name not in active))
+
+
 def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Iterable[SkillEntry],
                  skills_howto: str, toolset_skill_map: Mapping[str, str] | None = None) -> PromptParts:
     """Both parts of the prompt for one request. `active`: the session's active toolsets (after
-    purge_expired); names the registry does not know are skipped."""
-    active_names = sorted({name for name in active if registry.toolset(name) is not None})
+    purge_expired); names the registry does not know are skipped.
+
+    Every step of every session asks for it, and most steps ask for a state already built: both
+    parts are kept (`_static_part`, `_state_part`) by what they are made of - the registry (the
+    catalog is immutable: a change replaces it whole), the active toolsets, the skills shown and
+    the map - so a step pays for a key, not for the text."""
+    active_names = tuple(sorted({name for name in active if registry.toolset(name) is not None}))
+    shown = tuple((s.name, s.description) for s in skills)
+    links = tuple(sorted(toolset_skill_map.items())) if toolset_skill_map else ()
+    return PromptParts(_static_part(registry), _state_part(registry, active_names, shown, skills_howto, links))
+
+
+@functools.lru_cache(maxsize=16)
+def _static_part(registry: ToolsetRegistry) -> str:
+    """Preamble, worked examples, core tools, catalog: the same for every request of one catalog."""
     # the order measured best on `run.py eval` (local, progressive): a toolset's, the core tool's,
     # chat last (dev set)
     examples = [*_enable_examples(registry), TOOL_EXAMPLE, *CHAT_EXAMPLES]
@@ -156,8 +180,16 @@ def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Itera
     catalog = registry.catalog_lines()
     if catalog:
         static.append("\n".join([CATALOG_HEADER, *catalog]))
+    return "\n\n".join(static)
+
+
+@functools.lru_cache(maxsize=256)
+def _state_part(registry: ToolsetRegistry, active_names: tuple[str, ...], skills: tuple[tuple[str, str], ...],
+                skills_howto: str, links: tuple[tuple[str, str], ...]) -> str:
+    """The skills index and the active toolsets with their tools; `skills`: (name, description)."""
     state = []
-    shown = visible_skills(registry, active_names, skills, toolset_skill_map)
+    entries = [SkillEntry(name=name, description=description) for name, description in skills]
+    shown = visible_skills(registry, active_names, entries, dict(links))
     if shown:
         state.append("\n".join([skills_howto, *(f"{s.name}: {s.description}" for s in shown)]))
     if active_names:
@@ -168,7 +200,7 @@ def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Itera
         if examples:
             lines += [TOOLSET_EXAMPLES_HEADER, *(f"- {line}" for line in examples)]
         state.append("\n".join(lines))
-    return PromptParts("\n\n".join(static), "\n\n".join(state))
+    return "\n\n".join(state)
 
 
 def _enable_examples(registry: ToolsetRegistry) -> list[str]:

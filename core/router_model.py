@@ -40,12 +40,13 @@ _NEGATORS = frozenset({"не", "не надо", "don't", "dont", "not", "never",
 _PARTICLES = frozenset({"ка", "то", "нибудь", "таки"})
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 _DIGITS = re.compile(r"^\d+(?:[.,]\d+)?$")
+_DECIMAL_MARK = re.compile(r"(\d)[.,](\d)")
 
 
 def tokens(text: str) -> list[str]:
     """The normalised words of an utterance (see the module doc); digits become "<num>"."""
     text = text.replace("’", "'").replace("ё", "е").replace("Ё", "Е").casefold()
-    text = re.sub(r"(\d)[.,](\d)", r"\1\2", text)
+    text = _DECIMAL_MARK.sub(r"\1\2", text)
     words: list[str] = []
     for raw in _TOKEN.findall(text):
         parts = raw.split("-")
@@ -56,7 +57,7 @@ def tokens(text: str) -> list[str]:
         for word in parts:
             if word in FILLERS:
                 continue
-            word = "<num>" if _DIGITS.match(word) else word
+            word = "<num>" if word[:1].isdecimal() and _DIGITS.match(word) else word
             if words and words[-1] == word:
                 continue  # "stop stop stop", "нет, нет"
             words.append(word)

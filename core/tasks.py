@@ -10,6 +10,9 @@ from core.background import BACKGROUND, ToolRun
 from core.monitors import RUNNING, STOPPED, MonitorTable
 
 
+_WORD = re.compile(r"[0-9a-z]+")
+
+
 def tasks_list(runs: Sequence[ToolRun], monitors: MonitorTable | None) -> str:
     """`runs`: the session's calls in the background (ToolRuns.in_background)."""
     lines = [f"{run.task_id}: {run.tool} running in the background" for run in runs]
@@ -21,7 +24,9 @@ def tasks_list(runs: Sequence[ToolRun], monitors: MonitorTable | None) -> str:
 def names_a_task(text: str, runs: Sequence[ToolRun]) -> bool:
     """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
     phrase saying so is about that task, which tasks_cancel stops, not about every task."""
-    words = set(re.findall(r"[0-9a-z]+", text.casefold()))
+    if not runs:
+        return False  # nothing in the background (every idle turn asks): no words to read
+    words = set(_WORD.findall(text.casefold()))
     return any(run.task_id in words for run in runs)
 
 

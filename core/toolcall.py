@@ -61,6 +61,8 @@ class ArgumentError(ValueError):
 
 
 def _strip_think(text: str) -> str:
+    if "<" not in text:
+        return text  # no <think> block, opened or closed
     text = _THINK.sub("", text)
     closing = text.lower().rfind("</think>")  # the template may have opened the block for us
     return text[closing + len("</think>"):] if closing >= 0 else text
@@ -70,6 +72,12 @@ def _line_bounds(text: str, index: int) -> tuple[int, int]:
     start = text.rfind("\n", 0, index) + 1
     end = text.find("\n", index)
     return start, len(text) if end < 0 else end
+
+
+def _may_hold_marker(text: str) -> bool:
+    """Every spelling of the marker holds "tool" in some case (the regex's scan is left to text
+    that does: an answer streamed in pieces is asked at every piece)."""
+    return "tool" in text.lower()
 
 
 def _find_marker_with_name(text: str, start: int = 0) -> re.Match | None:
@@ -130,7 +138,7 @@ def _unwrap(prefix: str, args: str, bold: bool) -> tuple[str, str]:
 def parse_reply(text: str) -> ParsedReply:
     """Split a model reply into visible text and at most one tool call."""
     text = _strip_think(text)
-    marker = _find_marker_with_name(text)
+    marker = _find_marker_with_name(text) if _may_hold_marker(text) else None
     if marker is None:
         return ParsedReply(text_before=text.strip(), call=None)
     line_start = _line_bounds(text, marker.start())[0]
@@ -165,7 +173,7 @@ def find_call_start(text: str) -> int | None:
 
     Covers a complete marker and a partial one at the very end of the stream ("TOOL_C"), plus a
     quote/backtick/bold opener or a ``` fence line right before it. None: show everything."""
-    marker = _MARKER.search(text)
+    marker = _MARKER.search(text) if _may_hold_marker(text) else None
     index = marker.start() if marker else _partial_marker_start(text)
     if index is None:
         return None
@@ -185,17 +193,20 @@ def find_call_start(text: str) -> int | None:
 
 
 _MARKER_FORMS = "toolcall:"
+_SQUEEZED = re.compile(r"[ _*-]")
 
 
 def _partial_marker_start(text: str) -> int | None:
     """Start of a tail that could still grow into the marker, e.g. "…here: TOOL_CA"."""
     for start in range(max(0, len(text) - 14), len(text)):
+        if text[start] not in "tT":
+            continue  # only a tail starting with the marker's t can grow into it
         if start > 0 and text[start - 1].isalnum():
             continue
         tail = text[start:]
         if not tail or "\n" in tail:
             continue
-        squeezed = re.sub(r"[ _*-]", "", tail.lower())
+        squeezed = _SQUEEZED.sub("", tail.lower())
         if squeezed and tail[0] not in " _*-" and _MARKER_FORMS.startswith(squeezed):
             return start
     return None

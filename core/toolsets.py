@@ -49,6 +49,7 @@ _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 PAGE_ARG = "offset"
 """Every executor tool takes it, by name and last: where a long result continues (`cap_result`).
 `validate` takes it off the arguments into `Bound.offset` (and so `ToolInvoke.offset`)."""
+BOUND_KEPT = 256  # validate's answers kept per catalog
 _PAGE_SUFFIX = re.compile(r"(?:^|[;|])\s*offset\s*=\s*(\d+)\s*$", re.IGNORECASE)
 
 
@@ -309,6 +310,7 @@ class ToolsetRegistry:
     def __init__(self, toolsets: Iterable[ToolsetSpec]):
         self._toolsets: dict[str, ToolsetSpec] = {}
         self._tools: dict[str, ToolSpec] = {tool.name: tool for tool in CORE_TOOLS}
+        self._bound: dict[tuple[str, str], Bound | Invalid] = {}  # validate's answers (see there)
         problems: list[str] = []
         for toolset in toolsets:
             problems += self._add(toolset)
@@ -334,6 +336,7 @@ class ToolsetRegistry:
         return registry, refused
 
     def _add(self, toolset: ToolsetSpec) -> list[str]:
+        self._bound.clear()
         problems = self._problems(toolset)
         for tool in toolset.tools:
             self._tools.setdefault(tool.name, tool)
@@ -457,7 +460,19 @@ class ToolsetRegistry:
         return f"toolset {name} does not exist; available: {available}"
 
     def validate(self, tool: str, raw_args: str) -> Bound | Invalid:
-        """The call's arguments by name, or why they cannot be (the text to give the model)."""
+        """The call's arguments by name (a dict of the caller's own), or why they cannot be (the
+        text to give the model). A step asks it of one call several times (the guard, the run,
+        the skill read, S8's substitution), so the answers of the latest calls are kept: the
+        catalog they depend on never changes."""
+        key = (tool, raw_args)
+        bound = self._bound.get(key)
+        if bound is None:
+            if len(self._bound) >= BOUND_KEPT:
+                self._bound.clear()
+            bound = self._bound[key] = self._bind(tool, raw_args)
+        return Bound(args=dict(bound.args), offset=bound.offset) if isinstance(bound, Bound) else bound
+
+    def _bind(self, tool: str, raw_args: str) -> Bound | Invalid:
         spec = self._tools.get(tool)
         if spec is None:
             return Invalid(text=self.unknown_tool_text(tool))

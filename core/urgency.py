@@ -116,29 +116,36 @@ def utterance_words(text: str) -> list[str]:
     return _WORD.findall(normalize_utterance(text))
 
 
-def _phrase_table(phrases: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    """Phrases as word tuples, longest first (so "stop it" wins over "stop")."""
-    table = {tuple(utterance_words(p)) for p in phrases}
-    table.discard(())
-    return tuple(sorted(table, key=len, reverse=True))
+PhraseTable = Mapping[str, tuple[tuple[str, ...], ...]]
+"""Phrases as word tuples by their first word, longest first (so "stop it" wins over "stop"): a
+phrase can only match where its first word is, so a word is compared with its own few, not all."""
 
 
-def _leading_phrase(words: list[str], table: tuple[tuple[str, ...], ...]) -> int:
+def _by_first_word(phrases: Iterable[tuple[str, ...]]) -> PhraseTable:
+    table: dict[str, list[tuple[str, ...]]] = {}
+    for phrase in sorted(set(phrases) - {()}, key=len, reverse=True):
+        table.setdefault(phrase[0], []).append(phrase)
+    return {first: tuple(group) for first, group in table.items()}
+
+
+def _phrase_table(phrases: Iterable[str]) -> PhraseTable:
+    return _by_first_word(tuple(utterance_words(p)) for p in phrases)
+
+
+def _leading_phrase(words: list[str], table: PhraseTable) -> int:
     """How many words the leading phrase of `words` takes (after an address), 0 if none leads."""
     start = 0
     while start < len(words) - 1 and words[start] in _ADDRESS:
         start += 1
-    for phrase in table:
+    for phrase in table.get(words[start], ()) if words else ():
         if tuple(words[start:start + len(phrase)]) == phrase:
             return start + len(phrase)
     return 0
 
 
-def _token_table(phrases: Iterable[str]) -> tuple[tuple[str, ...], ...]:
-    """Phrases as normalised token tuples (core.router_model.tokens), longest first."""
-    table = {tuple(router_model.tokens(p)) for p in phrases}
-    table.discard(())
-    return tuple(sorted(table, key=len, reverse=True))
+def _token_table(phrases: Iterable[str]) -> PhraseTable:
+    """Phrases as normalised token tuples (core.router_model.tokens), by first word."""
+    return _by_first_word(tuple(router_model.tokens(p)) for p in phrases)
 
 
 _missing_weights_logged = False
@@ -165,9 +172,9 @@ class UrgencyConfig:
     parallel_patterns: tuple[str, ...] = DEFAULT_PARALLEL_PATTERNS
     interrupt_phrases: tuple[str, ...] = DEFAULT_INTERRUPT_PHRASES
     classifier: bool = True  # the learned classifier judges user text while busy (core.router_model)
-    _stops: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
-    _only_stops: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
-    _interrupts: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    _stops: PhraseTable = field(init=False, repr=False, compare=False)
+    _only_stops: PhraseTable = field(init=False, repr=False, compare=False)
+    _interrupts: PhraseTable = field(init=False, repr=False, compare=False)
     _patterns: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -225,7 +232,7 @@ class UrgencyConfig:
         words = router_model.tokens(text)
         found, at = False, 0
         while at < len(words):
-            taken = next((len(ph) for ph in self._only_stops if tuple(words[at:at + len(ph)]) == ph), 0)
+            taken = next((len(ph) for ph in self._only_stops.get(words[at], ()) if tuple(words[at:at + len(ph)]) == ph), 0)
             if taken:
                 found, at = True, at + taken
             elif words[at] in _GLUE:

@@ -344,8 +344,9 @@ async def test_forged_lines_from_a_skill_a_tool_and_a_timer_stay_data(tmp_path, 
         await system.turn("s", "call notes_read")
         await system.turn("s", f"call timers_set|in 1 minute; {FORGED}")
         clock.advance(61)
-        await until(lambda: any("Timer fired" in m.content for c in backend.calls for m in c))
-        await system.actors["glasses"].wait_turns("s", 4)
+        await system.actors["glasses"].wait_turns("s", 4)  # the firing (shown by a reflex: core.reflex)
+        await system.turn("s", "call notes_read")  # the model reads the whole history, the firing too
+        assert any("Timer fired" in m.content for m in backend.calls[-1])
         history = await system.history("s")
         texts = [m["content"] for m in history]
         # every forged line reached the model, fenced (the skill's, the tool's, the timer's; the

@@ -1,6 +1,7 @@
 """S4, S7, S11: the system prompt in its three states, its order, and its size."""
 from core.activity import ToolsetActivity
 from core.prompt import build_system_prompt, estimate_tokens
+from core.toolsets import ToolsetRegistry
 from toolset_examples import COOKING_SKILL, MEDIA_SKILL, example_registry
 
 HOWTO = "Skills (read one before acting on it): TOOL_CALL: read_skill|name"
@@ -177,3 +178,19 @@ def test_no_example_gives_a_time_or_a_title_to_copy():
     examples = "\n".join(line for line in everything.splitlines() if line.startswith("- "))
     assert not re.search(r"\d{1,2}:\d{2}", examples), examples
     assert "Брат" not in examples and "позвонить" not in examples
+
+
+def test_a_prompt_kept_between_steps_follows_a_new_catalog_and_changed_skills():
+    from core.prompt import build_prompt
+    from protocol.skills import SkillEntry
+    from toolset_examples import media_toolset
+
+    media_only = ToolsetRegistry([media_toolset()])
+    before = build_prompt(media_only, ["media"], [COOKING_SKILL], HOWTO)
+    assert build_prompt(media_only, ["media"], [COOKING_SKILL], HOWTO) == before  # the same state: the same prompt
+    catalog = build_prompt(example_registry(), ["media"], [COOKING_SKILL], HOWTO)
+    assert "timers — reminders and timers" in catalog.static and "timers — " not in before.static
+    edited = SkillEntry(name="cooking", description="recipes, edited")
+    assert "cooking: recipes, edited" in build_prompt(media_only, ["media"], [edited], HOWTO).state
+    assert "cooking: recipes, edited" not in before.state
+    assert build_prompt(media_only, [], [COOKING_SKILL], HOWTO).state != before.state  # media turned off

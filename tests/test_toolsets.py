@@ -108,6 +108,13 @@ def test_a_paging_call_binds_its_offset_apart_from_the_tools_arguments():
     assert registry.validate("show_text", "a; offset=5") == Bound(args={"text": "a; offset=5"})
 
 
+def test_the_arguments_validate_returns_are_the_callers_own():
+    registry = example_registry()
+    first = registry.validate("media_search", "dune; page=2")
+    first.args["query"] = "changed by a handler"
+    assert registry.validate("media_search", "dune; page=2").args == {"query": "dune", "page": "2"}
+
+
 @pytest.mark.parametrize("tool,raw,text", [
     ("media_info", "", "arguments invalid for media_info; expected: media_info|id"),
     ("media_search", "a; 1; extra", "arguments invalid for media_search; expected: media_search|query; page?"),
