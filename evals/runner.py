@@ -111,6 +111,10 @@ class _CallsSeen(Observer):
 
     def tool_started(self, conv, turn_id: str, call_id: str, tool: str, args: str) -> None:
         self.ports.calls.append((tool, args.strip()))
+        # a turn busy with a call is busy: a `while_busy` line is said now if no model step came first
+        hook, self.ports.on_first_piece = self.ports.on_first_piece, None
+        if hook is not None:
+            hook()
 
     def tool_finished(self, conv, turn_id: str, call_id: str, tool: str, args: str, outcome: str, result: str) -> None:
         if outcome == "invisible":
