@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import anyio
+import msgspec
 
 import protocol as p
 from core.budget import default_catalog
@@ -174,8 +175,10 @@ async def record_conversation(config: Config, script: Sequence[Turn | str], *,
         await anyio.to_thread.run_sync(ready)
     ports = InProcessPorts(build_repository(config), provider, backend or ScriptedBackend(BENCH_RULES))
     async with anyio.create_task_group() as tasks:
+        # the model's requests are what is recorded: no reflex (core.reflex) takes a turn from it
+        session_config = msgspec.structs.replace(config.session, reflexes=False)
         settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports,
-                                   spawn=tasks.start_soon, config=config.session, clock=clock)
+                                   spawn=tasks.start_soon, config=session_config, clock=clock)
         conversation = Conversation(SESSION, settings)
         for turn, item in enumerate(script, start=1):
             said = Turn(item) if isinstance(item, str) else item
