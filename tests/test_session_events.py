@@ -167,8 +167,8 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path, manual_clock):
         await system.turn("idle", "remind me about tea")
         await system.turn("busy", "remind me about tea")
         clock.advance(301)
-        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["idle"]))
-        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "Reminder: tea is ready" for m in glasses.shown["busy"]))
+        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "⏰ Reminder: tea is ready" for m in glasses.shown["idle"]))
+        await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "⏰ Reminder: tea is ready" for m in glasses.shown["busy"]))
         for session in ("idle", "busy"):
             history = await system.history(session)
             assert any("tea is ready" in m["content"] and "Timer fired" in m["content"] for m in history), history
@@ -231,7 +231,7 @@ async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_nev
         return "ok"
 
     def reminders(glasses, session):
-        return [m.text for m in glasses.shown.get(session, []) if isinstance(m, p.Display) and m.final and m.text.startswith("Reminder")]
+        return [m.text for m in glasses.shown.get(session, []) if isinstance(m, p.Display) and m.final and m.text.startswith("⏰ Reminder")]  # a reflex shows a firing (core.reflex)
 
     backend = ScriptedBackend(reply_fn=timer_model)
     async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
@@ -250,7 +250,7 @@ async def test_each_sessions_timer_fires_at_its_own_time_and_a_cancelled_one_nev
         # "cancelled"'s timer would have come due before "later"'s: fired, it would be running now
         cancelled = system.actors["session"].sessions["cancelled"]
         assert not cancelled.running and not cancelled.queue and not len(cancelled.timers)
-        assert reminders(glasses, "soon") == ["Reminder: 5 minutes passed"]
-        assert reminders(glasses, "later") == ["Reminder: 10 minutes passed"]
+        assert reminders(glasses, "soon") == ["⏰ Reminder: 5 minutes passed"]
+        assert reminders(glasses, "later") == ["⏰ Reminder: 10 minutes passed"]
         assert reminders(glasses, "cancelled") == []
         assert not any("Timer fired" in m["content"] for m in await system.history("cancelled"))

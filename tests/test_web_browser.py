@@ -131,7 +131,7 @@ def test_stop_clears_the_hud(console):
 
 def test_enable_toolset_shows_a_countdown_and_the_timeline_lists_the_model_calls(console):
     page, url = console
-    _say(page, "find films about space")
+    _say(page, "any films about space?")  # the model's turn, step by step (no reflex takes it: core.reflex)
     countdown = page.locator("#toolsets li[data-toolset='media'] .countdown")
     countdown.wait_for()
     page.wait_for_function("() => /^(9|10):\\d\\d left$/.test(document.querySelector(\"#toolsets li[data-toolset='media'] .countdown\").textContent)")
