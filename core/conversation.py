@@ -727,7 +727,15 @@ class Conversation:
             return None
         return timers_cancelled([t.text for t in chosen], intent.russian)
 
+    async def _names_a_title(self, turn: _Turn, words: str) -> bool:
+        """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
+        that are no title leave no search in the history for the model to misread."""
+        found = await self._run_side_call(turn.turn_id, "media_search", words)
+        return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
+
     async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
+        if intent.subject and self._shown_media()[2] and not await self._names_a_title(turn, intent.subject):
+            return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.reference is not None:
             titles, last_id, known = self._shown_media()
             media_id = refer(intent.reference, titles, last_id)
@@ -759,11 +767,12 @@ class Conversation:
         return None if result is None else search_answer(intent, shown_titles(result), shown_total(result))
 
     async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
-        if intent.subject:  # a title named: searched, and asked about when it is plainly one result
+        media_id = ""
+        if intent.subject and await self._names_a_title(turn, intent.subject):  # a title named
             result = await self._reflex_call(turn, "media_search", intent.subject)
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
-        else:
+        if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
             titles, last_id, _known = self._shown_media()
             media_id = refer(intent.reference or Reference(), titles, last_id)
         result = await self._reflex_call(turn, "media_info", media_id) if media_id else None

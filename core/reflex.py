@@ -106,7 +106,7 @@ _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|продолжительн|"
                            r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length)")),
-    ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|режисс)|режиссер|режиссёр|who\s+directed|"
+    ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
@@ -251,8 +251,8 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
 
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
-_DETAIL_GLUE = frozenset("""а и ну так the is was does did of in by у в фильм фильма фильме сериал сериала кино movie
-    film series show""".split())
+_DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
+    кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята""".split())
 
 
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -268,13 +268,13 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
         rest = _norm(raw[begin:found.start()] + " " + raw[end:stop])
         reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
-        named = [w for w in rest.split() if w not in _ABOUT_SHOWN and not _YEAR.fullmatch(w)
-                 and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
+        named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
+                 and not _YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
             subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
             if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
                 return None
-            return Intent(kind="details", russian=russian, detail=detail, subject=subject)
+            return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
 

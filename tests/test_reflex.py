@@ -61,7 +61,8 @@ def test_details_of_the_title_talked_about_or_of_one_named():
     assert recognise("а второй? кто режиссёр?").reference == Reference(ordinal=2)
     assert recognise("Who directed Alien? Use the catalog.").subject == "alien"  # its own sentence
     named = recognise("who directed Blade Runner?")
-    assert (named.detail, named.subject, named.reference) == ("director", "blade runner", None)
+    assert (named.detail, named.subject) == ("director", "blade runner")
+    assert recognise("how long does it last?").subject == ""  # words that are no title: the one talked about
     director = recognise("а кто режиссёр второго?")
     assert director.detail == "director" and director.reference == Reference(ordinal=2)
 
@@ -276,3 +277,23 @@ async def test_a_timer_firing_shows_its_text_without_asking_the_model(tmp_path, 
         manual_clock.advance(601)
         shown = await system.actors["glasses"].wait_turns("s", 2, timeout=30)
         assert finals(shown)[-1] == "⏰ Напоминание: выключить плиту" and not backend.calls
+
+
+async def test_words_that_name_no_title_ask_about_the_one_talked_about_and_leave_no_search(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "найди Сталкер")
+        answer = finals(await system.turn("s", "а кто его снимал, этот фильм?"))[-1]
+        assert "Тарковский" in answer and not backend.calls
+        searches = [m for m in await system.history("s") if m["role"] == "tool" and m["name"] == "media_search"]
+        assert len(searches) == 1
+
+
+async def test_play_words_that_name_no_title_after_a_search_go_to_the_model(tmp_path):
+    """"включи последнюю часть" after a search is about what was shown: the model picks, and the
+    user is not told the catalog lacks «последнюю часть»."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "Какую именно часть?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "найди Терминатор")
+        answer = finals(await system.turn("s", "включи последнюю часть"))[-1]
+        assert answer == "Какую именно часть?" and len(backend.calls) == 1
