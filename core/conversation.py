@@ -682,6 +682,10 @@ class Conversation:
         if parsed.call is None:
             return None
         outcome = await self._step_call(turn, parsed, by_reflex=True)
+        if outcome is not None and outcome.kind == "error" and self.s.registry.spec(tool).read_only:
+            # a lookup that failed (its executor lost with the call): asked again once, as the
+            # model would be told to; changing calls are not repeated here
+            outcome = await self._step_call(turn, parse_reply(f"TOOL_CALL: {tool}|{args}"), by_reflex=True)
         return outcome.text if outcome is not None and outcome.kind == "ok" else None
 
     async def _reflex_time_now(self, turn: _Turn, intent: Intent) -> str | None:

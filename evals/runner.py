@@ -431,7 +431,7 @@ async def _play_turn(play: _Playing, number: int, turn) -> bool:
     except TimeoutError:  # a scenario that hangs (or a machine too loaded) fails alone
         play.problems.append(f"turn {number}: no answer within {TURN_TIMEOUT_S:.0f} s")
         return False
-    calls_before = await _through_restart(play, number, turn, saved, submitted, calls_before)
+    calls_before = await _through_restart(play, number, turn, saved, submitted, calls_before, steps_before)
     ports.on_first_piece = None
     _judge_played(play, number, turn, shown_before, calls_before, steps_before, history_before)
     if turn.say and ports.final_at is not None:
@@ -440,7 +440,7 @@ async def _play_turn(play: _Playing, number: int, turn) -> bool:
 
 
 async def _through_restart(play: _Playing, number: int, turn, saved: _Saved, submitted: list[p.Event],
-                           calls_before: int) -> int:
+                           calls_before: int, steps_at_start: int) -> int:
     """After a scripted crash: the runtime's next life, the conversation read back and its turn
     finished. Where the judged calls begin (after the restart, or after the lost call)."""
     ports = play.ports
@@ -455,6 +455,8 @@ async def _through_restart(play: _Playing, number: int, turn, saved: _Saved, sub
     elif ports.crash.executor_died:
         if ports.lost_at is not None:
             calls_before = ports.lost_at  # judged: what the model does after the lost call
+    elif turn.restart_at == "answer" and len(ports.stats) == steps_at_start:
+        pass  # a reflex answered (core.reflex): no model answer to crash in; judged as the turn went
     elif turn.restart_at:
         play.problems.append(f"turn {number}: the turn never reached its restart point ({turn.restart_at})")
     return calls_before

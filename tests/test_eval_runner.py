@@ -176,3 +176,25 @@ async def test_a_play_carried_out_by_a_reflex_is_judged_by_what_it_played_with_n
     result = report.per_scenario[0]
     assert result.passed, result.why
     assert result.steps == 0 and any(c.startswith("media_play|titanic") for c in result.calls)
+
+
+async def test_a_lookup_a_reflex_made_and_lost_is_asked_again_once_by_the_reflex():
+    """The executor loses a reflex's search (`restart_at = "toolsets-lost"`): the session asks
+    the lookup again itself, and a model that would give up is never asked."""
+    lost = [Scenario(id="reflex-lost-search", lang="en", turns=[Turn(
+        say="find Inception", restart_at="toolsets-lost", calls=["media_search|inception"], mentions=["Inception"])])]
+    giving_up = [Rule(r"", "I'm sorry, but I can't assist with that.", role="tool"), *DEFAULT_RULES]
+    report = await run_eval(load_config(None, env={}), lost, backend=ScriptedBackend(giving_up), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    result = report.per_scenario[0]
+    assert result.passed and result.steps == 0, result.why
+    assert [c for c in result.calls if c.startswith("media_search")] == ["media_search|inception"] * 2
+
+
+async def test_a_restart_at_the_answer_of_a_turn_a_reflex_answered_is_judged_as_the_turn_went():
+    """No model answer to crash in (core.reflex): judged on what was done, not failed as unreached."""
+    crash = [Scenario(id="reflex-answer", lang="en", turns=[Turn(
+        say="find Inception", restart_at="answer", calls=["media_search|inception"], mentions=["Inception"])])]
+    report = await run_eval(load_config(None, env={}), crash, backend=ScriptedBackend(), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    assert report.passed == 1 and report.per_scenario[0].steps == 0, report.per_scenario[0].why
