@@ -86,6 +86,7 @@ _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|pl
 _TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|timer|remind|alarm)")
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|установи|заведи|засеки|запусти|включи|сделай|напомни(?:\s+мне)?|"
                         r"разбуди(?:\s+меня)?|set|start|remind\s+me|wake\s+me(?:\s+up)?)\b")
+_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s)")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
 _DURATION = re.compile(
     r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
@@ -199,7 +200,7 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
                       text=cancel["rest"])
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
-    start = _SET_TIMER.match(said_after)
+    start = _SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
     when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])

@@ -23,6 +23,7 @@ from llm.scripted import ScriptedBackend
     ("поставь будильник в 7:30", "7:30", ""),
     ("через полчаса напомни снять бельё", "in полчаса", "снять бельё"),
     ("через 5 минут поставь таймер", "in 5 минут", ""),
+    ("таймер на 7 минут, яйца", "in 7 минут", "яйца"),  # no verb: the timer and its time say it
 ])
 def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text):
     intent = recognise(said)
@@ -34,7 +35,7 @@ def test_a_timer_request_gives_its_time_and_the_users_own_text(said, when, text)
     "спасибо, ты супер!", "you're great, thanks", "объясни, как работает таймер", "не ставь таймер",
     "хм, ладно", "what is a timer?", "поставь таймер каждый день в 9:00", "включи Сталкер и поставь таймер на 2 часа",
     "как долго варить яйца?", "поставь таймер",
-    "расскажи подробно историю кино", "don't play it", "Найди Брат. Кто его снял?", "Найди Матрицу. Включи её.",
+    "расскажи подробно историю кино", "таймер на кухне опять сломался", "don't play it", "Найди Брат. Кто его снял?", "Найди Матрицу. Включи её.",
 ])
 def test_words_that_are_not_a_plain_request_go_to_the_model(said):
     assert recognise(said) is None
