@@ -363,6 +363,7 @@ class Conversation:
             if scope.cancelled_caught:
                 # Cancelled or interrupted: the glasses stop showing the old answer; the
                 # urgent event is already queued and the next iteration calls the model at once.
+                self._close_open_calls()
                 self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="", clear=True))
             if self.resuming is not None and self.resuming[0] in consumed:
                 consumed += self.resuming[1]  # the TurnDone of a continued turn covers the cut one's events
@@ -459,6 +460,14 @@ class Conversation:
             if self.cut_by != "cancelled":  # a stop in the same breath wins
                 self.cut_by = "interrupted"
             self._step_scope.cancel()
+
+    def _close_open_calls(self) -> None:
+        """A stop or an interrupt that landed while the model's reply was finishing cut the step
+        after its call was recorded and before it ran: that call is closed as the stop or the
+        interrupt closes one, so the history stays paired (E6) and the next batch can be recorded.
+        Called once the step is over (no scope left to cancel)."""
+        if self.trajectory.pending_calls():
+            self._cancel() if self.cut_by == "cancelled" else self._interrupt()
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         # a turn a crash cut goes on as the current turn: the request is the one the lost step made

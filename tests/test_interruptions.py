@@ -416,3 +416,23 @@ async def test_the_model_router_falls_back_to_the_rules_on_nonsense(tmp_path):
         tools.release["contacts_search"].set()  # queued (the rules' verdict): handled after the search
         shown = await glasses.wait_event_done("s", "e2")
         assert "Tomorrow: sunny, +18." in finals(shown)
+
+
+def test_a_call_recorded_after_an_interrupt_landed_is_closed_so_the_next_batch_can_be_recorded():
+    """The race a scripted replay of `correction-en` found: the interrupt arrives while the model's
+    reply is finishing, so the step is cut after its call was recorded and before it ran. The cut
+    turn closes that call (E6: every call keeps a paired result) and the next event is recorded."""
+    from core.config import load_config
+    from core.conversation import Conversation, SessionSettings
+    from core.toolsets import ToolsetRegistry
+
+    settings = SessionSettings(registry=ToolsetRegistry([]), ports=None, config=load_config(None, env={}).session,
+                               spawn=lambda *args, **kwargs: None, session_toolsets={})
+    conversation = Conversation("s", settings)
+    conversation.trajectory.record_events(p.Event(event_id="e1", kind="user_text", source="user", channel="speech", content="найди Титаник", ts=0.0))
+    conversation.trajectory.record_assistant("TOOL_CALL: media_search|Титаник", "c1", "media_search")
+    conversation.cut_by = "interrupted"
+    conversation._close_open_calls()  # noqa: SLF001 - what _turns does when a cut step is over
+    assert conversation.trajectory.pending_calls() == []
+    conversation.trajectory.record_events(p.Event(event_id="e2", kind="user_text", source="user", channel="speech", content="нет, Аватар", ts=0.0))
+    assert conversation.trajectory.messages()[-2].role == "tool"
