@@ -17,6 +17,7 @@ import zmq
 import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from core.config import Config, SkillsConfig, StorageConfig, TopologyConfig, apply_env
+from llm.scripted import ScriptedBackend
 
 
 class RecordingGlasses(Actor):
@@ -232,3 +233,15 @@ async def inproc_system(tmp: Path | None = None, *, backend=None, clock=time.tim
             tg.cancel_scope.cancel()
     finally:
         ctx.destroy(linger=0)
+
+
+class ToolsSeen(ScriptedBackend):
+    """A scripted model that also records the tools each request offered."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.offered: list[list[str]] = []
+
+    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
+        self.offered.append(list(tools))
+        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)

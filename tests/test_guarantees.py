@@ -4,7 +4,7 @@ conversation never showed, tool output a small model can copy."""
 import re
 
 import protocol as p
-from harness import inproc_system
+from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
 
 
@@ -112,20 +112,8 @@ async def test_a_first_line_shows_what_is_searched_before_the_answer(tmp_path):
         assert lines[-1][1] is True and lines[-1][0] != lines[0][0]  # then the answer replaces it
 
 
-class _ToolsSeen(ScriptedBackend):
-    """A scripted model that also records the tools each request offered."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.offered: list[list[str]] = []
-
-    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
-        self.offered.append(list(tools))
-        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
-
-
 async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
-    backend = _ToolsSeen(reply_fn=lambda messages: "Пожалуйста!")
+    backend = ToolsSeen(reply_fn=lambda messages: "Пожалуйста!")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "спасибо, ты молодец")
         await system.turn("s", "привет, какая погода завтра?")

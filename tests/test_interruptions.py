@@ -278,15 +278,20 @@ def side_model(messages: list[p.ChatMessage]) -> str:
     return scenario_model(messages)
 
 
+async def _ask_aside(system):
+    """A slow command runs; "который час?" is asked meanwhile, and the side run answers it."""
+    tools, glasses = system.actors["toolsets"], system.actors["glasses"]
+    await system.deliver("s", "run the backup command", event_id="e1")
+    await tools.started["shell_run"].wait()
+    await system.deliver("s", "который час?", event_id="e2")
+    return tools, glasses, await glasses.wait_event_done("s", "e2")
+
+
 async def test_the_parallel_run_never_shows_a_tool_line(tmp_path):
     backend = ScriptedBackend(reply_fn=side_model)
     async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        tools, glasses = system.actors["toolsets"], system.actors["glasses"]
-        await system.deliver("s", "run the backup command", event_id="e1")
-        await tools.started["shell_run"].wait()
-        await system.deliver("s", "который час?", event_id="e2")
-        shown = await glasses.wait_event_done("s", "e2")
+        tools, glasses, shown = await _ask_aside(system)
         texts = [m.text for m in shown if isinstance(m, p.Display)]
         assert texts and not any("TOOL_CALL" in t or "enable_toolset" in t or "shell_run" in t for t in texts), texts
         assert tools.invoked == ["shell_run"], "the side run ran a tool it does not offer"
@@ -311,11 +316,7 @@ async def test_the_parallel_run_never_claims_an_action_it_cannot_make(tmp_path):
     backend = ScriptedBackend(reply_fn=claiming_side_model)
     async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
                              execute_substituted_calls=True, tool_background_after_s=0) as system:
-        tools, glasses = system.actors["toolsets"], system.actors["glasses"]
-        await system.deliver("s", "run the backup command", event_id="e1")
-        await tools.started["shell_run"].wait()
-        await system.deliver("s", "который час?", event_id="e2")
-        shown = await glasses.wait_event_done("s", "e2")
+        tools, glasses, shown = await _ask_aside(system)
         side = [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
         assert "установлен" not in side and "не сделал" in side
         tools.release["shell_run"].set()

@@ -9,7 +9,7 @@ import pytest
 
 import protocol as p
 from core.reflex import Intent, Reference, Shown, pick, recognise, refer, span_words
-from harness import inproc_system
+from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
 
 
@@ -106,18 +106,6 @@ def _liar(messages):
     return "Таймер установлен! TOOL_CALL: media_play|matrix-1999"
 
 
-class _ToolsSeen(ScriptedBackend):
-    """A scripted model that also records the tools each request offered."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.offered: list[list[str]] = []
-
-    def stream(self, messages, *, tools, max_tokens, arg_choices=None):
-        self.offered.append(list(tools))
-        return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
-
-
 def finals(shown):
     return [m.text for m in shown if isinstance(m, p.Display) and m.final]
 
@@ -212,7 +200,7 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
         last = [m for m in messages if m.role != "system"][-1]
         return "It is " + last.content.splitlines()[0] if last.role == "tool" else "TOOL_CALL: get_current_time"
 
-    backend = _ToolsSeen(reply_fn=model)
+    backend = ToolsSeen(reply_fn=model)
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         await session_knows(system, "worldclock")
         answer = finals(await system.turn("s", "What time is it in New York?", timeout=30))[-1]
