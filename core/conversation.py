@@ -733,9 +733,9 @@ class Conversation:
     async def _reflex_timer_cancel(self, turn: _Turn, intent: Intent) -> str | None:
         pending = self.timers.pending()
         chosen = pending if intent.all_timers or len(pending) <= 1 else matching_timers(intent.text, pending)
-        if not chosen and pending:
-            return None  # several timers and no word says which: the model asks
-        target = "all" if len(chosen) != 1 or len(pending) == 1 and intent.all_timers else chosen[0].timer_id
+        if len(chosen) != 1 and not (intent.all_timers or not pending):
+            return None  # several timers and the words name none or several of them: the model asks
+        target = "all" if intent.all_timers or not pending else chosen[0].timer_id
         if await self._reflex_call(turn, "timers_cancel", target) is None:
             return None
         return timers_cancelled([t.text for t in chosen], intent.russian)

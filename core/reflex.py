@@ -583,10 +583,10 @@ def info_title(result: str) -> Shown | None:
 
 
 def matching_timers(words: str, timers: list) -> list:
-    """The timers whose text shares a word (its first five letters) with `words`: "отмени
-    таймер про чай" -> the tea one."""
-    said = {w[:5] for w in _norm(words).split() if len(w) >= 3} - {"тайме", "timer", "напом", "remin", "будил", "alarm"}
-    return [t for t in timers if said & {w[:5] for w in _norm(t.text).split()}]
+    """The timers whose text shares a word with `words`, in any grammatical case: "отмени
+    таймер про маму" -> "позвонить маме"."""
+    said = {w for w in _norm(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)} - {"про", "the", "about", "for"}
+    return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
 
 
 def timers_cancelled(texts: list[str], russian: bool) -> str:

@@ -286,3 +286,16 @@ async def test_play_words_that_name_no_title_after_a_search_go_to_the_model(tmp_
         await system.turn("s", "найди Терминатор")
         answer = finals(await system.turn("s", "включи последнюю часть"))[-1]
         assert answer == "Какую именно часть?" and len(backend.calls) == 1
+
+
+async def test_cancel_takes_the_timer_its_words_name_and_never_all_of_several_by_accident(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Какой именно?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "напомни через 10 минут проверить чай")
+        await system.turn("s", "напомни через 20 минут проверить почту")
+        await system.turn("s", "напомни через 30 минут позвонить маме")
+        assert finals(await system.turn("s", "отмени таймер про проверить"))[-1] == "Какой именно?"  # two match
+        cancelled = finals(await system.turn("s", "отмени таймер про маму"))[-1]
+        assert cancelled == "Таймер «позвонить маме» отменён."
+        listed = finals(await system.turn("s", "какие у меня таймеры?"))[-1]
+        assert "проверить чай" in listed and "проверить почту" in listed and "маме" not in listed
