@@ -84,13 +84,14 @@ _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
-ID_TOOLS = ("media_info", "media_play")
+ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 
 
 @functools.lru_cache(maxsize=256)  # every step and every guarded call of a turn reads its messages again
 def _user_lines(content: str) -> tuple[str, ...]:
     return tuple(_USER_LINE.findall(content))
-  # their `id` must be one this conversation's results showed
+
+
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
@@ -663,11 +664,11 @@ class Conversation:
         """A plain request (core.reflex) carried out by the session itself: its calls made and
         recorded as the model's would be, the answer worded from their results. True when the
         turn is answered; False when the model takes it, from whatever the reflex found."""
-        messages = self.trajectory.messages()[turn.start:]
-        if len(messages) != 1 or messages[0].role != "user":
+        said = self.trajectory.last()  # every turn asks: read the one message, copy no history
+        if len(self.trajectory) - turn.start != 1 or said is None or said.role != "user":
             return False  # a batch, a late result: the model reads it
-        fired = fired_timer(messages[0].content)
-        intent = None if fired is not None else recognise(self._turn_words(turn.start))
+        fired = fired_timer(said.content)
+        intent = None if fired is not None else recognise("\n".join(_user_lines(said.content)))
         if fired is None and intent is None:
             return False
         answer = reminder_answer(*fired) if fired is not None else await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
@@ -747,10 +748,10 @@ class Conversation:
         return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
 
     async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
-        if intent.subject and self._shown_media()[2] and not await self._names_a_title(turn, intent.subject):
+        titles, last_id, known = self._shown_media()
+        if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.reference is not None:
-            titles, last_id, known = self._shown_media()
             media_id = refer(intent.reference, titles, last_id)
             title = known.get(media_id)
         else:

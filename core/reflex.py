@@ -542,7 +542,6 @@ def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
 
 
 _TOTAL = re.compile(r"showing \S+ of (\d+)")
-_PLAYED = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)\s*$")
 _INFO_HEAD = re.compile(r"^(?P<name>[^\n(]+?)(?: \(original: (?P<original>[^)]+)\))?, (?P<year>\d{4}), ")
 
 
@@ -553,8 +552,7 @@ def shown_total(result: str) -> int:
 
 def played_id(assistant_line: str) -> str:
     """The id an assistant's media_play call named (a play, not a pause); "" for any other line."""
-    found = _PLAYED.search(assistant_line)
-    return found.group(1) if found else ""
+    return "" if ";" in assistant_line.rsplit("media_play|", 1)[-1] else controlled_id(assistant_line)
 
 
 _PLAYING = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)")

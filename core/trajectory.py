@@ -146,6 +146,10 @@ class Trajectory:
     def __len__(self) -> int:
         return len(self._messages)
 
+    def last(self) -> ChatMessage | None:
+        """The message the history ends with (no copy of the history)."""
+        return self._messages[-1] if self._messages else None
+
     def answer_to(self, event_id: str) -> str | None:
         """The answer (an assistant message that is not a call) that followed the message that
         took `event_id`, before any later event was taken: what the glasses showed for it; None
