@@ -156,7 +156,11 @@ def poll(predicate, timeout: float = 60.0, every_s: float = 0.3):
 def _address_in_use(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_address_in_use(one) for one in exc.exceptions)
-    return isinstance(exc, zmq.ZMQError) and exc.errno == zmq.EADDRINUSE
+    if isinstance(exc, zmq.ZMQError):
+        return exc.errno == zmq.EADDRINUSE
+    # the bridge's ZAP handler wraps its bind error ("cannot serve ZAP in this zmq context")
+    cause = exc.__cause__ or exc.__context__
+    return cause is not None and _address_in_use(cause)
 
 
 async def start_killable(tg, actor: Actor):
