@@ -58,8 +58,8 @@ from core.background import (
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk
-from core.echo import (ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, unasked_lookup, offerable
+from core.echo import (CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
                        held_back, never_shown, refused, uninformative)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
@@ -526,9 +526,12 @@ class Conversation:
         turn.notice = ""
         tools = self.s.registry.callable_tools(active)
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
-        plain_only = self.s.config.small_talk_plain and small_talk(self._turn_words(turn.start))
+        said = self._turn_words(turn.start)
+        plain_only = self.s.config.small_talk_plain and small_talk(said)
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
+        else:  # a change nobody asked for is not even offered (core.intent.offerable)
+            tools = self._offerable(tools, said, turn)
         if turn.repeated or turn.withheld:
             # a small model repeats a call whose result it already has: not twice in a row
             tools = [tool for tool in tools if tool != turn.repeated and tool not in turn.withheld]
@@ -594,6 +597,9 @@ class Conversation:
         if refused(text) and worked:
             _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
             return REFUSAL_NOTICE.format(language=self._language())
+        if refused(text):  # to small talk, or after a call that failed: asked once more all the same
+            _log.info("session=%s the reply was a stock refusal; asking again", self.sid)
+            return CHAT_REFUSAL_NOTICE.format(language=self._language())
         if worked and self._is_lookup(answered.name) and uninformative(text, answered.content):
             _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
             return UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
@@ -855,12 +861,11 @@ class Conversation:
             return Refusal(kind="unseen_id", tool=tool, reason=(
                 f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
                 "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
-        if action_kind(tool, args, spec.read_only) is None:
-            return None  # a lookup: no words to find (check_call would pass it)
-        messages = self.trajectory.messages()
         said = self._turn_words(turn_start)
-        offered = next((m.content for m in reversed(messages[:turn_start])
-                        if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+        if action_kind(tool, args, spec.read_only) is None:  # a lookup: only the clock needs words
+            return None if tool in recipe_tools else unasked_lookup(tool, said)
+        messages = self.trajectory.messages()
+        offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
         return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
                           recipe_tools=frozenset(recipe_tools), sources=sources)
@@ -872,6 +877,21 @@ class Conversation:
             if messages[index].role == "assistant" and "TOOL_CALL" not in messages[index].content:
                 return index + 1
         return 0
+
+    def _offerable(self, tools: list[str], said: str, turn: _Turn) -> list[str]:
+        """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
+        offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
+        return [tool for tool in tools if tool in recipe or offerable(
+            tool, self._read_only(tool), said, offered)]
+
+    def _read_only(self, tool: str) -> bool:
+        spec = self.s.registry.spec(tool)
+        return spec is not None and spec.read_only
+
+    def _offered(self, turn_start: int) -> str:
+        """The assistant's last answer before the turn (a question it asked: "Включить?")."""
+        return next((m.content for m in reversed(self.trajectory.messages()[:turn_start])
+                     if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
 
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""

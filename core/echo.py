@@ -23,6 +23,11 @@ ECHO_NOTICE = ("Your last reply only repeated {what}. Answer the user's request 
 # said what the call did (run.py eval, followup-pause-en)
 CANNED_REFUSALS = ("I'm sorry, but I can't assist", "I'm sorry, but I cannot assist",
                    "I'm sorry, but I don't have enough information")
+# ...and to small talk ("мне скучно" -> "I'm sorry, but I don't have enough information"): a
+# refusal is never the answer to a person talking, whatever was called
+CHAT_REFUSAL_NOTICE = ("Your last reply was a stock refusal. Answer the user's last message itself, warmly and "
+                       "briefly, in {language}: a kind word, a joke or an idea for small talk; if they asked for "
+                       "something you cannot do or a tool above failed, say so in one plain sentence and what you can do instead.")
 REFUSAL_NOTICE = ("Your last reply refused, but the tool call above worked. Tell the user its result now, in "
                   "plain text, in {language}.")
 # "Найдено!" after a search that found two films: the user cannot see the result, so a reply of a

@@ -135,12 +135,16 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     return bool(_CHANGE_VERBS.search(text)) or not casual(said)
 
 
-_CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "пока", "молодец", "умница",
+_CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "доброй", "доброго",
+                 "спокойной ночи", "пока", "молодец", "умница",
                  "отлично", "класс", "супер", "круто", "ладно", "хм", "ок ", "окей", "понятно", "ясно", "угу", "ага",
                  "хорошо", "вчера", "шутк", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
                  "hi ", "hey", "good morning", "good night", "bye", "great", "awesome", "cool", "nice", "you're",
                  "you are", "ok", "hmm", "got it", "i see", "haha", "lol", "yesterday", "joke", "how are you",
-                 "who are you", "what can you")
+                 "who are you", "what can you",
+                 # how the user feels: "мне скучно", "I'm so tired" asks for a kind word, no action
+                 "скучн", "грустн", "устал", "одинок", "весело", "радост", "счастлив", "бесит", "надоел",
+                 "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed")
 
 
 def casual(said: str) -> bool:
@@ -162,6 +166,35 @@ def small_talk(said: str) -> bool:
     "привет, который час?" is not: it asks the time."""
     text = _norm(said)
     return bool(said.strip()) and casual(said) and "?" not in said and not _LOOKUP.search(text)
+
+
+# words that ask about the time or the date, or need the clock to answer ("через 20 минут",
+# "до Нового года"): greetings that name a part of the day ("доброе утро") are read out first
+_GREETING_TIMES = re.compile(r"\b(?:good (?:morning|afternoon|evening|night|day)|(?:доброе|доброго) утр\w*"
+                             r"|добр\w+ (?:день|дня|вечер\w*|ноч\w*)|спокойной ночи)\b")
+_CLOCK_WORDS = _stems("час", "врем", "дат", "числ", "день", "дня", "дне", "недел", "месяц", "год", "поздн", "рано",
+                      "когда", "скольк", "утр", "вечер", "ноч", "полдень", "полноч", "мин", "сек", "понедельн",
+                      "вторн", "сред", "четверг", "пятниц", "суббот", "воскресен", "выходн", "праздн", "новый год",
+                      "нового года", "time", "date", "day", "week", "month", "year", "late", "early", "when",
+                      "o'clock", "until", "till", "morning", "afternoon", "evening", "night", "noon", "midnight",
+                      "hour", "min", "sec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
+                      "sunday", "weekend", "holiday", "new year", "how long", "zone", "пояс")
+
+
+def asks_clock(said: str) -> bool:
+    """Whether the turn's words ask about the time or the date, or need the clock: a greeting
+    ("Good evening! How are you?") does not, though it names a part of the day."""
+    text = _GREETING_TIMES.sub(" ", _norm(said))
+    return bool(_CLOCK_WORDS.search(text) or re.search(r"\d", text))
+
+
+def unasked_lookup(tool: str, said: str) -> Refusal | None:
+    """The clock read in a turn whose words ask nothing of the time: a small model answers "hi"
+    with `get_current_time` (issue 33). Told why, it answers in plain text."""
+    if tool != "get_current_time" or asks_clock(said):
+        return None
+    return Refusal(kind="not_requested", tool=tool, reason=(
+        "the user did not ask about the time or the date. Answer their message in plain text, without it."))
 
 
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
@@ -208,6 +241,21 @@ def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, o
             f"the reminder text «{args.get('text', '')}» is not from the user's words. Use the user's own words "
             "for the text, or 'таймер' if they gave none."))
     return None
+
+
+def offerable(tool: str, read_only: bool, said: str, offered: str = "") -> bool:
+    """Whether a step's grammar may offer `tool` for these words of the turn: a call that changes
+    something only when the words ask for its kind (a play or a pause alike for media_play), the
+    clock only when they ask about the time. The guard (`check_call`) still judges the call made;
+    what is not offered cannot even be tried, so a thank-you costs no refused step."""
+    if tool == "get_current_time":
+        return asks_clock(said)
+    kind = action_kind(tool, {}, read_only)
+    if kind is None:
+        return True
+    if kind == "play":
+        return requested("play", said, offered) or requested("playback", said, offered)
+    return requested(kind, said, offered)
 
 
 # ---- a final answer that reports an action nobody made --------------------------------------

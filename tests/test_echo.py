@@ -83,6 +83,8 @@ async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tm
     # The call turns media on as it runs (S8), so its result starts with the runtime's
     # "(toolset media was enabled on the way)" note; the error after it is still an error.
     def model(messages):
+        if "stock refusal" in messages[-1].content:
+            return "Не нашёл такого фильма."
         if messages[-1].role == "tool" or "refused" in messages[-1].content:
             return "I'm sorry, but I can't assist with that."
         return "TOOL_CALL: media_play|Нет Такого Фильма"  # a title: an unseen slug is refused before it runs
@@ -90,7 +92,10 @@ async def test_a_refusal_after_a_call_that_failed_is_not_told_the_call_worked(tm
     requests = await _play(tmp_path, "включи матрицу", model)
     result = requests[1].messages[-1] if requests[1].messages[-1].role == "tool" else requests[1].messages[-2]
     assert result.content.startswith("(toolset media was enabled on the way)\ntool error: ")
-    assert len(requests) == 2, [r.messages[-1].content for r in requests]
+    # asked once more, but never told the call worked: the stock refusal is no answer either way
+    assert len(requests) == 3, [r.messages[-1].content for r in requests]
+    notice = requests[2].messages[-1].content
+    assert "stock refusal" in notice and "worked" not in notice
 
 
 SEARCH_RESULT = ("(toolset media was enabled on the way)\n"

@@ -42,6 +42,37 @@ async def test_a_thank_you_sets_no_timer_and_the_model_is_told_why(tmp_path):
         assert "No timers" in finals(timers)[-1] or "no timers" in finals(timers)[-1].lower()
 
 
+async def test_a_change_or_the_clock_nobody_asked_for_is_not_even_offered_to_the_model(tmp_path):
+    # what the grammar does not offer, a constrained model cannot try: no refused step, no side effect
+    def model(messages):
+        words = [m for m in messages if m.role != "system"][-1].content.split("] ", 1)[-1]
+        return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "Всё хорошо, спасибо!"
+
+    backend = ToolsSeen(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "call enable_toolset|timers")
+        await system.turn("s", "привет! как у тебя дела, что нового?")  # a question: not plain small talk
+        chit_chat = backend.offered[-1]
+        assert chit_chat, "a question is offered tools"
+        assert not {"timers_set", "timers_cancel", "show_text", "get_current_time"} & set(chit_chat), chit_chat
+        await system.turn("s", "поставь, пожалуйста, таймер, чтобы не забыть про чай")
+        assert "timers_set" in backend.offered[-1]
+        await system.turn("s", "сколько дней осталось до нового года?")  # no reflex: the model, with the clock
+        assert "get_current_time" in backend.offered[-1] and "timers_set" not in backend.offered[-1]
+
+
+async def test_the_clock_read_after_a_greeting_is_refused_on_an_unconstrained_model(tmp_path):
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "Добрый вечер! У меня всё отлично." if last.role == "tool" else "TOOL_CALL: get_current_time"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        shown = await system.turn("s", "Добрый вечер! Как поживаешь?")
+        results = tool_results(await system.history("s"))
+        assert [r["content"][:30] for r in results] == ["not executed (not_requested): "]
+        assert finals(shown)[-1] == "Добрый вечер! У меня всё отлично."
+
+
 async def test_a_timer_asked_for_is_set(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
         await system.turn("s", "call timers_set|in 2 minutes; проверить чай — поставь таймер через 2 минуты")
@@ -118,7 +149,8 @@ async def test_small_talk_is_offered_no_tool_and_a_question_is(tmp_path):
         await system.turn("s", "спасибо, ты молодец")
         await system.turn("s", "привет, какая погода завтра?")
     assert backend.offered[0] == []
-    assert "get_current_time" in backend.offered[1]
+    assert "read_skill" in backend.offered[1]  # a question may need a toolset...
+    assert "get_current_time" not in backend.offered[1]  # ...but the weather is not the clock
 
 
 async def test_small_talk_answered_with_a_call_by_an_unconstrained_model_is_asked_for_text(tmp_path):

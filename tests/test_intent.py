@@ -113,3 +113,32 @@ def test_small_talk_gets_no_tool(said, expected):
 ])
 def test_watches_and_task_cancels_need_words_that_ask_for_them(tool, said, asked):
     assert (check_call(tool, {"id": "t1"}, read_only=False, said=said) is None) is asked
+
+
+def test_the_clock_is_asked_for_by_time_words_not_by_a_greeting_that_names_the_day():
+    from core.intent import asks_clock
+    for words in ("который час?", "what's the date", "сколько осталось до нового года", "what day is it",
+                  "through 20 minutes", "через 20 минут", "в 19:30"):
+        assert asks_clock(words), words
+    for words in ("Good evening! How are you?", "доброе утро, как спалось?", "hi there", "как тебе погодка сегодня",
+                  "спокойной ночи"):
+        assert not asks_clock(words), words
+
+
+def test_a_change_is_offered_only_to_words_that_ask_for_its_kind():
+    from core.intent import offerable
+    assert not offerable("show_text", False, "мне грустно что-то")
+    assert offerable("show_text", False, "выведи на экран: купить хлеб")
+    assert not offerable("timers_set", False, "you're the best, thanks")
+    assert offerable("timers_set", False, "remind me in ten minutes to check the oven")
+    assert offerable("media_play", False, "поставь на паузу")  # a pause is media_play's too
+    assert not offerable("media_play", False, "кто снял Сталкер?")
+    assert offerable("media_search", True, "кто снял Сталкер?")  # a lookup is always offered
+    assert not offerable("get_current_time", False, "привет! как дела?")
+
+
+def test_how_the_user_feels_is_small_talk():
+    from core.intent import small_talk
+    for words in ("мне скучно", "устал я сегодня", "I'm so tired today", "I'm bored"):
+        assert small_talk(words), words
+    assert not small_talk("мне скучно, включи Матрицу")
