@@ -65,7 +65,7 @@ from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, not_found_answer, pick, play_answer, played_id, playback_answer,
+                         matching_timers, names_media, not_found_answer, pick, relevant, play_answer, played_id, playback_answer,
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
@@ -783,12 +783,21 @@ class Conversation:
         return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
 
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
+        """A search's results as the answer; nothing found for words that name no film ("найди
+        рецепт борща"), or only titles that share nothing with them: the model answers."""
         result = await self._reflex_call(turn, "media_search", intent.subject)
-        return None if result is None else search_answer(intent, shown_titles(result), shown_total(result))
+        if result is None:
+            return None
+        titles = shown_titles(result)
+        if not (relevant(intent.subject, titles) if titles else names_media(self._turn_words(turn.start))):
+            return None
+        return search_answer(intent, titles, shown_total(result))
 
     async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
         media_id = ""
-        if intent.subject and await self._names_a_title(turn, intent.subject):  # a title named
+        if intent.subject:
+            if not await self._names_a_title(turn, intent.subject):
+                return None  # "сколько минут варить макароны": words that are no title, the model's
             result = await self._reflex_call(turn, "media_search", intent.subject)
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""

@@ -65,7 +65,8 @@ _SET_VERBS = _stems("постав", "установ", "заведи", "заве�
 _CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
                        "прекрати", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget")
 _PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
-                     "вруби", "play", "put on", "start", "turn on", "watch it now", "stream")
+                     "вруби", "хочу посмотреть", "давай посмотрим", "play", "put on", "start", "turn on", "watch it now",
+                     "stream", "let's watch", "lets watch", "i want to watch", "i'd like to watch")
 _PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
                          "continue", "stop", "unpause", "turn off", "hold")
 _SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "отобраз", "show", "display", "put", "write")
@@ -147,12 +148,14 @@ _CASUAL = _stems("спасибо", "благодар", "привет", "здра
                  "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed")
 
 
+_ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)
+
+
 def casual(said: str) -> bool:
     """Small talk: a thank-you, a greeting, praise, a story, a question about the assistant -
     words that ask for no action (and no action verb besides)."""
     text = _norm(said)
-    verbs = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)
-    return bool(_CASUAL.search(text)) and not any(v.search(text) for v in verbs) or bool(_EXPLAIN.search(text))
+    return bool(_CASUAL.search(text)) and not any(v.search(text) for v in _ACTION_VERBS) or bool(_EXPLAIN.search(text))
 
 
 _LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",
@@ -165,7 +168,18 @@ def small_talk(said: str) -> bool:
     question and names no lookup ("спасибо!", "расскажи анекдот", "объясни, как работает таймер").
     "привет, который час?" is not: it asks the time."""
     text = _norm(said)
-    return bool(said.strip()) and casual(said) and "?" not in said and not _LOOKUP.search(text)
+    if not said.strip() or _LOOKUP.search(text):
+        return False
+    if _ABOUT_YOU.search(text) and not any(v.search(text) for v in _ACTION_VERBS):
+        return True  # "какой твой любимый фильм?": a question, but to the assistant about itself
+    return casual(said) and "?" not in said
+
+
+# a question about the assistant itself ("какой твой любимый фильм?", "do you like music?"): its
+# answer is the assistant's own, never a search
+_ABOUT_YOU = _stems("твой", "твоя", "твое", "твои", "тебе нрав", "ты любишь", "ты кто", "ты вообще кто", "кто ты",
+                    "кто такой", "как тебя зовут", "your ", "do you like", "do you love", "are you", "who are you",
+                    "who made you", "who built you", "what can you do", "что ты умеешь", "что умеешь")
 
 
 # words that ask about the time or the date, or need the clock to answer ("через 20 минут",

@@ -65,28 +65,34 @@ class Shown(msgspec.Struct, frozen=True):
 
 
 # ---- the words --------------------------------------------------------------------------------
-_LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|ок|окей|привет|эй|"
-         r"please|now|ok|okay|so|hey|hi|then|and|could you|can you|would you|will you)[\s,!.]+)*")
+_LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
+         r"хм|эм|мм|порфирий|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
+         r"porfiry|could you|can you|would you|will you)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
-                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
+                   r"хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
+                   r"play|put on|start playing|start)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+for|search|look\s+for|look\s+up|"
-                     r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about))"
+                     r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
+                     r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|do\s+you\s+have|have\s+you\s+got)"
                      r"[\s,]+(?P<rest>.+)$")
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
-                       r"what\s+time\s+is\s+it|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
+                       r"время\s+не\s+подскажешь|what\s+time\s+is\s+it|what\s+time\s+it\s+is|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
+                       r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|"
                        r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
                        r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date)")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-_TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|timer|remind|alarm)")
-_SET_TIMER = re.compile(_LEAD + r"(?:поставь|установи|заведи|засеки|запусти|включи|сделай|напомни(?:\s+мне)?|"
-                        r"разбуди(?:\s+меня)?|set|start|remind\s+me|wake\s+me(?:\s+up)?)\b")
-_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s)")
+_TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|разбуд|timer|remind|alarm|wake)")
+_SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
+                        r"включи|сделай|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
+                        r"wake\s+me(?:\s+up)?)(?![\w-])")
+_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s|\s+\d)")
+_BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|reminder)\b")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
 _DURATION = re.compile(
     r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
@@ -96,7 +102,12 @@ _DURATION = re.compile(
     r"(?:секунд\w*|сек|минут\w*|мин|час(?:а|ов)?|seconds?|secs?|minutes?|mins?|hours?|hrs?)(?!\w)"
     r"(?:\s+(?:и\s+|and\s+)?(?:\d+|\w+)\s+(?:минут\w*|minutes?))?"
     r"|полчаса|пол\s+часа|half\s+an\s+hour)")
-_CLOCK = re.compile(r"(?:^|\s)(?:в|к|at|on|to)\s+(?P<clock>\d{1,2}[:.]\d{2})\b")
+_CLOCK = re.compile(r"(?:^|\s)(?:в|к|на|at|on|to|for)\s+(?:(?P<clock>\d{1,2}[:.]\d{2})\b(?!\s*(?:утра|вечера|am|pm))"
+                    r"|(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<half>утра|вечера|дня|ночи|am|pm|a\.m\.|p\.m\.))")
+# "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
+_ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
+                          r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+                          r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
 _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
                           r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
                           r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
@@ -135,12 +146,47 @@ _YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
 _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
                              r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
-                             r"(?:таймер|timer|remind|напомн)")
+                             r"(?:таймер|timer|remind|напомн|будильник|alarm|разбуд|wake)")
+# what "включи"/"play" may take that is no film or series of the catalog: a device, music, a
+# vague wish ("что-нибудь смешное"), an episode (the catalog plays whole titles): the model's
+_NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|песн\w*|трек\w*|плейлист\w*|радио|подкаст\w*|"
+                          r"чайник\w*|лайк\w*|громкост\w*|звук\w*|навигатор\w*|кондиционер\w*|телевизор\w*|"
+                          r"голов\w*|что-нибудь|что-то|чего-нибудь|серию|серия|эпизод\w*|сезон\w*|игру|"
+                          r"light|lights|lamp|music|song|songs|track|playlist|radio|podcast|jazz|rock|volume|sound|"
+                          r"navigation|tv|something|anything|episode|season|game|movies|films|фильмы|кино\s+какое-нибудь|"
+                          # what a catalog search cannot find: a recipe, a place, the web, the news
+                          r"рецепт\w*|аптек\w*|магазин\w*|ресторан\w*|кафе|пиццери\w*|ближайш\w*|рядом|интернет\w*|"
+                          r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод\w*|новост\w*|адрес\w*|маршрут\w*|recipes?|"
+                          r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route)"
+                          r"(?=\s|$)")
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b")
 _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
                          r"remind|cancel|show|search|start|look|put)\b")
-_NEGATION = re.compile(r"(?:^|\s)(?:не|не\s+надо|don'?t|do\s+not|never|нельзя)\s")
+_NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|"
+                       r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
+                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|нельзя|never\s+mind|"
+                       r"не\s+нужен|не\s+нужна|не\s+нужно)")
+# "двадцать пять минут": one number in digits, as the timer parser reads it
+_TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
+         "fifty": 50}
+_UNITS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
+          "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+          "seven": 7, "eight": 8, "nine": 9}
+_TEENS = {"одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
+          "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
+          "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
+_COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(_UNITS) + r"))?\b"
+                       r"|\b(?P<teen>" + "|".join(_TEENS) + r")\b")
+
+
+def _digits(text: str) -> str:
+    """"двадцать пять минут" -> "25 минут", "twenty-five" -> "25" (a lone "пять" stays a word)."""
+    def value(match: re.Match[str]) -> str:
+        if match["teen"]:
+            return str(_TEENS[match["teen"]])
+        return str(_TENS[match["tens"]] + (_UNITS[match["unit"]] if match["unit"] else 0))
+    return _COMPOUND.sub(value, text)
 
 
 def _norm(text: str) -> str:
@@ -160,7 +206,7 @@ def recognise(said: str) -> Intent | None:
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     russian = _is_russian(said)
-    raw = " ".join(said.casefold().replace("ё", "е").split())
+    raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
@@ -174,6 +220,10 @@ def recognise(said: str) -> Intent | None:
     return None
 
 
+_AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
+    привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня""".split())
+
+
 def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _TIME_NOW.search(raw)
     if match is None:
@@ -185,24 +235,32 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _PLACE.search(" " + raw[:match.start()]):
         return None
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
-    # "привет, который час?" yes; "который час и поставь таймер" no: the rest is small talk or nothing
-    if rest and not casual(rest) and len(_norm(rest).split()) > 2:
+    # "привет, который час?" yes; "который час и поставь таймер", "сколько времени варить яйца" no:
+    # the rest is small talk or polite words
+    if rest and not casual(rest) and not set(_norm(rest).split()) <= _AROUND_TIME:
         return None
     return Intent(kind="time_now", russian=russian)
 
 
+_ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
+
+
 def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _LIST_TIMERS.search(raw):
+    if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
         return Intent(kind="timer_list", russian=russian)
     cancel = _CANCEL_TIMER.match(raw)
     if cancel:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
+    raw = _digits(raw)
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
-    start = _SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
+    start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
+             or (_BARE_TIMER.match(said_after) if leading else None))  # "ten minute timer please"
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
+    if _ANOTHER_DAY.search(raw):
+        return None  # "напомни завтра в 9": not the next 9:00, which may be today
     when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
     if not when:
         return None
@@ -229,14 +287,30 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         start, end = found.start(), found.end()
     else:
         found = clocks[0]
-        when = found["clock"].replace(".", ":")
+        when = _clock_of(found)
         start, end = max(found.start() - 1, 0), found.end() - 1
+        if not when:
+            return "", ""
     before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me)\b)*", "", rest[end:])
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
+
+
+def _clock_of(found: re.Match[str]) -> str:
+    """"HH:MM" of "6:30", "7 утра", "7 pm", "3 дня"; "" for an hour no clock has."""
+    if found["clock"]:
+        return found["clock"].replace(".", ":")
+    hour, minute, half = int(found["hour"]), int(found["minute"] or 0), found["half"].replace(".", "")
+    if hour > 12 or minute > 59:
+        return ""
+    if half in ("вечера", "pm", "дня") and hour < 12:
+        hour += 12
+    elif half in ("утра", "am", "ночи") and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute:02d}"
 
 
 # what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
@@ -256,9 +330,14 @@ _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у
     кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята""".split())
 
 
+_ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|любим\w*|favou?rite)(?=\s|$)")
+
+
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _TIMER_WORD.search(raw):
+    if _TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
         return None
+    if sum(1 for _detail, pattern in _DETAIL_WORDS if pattern.search(raw)) > 1:
+        return None  # "сколько он идёт и кто его снял": both, by the model
     for detail, pattern in _DETAIL_WORDS:
         found = pattern.search(raw)
         if found is None:
@@ -281,24 +360,35 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 _WHAT_PLAYS = r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|the\s+movie|the\s+film|playback|the\s+show|please|пожалуйста))*"
-_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:поставь\s+на\s+паузу|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + r"[\s.!]*$")),
-             ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|сними\s+с\s+паузы|сними\s+паузу|сними\s+его\s+с\s+паузы|сними\s+ее\s+с\s+паузы|"
-                                   r"resume|unpause|continue(?:\s+playing)?)" + _WHAT_PLAYS + r"[\s.!]*$")),
-             ("stop", re.compile(_LEAD + r"(?:выключи|останови|stop|turn\s+off)" + _WHAT_PLAYS
-                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback))[\s.!]*$")))
+_PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
+_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
+                                  r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
+             ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
+                                   r"включи\s+(?:обратно|снова|дальше)|давай\s+дальше|resume|unpause|keep\s+playing|"
+                                   r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
+             ("stop", re.compile(_LEAD + r"(?:выключи|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
+                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _PLEASE_END
+                                 + r"|" + _LEAD + r"stop\s+playing" + _PLEASE_END)))
 
 
-_SCREEN = r"(?:на\s+(?:очки|очках|экран|экране|дисплей|дисплее)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
-_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|отобрази|put|show|display|write)\s+" + _SCREEN
-                    + r"\s*[:,—-]?\s*(?P<text>.+)$"),
-         re.compile(_LEAD + r"(?:выведи|покажи|напиши|отобрази|put|show|display|write)\s+(?P<text>.+?)\s+" + _SCREEN
+_SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
+_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|put|show|display|write)\s+" + _SCREEN
+                    + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
+         re.compile(_LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|put|show|display|write)\s+(?P<text>.+?)\s+" + _SCREEN
                     + r"[\s.!]*$"))
+# a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
+# "что ты думаешь о …", "который час"), not a text to put there: the model's
+_NOT_DICTATED = re.compile(r"^(?:что|как|кто|какой|какая|какие|который|сколько|где|когда|почему|мои|мой|моё|мое|"
+                           r"мою|свои|what|how|who|which|where|when|why|my|the\s+time|the\s+weather|weather|погод)")
 
 
 def _show_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """"выведи на очки: купить молоко", "put 'meeting at 5' on my display": that text, as said."""
     for pattern in _SHOW:
         match = pattern.match(raw)
+        dictated = match is not None and ("mark" in match.groupdict() and match["mark"] or _quoted_text(said))
+        if match is not None and not dictated and (_NOT_DICTATED.match(match["text"]) or len(match["text"].split()) < 2):
+            return None  # "выведи на экран погоду": a request, not the words to show
         if match is not None:
             start, end = match.span("text")
             text = said.strip()[start:end] if len(said.strip()) == len(raw) else match["text"]
@@ -307,10 +397,14 @@ def _show_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
+def _quoted_text(said: str) -> bool:
+    return re.search(r"[«\"“'].+[»\"”']", said) is not None
+
+
 def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
     router's: it stops the turn)."""
-    text = raw.strip(" .!?")
+    text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
     for action, pattern in _PLAYBACK:
         if pattern.match(text):
             return Intent(kind="playback", russian=russian, action=action)
@@ -339,8 +433,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
-    if len(subject) < 2:
+    if len(subject) < 2 or (not quoted and _NOT_A_TITLE.search(_norm(rest))):
         return None
+    subject = re.sub(r"\s+(?:из\s+списка|из\s+них|from\s+the\s+list|on\s+the\s+list|of\s+them)$", "", subject)
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
     if re.search(r"[^\W\d_]", around):
         russian = _is_russian(around)
@@ -351,7 +446,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     if ordinal is not None:
         return Intent(kind=kind, russian=russian, reference=Reference(ordinal=_ORDINALS.get(ordinal["word"], 0)
                                                                       or int(ordinal["word"])))
-    if year and _YEAR_ONLY.fullmatch(subject):
+    if year and _YEAR_ONLY.fullmatch(subject) and not _YEAR.fullmatch(subject):
         return Intent(kind=kind, russian=russian, reference=Reference(year=int(year["year"])))
     return Intent(kind=kind, russian=russian, subject=subject)
 
@@ -404,6 +499,25 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     if len(titles) == 1 and any(_close(subject, name) for name in titles[0].names):
         return titles[0]
     return None
+
+
+_FILM_CUE = re.compile(r"(?:^|\s)(?:фильм\w*|сериал\w*|кино\w*|мультфильм\w*|мультик\w*|каталог\w*|movies?|films?|"
+                       r"series|shows?|cartoons?|catalog\w*)(?=\s|$)")
+
+
+def names_media(said: str) -> bool:
+    """Words that say a film or a series is meant ("найди фильм Х", "the movie X", a title in
+    quotes): a search that finds nothing then answers "not in the catalog". Without them, a
+    search that finds nothing was perhaps no search for a film ("найди рецепт"): the model's."""
+    return bool(_FILM_CUE.search(_norm(said))) or _quoted_text(said)
+
+
+def relevant(subject: str, titles: list[Shown]) -> bool:
+    """Whether any title found shares a word (in any grammatical case) with the request, or is
+    close to it as a whole (a typo): a fuzzy search also returns titles that are not it."""
+    words = {w for w in _norm(subject).split() if len(w) >= 3 or w.isdigit()}
+    return any(_close(subject, name) or any(_among(w, words) for w in _norm(name).split() if len(w) >= 3 or w.isdigit())
+               for title in titles for name in title.names)
 
 
 def _same_word(a: str, b: str) -> bool:

@@ -47,8 +47,8 @@ async def test_an_answer_that_only_repeats_the_request_fails():
 
 
 async def test_a_canned_refusal_after_a_play_that_worked_fails():
-    refusal = "I'm sorry, but I can't assist with that."  # asked again (core/echo.py): again
-    report = await _run([Rule(r"", refusal, role="tool", tool="media_play"), Rule(r"refused", refusal, role="user"),
+    refusal = "I'm sorry, but I can't assist with that."  # asked again (core/echo.py), whatever the notice: again
+    report = await _run([Rule(r"", refusal, role="tool", tool="media_play"), Rule(r"refus", refusal, role="user"),
                          Rule(r"Титаник", "TOOL_CALL: media_play|titanic-1997", role="user")])
     assert report.per_scenario[0].calls == ["media_play|titanic-1997"]
     assert "canned refusal" in report.per_scenario[0].why

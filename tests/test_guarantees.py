@@ -34,7 +34,7 @@ def _copycat(messages):
 
 async def test_a_thank_you_sets_no_timer_and_the_model_is_told_why(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
-        await system.turn("s", "спасибо, ты молодец! а что ты умеешь?")  # a question: tools are offered
+        await system.turn("s", "спасибо, ты молодец! а что нового в мире?")  # a question: tools are offered
         results = tool_results(await system.history("s"))
         assert [r["name"] for r in results] == ["timers_set"]
         assert results[0]["content"].startswith("not executed (not_requested)")
@@ -177,7 +177,7 @@ async def test_a_watch_or_a_task_cancel_nobody_asked_for_is_not_made(tmp_path):
     """channels_watch and monitors_start wake the session later, tasks_cancel stops work: each runs
     only when the user's words ask for it ("скажи, когда…", "tell me when…", "отмени…")."""
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_watcher)) as system:
-        await system.turn("s", "хочу посмотреть Кин-дза-дза")
+        await system.turn("s", "что бы мне посмотреть сегодня вечером")
         refused = tool_results(await system.history("s"))[-1]
         assert refused["name"] == "channels_watch" and refused["content"].startswith("not executed (not_requested)")
         await system.turn("s", "скажи, когда напишет Анна")

@@ -93,7 +93,7 @@ def test_a_tool_the_lexicons_do_not_know_runs_on_any_request_but_not_on_small_ta
 
 @pytest.mark.parametrize("said,expected", [
     ("спасибо!", True), ("хм, ладно", True), ("расскажи анекдот", True), ("объясни, как работает таймер", True),
-    ("you're great", True), ("привет, который час?", False), ("как тебя зовут?", False),
+    ("you're great", True), ("привет, который час?", False), ("как тебя зовут?", True),
     ("найди фильм Матрица", False), ("включи её", False), ("спасибо, а теперь найди Брат", False), ("", False),
 ])
 def test_small_talk_gets_no_tool(said, expected):

@@ -299,3 +299,58 @@ async def test_cancel_takes_the_timer_its_words_name_and_never_all_of_several_by
         assert cancelled == "Таймер «позвонить маме» отменён."
         listed = finals(await system.turn("s", "какие у меня таймеры?"))[-1]
         assert "проверить чай" in listed and "проверить почту" in listed and "маме" not in listed
+
+
+def test_a_number_said_in_words_is_one_number_and_a_clock_may_say_morning_or_pm():
+    assert recognise("поставь таймер на тридцать пять минут").when == "in 35 минут"
+    assert recognise("set a timer for forty-five minutes").when == "in 45 minutes"
+    assert recognise("разбуди меня в 6 утра").when == "06:00"
+    assert recognise("set an alarm for 9 pm").when == "21:00"
+    assert recognise("заведи будильник на 7:15").when == "7:15"
+    assert recognise("напомни послезавтра в 10:00 про врача") is None  # not the next 10:00: the model's
+    assert recognise("поставь-ка таймер на 3 минуты").text == ""
+
+
+def test_what_play_may_take_that_is_no_title_is_the_models():
+    for words in ("включи свет в коридоре", "включи какую-нибудь музыку", "поставь чайник", "play some rock",
+                  "запусти навигатор до дома", "включи что-нибудь весёлое", "play the second episode of lost",
+                  "поставь будильник на 6 утра"):
+        intent = recognise(words)
+        assert intent is None or intent.kind == "timer_set", (words, intent)
+
+
+def test_a_not_before_an_action_is_a_negation_and_one_inside_a_title_is_not():
+    assert recognise("не включай Сталкер") is None
+    assert recognise("don't set a timer") is None
+    assert recognise("включи Москва слезам не верит").subject == "москва слезам не верит"
+    assert recognise("который час, не подскажешь?").kind == "time_now"
+
+
+def test_playback_in_other_words_and_a_screen_text_that_is_a_request():
+    assert recognise("поставь фильм на паузу").action == "pause"
+    assert recognise("включи обратно").action == "resume"
+    assert recognise("выключи фильм, пожалуйста").action == "stop"
+    assert recognise("покажи на экране: хлеб, молоко").text == "хлеб, молоко"
+    assert recognise("выведи на экран погоду") is None
+    assert recognise("напиши на экране что ты думаешь о кино") is None
+
+
+def test_questions_about_the_assistant_or_cooking_are_no_details_or_time_reflex():
+    for words in ("кто твой любимый актёр", "what's your favourite film", "сколько времени жарить картошку",
+                  "какие таймеры бывают"):
+        assert recognise(words) is None, words
+
+
+async def test_a_search_for_what_no_catalog_holds_is_the_models_not_a_not_found(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Я умею искать только фильмы и сериалы.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "найди рецепт пирога с вишней"))[-1]
+        assert answer == "Я умею искать только фильмы и сериалы." and backend.calls
+
+
+async def test_a_details_question_about_no_title_is_not_answered_from_the_film_talked_about(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Минут десять, по вкусу.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "найди Сталкер")
+        answer = finals(await system.turn("s", "сколько минут варить гречку"))[-1]
+        assert answer == "Минут десять, по вкусу.", answer  # not "«Сталкер» идёт 163 минуты"
