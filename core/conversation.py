@@ -64,8 +64,9 @@ from core.echo import (CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REF
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
+from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, names_media, not_found_answer, pick, relevant, play_answer, played_id, playback_answer,
+                         matching_timers, names_media, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
@@ -708,17 +709,26 @@ class Conversation:
         result = await self._reflex_call(turn, "get_current_time", "")
         return None if result is None else time_answer(result, intent.russian)
 
-    async def _reflex_time_elsewhere(self, turn: _Turn, intent: Intent) -> None:
+    async def _reflex_time_elsewhere(self, turn: _Turn, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and
-        a read-only tool that tells places' time is asked about the place; the model words the
-        answer from its result (or, when it took another form of place, asks again)."""
+        a read-only tool that tells places' time is asked about the place - by its IANA zone
+        when the tool takes a zone (mcp-server-time) and the place is known (core.places). The
+        answer is worded from a moment the result names; else the model words it (or, when the
+        tool wanted another form of place, asks again)."""
+        tool = self._place_clock()
+        if tool is None:
+            return None
+        turn.withheld.add("get_current_time")
+        zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
+        result = await self._reflex_call(turn, tool.name, zone or intent.subject)
+        return None if result is None else place_time_answer(intent, result)
+
+    def _place_clock(self):
+        """The read-only tool that tells a place's time (its one required argument the place)."""
         registry = self.s.registry
-        tool = next((t.name for name in registry.toolset_names() for t in registry.toolset(name).tools
-                     if t.read_only and len(t.args) >= 1 and tells_place_time(t.summary)), "")
-        if tool:
-            turn.withheld.add("get_current_time")
-            await self._reflex_call(turn, tool, intent.subject)
-        return None
+        tools = [t for name in registry.toolset_names() for t in registry.toolset(name).tools
+                 if t.read_only and t.args and tells_place_time(t.summary)]
+        return min(tools, key=lambda t: sum(arg.required for arg in t.args), default=None)
 
     async def _reflex_timer_set(self, turn: _Turn, intent: Intent) -> str | None:
         now = self.s.clock()

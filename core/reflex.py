@@ -16,6 +16,7 @@ showed, the `*_answer` functions word the reply. The session (core.conversation)
 """
 from __future__ import annotations
 
+import datetime as dt
 import difflib
 import os
 import re
@@ -24,6 +25,7 @@ from typing import Literal
 import msgspec
 
 from core.intent import casual
+from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show"]
@@ -737,3 +739,54 @@ def reminder_answer(text: str, late: bool) -> str:
     if _is_russian(text) or not re.search(r"[a-z]", text.casefold()):
         return f"⏰ Напоминание: {text}" + (" (с опозданием: сервер был недоступен)" if late else "")
     return f"⏰ Reminder: {text}" + (" (late: the server was down)" if late else "")
+
+
+# a world clock's answer: an ISO moment ("2026-03-14T10:00:00-04:00", mcp-server-time) or the
+# words "Saturday, 14 March, 10:00"
+_ISO_MOMENT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)")
+_EN_MOMENT = re.compile(r"(?P<weekday>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday),? (?P<day>\d{1,2}) "
+                        r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|"
+                        r"December),? (?P<clock>\d{1,2}:\d\d)")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def place_time_answer(intent: Intent, result: str) -> str | None:
+    """"В Нью-Йорке сейчас 10:00, суббота, 14 марта." from a world clock's result, in the user's
+    language; None when the result says no moment it can read (the model words it)."""
+    iso = _ISO_MOMENT.search(result)
+    if iso is not None:
+        try:
+            moment = dt.datetime.fromisoformat(iso.group(0).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        spoken = spoken_time(moment, intent.russian)
+    else:
+        words = _EN_MOMENT.search(result)
+        if words is None:
+            return None
+        day, clock = int(words["day"]), words["clock"]
+        month, weekday = _MONTHS.index(words["month"]), _WEEKDAYS.index(words["weekday"])
+        # spoken_time's words for that weekday and date (any year that has them will do)
+        moment = next(dt.datetime(year, month + 1, day) for year in range(2024, 2032)
+                      if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
+        hour, minute = clock.split(":")
+        spoken = spoken_time(moment.replace(hour=int(hour), minute=int(minute)), intent.russian)
+    told = time_answer(spoken, intent.russian)
+    place = _place_as_said(intent.subject, intent.russian)
+    at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"
+    return f"{at} {place} {told[0].lower()}{told[1:]}"  # "В Нью-Йорке сейчас …", "In Tokyo it's …"
+
+
+def _valid_date(year: int, month: int, day: int) -> bool:
+    try:
+        dt.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def _place_as_said(place: str, russian: bool) -> str:
+    """"нью-йорке" -> "Нью-Йорке", "new york" -> "New York"."""
+    return re.sub(r"(?:^|(?<=[\s-]))(\w)", lambda m: m.group(1).upper(), place.strip())

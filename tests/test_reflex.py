@@ -206,8 +206,36 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
         answer = finals(await system.turn("s", "What time is it in New York?", timeout=30))[-1]
         results = tool_results(await system.history("s"))
         assert [r["name"] for r in results] == ["worldclock_time_now"]
-        assert "new york: Saturday, 14 March, 11:00" in answer
-        assert backend.offered and all("get_current_time" not in tools for tools in backend.offered)
+        assert answer == "In New York it's 11:00, Saturday, 14 March."  # worded from the result
+        assert all("get_current_time" not in tools for tools in backend.offered)
+
+
+async def test_another_places_time_through_the_official_mcp_time_server_by_its_zone(tmp_path):
+    """mcp-server-time (PyPI) takes only IANA keys: "Нью-Йорке" becomes America/New_York, and
+    its ISO answer is said in the user's words, on the server's real clock."""
+    import datetime as dt
+    import sys
+    import zoneinfo
+
+    import msgspec
+
+    from core.config import McpConfig, McpServerConfig
+    from harness import make_config, session_knows
+
+    server = McpServerConfig(command=[sys.executable, "-m", "mcp_server_time", "--local-timezone", "Europe/Moscow"],
+                             timeout_s=20.0)
+    config = msgspec.structs.replace(make_config(tmp_path), mcp=McpConfig(servers={"time": server}))
+    backend = ToolsSeen(reply_fn=lambda messages: "TOOL_CALL: get_current_time")
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await session_knows(system, "time")
+        before = dt.datetime.now(zoneinfo.ZoneInfo("America/New_York"))
+        answer = finals(await system.turn("s", "а который сейчас час в Нью-Йорке?", timeout=30))[-1]
+        after = dt.datetime.now(zoneinfo.ZoneInfo("America/New_York"))
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant"]
+        assert calls[0] == "TOOL_CALL: time_get_current_time|America/New_York"
+        assert answer.startswith("В Нью-Йорке сейчас ")
+        assert any(f"{moment:%H:%M}" in answer for moment in (before, after)), answer
+        assert not backend.calls, "no model step"
 
 
 @pytest.mark.parametrize("said, action", [("поставь на паузу", "pause"), ("Pause it", "pause"),

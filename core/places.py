@@ -1,0 +1,110 @@
+"""A place as the user names it ("в Нью-Йорке", "in tokyo") to its IANA time zone.
+
+A world clock MCP server may want a zone name, not a city: the official `mcp-server-time` takes
+only exact IANA keys ("America/New_York"). A small model asked "который час в Нью-Йорке?" then
+passes "Нью-Йорк", gets an error and falls back to the user's own clock. The session's reflex
+(core.reflex) names the zone itself when it knows the place: the common cities and a few
+countries with one zone, in Russian (any grammatical case) and English, then any city the
+tz database itself names ("Buenos Aires" -> America/Argentina/Buenos_Aires). Pure, no I/O
+beyond the tz database's key list, read once.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import zoneinfo
+
+_ZONES: dict[str, tuple[str, ...]] = {
+    "Europe/Moscow": ("moscow", "москва", "мск", "saint petersburg", "st petersburg", "petersburg", "петербург",
+                      "санкт-петербург", "питер"),
+    "Europe/London": ("london", "лондон", "england", "англия", "britain", "великобритания", "uk"),
+    "Europe/Paris": ("paris", "париж", "france", "франция"),
+    "Europe/Berlin": ("berlin", "берлин", "germany", "германия", "munich", "мюнхен"),
+    "Europe/Rome": ("rome", "рим", "italy", "италия", "milan", "милан"),
+    "Europe/Madrid": ("madrid", "мадрид", "spain", "испания", "barcelona", "барселона"),
+    "Europe/Lisbon": ("lisbon", "лиссабон", "portugal", "португалия"),
+    "Europe/Amsterdam": ("amsterdam", "амстердам"),
+    "Europe/Vienna": ("vienna", "вена", "austria", "австрия"),
+    "Europe/Prague": ("prague", "прага"),
+    "Europe/Warsaw": ("warsaw", "варшава", "poland", "польша"),
+    "Europe/Kyiv": ("kyiv", "kiev", "киев"),
+    "Europe/Minsk": ("minsk", "минск"),
+    "Europe/Istanbul": ("istanbul", "стамбул", "turkey", "турция", "ankara", "анкара"),
+    "Europe/Helsinki": ("helsinki", "хельсинки", "finland", "финляндия"),
+    "Europe/Stockholm": ("stockholm", "стокгольм"),
+    "Europe/Oslo": ("oslo", "осло"),
+    "Europe/Athens": ("athens", "афины", "greece", "греция"),
+    "Europe/Kaliningrad": ("kaliningrad", "калининград"),
+    "Europe/Samara": ("samara", "самара"),
+    "Asia/Yekaterinburg": ("yekaterinburg", "екатеринбург"),
+    "Asia/Omsk": ("omsk", "омск"),
+    "Asia/Novosibirsk": ("novosibirsk", "новосибирск"),
+    "Asia/Krasnoyarsk": ("krasnoyarsk", "красноярск"),
+    "Asia/Irkutsk": ("irkutsk", "иркутск"),
+    "Asia/Yakutsk": ("yakutsk", "якутск"),
+    "Asia/Vladivostok": ("vladivostok", "владивосток", "khabarovsk", "хабаровск"),
+    "Asia/Kamchatka": ("kamchatka", "камчатка", "петропавловск-камчатский"),
+    "Asia/Dubai": ("dubai", "дубай", "абу-даби", "abu dhabi", "emirates", "эмираты"),
+    "Asia/Jerusalem": ("tel aviv", "тель-авив", "jerusalem", "иерусалим", "israel", "израиль"),
+    "Africa/Cairo": ("cairo", "каир", "egypt", "египет"),
+    "Asia/Kolkata": ("delhi", "new delhi", "дели", "нью-дели", "mumbai", "мумбаи", "india", "индия"),
+    "Asia/Bangkok": ("bangkok", "бангкок", "thailand", "таиланд", "пхукет", "phuket"),
+    "Asia/Singapore": ("singapore", "сингапур"),
+    "Asia/Hong_Kong": ("hong kong", "гонконг"),
+    "Asia/Shanghai": ("beijing", "пекин", "shanghai", "шанхай", "china", "китай"),
+    "Asia/Tokyo": ("tokyo", "токио", "japan", "япония", "osaka", "осака"),
+    "Asia/Seoul": ("seoul", "сеул", "korea", "корея"),
+    "Asia/Almaty": ("almaty", "алматы", "алма-ата"),
+    "Asia/Tashkent": ("tashkent", "ташкент", "uzbekistan", "узбекистан"),
+    "Asia/Tbilisi": ("tbilisi", "тбилиси", "georgia", "грузия"),
+    "Asia/Yerevan": ("yerevan", "ереван", "armenia", "армения"),
+    "Asia/Baku": ("baku", "баку"),
+    "Australia/Sydney": ("sydney", "сидней"),
+    "Australia/Melbourne": ("melbourne", "мельбурн"),
+    "America/New_York": ("new york", "нью-йорк", "нью йорк", "washington", "вашингтон", "boston", "бостон",
+                         "miami", "майами", "toronto", "торонто"),
+    "America/Chicago": ("chicago", "чикаго"),
+    "America/Denver": ("denver", "денвер"),
+    "America/Los_Angeles": ("los angeles", "лос-анджелес", "лос анджелес", "san francisco", "сан-франциско",
+                            "seattle", "сиэтл", "vancouver", "ванкувер", "las vegas", "лас-вегас"),
+    "America/Mexico_City": ("mexico city", "мехико"),
+    "America/Sao_Paulo": ("sao paulo", "сан-паулу", "rio de janeiro", "рио-де-жанейро", "brazil", "бразилия"),
+    "America/Argentina/Buenos_Aires": ("buenos aires", "буэнос-айрес", "argentina", "аргентина"),
+    "Pacific/Honolulu": ("honolulu", "гонолулу", "hawaii", "гавайи", "гавайях"),
+}
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.casefold().replace("ё", "е").replace("_", " ").strip(" ?!.,").split())
+
+
+def _same_word(said: str, name: str) -> bool:
+    """One word in another case ("париже"/"париж", "москве"/"москва", "сиднее"/"сидней")."""
+    if said == name:
+        return True
+    common = len(os.path.commonprefix((said, name)))
+    return common >= 3 and common >= max(len(said), len(name)) - 2
+
+
+def _names(said: str, name: str) -> bool:
+    words, parts = said.split(), name.split()
+    return len(words) == len(parts) and all(_same_word(w, n) for w, n in zip(words, parts))
+
+
+@functools.lru_cache(maxsize=1)
+def _tz_cities() -> dict[str, str]:
+    """Every zone's city as the tz database names it ("buenos aires" -> its key)."""
+    return {_norm(key.rsplit("/", 1)[-1]): key for key in zoneinfo.available_timezones() if "/" in key}
+
+
+def zone_of(place: str) -> str | None:
+    """The IANA zone of a place as said ("нью-йорке", "the city of London"), or None."""
+    said = _norm(place)
+    for prefix in ("the city of ", "city of ", "город ", "городе "):
+        said = said.removeprefix(prefix)
+    if not said:
+        return None
+    for zone, names in _ZONES.items():
+        if any(_names(said, name) for name in names):
+            return zone
+    return _tz_cities().get(said)
