@@ -179,7 +179,8 @@ def small_talk(said: str) -> bool:
 # answer is the assistant's own, never a search
 _ABOUT_YOU = _stems("твой", "твоя", "твое", "твои", "тебе нрав", "ты любишь", "ты кто", "ты вообще кто", "кто ты",
                     "кто такой", "как тебя зовут", "your ", "do you like", "do you love", "are you", "who are you",
-                    "who made you", "who built you", "what can you do", "что ты умеешь", "что умеешь")
+                    "who made you", "who built you", "what can you do", "что ты умеешь", "что умеешь", "как дела",
+                    "как ты", "как поживаешь", "how are you", "how's it going", "how are things")
 
 
 # words that ask about the time or the date, or need the clock to answer ("через 20 минут",

@@ -28,7 +28,7 @@ from core.intent import casual
 from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show"]
+                     "search", "details", "show", "retract"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -72,7 +72,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
-                   r"play|put on|start playing|start)[\s,]+(?P<rest>.+)$")
+                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+for|search|look\s+for|look\s+up|"
@@ -209,6 +209,9 @@ def recognise(said: str) -> Intent | None:
         return None
     russian = _is_russian(said)
     raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+    retract = _retract_intent(raw, said, russian)
+    if retract is not None:
+        return retract
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
@@ -224,6 +227,23 @@ def recognise(said: str) -> Intent | None:
 
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня""".split())
+
+
+# "стоп, я неправильно сказал", "never mind, I said it wrong": words taken back, nothing asked yet
+_TAKEN_BACK = (r"(?:я\s+)?(?:неправильно\s+сказал\w*|не\s+так\s+сказал\w*|не\s+то\s+сказал\w*|ошибся|ошиблась|оговорился|"
+               r"оговорилась|не\s+то|не\s+так|не\s+надо|не\s+нужно|забудь|проехали|i\s+said\s+it\s+wrong|"
+               r"i\s+said\s+that\s+wrong|wrong|my\s+mistake|i\s+misspoke|not\s+that|never\s*mind|forget\s+it|scratch\s+that)")
+_RETRACT = re.compile(r"^(?:(?:стоп|stop|отмена|cancel|подожди|погоди|wait|нет|no|ой|oops|sorry|извини|прости)[\s,!.]+)*"
+                      + _TAKEN_BACK + r"(?:[\s,!.;—-]+" + _TAKEN_BACK + r")*[\s.!]*$")
+
+
+def _retract_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """"Стоп! Я неправильно сказал": no call to make, nothing to redo; the user says it again."""
+    return Intent(kind="retract", russian=russian) if _RETRACT.match(raw.strip()) else None
+
+
+def retract_answer(intent: Intent) -> str:
+    return "Хорошо, забыли. Скажите, что нужно." if intent.russian else "OK, forget that. What did you mean?"
 
 
 def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -413,10 +433,17 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
+# "хочу посмотреть Лару Крофт, найди": a search asked for after the title
+_THEN_SEARCH = re.compile(r"[\s,]+(?:найди|поищи|найти|find\s+it|find|search|look\s+it\s+up)[\s.!]*$")
+
+
 def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _PLAY.match(raw)
     if match is None:
         return None
+    then_search = _THEN_SEARCH.search(match["rest"])
+    if then_search is not None:
+        return _titled("search", match["rest"][:then_search.start()], said, russian)
     return _titled("play", match["rest"], said, russian)
 
 
@@ -428,6 +455,10 @@ def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
 
 
+# "my morning workout", "мою подборку": the user's own thing (a skill, a list), no catalog title
+_USERS_OWN = re.compile(r"(?:my|мой|моя|мою|мое|моё|мои|моих|наш|нашу|наше|our)\s")
+
+
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
     if _ANOTHER_ACTION.search(" " + rest):
@@ -435,7 +466,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
-    if len(subject) < 2 or (not quoted and _NOT_A_TITLE.search(_norm(rest))):
+    if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject))):
         return None
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|from\s+the\s+list|on\s+the\s+list|of\s+them)$", "", subject)
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
@@ -512,6 +543,15 @@ def names_media(said: str) -> bool:
     quotes): a search that finds nothing then answers "not in the catalog". Without them, a
     search that finds nothing was perhaps no search for a film ("найди рецепт"): the model's."""
     return bool(_FILM_CUE.search(_norm(said))) or _quoted_text(said)
+
+
+def names_a_skill(subject: str, skills: list[tuple[str, str]]) -> bool:
+    """Whether a play or search's words name one of the user's own skills (its name or a word of
+    its description, in any grammatical case): "запусти утреннюю зарядку" with a skill
+    "morning-workout: утренняя зарядка" is the skill's recipe, not a catalog title (the model's)."""
+    words = {w for w in _norm(subject).split() if len(w) >= 4}
+    return any(_among(w, words) for name, description in skills
+               for w in _norm(name.replace("-", " ") + " " + description).split() if len(w) >= 4)
 
 
 def relevant(subject: str, titles: list[Shown]) -> bool:

@@ -382,3 +382,30 @@ async def test_a_details_question_about_no_title_is_not_answered_from_the_film_t
         await system.turn("s", "найди Сталкер")
         answer = finals(await system.turn("s", "сколько минут варить гречку"))[-1]
         assert answer == "Минут десять, по вкусу.", answer  # not "«Сталкер» идёт 163 минуты"
+
+
+def test_where_it_plays_is_no_reason_to_leave_it_and_a_search_asked_after_the_title_is_a_search():
+    assert recognise("включи Титаник на телефоне").subject == "титаник"
+    intent = recognise("хочу посмотреть Солярис, поищи")
+    assert intent.kind == "search" and intent.subject == "солярис"
+
+
+def test_words_taken_back_make_nothing_and_the_users_own_things_are_no_title():
+    from core.reflex import names_a_skill
+    assert recognise("Стоп, я неправильно сказал").kind == "retract"
+    assert recognise("never mind, I said it wrong").kind == "retract"
+    assert recognise("стоп, не Солярис, а Сталкер") is None  # a new request in it: the model's
+    assert recognise("запусти мою вечернюю подборку") is None
+    skills = [("evening-stretch", "Вечерняя растяжка пользователя: когда он хочет размяться")]
+    assert names_a_skill("вечернюю растяжку", skills)
+    assert not names_a_skill("сталкер", skills)
+
+
+async def test_words_taken_back_are_answered_and_nothing_is_made_again(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "найди Сталкер")
+        answer = finals(await system.turn("s", "стоп, я неправильно сказал"))[-1]
+        assert answer == "Хорошо, забыли. Скажите, что нужно." and not backend.calls
+        history = await system.history("s")
+        assert [m["name"] for m in tool_results(history)] == ["media_search"]
