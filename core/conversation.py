@@ -58,7 +58,7 @@ from core.background import (
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, unasked_lookup, offerable
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
                        held_back, never_shown, refused, uninformative)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
@@ -541,6 +541,8 @@ class Conversation:
         readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
                     if skill.name not in turn.read_this_turn]
         choices = arg_choices(self.s.registry, active, readable)
+        for tool in ("enable_toolset", "read_skill"):  # the world's toolsets: only when the words are about them
+            choices[tool] = [name for name in choices.get(tool, []) if toolset_offerable(name, said)]
         choices.update(self._id_choices(tools))
         return _Step(history=history, messages=messages, tools=tools, choices=choices,
                      asked_notice=notice, plain_only=plain_only, closing=answered)

@@ -273,6 +273,34 @@ def offerable(tool: str, read_only: bool, said: str, offered: str = "") -> bool:
     return requested(kind, said, offered)
 
 
+# The world's toolsets serve few requests and tempt a small model on many ("start my morning
+# workout" -> tasks_list; "who are you?" -> channels_list): each is offered to turn on (or its
+# skill to read) only when the turn's words are about what it does. Once on, its tools stay offered.
+_MESSAGE_WORDS = _stems("сообщ", "напис", "пишет", "написал", "уведомл", "вебхук", "телеграм", "почт", "письм", "чат",
+                        "канал", "звон", "message", "wrote", "writes", "write", "notification", "webhook", "telegram",
+                        "mail", "email", "chat", "channel", "call")
+_JOB_WORDS = _stems("сборк", "деплой", "выкатк", "сайт", "страниц", "команд", "скрипт", "сервер", "build", "deploy",
+                    "site", "page", "command", "script", "server", "job", "монитор", "monitor")
+_TASK_WORDS = _stems("задач", "фон", "работает", "запущен", "статус", "монитор", "наблюд", "слежк", "task",
+                     "background", "job", "running", "status", "monitor", "progress", "что ты сейчас делаешь",
+                     "what are you doing")
+_TOOLSET_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "tasks": (_TASK_WORDS, _CANCEL_VERBS),
+    "monitors": (_WATCH_VERBS, _JOB_WORDS),
+    "channels": (_WATCH_VERBS, _MESSAGE_WORDS),
+}
+
+
+def toolset_offerable(name: str, said: str) -> bool:
+    """Whether a step may offer to turn toolset `name` on (or read its skill) for these words:
+    always, but for the world's toolsets, which need words about what they do."""
+    patterns = _TOOLSET_WORDS.get(name)
+    if patterns is None:
+        return True
+    text = _norm(said)
+    return any(pattern.search(text) for pattern in patterns)
+
+
 # ---- a final answer that reports an action nobody made --------------------------------------
 _CLAIM_STEMS: dict[str, tuple[str, ...]] = {
     "timer_set": ("таймер установлен", "таймер поставлен", "таймер запущен", "установил таймер",

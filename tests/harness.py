@@ -245,7 +245,9 @@ class ToolsSeen(ScriptedBackend):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.offered: list[list[str]] = []
+        self.choices: list[dict[str, list[str]]] = []  # each request's arguments allowed, per tool
 
     def stream(self, messages, *, tools, max_tokens, arg_choices=None):
         self.offered.append(list(tools))
+        self.choices.append({tool: list(allowed) for tool, allowed in (arg_choices or {}).items()})
         return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)

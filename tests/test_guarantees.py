@@ -208,3 +208,15 @@ async def test_a_call_line_said_again_after_the_notice_is_still_not_shown(tmp_pa
         shown = await system.turn("s", "привет, как спалось?")
         assert finals(shown)[-1] == "Не понял просьбу. Скажите, пожалуйста, иначе."
         assert not any("CALL" in m.text for m in shown if isinstance(m, p.Display)) and len(backend.calls) == 2
+
+
+async def test_the_worlds_toolsets_are_offered_only_to_words_about_what_they_do(tmp_path):
+    """"Start my morning workout" made the local model turn `tasks` on and list background jobs."""
+    backend = ToolsSeen(reply_fn=lambda messages: "Let's go!")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "start my morning workout, please")
+        offered = backend.choices[-1]
+        assert "media" in offered["enable_toolset"] and "timers" in offered["enable_toolset"]
+        assert not {"tasks", "monitors", "channels"} & set(offered["enable_toolset"] + offered["read_skill"])
+        await system.turn("s", "скажи, когда напишет Анна")
+        assert "channels" in backend.choices[-1]["enable_toolset"]
