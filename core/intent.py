@@ -20,7 +20,7 @@ from typing import Literal
 
 import msgspec
 
-ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "change"]
+ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
 RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
 REFUSED = "not executed "  # how the result of a call the session refused starts
 
@@ -82,6 +82,11 @@ _WATCH_VERBS = _stems("скажи, когда", "скажи когда", "ска
 _EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
                   "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
                   "describe")
+# "send it to my phone", "сообщи мне": a notification the user asks for (a world event's turn,
+# with no user words, may notify: the channels recipe says to when the user is away)
+# ("tell me when Anna writes" asks for a watch, not a notification now)
+_NOTIFY_VERBS = _stems("сообщи", "уведоми", "оповести", "пришли", "отправь", "на телефон", "уведомлени", "notify",
+                       "notification", "send me", "send it", "push", "to my phone", "on my phone", "alert me", "ping me")
 # "yes" to the assistant's own offer ("Включить?") asks for what was offered
 _YES = re.compile(r"^\s*(?:да|ага|давай|конечно|ок|окей|хорошо|угу|yes|yeah|yep|sure|ok|okay|please do|go ahead)\b")
 
@@ -107,6 +112,8 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
         return "watch"
     if tool in TASK_CANCEL_TOOLS:
         return "task_cancel"
+    if tool == "notify_user":
+        return "notify"
     return "change"
 
 
@@ -126,6 +133,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return bool(_CANCEL_VERBS.search(text))
     if kind == "watch":
         return bool(_WATCH_VERBS.search(text))
+    if kind == "notify":
+        return not said.strip() or bool(_NOTIFY_VERBS.search(text))
     if kind == "play":
         return bool(_PLAY_VERBS.search(text))
     if kind == "playback":
@@ -288,6 +297,7 @@ _TOOLSET_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {
     "tasks": (_TASK_WORDS, _CANCEL_VERBS),
     "monitors": (_WATCH_VERBS, _JOB_WORDS),
     "channels": (_WATCH_VERBS, _MESSAGE_WORDS),
+    "notify": (_NOTIFY_VERBS,),
 }
 
 
@@ -295,7 +305,7 @@ def toolset_offerable(name: str, said: str) -> bool:
     """Whether a step may offer to turn toolset `name` on (or read its skill) for these words:
     always, but for the world's toolsets, which need words about what they do."""
     patterns = _TOOLSET_WORDS.get(name)
-    if patterns is None:
+    if patterns is None or not said.strip():  # a world event's turn: whatever its recipe needs
         return True
     text = _norm(said)
     return any(pattern.search(text) for pattern in patterns)

@@ -217,6 +217,6 @@ async def test_the_worlds_toolsets_are_offered_only_to_words_about_what_they_do(
         await system.turn("s", "start my morning workout, please")
         offered = backend.choices[-1]
         assert "media" in offered["enable_toolset"] and "timers" in offered["enable_toolset"]
-        assert not {"tasks", "monitors", "channels"} & set(offered["enable_toolset"] + offered["read_skill"])
+        assert not {"tasks", "monitors", "channels", "notify"} & set(offered["enable_toolset"] + offered["read_skill"])
         await system.turn("s", "скажи, когда напишет Анна")
         assert "channels" in backend.choices[-1]["enable_toolset"]

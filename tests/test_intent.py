@@ -142,3 +142,9 @@ def test_how_the_user_feels_is_small_talk():
     for words in ("мне скучно", "устал я сегодня", "I'm so tired today", "I'm bored"):
         assert small_talk(words), words
     assert not small_talk("мне скучно, включи Матрицу")
+
+
+def test_a_notification_needs_words_that_ask_for_one_or_a_world_events_turn():
+    assert not requested("notify", "Start my morning workout routine")  # the local model notified it
+    assert requested("notify", "сообщи мне на телефон, когда будет готово")
+    assert requested("notify", "")  # a channel's message woke the session: its recipe may notify
