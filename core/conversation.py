@@ -889,9 +889,10 @@ class Conversation:
             return Refusal(kind="unseen_id", tool=tool, reason=(
                 f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
                 "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
-        said = self._turn_words(turn_start)
         if action_kind(tool, args, spec.read_only) is None:  # a lookup: only the clock needs words
-            return None if tool in recipe_tools else unasked_lookup(tool, said)
+            return None if tool != "get_current_time" or tool in recipe_tools else unasked_lookup(
+                tool, self._turn_words(turn_start))
+        said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
@@ -909,8 +910,7 @@ class Conversation:
     def _offerable(self, tools: list[str], said: str, turn: _Turn) -> list[str]:
         """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
         offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
-        return [tool for tool in tools if tool in recipe or offerable(
-            tool, self._read_only(tool), said, offered)]
+        return [tool for tool in tools if tool in recipe or offerable(tool, self._read_only(tool), said, offered)]
 
     def _read_only(self, tool: str) -> bool:
         spec = self.s.registry.spec(tool)
@@ -918,7 +918,8 @@ class Conversation:
 
     def _offered(self, turn_start: int) -> str:
         """The assistant's last answer before the turn (a question it asked: "Включить?")."""
-        return next((m.content for m in reversed(self.trajectory.messages()[:turn_start])
+        messages = self.trajectory.messages()
+        return next((m.content for m in map(messages.__getitem__, range(min(turn_start, len(messages)) - 1, -1, -1))
                      if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
 
     def _turn_words(self, turn_start: int) -> str:

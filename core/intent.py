@@ -267,6 +267,7 @@ def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, o
     return None
 
 
+@functools.lru_cache(maxsize=1024)  # asked for every tool at every step of a turn, with the same words
 def offerable(tool: str, read_only: bool, said: str, offered: str = "") -> bool:
     """Whether a step's grammar may offer `tool` for these words of the turn: a call that changes
     something only when the words ask for its kind (a play or a pause alike for media_play), the
@@ -301,6 +302,7 @@ _TOOLSET_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def toolset_offerable(name: str, said: str) -> bool:
     """Whether a step may offer to turn toolset `name` on (or read its skill) for these words:
     always, but for the world's toolsets, which need words about what they do."""
