@@ -25,6 +25,7 @@ from typing import Literal
 import msgspec
 
 from core.intent import casual
+from core.places import zone_of
 from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
@@ -71,13 +72,14 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"хм|эм|мм|порфирий|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
          r"porfiry|could you|can you|would you|will you)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
-                   r"хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
+                   r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+for|search|look\s+for|look\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
-                     r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|do\s+you\s+have|have\s+you\s+got)"
+                     r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
+                     r"do\s+you\s+have|have\s+you\s+got)"
                      r"[\s,]+(?P<rest>.+)$")
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
@@ -91,7 +93,7 @@ _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the mome
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 _TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|разбуд|timer|remind|alarm|wake)")
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
-                        r"включи|сделай|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
+                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|i\s+need|"
                         r"wake\s+me(?:\s+up)?)(?![\w-])")
 _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s|\s+\d)")
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|reminder)\b")
@@ -113,9 +115,12 @@ _ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+
 _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
                           r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
                           r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
-                          r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders))")
-_CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|cancel|delete|remove|clear|"
-                           r"turn\s+off|stop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+                          r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
+                          r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан)|"
+                          r"сколько\s+осталось\s+(?:на\s+|до\s+)?(?:таймер|напоминан)|"
+                          r"how\s+(?:much\s+time|long)\s+is\s+left\s+on\s+the\s+(?:timer|reminder))")
+_CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
+                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|продолжительн|"
@@ -153,9 +158,9 @@ _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|
 # vague wish ("что-нибудь смешное"), an episode (the catalog plays whole titles): the model's
 _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|песн\w*|трек\w*|плейлист\w*|радио|подкаст\w*|"
                           r"чайник\w*|лайк\w*|громкост\w*|звук\w*|навигатор\w*|кондиционер\w*|телевизор\w*|"
-                          r"голов\w*|что-нибудь|что-то|чего-нибудь|серию|серия|эпизод\w*|сезон\w*|игру|"
+                          r"голов\w*|что-нибудь|что-то|чего-нибудь|серию|серия|эпизод\w*|сезон\w*|"
                           r"light|lights|lamp|music|song|songs|track|playlist|radio|podcast|jazz|rock|volume|sound|"
-                          r"navigation|tv|something|anything|episode|season|game|movies|films|фильмы|кино\s+какое-нибудь|"
+                          r"navigation|tv|something|anything|episode|season|movies|films|фильмы|кино\s+какое-нибудь|"
                           # what a catalog search cannot find: a recipe, a place, the web, the news
                           r"рецепт\w*|аптек\w*|магазин\w*|ресторан\w*|кафе|пиццери\w*|ближайш\w*|рядом|интернет\w*|"
                           r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод\w*|новост\w*|адрес\w*|маршрут\w*|recipes?|"
@@ -226,7 +231,8 @@ def recognise(said: str) -> Intent | None:
 
 
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
-    привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня""".split())
+    привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
+    you""".split())
 
 
 # "стоп, я неправильно сказал", "never mind, I said it wrong": words taken back, nothing asked yet
@@ -254,8 +260,11 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if place is not None:  # "what time is it in New York": a toolset that knows places, if one does
         where = re.sub(r"\s+(?:сейчас|now|right now|today|сегодня)$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if where else None
-    if _PLACE.search(" " + raw[:match.start()]):
-        return None
+    before = _PLACE.search(" " + raw[:match.start()])
+    if before is not None:  # "а в Париже сколько времени?"
+        where = raw[before.end() - 2:match.start()].strip(" ,")
+        known = 0 < len(where.split()) <= 3 and zone_of(where) is not None  # not "в общем, который час?"
+        return Intent(kind="time_elsewhere", russian=russian, subject=where) if known else None
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
     # "привет, который час?" yes; "который час и поставь таймер", "сколько времени варить яйца" no:
     # the rest is small talk or polite words
@@ -437,7 +446,13 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
 _THEN_SEARCH = re.compile(r"[\s,]+(?:найди|поищи|найти|find\s+it|find|search|look\s+it\s+up)[\s.!]*$")
 
 
+# "давай его включим", "его включи": the title talked about, its pronoun first
+_PLAY_IT = re.compile(_LEAD + r"(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)[\s.!]*$")
+
+
 def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _PLAY_IT.match(raw):
+        return Intent(kind="play", russian=russian, reference=Reference())
     match = _PLAY.match(raw)
     if match is None:
         return None

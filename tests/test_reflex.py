@@ -409,3 +409,13 @@ async def test_words_taken_back_are_answered_and_nothing_is_made_again(tmp_path)
         assert answer == "Хорошо, забыли. Скажите, что нужно." and not backend.calls
         history = await system.history("s")
         assert [m["name"] for m in tool_results(history)] == ["media_search"]
+
+
+def test_more_everyday_forms_of_the_same_requests():
+    assert recognise("а в Токио сколько сейчас времени?").subject == "токио"
+    assert recognise("а в общем, который час?") is None or recognise("а в общем, который час?").kind != "time_elsewhere"
+    assert recognise("есть ли фильм Солярис").kind == "search"
+    assert recognise("ну давай её включим").reference == Reference()
+    assert recognise("отключи будильник на утро").kind == "timer_cancel"
+    assert recognise("что там с напоминаниями?").kind == "timer_list"
+    assert recognise("включи Игру престолов").subject == "игру престолов"  # a title may hold "игру"
