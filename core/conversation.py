@@ -66,7 +66,7 @@ from core import tracing
 from core.tasks import names_a_task
 from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, names_a_skill, names_media, not_found_answer, pick, place_time_answer, relevant, retract_answer, play_answer, played_id, playback_answer,
+                         matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, retract_answer, play_answer, played_id, playback_answer,
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
@@ -679,6 +679,7 @@ class Conversation:
         fired = fired_timer(said.content)
         intent = None if fired is not None else recognise("\n".join(_user_lines(said.content)))
         if fired is None and intent is None:
+            await self._reflex_skill(turn, said.content)
             return False
         if intent is not None and intent.subject and intent.kind in ("play", "search") and names_a_skill(
                 intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries if not e.builtin]):
@@ -690,6 +691,15 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
         _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind if intent else "timer")
         return True
+
+    async def _reflex_skill(self, turn: _Turn, recorded: str) -> None:
+        """Words that name one of the user's skills ("start my morning workout"): its recipe is read
+        for the model first (a lookup, recorded as the model's read would be), so the model follows
+        it instead of wandering through toolsets (the local model listed timers and tasks)."""
+        entries = (await self._skill_index()).entries
+        name = skill_named("\n".join(_user_lines(recorded)), [e.name for e in entries if not e.builtin])
+        if name is not None:
+            await self._reflex_call(turn, "read_skill", name)
 
     async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
         """One call of a reflex through the ordinary call path (its toolset turned on first, as

@@ -569,6 +569,17 @@ def names_a_skill(subject: str, skills: list[tuple[str, str]]) -> bool:
                for w in _norm(name.replace("-", " ") + " " + description).split() if len(w) >= 4)
 
 
+def skill_named(said: str, names: list[str]) -> str | None:
+    """The user skill whose name's every word the turn says ("start my morning workout" ->
+    "morning-workout"): its recipe is read for the model before its first step. None if none,
+    or if the words name several."""
+    words = set(_norm(said).split())
+    named = [name for name in names if (parts := [w for w in _norm(name.replace("-", " ").replace("_", " ")).split()
+                                                   if len(w) >= 3])
+             and all(_among(part, words) for part in parts)]
+    return named[0] if len(named) == 1 else None
+
+
 def relevant(subject: str, titles: list[Shown]) -> bool:
     """Whether any title found shares a word (in any grammatical case) with the request, or is
     close to it as a whole (a typo): a fuzzy search also returns titles that are not it."""

@@ -419,3 +419,18 @@ def test_more_everyday_forms_of_the_same_requests():
     assert recognise("отключи будильник на утро").kind == "timer_cancel"
     assert recognise("что там с напоминаниями?").kind == "timer_list"
     assert recognise("включи Игру престолов").subject == "игру престолов"  # a title may hold "игру"
+
+
+async def test_words_naming_a_users_skill_read_its_recipe_before_the_model_steps(tmp_path):
+    folder = tmp_path / "user-skills" / "evening-stretch"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: evening-stretch\ndescription: The user's evening stretch.\n---\n"
+                                     "1. TOOL_CALL: timers_set|in 10 minutes; растяжка закончена\n2. Say: start slowly.\n")
+    backend = ScriptedBackend(reply_fn=lambda messages: "Начинаем растяжку!")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "давай мою вечернюю растяжку")  # Russian words, English name: the model's own way
+        assert not tool_results(await system.history("s"))
+        await system.turn("s", "time for my evening stretch")
+        results = tool_results(await system.history("s"))
+        assert [r["name"] for r in results] == ["read_skill"] and "растяжка закончена" in results[0]["content"]
+        assert any("растяжка закончена" in m.content for m in backend.calls[-1])  # the model's step saw the recipe

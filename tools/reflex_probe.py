@@ -1,5 +1,5 @@
 """`python -m tools.reflex_probe [--file F] [--show wrong|missed|all]`: how `core.reflex.recognise`
-reads natural phrasing nobody tuned it on (evals/reflex_probe.toml).
+reads natural phrasing written apart from the patterns (evals/reflex_probe.toml; fixed on since: a dev set).
 
 Each utterance is read by `recognise` alone (it takes only the turn's words; an entry's `after`
 is shown, not passed) and judged against what it should return: a reflex kind with its key fields
