@@ -214,9 +214,6 @@ def recognise(said: str) -> Intent | None:
         return None
     russian = _is_russian(said)
     raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
-    retract = _retract_intent(raw, said, russian)
-    if retract is not None:
-        return retract
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
@@ -237,7 +234,7 @@ _AROUND_TIME = frozenset("""а ну и так скажи подскажи под
 
 # "стоп, я неправильно сказал", "never mind, I said it wrong": words taken back, nothing asked yet
 _TAKEN_BACK = (r"(?:я\s+)?(?:неправильно\s+сказал\w*|не\s+так\s+сказал\w*|не\s+то\s+сказал\w*|ошибся|ошиблась|оговорился|"
-               r"оговорилась|не\s+то|не\s+так|не\s+надо|не\s+нужно|забудь|проехали|i\s+said\s+it\s+wrong|"
+               r"оговорилась|не\s+то|не\s+так|забудь|проехали|i\s+said\s+it\s+wrong|"
                r"i\s+said\s+that\s+wrong|wrong|my\s+mistake|i\s+misspoke|not\s+that|never\s*mind|forget\s+it|scratch\s+that)")
 _RETRACT = re.compile(r"^(?:(?:стоп|stop|отмена|cancel|подожди|погоди|wait|нет|no|ой|oops|sorry|извини|прости)[\s,!.]+)*"
                       + _TAKEN_BACK + r"(?:[\s,!.;—-]+" + _TAKEN_BACK + r")*[\s.!]*$")
