@@ -66,7 +66,7 @@ from core import tracing
 from core.tasks import names_a_task
 from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, retract_answer, play_answer, played_id, playback_answer,
+                         matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
 from core.timers import TimerError, TimerTable, parse_when
@@ -802,10 +802,6 @@ class Conversation:
         if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
             return None
         return playback_answer(intent, self._shown_media()[2].get(media_id))
-
-    async def _reflex_retract(self, turn: _Turn, intent: Intent) -> str:
-        """"Стоп, я неправильно сказал": nothing is made again (a stop is a stop); the user says it anew."""
-        return retract_answer(intent)
 
     async def _reflex_show(self, turn: _Turn, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""

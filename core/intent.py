@@ -15,6 +15,7 @@ timer") asks for no action whatever verb it holds.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Literal
 
@@ -155,6 +156,16 @@ _CASUAL = _stems("спасибо", "благодар", "привет", "здра
                  # how the user feels: "мне скучно", "I'm so tired" asks for a kind word, no action
                  "скучн", "грустн", "устал", "одинок", "весело", "радост", "счастлив", "бесит", "надоел",
                  "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed")
+
+
+def same_word(a: str, b: str) -> bool:
+    """One word in two grammatical cases ("матрицу"/"матрица", "париже"/"париж"); numbers exactly."""
+    if a == b:
+        return True
+    if any(c.isdigit() for c in a + b):
+        return False
+    common = len(os.path.commonprefix((a, b)))
+    return common >= 3 and common >= max(len(a), len(b)) - 2
 
 
 _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)

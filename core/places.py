@@ -11,8 +11,9 @@ beyond the tz database's key list, read once.
 from __future__ import annotations
 
 import functools
-import os
 import zoneinfo
+
+from core.intent import same_word
 
 _ZONES: dict[str, tuple[str, ...]] = {
     "Europe/Moscow": ("moscow", "москва", "мск", "saint petersburg", "st petersburg", "petersburg", "петербург",
@@ -78,17 +79,9 @@ def _norm(text: str) -> str:
     return " ".join(text.casefold().replace("ё", "е").replace("_", " ").strip(" ?!.,").split())
 
 
-def _same_word(said: str, name: str) -> bool:
-    """One word in another case ("париже"/"париж", "москве"/"москва", "сиднее"/"сидней")."""
-    if said == name:
-        return True
-    common = len(os.path.commonprefix((said, name)))
-    return common >= 3 and common >= max(len(said), len(name)) - 2
-
-
 def _names(said: str, name: str) -> bool:
     words, parts = said.split(), name.split()
-    return len(words) == len(parts) and all(_same_word(w, n) for w, n in zip(words, parts))
+    return len(words) == len(parts) and all(same_word(w, n) for w, n in zip(words, parts))
 
 
 @functools.lru_cache(maxsize=1)

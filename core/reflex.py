@@ -18,18 +18,17 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import os
 import re
 from typing import Literal
 
 import msgspec
 
-from core.intent import casual
+from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show", "retract"]
+                     "search", "details", "show"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -230,23 +229,6 @@ def recognise(said: str) -> Intent | None:
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
     you""".split())
-
-
-# "стоп, я неправильно сказал", "never mind, I said it wrong": words taken back, nothing asked yet
-_TAKEN_BACK = (r"(?:я\s+)?(?:неправильно\s+сказал\w*|не\s+так\s+сказал\w*|не\s+то\s+сказал\w*|ошибся|ошиблась|оговорился|"
-               r"оговорилась|не\s+то|не\s+так|забудь|проехали|i\s+said\s+it\s+wrong|"
-               r"i\s+said\s+that\s+wrong|wrong|my\s+mistake|i\s+misspoke|not\s+that|never\s*mind|forget\s+it|scratch\s+that)")
-_RETRACT = re.compile(r"^(?:(?:стоп|stop|отмена|cancel|подожди|погоди|wait|нет|no|ой|oops|sorry|извини|прости)[\s,!.]+)*"
-                      + _TAKEN_BACK + r"(?:[\s,!.;—-]+" + _TAKEN_BACK + r")*[\s.!]*$")
-
-
-def _retract_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """"Стоп! Я неправильно сказал": no call to make, nothing to redo; the user says it again."""
-    return Intent(kind="retract", russian=russian) if _RETRACT.match(raw.strip()) else None
-
-
-def retract_answer(intent: Intent) -> str:
-    return "Хорошо, забыли. Скажите, что нужно." if intent.russian else "OK, forget that. What did you mean?"
 
 
 def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -585,18 +567,8 @@ def relevant(subject: str, titles: list[Shown]) -> bool:
                for title in titles for name in title.names)
 
 
-def _same_word(a: str, b: str) -> bool:
-    """One word in two grammatical cases ("матрицу"/"матрица", "лару"/"лара"); numbers exactly."""
-    if a == b:
-        return True
-    if any(c.isdigit() for c in a + b):
-        return False
-    common = len(os.path.commonprefix((a, b)))
-    return common >= 3 and common >= max(len(a), len(b)) - 2
-
-
 def _among(word: str, words: set[str]) -> bool:
-    return word in words or any(_same_word(word, other) for other in words)
+    return word in words or any(same_word(word, other) for other in words)
 
 
 def _close(said: str, name: str) -> bool:

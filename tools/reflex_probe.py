@@ -17,7 +17,6 @@ then the mismatches in three lists:
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from typing import Literal, NamedTuple, get_args
 
 import msgspec
 
+from core.intent import same_word
 from core.reflex import Detail, Intent, ReflexKind, Reference, recognise
 from core.timers import TimerError, parse_duration
 
@@ -78,19 +78,9 @@ def _words(text: str) -> list[str]:
     return plain[1:] if len(plain) > 1 and plain[0] in ("the", "a", "an") else plain
 
 
-def _same_word(a: str, b: str) -> bool:
-    """One word in two grammatical cases ("матрица"/"матрицу"); numbers exactly."""
-    if a == b:
-        return True
-    if any(c.isdigit() for c in a + b):
-        return False
-    common = len(os.path.commonprefix((a, b)))
-    return common >= 3 and common >= max(len(a), len(b)) - 2
-
-
 def same_title(expected: str, got: str) -> bool:
     mine, theirs = _words(expected), _words(got)
-    return len(mine) == len(theirs) and all(_same_word(a, b) for a, b in zip(mine, theirs))
+    return len(mine) == len(theirs) and all(same_word(a, b) for a, b in zip(mine, theirs))
 
 
 def _clock(text: str) -> tuple[int, int] | None:
