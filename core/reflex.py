@@ -423,6 +423,10 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 # "хочу посмотреть Лару Крофт, найди": a search asked for after the title
 _THEN_SEARCH = re.compile(r"[\s,]+(?:найди|поищи|найти|find\s+it|find|search|look\s+it\s+up)[\s.!]*$")
+# "I want to watch a film tonight, find «Брат 2»": the wish is context, the request is the search
+_FIND_AFTER = re.compile(r"[\s,]+(?:найди|поищи|find|search\s+for|look\s+for|look\s+up)\s+(?P<title>.+)$")
+# "хочу посмотреть Брат 2 вечером": a film for later is not played now; the reflex finds it
+_LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|вечером|позже|потом|на\s+выходных)(?=[\s,.!?]|$)")
 
 
 # "давай его включим", "его включи": the title talked about, its pronoun first
@@ -438,6 +442,12 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     then_search = _THEN_SEARCH.search(match["rest"])
     if then_search is not None:
         return _titled("search", match["rest"][:then_search.start()], said, russian)
+    find_after = _FIND_AFTER.search(match["rest"])
+    if find_after is not None:
+        return _titled("search", find_after["title"], said, russian)
+    later = _LATER.search(match["rest"])
+    if later is not None:
+        return _titled("search", _LATER.sub(" ", match["rest"]), said, russian)
     return _titled("play", match["rest"], said, russian)
 
 

@@ -46,7 +46,7 @@ class Ports:
     def reply(self, messages: list[p.ChatMessage]) -> str:
         last = [m for m in messages if m.role != "system"][-1]
         if last.role == "tool" or last.content.startswith("[System notice]"):
-            read = next(m.content for m in reversed(messages) if m.role == "tool").splitlines()[0]
+            read = next((m.content for m in reversed(messages) if m.role == "tool"), "nothing\n").splitlines()[0]
             return "Answer: " + read.replace("TOOL_CALL:", "call")  # S8's text names the call to make
         if "стоп" in last.content or "Tool result" in last.content:
             return "Done."
@@ -182,7 +182,8 @@ async def test_a_call_s8_did_not_run_is_not_executed_and_gets_no_nudge_to_answer
 
 
 async def test_a_call_the_user_did_not_ask_for_is_refused():
-    conv, ports = await one_turn("timers_set|in 5 minutes; позвонить", {}, words="спасибо, а что ты умеешь?")
+    # (not small talk, which is offered no tool at all: the refusal is the guard's, not the grammar's)
+    conv, ports = await one_turn("timers_set|in 5 minutes; позвонить", {}, words="что у меня в заметках?")
     result, kind = the_result(conv)
     assert kind == "refused" and result.content.startswith("not executed (not_requested): timers_set was not run")
     assert len(conv.timers) == 0

@@ -25,6 +25,7 @@ from protocol.messages import Message
 
 REPO = Path(__file__).resolve().parent.parent
 MEDIA_TURN = "I want to watch a film tonight, find «Брат 2»."  # read_skill, then media_search in the media actor
+# the model's path is what is traced here (a reflex would search without it: test_reflex.py)
 
 
 @pytest.fixture
@@ -43,7 +44,7 @@ def _one(found: list) -> object:
 
 
 async def test_a_turn_with_a_tool_call_is_one_trace_through_the_session_the_model_worker_and_the_media_actor(tmp_path, spans):
-    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), reflexes=False) as system:
         shown = await system.turn("s1", MEDIA_TURN)
     done = shown[-1]
     assert isinstance(done, p.TurnDone) and done.outcome == "done"
@@ -80,7 +81,7 @@ async def test_a_sample_ratio_of_zero_traces_no_turn_nor_any_call_in_it(tmp_path
     exporter = memory.InMemorySpanExporter()
     tracing.configure(TracingConfig(enabled=True, sample_ratio=0.0), "test", exporter=exporter)
     try:
-        async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        async with inproc_system(tmp_path, backend=ScriptedBackend(), reflexes=False) as system:
             shown = await system.turn("s1", MEDIA_TURN)
     finally:
         tracing.reset()
@@ -137,7 +138,7 @@ async def test_the_model_workers_spans_from_its_own_process_reach_the_collector_
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
     collector = _Collector()
     monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # batches every 50 ms: the test waits less
-    config = override(ipc_config, llm={"profile": "scripted"},
+    config = override(ipc_config, llm={"profile": "scripted"}, session={"reflexes": False},
                       tracing={"enabled": True, "otlp_endpoint": collector.url, "service_name": "porfiry-test"})
     env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(config).decode())
     worker = await anyio.open_process([sys.executable, "-m", "actors.host", "llm"], cwd=REPO, env=env,
@@ -184,7 +185,7 @@ from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
 async def main():
-    async with inproc_system(Path(tempfile.mkdtemp(prefix="pf")), backend=ScriptedBackend()) as system:
+    async with inproc_system(Path(tempfile.mkdtemp(prefix="pf")), backend=ScriptedBackend(), reflexes=False) as system:
         shown = await system.turn("s1", sys.argv[1])
     print(type(shown[-1]).__name__, shown[-1].model_calls)
     print(",".join(sorted(name for name in sys.modules if name.startswith(tuple(sys.argv[2:])))))
