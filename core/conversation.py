@@ -68,7 +68,7 @@ from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
                          matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
-                         tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed)
+                         tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, parse_when
 from core.intent import action_kind
 from core.toolcall import find_call_start, parse_reply
@@ -756,6 +756,15 @@ class Conversation:
         if await self._reflex_call(turn, "timers_set", f"{intent.when}; {text}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
+
+    async def _reflex_watch(self, turn: _Turn, intent: Intent) -> str | None:
+        what = " ".join(intent.subject.split())
+        result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
+        return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
+
+    async def _reflex_tasks(self, turn: _Turn, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "tasks_list", "")
+        return None if result is None else tasks_answer(result, intent.russian)
 
     async def _reflex_timer_list(self, turn: _Turn, intent: Intent) -> str | None:
         if await self._reflex_call(turn, "timers_list", "") is None:

@@ -28,7 +28,7 @@ from core.places import zone_of
 from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show"]
+                     "search", "details", "show", "watch", "tasks"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -48,6 +48,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     detail: Detail | None = None
     all_timers: bool = False
     action: Literal["pause", "resume", "stop", ""] = ""
+    channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):
@@ -218,8 +219,8 @@ def recognise(said: str) -> Intent | None:
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_show_intent, _timer_intent, _time_intent, _playback_intent, _details_intent, _play_intent,
-                           _search_intent):
+    for recognise_kind in (_watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent, _playback_intent,
+                           _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
             return intent
@@ -598,6 +599,45 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     return titles[0].media_id if titles else ""
 
 
+# "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
+# wait for (channels_watch); a time or an event that is no message ("когда будет 5") is not one
+_WATCH = re.compile(_LEAD + r"(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|уведоми|tell\s+me|let\s+me\s+know|"
+                    r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
+                    r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
+_MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
+                           r"replies|emails?|sends?|says|posts?)(?=[\s,.!?]|$)")
+_CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
+             ("whatsapp", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:ватсап\w*|вотсап\w*|whatsapp)(?=[\s,.!?]|$)")),
+             ("slack", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:слак\w*|slack)(?=[\s,.!?]|$)")),
+             ("sms", re.compile(r"(?:^|\s)(?:по\s+|by\s+|in\s+an?\s+)?(?:смс|sms)(?=[\s,.!?]|$)")))
+_WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
+_WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
+_TASKS = re.compile(r"(?:что\s+(?:сейчас\s+)?(?:выполняется|работает|запущено)\s+в\s+фоне|как\w*\s+(?:фонов\w+\s+)?задач\w*\s+"
+                    r"(?:сейчас\s+)?(?:выполня|работа|запущен)|фонов\w+\s+задач|what(?:'s|\s+is)\s+running\s+in\s+the\s+background|"
+                    r"(?:any|which|what)\s+background\s+tasks|list\s+(?:the\s+|my\s+)?background\s+tasks)")
+
+
+def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _WATCH.match(raw.rstrip(" .!?"))
+    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or _TIMER_WORD.search(match["rest"]):
+        return None
+    rest = match["rest"]
+    webhook = _WEBHOOK.search(rest)
+    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + rest)), "any")
+    if channel != "any":  # "в телеграме" says where, not what
+        rest = " ".join(dict(_CHANNELS)[channel].sub(" ", " " + rest).split())
+    if webhook is not None:
+        channel = webhook["name"] or webhook["name_ru"]
+        says = _WEBHOOK_SAYS.search(rest[webhook.end():])
+        rest = says["what"] if says else rest
+    return Intent(kind="watch", russian=russian, channel=channel, subject=_as_said(rest, said),
+                  text=_as_said(f"{match['when']} {match['rest']}", said))
+
+
+def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    return Intent(kind="tasks", russian=russian) if _TASKS.search(raw) else None
+
+
 # ---- the answers ----------------------------------------------------------------------------
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
     if n % 10 == 1 and n % 100 != 11:
@@ -682,6 +722,25 @@ def details_answer(intent: Intent, info: str) -> str | None:
     episodes = int(value)
     return (f"В «{name}» {episodes} {plural_ru(episodes, 'серия', 'серии', 'серий')}." if intent.russian
             else f"“{name}” has {episodes} episodes.")
+
+
+_TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
+              "мои": "ваши"}
+_TO_YOU_EN = {"me": "you", "my": "your", "i": "you", "i'm": "you're", "mine": "yours", "myself": "yourself"}
+
+
+def watch_answer(intent: Intent) -> str:
+    """"Хорошо, скажу, когда вам напишет Анна." - the user's condition, said back to them."""
+    swaps = _TO_YOU_RU if intent.russian else _TO_YOU_EN
+    condition = re.sub(r"[^\W\d_]+(?:'[a-z]+)?", lambda w: swaps.get(w.group(0).casefold(), w.group(0)), intent.text)
+    return f"Хорошо, скажу, {condition}." if intent.russian else f"OK, I'll tell you {condition}."
+
+
+def tasks_answer(result: str, russian: bool) -> str | None:
+    """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
+    if not result.startswith("No background"):
+        return None
+    return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
 
 
 def time_answer(spoken: str, russian: bool) -> str:

@@ -213,7 +213,7 @@ async def test_a_call_line_said_again_after_the_notice_is_still_not_shown(tmp_pa
 async def test_the_worlds_toolsets_are_offered_only_to_words_about_what_they_do(tmp_path):
     """"Start my morning workout" made the local model turn `tasks` on and list background jobs."""
     backend = ToolsSeen(reply_fn=lambda messages: "Let's go!")
-    async with inproc_system(tmp_path, backend=backend) as system:
+    async with inproc_system(tmp_path, backend=backend, reflexes=False) as system:  # what the model is offered
         await system.turn("s", "start my morning workout, please")
         offered = backend.choices[-1]
         assert "media" in offered["enable_toolset"] and "timers" in offered["enable_toolset"]

@@ -411,3 +411,34 @@ async def test_words_naming_a_users_skill_read_its_recipe_before_the_model_steps
         results = tool_results(await system.history("s"))
         assert [r["name"] for r in results] == ["read_skill"] and "растяжка закончена" in results[0]["content"]
         assert any("растяжка закончена" in m.content for m in backend.calls[-1])  # the model's step saw the recipe
+
+
+# ---- a message to wait for, and what runs in the background ------------------------------------
+@pytest.mark.parametrize("said, channel, what", [
+    ("скажи мне, когда напишет Анна", "any", "напишет Анна"),
+    ("дай знать, если в телеграме напишет начальник", "telegram", "напишет начальник"),
+    ("let me know when the ci webhook says the build failed", "ci", "the build failed"),
+    ("ping me if I get a text from mom", "any", "I get a text from mom"),
+])
+def test_a_message_to_wait_for_is_a_watch_on_its_channel(said, channel, what):
+    intent = recognise(said)
+    assert (intent.kind, intent.channel, intent.subject) == ("watch", channel, what)
+
+
+@pytest.mark.parametrize("said", ["скажи, когда будет 5 часов", "tell me when the film ends", "скажи, что пишет Анна",
+                                  "скажи, когда сработает таймер", "Анна написала мне вчера"])
+def test_waiting_for_no_message_is_no_watch(said):
+    intent = recognise(said)
+    assert intent is None or intent.kind != "watch"
+
+
+async def test_a_watch_asked_for_is_set_and_said_back_and_nothing_running_is_said_plainly(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "сообщи, когда мне придёт письмо от банка")
+        assert finals(shown)[-1] == "Хорошо, скажу, когда вам придёт письмо от банка."
+        watch = tool_results(await system.history("s"))[-1]
+        assert watch["name"] == "channels_watch" and watch["content"].startswith("Watch w1 set: messages on any matching")
+        shown = await system.turn("s", "what's running in the background?")
+        assert finals(shown)[-1] == "Nothing is running in the background right now."
+        assert not backend.calls
