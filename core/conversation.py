@@ -67,7 +67,7 @@ from core.tasks import names_a_task
 from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
                          matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
-                         recognise, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
+                         corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, parse_when
 from core.intent import action_kind
@@ -85,6 +85,8 @@ _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
+# id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 
 
@@ -677,20 +679,33 @@ class Conversation:
         if len(self.trajectory) - turn.start != 1 or said is None or said.role != "user":
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
-        intent = None if fired is not None else recognise("\n".join(_user_lines(said.content)))
-        if fired is None and intent is None:
+        words = "\n".join(_user_lines(said.content))
+        intent = None if fired is not None else recognise(words)
+        both = recognise_both(words) if fired is None and intent is None else None
+        if fired is None and intent is None and both is None:
             await self._reflex_skill(turn, said.content)
             return False
-        if intent is not None and intent.subject and intent.kind in ("play", "search") and names_a_skill(
-                intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries if not e.builtin]):
-            return False  # the user's own skill, by its words: the model reads its recipe
-        answer = reminder_answer(*fired) if fired is not None else await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        for asked in both or (intent,):
+            if await self._names_a_skill(asked):
+                return False  # the user's own skill, by its words: the model reads its recipe
+        if fired is not None:
+            answer = reminder_answer(*fired)
+        else:  # two requests: each carried out in turn, the answers said together
+            answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in (both or (intent,))]
+            answer = None if None in answers else " ".join(answers)
         if answer is None:
             return False
         self.trajectory.record_assistant(answer)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
-        _log.info("session=%s reflex %s answered without the model", self.sid, intent.kind if intent else "timer")
+        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
+        _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
         return True
+
+    async def _names_a_skill(self, intent: Intent | None) -> bool:
+        if intent is None or not intent.subject or intent.kind not in ("play", "search"):
+            return False
+        return names_a_skill(intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries
+                                              if not e.builtin])
 
     async def _reflex_skill(self, turn: _Turn, recorded: str) -> None:
         """Words that name one of the user's skills ("start my morning workout"): its recipe is read
@@ -756,6 +771,13 @@ class Conversation:
         if await self._reflex_call(turn, "timers_set", f"{intent.when}; {text}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
+
+    async def _reflex_correction(self, turn: _Turn, intent: Intent) -> str | None:
+        """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
+        messages = self.trajectory.messages()
+        earlier = next((m.content for m in reversed(messages[:turn.start]) if m.role == "user" and _user_lines(m.content)), "")
+        request = corrected(intent, recognise("\n".join(_user_lines(earlier))) if earlier else None)
+        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
 
     async def _reflex_watch(self, turn: _Turn, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
@@ -900,7 +922,8 @@ class Conversation:
         if not isinstance(bound, Bound):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
-        if tool in ID_TOOLS and _SLUG.fullmatch(args.get("id", "").strip()) and args["id"].strip() not in self._seen_ids():
+        given = args.get("id", "").strip()
+        if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(
                 f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
                 "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))

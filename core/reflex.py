@@ -28,7 +28,7 @@ from core.places import zone_of
 from core.timewords import spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show", "watch", "tasks"]
+                     "search", "details", "show", "watch", "tasks", "correction"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -56,6 +56,7 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 
     ordinal: int = 0  # 1-based place in the last search's results; 0: none said
     year: int = 0
+    oldest: bool = False  # "the original": the earliest of the titles shown
 
 
 class Shown(msgspec.Struct, frozen=True):
@@ -70,7 +71,10 @@ class Shown(msgspec.Struct, frozen=True):
 # ---- the words --------------------------------------------------------------------------------
 _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
          r"хм|эм|мм|порфирий|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
-         r"porfiry|could you|can you|would you|will you)[\s,!.]+)*")
+         r"porfiry|could you|can you|would you|will you|"
+         # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
+         r"maybe|perhaps|just|actually|nah|nope|well|wait|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
+         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
@@ -79,7 +83,7 @@ _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|по
                      r"find|search\s+for|search|look\s+for|look\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
                      r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
-                     r"do\s+you\s+have|have\s+you\s+got)"
+                     r"do\s+you\s+have|have\s+you\s+got|есть(?:\s+ли)?(?=\s+[^?]+\?$))"
                      r"[\s,]+(?P<rest>.+)$")
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
@@ -97,6 +101,8 @@ _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|уста�
                         r"wake\s+me(?:\s+up)?)(?![\w-])")
 _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s|\s+\d)")
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|reminder)\b")
+# "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
+_TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
 _DURATION = re.compile(
     r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
@@ -187,13 +193,17 @@ _COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>"
                        r"|\b(?P<teen>" + "|".join(_TEENS) + r")\b")
 
 
+_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(_UNITS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
+
+
 def _digits(text: str) -> str:
-    """"двадцать пять минут" -> "25 минут", "twenty-five" -> "25" (a lone "пять" stays a word)."""
+    """"двадцать пять минут" -> "25 минут", "twenty-five" -> "25", "a one minute timer" -> "a 1
+    minute timer" (a lone "пять" with no unit after it stays a word)."""
     def value(match: re.Match[str]) -> str:
         if match["teen"]:
             return str(_TEENS[match["teen"]])
         return str(_TENS[match["tens"]] + (_UNITS[match["unit"]] if match["unit"] else 0))
-    return _COMPOUND.sub(value, text)
+    return _UNIT_WORD.sub(lambda m: str(_UNITS[m["unit"]]), _COMPOUND.sub(value, text))
 
 
 def _norm(text: str) -> str:
@@ -219,7 +229,7 @@ def recognise(said: str) -> Intent | None:
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent, _playback_intent,
+    for recognise_kind in (_correction_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent, _playback_intent,
                            _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
@@ -227,22 +237,62 @@ def recognise(said: str) -> Intent | None:
     return None
 
 
+def recognise_both(said: str) -> tuple[Intent, Intent] | None:
+    """Two plain requests in one breath ("stop that and set a timer for 25 minutes", "найди
+    Солярис и включи его"): both, in order, when each half alone is one a reflex takes; else
+    None (the model takes the turn)."""
+    if not said.strip() or "\n" in said.strip() or len(said) > 300:
+        return None
+    raw = " ".join(said.casefold().replace("ё", "е").split())
+    joint = _TWO_REQUESTS.search(raw)
+    if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
+        return None
+    verb = joint.end() - len(joint.group(0).split()[-1])  # the second request starts at its verb
+    first, second = recognise(said[:joint.start()].strip(" ,")), recognise(said[verb:].strip())
+    if len(said) != len(raw) or first is None or second is None:
+        return None
+    return first, second
+
+
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
     you""".split())
 
 
+# what a question about a place's time asks: its clock, its day or its part of the day
+_TIME_WORDS = re.compile(r"(?:^|\s)(?:время|времени|час\w*|день|число|утро|утра|вечер\w*|ночь|ночи|полдень|"
+                         r"понедельник|вторник|среда|среду|четверг|пятница|пятницу|суббота|субботу|воскресенье|"
+                         r"time|day|date|morning|evening|night|noon|o'?clock|monday|tuesday|wednesday|thursday|friday|"
+                         r"saturday|sunday|weekend|выходные)(?=[\s,.!?]|$)")
+_PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
+
+
+def _place_time(raw: str, russian: bool) -> Intent | None:
+    """"is it already sunday in sydney?", "а во Владивостоке сейчас сколько времени": a question
+    about the time or day of a place the zones know (no action asked)."""
+    asked = "?" in raw or re.match(r"(?:.*\s)?(?:is\s+it|what|сколько|который|какой|какое)\s", raw + " ")
+    if not asked or not _TIME_WORDS.search(raw) or _VERB_START.match(raw) or _TIMER_WORD.search(raw):
+        return None
+    for found in _PLACE_NAMED.finditer(raw):
+        words = found["place"].split()
+        for n in range(len(words), 0, -1):
+            place = " ".join(words[:n]).strip(" ?!.,")
+            if zone_of(place) is not None:
+                return Intent(kind="time_elsewhere", russian=russian, subject=place)
+    return None
+
+
 def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _TIME_NOW.search(raw)
     if match is None:
-        return None
+        return _place_time(raw, russian)
     place = _PLACE.search(raw[match.end():] + " ")
     if place is not None:  # "what time is it in New York": a toolset that knows places, if one does
         where = re.sub(r"\s+(?:сейчас|now|right now|today|сегодня)$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if where else None
     before = _PLACE.search(" " + raw[:match.start()])
     if before is not None:  # "а в Париже сколько времени?"
-        where = raw[before.end() - 2:match.start()].strip(" ,")
+        where = re.sub(r"\s+(?:сейчас|now|today|сегодня|уже|already)$", "", raw[before.end() - 2:match.start()].strip(" ,"))
         known = 0 < len(where.split()) <= 3 and zone_of(where) is not None  # not "в общем, который час?"
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if known else None
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
@@ -263,11 +313,11 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if cancel:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
-    raw = _digits(raw)
+    raw = _digits(re.sub(_LEAD, "", raw))
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
     start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
-             or (_BARE_TIMER.match(said_after) if leading else None))  # "ten minute timer please"
+             or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
     if _ANOTHER_DAY.search(raw):
@@ -304,7 +354,7 @@ def _when_and_text(rest: str) -> tuple[str, str]:
             return "", ""
     before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
-    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me)\b)*", "", rest[end:])
+    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
@@ -325,7 +375,7 @@ def _clock_of(found: re.Match[str]) -> str:
 
 
 # what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
-_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|to|that|about|so\s+i\s+can|"
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|to|that|about|for|so\s+i\s+can|"
                         r"so\s+that)?(?=\s|$)[\s,.:;—-]*")
 
 
@@ -338,7 +388,10 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
 _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
-    кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята""".split())
+    кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
+    are there total all altogether всего всех вообще там эм слушай""".split())
+# "the original", "оригинал": the oldest of the titles shown
+_ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
 
 
 _ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|любим\w*|favou?rite)(?=\s|$)")
@@ -359,6 +412,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
         rest = _norm(raw[begin:found.start()] + " " + raw[end:stop])
         reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
+        if _ORIGINAL.search(" " + rest):
+            return Intent(kind="details", russian=russian, detail=detail, reference=Reference(oldest=True))
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
                  and not _YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
@@ -370,16 +425,21 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
-_WHAT_PLAYS = r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|the\s+movie|the\s+film|playback|the\s+show|please|пожалуйста))*"
+_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
+               r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
 _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
 _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
                                   r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|давай\s+дальше|resume|unpause|keep\s+playing|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
-             ("stop", re.compile(_LEAD + r"(?:выключи|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
+             ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _PLEASE_END
-                                 + r"|" + _LEAD + r"stop\s+playing" + _PLEASE_END)))
+                                 + r"|" + _LEAD + r"stop\s+playing" + _PLEASE_END
+                                 # "выключи совсем", "turn it off", "выключай": what plays, as nothing else is named
+                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _PLEASE_END
+                                 + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|"
+                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that))" + _WHAT_PLAYS + _PLEASE_END)))
 
 
 _SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
@@ -416,14 +476,17 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
     router's: it stops the turn)."""
     text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
+    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 8 else ""
     for action, pattern in _PLAYBACK:
-        if pattern.match(text):
+        # "ой, звонят, пауза": the last clause, when nothing before it asks for anything
+        if pattern.match(text) or last and pattern.match(last) and not _VERB_START.search(raw[:-len(last) - 1]):
             return Intent(kind="playback", russian=russian, action=action)
     return None
 
 
 # "хочу посмотреть Лару Крофт, найди": a search asked for after the title
 _THEN_SEARCH = re.compile(r"[\s,]+(?:найди|поищи|найти|find\s+it|find|search|look\s+it\s+up)[\s.!]*$")
+_THEN_PLAY = re.compile(r"[\s,]+(?:включи|включай|запусти|поставь|play|put\s+it\s+on|start)(?:\s+(?:его|ее|её|it))?[\s.!]*$")
 # "I want to watch a film tonight, find «Брат 2»": the wish is context, the request is the search
 _FIND_AFTER = re.compile(r"[\s,]+(?:найди|поищи|find|search\s+for|look\s+for|look\s+up)\s+(?P<title>.+)$")
 # "хочу посмотреть Брат 2 вечером": a film for later is not played now; the reflex finds it
@@ -443,6 +506,9 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     then_search = _THEN_SEARCH.search(match["rest"])
     if then_search is not None:
         return _titled("search", match["rest"][:then_search.start()], said, russian)
+    then_play = _THEN_PLAY.search(match["rest"])
+    if then_play is not None:
+        return _titled("play", match["rest"][:then_play.start()], said, russian)
     find_after = _FIND_AFTER.search(match["rest"])
     if find_after is not None:
         return _titled("search", find_after["title"], said, russian)
@@ -460,6 +526,8 @@ def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
 
 
+# "есть что посмотреть?": a question, not a title
+_QUESTION_WORD = re.compile(r"(?:что|как|где|когда|почему|зачем|what|how|where|when|why)(?:\s|$)")
 # "my morning workout", "мою подборку": the user's own thing (a skill, a list), no catalog title
 _USERS_OWN = re.compile(r"(?:my|мой|моя|мою|мое|моё|мои|моих|наш|нашу|наше|our)\s")
 
@@ -471,7 +539,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
-    if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject))):
+    if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
+                                            or _QUESTION_WORD.match(subject))):
         return None
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|from\s+the\s+list|on\s+the\s+list|of\s+them)$", "", subject)
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
@@ -594,6 +663,9 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     if reference.year:
         same_year = [t for t in titles if t.year == reference.year]
         return same_year[0].media_id if len(same_year) == 1 else ""
+    if reference.oldest:
+        dated = sorted((t for t in titles if t.year), key=lambda t: t.year)
+        return dated[0].media_id if len(dated) > 1 and dated[0].year < dated[1].year else ""
     if last_id:
         return last_id
     return titles[0].media_id if titles else ""
@@ -632,6 +704,29 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
         rest = says["what"] if says else rest
     return Intent(kind="watch", russian=russian, channel=channel, subject=_as_said(rest, said),
                   text=_as_said(f"{match['when']} {match['rest']}", said))
+
+
+# "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
+_CORRECTION = re.compile(_LEAD + r"(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?\s*"
+                         r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
+
+
+def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """The title put right; which request it corrects is the session's to find (the last one)."""
+    match = _CORRECTION.match(raw)
+    if match is None or _VERB_START.match(match["right"]) or _TIMER_WORD.search(raw):
+        return None
+    titled = _titled("play", match["right"], match["right"], russian)  # a title, or "второй", "the 1979 one"
+    if titled is None:
+        return None
+    return Intent(kind="correction", russian=russian, subject=titled.subject, reference=titled.reference)
+
+
+def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
+    """The earlier play, search or details request with the corrected title; None for any other."""
+    if earlier is None or earlier.kind not in ("play", "search", "details"):
+        return None
+    return msgspec.structs.replace(earlier, subject=intent.subject, reference=intent.reference, russian=intent.russian)
 
 
 def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:

@@ -111,10 +111,12 @@ async def test_an_id_no_result_showed_is_refused_and_one_shown_runs(tmp_path):
         await system.turn("s", "call media_info|matrix-matrix-matrix-matrix")
         await system.turn("s", "call media_search|матрица")
         await system.turn("s", "call media_info|matrix-1999")
+        await system.turn("s", "call media_info|2023-04-15T12:30:00")  # the local model's, after a details question
         results = tool_results(await system.history("s"))
         assert results[0]["content"].startswith("not executed (unseen_id)")
         assert "matrix-1999" in results[1]["content"]
         assert "Вачовски" in results[2]["content"] or "Wachowski" in results[2]["content"]
+        assert results[3]["content"].startswith("not executed (unseen_id)")
 
 
 async def test_stop_then_a_correction_does_not_play_again(tmp_path):
