@@ -155,7 +155,10 @@ _CASUAL = _stems("спасибо", "благодар", "привет", "здра
                  "who are you", "what can you",
                  # how the user feels: "мне скучно", "I'm so tired" asks for a kind word, no action
                  "скучн", "грустн", "устал", "одинок", "весело", "радост", "счастлив", "бесит", "надоел",
-                 "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed")
+                 "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed",
+                 # words taken back ("стоп, я неправильно сказал"): nothing to do until the user says what
+                 "неправильно сказал", "не то сказал", "оговорил", "я ошибся", "said it wrong", "misspoke",
+                 "said the wrong", "never mind", "nevermind")
 
 
 def same_word(a: str, b: str) -> bool:
@@ -174,8 +177,11 @@ _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VE
 def casual(said: str) -> bool:
     """Small talk: a thank-you, a greeting, praise, a story, a question about the assistant -
     words that ask for no action (and no action verb besides)."""
-    text = _norm(said)
+    text = _STOP_FIRST.sub("", _norm(said))  # "стоп, я неправильно сказал": the stop was the router's
     return bool(_CASUAL.search(text)) and not any(v.search(text) for v in _ACTION_VERBS) or bool(_EXPLAIN.search(text))
+
+
+_STOP_FIRST = re.compile(r"^\s*(?:стоп|stop|подожди|погоди|wait)[\s,!.]+(?=\S)")
 
 
 _LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",

@@ -57,6 +57,7 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: int = 0  # 1-based place in the last search's results; 0: none said
     year: int = 0
     oldest: bool = False  # "the original": the earliest of the titles shown
+    kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
 
 
 class Shown(msgspec.Struct, frozen=True):
@@ -526,6 +527,8 @@ def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
 
 
+_OF_KIND = re.compile(r"(?:the\s+)?(?P<kind>сериал|series|show|фильм|film|movie)(?:\s+(?:а|but)\s+не(?:\s+\w+)?|"
+                      r"\s+not\s+the\s+\w+|\s+version)?")
 # "есть что посмотреть?": a question, not a title
 _QUESTION_WORD = re.compile(r"(?:что|как|где|когда|почему|зачем|what|how|where|when|why)(?:\s|$)")
 # "my morning workout", "мою подборку": the user's own thing (a skill, a list), no catalog title
@@ -536,6 +539,10 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     """A play or search request: its title, or which title already shown it means."""
     if _ANOTHER_ACTION.search(" " + rest):
         return None
+    of_kind = _OF_KIND.fullmatch(_norm(rest))
+    if of_kind is not None:  # "включи сериал, а не фильм", "play the series"
+        series = of_kind["kind"] in ("сериал", "series", "show")
+        return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
@@ -662,7 +669,12 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
         return titles[reference.ordinal - 1].media_id if reference.ordinal <= len(titles) else ""
     if reference.year:
         same_year = [t for t in titles if t.year == reference.year]
+        # "the 2049 one": a number in a name, when no title is of that year
+        same_year = same_year or [t for t in titles if any(str(reference.year) in name for name in t.names)]
         return same_year[0].media_id if len(same_year) == 1 else ""
+    if reference.kind:
+        of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
+        return of_kind[0].media_id if len(of_kind) == 1 else ""
     if reference.oldest:
         dated = sorted((t for t in titles if t.year), key=lambda t: t.year)
         return dated[0].media_id if len(dated) > 1 and dated[0].year < dated[1].year else ""

@@ -488,3 +488,16 @@ async def test_two_plain_requests_in_one_breath_are_both_carried_out_without_the
         made = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert any("action=stop" in call for call in made) and any("timers_set" in call for call in made)
         assert not backend.calls
+
+
+def test_a_number_that_is_no_year_of_the_titles_shown_may_be_in_a_name():
+    titles = [Shown("br", ("Blade Runner",), "1982", 1982), Shown("br-2049", ("Blade Runner 2049",), "2017", 2017)]
+    assert refer(recognise("who directed the 2049 one").reference, titles, "") == "br-2049"
+    assert refer(recognise("who directed the 1982 one").reference, titles, "") == "br"
+
+
+def test_the_series_and_not_the_film_is_the_one_of_that_kind_shown():
+    titles = [Shown("mm-1994", ("Мастер и Маргарита",), "1994, Юрий Кара", 1994),
+              Shown("mm-2005", ("Мастер и Маргарита",), "2005, series, 10 episodes, Владимир Бортко", 2005)]
+    assert refer(recognise("включи сериал, а не фильм").reference, titles, "mm-1994") == "mm-2005"
+    assert refer(recognise("play the film").reference, titles, "mm-2005") == "mm-1994"
