@@ -84,6 +84,7 @@ class SessionConfig(_Section):
     progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
     reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
+    frame: Annotated[bool, Meta(description="words no reflex recognises are first put by the model as one command of a short list, carried out by a reflex when every name and number in it is the user's (core.frame); off: the model takes such turns")] = True
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256

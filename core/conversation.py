@@ -56,6 +56,7 @@ from core.background import (
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
+from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
@@ -683,8 +684,11 @@ class Conversation:
         intent = None if fired is not None else recognise(words)
         both = recognise_both(words) if fired is None and intent is None else None
         if fired is None and intent is None and both is None:
-            await self._reflex_skill(turn, said.content)
-            return False
+            if await self._reflex_skill(turn, said.content):
+                return False  # the user's own skill: the model follows its recipe
+            intent = await self._framed(turn, words)
+            if intent is None:
+                return False
         for asked in both or (intent,):
             if await self._names_a_skill(asked):
                 return False  # the user's own skill, by its words: the model reads its recipe
@@ -707,7 +711,7 @@ class Conversation:
         return names_a_skill(intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries
                                               if not e.builtin])
 
-    async def _reflex_skill(self, turn: _Turn, recorded: str) -> None:
+    async def _reflex_skill(self, turn: _Turn, recorded: str) -> bool:
         """Words that name one of the user's skills ("start my morning workout"): its recipe is read
         for the model first (a lookup, recorded as the model's read would be), so the model follows
         it instead of wandering through toolsets (the local model listed timers and tasks)."""
@@ -715,6 +719,37 @@ class Conversation:
         name = skill_named("\n".join(_user_lines(recorded)), [e.name for e in entries if not e.builtin])
         if name is not None:
             await self._reflex_call(turn, "read_skill", name)
+        return name is not None
+
+    async def _framed(self, turn: _Turn, words: str) -> Intent | None:
+        """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
+        and taken only when every name and number in it is the user's; None: the model's turn."""
+        if not self.s.config.frame or not words.strip() or small_talk(words):
+            return None
+        earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
+        before = "\n".join(_user_lines(earlier[-1])) if earlier else ""
+        try:
+            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
+        except ModelUnavailable:
+            return None  # the model's own step says so, or works again
+        frame = read_frame(reply, words, before[:300])
+        _log.info("session=%s frame %r -> %s", self.sid, frame.command,
+                  frame.intent.kind if frame.intent else f"the model ({frame.refused})")
+        return frame.intent
+
+    async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage]) -> str:
+        """One short generation nobody sees (no Display): counted and observed as a model call."""
+        self._model_calls += 1
+        text = ""
+        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, []) as observed, \
+                tracing.tracer.model_call(self._model_calls) as traced:
+            watching = traced.watching(observed)
+            async with self.s.ports.generate(self.sid, messages, [], FRAME_MAX_TOKENS) as pieces:
+                async for piece in pieces:
+                    watching.piece(piece)
+                    text += piece
+            watching.done(pieces)
+        return text
 
     async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
         """One call of a reflex through the ordinary call path (its toolset turned on first, as

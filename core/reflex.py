@@ -81,7 +81,7 @@ _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
-                     r"find|search\s+for|search|look\s+for|look\s+up|"
+                     r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
                      r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
                      r"do\s+you\s+have|have\s+you\s+got|есть(?:\s+ли)?(?=\s+[^?]+\?$))"
@@ -187,7 +187,7 @@ _TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пя
 _UNITS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
           "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
           "seven": 7, "eight": 8, "nine": 9}
-_TEENS = {"одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
+_TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
           "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
           "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
 _COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(_UNITS) + r"))?\b"
@@ -345,6 +345,8 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         return "", ""
     if durations:
         found = durations[0]
+        if re.fullmatch(r"(?:минут|секунд|часов|minutes|seconds|hours|mins|secs|hrs)", found["span"].strip()):
+            return "", ""  # "таймер минут на восемь": a unit with its number elsewhere, the frame's (core.frame)
         when = "in " + found["span"].strip()
         start, end = found.start(), found.end()
     else:

@@ -71,6 +71,10 @@ class LlamaCppBackend:
         self.name = name
         self.profile = profile
         self._llama = llama
+        self._own = llama is None  # a shared instance (tests) gets no spare contexts
+        self._path = ""
+        self._spares: list[Any] = []  # more contexts, up to profile.contexts in all
+        self._recent: list[Any] = []  # contexts, least recently used first
         self._renderer: ChatRenderer | None = None
         self._lock = anyio.Lock()  # FIFO: one generation at a time, in arrival order
         self._load_error = ""
@@ -94,19 +98,36 @@ class LlamaCppBackend:
             path = self.profile.model_path or self.profile.model or "the packaged model"
             try:
                 path = str(resolve_model_path(self.profile.model_path, self.profile.model))
-                self._llama = llama_cpp.Llama(
-                    model_path=path,
-                    n_ctx=self.profile.n_ctx,
-                    n_threads=self.profile.n_threads or os.cpu_count() or 1,
-                    seed=self.profile.seed,
-                    verbose=False,
-                )
+                self._path = path
+                self._llama = self._new_context(path)
             except (ValueError, RuntimeError, OSError, ModelMissing) as problem:
                 self._load_error = f"cannot load {path}: {problem}"
                 raise LLMError(self._load_error) from None
         if self._renderer is None:
             self._renderer = ChatRenderer(self._llama)
         return self._llama
+
+    def _new_context(self, path: str) -> Any:
+        import llama_cpp
+
+        return llama_cpp.Llama(model_path=path, n_ctx=self.profile.n_ctx, verbose=False, seed=self.profile.seed,
+                               n_threads=self.profile.n_threads or os.cpu_count() or 1)
+
+    def _context_for(self, llama: Any, tokens: list[int]) -> Any:
+        """The context that holds the longest prefix of `tokens`, so two kinds of prompt (the
+        turn's and core.frame's question) each keep theirs instead of evicting each other's: a new
+        one (the weights are mapped once, a context costs its KV cache) while fewer than
+        `profile.contexts` exist and none holds half the prompt; else the least recently used."""
+        pool = [llama, *self._spares]
+        best = max(pool, key=lambda context: _held(context, tokens))
+        if _held(best, tokens) * 2 < len(tokens):
+            if self._own and len(pool) < self.profile.contexts:
+                best = self._new_context(self._path)
+                self._spares.append(best)
+            else:
+                best = min(pool, key=lambda context: self._recent.index(context) if context in self._recent else -1)
+        self._recent = [context for context in self._recent if context is not best] + [best]
+        return best
 
     def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
                arg_choices: Mapping[str, list[str]] | None = None) -> Generation:
@@ -156,6 +177,7 @@ class LlamaCppBackend:
             raise LLMError(
                 f"prompt of {prompt_tokens} tokens plus {max_tokens} to generate exceeds the context of {llama.n_ctx()}"
             )
+        llama = self._context_for(llama, tokens)
         grammar = None
         if grammar_text:
             import llama_cpp
@@ -163,8 +185,7 @@ class LlamaCppBackend:
             grammar = llama_cpp.LlamaGrammar.from_string(grammar_text, verbose=False)
         # llama-cpp-python keeps the longest common prefix with what it evaluated last (and always
         # re-evaluates the final prompt token for its logits)
-        held = getattr(llama, "_input_ids", None)
-        reused = min(common_prefix_len(list(held[: llama.n_tokens]), tokens), prompt_tokens - 1) if held is not None else -1
+        reused = min(_held(llama, tokens), prompt_tokens - 1) if getattr(llama, "_input_ids", None) is not None else -1
         steps = llama.create_completion(
             prompt, max_tokens=max_tokens, stream=True, stop=self._renderer.stop, grammar=grammar,
             temperature=self.profile.temperature if self.profile.temperature is not None else 0.0,
@@ -189,9 +210,16 @@ class LlamaCppBackend:
 
     async def aclose(self) -> None:
         async with self._lock:
-            llama, self._llama = self._llama, None
-            if llama is not None and hasattr(llama, "close"):
-                await anyio.to_thread.run_sync(llama.close)
+            contexts, self._llama, self._spares, self._recent = [self._llama, *self._spares], None, [], []
+            for llama in contexts:
+                if llama is not None and hasattr(llama, "close"):
+                    await anyio.to_thread.run_sync(llama.close)
+
+
+def _held(llama: Any, tokens: list[int]) -> int:
+    """How many leading tokens of `tokens` the context already holds evaluated."""
+    held = getattr(llama, "_input_ids", None)
+    return common_prefix_len(list(held[: llama.n_tokens]), tokens) if held is not None else 0
 
 
 def common_prefix_len(a, b) -> int:

@@ -47,6 +47,10 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # oldest turns); 0: n_ctx for llamacpp, 32768 otherwise
     context_tokens: int = 0
     n_threads: int = 0  # 0: every core
+    # llamacpp: contexts kept, each holding the prompt it ran last, so the turn's prompt and
+    # core.frame's question do not evict each other's prefix (each costs its KV cache, ~120 MB
+    # for the 1.5B model at n_ctx 4096; the weights are mapped once)
+    contexts: int = 2
     seed: int = 0
     # scripted: simulated latency
     first_token_delay_s: float = 0.0
@@ -55,6 +59,8 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     def __post_init__(self) -> None:
         if self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {self.max_concurrency}")
+        if self.contexts < 1:
+            raise ValueError(f"contexts must be at least 1, got {self.contexts}")
         if self.retries < 0:
             raise ValueError(f"retries must not be negative, got {self.retries}")
         if self.context_tokens < 0:

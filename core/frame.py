@@ -1,0 +1,183 @@
+"""The frame: a turn no reflex recognises, rewritten by the model as one plain command.
+
+The reflexes (core.reflex) read requests said in the forms their patterns know; people say
+the same things in endless other ways ("could you put Back to the Future on for me?", "минут
+на восемь поставь, а то макароны варю", "my sister lives in Tokyo, what time is it over
+there?"). Letting the small model act on such a turn means three or four free steps, and that
+is where the wrong film, the missing last step and the made-up id came from. So the model is
+asked one narrow question first: say this as one command of a short fixed list, or "-". The
+command is read by the same reflex patterns and carried out by the session; the model decides
+nothing else.
+
+A guarantee, not luck: a command is taken only when every word it adds beyond the list's own
+words is the user's (a title, a city, a timer's text, in any grammatical case; said now or in the
+request before) and every number in it was said (as digits or a word). A command the model copied from the examples, or a title
+it made up, names words the user never said, and the turn goes to the model as before.
+
+Pure functions: `frame_messages` builds the request, `read_frame` checks and reads the reply.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import msgspec
+
+from core.intent import same_word
+from core.reflex import Intent, ReflexKind, recognise
+from protocol import ChatMessage
+
+FRAME_MAX_TOKENS = 48
+NONE = "-"
+
+# the commands the model may answer with; the reflex patterns read each of them
+_COMMANDS = """\
+play <title> | play it | play the second one | play the one from <year>
+find <title>
+what time is it | what time is it in <city>
+set a timer for <N> minutes to <what> | set a timer for <N> hours to <what> | remind me at <HH:MM> to <what>
+list my timers | cancel the timer <what> | cancel all timers
+pause | resume | stop the movie
+how long is <title or it> | who directed <title or it> | how many episodes does <title or it> have | what year is <title or it> from
+tell me when <who> writes in <telegram, whatsapp, slack or sms>
+show on the screen: <text>"""
+
+# worked examples: titles, cities and names in them are none the catalog or the eval uses, and
+# a command copied from here names words the user did not say, so the guard refuses it
+_EXAMPLES = (
+    ("а вруби-ка мне Весёлых ребят", "play Весёлых ребят"),
+    ("could you throw on Groundhog Day for me", "play Groundhog Day"),
+    ("Бриллиантовую руку есть у тебя?", "find Бриллиантовую руку"),
+    ("давай первую, включай", "play the first one"),
+    ("that one from 1995, put it on", "play the one from 1995"),
+    ("у нас брат в Омске, у них там сейчас утро уже?", "what time is it in Омске"),
+    ("my friend is in Lima, is it late there?", "what time is it in Lima"),
+    ("so what's the time where I am?", "what time is it"),
+    ("(before that the user said: what time is it in Lima?)\nand back home?", "what time is it"),
+    ("минут через двадцать напомни снять чайник", "set a timer for 20 minutes to снять чайник"),
+    ("ставь таймер минут на семь, яйца варю", "set a timer for 7 minutes to яйца варю"),
+    ("ping me in three minutes to stir the soup", "set a timer for 3 minutes to stir the soup"),
+    ("at half past nine tonight remind me to lock the garage", "remind me at 21:30 to lock the garage"),
+    ("а что у меня там натикало по напоминаниям?", "list my timers"),
+    ("про чайник уже не надо напоминать", "cancel the timer чайник"),
+    ("hold it a sec, the phone's ringing", "pause"),
+    ("all right, go on with it", "resume"),
+    ("всё, хватит, вырубай", "stop the movie"),
+    ("а четвёртая часть сколько по времени?", "how long is the fourth one"),
+    ("who's the director of that?", "who directed it"),
+    ("как Петя ответит в вотсапе, маякни", "tell me when Петя writes in whatsapp"),
+    ("напиши мне на очках код от подъезда 4512", "show on the screen: код от подъезда 4512"),
+    ("спасибо, ты очень помог", NONE),
+    ("вчера я поставил таймер на чай и забыл про него", NONE),
+    ("what is a timer good for?", NONE),
+    ("о чём вообще фильм Солярис?", "find Солярис"),
+    ("найди Сталкер и поставь таймер на 10 минут", NONE),
+    ("как дела?", NONE),
+)
+
+_SYSTEM = ("You turn what a user of a voice assistant said into ONE command from this list, in English, "
+           "copying titles, names, cities and reminder texts exactly as the user said them (in their "
+           "language and case). Answer with the command only. If it is none of these, or several at once, "
+           "or small talk, a story, or a question about the assistant, answer " + NONE + ".\n\n"
+           "Commands:\n" + _COMMANDS)
+
+# the list's own words: a word of a command outside these must be the user's
+_COMMAND_WORDS = frozenset(re.findall(r"[a-z']+", _COMMANDS.casefold() + " first third fourth fifth one on the "
+                                      "screen a an in at to for"))
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_NUMBER_WORDS = {
+    "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7,
+    "восемь": 8, "девять": 9, "десять": 10, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13,
+    "четырнадцать": 14, "пятнадцать": 15, "шестнадцать": 16, "семнадцать": 17, "восемнадцать": 18,
+    "девятнадцать": 19, "двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "полчаса": 30,
+    "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "half": 30, "quarter": 15, "час": 1, "hour": 1, "минуту": 1, "minute": 1,
+}
+
+
+class Frame(msgspec.Struct, frozen=True):
+    """What the model's command came to: the intent a reflex carries out, or why none."""
+
+    command: str
+    intent: Intent | None
+    refused: str = ""  # why a command was not taken: "none", "unknown", "unsaid: <word>"
+
+
+def frame_messages(said: str, before: str = "") -> list[ChatMessage]:
+    """The question: the fixed instructions and examples (a prefix the backend can keep), then the
+    user's words (and the request before them, which "and what about here?" needs)."""
+    messages = [ChatMessage(role="system", content=_SYSTEM)]
+    for asked, command in _EXAMPLES:
+        messages += [ChatMessage(role="user", content=asked), ChatMessage(role="assistant", content=command)]
+    context = f"(before that the user said: {before})\n" if before else ""
+    return messages + [ChatMessage(role="user", content=context + said)]
+
+
+def read_frame(reply: str, said: str, before: str = "") -> Frame:
+    """The reply read as a command of the list whose every added word and number the user said,
+    now or in the request `before` ("who directed it?" after "find Kin-dza-dza": "who directed
+    Kin-dza-dza"); the answer's language is that of `said`."""
+    command = " ".join(reply.strip().splitlines()[0].split()) if reply.strip() else NONE
+    command = command.strip(" \"'`«»")
+    if command in (NONE, "", "none", "None"):
+        return Frame(command, None, "none")
+    unsaid = _unsaid(command, f"{said}\n{before}")
+    if unsaid:
+        return Frame(command, None, f"unsaid: {unsaid}")
+    intent = recognise(command)
+    if intent is None or intent.kind not in _FRAMED_KINDS:
+        return Frame(command, None, "unknown")
+    russian = _russian(said)
+    if intent.kind == "watch":  # "Катя writes": said back, and watched for, in the user's language
+        who = re.sub(r"\s*\bwrites\b\s*", " ", intent.subject).strip()
+        subject = f"напишет {who}" if russian else f"{who} writes"
+        return Frame(command, msgspec.structs.replace(intent, russian=russian, subject=subject,
+                                                      text=("когда " if russian else "when ") + subject))
+    return Frame(command, msgspec.structs.replace(intent, russian=russian))
+
+
+_FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
+    "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
+    "show", "watch"})
+
+
+def _russian(said: str) -> bool:
+    letters = re.findall(r"[^\W\d_]", said)
+    return sum("а" <= c.casefold() <= "я" or c in "ёЁ" for c in letters) * 2 > len(letters)
+
+
+def _unsaid(command: str, said: str) -> str:
+    """The first word or number of `command` that is neither the list's nor the user's; "" if none."""
+    words = [w for w in _WORD.findall(_fold(said))]
+    numbers = _numbers(words)
+    for word in _WORD.findall(_fold(command)):
+        if word.isdigit():
+            if int(word) not in numbers and not (int(word) > 12 and int(word) - 12 in numbers):
+                return word  # "20" of 21:30 may be said as "eight"/"восемь ... вечера"; "00" is a clock's
+        elif word not in _COMMAND_WORDS and not any(_same_stem(word, w) for w in words):
+            return word
+    return ""
+
+
+def _same_stem(a: str, b: str) -> bool:
+    """core.intent.same_word, or one stem in two parts of speech ("проветрить"/"проветривание")."""
+    common = len(os.path.commonprefix((a, b)))
+    return same_word(a, b) or not any(c.isdigit() for c in a + b) and common >= 5 and common * 5 >= min(len(a), len(b)) * 3
+
+
+def _numbers(words: list[str]) -> set[int]:
+    found = {0}  # ":00", a clock's whole hour
+    for word in words:
+        if word.isdigit():
+            found.add(int(word))
+        elif word in _NUMBER_WORDS:
+            found.add(_NUMBER_WORDS[word])
+    tens = [n for n in found if n >= 20 and n % 10 == 0]
+    found |= {t + u for t in tens for u in range(1, 10) if u in found}  # "двадцать пять"
+    return found
+
+
+def _fold(text: str) -> str:
+    return text.casefold().replace("ё", "е")

@@ -1,0 +1,98 @@
+"""The frame (core.frame): words no reflex knows, put by the model as one command of a short list
+and carried out by a reflex only when every name and number in it is the user's.
+
+The phrasings are written for these tests, in no eval set."""
+import pytest
+
+import protocol as p
+from core.frame import frame_messages, read_frame
+from core.reflex import recognise
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+
+@pytest.mark.parametrize("reply, said, kind", [
+    ("play Назад в будущее", "а поставь-ка нам Назад в будущее на вечерок", "play"),
+    ("set a timer for 8 minutes to макароны", "минут на восемь засеки, макароны варятся", "timer_set"),
+    ("remind me at 20:15 to feed the cat", "at a quarter past eight tonight I need to feed the cat", "timer_set"),
+    ("what time is it in Токио", "у меня коллега в Токио, он спит уже?", "time_elsewhere"),
+    ("how long is the third one", "а третий фильм сколько длится-то?", "details"),
+    ("cancel the timer проветрить", "проветривание уже не нужно, отбой", "timer_cancel"),
+    ("resume", "so, where were we, go on", "playback"),
+])
+def test_a_command_whose_names_and_numbers_the_user_said_is_carried_out(reply, said, kind):
+    frame = read_frame(reply, said)
+    assert frame.intent is not None and frame.intent.kind == kind, frame
+
+
+@pytest.mark.parametrize("reply, said, why", [
+    ("play Весёлых ребят", "спасибо, ты лучший", "unsaid: веселых"),  # an example's title copied
+    ("set a timer for 5 minutes to позвонить", "позвонить бы маме вечером", "unsaid: 5"),  # a number nobody said
+    ("play The Matrix", "что-нибудь интересное посоветуешь?", "unsaid: matrix"),
+    ("-", "I had a long day, honestly", "none"),
+    ("tell me something funny", "tell me something funny", "unknown"),  # not a command of the list
+])
+def test_a_command_naming_what_the_user_never_said_is_not_taken(reply, said, why):
+    assert read_frame(reply, said).refused == why
+
+
+def test_a_title_of_the_request_before_counts_as_said():
+    frame = read_frame("who directed Kin-dza-dza", "who directed it?", before="find Kin-dza-dza")
+    assert frame.intent is not None and frame.intent.kind == "details" and frame.intent.subject == "kin-dza-dza"
+
+
+def test_the_answer_is_in_the_language_the_user_spoke():
+    frame = read_frame("tell me when Катя writes in telegram", "как Катя напишет в телеге, маякни")
+    assert frame.intent.russian and frame.intent.text == "когда напишет Катя" and frame.intent.channel == "telegram"
+
+
+def test_every_command_of_the_list_is_one_a_reflex_reads():
+    from core.frame import _EXAMPLES, NONE
+
+    for _said, command in _EXAMPLES:
+        assert command == NONE or recognise(command) is not None, command
+
+
+def test_the_question_keeps_its_fixed_part_first_so_a_backend_can_keep_it():
+    one, two = frame_messages("первое"), frame_messages("второе", before="первое")
+    assert one[:-1] == two[:-1] and "первое" in two[-1].content
+
+
+# ---- through the real session loop -------------------------------------------------------------
+def _frame_or_answer(command: str):
+    """A model that puts the frame's question as `command` and answers a turn with plain words."""
+    def reply(messages):
+        if "ONE command from this list" in messages[0].content:
+            return command
+        return "Хорошо."
+    return reply
+
+
+async def test_words_no_reflex_knows_are_played_through_the_frame(tmp_path):
+    said = "было бы здорово сейчас включить Мастера и Маргариту Локшина"
+    assert recognise(said) is None  # the reflexes alone do not know this form
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("play Мастера и Маргариту Локшина"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        shown = await system.turn("s", said)
+        history = await system.history("s")
+        played = [m["content"] for m in history if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played == ["TOOL_CALL: media_play|master-and-margarita-2024"]
+        assert "Мастер и Маргарита" in [m for m in shown if isinstance(m, p.Display) and m.final][-1].text
+        assert len(backend.calls) == 1  # the frame's one question; the model took no step
+
+
+async def test_a_frame_naming_a_title_nobody_said_plays_nothing(tmp_path):
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("play Мастера и Маргариту"))  # not what was said
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        shown = await system.turn("s", "а поставь-ка нам что-нибудь доброе на вечерок")
+        history = await system.history("s")
+        assert not [m for m in history if m["role"] == "tool"]  # no call ran
+        assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Хорошо."  # the model's turn
+
+
+async def test_small_talk_asks_no_frame(tmp_path):
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("set a timer for 5 minutes to чай"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", "спасибо, ты очень помог с чаем")
+        assert all("ONE command from this list" not in call[0].content for call in backend.calls)
+        assert not [m for m in await system.history("s") if m["role"] == "tool"]
