@@ -1,20 +1,23 @@
 """In-process llama.cpp behind the same Backend interface: the embedded Qwen2.5 instruct
 (`local`), the packaged Gemma 3 270M (`gemma`), or any chat GGUF a profile's `model_path` names.
 
-One `Llama` instance serves requests one at a time, in arrival order (a FIFO lock: trio's Lock
+Requests are served one at a time, in arrival order (a FIFO lock: trio's Lock
 is fair, and anyio's asyncio Lock queues waiters in a deque and hands over in order). Each token
 is computed in a worker thread by advancing llama-cpp-python's completion iterator one step,
 so a cancelled consumer stops generation between two tokens and the model is free at once.
 The conversation is rendered with the chat template the GGUF carries (`tokenizer.chat_template`,
 a Jinja template) and sent as a raw completion; a GGUF without one (the base Gemma) gets the
-Gemma 3 turn format by hand. Identical histories render identically, so the instance's
-longest-common-prefix reuse skips re-evaluating everything the previous request already saw.
+Gemma 3 turn format by hand. Identical histories render identically, so a context's
+longest-common-prefix reuse skips re-evaluating everything its previous request already saw;
+up to `profile.contexts` contexts (`Llama` instances) are kept, and a prompt runs in the one that
+holds most of it, so the turn's prompt and core.frame's question keep their prefixes apart.
 With `grammar` on, the reply is constrained per request (llm/grammar.py) to plain text or one
 call of a tool the prompt offers, with the argument of `read_skill`/`enable_toolset` limited to
 names that exist.
 """
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
@@ -27,6 +30,7 @@ from llm.grammar import tool_call_grammar
 from llm.profiles import ProfileConfig
 from protocol import ChatMessage
 
+_log = logging.getLogger(__name__)
 GEMMA_STOP_TEXTS = ["<end_of_turn>", "<start_of_turn>"]
 _FINISHED = object()
 
@@ -116,18 +120,31 @@ class LlamaCppBackend:
     def _context_for(self, llama: Any, tokens: list[int]) -> Any:
         """The context that holds the longest prefix of `tokens`, so two kinds of prompt (the
         turn's and core.frame's question) each keep theirs instead of evicting each other's: a new
-        one (the weights are mapped once, a context costs its KV cache) while fewer than
-        `profile.contexts` exist and none holds half the prompt; else the least recently used."""
+        one while fewer than `profile.contexts` exist and none holds half the prompt; else the
+        least recently used. A context that cannot be made (memory) leaves the ones there are."""
         pool = [llama, *self._spares]
         best = max(pool, key=lambda context: _held(context, tokens))
-        if _held(best, tokens) * 2 < len(tokens):
-            if self._own and len(pool) < self.profile.contexts:
-                best = self._new_context(self._path)
-                self._spares.append(best)
-            else:
-                best = min(pool, key=lambda context: self._recent.index(context) if context in self._recent else -1)
+        unused = [context for context in pool if not getattr(context, "n_tokens", 0)]
+        if _held(best, tokens) * 2 >= len(tokens):
+            pass
+        elif unused:
+            best = unused[0]
+        elif self._own and len(pool) < self.profile.contexts and (spare := self._spare_context()) is not None:
+            best = spare
+        else:
+            best = min(pool, key=lambda context: self._recent.index(context) if context in self._recent else -1)
         self._recent = [context for context in self._recent if context is not best] + [best]
         return best
+
+    def _spare_context(self) -> Any:
+        try:
+            spare = self._new_context(self._path)
+        except (ValueError, RuntimeError, OSError, MemoryError) as problem:
+            _log.warning("a second llama.cpp context could not be made (%s): one context serves every prompt", problem)
+            self._own = False  # not tried again
+            return None
+        self._spares.append(spare)
+        return spare
 
     def stream(self, messages: list[ChatMessage], *, tools: list[str], max_tokens: int,
                arg_choices: Mapping[str, list[str]] | None = None) -> Generation:

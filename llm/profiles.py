@@ -48,8 +48,8 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     context_tokens: int = 0
     n_threads: int = 0  # 0: every core
     # llamacpp: contexts kept, each holding the prompt it ran last, so the turn's prompt and
-    # core.frame's question do not evict each other's prefix (each costs its KV cache, ~120 MB
-    # for the 1.5B model at n_ctx 4096; the weights are mapped once)
+    # core.frame's question do not evict each other's prefix (each costs its KV cache: ~230 MB
+    # for the 1.5B model at the local profile's n_ctx 8192)
     contexts: int = 2
     seed: int = 0
     # scripted: simulated latency

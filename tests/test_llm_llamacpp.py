@@ -158,3 +158,53 @@ def test_arrival_order_holds_under_asyncio_too():
 
     anyio.run(main, backend="asyncio")
     assert finished == ["a", "b", "c", "d"] and not llama.overlap
+
+
+class HeldLlama:
+    """A context that holds the tokens of the last prompt it evaluated (what llama.cpp reuses)."""
+
+    def __init__(self):
+        self._input_ids, self.n_tokens = [], 0
+
+    def run(self, tokens):
+        self._input_ids, self.n_tokens = list(tokens), len(tokens)
+
+
+def test_two_kinds_of_prompt_each_keep_their_prefix_in_a_context_of_their_own():
+    made = []
+    backend = LlamaCppBackend(ProfileConfig(kind="llamacpp", contexts=2))
+    backend._new_context = lambda path: made.append(HeldLlama()) or made[-1]
+    first = backend._new_context("")
+    turn, frame = "system rules of the turn then the user".split(), "frame list and examples then words".split()
+    backend._context_for(first, turn).run(turn)
+    chosen = backend._context_for(first, frame)
+    assert chosen is not first  # the frame's question would evict the turn's prefix: a second context
+    chosen.run(frame)
+    assert backend._context_for(first, turn + ["more"]) is first
+    assert backend._context_for(first, frame[:-1] + ["other"]) is chosen
+    assert len(made) == 2
+
+
+def test_with_one_context_every_prompt_shares_it():
+    backend = LlamaCppBackend(ProfileConfig(kind="llamacpp", contexts=1))
+    only = HeldLlama()
+    backend._new_context = lambda path: pytest.fail("no second context with contexts = 1")
+    only.run("a b c d".split())
+    assert backend._context_for(only, "x y z w".split()) is only
+
+
+def test_a_context_that_cannot_be_made_leaves_the_one_there_is():
+    backend = LlamaCppBackend(ProfileConfig(kind="llamacpp", contexts=2))
+    only = HeldLlama()
+
+    def no_memory(path):
+        raise MemoryError("out of memory")
+    backend._new_context = no_memory
+    only.run("a b c d".split())
+    assert backend._context_for(only, "x y z w".split()) is only
+    assert backend._context_for(only, "p q r s".split()) is only  # not tried again
+
+
+def test_contexts_below_one_is_a_clear_error():
+    with pytest.raises(ValueError, match="contexts must be at least 1"):
+        ProfileConfig(kind="llamacpp", contexts=0)
