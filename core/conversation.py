@@ -87,6 +87,7 @@ _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
+_PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 
@@ -957,6 +958,11 @@ class Conversation:
         if not isinstance(bound, Bound):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
+        placeholder = next((value for value in args.values() if _PLACEHOLDER.fullmatch(value.strip())), None)
+        if placeholder is not None:  # "media_search|[title as the user said it]": the recipe's, copied
+            return Refusal(kind="ungrounded_text", tool=tool, reason=(
+                f"«{placeholder.strip()}» is a placeholder of the instructions, not the user's words. Put in what "
+                "the user actually said, or answer without this call."))
         given = args.get("id", "").strip()
         if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(

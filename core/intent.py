@@ -149,7 +149,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
 _CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "доброй", "доброго",
                  "спокойной ночи", "пока", "молодец", "умница",
                  "отлично", "класс", "супер", "круто", "ладно", "хм", "ок ", "окей", "понятно", "ясно", "угу", "ага",
-                 "хорошо", "вчера", "шутк", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
+                 "хорошо", "вчера", "шутк", "пошути", "рассмеши", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
                  "hi ", "hey", "good morning", "good night", "bye", "great", "awesome", "cool", "nice", "you're",
                  "you are", "ok", "hmm", "got it", "i see", "haha", "lol", "yesterday", "joke", "how are you",
                  "who are you", "what can you",
@@ -185,7 +185,9 @@ _STOP_FIRST = re.compile(r"^\s*(?:стоп|stop|подожди|погоди|wait
 
 
 _LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",
-                 "число", "погод", "find", "search", "look", "time", "date", "weather", "check")
+                 "число", "погод", "find", "search", "look", "date", "weather", "check",
+                 # the time, not a timer: "lol i forgot about the timer" is a story
+                 "time ", "time?", "time,", "time.", "time!", "times ")
 
 
 @functools.lru_cache(maxsize=1024)  # asked at every step of a turn, with the same words

@@ -4,6 +4,7 @@ clear message. The real-process case (a SIGKILLed worker) is in test_hardening_p
 from contextlib import asynccontextmanager
 
 import anyio
+import msgspec
 
 import protocol as p
 from core.inprocess import InProcessPorts
@@ -43,7 +44,7 @@ async def _turn(lose: int) -> list[p.Msg]:
     ports = LosingPorts(lose, repo=SkillRepository(config.builtin_skill_dirs(), None), provider=None, backend=ScriptedBackend())
     async with anyio.create_task_group() as tasks:
         settings = SessionSettings(registry=ToolsetRegistry(default_catalog()), ports=ports, spawn=tasks.start_soon,
-                                   config=config.session, clock=ManualClock(1_773_500_400.0))
+                                   config=msgspec.structs.replace(config.session, frame=False), clock=ManualClock(1_773_500_400.0))
         conversation = Conversation("lost", settings)
         conversation.submit(p.Event(event_id="e1", kind="user_text", source="user", channel="speech", content="what is a haiku"))
         with anyio.fail_after(10):

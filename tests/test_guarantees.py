@@ -119,6 +119,14 @@ async def test_an_id_no_result_showed_is_refused_and_one_shown_runs(tmp_path):
         assert results[3]["content"].startswith("not executed (unseen_id)")
 
 
+async def test_a_placeholder_copied_from_the_instructions_is_refused(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
+        await system.turn("s", "call media_search|[title as the user said it]")  # the local model's, on a joke
+        await system.turn("s", "call media_search|<название>")
+        results = tool_results(await system.history("s"))
+        assert [r["content"].startswith("not executed (ungrounded_text)") for r in results] == [True, True]
+
+
 async def test_stop_then_a_correction_does_not_play_again(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
         await system.turn("s", "call media_search|матрица")

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Callable
 
 import anyio
+import msgspec
 import pytest
 
 import protocol as p
@@ -101,7 +102,7 @@ def said(text: str, n: int = 1) -> p.Event:
 @asynccontextmanager
 async def conversation(call: str, answers: dict[str, p.ToolOutcome] | None = None, *, notes_on: bool = True):
     ports = Ports(call, answers or {})
-    config = load_config(None, env={}).session
+    config = msgspec.structs.replace(load_config(None, env={}).session, frame=False)  # the model's own steps
     async with anyio.create_task_group() as tasks:
         settings = SessionSettings(registry=ToolsetRegistry([NOTES, TIMERS.spec]), ports=ports,
                                    spawn=tasks.start_soon, config=config)
