@@ -67,7 +67,7 @@ from core import tracing
 from core.tasks import names_a_task
 from core.places import zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, names_a_skill, names_media, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
+                         matching_timers, names_a_skill, names_media, names_none, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, parse_when
@@ -854,8 +854,8 @@ class Conversation:
             title = known.get(media_id)
         else:
             result = await self._reflex_call(turn, "media_search", intent.subject)
-            if result is not None and not shown_titles(result):
-                return not_found_answer(intent)  # said plainly, in the user's language
+            if result is not None and names_none(intent.subject, shown_titles(result)):
+                return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
         if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:

@@ -386,13 +386,13 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
     из года год г го там по минутам минут сейчас тогда the it is was does this that one film movie series show of
     from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
-    подробно про о об скажи tell me more about""".split())
+    подробно про о об скажи tell me more about часть части part""".split())
 
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
 _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
     кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
-    are there total all altogether всего всех вообще там эм слушай""".split())
+    are there total all altogether всего всех вообще там эм слушай часть части part""".split())
 # "the original", "оригинал": the oldest of the titles shown
 _ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
 
@@ -435,6 +435,7 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                   r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|давай\s+дальше|resume|unpause|keep\s+playing|"
+                                   r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _PLEASE_END
@@ -500,10 +501,19 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 _PLAY_IT = re.compile(_LEAD + r"(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)[\s.!]*$")
 
 
+# "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
+_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?)[\s,]+(?:включай|включи|врубай|запускай|play\s+it|put\s+it\s+on)[\s.!]*$")
+
+
 def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _PLAY_IT.match(raw):
         return Intent(kind="play", russian=russian, reference=Reference())
     match = _PLAY.match(raw)
+    title_first = _TITLE_THEN_PLAY.match(raw) if match is None else None
+    if title_first is not None and (re.fullmatch(_LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
+        return Intent(kind="play", russian=russian, reference=Reference())  # "ну давай, включай": it
+    if title_first is not None and not _VERB_START.match(title_first["rest"]):
+        return _titled("play", title_first["rest"], said, russian)
     if match is None:
         return None
     then_search = _THEN_SEARCH.search(match["rest"])
@@ -552,6 +562,11 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
                                             or _QUESTION_WORD.match(subject))):
         return None
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|from\s+the\s+list|on\s+the\s+list|of\s+them)$", "", subject)
+    # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
+    subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)
+    part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
+    if part is not None and _ORDINAL.fullmatch(" " + part["word"]):
+        subject = part["word"]
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
     if re.search(r"[^\W\d_]", around):
         russian = _is_russian(around)
@@ -615,6 +630,20 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     if len(titles) == 1 and any(_close(subject, name) for name in titles[0].names):
         return titles[0]
     return None
+
+
+def names_none(subject: str, titles: list[Shown]) -> bool:
+    """No title found is the one asked for: none has every word of the request (a Latin word as
+    written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
+    answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
+    words = [w for w in _norm(subject).split() if len(w) >= 3 and w not in ("the", "and")]
+    def near(word: str, other: str) -> bool:  # a case ending ("отца"/"отец") or a typo, not another word
+        least = 0.7 if re.search(r"[а-я]", word) else 0.85
+        return word == other or min(len(word), len(other)) >= 4 and difflib.SequenceMatcher(None, word, other).ratio() >= least
+    def has_all(name: str) -> bool:
+        name_words = _norm(name).split()
+        return all(any(near(w, other) for other in name_words) for w in words)
+    return not any(has_all(name) or _close(subject, name) for title in titles for name in title.names)
 
 
 _FILM_CUE = re.compile(r"(?:^|\s)(?:фильм\w*|сериал\w*|кино\w*|мультфильм\w*|мультик\w*|каталог\w*|movies?|films?|"

@@ -73,6 +73,13 @@ def test_search_by_english_title_in_any_case(catalog):
     assert ids(catalog.search("terminator"))[0] == "terminator-1984"  # "The Terminator" without its article
 
 
+def test_a_russian_title_said_in_another_case_is_found(catalog):
+    assert ids(catalog.search("Крёстного отца"))[0] == "godfather-1972"  # the fleeting vowel of "отец" too
+    assert ids(catalog.search("служебного романа")) == ["office-romance-1977"]
+    assert ids(catalog.search("белого солнца пустыни")) == ["white-sun-of-the-desert-1970"]
+    assert ids(catalog.search("рецепт борща")) == []  # words no title has stay unfound
+
+
 def test_search_tolerates_typos_in_both_languages(catalog):
     assert ids(catalog.search("Lara Kroft"))[0] == "lara-croft-tomb-raider-2001"
     assert ids(catalog.search("Терминатр"))[0] == "terminator-1984"

@@ -264,11 +264,36 @@ async def test_a_details_question_naming_a_title_searches_it_and_answers_the_fac
         assert "Рязанов" in answer and not backend.calls
 
 
+@pytest.mark.parametrize("said", ["давай третью часть, включай", "the third part, play it", "ну давай, включай"])
+def test_a_part_or_it_named_before_the_play_word_is_one_shown(said):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == "play" and intent.reference is not None and not intent.subject
+
+
+def test_a_part_asked_about_is_one_shown_and_a_unit_without_its_number_is_no_timer():
+    intent = recognise("а вторая часть сколько идёт?")
+    assert intent.kind == "details" and intent.reference.ordinal == 2 and not intent.subject
+    assert recognise("поставь таймер минут на семь") is None  # the frame's (core.frame)
+
+
+def test_a_search_that_shows_only_other_titles_names_none_of_them():
+    from core.reflex import names_none
+
+    barber = [Shown("barber-of-siberia-1998", ("Сибирский цирюльник", "The Barber of Siberia"), "1998", 1998)]
+    godfather = [Shown("godfather-1972", ("Крёстный отец", "The Godfather"), "1972", 1972)]
+    assert names_none("barbie", barber)  # a fuzzy search's near word is another film
+    assert not names_none("крестного отца", godfather)  # the same title in another case
+    assert not names_none("the godfathr", godfather)  # a typo
+
+
 async def test_a_title_the_catalog_lacks_is_said_plainly_in_the_users_language(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
         answer = finals(await system.turn("s", "включи Приключения квантового хомяка в Антарктиде"))[-1]
         assert answer.startswith("В каталоге не нашлось") and not backend.calls
+        # a fuzzy search that finds only titles that are not it: the same, nothing played
+        answer = finals(await system.turn("s", "can you play Barbie for me?"))[-1]  # the search shows «Сибирский цирюльник»
+        assert "not found" in answer and "barbie" in answer.casefold() and not backend.calls
         history = await system.history("s")
         assert not any("media_play" in m["content"] for m in history if m["role"] == "assistant")
 
@@ -459,6 +484,11 @@ async def test_a_watch_asked_for_is_set_and_said_back_and_nothing_running_is_sai
     ("set a two minute timer for the tea", "timer_set", "in 2 minute"),
     ("is it already monday in tokyo?", "time_elsewhere", "tokyo"),
     ("а в Берлине сейчас сколько времени", "time_elsewhere", "берлине"),
+    # after the second blind block (h4)
+    ("Сталкера включай", "play", "сталкера"),
+    ("ладно, you can keep going", "playback", "resume"),
+    ("а поищи мне лучше Кин-дза-дзу", "search", "кин-дза-дзу"),
+    ("search the catalog for Stalker", "search", "stalker"),
 ])
 def test_everyday_forms_of_plain_requests(said, kind, detail):
     intent = recognise(said)
