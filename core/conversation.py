@@ -58,7 +58,7 @@ from core.background import (
 from core.fence import fence
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.timewords import progress_line, spoken_time
+from core.timewords import progress_line, spoken_clock, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
                        held_back, never_shown, refused, uninformative)
@@ -729,6 +729,7 @@ class Conversation:
             return None
         earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
         before = "\n".join(_user_lines(earlier[-1])) if earlier else ""
+        words = spoken_clock(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
             reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
         except ModelUnavailable:

@@ -10,8 +10,9 @@ command is read by the same reflex patterns and carried out by the session; the 
 nothing else.
 
 A guarantee, not luck: a command is taken only when every word it adds beyond the list's own
-words is the user's (a title, a city, a timer's text, in any grammatical case; said now or in the
-request before) and every number in it was said (as digits or a word). A command the model copied from the examples, or a title
+words is the user's (a title, a city, a timer's text, in any grammatical case; said now, or for a
+question about a title in the request before) and every number in it was said (as digits or a
+word). A command the model copied from the examples, or a title
 it made up, names words the user never said, and the turn goes to the model as before.
 
 Pure functions: `frame_messages` builds the request, `read_frame` checks and reads the reply.
@@ -123,10 +124,12 @@ def read_frame(reply: str, said: str, before: str = "") -> Frame:
     command = command.strip(" \"'`«»")
     if command in (NONE, "", "none", "None"):
         return Frame(command, None, "none")
-    unsaid = _unsaid(command, f"{said}\n{before}")
+    intent = recognise(command)
+    # the request before may name the title a question is about ("who directed it?"), never what
+    # to do now: a timer or a play grounded in it is the last request said again
+    unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said)
     if unsaid:
         return Frame(command, None, f"unsaid: {unsaid}")
-    intent = recognise(command)
     if intent is None or intent.kind not in _FRAMED_KINDS:
         return Frame(command, None, "unknown")
     russian = _russian(said)
@@ -141,6 +144,9 @@ def read_frame(reply: str, said: str, before: str = "") -> Frame:
 _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
     "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
     "show", "watch"})
+
+
+_ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
 
 
 def _russian(said: str) -> bool:

@@ -25,7 +25,7 @@ import msgspec
 
 from core.intent import casual, same_word
 from core.places import zone_of
-from core.timewords import spoken_time
+from core.timewords import spoken_clock, spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show", "watch", "tasks", "correction"]
@@ -223,6 +223,7 @@ def recognise(said: str) -> Intent | None:
     turn's user words, one message."""
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
+    said = spoken_clock(said)  # "в полвосьмого", "quarter to nine": in digits
     russian = _is_russian(said)
     raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):

@@ -41,6 +41,13 @@ def test_a_title_of_the_request_before_counts_as_said():
     assert frame.intent is not None and frame.intent.kind == "details" and frame.intent.subject == "kin-dza-dza"
 
 
+def test_the_request_before_never_grounds_what_to_do_now():
+    # "and another one, half an hour, to move the car": the model said the last timer again
+    frame = read_frame("set a timer for 5 minutes to the tea", "and another one, half an hour, to move the car",
+                       before="Set a timer for five minutes for the tea, please")
+    assert frame.intent is None and frame.refused.startswith("unsaid")
+
+
 def test_the_answer_is_in_the_language_the_user_spoke():
     frame = read_frame("tell me when Катя writes in telegram", "как Катя напишет в телеге, маякни")
     assert frame.intent.russian and frame.intent.text == "когда напишет Катя" and frame.intent.channel == "telegram"

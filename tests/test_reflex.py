@@ -531,3 +531,16 @@ def test_the_series_and_not_the_film_is_the_one_of_that_kind_shown():
               Shown("mm-2005", ("Мастер и Маргарита",), "2005, series, 10 episodes, Владимир Бортко", 2005)]
     assert refer(recognise("включи сериал, а не фильм").reference, titles, "mm-1994") == "mm-2005"
     assert refer(recognise("play the film").reference, titles, "mm-2005") == "mm-1994"
+
+
+@pytest.mark.parametrize("said, when, text", [
+    ("remind me at a quarter to nine tonight that the game starts", "20:45", "the game starts"),
+    ("напомни в половине восьмого вечера забрать посылку", "19:30", "забрать посылку"),
+    ("напомни без четверти два про созвон", "13:45", "созвон"),  # an hour from 1 to 6: after noon
+    ("разбуди меня в полседьмого утра", "6:30", ""),
+    ("set an alarm at half past seven in the morning", "7:30", ""),
+])
+def test_a_time_of_day_said_in_words_is_set_as_said(said, when, text):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == "timer_set" and intent.when == when
+    assert text in intent.text
