@@ -71,7 +71,7 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer
                          corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, parse_when
-from core.intent import action_kind
+from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
@@ -87,6 +87,10 @@ _USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
+# the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
+# search made of them, with no word the user said, is the instructions copied (a title translated
+# by the model, "Back to the Future" for «Назад в будущее», is not refused)
+_INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
@@ -964,6 +968,11 @@ class Conversation:
             return Refusal(kind="ungrounded_text", tool=tool, reason=(
                 f"«{placeholder.strip()}» is a placeholder of the instructions, not the user's words. Put in what "
                 "the user actually said, or answer without this call."))
+        query = args.get("query", "")
+        if tool == "media_search" and _INSTRUCTION_WORDS.search(query) and not self._said_or_shown(query):
+            return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "media_search|название (the title …)"
+                f"no word of «{args.get('query', '').strip()}» was said by the user or shown by a result. Search "
+                "for the title the user said, or answer without a search."))
         given = args.get("id", "").strip()
         if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
             return Refusal(kind="unseen_id", tool=tool, reason=(
@@ -978,6 +987,17 @@ class Conversation:
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
         return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
                           recipe_tools=frozenset(recipe_tools), sources=sources)
+
+    def _said_or_shown(self, query: str) -> bool:
+        """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
+        result showed in this conversation: a search for the instructions' own words is not."""
+        words = [w for w in re.findall(r"[^\W_]{3,}|\d+", query.casefold().replace("ё", "е"))]
+        if not words:
+            return True  # "найди М", a number: nothing to judge by
+        seen = " ".join("\n".join(_user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
+                        for m in self.trajectory.messages()[-40:] if m.role in ("user", "tool"))  # no label, no echo
+        known = set(re.findall(r"[^\W_]{3,}|\d+", seen.casefold().replace("ё", "е")))
+        return any(w in known or any(same_word(w, k) for k in known) for w in words)
 
     def _turn_start(self) -> int:
         """Where the current turn's messages begin: after the last assistant answer (no call)."""

@@ -200,14 +200,18 @@ def small_talk(said: str) -> bool:
         return False
     if _ABOUT_YOU.search(text) and not any(v.search(text) for v in _ACTION_VERBS):
         return True  # "какой твой любимый фильм?": a question, but to the assistant about itself
-    return casual(said) and "?" not in said
+    return casual(said) and ("?" not in said or bool(_EXPLAIN_FIRST.match(text)))  # "объясни, чем … ?"
+
+
+_EXPLAIN_FIRST = re.compile(r"^\s*(?:объясни|поясни|explain)\b")
 
 
 # a question about the assistant itself ("какой твой любимый фильм?", "do you like music?"): its
 # answer is the assistant's own, never a search
 _ABOUT_YOU = _stems("твой", "твоя", "твое", "твои", "тебе нрав", "ты любишь", "ты кто", "ты вообще кто", "кто ты",
                     "кто такой", "как тебя зовут", "your ", "do you like", "do you love", "are you", "who are you",
-                    "who made you", "who built you", "what can you do", "что ты умеешь", "что умеешь", "как дела",
+                    "who made you", "who built you", "what can you do", "can you do for me", "can you actually do",
+                    "can you help me with", "что ты умеешь", "что умеешь", "как дела",
                     "как ты", "как поживаешь", "how are you", "how's it going", "how are things")
 
 

@@ -127,6 +127,23 @@ async def test_a_placeholder_copied_from_the_instructions_is_refused(tmp_path):
         assert [r["content"].startswith("not executed (ungrounded_text)") for r in results] == [True, True]
 
 
+async def test_a_search_for_words_nobody_said_is_refused_and_one_for_the_users_words_runs(tmp_path):
+    def searcher(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user" and "Сталкер" in last.content:
+            return "TOOL_CALL: media_search|Сталкер"
+        if last.role == "user":  # the local model's, on "what can you do": the instructions' placeholder
+            return "TOOL_CALL: media_search|название (the title the user said it)"
+        return "Готово."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=searcher), reflexes=False) as system:
+        await system.turn("s", "покажи мне что-нибудь интересное из кино")
+        await system.turn("s", "а теперь поищи Сталкер")
+        results = tool_results(await system.history("s"))
+        searches = [r["content"] for r in results if r.get("name") == "media_search"]
+        assert searches[0].startswith("not executed (ungrounded_text)")
+        assert "stalker-1979" in searches[-1]
+
+
 async def test_stop_then_a_correction_does_not_play_again(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_id_maker)) as system:
         await system.turn("s", "call media_search|матрица")

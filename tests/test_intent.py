@@ -96,7 +96,8 @@ def test_a_tool_the_lexicons_do_not_know_runs_on_any_request_but_not_on_small_ta
     ("you're great", True), ("привет, который час?", False), ("как тебя зовут?", True),
     ("найди фильм Матрица", False), ("включи её", False), ("спасибо, а теперь найди Брат", False), ("", False),
     ("пошути про футбол", True), ("haha the timer went off in the middle of my nap", True),  # a timer is not the time
-    ("ok, and what time is it", False),
+    ("ok, and what time is it", False), ("so what kind of stuff can you actually do for me?", True),
+    ("объясни, чем комедия отличается от фарса?", True),
 ])
 def test_small_talk_gets_no_tool(said, expected):
     from core.intent import small_talk
