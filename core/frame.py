@@ -25,6 +25,7 @@ import re
 import msgspec
 
 from core.intent import same_word
+from core.timewords import numbers_said
 from core.reflex import Intent, ReflexKind, recognise
 from protocol import ChatMessage
 
@@ -86,16 +87,6 @@ _SYSTEM = ("You turn what a user of a voice assistant said into ONE command from
 _COMMAND_WORDS = frozenset(re.findall(r"[a-z']+", _COMMANDS.casefold() + " first third fourth fifth one on the "
                                       "screen a an in at to for"))
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
-_NUMBER_WORDS = {
-    "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7,
-    "восемь": 8, "девять": 9, "десять": 10, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13,
-    "четырнадцать": 14, "пятнадцать": 15, "шестнадцать": 16, "семнадцать": 17, "восемнадцать": 18,
-    "девятнадцать": 19, "двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "полчаса": 30,
-    "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
-    "fifty": 50, "half": 30, "quarter": 15, "час": 1, "hour": 1, "минуту": 1, "minute": 1,
-}
 
 
 class Frame(msgspec.Struct, frozen=True):
@@ -157,7 +148,7 @@ def _russian(said: str) -> bool:
 def _unsaid(command: str, said: str) -> str:
     """The first word or number of `command` that is neither the list's nor the user's; "" if none."""
     words = [w for w in _WORD.findall(_fold(said))]
-    numbers = _numbers(words)
+    numbers = numbers_said(words)
     for word in _WORD.findall(_fold(command)):
         if word.isdigit():
             if int(word) not in numbers and not (int(word) > 12 and int(word) - 12 in numbers):
@@ -171,18 +162,6 @@ def _same_stem(a: str, b: str) -> bool:
     """core.intent.same_word, or one stem in two parts of speech ("проветрить"/"проветривание")."""
     common = len(os.path.commonprefix((a, b)))
     return same_word(a, b) or not any(c.isdigit() for c in a + b) and common >= 5 and common * 5 >= min(len(a), len(b)) * 3
-
-
-def _numbers(words: list[str]) -> set[int]:
-    found = {0}  # ":00", a clock's whole hour
-    for word in words:
-        if word.isdigit():
-            found.add(int(word))
-        elif word in _NUMBER_WORDS:
-            found.add(_NUMBER_WORDS[word])
-    tens = [n for n in found if n >= 20 and n % 10 == 0]
-    found |= {t + u for t in tens for u in range(1, 10) if u in found}  # "двадцать пять"
-    return found
 
 
 def _fold(text: str) -> str:

@@ -21,6 +21,8 @@ from typing import Literal
 
 import msgspec
 
+from core.timewords import unsaid_number
+
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
 RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
 REFUSED = "not executed "  # how the result of a call the session refused starts
@@ -287,6 +289,10 @@ def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, o
         return Refusal(kind="ungrounded_text", tool=tool, reason=(
             f"the reminder text «{args.get('text', '')}» is not from the user's words. Use the user's own words "
             "for the text, or 'таймер' if they gave none."))
+    if kind == "timer_set" and (number := unsaid_number(args.get("when", ""), said, *sources)):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "в полвосьмого" set "in 1 hour"
+            f"the time «{args.get('when', '')}» has the number {number}, which the user did not say. Write the time "
+            "from the user's own words (\"in 10 minutes\", \"19:30\"), or ask the user when."))
     return None
 
 

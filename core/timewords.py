@@ -111,3 +111,50 @@ def _clock_said(found: re.Match[str], shift: int | None) -> tuple[int, int]:
     if shift < 0:  # "quarter to nine": 8:45
         return (hour - 1) or 12, 60 + shift
     return hour, shift
+
+
+# ---- which numbers words say ------------------------------------------------------------------
+_NUMBER_WORDS = {
+    "полтора": 1, "полторы": 1, "пару": 2, "пара": 2, "couple": 2, "часик": 1,
+    "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7,
+    "восемь": 8, "девять": 9, "десять": 10, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13,
+    "четырнадцать": 14, "пятнадцать": 15, "шестнадцать": 16, "семнадцать": 17, "восемнадцать": 18,
+    "девятнадцать": 19, "двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "полчаса": 30,
+    "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+    "fifty": 50, "half": 30, "quarter": 15, "час": 1, "hour": 1, "минуту": 1, "minute": 1,
+}
+
+
+def numbers_said(words: list[str]) -> set[int]:
+    """The numbers a text's words say, as digits or words ("двадцать пять" is 25; 0 always: a
+    clock's ":00")."""
+    found = {0}
+    for word in words:
+        if word.isdigit():
+            found.add(int(word))
+        elif word in _NUMBER_WORDS:
+            found.add(_NUMBER_WORDS[word])
+    tens = [n for n in found if n >= 20 and n % 10 == 0]
+    found |= {t + u for t in tens for u in range(1, 10) if u in found}
+    return found
+
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}[t ]?", re.I)
+
+
+def unsaid_number(when: str, *texts: str) -> str:
+    """The first number of a timer's `when` that none of `texts` says; "" when all are said.
+    A time of day may be said in the other half of the day ("8" for 20:00), a span in the other
+    unit ("2 часа" as 120 minutes, "полтора часа" as 90); an ISO date is not judged (the words
+    say "завтра", not the date)."""
+    said: set[int] = set()
+    for text in texts:
+        said |= numbers_said(re.findall(r"[^\W_]+", spoken_clock(text).casefold().replace("ё", "е")))
+    for number in re.findall(r"\d+", _DATE.sub(" ", when.casefold())):
+        value = int(number)
+        other_unit = {value * 60} | ({value // 60} if value % 60 == 0 else set())
+        if not ({value, value - 12, value + 12} | other_unit) & said and not (value == 90 and 1 in said):
+            return number
+    return ""

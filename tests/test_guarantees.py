@@ -81,6 +81,21 @@ async def test_a_timer_asked_for_is_set(tmp_path):
         assert "проверить чай" in results[0]["content"] or "2 min" in results[0]["content"] or "Timer" in results[0]["content"]
 
 
+async def test_a_timer_at_a_time_the_user_never_said_is_refused_and_the_one_said_is_set(tmp_path):
+    def counter(messages):  # the local model's: "в полвосьмого" set as "in 1 hour", then the time said
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user":
+            return "TOOL_CALL: timers_set|in 1 hour; позвонить маме"
+        if "not executed" in last.content and "timers_set" in last.content:
+            return "TOOL_CALL: timers_set|19:30; позвонить маме"
+        return "Готово."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=counter), reflexes=False) as system:
+        await system.turn("s", "напомни в полвосьмого вечера позвонить маме")
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "19:30" in results[-1]
+        assert len(results) == 2  # one timer, at the time said
+
+
 async def test_a_timer_claimed_but_never_set_is_asked_again_then_said_plainly(tmp_path):
     backend = ScriptedBackend(reply_fn=_copycat)
     async with inproc_system(tmp_path, backend=backend) as system:

@@ -67,6 +67,21 @@ def test_a_timer_text_from_nowhere_is_refused():
     assert grounded("таймер", "set a timer for 2 minutes")
 
 
+@pytest.mark.parametrize("when, said, refused", [
+    ("in 1 hour", "напомни в полвосьмого позвонить маме", True),  # the local model's, on a clock time in words
+    ("7:30", "напомни в полвосьмого позвонить маме", False),
+    ("20:45", "remind me at a quarter to nine tonight about the стирку", False),
+    ("in 120 minutes", "через 2 часа напомни про стирку", False),  # the other unit
+    ("in 90 minutes", "через полтора часа напомни про стирку", False),
+    ("2026-03-15T09:00", "напомни завтра в 9 про стирку", False),  # the date is not judged, the hour is
+    ("in 5 minutes", "напомни про стирку", True),
+])
+def test_a_timer_time_with_a_number_the_user_never_said_is_refused(when, said, refused):
+    refusal = check_call("timers_set", {"when": when, "text": "стирку" if "стирк" in said else "позвонить маме"},
+                         read_only=False, said=said)
+    assert (refusal is not None and refusal.kind == "ungrounded_text") is refused
+
+
 @pytest.mark.parametrize("answer,kind", [
     ("Таймер установлен на 1 минуту.", "timer_set"),
     ("Timer set for 5 minutes.", "timer_set"),
