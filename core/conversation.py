@@ -70,7 +70,7 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer
                          matching_timers, names_a_skill, names_media, names_none, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
-from core.timers import TimerError, TimerTable, parse_when
+from core.timers import TimerError, TimerTable, dial_nearest, parse_when
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
@@ -91,6 +91,8 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 # search made of them, with no word the user said, is the instructions copied (a title translated
 # by the model, "Back to the Future" for «Назад в будущее», is not refused)
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
+# a half of the day named with a clock time ("7 утра", "at 7 in the morning"): the hour as said
+_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
@@ -803,13 +805,15 @@ class Conversation:
 
     async def _reflex_timer_set(self, turn: _Turn, intent: Intent) -> str | None:
         now = self.s.clock()
+        when = intent.when if _MORNING_SAID.search(self._turn_words(turn.start).casefold()) else \
+            dial_nearest(intent.when, now, self.s.tz)  # "в полвосьмого" at 18:00: 19:30
         try:
-            due = parse_when(intent.when, now, self.s.tz)
+            due = parse_when(when, now, self.s.tz)
         except TimerError:
             return None  # the model asks what was meant
         before = len(self.timers)
         text = intent.text or ("таймер" if intent.russian else "timer")
-        if await self._reflex_call(turn, "timers_set", f"{intent.when}; {text}") is None or len(self.timers) <= before:
+        if await self._reflex_call(turn, "timers_set", f"{when}; {text}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
 

@@ -111,6 +111,19 @@ def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
     return now + parse_duration(said)
 
 
+def dial_nearest(when: str, now: float, tz: tzinfo = timezone.utc) -> str:
+    """"7:30" said at 18:00 is 19:30, said at 23:00 the morning's 07:30: an hour from 1 to 11 with
+    no half of the day named is the next time a 12-hour dial shows it. Any other `when` as it is."""
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})", when.strip())
+    if clock is None or not 1 <= int(clock.group(1)) <= 11:
+        return when
+    later = f"{int(clock.group(1)) + 12}:{clock.group(2)}"
+    try:
+        return later if parse_when(later, now, tz) < parse_when(when, now, tz) else when
+    except TimerError:
+        return when
+
+
 def format_time(ts: float, tz: tzinfo = timezone.utc) -> str:
     """ISO 8601 in the session's zone, to the minute unless seconds matter."""
     moment = datetime.fromtimestamp(ts, tz)

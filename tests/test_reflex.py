@@ -2,6 +2,7 @@
 
 The words below are everyday phrasings written for these tests, not the eval sets' (a test in
 tests/test_eval_runner.py keeps `test` and `traps` apart from what the texts were tuned on)."""
+import calendar
 import re
 import time
 
@@ -544,3 +545,11 @@ def test_a_time_of_day_said_in_words_is_set_as_said(said, when, text):
     intent = recognise(said)
     assert intent is not None and intent.kind == "timer_set" and intent.when == when
     assert text in intent.text
+
+
+async def test_a_clock_time_in_words_said_in_the_evening_is_set_for_the_evening(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    six_pm = calendar.timegm((2026, 3, 14, 18, 0, 0))
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: six_pm, timezone="UTC") as system:
+        answer = finals(await system.turn("s", "напомни мне в полвосьмого позвонить маме"))[-1]
+        assert "19:30" in answer and "позвонить маме" in answer and not backend.calls

@@ -169,3 +169,17 @@ async def test_fifty_timers_due_at_once_all_fire_none_dropped_at_the_queue_limit
         assert journal.unfinished_sessions(conn) == []
     finally:
         conn.close()
+
+
+def test_an_hour_said_without_its_half_of_the_day_is_the_next_on_a_twelve_hour_dial():
+    import datetime as dt
+    import zoneinfo
+
+    from core.timers import dial_nearest
+
+    moscow = zoneinfo.ZoneInfo("Europe/Moscow")
+    evening = dt.datetime(2026, 3, 14, 18, 0, tzinfo=moscow).timestamp()
+    night = dt.datetime(2026, 3, 14, 23, 0, tzinfo=moscow).timestamp()
+    assert dial_nearest("7:30", evening, moscow) == "19:30"  # "в полвосьмого", said at six in the evening
+    assert dial_nearest("7:30", night, moscow) == "7:30"  # at eleven at night: the morning's
+    assert dial_nearest("19:30", evening, moscow) == "19:30" and dial_nearest("in 5 minutes", evening, moscow) == "in 5 minutes"
