@@ -38,7 +38,7 @@ async def test_a_timer_due_while_the_runtime_was_down_fires_once_labelled_late(t
 
     backend = ScriptedBackend(reply_fn=model)
     async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
-        await system.turn("tea", "remind me about tea")
+        await system.turn("tea", "remind me about tea in 5 minutes")
     clock.advance(600)  # the runtime is down when the timer comes due
     async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
         glasses = system.actors["glasses"]

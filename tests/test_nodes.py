@@ -57,7 +57,7 @@ async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, 
                              execute_substituted_calls=True)
 
     async with node("a") as a:
-        await a.turn("tea", "remind me about tea")
+        await a.turn("tea", "remind me about tea in 5 minutes")
     # node a died with the session's lease (nothing released it); its timer comes due meanwhile
     manual_clock.advance(600)
     async with node("b") as b, node("c") as c:
@@ -69,7 +69,7 @@ async def test_a_dead_nodes_timer_fires_once_on_one_of_the_live_nodes(tmp_path, 
         history = await (b if served_by == "b" else c).history("tea")
         fired = [m["content"] for m in history if "Timer fired" in m["content"]]
         assert len(fired) == 1 and "late" in fired[0], fired
-        assert history[0]["content"] == "[User said] remind me about tea", "the history moved with the session"
+        assert history[0]["content"] == "[User said] remind me about tea in 5 minutes", "the history moved with the session"
         with psycopg.connect(pg_url) as conn:
             assert conn.execute("SELECT node FROM session_lease WHERE session = 'tea'").fetchone() == (served_by,)
 

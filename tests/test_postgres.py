@@ -33,7 +33,7 @@ async def test_a_conversation_and_its_timer_outlive_a_restart_on_postgres(tmp_pa
     config = _pg_config(tmp_path, pg_url)
     async with inproc_system(tmp_path, backend=backend, clock=manual_clock, config=config,
                              execute_substituted_calls=True) as system:
-        await system.turn("tea", "remind me about tea")
+        await system.turn("tea", "remind me about tea in 5 minutes")
         reply = await system.deliver("tea", "hello there", event_id="ev-1")
         assert isinstance(reply, p.EventAccepted) and not reply.duplicate
         await system.actors["glasses"].wait_event_done("tea", "ev-1")
@@ -50,9 +50,9 @@ async def test_a_conversation_and_its_timer_outlive_a_restart_on_postgres(tmp_pa
         reply = await system.deliver("tea", "hello there", event_id="ev-1")  # the phone never saw the ack
         assert isinstance(reply, p.EventAccepted) and reply.duplicate
         history = [m["content"] for m in await system.history("tea")]
-        assert "[User said] remind me about tea" in history and history.count("[User said] hello there") == 1
+        assert "[User said] remind me about tea in 5 minutes" in history and history.count("[User said] hello there") == 1
         hits = await system.actors["session"].journal.search("tea", "reminds")  # history_search: other endings too
-        assert [h.content for h in hits] == ["[User said] remind me about tea", LATE_REMINDER], hits
+        assert [h.content for h in hits] == ["[User said] remind me about tea in 5 minutes", LATE_REMINDER], hits
 
 
 LATE_REMINDER = "⏰ Reminder: tea (late: the server was down)"  # the timer's text, as set

@@ -164,8 +164,8 @@ async def test_timer_fires_into_idle_and_busy_sessions(tmp_path, manual_clock):
     backend = ScriptedBackend(reply_fn=timer_model)
     async with inproc_system(tmp_path, backend=backend, clock=clock, execute_substituted_calls=True) as system:
         glasses = system.actors["glasses"]
-        await system.turn("idle", "remind me about tea")
-        await system.turn("busy", "remind me about tea")
+        await system.turn("idle", "remind me in 5 minutes that tea is ready")
+        await system.turn("busy", "remind me in 5 minutes that tea is ready")
         clock.advance(301)
         await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "⏰ Reminder: tea is ready" for m in glasses.shown["idle"]))
         await until(lambda: any(isinstance(m, p.Display) and m.final and m.text == "⏰ Reminder: tea is ready" for m in glasses.shown["busy"]))
@@ -189,7 +189,7 @@ async def test_a_session_idle_past_its_ttl_leaves_memory_unless_a_timer_waits_an
     async with inproc_system(tmp_path, backend=backend, clock=clock, idle_session_ttl_s=600,
                             execute_substituted_calls=True) as system:
         await system.turn("chatty", "hello")
-        await system.turn("reminded", "remind me about tea")
+        await system.turn("reminded", "remind me about tea in 30 minutes")
         clock.advance(599)
         session = system.actors["session"]
         await until(lambda: not session.wheel._wake.is_set())  # noqa: SLF001 - the timer wheel has looked at the new time

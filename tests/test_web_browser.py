@@ -54,6 +54,9 @@ user_dir = "{tmp / 'user-skills'}"
 db_path = "{tmp / 'media.sqlite3'}"
 [storage]
 path = "{tmp / 'porfiry.sqlite3'}"
+[session]
+# the console's tests: a scripted model answers the turn, not core.frame's question
+frame = false
 [llm]
 profile = "scripted"
 [llm.profiles.scripted]
