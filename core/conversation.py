@@ -854,7 +854,23 @@ class Conversation:
         found = await self._run_side_call(turn.turn_id, "media_search", words)
         return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
 
+    async def _trimmed(self, turn: _Turn, intent: Intent) -> Intent:
+        """The request with words said after its title left off ("бриллиантовую руку что ли", "the
+        lion king for the kids", "shrek while i wait"): the longest start of the words, up to three
+        words shorter, that the catalog plainly has as a title (asked aside, nothing recorded); the
+        request as said when the whole of it is one, or none is."""
+        words = intent.subject.split()
+        if len(words) < 2:
+            return intent  # nothing to leave off
+        for cut in range(0, min(3, len(words) - 1) + 1):
+            subject = " ".join(words[:len(words) - cut])
+            if await self._names_a_title(turn, subject):
+                return intent if cut == 0 else msgspec.structs.replace(intent, subject=subject)
+        return intent
+
     async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
+        if intent.subject and intent.reference is None:
+            intent = await self._trimmed(turn, intent)
         titles, last_id, known = self._shown_media()
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
@@ -886,6 +902,7 @@ class Conversation:
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
         """A search's results as the answer; nothing found for words that name no film ("найди
         рецепт борща"), or only titles that share nothing with them: the model answers."""
+        intent = await self._trimmed(turn, intent)
         result = await self._reflex_call(turn, "media_search", intent.subject)
         if result is None:
             return None

@@ -633,11 +633,15 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     return None
 
 
+# words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
+_FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот the are was""".split())
+
+
 def names_none(subject: str, titles: list[Shown]) -> bool:
     """No title found is the one asked for: none has every word of the request (a Latin word as
     written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
     answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
-    words = [w for w in _norm(subject).split() if len(w) >= 3 and w not in ("the", "and")]
+    words = [w for w in _norm(subject).split() if len(w) >= 3 and w not in _FUNCTION_WORDS]
     def near(word: str, other: str) -> bool:  # a case ending ("отца"/"отец") or a typo, not another word
         least = 0.7 if re.search(r"[а-я]", word) else 0.85
         return word == other or min(len(word), len(other)) >= 4 and difflib.SequenceMatcher(None, word, other).ratio() >= least

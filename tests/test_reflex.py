@@ -553,3 +553,17 @@ async def test_a_clock_time_in_words_said_in_the_evening_is_set_for_the_evening(
     async with inproc_system(tmp_path, backend=backend, clock=lambda: six_pm, timezone="UTC") as system:
         answer = finals(await system.turn("s", "напомни мне в полвосьмого позвонить маме"))[-1]
         assert "19:30" in answer and "позвонить маме" in answer and not backend.calls
+
+
+@pytest.mark.parametrize("said, media_id", [
+    ("ну включи Кин-дза-дзу что ли", "kin-dza-dza-1986"),
+    ("could you put on The Matrix for the kids", "matrix-1999"),
+    ("and put on Shrek while I wait", "shrek-2001"),
+])
+async def test_words_said_after_a_title_are_left_off_and_the_title_plays(tmp_path, said, media_id):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        history = await system.history("s")
+        played = [m["content"] for m in history if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played == [f"TOOL_CALL: media_play|{media_id}"] and not backend.calls
