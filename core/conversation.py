@@ -71,7 +71,7 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer
                          corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, dial_nearest, parse_when
-from core.intent import action_kind, same_word
+from core.intent import action_kind, remark, same_word
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
@@ -228,6 +228,7 @@ class _Turn:
     acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
     claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
     withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)
+    remark: bool = False  # words that ask for nothing, and the frame found no command in them: a plain answer
 
 
 @dataclasses.dataclass
@@ -538,7 +539,7 @@ class Conversation:
         tools = self.s.registry.callable_tools(active)
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
         said = self._turn_words(turn.start)
-        plain_only = self.s.config.small_talk_plain and small_talk(said)
+        plain_only = self.s.config.small_talk_plain and (small_talk(said) or turn.remark)
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
         else:  # a change nobody asked for is not even offered (core.intent.offerable)
@@ -741,6 +742,7 @@ class Conversation:
         except ModelUnavailable:
             return None  # the model's own step says so, or works again
         frame = read_frame(reply, words, before[:300])
+        turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
         _log.info("session=%s frame %r -> %s", self.sid, frame.command,
                   frame.intent.kind if frame.intent else f"the model ({frame.refused})")
         return frame.intent

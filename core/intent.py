@@ -403,3 +403,36 @@ def covers(claimed: ActionKind, acted: set[str]) -> bool:
     """A claim some call of the turn backs: a play and a pause are one family ("Включаю" after a resume)."""
     family = {"play", "playback"}
     return claimed in acted or (claimed in family and bool(family & acted))
+
+
+# ---- a remark: words that ask for nothing ------------------------------------------------------
+_REQUEST_MARKS = _stems("пожалуйста", "можешь", "можете", "мог бы", "могла бы", "не мог", "не могла", "нужн", "нужен",
+                        "нужна", "хочу", "хотел бы", "хотела бы", "давай", "надо", "please", "can you", "could you",
+                        "would you", "will you", "i want", "i need", "i'd like", "let's", "lets ", "let me", "tell me",
+                        "show me", "help me", "remind", "напомн")
+_OPENING_FILLERS = re.compile(r"^\s*(?:(?:ну|так|короче|слушай|ладно|а|и|ок|окей|ok|okay|so|hey|um+|uh+|and|well|oh|"
+                              r"lol|honestly|actually|блин|кстати)[\s,!.]+)*")
+# an order opens with its verb; a statement with its subject ("я", "my mom", "пробки")
+_ORDER_FIRST = _stems("включ", "постав", "найд", "найти", "поищ", "покаж", "выведи", "напомн", "отмен", "запуст", "скажи",
+                      "расскажи", "дай ", "сделай", "открой", "выключ", "останов", "убери", "удали", "добавь", "отправь",
+                      "позвони", "набери", "засеки", "разбуди", "продолж", "выруби", "вруби", "переведи", "посчитай",
+                      "проверь", "сними", "перемотай", "сохрани", "запиши", "подскажи", "пауз", "стоп", "set ", "play",
+                      "find", "search", "show", "put ", "turn ", "stop", "cancel", "remind", "tell ", "start", "open",
+                      "give", "make", "add ", "send", "look", "check", "pause", "resume", "wake", "what", "how",
+                      "which", "who", "when", "where", "что", "как", "какой", "какая", "какие", "который", "сколько",
+                      "кто", "когда", "где")
+
+
+def remark(said: str) -> bool:
+    """A statement that asks for nothing: no question mark, no word of a request, and no verb or
+    question word opening it ("я сегодня встал в семь утра", "my mom sets five timers when she
+    bakes", "пробки сегодня жесть"). With the frame's "-" it is answered in plain words."""
+    text = _norm(said)
+    if not said.strip() or "?" in said or _REQUEST_MARKS.search(text):
+        return False
+    return not _ORDER_FIRST.match(_OPENING_FILLERS.sub("", text.strip()) + " ") and not _ORDER_ANYWHERE.search(text)
+
+
+# the plainest orders, wherever they stand ("Матрицу включай", "the tea one, cancel it")
+_ORDER_ANYWHERE = re.compile(r"(?<!\w)(?:включи|включай|поставь|найди|покажи|выведи|напомни|отмени|запусти|выключи|"
+                             r"выключай|play|pause|resume|cancel|remind\s+me|set\s+a|find|search)(?!\w)")

@@ -103,3 +103,25 @@ async def test_small_talk_asks_no_frame(tmp_path):
         await system.turn("s", "спасибо, ты очень помог с чаем")
         assert all("ONE command from this list" not in call[0].content for call in backend.calls)
         assert not [m for m in await system.history("s") if m["role"] == "tool"]
+
+
+async def test_a_remark_the_frame_finds_no_command_in_is_answered_without_tools(tmp_path):
+    def looker(messages):  # the local model's, on a story: a lookup nobody asked for
+        if "ONE command from this list" in messages[0].content:
+            return "-"
+        return "Ну, бывает." if messages[-1].content.startswith("[System notice]") else "TOOL_CALL: timers_list|"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=looker), frame=True) as system:
+        shown = await system.turn("s", "короче мой брат опять ставит по пять будильников и просыпается к обеду")
+        assert not [m for m in await system.history("s") if m["role"] == "tool"]  # no lookup ran
+        assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Ну, бывает."
+
+
+def test_a_remark_asks_for_nothing_and_an_order_or_a_question_does():
+    from core.intent import remark
+
+    assert remark("honestly the ending of that film made no sense to me")
+    assert remark("пробки сегодня жесть, час ехал")
+    assert not remark("ну поставь таймер на десять минут")
+    assert not remark("what time is it in Lima")
+    assert not remark("мне нужен таймер")
+    assert not remark("Сталкера включай")
