@@ -26,7 +26,7 @@ import msgspec
 
 from core.intent import same_word
 from core.timewords import numbers_said
-from core.reflex import Intent, ReflexKind, recognise
+from core.reflex import Intent, ReflexKind, is_russian, recognise
 from protocol import ChatMessage
 
 FRAME_MAX_TOKENS = 48
@@ -123,7 +123,7 @@ def read_frame(reply: str, said: str, before: str = "") -> Frame:
         return Frame(command, None, f"unsaid: {unsaid}")
     if intent is None or intent.kind not in _FRAMED_KINDS:
         return Frame(command, None, "unknown")
-    russian = _russian(said)
+    russian = is_russian(said)
     if intent.kind == "watch":  # "Катя writes": said back, and watched for, in the user's language
         who = re.sub(r"\s*\bwrites\b\s*", " ", intent.subject).strip()
         subject = f"напишет {who}" if russian else f"{who} writes"
@@ -138,11 +138,6 @@ _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
-
-
-def _russian(said: str) -> bool:
-    letters = re.findall(r"[^\W\d_]", said)
-    return sum("а" <= c.casefold() <= "я" or c in "ёЁ" for c in letters) * 2 > len(letters)
 
 
 def _unsaid(command: str, said: str) -> str:

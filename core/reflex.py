@@ -213,7 +213,7 @@ def _norm(text: str) -> str:
     return " ".join(text.split())
 
 
-def _is_russian(text: str) -> bool:
+def is_russian(text: str) -> bool:
     lowered = text.casefold()
     return len(re.findall(r"[а-яё]", lowered)) > len(re.findall(r"[a-z]", lowered))
 
@@ -224,7 +224,7 @@ def recognise(said: str) -> Intent | None:
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = spoken_clock(said)  # "в полвосьмого", "quarter to nine": in digits
-    russian = _is_russian(said)
+    russian = is_russian(said)
     raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
@@ -570,7 +570,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         subject = part["word"]
     around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
     if re.search(r"[^\W\d_]", around):
-        russian = _is_russian(around)
+        russian = is_russian(around)
     if _PRONOUN.fullmatch(subject):
         return Intent(kind=kind, russian=russian, reference=Reference())
     ordinal = _ORDINAL.fullmatch(" " + subject.replace("one", "").strip()) if len(subject.split()) <= 3 else None
@@ -983,7 +983,7 @@ def fired_timer(recorded: str) -> tuple[str, bool] | None:
 
 def reminder_answer(text: str, late: bool) -> str:
     """What the glasses show when a timer fires: its text, as the user set it."""
-    if _is_russian(text) or not re.search(r"[a-z]", text.casefold()):
+    if is_russian(text) or not re.search(r"[a-z]", text.casefold()):
         return f"⏰ Напоминание: {text}" + (" (с опозданием: сервер был недоступен)" if late else "")
     return f"⏰ Reminder: {text}" + (" (late: the server was down)" if late else "")
 
