@@ -58,16 +58,16 @@ from core.background import (
 from core.fence import fence
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.timewords import progress_line, spoken_clock, spoken_time
+from core.timewords import in_digits, progress_line, spoken_clock, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
-from core.echo import (CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, echoed, first_line,
-                       held_back, never_shown, refused, uninformative)
+from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, echoed, first_line,
+                       held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
-from core.places import zone_of
+from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         matching_timers, names_a_skill, names_media, names_none, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
+                         timers_to_cancel, followed, names_a_skill, names_none, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
                          corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
                          tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
 from core.timers import TimerError, TimerTable, dial_nearest, parse_when
@@ -590,13 +590,19 @@ class Conversation:
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
                 return False
             text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
-        if turn.echo_retried and never_shown(text):  # asked again and still a call line: not on the glasses
-            text = NOT_AN_ANSWER_TEXT["ru" if self._language() == "Russian" else "en"]
+        if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
+            text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
         return True
+
+    def _not_an_answer(self, turn: _Turn) -> str:
+        """Shown in place of a reply that, asked again, is still no answer: a remark ("я сегодня
+        встал в семь утра …") is acknowledged; a request is asked for in other words."""
+        language = "ru" if self._language() == "Russian" else "en"
+        return (ACKNOWLEDGED_TEXT if turn.remark else NOT_AN_ANSWER_TEXT)[language]
 
     def _answer_notice(self, text: str, closing: tuple[p.ChatMessage, OutcomeKind] | None) -> str:
         """Why a plain reply is not an answer (an echo, a refusal after a call that worked, nothing
@@ -617,6 +623,11 @@ class Conversation:
         if worked and self._is_lookup(answered.name) and uninformative(text, answered.content):
             _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
             return UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
+        said = self._last_user_words()
+        language = wrong_language(text, said) if USER_LABEL.match(said) else ""  # not after a world event's line
+        if language:
+            _log.info("session=%s the reply was not in %s; asking again", self.sid, language)
+            return WRONG_LANGUAGE_NOTICE.format(language=language)
         return ""
 
     def _step_invisible_call(self, turn: _Turn, call) -> None:
@@ -736,7 +747,7 @@ class Conversation:
             return None
         earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
         before = "\n".join(_user_lines(earlier[-1])) if earlier else ""
-        words = spoken_clock(words)  # the model copies "20:45", it does not count it from "quarter to nine"
+        words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
             reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
         except ModelUnavailable:
@@ -795,7 +806,8 @@ class Conversation:
             return None
         turn.withheld.add("get_current_time")
         zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
-        result = await self._reflex_call(turn, tool.name, zone or intent.subject)
+        # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
+        result = await self._reflex_call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
         return None if result is None else place_time_answer(intent, result)
 
     def _place_clock(self):
@@ -826,6 +838,13 @@ class Conversation:
         request = corrected(intent, recognise("\n".join(_user_lines(earlier))) if earlier else None)
         return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
 
+    async def _reflex_follow_up(self, turn: _Turn, intent: Intent) -> str | None:
+        """"а в Дубае сколько?" after a question about the time: that question, of this place."""
+        messages = self.trajectory.messages()
+        earlier = next((m.content for m in reversed(messages[:turn.start]) if m.role == "user" and _user_lines(m.content)), "")
+        request = followed(intent, recognise("\n".join(_user_lines(earlier))) if earlier else None)
+        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
+
     async def _reflex_watch(self, turn: _Turn, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
         result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
@@ -842,9 +861,9 @@ class Conversation:
 
     async def _reflex_timer_cancel(self, turn: _Turn, intent: Intent) -> str | None:
         pending = self.timers.pending()
-        chosen = pending if intent.all_timers or len(pending) <= 1 else matching_timers(intent.text, pending)
-        if len(chosen) != 1 and not (intent.all_timers or not pending):
-            return None  # several timers and the words name none or several of them: the model asks
+        chosen = timers_to_cancel(intent, pending)
+        if chosen is None:
+            return None  # the words name none or several of the timers: the model asks
         target = "all" if intent.all_timers or not pending else chosen[0].timer_id
         if await self._reflex_call(turn, "timers_cancel", target) is None:
             return None
@@ -902,14 +921,15 @@ class Conversation:
         return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
 
     async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
-        """A search's results as the answer; nothing found for words that name no film ("найди
-        рецепт борща"), or only titles that share nothing with them: the model answers."""
+        """A search's results as the answer, or "not in the catalog" when it found nothing (words
+        that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
+        titles that share nothing with the words: the model answers."""
         intent = await self._trimmed(turn, intent)
         result = await self._reflex_call(turn, "media_search", intent.subject)
         if result is None:
             return None
         titles = shown_titles(result)
-        if not (relevant(intent.subject, titles) if titles else names_media(self._turn_words(turn.start))):
+        if titles and not relevant(intent.subject, titles):
             return None
         return search_answer(intent, titles, shown_total(result))
 

@@ -76,9 +76,36 @@ def echoed(reply: str, said: str) -> str:
     return ""
 
 
+# "Sorry, but I can't find any information about «вечера на хуторе близ диканьки»" to a Russian
+# user (run.py eval, h6-missing-ru): the local model slips into English after a tool's English result
+WRONG_LANGUAGE_NOTICE = ("Your last reply was not in {language}, the language the user speaks. Say the same "
+                         "again in {language}, in plain text.")
+_LANGUAGE_MIN_WORDS = 4  # "OK, Shrek." may be a title; a sentence in the other script is not
+_CYRILLIC_LETTER = re.compile(r"[а-яё]", re.I)
+_LATIN_LETTER = re.compile(r"[a-z]", re.I)
+_QUOTED = re.compile(r"«[^»]*»|\"[^\"]*\"|“[^”]*”|„[^“”]*[“”]")
+
+
+def wrong_language(reply: str, said: str) -> str:
+    """The language `reply` should have been in ("Russian" or "English") when it is a sentence
+    with not one letter of the user's script; "" otherwise. `said`: the user's last message."""
+    words = _LABEL.sub("", said.strip())
+    cyrillic, latin = len(_CYRILLIC_LETTER.findall(words)), len(_LATIN_LETTER.findall(words))
+    own = _QUOTED.sub(" ", reply)  # a title quoted as the user said it is not the reply's language
+    if not _more_words_than(own, _LANGUAGE_MIN_WORDS - 1) or not cyrillic + latin:
+        return ""
+    if cyrillic > latin:
+        return "Russian" if not _CYRILLIC_LETTER.search(own) else ""
+    return "English" if not _LATIN_LETTER.search(own) else ""
+
+
 # shown instead of a reply that, asked once more, is still a call line or the tool list
 NOT_AN_ANSWER_TEXT = {"ru": "Не понял просьбу. Скажите, пожалуйста, иначе.",
                       "en": "Sorry, I didn't get that. Could you say it another way?"}
+
+
+# ...and in place of a remark's reply that, asked once more, still repeats the user's words
+ACKNOWLEDGED_TEXT = {"ru": "Понимаю.", "en": "I see."}
 
 
 def never_shown(reply: str) -> bool:

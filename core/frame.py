@@ -94,7 +94,7 @@ class Frame(msgspec.Struct, frozen=True):
 
     command: str
     intent: Intent | None
-    refused: str = ""  # why a command was not taken: "none", "unknown", "unsaid: <word>"
+    refused: str = ""  # why a command was not taken: "none", "unknown", "unsaid: <word>", "several"
 
 
 def frame_messages(said: str, before: str = "") -> list[ChatMessage]:
@@ -110,8 +110,22 @@ def frame_messages(said: str, before: str = "") -> list[ChatMessage]:
 def read_frame(reply: str, said: str, before: str = "") -> Frame:
     """The reply read as a command of the list whose every added word and number the user said,
     now or in the request `before` ("who directed it?" after "find Kin-dza-dza": "who directed
-    Kin-dza-dza"); the answer's language is that of `said`."""
-    command = " ".join(reply.strip().splitlines()[0].split()) if reply.strip() else NONE
+    Kin-dza-dza"); the answer's language is that of `said`. A reply of several lines is taken
+    only when exactly one of them holds up (the local model put the request before on a line
+    of its own); two that do are two requests, the model's to take."""
+    lines = [line for line in reply.strip().splitlines() if line.strip()][:_MAX_LINES] or [NONE]
+    frames = [_read_line(line, said, before) for line in lines]
+    taken = [frame for frame in frames if frame.intent is not None]
+    if len(taken) > 1:
+        return Frame(reply.strip(), None, "several")
+    return taken[0] if taken else frames[0]
+
+
+_MAX_LINES = 3
+
+
+def _read_line(line: str, said: str, before: str) -> Frame:
+    command = " ".join(line.split())
     command = command.strip(" \"'`«»")
     if command in (NONE, "", "none", "None"):
         return Frame(command, None, "none")

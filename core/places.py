@@ -90,6 +90,17 @@ def _tz_cities() -> dict[str, str]:
     return {_norm(key.rsplit("/", 1)[-1]): key for key in zoneinfo.available_timezones() if "/" in key}
 
 
+def place_name(place: str) -> str | None:
+    """The place as a dictionary names it, in the script it was said in ("дубае" -> "дубай",
+    "нью-йорке" -> "нью-йорк"), for a tool that takes a city; None for a place not listed."""
+    said = _norm(place)
+    for names in _ZONES.values():
+        for name in names:
+            if _names(said, name):
+                return name
+    return None
+
+
 def zone_of(place: str) -> str | None:
     """The IANA zone of a place as said ("нью-йорке", "the city of London"), or None."""
     said = _norm(place)

@@ -25,10 +25,10 @@ import msgspec
 
 from core.intent import casual, same_word
 from core.places import zone_of
-from core.timewords import spoken_clock, spoken_time
+from core.timewords import in_digits, spoken_clock, spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show", "watch", "tasks", "correction"]
+                     "search", "details", "show", "watch", "tasks", "correction", "follow_up"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -75,9 +75,10 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди)[\s,!.]+)*")
+         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
+                   r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
@@ -89,7 +90,8 @@ _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|по
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
                        r"время\s+не\s+подскажешь|what\s+time\s+is\s+it|what\s+time\s+it\s+is|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
-                       r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|"
+                       r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|(?:подскажи|скажи|подскажите|скажите)\s+время|"
+                       r"^(?:а\s+)?время(?=[\s?]*$)|"
                        r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
                        r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date)")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
@@ -123,11 +125,16 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
                           r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
                           r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
+                          r"what'?s\s+on\s+my\s+(?:timers|reminders)|"
                           r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан)|"
                           r"сколько\s+осталось\s+(?:на\s+|до\s+)?(?:таймер|напоминан)|"
-                          r"how\s+(?:much\s+time|long)\s+is\s+left\s+on\s+the\s+(?:timer|reminder))")
+                          r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+# "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
+_CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
+                         r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?))"
+                         r"[\s.!]*$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|продолжительн|"
@@ -137,9 +144,12 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
-                        r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed))")),
+                        r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
+                        r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?)))")),
     ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:он|она|оно|это|фильм|сериал)|про\s+что\s+(?:он|она|это)|"
-                         r"what'?s\s+it\s+about|what\s+is\s+it\s+about)")),
+                         r"what'?s\s+it\s+about|what\s+is\s+it\s+about|"
+                         # "what's the matrix about?", "tell me about Inception": a title's, if the catalog has it
+                         r"what'?s(?=\s.+\sabout[\s?.!]*$)|what\s+is(?=\s.+\sabout[\s?.!]*$)|tell\s+me\s+(?:more\s+)?about)")),
 )
 # words around a title that are not the title
 _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
@@ -170,16 +180,18 @@ _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|п�
                           r"navigation|tv|something|anything|episode|season|movies|films|фильмы|кино\s+какое-нибудь|"
                           # what a catalog search cannot find: a recipe, a place, the web, the news
                           r"рецепт\w*|аптек\w*|магазин\w*|ресторан\w*|кафе|пиццери\w*|ближайш\w*|рядом|интернет\w*|"
-                          r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод\w*|новост\w*|адрес\w*|маршрут\w*|recipes?|"
+                          r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод(?:а|у|ы|е|ой|ка|ку|ки)?|новост\w*|адрес\w*|маршрут\w*|recipes?|"
                           r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route)"
                           r"(?=\s|$)")
-_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+(?:поставь|включи|найди|напомни|"
-                           r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b")
+# ("и через час напомни …": the second request may open with its time)
+_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
+                           r"(?P<second>(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
+                           r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
 _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
                          r"remind|cancel|show|search|start|look|put)\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|"
                        r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
-                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|нельзя|never\s+mind|"
+                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
                        r"не\s+нужен|не\s+нужна|не\s+нужно)")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
 _TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
@@ -223,7 +235,7 @@ def recognise(said: str) -> Intent | None:
     turn's user words, one message."""
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
-    said = spoken_clock(said)  # "в полвосьмого", "quarter to nine": in digits
+    said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
     russian = is_russian(said)
     raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
@@ -231,7 +243,8 @@ def recognise(said: str) -> Intent | None:
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_correction_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent, _playback_intent,
+    for recognise_kind in (_correction_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
+                           _follow_up_intent, _playback_intent,
                            _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
@@ -245,12 +258,12 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
     None (the model takes the turn)."""
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
+    said = in_digits(said)
     raw = " ".join(said.casefold().replace("ё", "е").split())
     joint = _TWO_REQUESTS.search(raw)
     if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
         return None
-    verb = joint.end() - len(joint.group(0).split()[-1])  # the second request starts at its verb
-    first, second = recognise(said[:joint.start()].strip(" ,")), recognise(said[verb:].strip())
+    first, second = recognise(said[:joint.start()].strip(" ,")), recognise(said[joint.start("second"):].strip())
     if len(said) != len(raw) or first is None or second is None:
         return None
     return first, second
@@ -258,7 +271,7 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
 
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
-    you""".split())
+    you здесь тут нас here in where i am""".split())  # "который час у нас", "what time is it here"
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day
@@ -269,9 +282,18 @@ _TIME_WORDS = re.compile(r"(?:^|\s)(?:время|времени|час\w*|ден
 _PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
 
 
+# "сколько сейчас в Нью-Йорке", "а в Дубае щас сколько": "how much" of a place, said alone, is its time
+_HOW_MUCH_THERE = re.compile(_LEAD + r"(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
+                             r"(?:в|во)\s+(?P<p2>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)(?:\s+(?:сейчас|щас|там))*\s+сколько)"
+                             r"(?:\s+(?:сейчас|щас|там))*[\s?.!]*$")
+
+
 def _place_time(raw: str, russian: bool) -> Intent | None:
     """"is it already sunday in sydney?", "а во Владивостоке сейчас сколько времени": a question
     about the time or day of a place the zones know (no action asked)."""
+    how_much = _HOW_MUCH_THERE.match(raw)
+    if how_much is not None and zone_of(how_much["p1"] or how_much["p2"]) is not None:
+        return Intent(kind="time_elsewhere", russian=russian, subject=how_much["p1"] or how_much["p2"])
     asked = "?" in raw or re.match(r"(?:.*\s)?(?:is\s+it|what|сколько|который|какой|какое)\s", raw + " ")
     if not asked or not _TIME_WORDS.search(raw) or _VERB_START.match(raw) or _TIMER_WORD.search(raw):
         return None
@@ -315,6 +337,9 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if cancel:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
+    named = _CANCEL_ONE.match(raw)
+    if named:
+        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"])
     raw = _digits(re.sub(_LEAD, "", raw))
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
@@ -393,12 +418,13 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
 _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
     кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
-    are there total all altogether всего всех вообще там эм слушай часть части part""".split())
+    are there total all altogether всего всех вообще там эм слушай часть части part come came out released
+    premiere premiered about""".split())
 # "the original", "оригинал": the oldest of the titles shown
 _ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
 
 
-_ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|любим\w*|favou?rite)(?=\s|$)")
+_ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|yourself|yourselves|себе|себя|любим\w*|favou?rite)(?=\s|$)")
 
 
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -432,6 +458,11 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
 _WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
                r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
 _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
+# a stop with its reason after it: "выключи, не то настроение", "turn it off, it's boring"
+_A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+та|не\s+в\s+настроении|надоел\w*|скучно|скучн\w*|"
+             r"не\s+нравится|передумал\w*|не\s+интересно|it'?s\s+boring|boring|not\s+in\s+the\s+mood|"
+             r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film))(?:\s+\w+){0,3})")
+_REASON = _A_REASON + "?"
 _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
                                   r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
@@ -439,12 +470,14 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
-                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _PLEASE_END
+                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END
                                  + r"|" + _LEAD + r"stop\s+playing" + _PLEASE_END
                                  # "выключи совсем", "turn it off", "выключай": what plays, as nothing else is named
-                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _PLEASE_END
+                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
+                                 # "выключи, не то настроение": a bare stop is one only with its reason said
+                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _A_REASON + _PLEASE_END
                                  + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|"
-                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that))" + _WHAT_PLAYS + _PLEASE_END)))
+                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that))" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
 
 
 _SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
@@ -506,9 +539,19 @@ _PLAY_IT = re.compile(_LEAD + r"(?:его|ее|её|это)\s+(?:включим|
 _TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?)[\s,]+(?:включай|включи|врубай|запускай|play\s+it|put\s+it\s+on)[\s.!]*$")
 
 
+# "давай тот, что 1979 года", "let's go with the second one": one of the titles shown, chosen
+_CHOSEN = re.compile(r"^(?:ну|а|ok|okay|so)?[\s,]*(?:давай|давайте|let'?s\s+(?:do|go\s+with|have|take)|i'?ll\s+take|"
+                     r"go\s+with)[\s,]+(?P<rest>.+)$")
+
+
 def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _PLAY_IT.match(raw):
         return Intent(kind="play", russian=russian, reference=Reference())
+    chosen = _CHOSEN.match(raw)
+    if chosen is not None and not _VERB_START.match(chosen["rest"]):
+        titled = _titled("play", chosen["rest"], said, russian)
+        if titled is not None and titled.reference is not None and titled.reference != Reference():
+            return titled  # an ordinal, a year or a kind; "давай его" or a title alone is not plain
     match = _PLAY.match(raw)
     title_first = _TITLE_THEN_PLAY.match(raw) if match is None else None
     if title_first is not None and (re.fullmatch(_LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
@@ -651,17 +694,6 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
     return not any(has_all(name) or _close(subject, name) for title in titles for name in title.names)
 
 
-_FILM_CUE = re.compile(r"(?:^|\s)(?:фильм\w*|сериал\w*|кино\w*|мультфильм\w*|мультик\w*|каталог\w*|movies?|films?|"
-                       r"series|shows?|cartoons?|catalog\w*)(?=\s|$)")
-
-
-def names_media(said: str) -> bool:
-    """Words that say a film or a series is meant ("найди фильм Х", "the movie X", a title in
-    quotes): a search that finds nothing then answers "not in the catalog". Without them, a
-    search that finds nothing was perhaps no search for a film ("найди рецепт"): the model's."""
-    return bool(_FILM_CUE.search(_norm(said))) or _quoted_text(said)
-
-
 def names_a_skill(subject: str, skills: list[tuple[str, str]]) -> bool:
     """Whether a play or search's words name one of the user's own skills (its name or a word of
     its description, in any grammatical case): "запусти утреннюю зарядку" with a skill
@@ -698,6 +730,9 @@ def _close(said: str, name: str) -> bool:
     return difflib.SequenceMatcher(None, _norm(said), _norm(name)).ratio() >= 0.8
 
 
+ANSWER_TITLES = 3  # the titles a search's answer names; the others are counted ("и ещё 2")
+
+
 def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     """The id a reference means: the n-th of the last results, the one of that year, or - for
     "его"/"it" - the title last talked about (a details answer, a play) or the first result."""
@@ -707,6 +742,8 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
         same_year = [t for t in titles if t.year == reference.year]
         # "the 2049 one": a number in a name, when no title is of that year
         same_year = same_year or [t for t in titles if any(str(reference.year) in name for name in t.names)]
+        if len(same_year) > 1:  # «Экипаж» 1979 said, and «Чужой» 1979 found by its description, unsaid
+            same_year = [t for t in same_year if t in titles[:ANSWER_TITLES]]
         return same_year[0].media_id if len(same_year) == 1 else ""
     if reference.kind:
         of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
@@ -729,7 +766,11 @@ _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её
 _CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
              ("whatsapp", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:ватсап\w*|вотсап\w*|whatsapp)(?=[\s,.!?]|$)")),
              ("slack", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:слак\w*|slack)(?=[\s,.!?]|$)")),
-             ("sms", re.compile(r"(?:^|\s)(?:по\s+|by\s+|in\s+an?\s+)?(?:смс|sms)(?=[\s,.!?]|$)")))
+             ("sms", re.compile(r"(?:^|\s)(?:по\s+|by\s+|in\s+an?\s+)?(?:смс|sms)(?=[\s,.!?]|$)")),
+             ("mail", re.compile(r"(?:^|\s)(?:по\s+|на\s+|в\s+|by\s+|an?\s+|in\s+)?(?:почт\w*|e-?mail\w*|имейл\w*|мейл\w*|"
+                                 r"gmail|mail)(?=[\s,.!?]|$)")))
+# said after the request, not what to wait for: "…, would you?", "…, please"
+_POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
 _WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
 _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
 _TASKS = re.compile(r"(?:что\s+(?:сейчас\s+)?(?:выполняется|работает|запущено)\s+в\s+фоне|как\w*\s+(?:фонов\w+\s+)?задач\w*\s+"
@@ -738,7 +779,7 @@ _TASKS = re.compile(r"(?:что\s+(?:сейчас\s+)?(?:выполняется|
 
 
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _WATCH.match(raw.rstrip(" .!?"))
+    match = _WATCH.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?")))
     if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or _TIMER_WORD.search(match["rest"]):
         return None
     rest = match["rest"]
@@ -768,6 +809,34 @@ def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if titled is None:
         return None
     return Intent(kind="correction", russian=russian, subject=titled.subject, reference=titled.reference)
+
+
+# "а в Дубае сколько?", "and what about here?": the last question again, of another place
+_HERE = r"(?P<here>here|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
+_FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|а)?[\s,]*"
+                        r"(?:" + _HERE + r"|(?:(?:в|во|in|at|for)\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
+                        r"(?:\s+(?:сколько|там|now|сейчас|then|right\s+now|тогда))*[\s?.!]*$")
+
+
+def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """A place said after a question about the time ("а в Дубае сколько?"): which question it
+    follows is the session's to find (the last one); "here" is the user's own clock."""
+    if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
+        return None  # a place alone ("в Дубае") asks nothing
+    match = _FOLLOW_UP.match(raw)
+    if match is None or match["place"] is not None and zone_of(match["place"]) is None:
+        return None
+    return Intent(kind="follow_up", russian=russian, subject="" if match["here"] else match["place"])
+
+
+def followed(intent: Intent, earlier: Intent | None) -> Intent | None:
+    """The time question a follow-up repeats, of its place ("" for here); None when the request
+    before was no question about the time."""
+    if earlier is None or earlier.kind not in ("time_now", "time_elsewhere", "follow_up"):
+        return None
+    if not intent.subject:
+        return Intent(kind="time_now", russian=intent.russian)
+    return Intent(kind="time_elsewhere", russian=intent.russian, subject=intent.subject)
 
 
 def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
@@ -818,8 +887,8 @@ def title_line(title: Shown) -> str:
 def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
     if not titles:
         return not_found_answer(intent)
-    listed = "; ".join(title_line(t) for t in titles[:3])
-    more = total - min(len(titles), 3)
+    listed = "; ".join(title_line(t) for t in titles[:ANSWER_TITLES])
+    more = total - min(len(titles), ANSWER_TITLES)
     if intent.russian:
         return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
     return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
@@ -946,8 +1015,21 @@ def info_title(result: str) -> Shown | None:
 def matching_timers(words: str, timers: list) -> list:
     """The timers whose text shares a word with `words`, in any grammatical case: "отмени
     таймер про маму" -> "позвонить маме"."""
-    said = {w for w in _norm(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)} - {"про", "the", "about", "for"}
+    said = ({w for w in _norm(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)}
+            - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
     return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
+
+
+def timers_to_cancel(intent: Intent, pending: list) -> list | None:
+    """The timers a cancel means: all, the one whose text its words name, or the only one when
+    the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
+    "kill the pizza one" names no timer word: it cancels only a timer about pizza."""
+    if intent.all_timers or not pending:
+        return pending
+    chosen = matching_timers(intent.text, pending)
+    if not chosen and len(pending) == 1 and _TIMER_WORD.search(intent.text):
+        return pending
+    return chosen if len(chosen) == 1 else None
 
 
 def timers_cancelled(texts: list[str], russian: bool) -> str:

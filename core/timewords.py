@@ -113,6 +113,64 @@ def _clock_said(found: re.Match[str], shift: int | None) -> tuple[int, int]:
     return hour, shift
 
 
+# ---- a year said in words ----------------------------------------------------------------------
+_RU_DECADES = {"двадцат": 20, "тридцат": 30, "сороков": 40, "пятидесят": 50, "шестидесят": 60, "семидесят": 70,
+               "восьмидесят": 80, "девяност": 90}
+_RU_TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "шестьдесят": 60, "семьдесят": 70,
+            "восемьдесят": 80, "девяносто": 90}
+_RU_UNIT_STEMS = {"перв": 1, "втор": 2, "трет": 3, "четверт": 4, "пят": 5, "шест": 6, "седьм": 7, "восьм": 8, "девят": 9}
+_RU_ORD_END = r"(?:ого|ом|ый|ой|ий|ьего|ьем|ий)"
+_EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_EN_UNITS = {w: n for n, w in enumerate("one two three four five six seven eight nine".split(), 1)}
+_SPOKEN_YEAR_RU = re.compile(
+    r"(?<!\w)(?:(?P<century>тысяча\s+девятьсот|две\s+тысячи)\s+)?"
+    r"(?:(?P<tens>" + "|".join(_RU_TENS) + r")\s+(?P<unit>" + "|".join(_RU_UNIT_STEMS) + r")" + _RU_ORD_END +
+    r"|(?P<decade>" + "|".join(_RU_DECADES) + r")" + _RU_ORD_END + r")"
+    r"(?P<tail>\s+(?:год|года|году|годом)(?!\w))?", re.I)
+_EN_TEENS = {w: n for n, w in enumerate("ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split(), 10)}
+_SPOKEN_YEAR_EN = re.compile(
+    r"(?<!\w)(?P<lead>(?:from|in|of|the)\s+)(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
+    r"(?:[\s-]+(?P<unit>" + "|".join(_EN_UNITS) + r"))?|(?P<teen>" + "|".join(_EN_TEENS) + r")|"
+    r"(?(new)(?P<alone>" + "|".join(_EN_UNITS) + r")|(?!x)x))(?!\w)", re.I)
+
+
+def spoken_year(text: str) -> str:
+    """`text` with a year said in words put in digits: "тот, что семьдесят девятого года" is
+    "тот, что 1979 года", "в тысяча девятьсот девяносто девятом" is "в 1999", "nineteen
+    seventy nine" after "from", "in", "of" or "the" is "1979" ("at nineteen thirty" is a clock
+    time, left alone). A Russian year without its century is read only before "год…"
+    ("семьдесят девятого года"), as the 1900s."""
+    def russian(found: re.Match[str]) -> str:
+        if not found["century"] and not found["tail"]:
+            return found[0]
+        low = found[0].casefold()
+        number = (_RU_TENS[found["tens"].casefold()] + _RU_UNIT_STEMS[found["unit"].casefold()] if found["tens"]
+                  else _RU_DECADES[found["decade"].casefold()])
+        base = 2000 if "тысячи" in low else 1900
+        return f"{base + number}{found['tail'] or ''}"
+
+    def english(found: re.Match[str]) -> str:
+        if found["tens"]:
+            number = _EN_TENS[found["tens"].casefold()] + (_EN_UNITS[found["unit"].casefold()] if found["unit"] else 0)
+        else:
+            number = _EN_TEENS[found["teen"].casefold()] if found["teen"] else _EN_UNITS[found["alone"].casefold()]
+        return found["lead"] + str((2000 if found["new"] else 1900) + number)
+    return _SPOKEN_YEAR_EN.sub(english, _SPOKEN_YEAR_RU.sub(russian, text))
+
+
+# "через часик", "минутку", "полчасика": the plain unit a pattern and the timer parser read
+_DIMINUTIVE = re.compile(r"(?<!\w)(?:(?P<half>полчасик\w*)|(?P<hour>часик\w*|часок|часочек|часочка)|"
+                         r"(?P<minute>минутк\w*|минуточк\w*))(?!\w)", re.I)
+
+
+def in_digits(text: str) -> str:
+    """`text` with the times, years and units people say in words put as the reflexes read them:
+    spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса", "минутку" as
+    "минуту"."""
+    plain = _DIMINUTIVE.sub(lambda m: "полчаса" if m["half"] else "час" if m["hour"] else "минуту", text)
+    return spoken_year(spoken_clock(plain))
+
+
 # ---- which numbers words say ------------------------------------------------------------------
 _NUMBER_WORDS = {
     "полтора": 1, "полторы": 1, "пару": 2, "пара": 2, "couple": 2, "часик": 1,

@@ -65,3 +65,29 @@ class WorldPort(Protocol):
     def start_monitor(self, sid: str, name: str, condition: str) -> str: ...
 
     def stop_monitor(self, sid: str, monitor_id: str) -> None: ...
+
+
+class MemoryWorld:
+    """A WorldPort for callers without a session actor (`run.py eval`): watches and notes kept
+    in memory as the actor's World keeps them, so "tell me when mum writes" is set and said back;
+    no monitor is allowed (none runs without the actor)."""
+
+    def __init__(self, *, max_watches: int = 20, max_notes: int = 100):
+        self.latest: dict[str, str] = {}
+        self.sessions: dict[str, SessionWorld] = {}
+        self._limits = {"max_watches": max_watches, "max_notes": max_notes}
+
+    def of(self, sid: str) -> SessionWorld:
+        return self.sessions.setdefault(sid, SessionWorld(None, **self._limits))
+
+    def save(self, sid: str) -> None:
+        """Nothing to journal: the world lives as long as the caller keeps it."""
+
+    def allowed_monitors(self) -> Mapping[str, Any]:
+        return {}
+
+    def start_monitor(self, sid: str, name: str, condition: str) -> str:
+        return f"monitor {name!r} is not available here (no session actor runs monitors)"
+
+    def stop_monitor(self, sid: str, monitor_id: str) -> None:
+        """No monitor runs here."""

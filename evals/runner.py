@@ -47,6 +47,7 @@ from core.skills import SkillRepository
 from core.timers import Timer
 from core.toolsets import LOST_REASON, ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
+from core.world import MemoryWorld
 from protocol.tools import RAN_KINDS
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
@@ -389,6 +390,7 @@ class _Playing:
     turn_ms: list[float] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
     steps: int = 0
+    world: MemoryWorld | None = None  # made with the config's limits at the first settings()
 
     @property
     def sid(self) -> str:
@@ -396,8 +398,12 @@ class _Playing:
 
     def settings(self) -> SessionSettings:
         assert self.life is not None and self.life.tasks is not None
-        return SessionSettings(registry=self.registry, ports=self.ports, spawn=self.life.tasks.start_soon,
-                               config=self.config.session, clock=self.clock, observer=_CallsSeen(self.ports))
+        settings = SessionSettings(registry=self.registry, ports=self.ports, spawn=self.life.tasks.start_soon,
+                                   config=self.config.session, clock=self.clock, observer=_CallsSeen(self.ports))
+        if self.world is None:
+            self.world = MemoryWorld(max_watches=self.config.channels.max_watches, max_notes=self.config.notify.max_kept)
+        settings.world = self.world  # channels and notes, kept through a scripted restart
+        return settings
 
     def flatten(self) -> None:
         """In `flat` mode every toolset is on, always."""

@@ -135,3 +135,31 @@ async def test_a_short_reply_after_a_tool_that_does_something_is_left_alone(tmp_
 
     requests = await _play(tmp_path, "включи матрицу", model)
     assert [r.reply for r in requests] == ["TOOL_CALL: media_play|matrix-1999", "Готово."]
+
+
+def test_a_sentence_with_no_letter_of_the_users_script_is_in_the_wrong_language():
+    from core.echo import wrong_language
+
+    assert wrong_language("Sorry, but I can't find any information about it.", "[User said] найди вечера на хуторе") == "Russian"
+    assert wrong_language("Включаю фильм «Мимино» прямо сейчас.", "[User said] play Mimino please") == "English"
+    assert wrong_language('Sorry, but I can\'t find any information about "вечера на хуторе близ диканьки".',
+                          "[User said] найди пожалуйста вечера на хуторе близ диканьки") == "Russian"  # the title is the user's
+    assert wrong_language("В каталоге нет такого фильма.", "[User said] найди вечера на хуторе") == ""
+    assert wrong_language("Playing «Шрек».", "[User said] включи шрек") == ""  # a few words may be a title
+    assert wrong_language("Включаю «Back to the Future», приятного просмотра.", "[User said] включи Back to the Future") == ""
+
+
+async def test_a_reply_in_the_other_language_is_asked_again_in_the_users(tmp_path):
+    import protocol as p
+    from harness import inproc_system
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        if messages[-1].content.startswith("[System notice] Your last reply was not in Russian"):
+            return "Не знаю, но могу подсказать время или поставить таймер."
+        return "Sorry, I don't know anything about that at all."
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        shown = await system.turn("l1", "расскажи что-нибудь про вечера на хуторе близ диканьки")
+    finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+    assert finals == ["Не знаю, но могу подсказать время или поставить таймер."]

@@ -40,10 +40,17 @@ async def test_a_search_that_never_plays_fails_saying_so():
     assert "no call media_play|titanic" in report.per_scenario[0].why
 
 
-async def test_an_answer_that_only_repeats_the_request_fails():
+def test_an_answer_that_only_repeats_the_request_fails():
+    from evals.scenarios import PlayedTurn, judge_turn
+
+    echo = PlayedTurn(calls=[], displays=["Включи фильм Титаник!"], final="Включи фильм Титаник!", steps=1, gave_up=False)
+    assert any("only repeats the request" in why for why in judge_turn(Turn(say="включи фильм Титаник"), echo))
+
+
+async def test_a_model_that_echoes_the_request_twice_shows_that_it_did_not_understand_and_fails():
     report = await _run([Rule(r"", "Включи фильм Титаник!", role="user")])  # asked again (core/echo.py): again
     assert report.passed == 0
-    assert "only repeats the request" in report.per_scenario[0].why
+    assert "Не понял просьбу" in report.per_scenario[0].why  # the echo never reached the glasses
 
 
 async def test_a_canned_refusal_after_a_play_that_worked_fails():

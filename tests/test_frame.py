@@ -48,6 +48,15 @@ def test_the_request_before_never_grounds_what_to_do_now():
     assert frame.intent is None and frame.refused.startswith("unsaid")
 
 
+def test_of_several_lines_the_one_that_holds_up_is_taken_and_two_that_do_are_two_requests():
+    said, before = "and another one, half an hour, to move the car", "Set a timer for five minutes for the tea, please"
+    frame = read_frame("set a timer for 5 minutes for the tea, please\nset a timer for 30 minutes to move the car",
+                       said, before)  # the local model's: the request before on a line of its own
+    assert frame.intent.kind == "timer_set" and frame.intent.text == "move the car"
+    two = read_frame("find Сталкер\nset a timer for 10 minutes to чай", "найди сталкер и ещё таймер на 10 минут чай")
+    assert two.intent is None and two.refused == "several"
+
+
 def test_the_answer_is_in_the_language_the_user_spoke():
     frame = read_frame("tell me when Катя writes in telegram", "как Катя напишет в телеге, маякни")
     assert frame.intent.russian and frame.intent.text == "когда напишет Катя" and frame.intent.channel == "telegram"
@@ -114,6 +123,18 @@ async def test_a_remark_the_frame_finds_no_command_in_is_answered_without_tools(
         shown = await system.turn("s", "короче мой брат опять ставит по пять будильников и просыпается к обеду")
         assert not [m for m in await system.history("s") if m["role"] == "tool"]  # no lookup ran
         assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Ну, бывает."
+
+
+async def test_a_remark_echoed_back_twice_is_acknowledged_not_repeated(tmp_path):
+    story = "я сегодня встал в семь утра и всё равно опоздал"
+
+    def parrot(messages):  # the local model's, on a story: the user's own words back, asked again or not
+        return "-" if "ONE command from this list" in messages[0].content else story
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=parrot), frame=True) as system:
+        shown = await system.turn("s", story)
+        finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+        assert finals[-1] == "Понимаю."
+        assert story not in [m.text for m in shown if isinstance(m, p.Display)]
 
 
 def test_a_remark_asks_for_nothing_and_an_order_or_a_question_does():

@@ -211,6 +211,34 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
         assert all("get_current_time" not in tools for tools in backend.offered)
 
 
+async def test_a_place_said_after_a_time_question_asks_that_place_and_here_is_the_users_clock(tmp_path):
+    """"а в Дубае сколько?" and "and what about here?" repeat the last question of another place
+    (the frame had copied the city before, or written "Duba"); the scripted model is never asked."""
+    import sys
+    from pathlib import Path
+
+    import msgspec
+
+    from core.config import McpConfig, McpServerConfig
+    from harness import make_config, session_knows
+
+    server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
+                             env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)
+    config = msgspec.structs.replace(make_config(tmp_path), mcp=McpConfig(servers={"worldclock": server}))
+    backend = ToolsSeen(reply_fn=lambda messages: "TOOL_CALL: timers_list")
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await session_knows(system, "worldclock")
+        await system.turn("s", "слушай который час", timeout=30)
+        dubai = finals(await system.turn("s", "а в дубае сколько", timeout=30))[-1]
+        london = finals(await system.turn("s", "what time is it in London", timeout=30))[-1]
+        here = finals(await system.turn("s", "and what about here?", timeout=30))[-1]
+        assert [r["name"] for r in tool_results(await system.history("s"))] == [
+            "get_current_time", "worldclock_time_now", "worldclock_time_now", "get_current_time"]
+    assert "19:00" in dubai and "15:00" in london
+    assert here.startswith("It's") or "18:00" in here or "6" in here
+    assert not backend.calls  # no model step: the follow-ups were the session's
+
+
 async def test_another_places_time_through_the_official_mcp_time_server_by_its_zone(tmp_path):
     """mcp-server-time (PyPI) takes only IANA keys: "Нью-Йорке" becomes America/New_York, and
     its ISO answer is said in the user's words, on the server's real clock."""
@@ -497,7 +525,8 @@ def test_everyday_forms_of_plain_requests(said, kind, detail):
     assert detail in (intent.action, intent.subject, intent.when)
 
 
-@pytest.mark.parametrize("said", ["выключи", "я был в Париже в субботу", "через 10 минут начнётся фильм",
+@pytest.mark.parametrize("said", ["выключи", "я был в Париже в субботу", "через 10 минут начнётся фильм", "tell me about yourself",
+                                  "время летит быстро", "сколько стоит в дубае",
                                   "есть что посмотреть?", "не включай фильм и поставь таймер на 5 минут"])
 def test_forms_that_stay_with_the_model(said):
     assert recognise(said) is None and recognise_both(said) is None
@@ -567,3 +596,77 @@ async def test_words_said_after_a_title_are_left_off_and_the_title_plays(tmp_pat
         history = await system.history("s")
         played = [m["content"] for m in history if m["role"] == "assistant" and "media_play|" in m["content"]]
         assert played == [f"TOOL_CALL: media_play|{media_id}"] and not backend.calls
+
+
+@pytest.mark.parametrize("said, kind, subject", [
+    ("включи мультик ну погоди", "play", "ну погоди"),  # "погоди" is a title's word here, not the weather
+    ("what time is it here", "time_now", ""),
+    ("который час у нас", "time_now", ""),
+    ("never mind, play Shrek", "play", "shrek"),
+    ("слушай а в дубае щас сколько", "time_elsewhere", "дубае"),
+    ("сколько сейчас в нью йорке", "time_elsewhere", "нью йорке"),
+    ("how much time is left on my timer", "timer_list", ""),
+    ("I wanna watch the godfather", "play", "godfather"),
+    ("when did the matrix come out", "details", "matrix"),
+    ("what year did alien come out", "details", "alien"),
+    ("what's the matrix about", "details", "matrix"),
+    ("tell me about inception", "details", "inception"),
+    ("what's on my timers", "timer_list", ""),
+    ("подскажи время", "time_now", ""),
+    ("время?", "time_now", ""),
+])
+def test_everyday_forms_blind_runs_and_the_probe_missed(said, kind, subject):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind and intent.subject == subject
+
+
+def test_a_year_said_in_words_picks_the_title_shown_of_that_year():
+    intent = recognise("включи тот, что семьдесят девятого года")
+    assert intent.kind == "play" and intent.reference == Reference(year=1979)
+
+
+@pytest.mark.parametrize("said, words", [
+    ("actually never mind kill the pizza one", "pizza"),
+    ("scrap the tea one", "tea"),
+    ("убери тот, что про пиццу", "пицц"),
+])
+def test_a_timer_named_by_its_text_alone_is_cancelled(said, words):
+    intent = recognise(said)
+    assert intent.kind == "timer_cancel" and words in intent.text and not intent.all_timers
+
+
+def test_a_cancel_without_the_word_timer_cancels_only_a_timer_it_names():
+    from types import SimpleNamespace
+
+    from core.reflex import timers_to_cancel
+
+    tea, pizza = SimpleNamespace(text="the tea"), SimpleNamespace(text="the pizza")
+    assert timers_to_cancel(recognise("kill the pizza one"), [tea]) is None  # the only timer is not it
+    assert timers_to_cancel(recognise("kill the pizza one"), [tea, pizza]) == [pizza]
+    assert timers_to_cancel(recognise("cancel the timer"), [tea]) == [tea]  # "the timer": the one there is
+
+
+def test_a_second_request_may_open_with_its_time():
+    both = recognise_both("включи Мимино, и через часик напомни выключить духовку")
+    assert both is not None
+    play, timer = both
+    assert play.kind == "play" and play.subject == "мимино"
+    assert timer.kind == "timer_set" and "час" in timer.when and timer.text == "выключить духовку"
+
+
+@pytest.mark.parametrize("said", ["ой, нет, выключи, не то настроение", "выключи фильм, скучно", "turn it off, it's boring"])
+def test_a_stop_with_its_reason_after_it_is_a_stop(said):
+    intent = recognise(said)
+    assert intent.kind == "playback" and intent.action == "stop"
+
+
+async def test_a_year_said_in_words_plays_the_title_of_that_year_the_answer_named(tmp_path):
+    """«Экипаж» finds Air Crew (1979) and Flight Crew (2016), and also Alien (1979) by its
+    description, which the answer never named: "тот, что семьдесят девятого года" is Air Crew."""
+    backend = ToolsSeen(reply_fn=lambda messages: "TOOL_CALL: media_search|79")  # the local model's guess
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "ну поищи «Экипаж»")
+        answer = finals(await system.turn("s", "давай тот, что семьдесят девятого года"))[-1]
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant"]
+    assert "TOOL_CALL: media_play|air-crew-1979" in calls and "Air Crew" in answer
+    assert not backend.calls

@@ -183,3 +183,8 @@ def test_an_hour_said_without_its_half_of_the_day_is_the_next_on_a_twelve_hour_d
     assert dial_nearest("7:30", evening, moscow) == "19:30"  # "в полвосьмого", said at six in the evening
     assert dial_nearest("7:30", night, moscow) == "7:30"  # at eleven at night: the morning's
     assert dial_nearest("19:30", evening, moscow) == "19:30" and dial_nearest("in 5 minutes", evening, moscow) == "in 5 minutes"
+
+
+@pytest.mark.parametrize("text, seconds", [("через часик", 3600), ("in полчасика", 1800), ("через минутку", 60)])
+def test_a_unit_said_fondly_is_the_unit(text, seconds):
+    assert parse_when(text, 0) == seconds

@@ -51,10 +51,21 @@ _YEAR = re.compile(r"^(18|19|20)\d\d$")
 def normalize(text: str) -> str:
     """Case-, accent- and punctuation-insensitive form: 'Лара Крофт: Ёлки!' -> 'лара крофт елки'.
 
-    ё/е and й/и fold together (both sides of every comparison go through here, so that is harmless)."""
+    ё/е and й/и fold together (both sides of every comparison go through here, so that is harmless),
+    and so do Latin letters written inside a Cyrillic word ("Mимино" with a Latin M, as the model
+    wrote it in an eval run)."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     stripped = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    if _LATIN.search(stripped) and _CYRILLIC.search(stripped):
+        stripped = _MIXED_WORD.sub(lambda word: word[0].translate(_LOOKALIKES) if _CYRILLIC.search(word[0]) else word[0],
+                                   stripped)
     return _NON_WORD.sub(" ", stripped).strip()
+
+
+_LATIN = re.compile(r"[a-z]")
+_CYRILLIC = re.compile(r"[а-яё]")
+_MIXED_WORD = re.compile(r"[^\W\d_]*[a-z][^\W\d_]*")  # a word with a Latin letter: Cyrillic look-alikes in it fold
+_LOOKALIKES = str.maketrans("aceopxykmthb", "асеорхукмтнв")
 
 
 _TRANSLIT = str.maketrans({

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
+from toolsets.media.catalog import normalize
 from toolsets.media.provider import MediaProvider, ProviderError, SearchPage, Title
 
 PER_PAGE = 5
@@ -199,7 +200,7 @@ def title_named(titles: list[Title], name: str) -> Title | None:
 
 
 def _name_key(text: str) -> str:
-    return " ".join(re.sub(r"[\W_]+", " ", text.replace("ё", "е").replace("Ё", "Е")).split()).casefold()
+    return normalize(text)  # as the catalog compares: "Mимино" with a Latin M is «Мимино»
 
 
 def play_command(request: PlayRequest, task_id: str) -> PlaybackCommand:
