@@ -24,12 +24,14 @@ A `long_running` tool moves to the background the same way; a slow ordinary call
 waiting (a progress line on the glasses every `session.tool_progress_after_s`), and events said
 meanwhile join the batch after its result (seed 003: placeholders only when really urgent). Light independent requests (E5) are answered by a side run
 offering only what it can run (core.parallel).
+
+Before the model's first step, a turn whose words are a plain request is carried out by the
+session itself (the reflexes and the frame: `ReflexSteps`, core/reflex_steps.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import logging
 import os
 import re
@@ -56,33 +58,27 @@ from core.background import (
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
-from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
-from core.timewords import in_digits, progress_line, spoken_clock, spoken_time
+from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
-from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, controlled_id, details_answer, fired_timer, info_title,
-                         timers_to_cancel, followed, names_a_skill, names_none, skill_named, not_found_answer, pick, place_time_answer, relevant, play_answer, played_id, playback_answer,
-                         corrected, recognise, recognise_both, refer, reminder_answer, search_answer, show_answer, shown_titles, shown_total,
-                         tells_place_time, time_answer, timer_answer, timers_cancelled, timers_listed, tasks_answer, watch_answer)
-from core.timers import TimerError, TimerTable, dial_nearest, parse_when
-from core.intent import action_kind, remark, same_word
+from core.reflex_steps import ReflexSteps
+from core.timers import TimerTable
+from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
 from core.trajectory import Trajectory
+from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
 from protocol.tools import FAILED_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# the user's own lines of a recorded batch: "[User said] …", "[Unprocessed event 1/2] User said: …"
-_USER_LINE = re.compile(r"(?m)^(?:\[Unprocessed event \d+/\d+\] )?\[?User[^\]:\n]*[\]:]\s*(.*)$")
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
 _SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
@@ -91,30 +87,14 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 # search made of them, with no word the user said, is the instructions copied (a title translated
 # by the model, "Back to the Future" for «Назад в будущее», is not refused)
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
-# a half of the day named with a clock time ("7 утра", "at 7 in the morning"): the hour as said
-_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 
 
-@functools.lru_cache(maxsize=256)  # every step and every guarded call of a turn reads its messages again
-def _user_lines(content: str) -> tuple[str, ...]:
-    return tuple(_USER_LINE.findall(content))
-
-
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
-
-
-class ModelUnavailable(Exception):
-    pass
-
-
-class GenerationLost(ModelUnavailable):
-    """The model's worker died while it answered: what it had shown is wiped and the step is
-    asked again, once, of its successor."""
 
 
 class Ports(Protocol):
@@ -214,24 +194,6 @@ _TURN_OVER = object()  # a stage's verdict: the turn ended, the user told
 
 
 @dataclasses.dataclass
-class _Turn:
-    """What one turn's steps remember from step to step."""
-    turn_id: str
-    start: int  # where the turn begins in the trajectory
-    notice: str = ""  # the answer to an invisible call: shown to the next request only, never stored
-    repeated: str = ""  # the tool whose result the last step brought (not offered again right away)
-    echo_retried: bool = False
-    lost_once: bool = False  # a generation lost with the LLM worker was asked again (GenerationLost)
-    recipe_tools: list[str] = dataclasses.field(default_factory=list)  # tools the skills read in this turn name
-    read_this_turn: set[str] = dataclasses.field(default_factory=set)  # skills read in this turn (not offered again in it)
-    recipe: str = ""  # the recipe skill (not a toolset's own) this turn read and follows
-    acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
-    claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
-    withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)
-    remark: bool = False  # words that ask for nothing, and the frame found no command in them: a plain answer
-
-
-@dataclasses.dataclass
 class _Step:
     """What one step asked the model."""
     history: list[p.ChatMessage]
@@ -243,7 +205,7 @@ class _Step:
     closing: tuple[p.ChatMessage, OutcomeKind] | None = None  # the result `history` ends with, its kind (_closing_result)
 
 
-class Conversation:
+class Conversation(ReflexSteps):
     __slots__ = (
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
@@ -484,7 +446,7 @@ class Conversation:
 
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         # a turn a crash cut goes on as the current turn: the request is the one the lost step made
-        turn = _Turn(turn_id=turn_id,
+        turn = TurnState(turn_id=turn_id,
                      start=len(self.trajectory) if self.resumed_turn_start is None else self.resumed_turn_start)
         self.resumed_turn_start = None
         if not self._take_queue(consumed):
@@ -514,7 +476,7 @@ class Conversation:
             await self._step_call(turn, parsed)
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
 
-    async def _step_prompt(self, turn: _Turn) -> _Step:
+    async def _step_prompt(self, turn: TurnState) -> _Step:
         """What this step asks the model: the prompt, the tools it may call, their argument choices."""
         self.activity.registry = self.s.registry  # the catalog may have changed (an MCP server)
         expired = self.activity.purge_expired()
@@ -558,7 +520,7 @@ class Conversation:
         return _Step(history=history, messages=messages, tools=tools, choices=choices,
                      asked_notice=notice, plain_only=plain_only, closing=answered)
 
-    async def _step_generate(self, turn: _Turn, step: _Step) -> str | object:
+    async def _step_generate(self, turn: TurnState, step: _Step) -> str | object:
         """The model's reply; _STEP_AGAIN when the step is to be asked again, _TURN_OVER when the
         turn ended here (the model unavailable, its answer told the user)."""
         self._model_calls += 1
@@ -575,7 +537,7 @@ class Conversation:
             self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=f"The model is unavailable: {exc}", final=True))
             return _TURN_OVER
 
-    def _step_answer(self, turn: _Turn, step: _Step, parsed, reply: str) -> bool:
+    def _step_answer(self, turn: TurnState, step: _Step, parsed, reply: str) -> bool:
         """A reply with no call: the turn's answer (True), or not an answer and asked once more
         with a notice (False)."""
         text = parsed.text_before.strip() or reply.strip()
@@ -598,7 +560,7 @@ class Conversation:
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
         return True
 
-    def _not_an_answer(self, turn: _Turn) -> str:
+    def _not_an_answer(self, turn: TurnState) -> str:
         """Shown in place of a reply that, asked again, is still no answer: a remark ("я сегодня
         встал в семь утра …") is acknowledged; a request is asked for in other words."""
         language = "ru" if self._language() == "Russian" else "en"
@@ -630,7 +592,7 @@ class Conversation:
             return WRONG_LANGUAGE_NOTICE.format(language=language)
         return ""
 
-    def _step_invisible_call(self, turn: _Turn, call) -> None:
+    def _step_invisible_call(self, turn: TurnState, call) -> None:
         """S7: invisible tools - no history; the next prompt already shows the new state."""
         bound = self.s.registry.validate(call.name, call.raw_args)
         name = bound.args.get("name", "") if isinstance(bound, Bound) else ""
@@ -638,7 +600,7 @@ class Conversation:
         _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
         self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)
 
-    async def _step_call(self, turn: _Turn, parsed, by_reflex: bool = False) -> p.CallOutcome | None:
+    async def _step_call(self, turn: TurnState, parsed, by_reflex: bool = False) -> p.CallOutcome | None:
         """A visible call: recorded, checked by the guards, run, its outcome recorded and
         returned (None when a stop or an interrupt took it). A reflex's own call (core.reflex)
         is the user's words carried out: the request guard has nothing to add to it."""
@@ -676,7 +638,7 @@ class Conversation:
             self.s.observer.tool_finished(self, turn_id, call_id, call.name, call.raw_args, finished.kind, finished.text)
         return finished
 
-    def _step_skill_read(self, turn: _Turn, call, result: str) -> None:
+    def _step_skill_read(self, turn: TurnState, call, result: str) -> None:
         """A skill read: not offered again this turn; a recipe's tools allowed; its toolset on."""
         bound = self.s.registry.validate(call.name, call.raw_args)
         skill = bound.args.get("name", "").strip().lower() if isinstance(bound, Bound) else ""
@@ -689,283 +651,6 @@ class Conversation:
             enabled = self.activity.enable(skill)  # the skill says to turn it on: done, one step fewer
             self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", skill, "invisible", enabled)
         turn.recipe_tools += [t for t in named if t not in turn.recipe_tools]
-
-    # ---- reflexes (core.reflex) -----------------------------------------------------------
-    async def _step_reflex(self, turn: _Turn) -> bool:
-        """A plain request (core.reflex) carried out by the session itself: its calls made and
-        recorded as the model's would be, the answer worded from their results. True when the
-        turn is answered; False when the model takes it, from whatever the reflex found."""
-        said = self.trajectory.last()  # every turn asks: read the one message, copy no history
-        if len(self.trajectory) - turn.start != 1 or said is None or said.role != "user":
-            return False  # a batch, a late result: the model reads it
-        fired = fired_timer(said.content)
-        words = "\n".join(_user_lines(said.content))
-        intent = None if fired is not None else recognise(words)
-        both = recognise_both(words) if fired is None and intent is None else None
-        if fired is None and intent is None and both is None:
-            if await self._reflex_skill(turn, said.content):
-                return False  # the user's own skill: the model follows its recipe
-            intent = await self._framed(turn, words)
-            if intent is None:
-                return False
-        for asked in both or (intent,):
-            if await self._names_a_skill(asked):
-                return False  # the user's own skill, by its words: the model reads its recipe
-        if fired is not None:
-            answer = reminder_answer(*fired)
-        else:  # two requests: each carried out in turn, the answers said together
-            answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in (both or (intent,))]
-            answer = None if None in answers else " ".join(answers)
-        if answer is None:
-            return False
-        self.trajectory.record_assistant(answer)
-        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
-        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
-        _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
-        return True
-
-    async def _names_a_skill(self, intent: Intent | None) -> bool:
-        if intent is None or not intent.subject or intent.kind not in ("play", "search"):
-            return False
-        return names_a_skill(intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries
-                                              if not e.builtin])
-
-    async def _reflex_skill(self, turn: _Turn, recorded: str) -> bool:
-        """Words that name one of the user's skills ("start my morning workout"): its recipe is read
-        for the model first (a lookup, recorded as the model's read would be), so the model follows
-        it instead of wandering through toolsets (the local model listed timers and tasks)."""
-        entries = (await self._skill_index()).entries
-        name = skill_named("\n".join(_user_lines(recorded)), [e.name for e in entries if not e.builtin])
-        if name is not None:
-            await self._reflex_call(turn, "read_skill", name)
-        return name is not None
-
-    async def _framed(self, turn: _Turn, words: str) -> Intent | None:
-        """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
-        and taken only when every name and number in it is the user's; None: the model's turn."""
-        if not self.s.config.frame or not words.strip() or small_talk(words):
-            return None
-        earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
-        before = "\n".join(_user_lines(earlier[-1])) if earlier else ""
-        words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
-        try:
-            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
-        except ModelUnavailable:
-            return None  # the model's own step says so, or works again
-        frame = read_frame(reply, words, before[:300])
-        turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
-        _log.info("session=%s frame %r -> %s", self.sid, frame.command,
-                  frame.intent.kind if frame.intent else f"the model ({frame.refused})")
-        return frame.intent
-
-    async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage]) -> str:
-        """One short generation nobody sees (no Display): counted and observed as a model call."""
-        self._model_calls += 1
-        text = ""
-        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, []) as observed, \
-                tracing.tracer.model_call(self._model_calls) as traced:
-            watching = traced.watching(observed)
-            async with self.s.ports.generate(self.sid, messages, [], FRAME_MAX_TOKENS) as pieces:
-                async for piece in pieces:
-                    watching.piece(piece)
-                    text += piece
-            watching.done(pieces)
-        return text
-
-    async def _reflex_call(self, turn: _Turn, tool: str, args: str) -> str | None:
-        """One call of a reflex through the ordinary call path (its toolset turned on first, as
-        reading its skill would); its result's text, or None unless it ran (an "ok" outcome)."""
-        if self.s.registry.spec(tool) is None:
-            return None  # not in this runtime's catalog: the model answers
-        toolset = self.s.registry.toolset_of(tool)
-        if toolset is not None and toolset not in self.activity.active():
-            enabled = self.activity.enable(toolset)
-            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", toolset, "invisible", enabled)
-        parsed = parse_reply(f"TOOL_CALL: {tool}|{args}")
-        if parsed.call is None:
-            return None
-        outcome = await self._step_call(turn, parsed, by_reflex=True)
-        if outcome is not None and outcome.kind == "error" and self.s.registry.spec(tool).read_only:
-            # a lookup that failed (its executor lost with the call): asked again once, as the
-            # model would be told to; changing calls are not repeated here
-            outcome = await self._step_call(turn, parse_reply(f"TOOL_CALL: {tool}|{args}"), by_reflex=True)
-        return outcome.text if outcome is not None and outcome.kind == "ok" else None
-
-    async def _reflex_time_now(self, turn: _Turn, intent: Intent) -> str | None:
-        result = await self._reflex_call(turn, "get_current_time", "")
-        return None if result is None else time_answer(result, intent.russian)
-
-    async def _reflex_time_elsewhere(self, turn: _Turn, intent: Intent) -> str | None:
-        """Another place's time: the user's own clock (get_current_time) is withheld this turn and
-        a read-only tool that tells places' time is asked about the place - by its IANA zone
-        when the tool takes a zone (mcp-server-time) and the place is known (core.places). The
-        answer is worded from a moment the result names; else the model words it (or, when the
-        tool wanted another form of place, asks again)."""
-        tool = self._place_clock()
-        if tool is None:
-            return None
-        turn.withheld.add("get_current_time")
-        zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
-        # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
-        result = await self._reflex_call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
-        return None if result is None else place_time_answer(intent, result)
-
-    def _place_clock(self):
-        """The read-only tool that tells a place's time (its one required argument the place)."""
-        registry = self.s.registry
-        tools = [t for name in registry.toolset_names() for t in registry.toolset(name).tools
-                 if t.read_only and t.args and tells_place_time(t.summary)]
-        return min(tools, key=lambda t: sum(arg.required for arg in t.args), default=None)
-
-    async def _reflex_timer_set(self, turn: _Turn, intent: Intent) -> str | None:
-        now = self.s.clock()
-        when = intent.when if _MORNING_SAID.search(self._turn_words(turn.start).casefold()) else \
-            dial_nearest(intent.when, now, self.s.tz)  # "в полвосьмого" at 18:00: 19:30
-        try:
-            due = parse_when(when, now, self.s.tz)
-        except TimerError:
-            return None  # the model asks what was meant
-        before = len(self.timers)
-        text = intent.text or ("таймер" if intent.russian else "timer")
-        if await self._reflex_call(turn, "timers_set", f"{when}; {text}") is None or len(self.timers) <= before:
-            return None
-        return timer_answer(intent, due - now, self._clock_time(due))
-
-    async def _reflex_correction(self, turn: _Turn, intent: Intent) -> str | None:
-        """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
-        messages = self.trajectory.messages()
-        earlier = next((m.content for m in reversed(messages[:turn.start]) if m.role == "user" and _user_lines(m.content)), "")
-        request = corrected(intent, recognise("\n".join(_user_lines(earlier))) if earlier else None)
-        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
-
-    async def _reflex_follow_up(self, turn: _Turn, intent: Intent) -> str | None:
-        """"а в Дубае сколько?" after a question about the time: that question, of this place."""
-        messages = self.trajectory.messages()
-        earlier = next((m.content for m in reversed(messages[:turn.start]) if m.role == "user" and _user_lines(m.content)), "")
-        request = followed(intent, recognise("\n".join(_user_lines(earlier))) if earlier else None)
-        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
-
-    async def _reflex_watch(self, turn: _Turn, intent: Intent) -> str | None:
-        what = " ".join(intent.subject.split())
-        result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
-        return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
-
-    async def _reflex_tasks(self, turn: _Turn, intent: Intent) -> str | None:
-        result = await self._reflex_call(turn, "tasks_list", "")
-        return None if result is None else tasks_answer(result, intent.russian)
-
-    async def _reflex_timer_list(self, turn: _Turn, intent: Intent) -> str | None:
-        if await self._reflex_call(turn, "timers_list", "") is None:
-            return None
-        return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
-
-    async def _reflex_timer_cancel(self, turn: _Turn, intent: Intent) -> str | None:
-        pending = self.timers.pending()
-        chosen = timers_to_cancel(intent, pending)
-        if chosen is None:
-            return None  # the words name none or several of the timers: the model asks
-        target = "all" if intent.all_timers or not pending else chosen[0].timer_id
-        if await self._reflex_call(turn, "timers_cancel", target) is None:
-            return None
-        return timers_cancelled([t.text for t in chosen], intent.russian)
-
-    async def _names_a_title(self, turn: _Turn, words: str) -> bool:
-        """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
-        that are no title leave no search in the history for the model to misread."""
-        found = await self._run_side_call(turn.turn_id, "media_search", words)
-        return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
-
-    async def _trimmed(self, turn: _Turn, intent: Intent) -> Intent:
-        """The request with words said after its title left off ("бриллиантовую руку что ли", "the
-        lion king for the kids", "shrek while i wait"): the longest start of the words, up to three
-        words shorter, that the catalog plainly has as a title (asked aside, nothing recorded); the
-        request as said when the whole of it is one, or none is."""
-        words = intent.subject.split()
-        if len(words) < 2:
-            return intent  # nothing to leave off
-        for cut in range(0, min(3, len(words) - 1) + 1):
-            subject = " ".join(words[:len(words) - cut])
-            if await self._names_a_title(turn, subject):
-                return intent if cut == 0 else msgspec.structs.replace(intent, subject=subject)
-        return intent
-
-    async def _reflex_play(self, turn: _Turn, intent: Intent) -> str | None:
-        if intent.subject and intent.reference is None:
-            intent = await self._trimmed(turn, intent)
-        titles, last_id, known = self._shown_media()
-        if intent.subject and known and not await self._names_a_title(turn, intent.subject):
-            return None  # "включи вторую часть" after a search: words about what was shown, the model's
-        if intent.reference is not None:
-            media_id = refer(intent.reference, titles, last_id)
-            title = known.get(media_id)
-        else:
-            result = await self._reflex_call(turn, "media_search", intent.subject)
-            if result is not None and names_none(intent.subject, shown_titles(result)):
-                return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
-            title = pick(intent.subject, shown_titles(result)) if result is not None else None
-            media_id = title.media_id if title is not None else ""
-        if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
-            return None  # not plain which one, or it did not start: the model goes on from the results
-        return play_answer(intent, title, media_id)
-
-    async def _reflex_playback(self, turn: _Turn, intent: Intent) -> str | None:
-        """Pause, resume or stop what the conversation last played."""
-        media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
-                         for found in [controlled_id(m.content)] if found), "")
-        if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
-            return None
-        return playback_answer(intent, self._shown_media()[2].get(media_id))
-
-    async def _reflex_show(self, turn: _Turn, intent: Intent) -> str | None:
-        """"выведи на очки: …": the text on the glasses, and left there as the answer."""
-        return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
-
-    async def _reflex_search(self, turn: _Turn, intent: Intent) -> str | None:
-        """A search's results as the answer, or "not in the catalog" when it found nothing (words
-        that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
-        titles that share nothing with the words: the model answers."""
-        intent = await self._trimmed(turn, intent)
-        result = await self._reflex_call(turn, "media_search", intent.subject)
-        if result is None:
-            return None
-        titles = shown_titles(result)
-        if titles and not relevant(intent.subject, titles):
-            return None
-        return search_answer(intent, titles, shown_total(result))
-
-    async def _reflex_details(self, turn: _Turn, intent: Intent) -> str | None:
-        media_id = ""
-        if intent.subject:
-            if not await self._names_a_title(turn, intent.subject):
-                return None  # "сколько минут варить макароны": words that are no title, the model's
-            result = await self._reflex_call(turn, "media_search", intent.subject)
-            title = pick(intent.subject, shown_titles(result)) if result is not None else None
-            media_id = title.media_id if title is not None else ""
-        if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
-            titles, last_id, _known = self._shown_media()
-            media_id = refer(intent.reference or Reference(), titles, last_id)
-        result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
-        return None if result is None else details_answer(intent, result)  # None: the model reads the result
-
-    def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
-        """What the conversation showed of the catalog: the last search's titles, the title
-        talked about since (a details answer, a play; "" if none) and every title seen by id."""
-        titles: list[Shown] | None = None
-        last_id, known = "", {}
-        for message in reversed(self.trajectory.messages()):
-            if message.role == "tool" and message.name == "media_search":
-                found = shown_titles(message.content)
-                for title in found:
-                    known.setdefault(title.media_id, title)
-                titles = found if titles is None else titles
-            elif message.role == "tool" and message.name == "media_info":
-                title = info_title(message.content)
-                if title is not None:
-                    known.setdefault(title.media_id, title)
-                    last_id = last_id or (title.media_id if titles is None else "")
-            elif message.role == "assistant" and titles is None and not last_id:
-                last_id = played_id(message.content)
-        return titles or [], last_id, known
 
     def _clock_time(self, epoch: float) -> str:
         return dt.datetime.fromtimestamp(epoch, self.s.tz).strftime("%H:%M")
@@ -1037,7 +722,7 @@ class Conversation:
         words = [w for w in re.findall(r"[^\W_]{3,}|\d+", query.casefold().replace("ё", "е"))]
         if not words:
             return True  # "найди М", a number: nothing to judge by
-        seen = " ".join("\n".join(_user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
+        seen = " ".join("\n".join(user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
                         for m in self.trajectory.messages()[-40:] if m.role in ("user", "tool"))  # no label, no echo
         known = set(re.findall(r"[^\W_]{3,}|\d+", seen.casefold().replace("ё", "е")))
         return any(w in known or any(same_word(w, k) for k in known) for w in words)
@@ -1050,7 +735,7 @@ class Conversation:
                 return index + 1
         return 0
 
-    def _offerable(self, tools: list[str], said: str, turn: _Turn) -> list[str]:
+    def _offerable(self, tools: list[str], said: str, turn: TurnState) -> list[str]:
         """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
         offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
         return [tool for tool in tools if tool in recipe or offerable(tool, self._read_only(tool), said, offered)]
@@ -1068,7 +753,7 @@ class Conversation:
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""
         lines = [line for m in self.trajectory.messages()[turn_start:] if m.role == "user"
-                 for line in _user_lines(m.content)]
+                 for line in user_lines(m.content)]
         return "\n".join(lines)
 
     def _seen_ids(self) -> set[str]:

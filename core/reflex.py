@@ -25,7 +25,7 @@ import msgspec
 
 from core.intent import casual, same_word
 from core.places import zone_of
-from core.timewords import in_digits, spoken_clock, spoken_time
+from core.timewords import in_digits, numbers_said, spoken_time
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show", "watch", "tasks", "correction", "follow_up"]
@@ -75,7 +75,8 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind)[\s,!.]+)*")
+         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
+         r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась))[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|"
@@ -102,7 +103,9 @@ _TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|ра�
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|i\s+need|"
                         r"wake\s+me(?:\s+up)?)(?![\w-])")
-_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder)(?=\s+(?:на|через|in|for)\s|\s+\d)")
+_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|"
+                          # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
+                          r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|reminder)\b")
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
@@ -283,7 +286,7 @@ _PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+
 
 
 # "сколько сейчас в Нью-Йорке", "а в Дубае щас сколько": "how much" of a place, said alone, is its time
-_HOW_MUCH_THERE = re.compile(_LEAD + r"(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
+_HOW_MUCH_THERE = re.compile(_LEAD + r"(?:(?:скажи|подскажи)\s+)?(?:лучше\s+)?(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
                              r"(?:в|во)\s+(?P<p2>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)(?:\s+(?:сейчас|щас|там))*\s+сколько)"
                              r"(?:\s+(?:сейчас|щас|там))*[\s?.!]*$")
 
@@ -461,7 +464,7 @@ _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
 # a stop with its reason after it: "выключи, не то настроение", "turn it off, it's boring"
 _A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+та|не\s+в\s+настроении|надоел\w*|скучно|скучн\w*|"
              r"не\s+нравится|передумал\w*|не\s+интересно|it'?s\s+boring|boring|not\s+in\s+the\s+mood|"
-             r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film))(?:\s+\w+){0,3})")
+             r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
 _REASON = _A_REASON + "?"
 _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
                                   r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
@@ -663,9 +666,11 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     best, best_extra = None, -1
     for title in titles:
         name_words = [set(_norm(name).split()) - {"the", "a", "an"} for name in title.names]
-        if not any(n and all(_among(w, words) for w in n) for n in name_words):
-            continue
+        if not any(n and all(_among(w, words) or any(_near_word(x, w) for x in words) for w in n) for n in name_words):
+            continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
         facts = set(_norm(title.facts).split())
+        if any(w.isdigit() and w not in facts and not any(w in n for n in name_words) for w in words):
+            continue  # "брат 3" is not «Брат»: a number said is the title's, or its year
         extra = sum(_among(w, facts) for w in words)
         if extra > best_extra:
             best, best_extra = title, extra
@@ -680,18 +685,24 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
 _FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот the are was""".split())
 
 
+def _near_word(word: str, other: str) -> bool:
+    """One word in another case ending ("отца"/"отец") or with a typo, not another word."""
+    least = 0.7 if re.search(r"[а-я]", word) else 0.85
+    return word == other or min(len(word), len(other)) >= 4 and difflib.SequenceMatcher(None, word, other).ratio() >= least
+
+
 def names_none(subject: str, titles: list[Shown]) -> bool:
     """No title found is the one asked for: none has every word of the request (a Latin word as
     written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
     answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
-    words = [w for w in _norm(subject).split() if len(w) >= 3 and w not in _FUNCTION_WORDS]
-    def near(word: str, other: str) -> bool:  # a case ending ("отца"/"отец") or a typo, not another word
-        least = 0.7 if re.search(r"[а-я]", word) else 0.85
-        return word == other or min(len(word), len(other)) >= 4 and difflib.SequenceMatcher(None, word, other).ratio() >= least
-    def has_all(name: str) -> bool:
+    words = [w for w in _norm(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in _FUNCTION_WORDS]
+    def has_all(name: str, year: int) -> bool:
         name_words = _norm(name).split()
-        return all(any(near(w, other) for other in name_words) for w in words)
-    return not any(has_all(name) or _close(subject, name) for title in titles for name in title.names)
+        return all(any(_near_word(w, other) for other in name_words) for w in words if w != str(year))
+    def same_numbers(name: str, year: int) -> bool:  # "брат 3" is not close to «Брат 2»
+        return {w for w in words if w.isdigit()} <= set(_norm(name).split()) | {str(year)}
+    return not any(has_all(name, title.year) or same_numbers(name, title.year) and _close(subject, name)
+                   for title in titles for name in title.names)
 
 
 def names_a_skill(subject: str, skills: list[tuple[str, str]]) -> bool:
@@ -728,6 +739,20 @@ def _among(word: str, words: set[str]) -> bool:
 
 def _close(said: str, name: str) -> bool:
     return difflib.SequenceMatcher(None, _norm(said), _norm(name)).ratio() >= 0.8
+
+
+# words that open what is said after a title, not a title's own: "что ли", "for the kids", "while i wait"
+_AFTER_A_TITLE = frozenset("""что ли же пока для с со на а и ну то вечером сегодня сейчас теперь потом может please for
+    while with to so because cause now tonight today later then and or maybe i if""".split())
+
+
+def said_after_a_title(cut: list[str]) -> bool:
+    """Whether words said after a title may be left off it: they open with a word of a remark
+    or a purpose, and hold no number ("брат 3" is «Брат 3», not «Брат»; "the dark night" is no
+    «Dark» with "night" said after it)."""
+    return bool(cut) and _norm(cut[0]) in _AFTER_A_TITLE and not any(
+        word not in ("a", "an") and numbers_said([word]) - {0} or any(ch.isdigit() for ch in word)
+        for word in map(_norm, cut))
 
 
 ANSWER_TITLES = 3  # the titles a search's answer names; the others are counted ("и ещё 2")
@@ -818,9 +843,18 @@ _FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+abou
                         r"(?:\s+(?:сколько|там|now|сейчас|then|right\s+now|тогда))*[\s?.!]*$")
 
 
+# "а какие ещё остались?", "what's still running?": after timers were set or cancelled, the timers left
+_WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:какие|что|which|what'?s|what\s+is|what\s+are|what)\s+"
+                         r"(?:(?:ещ[её]|у\s+меня|там|else|still|now|then)\s+)*(?:остал\w*|осталось|left|running|going|remain\w*|"
+                         r"(?:are\s+)?still\s+(?:on|set))(?:\s+(?:ещ[её]|там|then|now))*[\s?.!]*$")
+
+
 def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """A place said after a question about the time ("а в Дубае сколько?"): which question it
-    follows is the session's to find (the last one); "here" is the user's own clock."""
+    """A place said after a question about the time ("а в Дубае сколько?"), or "what's left"
+    after timers: which request it follows is the session's to find (the last one); "here" is
+    the user's own clock."""
+    if _WHATS_LEFT.match(raw):
+        return Intent(kind="follow_up", russian=russian, action="list")
     if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
         return None  # a place alone ("в Дубае") asks nothing
     match = _FOLLOW_UP.match(raw)
@@ -830,8 +864,11 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 def followed(intent: Intent, earlier: Intent | None) -> Intent | None:
-    """The time question a follow-up repeats, of its place ("" for here); None when the request
-    before was no question about the time."""
+    """The time question a follow-up repeats, of its place ("" for here), or the timers left
+    after a request about timers; None when the request before was not of that kind."""
+    if intent.action == "list":
+        timers = earlier is not None and earlier.kind in ("timer_set", "timer_cancel", "timer_list")
+        return Intent(kind="timer_list", russian=intent.russian) if timers else None
     if earlier is None or earlier.kind not in ("time_now", "time_elsewhere", "follow_up"):
         return None
     if not intent.subject:

@@ -670,3 +670,51 @@ async def test_a_year_said_in_words_plays_the_title_of_that_year_the_answer_name
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant"]
     assert "TOOL_CALL: media_play|air-crew-1979" in calls and "Air Crew" in answer
     assert not backend.calls
+
+
+@pytest.mark.parametrize("said, kind, detail", [
+    ("и ещё один на 25 минут пирог проверить", "timer_set", "in 25 минут"),
+    ("and another one for 10 minutes to stir", "timer_set", "in 10 minutes"),
+    ("всё выключай хватит на сегодня", "playback", "stop"),
+    ("ok im back you can keep going", "playback", "resume"),
+    ("скажи лучше сколько сейчас в нью-йорке", "time_elsewhere", "нью-йорке"),
+])
+def test_forms_the_seventh_blind_block_missed(said, kind, detail):
+    intent = recognise(said)
+    assert intent.kind == kind and detail in (intent.when, intent.action, intent.subject)
+
+
+def test_what_is_left_after_timers_lists_them_and_after_anything_else_is_not_plain():
+    from core.reflex import followed
+
+    left = recognise("а какие ещё остались")
+    assert left.kind == "follow_up"
+    assert followed(left, recognise("убери таймер на макароны")).kind == "timer_list"
+    assert followed(left, recognise("включи матрицу")) is None
+
+
+async def test_a_sequel_the_catalog_lacks_is_said_missing_and_nothing_else_plays(tmp_path):
+    """"брат 3": the catalog has «Брат» and «Брат 2»; the reflex had left the "3" off as words
+    said after a title and played «Брат» (h7, an unrequested side effect)."""
+    backend = ToolsSeen(reply_fn=lambda messages: "Такого нет.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "включи фильм брат 3"))[-1]
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant"]
+    assert not any("media_play" in call for call in calls)
+    assert "не нашлось" in answer
+
+
+def test_words_after_a_title_are_left_off_only_when_they_open_a_remark_and_hold_no_number():
+    from core.reflex import said_after_a_title
+
+    assert said_after_a_title(["что", "ли"]) and said_after_a_title(["for", "the", "kids"])
+    assert not said_after_a_title(["3"]) and not said_after_a_title(["night"])
+    assert not said_after_a_title(["for", "two", "hours"])
+
+
+def test_a_russian_title_in_another_case_is_picked_and_a_sequel_number_is_kept():
+    godfathers = [Shown("godfather-1972", ("Крёстный отец", "The Godfather"), "1972, Francis Ford Coppola", 1972),
+                  Shown("godfather-2-1974", ("Крёстный отец 2", "The Godfather Part II"), "1974", 1974)]
+    assert pick("крестного отца", godfathers).media_id == "godfather-1972"
+    assert pick("крестного отца 2", godfathers).media_id == "godfather-2-1974"
+    assert pick("крестного отца 3", godfathers) is None

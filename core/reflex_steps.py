@@ -1,0 +1,322 @@
+"""The conversation's reflex steps: a plain request (core.reflex) carried out by the session
+itself, and words no reflex knows put as one command by the frame (core.frame) first.
+
+`ReflexSteps` is a part of `core.conversation.Conversation` kept in its own file: it reads the
+conversation's history and timers and makes calls through its guarded call path (`_step_call`,
+`_run_side_call`), and it answers a turn only from the results of those calls. Nothing here
+runs without a Conversation around it.
+"""
+from __future__ import annotations
+
+import logging
+import re
+
+import msgspec
+
+import protocol as p
+from core import tracing
+from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
+from core.intent import remark, small_talk
+from core.places import place_name, zone_of
+from core.reflex import (Intent, Reference, Shown, controlled_id, corrected, details_answer, fired_timer, followed, info_title,
+                         names_a_skill, names_none, not_found_answer, pick, place_time_answer, play_answer, played_id,
+                         playback_answer, recognise, recognise_both, said_after_a_title, refer, relevant, reminder_answer, search_answer,
+                         show_answer, shown_titles, shown_total, skill_named, tasks_answer, tells_place_time,
+                         time_answer, timer_answer, timers_cancelled, timers_listed, timers_to_cancel, watch_answer)
+from core.timers import TimerError, dial_nearest, parse_when
+from core.timewords import in_digits
+from core.toolcall import parse_reply
+from core.turn import ModelUnavailable, TurnState, user_lines
+
+_log = logging.getLogger("porfiry.session")
+# how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
+# (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
+FOLLOW_UP_LOOKBACK = 3
+
+# a half of the day named with a clock time ("7 утра", "at 7 in the morning"): the hour as said
+_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.")
+
+
+class ReflexSteps:
+    """The reflex and frame steps of a Conversation (see the module's docstring)."""
+
+    __slots__ = ()
+
+    async def _step_reflex(self, turn: TurnState) -> bool:
+        """A plain request (core.reflex) carried out by the session itself: its calls made and
+        recorded as the model's would be, the answer worded from their results. True when the
+        turn is answered; False when the model takes it, from whatever the reflex found."""
+        said = self.trajectory.last()  # every turn asks: read the one message, copy no history
+        if len(self.trajectory) - turn.start != 1 or said is None or said.role != "user":
+            return False  # a batch, a late result: the model reads it
+        fired = fired_timer(said.content)
+        words = "\n".join(user_lines(said.content))
+        intent = None if fired is not None else recognise(words)
+        if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
+            intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
+        both = recognise_both(words) if fired is None and intent is None else None
+        if fired is None and intent is None and both is None:
+            if await self._reflex_skill(turn, said.content):
+                return False  # the user's own skill: the model follows its recipe
+            intent = await self._framed(turn, words)
+            if intent is None:
+                return False
+        for asked in both or (intent,):
+            if await self._names_a_skill(asked):
+                return False  # the user's own skill, by its words: the model reads its recipe
+        if fired is not None:
+            answer = reminder_answer(*fired)
+        else:  # two requests: each carried out in turn, the answers said together
+            answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in (both or (intent,))]
+            answer = None if None in answers else " ".join(answers)
+        if answer is None:
+            return False
+        self.trajectory.record_assistant(answer)
+        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
+        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
+        _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
+        return True
+
+    async def _names_a_skill(self, intent: Intent | None) -> bool:
+        if intent is None or not intent.subject or intent.kind not in ("play", "search"):
+            return False
+        return names_a_skill(intent.subject, [(e.name, e.description) for e in (await self._skill_index()).entries
+                                              if not e.builtin])
+
+    async def _reflex_skill(self, turn: TurnState, recorded: str) -> bool:
+        """Words that name one of the user's skills ("start my morning workout"): its recipe is read
+        for the model first (a lookup, recorded as the model's read would be), so the model follows
+        it instead of wandering through toolsets (the local model listed timers and tasks)."""
+        entries = (await self._skill_index()).entries
+        name = skill_named("\n".join(user_lines(recorded)), [e.name for e in entries if not e.builtin])
+        if name is not None:
+            await self._reflex_call(turn, "read_skill", name)
+        return name is not None
+
+    async def _framed(self, turn: TurnState, words: str) -> Intent | None:
+        """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
+        and taken only when every name and number in it is the user's; None: the model's turn."""
+        if not self.s.config.frame or not words.strip() or small_talk(words):
+            return None
+        earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
+        before = "\n".join(user_lines(earlier[-1])) if earlier else ""
+        words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
+        try:
+            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
+        except ModelUnavailable:
+            return None  # the model's own step says so, or works again
+        frame = read_frame(reply, words, before[:300])
+        turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
+        _log.info("session=%s frame %r -> %s", self.sid, frame.command,
+                  frame.intent.kind if frame.intent else f"the model ({frame.refused})")
+        return frame.intent
+
+    async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage]) -> str:
+        """One short generation nobody sees (no Display): counted and observed as a model call."""
+        self._model_calls += 1
+        text = ""
+        with self.s.observer.model_call(self, turn_id, self._model_calls, messages, []) as observed, \
+                tracing.tracer.model_call(self._model_calls) as traced:
+            watching = traced.watching(observed)
+            async with self.s.ports.generate(self.sid, messages, [], FRAME_MAX_TOKENS) as pieces:
+                async for piece in pieces:
+                    watching.piece(piece)
+                    text += piece
+            watching.done(pieces)
+        return text
+
+    async def _reflex_call(self, turn: TurnState, tool: str, args: str) -> str | None:
+        """One call of a reflex through the ordinary call path (its toolset turned on first, as
+        reading its skill would); its result's text, or None unless it ran (an "ok" outcome)."""
+        if self.s.registry.spec(tool) is None:
+            return None  # not in this runtime's catalog: the model answers
+        toolset = self.s.registry.toolset_of(tool)
+        if toolset is not None and toolset not in self.activity.active():
+            enabled = self.activity.enable(toolset)
+            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", toolset, "invisible", enabled)
+        parsed = parse_reply(f"TOOL_CALL: {tool}|{args}")
+        if parsed.call is None:
+            return None
+        outcome = await self._step_call(turn, parsed, by_reflex=True)
+        if outcome is not None and outcome.kind == "error" and self.s.registry.spec(tool).read_only:
+            # a lookup that failed (its executor lost with the call): asked again once, as the
+            # model would be told to; changing calls are not repeated here
+            outcome = await self._step_call(turn, parse_reply(f"TOOL_CALL: {tool}|{args}"), by_reflex=True)
+        return outcome.text if outcome is not None and outcome.kind == "ok" else None
+
+    async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "get_current_time", "")
+        return None if result is None else time_answer(result, intent.russian)
+
+    async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
+        """Another place's time: the user's own clock (get_current_time) is withheld this turn and
+        a read-only tool that tells places' time is asked about the place - by its IANA zone
+        when the tool takes a zone (mcp-server-time) and the place is known (core.places). The
+        answer is worded from a moment the result names; else the model words it (or, when the
+        tool wanted another form of place, asks again)."""
+        tool = self._place_clock()
+        if tool is None:
+            return None
+        turn.withheld.add("get_current_time")
+        zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
+        # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
+        result = await self._reflex_call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
+        return None if result is None else place_time_answer(intent, result)
+
+    def _place_clock(self):
+        """The read-only tool that tells a place's time (its one required argument the place)."""
+        registry = self.s.registry
+        tools = [t for name in registry.toolset_names() for t in registry.toolset(name).tools
+                 if t.read_only and t.args and tells_place_time(t.summary)]
+        return min(tools, key=lambda t: sum(arg.required for arg in t.args), default=None)
+
+    async def _reflex_timer_set(self, turn: TurnState, intent: Intent) -> str | None:
+        now = self.s.clock()
+        when = intent.when if _MORNING_SAID.search(self._turn_words(turn.start).casefold()) else \
+            dial_nearest(intent.when, now, self.s.tz)  # "в полвосьмого" at 18:00: 19:30
+        try:
+            due = parse_when(when, now, self.s.tz)
+        except TimerError:
+            return None  # the model asks what was meant
+        before = len(self.timers)
+        text = intent.text or ("таймер" if intent.russian else "timer")
+        if await self._reflex_call(turn, "timers_set", f"{when}; {text}") is None or len(self.timers) <= before:
+            return None
+        return timer_answer(intent, due - now, self._clock_time(due))
+
+    def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
+        """The user's last plain request before this turn among the `back` last ones, as a reflex
+        reads it (None: none of them is plain)."""
+        earlier = [m.content for m in reversed(self.trajectory.messages()[:turn.start])
+                   if m.role == "user" and user_lines(m.content)][:back]
+        return next((intent for content in earlier for intent in [recognise("\n".join(user_lines(content)))]
+                     if intent is not None), None)
+
+    async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
+        """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
+        request = corrected(intent, self._request_before(turn))
+        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
+
+    async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
+        what = " ".join(intent.subject.split())
+        result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
+        return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
+
+    async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
+        result = await self._reflex_call(turn, "tasks_list", "")
+        return None if result is None else tasks_answer(result, intent.russian)
+
+    async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
+        if await self._reflex_call(turn, "timers_list", "") is None:
+            return None
+        return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
+
+    async def _reflex_timer_cancel(self, turn: TurnState, intent: Intent) -> str | None:
+        pending = self.timers.pending()
+        chosen = timers_to_cancel(intent, pending)
+        if chosen is None:
+            return None  # the words name none or several of the timers: the model asks
+        target = "all" if intent.all_timers or not pending else chosen[0].timer_id
+        if await self._reflex_call(turn, "timers_cancel", target) is None:
+            return None
+        return timers_cancelled([t.text for t in chosen], intent.russian)
+
+    async def _names_a_title(self, turn: TurnState, words: str) -> bool:
+        """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
+        that are no title leave no search in the history for the model to misread."""
+        found = await self._run_side_call(turn.turn_id, "media_search", words)
+        return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
+
+    async def _trimmed(self, turn: TurnState, intent: Intent) -> Intent:
+        """The request with words said after its title left off ("бриллиантовую руку что ли", "the
+        lion king for the kids", "shrek while i wait"): the longest start of the words, up to three
+        words shorter, that the catalog plainly has as a title (asked aside, nothing recorded); the
+        request as said when the whole of it is one, or none is."""
+        words = intent.subject.split()
+        if len(words) < 2:
+            return intent  # nothing to leave off
+        for cut in range(0, min(3, len(words) - 1) + 1):
+            subject = " ".join(words[:len(words) - cut])
+            if cut and not said_after_a_title(words[len(words) - cut:]):
+                continue  # "брат 3", "the dark night": part of what is asked for, not words after it
+            if await self._names_a_title(turn, subject):
+                return intent if cut == 0 else msgspec.structs.replace(intent, subject=subject)
+        return intent
+
+    async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
+        if intent.subject and intent.reference is None:
+            intent = await self._trimmed(turn, intent)
+        titles, last_id, known = self._shown_media()
+        if intent.subject and known and not await self._names_a_title(turn, intent.subject):
+            return None  # "включи вторую часть" after a search: words about what was shown, the model's
+        if intent.reference is not None:
+            media_id = refer(intent.reference, titles, last_id)
+            title = known.get(media_id)
+        else:
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            if result is not None and names_none(intent.subject, shown_titles(result)):
+                return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
+            return None  # not plain which one, or it did not start: the model goes on from the results
+        return play_answer(intent, title, media_id)
+
+    async def _reflex_playback(self, turn: TurnState, intent: Intent) -> str | None:
+        """Pause, resume or stop what the conversation last played."""
+        media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
+                         for found in [controlled_id(m.content)] if found), "")
+        if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
+            return None
+        return playback_answer(intent, self._shown_media()[2].get(media_id))
+
+    async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
+        """"выведи на очки: …": the text on the glasses, and left there as the answer."""
+        return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
+
+    async def _reflex_search(self, turn: TurnState, intent: Intent) -> str | None:
+        """A search's results as the answer, or "not in the catalog" when it found nothing (words
+        that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
+        titles that share nothing with the words: the model answers."""
+        intent = await self._trimmed(turn, intent)
+        result = await self._reflex_call(turn, "media_search", intent.subject)
+        if result is None:
+            return None
+        titles = shown_titles(result)
+        if titles and not relevant(intent.subject, titles):
+            return None
+        return search_answer(intent, titles, shown_total(result))
+
+    async def _reflex_details(self, turn: TurnState, intent: Intent) -> str | None:
+        media_id = ""
+        if intent.subject:
+            if not await self._names_a_title(turn, intent.subject):
+                return None  # "сколько минут варить макароны": words that are no title, the model's
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = pick(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
+            titles, last_id, _known = self._shown_media()
+            media_id = refer(intent.reference or Reference(), titles, last_id)
+        result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
+        return None if result is None else details_answer(intent, result)  # None: the model reads the result
+
+    def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
+        """What the conversation showed of the catalog: the last search's titles, the title
+        talked about since (a details answer, a play; "" if none) and every title seen by id."""
+        titles: list[Shown] | None = None
+        last_id, known = "", {}
+        for message in reversed(self.trajectory.messages()):
+            if message.role == "tool" and message.name == "media_search":
+                found = shown_titles(message.content)
+                for title in found:
+                    known.setdefault(title.media_id, title)
+                titles = found if titles is None else titles
+            elif message.role == "tool" and message.name == "media_info":
+                title = info_title(message.content)
+                if title is not None:
+                    known.setdefault(title.media_id, title)
+                    last_id = last_id or (title.media_id if titles is None else "")
+            elif message.role == "assistant" and titles is None and not last_id:
+                last_id = played_id(message.content)
+        return titles or [], last_id, known
