@@ -61,7 +61,7 @@ from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
-from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, echoed, first_line,
+from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
@@ -589,7 +589,7 @@ class Conversation(ReflexSteps):
         language = wrong_language(text, said) if USER_LABEL.match(said) else ""  # not after a world event's line
         if language:
             _log.info("session=%s the reply was not in %s; asking again", self.sid, language)
-            return WRONG_LANGUAGE_NOTICE.format(language=language)
+            return WRONG_LANGUAGE_NOTICE.format(language=language, reply=" ".join(text.split())[:WRONG_LANGUAGE_QUOTED])
         return ""
 
     def _step_invisible_call(self, turn: TurnState, call) -> None:

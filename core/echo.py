@@ -78,8 +78,10 @@ def echoed(reply: str, said: str) -> str:
 
 # "Sorry, but I can't find any information about «вечера на хуторе близ диканьки»" to a Russian
 # user (run.py eval, h6-missing-ru): the local model slips into English after a tool's English result
-WRONG_LANGUAGE_NOTICE = ("Your last reply was not in {language}, the language the user speaks. Say the same "
-                         "again in {language}, in plain text.")
+# (the reply is quoted: it was not recorded, and "say the same" alone left the model guessing)
+WRONG_LANGUAGE_NOTICE = ("Your last reply was not in {language}, the language the user speaks: «{reply}». Say "
+                         "the same to the user in {language}, in plain text.")
+WRONG_LANGUAGE_QUOTED = 300  # characters of the reply quoted back
 _LANGUAGE_MIN_WORDS = 4  # "OK, Shrek." may be a title; a sentence in the other script is not
 _CYRILLIC_LETTER = re.compile(r"[а-яё]", re.I)
 _LATIN_LETTER = re.compile(r"[a-z]", re.I)

@@ -430,7 +430,13 @@ def remark(said: str) -> bool:
     text = _norm(said)
     if not said.strip() or "?" in said or _REQUEST_MARKS.search(text):
         return False
-    return not _ORDER_FIRST.match(_OPENING_FILLERS.sub("", text.strip()) + " ") and not _ORDER_ANYWHERE.search(text)
+    opening = _OPENING_FILLERS.sub("", text.strip()) + " "
+    return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
+
+
+# a Russian order to do something for the speaker: "завари мне чай …", "приготовь нам …", "сыграй-ка"
+# (the dev set's recipe turn was taken for a remark, and the model offered no tool for it)
+_IMPERATIVE_FOR_ME = re.compile(r"[а-яё]{3,}(?:и|ай|яй|ей|ь)(?:-ка)?\s+(?:мне|нам|пожалуйста|себе)\s")
 
 
 # the plainest orders, wherever they stand ("Матрицу включай", "the tea one, cancel it")

@@ -205,3 +205,13 @@ async def test_a_restart_at_the_answer_of_a_turn_a_reflex_answered_is_judged_as_
     report = await run_eval(load_config(None, env={}), crash, backend=ScriptedBackend(), profile="scripted",
                             mode="progressive", progress=lambda line: None)
     assert report.passed == 1 and report.per_scenario[0].steps == 0, report.per_scenario[0].why
+
+
+async def test_a_watch_asked_for_in_the_eval_is_set_and_said_back():
+    """The eval's sessions have a world (core.world.MemoryWorld): before, every channels_watch
+    there answered "channels are not available in this runtime", so no watch scenario could pass."""
+    watch = Scenario(id="watch-ru", lang="ru", turns=[Turn(say="дай знать, когда мама напишет в телеге",
+                                                           calls=["channels_watch|telegram"], mentions=["мама"])])
+    report = await run_eval(load_config(None, env={}), [watch], backend=ScriptedBackend(), profile="scripted",
+                            mode="progressive", progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why

@@ -146,3 +146,4 @@ def test_a_remark_asks_for_nothing_and_an_order_or_a_question_does():
     assert not remark("what time is it in Lima")
     assert not remark("мне нужен таймер")
     assert not remark("Сталкера включай")
+    assert not remark("завари мне чай как положено, по рецепту")  # an order for the speaker: the recipe's
