@@ -570,7 +570,8 @@ class Conversation(ReflexSteps):
         """Why a plain reply is not an answer (an echo, a refusal after a call that worked, nothing
         of a lookup's result), as the notice to ask again with; "" when it is one. `closing`: the
         result the step's history ended with, and its kind."""
-        what = echoed(text, self._last_user_words())
+        said = self._last_user_words()
+        what = echoed(text, said)
         if what:  # not an answer: ask once more, unrecorded (core/echo.py)
             _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
             return ECHO_NOTICE.format(what=what)
@@ -585,7 +586,6 @@ class Conversation(ReflexSteps):
         if worked and self._is_lookup(answered.name) and uninformative(text, answered.content):
             _log.info("session=%s the reply said nothing of the lookup's result; asking again", self.sid)
             return UNINFORMATIVE_NOTICE.format(first=first_line(answered.content), language=self._language())
-        said = self._last_user_words()
         language = wrong_language(text, said) if USER_LABEL.match(said) else ""  # not after a world event's line
         if language:
             _log.info("session=%s the reply was not in %s; asking again", self.sid, language)

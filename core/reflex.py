@@ -682,7 +682,7 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
 
 
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
-_FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот the are was""".split())
+_FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
 
 
 def _near_word(word: str, other: str) -> bool:

@@ -8,6 +8,7 @@ runs without a Conversation around it.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 
@@ -98,8 +99,8 @@ class ReflexSteps:
         and taken only when every name and number in it is the user's; None: the model's turn."""
         if not self.s.config.frame or not words.strip() or small_talk(words):
             return None
-        earlier = [m.content for m in self.trajectory.messages()[:turn.start] if m.role == "user"]
-        before = "\n".join(user_lines(earlier[-1])) if earlier else ""
+        earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
+        before = "\n".join(user_lines(earlier))
         words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
             reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
@@ -187,10 +188,9 @@ class ReflexSteps:
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex
         reads it (None: none of them is plain)."""
-        earlier = [m.content for m in reversed(self.trajectory.messages()[:turn.start])
-                   if m.role == "user" and user_lines(m.content)][:back]
-        return next((intent for content in earlier for intent in [recognise("\n".join(user_lines(content)))]
-                     if intent is not None), None)
+        said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
+        earlier = itertools.islice((lines for lines in said if lines), back)  # no copy of the history
+        return next((intent for lines in earlier for intent in [recognise("\n".join(lines))] if intent is not None), None)
 
     async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""

@@ -119,9 +119,9 @@ _RU_DECADES = {"двадцат": 20, "тридцат": 30, "сороков": 40,
 _RU_TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "шестьдесят": 60, "семьдесят": 70,
             "восемьдесят": 80, "девяносто": 90}
 _RU_UNIT_STEMS = {"перв": 1, "втор": 2, "трет": 3, "четверт": 4, "пят": 5, "шест": 6, "седьм": 7, "восьм": 8, "девят": 9}
-_RU_ORD_END = r"(?:ого|ом|ый|ой|ий|ьего|ьем|ий)"
+_RU_ORD_END = r"(?:ого|ом|ый|ой|ий|ьего|ьем)"
 _EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_EN_UNITS = {w: n for n, w in enumerate("one two three four five six seven eight nine".split(), 1)}
+_EN_UNITS = {w: n for w, n in _EN_HOURS.items() if n < 10}
 _SPOKEN_YEAR_RU = re.compile(
     r"(?<!\w)(?:(?P<century>тысяча\s+девятьсот|две\s+тысячи)\s+)?"
     r"(?:(?P<tens>" + "|".join(_RU_TENS) + r")\s+(?P<unit>" + "|".join(_RU_UNIT_STEMS) + r")" + _RU_ORD_END +
@@ -131,7 +131,7 @@ _EN_TEENS = {w: n for n, w in enumerate("ten eleven twelve thirteen fourteen fif
 _SPOKEN_YEAR_EN = re.compile(
     r"(?<!\w)(?P<lead>(?:from|in|of|the)\s+)(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
     r"(?:[\s-]+(?P<unit>" + "|".join(_EN_UNITS) + r"))?|(?P<teen>" + "|".join(_EN_TEENS) + r")|"
-    r"(?(new)(?P<alone>" + "|".join(_EN_UNITS) + r")|(?!x)x))(?!\w)", re.I)
+    r"(?P<alone>" + "|".join(_EN_UNITS) + r"))(?!\w)", re.I)
 
 
 def spoken_year(text: str) -> str:
@@ -150,6 +150,8 @@ def spoken_year(text: str) -> str:
         return f"{base + number}{found['tail'] or ''}"
 
     def english(found: re.Match[str]) -> str:
+        if found["alone"] and not found["new"]:
+            return found[0]  # "nineteen five" is no year; "two thousand five" is
         if found["tens"]:
             number = _EN_TENS[found["tens"].casefold()] + (_EN_UNITS[found["unit"].casefold()] if found["unit"] else 0)
         else:

@@ -7,7 +7,6 @@ session, once); here only their values are checked.
 """
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
@@ -194,13 +193,9 @@ def title_named(titles: list[Title], name: str) -> Title | None:
     "включи Титаник" plays without a search first, and so does a model's guessed slug
     (`interstellar`). A name several titles share, or a near miss, is not guessed: the caller
     lists close matches."""
-    wanted = _name_key(name)
-    named = [t for t in titles if wanted and wanted in {_name_key(t.title_ru), _name_key(t.title_en), _name_key(_id_words(t.id))}]
+    wanted = normalize(name)  # as the catalog compares: "Mимино" with a Latin M is «Мимино»
+    named = [t for t in titles if wanted and wanted in {normalize(t.title_ru), normalize(t.title_en), normalize(_id_words(t.id))}]
     return named[0] if len(named) == 1 else None
-
-
-def _name_key(text: str) -> str:
-    return normalize(text)  # as the catalog compares: "Mимино" with a Latin M is «Мимино»
 
 
 def play_command(request: PlayRequest, task_id: str) -> PlaybackCommand:
