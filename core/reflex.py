@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import itertools
 import re
 from typing import Literal
 
@@ -71,22 +72,31 @@ class Shown(msgspec.Struct, frozen=True):
 
 # ---- the words --------------------------------------------------------------------------------
 _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
-         r"хм|эм|мм|порфирий|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
+         r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
          r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
-         r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась))[\s,!.]+)*")
+         r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
+         # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
+         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
-                   r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|"
+                   r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
+                   r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
+                   r"(?:мне\s+)?хочется\s+посмотреть|(?:я\s+)?бы\s+посмотрел[аи]?|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
                      r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
-                     r"do\s+you\s+have|have\s+you\s+got|есть(?:\s+ли)?(?=\s+[^?]+\?$))"
+                     r"do\s+you\s+have|have\s+you\s+got|got\s+any|есть(?:\s+ли)?(?=\s+[^?]+\?$)|"
+                     # "глянь, есть ли у тебя Крёстный отец", "what movies do you have by Nolan", "show me the Alien films"
+                     r"(?:глянь|посмотри|проверь|check)[\s,]+(?:есть\s+ли\s+(?:у\s+тебя|в\s+каталоге)|if\s+you\s+have)|"
+                     r"what\s+(?:movies|films|shows|series)\s+(?:do\s+you\s+have|have\s+you\s+got)\s+(?:by|from|with|about)|"
+                     r"(?:do\s+you\s+have|have\s+you\s+got|got)\s+any(?:thing)?\s+(?:by|from|with|about)|"
+                     r"show\s+me(?=\s+(?:the\s+)?\S+(?:\s+\S+)?\s+(?:movies|films)$))"
                      r"[\s,]+(?P<rest>.+)$")
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
@@ -101,7 +111,8 @@ _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the mome
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 _TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|разбуд|timer|remind|alarm|wake)")
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
-                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|i\s+need|"
+                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
+                        r"i\s+need(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm))|"
                         r"wake\s+me(?:\s+up)?)(?![\w-])")
 _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
@@ -130,7 +141,8 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
                           r"what'?s\s+on\s+my\s+(?:timers|reminders)|"
                           r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан)|"
-                          r"сколько\s+осталось\s+(?:на\s+|до\s+)?(?:таймер|напоминан)|"
+                          r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|будильник)|"
+                          r"how\s+long\s+(?:till|until|before)\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
@@ -140,7 +152,7 @@ _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|di
                          r"[\s.!]*$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
-    ("runtime", re.compile(r"(?:сколько\s+(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|продолжительн|"
+    ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
                            r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length)")),
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
@@ -157,15 +169,20 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
 # words around a title that are not the title
 _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
                      r"сериала|мультфильм|мультик|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
-                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|"
+                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|уже|already|tonight|"
+                     r"в\s+(?:твоем\s+|вашем\s+)?каталоге|(?:in|from)\s+(?:the\s+|your\s+)?catalog(?:ue)?|"
                      # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
-                     r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре))(?=\s|$)")
+                     r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре)|"
+                     # "play it again", "включи его заново": the title talked about, from its start
+                     r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
                       r"that\s+one|him|her|the\s+one)$")
 _ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
              "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
 _ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
-                      r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))\w*")
+                      r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))"
+                      # a Russian ordinal's endings only: "вторую", "третьего", not "вторник", "пятница"
+                      r"(?:ый|ий|ой|ая|ое|ую|ые|ых|ого|ому|ым|ом|ья|ье|ью|ьего|ьей|ьем|ьи|ерт[а-я]{1,3})?(?!\w)")
 # "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
                         r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?")
@@ -187,7 +204,7 @@ _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|п�
                           r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route)"
                           r"(?=\s|$)")
 # ("и через час напомни …": the second request may open with its time)
-_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
+_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
                            r"(?P<second>(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
 _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
@@ -240,7 +257,7 @@ def recognise(said: str) -> Intent | None:
         return None
     said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
     russian = is_russian(said)
-    raw = re.sub(r"(?<=\w)-ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+    raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
     if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
@@ -330,6 +347,11 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="time_now", russian=russian)
 
 
+# "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
+_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|час\w*|секунд\w*)\s+на\s+(?P<n>\d+|полтора|"
+                          r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(_UNITS) + r"))?|"
+                          + "|".join(sorted({*_UNITS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
+_TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
 _ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
 
 
@@ -343,9 +365,11 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     named = _CANCEL_ONE.match(raw)
     if named:
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"])
-    raw = _digits(re.sub(_LEAD, "", raw))
+    raw = _digits(_APPROXIMATE.sub(r"на \g<n> \g<unit>", re.sub(_LEAD, "", raw)))  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
+    if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
+        said_after = _TELL_ME.sub("напомни ", said_after, count=1)
     start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
              or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
@@ -384,7 +408,8 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         start, end = max(found.start() - 1, 0), found.end() - 1
         if not when:
             return "", ""
-    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|"
+    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|like|about|quick|little|short|"
+                    r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
@@ -407,8 +432,8 @@ def _clock_of(found: re.Match[str]) -> str:
 
 
 # what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
-_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|to|that|about|for|so\s+i\s+can|"
-                        r"so\s+that)?(?=\s|$)[\s,.:;—-]*")
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|а\s+то|потому\s+что|to|that|about|for|"
+                        r"so\s+i\s+can|so\s+that|because|cause|cos)?(?=\s|$)[\s,.:;—-]*")
 
 
 # what may stand around a details question about a title already shown ("а сколько он идёт?")
@@ -422,12 +447,17 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
 _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
     кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
     are there total all altogether всего всех вообще там эм слушай часть части part come came out released
-    premiere premiered about""".split())
+    premiere premiered about идет идут длится длятся кто who whos s what""".split())
 # "the original", "оригинал": the oldest of the titles shown
 _ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
 
 
 _ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|yourself|yourselves|себе|себя|любим\w*|favou?rite)(?=\s|$)")
+
+
+# a question of how long a thing takes to do, not how long a title runs
+_HOW_LONG_TO_DO = re.compile(r"\s+(?:(?:does|do|will|would|should|did|can|must)\s+(?:it\s+(?:take|need)|i|you|we)\b|"
+                             r"(?:нужно|надо)?\s*[а-я]+(?:ть|ти|чь|ться)(?:\s|$))")
 
 
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -440,6 +470,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         if found is None:
             continue
         end = found.end() + re.match(r"\w*", raw[found.end():]).end()  # the whole word: "режисс|ер"
+        if detail == "runtime" and _HOW_LONG_TO_DO.match(raw[end:]):
+            return None  # "сколько минут варить макароны", "how long does it take to boil an egg": no title's
         # its own sentence only: "Who directed Inception? Check the catalog."
         begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
@@ -467,9 +499,12 @@ _A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+т�
              r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
 _REASON = _A_REASON + "?"
 _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
-                                  r"поставь\s+паузу|паузу\s+поставь|на\s+паузу|пауза|приостанови|pause)" + _WHAT_PLAYS + _PLEASE_END)),
+                                  r"поставь\s+паузу|паузу\s+поставь|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
+                                  r"тормозни|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
-                                   r"включи\s+(?:обратно|снова|дальше)|давай\s+дальше|resume|unpause|keep\s+playing|"
+                                   r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше|"
+                                   r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
+                                   r"resume|unpause|keep\s+playing|"
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
@@ -479,7 +514,10 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                  + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
                                  # "выключи, не то настроение": a bare stop is one only with its reason said
                                  + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _A_REASON + _PLEASE_END
-                                 + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|"
+                                 # "закрой фильм", "close the movie", "kill it": only with what plays named
+                                 + r"|" + _LEAD + r"(?:убери|закрой|close|kill|end)\s+(?:(?:the\s+)?(?:фильм|кино|сериал|movie|film|show)|it|that)"
+                                 + _REASON + _PLEASE_END
+                                 + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|shut\s+(?:it|that)\s+down|"
                                  r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that))" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
 
 
@@ -518,11 +556,38 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
     router's: it stops the turn)."""
     text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
     last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 8 else ""
+    if _ENOUGH_THEN_OFF.match(text):
+        return Intent(kind="playback", russian=russian, action="stop")
     for action, pattern in _PLAYBACK:
         # "ой, звонят, пауза": the last clause, when nothing before it asks for anything
         if pattern.match(text) or last and pattern.match(last) and not _VERB_START.search(raw[:-len(last) - 1]):
             return Intent(kind="playback", russian=russian, action=action)
+    words = text.split()
+    clauses = {len(part.split()) for part in itertools.accumulate(raw.split(","), lambda a, b: a + "," + b)}
+    for cut in range(len(words) - 1, 0, -1):  # "поставь на паузу, мне звонят": its reason after it
+        said_after = " ".join(words[cut:])
+        if _ASKS_MORE.search(" " + said_after + " ") or len(words) > 16:
+            return None
+        if cut not in clauses and not _REASON_START.match(said_after):
+            continue  # "пауза между фильмами была долгой": a remark, no command
+        for action, pattern in _PLAYBACK:
+            if pattern.match(" ".join(words[:cut])):
+                return Intent(kind="playback", russian=russian, action=action)
     return None
+
+
+# "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
+_ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:всё|все|хватит|enough|that'?s\s+enough|i'?m\s+done)"
+                              r"(?:\s+(?:всё|все|хватит|enough|пожалуйста|please))*\s+(?:выключ\w*|выруб\w*|turn\s+it\s+off)"
+                              r"(?:\s+(?:please|пожалуйста))?$")
+# how the reason after a playback command starts when no comma parts them
+_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|там|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
+                           r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
+                           r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
+# what said after a playback command asks for more: then the model takes the turn
+_ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
+                        r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|не|don'?t|not|"
+                        r"таймер\w*|timer|alarm|будильник\w*)\s")
 
 
 # "хочу посмотреть Лару Крофт, найди": a search asked for after the title
@@ -535,7 +600,14 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 
 
 # "давай его включим", "его включи": the title talked about, its pronoun first
-_PLAY_IT = re.compile(_LEAD + r"(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)[\s.!]*$")
+_PLAY_IT = re.compile(_LEAD + r"(?:(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)|"
+                      r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
+                      r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
+                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас))*[\s.!]*$")
+
+
+# "put the second one on", "put Gladiator on": the title between the verb's words
+_PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me))*[\s.!]*$")
 
 
 # "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
@@ -555,6 +627,9 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
         titled = _titled("play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference():
             return titled  # an ordinal, a year or a kind; "давай его" or a title alone is not plain
+    put_on = _PUT_ON.match(raw)
+    if put_on is not None:
+        return _titled("play", put_on["rest"], said, russian)
     match = _PLAY.match(raw)
     title_first = _TITLE_THEN_PLAY.match(raw) if match is None else None
     if title_first is not None and (re.fullmatch(_LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
@@ -578,11 +653,16 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return _titled("play", match["rest"], said, russian)
 
 
+_IN_CATALOG = re.compile(_LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
+
+
 def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _SEARCH.match(raw)
+    match = _SEARCH.match(raw) or _IN_CATALOG.match(raw)  # "is Titanic in the catalog?"
     if match is None:
         return None
-    intent = _titled("search", match["rest"], said, russian)
+    rest = re.sub(r"^(?:про|об?|about)\s+(?=\S)", "", _FILLER.sub(" ", _norm(match["rest"])).strip())
+    rest = re.sub(r"\s+(?:movies|films)$", "", rest)  # "got any star wars movies"
+    intent = _titled("search", rest if rest != _FILLER.sub(" ", _norm(match["rest"])).strip() else match["rest"], said, russian)
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
 
 
@@ -608,7 +688,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
                                             or _QUESTION_WORD.match(subject))):
         return None
-    subject = re.sub(r"\s+(?:из\s+списка|из\s+них|from\s+the\s+list|on\s+the\s+list|of\s+them)$", "", subject)
+    subject = re.sub(r"\s+(?:из\s+списка|из\s+них|из\s+найденн\w+|from\s+the\s+list|on\s+the\s+list|of\s+them|"
+                     r"(?:that\s+)?you\s+found|result|результат)$", "", subject)
     # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
     subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)
     part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
@@ -798,7 +879,10 @@ _CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:теле
 _POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
 _WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
 _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
-_TASKS = re.compile(r"(?:что\s+(?:сейчас\s+)?(?:выполняется|работает|запущено)\s+в\s+фоне|как\w*\s+(?:фонов\w+\s+)?задач\w*\s+"
+_TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[её])\s+)*(?:выполняется|работает|запущено|крутится)\s+в\s+фоне|"
+                    r"что\s+(?:(?:сейчас|у\s+меня|там|ещ[её])\s+)*в\s+фоне(?:\s+(?:сейчас\s+)?(?:выполняется|работает|запущено|крутится))?[\s?]*$|"
+                    r"what(?:'s|\s+is)\s+(?:still\s+)?(?:going\s+on|happening)\s+in\s+the\s+background|"
+                    r"как\w*\s+(?:фонов\w+\s+)?задач\w*\s+"
                     r"(?:сейчас\s+)?(?:выполня|работа|запущен)|фонов\w+\s+задач|what(?:'s|\s+is)\s+running\s+in\s+the\s+background|"
                     r"(?:any|which|what)\s+background\s+tasks|list\s+(?:the\s+|my\s+)?background\s+tasks)")
 
@@ -849,12 +933,23 @@ _WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:какие|что|
                          r"(?:are\s+)?still\s+(?:on|set))(?:\s+(?:ещ[её]|там|then|now))*[\s?.!]*$")
 
 
+# "the second one", "первый", "а тот, что 2010 года?": one of the titles shown, said alone
+_BARE_CHOICE = re.compile(r"^(?:(?:а|и|ну|ok|okay|so|and|um|uh|hmm|maybe|then|тогда|может|наверное|what\s+about|"
+                          r"how\s+about|как\s+насч[её]т|а\s+как\s+же)[\s,]+)*(?P<rest>.{2,40}?)"
+                          r"(?:[\s,]+(?:please|пожалуйста|then|тогда|наверное|probably))*[\s?.!]*$")
+
+
 def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A place said after a question about the time ("а в Дубае сколько?"), or "what's left"
     after timers: which request it follows is the session's to find (the last one); "here" is
     the user's own clock."""
     if _WHATS_LEFT.match(raw):
         return Intent(kind="follow_up", russian=russian, action="list")
+    chosen = _BARE_CHOICE.match(raw)
+    if chosen is not None and not _VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
+        titled = _titled("play", chosen["rest"], said, russian)
+        if titled is not None and titled.reference is not None and titled.reference != Reference():
+            return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
         return None  # a place alone ("в Дубае") asks nothing
     match = _FOLLOW_UP.match(raw)
@@ -864,8 +959,16 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 def followed(intent: Intent, earlier: Intent | None) -> Intent | None:
-    """The time question a follow-up repeats, of its place ("" for here), or the timers left
-    after a request about timers; None when the request before was not of that kind."""
+    """The time question a follow-up repeats, of its place ("" for here), the timers left after
+    a request about timers, or a title shown chosen alone ("the second one": played after a
+    search, asked about after a details question); None when the request before was not of
+    that kind."""
+    if intent.reference is not None:  # a title shown chosen: played after a search, asked about after a question
+        if earlier is not None and earlier.kind in ("search", "play"):
+            return Intent(kind="play", russian=intent.russian, reference=intent.reference)
+        if earlier is not None and earlier.kind == "details":
+            return msgspec.structs.replace(earlier, subject="", reference=intent.reference, russian=intent.russian)
+        return None
     if intent.action == "list":
         timers = earlier is not None and earlier.kind in ("timer_set", "timer_cancel", "timer_list")
         return Intent(kind="timer_list", russian=intent.russian) if timers else None

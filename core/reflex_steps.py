@@ -34,8 +34,9 @@ _log = logging.getLogger("porfiry.session")
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
 
-# a half of the day named with a clock time ("7 утра", "at 7 in the morning"): the hour as said
-_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.")
+# a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
+# ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
+_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
 class ReflexSteps:

@@ -165,12 +165,45 @@ _DIMINUTIVE = re.compile(r"(?<!\w)(?:(?P<half>полчасик\w*)|(?P<hour>ча
                          r"(?P<minute>минутк\w*|минуточк\w*))(?!\w)", re.I)
 
 
+# an alarm's hour said alone ("разбуди меня в восемь", "wake me up at 7", "будильник на семь тридцать"):
+# a wake-up is in the morning unless the words say otherwise
+_WAKE = re.compile(r"(?<!\w)(?:разбуди\w*|будильник\w*|подними\s+меня|wake\s+me|alarm)(?!\w)")
+_MINUTE_WORDS = {"ноль ноль": 0, "пятнадцать": 15, "тридцать": 30, "сорок пять": 45, "двадцать": 20, "десять": 10,
+                 "пятьдесят": 50, "сорок": 40, "fifteen": 15, "thirty": 30, "forty five": 45, "forty-five": 45,
+                 "twenty": 20, "ten": 10, "fifty": 50, "forty": 40, "o'clock": 0, "oclock": 0, "ровно": 0}
+_ALARM_HOUR = re.compile(r"(?<!\w)(?P<at>в|на|к|at|for)\s+" + _N_RU.replace("?P<h>", "?P<ru>") + r"?"
+                         r"(?:(?<=\s)" + _N_EN.replace("?P<h>", "?P<en>") + r")?"
+                         r"(?:\s+(?P<m>\d{2}|" + "|".join(sorted(_MINUTE_WORDS, key=len, reverse=True)) + r"))?"
+                         r"(?P<mark>\s+(?:утра|вечера|дня|ночи|am|pm|a\.m\.|p\.m\.))?(?!\w|[:.]\d)")
+
+
+def alarm_clock(text: str) -> str:
+    """"разбуди меня в восемь" -> "разбуди меня в 8:00 утра", "wake me up at 7" -> "wake me up at
+    7:00 am": an hour said with a wake-up word, as a clock time of the morning (text unchanged
+    without such a word, or with a half of the day already said)."""
+    lowered = text.casefold().replace("ё", "е")
+    if len(lowered) != len(text) or not _WAKE.search(lowered):
+        return text
+    for found in _ALARM_HOUR.finditer(lowered):
+        said = found["ru"] or found["en"]
+        if not said or found["mark"] or said == "час" and not found["m"]:
+            continue  # "будильник на час" is a span, not one o'clock
+        hour = int(said) if said.isdigit() else _EN_HOURS.get(said) or _RU_HOURS.get(said, 0)
+        minute = int(found["m"]) if found["m"] and found["m"].isdigit() else _MINUTE_WORDS.get(found["m"] or "", 0)
+        if not 1 <= hour <= 11 or minute > 59:
+            continue  # "wake me at 12": noon or midnight, the model asks
+        russian = found["at"] in ("в", "на", "к")
+        clock = f"{found['at']} {hour}:{minute:02d} " + ("утра" if russian else "am")
+        return text[:found.start()] + clock + text[found.end():]
+    return text
+
+
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
-    spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса", "минутку" as
-    "минуту"."""
+    alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
+    "минутку" as "минуту"."""
     plain = _DIMINUTIVE.sub(lambda m: "полчаса" if m["half"] else "час" if m["hour"] else "минуту", text)
-    return spoken_year(spoken_clock(plain))
+    return spoken_year(spoken_clock(alarm_clock(plain)))
 
 
 # ---- which numbers words say ------------------------------------------------------------------

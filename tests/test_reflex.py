@@ -165,6 +165,40 @@ async def test_a_follow_up_plays_the_result_it_points_at(tmp_path):
         assert not backend.calls
 
 
+async def test_a_title_chosen_alone_after_a_search_plays_it_and_after_a_question_asks_of_it(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "find the terminator")
+        await system.turn("s", "the second one please")
+        history = await system.history("s")
+        search = next(m["content"] for m in history if m["role"] == "tool" and m["name"] == "media_search")
+        first_id, second_id = (line.split(" ")[0] for line in search.splitlines()[:2])
+        played = [m["content"] for m in history if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played == [f"TOOL_CALL: media_play|{second_id}"]
+        await system.turn("s", "how long is the first one?")
+        await system.turn("s", "and the second?")
+        asked = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_info|" in m["content"]]
+        assert asked == [f"TOOL_CALL: media_info|{first_id}", f"TOOL_CALL: media_info|{second_id}"]
+        assert not backend.calls
+
+
+async def test_a_choice_said_alone_with_no_search_before_it_plays_nothing(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Which one do you mean?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "set a timer for 5 minutes")
+        shown = await system.turn("s", "the second one")
+        assert finals(shown)[-1] == "Which one do you mean?"
+        assert not [m for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
+
+
+async def test_an_alarm_said_with_an_hour_alone_rings_the_next_morning(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    moment = time.mktime((2026, 3, 14, 18, 0, 0, 0, 0, -1))
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        answer = finals(await system.turn("s", "разбуди меня в восемь"))[-1]
+        assert "08:00" in answer and not backend.calls
+
+
 async def test_the_time_is_said_in_words_from_the_users_clock(tmp_path):
     backend = ScriptedBackend(reply_fn=lambda messages: "It is 14:05.")  # the worked example's time
     moment = time.mktime((2026, 3, 14, 18, 0, 0, 0, 0, -1))
@@ -299,10 +333,50 @@ def test_a_part_or_it_named_before_the_play_word_is_one_shown(said):
     assert intent is not None and intent.kind == "play" and intent.reference is not None and not intent.subject
 
 
-def test_a_part_asked_about_is_one_shown_and_a_unit_without_its_number_is_no_timer():
+def test_a_part_asked_about_is_one_shown_and_a_number_after_its_unit_is_a_span():
     intent = recognise("а вторая часть сколько идёт?")
     assert intent.kind == "details" and intent.reference.ordinal == 2 and not intent.subject
-    assert recognise("поставь таймер минут на семь") is None  # the frame's (core.frame)
+    timer = recognise("поставь, пожалуйста, таймер минут на двадцать пять, а то курица в духовке")
+    assert (timer.kind, timer.when, timer.text) == ("timer_set", "in 25 минут", "курица в духовке")
+    assert recognise("засеки часа на два").when == "in 2 часа"
+    assert recognise("set a timer for like ten minutes").text == ""  # "like" is no reminder's text
+
+
+@pytest.mark.parametrize(("said", "when"), [
+    ("разбуди меня в восемь", "08:00"), ("wake me up at 7", "07:00"), ("поставь будильник на семь тридцать", "07:30"),
+    ("wake me up at seven fifteen please", "07:15"), ("разбуди в 10 вечера", "22:00"), ("поставь будильник в 7:30", "7:30"),
+])
+def test_an_alarms_hour_said_alone_is_in_the_morning(said, when):
+    intent = recognise(said)
+    assert (intent.kind, intent.when) == ("timer_set", when)
+
+
+def test_an_alarm_for_an_hour_or_at_twelve_is_no_morning_clock():
+    assert recognise("будильник на час").when != "01:00"  # a span of an hour
+    assert recognise("wake me at 12") is None  # noon or midnight: the model asks
+
+
+def test_a_title_shown_chosen_alone_follows_the_request_before():
+    from core.reflex import followed
+
+    second = recognise("the second one please")
+    assert second.kind == "follow_up" and second.reference.ordinal == 2
+    assert followed(second, recognise("find star wars")) == Intent(kind="play", russian=False, reference=second.reference)
+    runtime = recognise("сколько идёт первый?")
+    asked = followed(recognise("а второй?"), runtime)
+    assert (asked.kind, asked.detail, asked.reference.ordinal) == ("details", "runtime", 2)
+    assert followed(recognise("the one from 1979"), recognise("set a timer for 5 minutes")) is None
+    assert recognise("вторник") is None and recognise("давай в пятницу") is None  # no ordinal in a weekday
+
+
+@pytest.mark.parametrize("said", ["а сколько там осталось на таймере", "how long till the timer goes off"])
+def test_time_left_on_a_timer_lists_the_timers(said):
+    assert recognise(said).kind == "timer_list"
+
+
+def test_tell_me_after_a_time_is_a_reminder():
+    intent = recognise("через пятнадцать минут скажи мне проверить бельё")
+    assert (intent.kind, intent.when, intent.text) == ("timer_set", "in 15 минут", "проверить бельё")
 
 
 def test_a_search_that_shows_only_other_titles_names_none_of_them():
