@@ -104,7 +104,8 @@ _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|скол
                        r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|(?:подскажи|скажи|подскажите|скажите)\s+время|"
                        r"^(?:а\s+)?время(?=[\s?]*$)|"
                        r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
-                       r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date)")
+                       r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date|what\s+time\s+do\s+you\s+have|got\s+the\s+time|"
+                       r"^(?:the\s+)?time(?:\s+please)?(?=[\s?]*$)|^(?:the\s+)?time(?=\s+in\s))")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
@@ -123,7 +124,7 @@ _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
 _DURATION = re.compile(
     r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
-    r"(?P<span>(?:(?:\d+(?:[.,]\d+)?|одну|один|одна|две|два|три|четыре|пять|шесть|семь|восемь|девять|десять|"
+    r"(?P<span>(?:an|one)\s+hour\s+and\s+a\s+half|one\s+and\s+a\s+half\s+hours|a\s+minute\s+and\s+a\s+half|час\s+с\s+половиной|(?:(?:\d+(?:[.,]\d+)?|одну|один|одна|две|два|три|четыре|пять|шесть|семь|восемь|девять|десять|"
     r"пятнадцать|двадцать|тридцать|полтора|полторы|a|an|one|two|three|four|five|six|seven|eight|nine|"
     r"ten|fifteen|twenty|thirty)\s*)?(?<![^\s\d])"
     r"(?:секунд\w*|сек|минут\w*|мин|час(?:а|ов)?|seconds?|secs?|minutes?|mins?|hours?|hrs?)(?!\w)"
@@ -153,7 +154,8 @@ _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|di
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
-                           r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length)")),
+                           r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length|"
+                           r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?длинн\w*|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$))")),
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
@@ -161,7 +163,8 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
                         r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
                         r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?)))")),
-    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:он|она|оно|это|фильм|сериал)|про\s+что\s+(?:он|она|это)|"
+    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:он|она|оно|это|фильм|сериал)|про\s+что\s+(?:он|она|это|фильм|сериал)|"
+                         r"расскажи\s+(?:мне\s+)?(?:подробнее\s+)?(?:про|о|об)\s+(?=(?:фильм|сериал|мультфильм)\w*\s)|"
                          r"what'?s\s+it\s+about|what\s+is\s+it\s+about|"
                          # "what's the matrix about?", "tell me about Inception": a title's, if the catalog has it
                          r"what'?s(?=\s.+\sabout[\s?.!]*$)|what\s+is(?=\s.+\sabout[\s?.!]*$)|tell\s+me\s+(?:more\s+)?about)")),
@@ -291,7 +294,7 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
 
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
-    you здесь тут нас here in where i am""".split())  # "который час у нас", "what time is it here"
+    you здесь тут нас here in where i am день недели число дата какое какой date day""".split())  # "который час у нас", "what time is it here"
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day
@@ -332,7 +335,8 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return _place_time(raw, russian)
     place = _PLACE.search(raw[match.end():] + " ")
     if place is not None:  # "what time is it in New York": a toolset that knows places, if one does
-        where = re.sub(r"\s+(?:сейчас|now|right now|today|сегодня)$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
+        where = re.sub(r"(?:\s+(?:сейчас|щас|now|right\s+now|rn|currently|at\s+the\s+moment|atm|today|сегодня|please|"
+                       r"пожалуйста|then|тогда))+$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if where else None
     before = _PLACE.search(" " + raw[:match.start()])
     if before is not None:  # "а в Париже сколько времени?"
@@ -412,6 +416,7 @@ def _when_and_text(rest: str) -> tuple[str, str]:
                     r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
+    after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
@@ -432,7 +437,7 @@ def _clock_of(found: re.Match[str]) -> str:
 
 
 # what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
-_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|о\s+том,?\s+что|о|об|а\s+то|потому\s+что|to|that|about|for|"
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|для|о\s+том,?\s+что|о|об|а\s+то|потому\s+что|to|that|about|for|"
                         r"so\s+i\s+can|so\s+that|because|cause|cos)?(?=\s|$)[\s,.:;—-]*")
 
 
