@@ -120,11 +120,22 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
     return "change"
 
 
+# what another person says the user should do: told, not asked for ("my friend keeps telling me
+# to set reminders", "мама всё время говорит, что надо ставить будильник")
+_REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\s+me\s+to|(?:told|tells|asked|asks|wants|wanted|"
+                       r"reminded|nags?|nagged)\s+me\s+to|says?\s+(?:that\s+)?i\s+should|said\s+(?:that\s+)?i\s+should|"
+                       r"говорит|говорят|говорил\w*|советует|советовал\w*|велит|велел\w*|просит\s+меня|просил\w*\s+меня|"
+                       r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)")
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
     "да" then asks for what the question offered."""
     text = _norm(said)
+    reported = _REPORTED.search(text)
+    if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
+        text = text[:reported.start()]
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
         return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
     if _EXPLAIN.search(text) and not _imperative_beyond_explain(kind, text):

@@ -27,9 +27,10 @@ import msgspec
 from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits, numbers_said, spoken_time
+from core.translit import transliterate
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show", "watch", "tasks", "correction", "follow_up"]
+                     "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -88,7 +89,7 @@ _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
-                     r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|"
+                     r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
                      r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
                      r"do\s+you\s+have|have\s+you\s+got|got\s+any|есть(?:\s+ли)?(?=\s+[^?]+\?$)|"
@@ -110,7 +111,7 @@ _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|скол
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-_TIMER_WORD = re.compile(r"(?:таймер|напомн|будильник|разбуд|timer|remind|alarm|wake)")
+_TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|timer|remind|alarm|wake)")
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
                         r"i\s+need(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm))|"
@@ -118,7 +119,11 @@ _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|уста�
 _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
                           r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
-_BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|reminder)\b")
+_BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
+# "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
+# timer, its time first and its text after
+_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more)"
+                       r"[\s,:—-]+(?=(?:через|на|спустя|in|for|after)\s)")
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
@@ -136,13 +141,13 @@ _CLOCK = re.compile(r"(?:^|\s)(?:в|к|на|at|on|to|for)\s+(?:(?P<clock>\d{1,2}
 _ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
                           r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
                           r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
-_LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан)|список\s+(?:таймер|напоминан)|"
-                          r"покажи\s+(?:мои\s+)?(?:таймер|напоминан)|сколько\s+(?:у\s+меня\s+)?таймер|"
+_LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан|напоминалк)|список\s+(?:таймер|напоминан|напоминалк)|"
+                          r"покажи\s+(?:мои\s+)?(?:таймер|напоминан|напоминалк)|сколько\s+(?:у\s+меня\s+)?таймер|"
                           r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
                           r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
                           r"what'?s\s+on\s+my\s+(?:timers|reminders)|"
-                          r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан)|"
-                          r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|будильник)|"
+                          r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан|напоминалк)|что\s+(?:(?:у\s+меня|там)\s+)*по\s+(?:таймер|напоминан|напоминалк)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан|напоминалк)|"
+                          r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|напоминалк|будильник)|"
                           r"how\s+long\s+(?:till|until|before)\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
@@ -150,7 +155,7 @@ _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сн�
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
 _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?))"
-                         r"[\s.!]*$")
+                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
@@ -176,6 +181,7 @@ _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|ф
                      r"в\s+(?:твоем\s+|вашем\s+)?каталоге|(?:in|from)\s+(?:the\s+|your\s+)?catalog(?:ue)?|"
                      # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
                      r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре)|"
+                     r"real\s+quick|quickly|quick|по-быстрому|быстренько|быстро|"
                      # "play it again", "включи его заново": the title talked about, from its start
                      r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
@@ -218,7 +224,8 @@ _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to
                        r"не\s+нужен|не\s+нужна|не\s+нужно)")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
 _TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
-         "fifty": 50}
+         "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "шестьдесят": 60, "семьдесят": 70,
+         "восемьдесят": 80, "девяносто": 90}
 _UNITS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
           "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
           "seven": 7, "eight": 8, "nine": 9}
@@ -266,7 +273,7 @@ def recognise(said: str) -> Intent | None:
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_correction_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
+    for recognise_kind in (_correction_intent, _unwatch_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
                            _follow_up_intent, _playback_intent,
                            _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
@@ -367,11 +374,16 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
     named = _CANCEL_ONE.match(raw)
-    if named:
+    if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"])
     raw = _digits(_APPROXIMATE.sub(r"на \g<n> \g<unit>", re.sub(_LEAD, "", raw)))  # "минут на двадцать": about 20
+    one_more = _ONE_MORE.match(raw)
+    raw = raw[one_more.end():] if one_more else raw
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
+    if one_more and leading and not _VERB_START.match(said_after):
+        when, text = _when_and_text(raw)
+        return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said)) if when else None
     if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
         said_after = _TELL_ME.sub("напомни ", said_after, count=1)
     start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
@@ -404,7 +416,7 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         found = durations[0]
         if re.fullmatch(r"(?:минут|секунд|часов|minutes|seconds|hours|mins|secs|hrs)", found["span"].strip()):
             return "", ""  # "таймер минут на восемь": a unit with its number elsewhere, the frame's (core.frame)
-        when = "in " + found["span"].strip()
+        when = "in " + _SPAN_IN_DIGITS.get(found["span"].strip(), found["span"].strip())
         start, end = found.start(), found.end()
     else:
         found = clocks[0]
@@ -420,6 +432,14 @@ def _when_and_text(rest: str) -> tuple[str, str]:
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
+
+
+# a span said in words, as the timer's argument shows it ("in 30 minutes", not "in half an hour")
+_SPAN_IN_DIGITS = {"half an hour": "30 minutes", "полчаса": "30 минут", "пол часа": "30 минут",
+                   "an hour and a half": "90 minutes", "one hour and a half": "90 minutes",
+                   "one and a half hours": "90 minutes", "a minute and a half": "90 seconds",
+                   "час с половиной": "90 минут", "полтора часа": "90 минут", "полторы минуты": "90 секунд",
+                   "an hour": "1 hour", "a minute": "1 minute", "час": "1 час", "минуту": "1 минуту"}
 
 
 def _clock_of(found: re.Match[str]) -> str:
@@ -443,7 +463,7 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 
 # what may stand around a details question about a title already shown ("а сколько он идёт?")
 _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
-    из года год г го там по минутам минут сейчас тогда the it is was does this that one film movie series show of
+    из года год г го там по минутам минут времени сейчас тогда the it is was does this that one film movie series show of
     from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
     подробно про о об скажи tell me more about часть части part""".split())
 
@@ -465,9 +485,25 @@ _HOW_LONG_TO_DO = re.compile(r"\s+(?:(?:does|do|will|would|should|did|can|must)\
                              r"(?:нужно|надо)?\s*[а-я]+(?:ть|ти|чь|ться)(?:\s|$))")
 
 
+# "а Сталкер ведь Тарковский снимал, да?", "wasn't Alien directed by Ridley Scott?": the director
+# asked to be confirmed; the title is where the words put it
+_CONFIRM_DIRECTOR = re.compile(r"^(?:(?:а|и|ну|слушай|so|hey|wait)[\s,]+)*(?:"
+                               r"(?P<ru>[^,?]{2,40}?)\s+(?:ведь|же)\s+[^,?]{2,40}?\s+(?:снимал|снял|снимала|сняла|снимали|сняли)|"
+                               r"(?:was|wasn'?t|isn'?t|is)\s+(?P<en>[^,?]{2,40}?)\s+directed\s+by\s+[^,?]{2,40}|"
+                               r"did(?:n'?t)?\s+[^,?]{2,40}?\s+direct\s+(?P<en2>[^,?]{2,40}?)|"
+                               r"[^,?]{2,40}?\s+directed\s+(?P<en3>[^,?]{2,40}?)[\s,]+(?:right|correct|didn'?t\s+(?:he|she|they)))"
+                               r"(?:[\s,?]+(?:да|верно|правда|нет|right|correct|didn'?t\s+(?:he|she|they)))?"
+                               r"(?:[\s?,.!]+(?:просто\s+интересно|интересно|just\s+curious|i\s+think))?[\s?.!]*$")
+
+
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
         return None
+    confirm = _CONFIRM_DIRECTOR.match(raw)
+    if confirm is not None:
+        title = next(group for group in confirm.groups() if group is not None)
+        subject = _FILLER.sub(" ", _norm(title)).strip()
+        return Intent(kind="details", russian=russian, detail="director", subject=subject) if subject else None
     if sum(1 for _detail, pattern in _DETAIL_WORDS if pattern.search(raw)) > 1:
         return None  # "сколько он идёт и кто его снял": both, by the model
     for detail, pattern in _DETAIL_WORDS:
@@ -504,7 +540,7 @@ _A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+т�
              r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
 _REASON = _A_REASON + "?"
 _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
-                                  r"поставь\s+паузу|паузу\s+поставь|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
+                                  r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
                                   r"тормозни|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше|"
@@ -616,7 +652,8 @@ _PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:
 
 
 # "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
-_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?)[\s,]+(?:включай|включи|врубай|запускай|play\s+it|put\s+it\s+on)[\s.!]*$")
+_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?)[\s,]+(?:включай|включи|врубай|запускай|play\s+(?:it|that|this)|"
+                              r"put\s+(?:it|that)\s+on)[\s.!]*$")
 
 
 # "давай тот, что 1979 года", "let's go with the second one": one of the titles shown, chosen
@@ -679,6 +716,13 @@ _QUESTION_WORD = re.compile(r"(?:что|как|где|когда|почему|з
 _USERS_OWN = re.compile(r"(?:my|мой|моя|мою|мое|моё|мои|моих|наш|нашу|наше|our)\s")
 
 
+# a title and then which of its namesakes: the first, not the sequels or the remake
+_FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:one|film|movie|part))?"
+                       r"(?:\s+not\s+the\s+(?:sequels?|remakes?|new\s+ones?|later\s+ones?|other\s+ones?|new\s+one))?$|"
+                       r"\s+(?:самый\s+|самую\s+|самое\s+)?(?:перв(?:ый|ого|ую|ая|ое)|оригинал\w*)(?:\s+(?:часть|фильм|серию))?"
+                       r"(?:\s+(?:а\s+)?не\s+(?:продолжени\w*|сиквел\w*|ремейк\w*|втор\w+|нов\w+))?$")
+
+
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
     if _ANOTHER_ACTION.search(" " + rest):
@@ -688,6 +732,10 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         series = of_kind["kind"] in ("сериал", "series", "show")
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
+    first = None if quoted else _FIRST_OF.search(_norm(rest))  # "Шрека, первого", "X, the first one, not the sequels"
+    if first is not None and first.start() > 0:
+        titled = _titled(kind, _norm(rest)[:first.start()], said, russian)
+        return titled if titled is None or not titled.subject else msgspec.structs.replace(titled, reference=Reference(oldest=True))
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
     if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
@@ -733,6 +781,9 @@ def shown_titles(result: str) -> list[Shown]:
     for match in _LINE.finditer(result):
         year = _YEAR.search(match["facts"])
         names = tuple(n.strip() for n in match["names"].split(" / ") if n.strip())
+        # "play Moskva slezam ne verit": a Russian title as a Latin keyboard writes it is its name too
+        names += tuple(spelled for n in names if re.search(r"[а-яё]", n.casefold())
+                       for spelled in [transliterate(_norm(n))] if spelled not in names)
         titles.append(Shown(match["id"], names, match["facts"], int(year["year"]) if year else 0))
     return titles
 
@@ -769,6 +820,12 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
 
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
 _FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
+
+
+def oldest_named(subject: str, titles: list[Shown]) -> Shown | None:
+    """Of the titles a request names ("Batman, the first one"), the oldest; None when none is named."""
+    named = [title for title in titles if pick(subject, [title]) is title]
+    return min(named, key=lambda title: title.year or 9999) if named else None
 
 
 def _near_word(word: str, other: str) -> bool:
@@ -953,7 +1010,7 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
     chosen = _BARE_CHOICE.match(raw)
     if chosen is not None and not _VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
         titled = _titled("play", chosen["rest"], said, russian)
-        if titled is not None and titled.reference is not None and titled.reference != Reference():
+        if titled is not None and titled.reference is not None and titled.reference != Reference() and not titled.subject:
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
         return None  # a place alone ("в Дубае") asks nothing
@@ -989,6 +1046,49 @@ def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
     if earlier is None or earlier.kind not in ("play", "search", "details"):
         return None
     return msgspec.structs.replace(earlier, subject=intent.subject, reference=intent.reference, russian=intent.russian)
+
+
+# "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
+_UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
+                      r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
+                      r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
+                      r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|можешь\s+не)\s+(?:следить|ждать)"
+                      r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
+                      r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
+                      r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
+
+
+def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _UNWATCH.match(raw.rstrip(" .!?"))
+    if match is None or _TIMER_WORD.search(raw):
+        return None
+    named = next((group for group in match.groups() if group is not None), "")
+    if re.search(r"(?:^|\s)(?:movie|film|show|series|it|this|that|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", _norm(named)):
+        return None  # "stop watching the movie": what plays, not a watch
+    return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
+
+
+def watch_to_end(subject: str, listed: str) -> str:
+    """The id of the watch `subject` names among channels_list's lines ("w1: telegram - Dave
+    messages me"): the only one, or the only one sharing a word with it; "" when not plain."""
+    watches = [line.split(":", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+    if len(watches) == 1:
+        return watches[0][0]
+    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + _norm(subject))), "")
+    if channel:  # "перестань следить за почтой": the watches of that channel
+        of_channel = [watch_id for watch_id, what in watches if what.strip().startswith(channel + " ")]
+        return of_channel[0] if len(of_channel) == 1 else ""
+    words = [w for w in _norm(subject).split() if len(w) > 2 and w not in _FUNCTION_WORDS]
+    named = [watch_id for watch_id, what in watches
+             if any(_near_word(w, x) or w == x for w in words for x in _norm(what).split())]
+    return named[0] if len(named) == 1 else ""
+
+
+def unwatch_answer(intent: Intent, listed_line: str) -> str:
+    what = listed_line.split(" - ", 1)[-1].strip() if listed_line else ""
+    if intent.russian:
+        return f"Хорошо, больше не слежу: {what}." if what else "Хорошо, больше не слежу."
+    return f"OK, I've stopped watching: {what}." if what else "OK, I've stopped watching."
 
 
 def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -1064,6 +1164,9 @@ def details_answer(intent: Intent, info: str) -> str | None:
     if intent.detail == "year" and year:
         return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
                 else f"“{name}” came out in {year.group(1)}.")
+    lines = info.splitlines()
+    if intent.detail == "about" and intent.russian and len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()):
+        return f"«{name}» ({year.group(1) if year else ''}): {lines[2].strip()}".replace(" ()", "")  # the catalog's own words
     pattern = _INFO_FACT.get(intent.detail or "")
     found = pattern.search(info) if pattern else None
     if found is None or found.group(1).strip() == "unknown":

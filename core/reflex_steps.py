@@ -20,10 +20,11 @@ from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
 from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, controlled_id, corrected, details_answer, fired_timer, followed, info_title,
-                         names_a_skill, names_none, not_found_answer, pick, place_time_answer, play_answer, played_id,
+                         names_a_skill, names_none, not_found_answer, oldest_named, pick, place_time_answer, play_answer, played_id,
                          playback_answer, recognise, recognise_both, said_after_a_title, refer, relevant, reminder_answer, search_answer,
                          show_answer, shown_titles, shown_total, skill_named, tasks_answer, tells_place_time,
-                         time_answer, timer_answer, timers_cancelled, timers_listed, timers_to_cancel, watch_answer)
+                         time_answer, timer_answer, timers_cancelled, timers_listed, timers_to_cancel, unwatch_answer,
+                         watch_answer, watch_to_end)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
@@ -203,6 +204,16 @@ class ReflexSteps:
         result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
         return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
 
+    async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
+        """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
+        listed = await self._reflex_call(turn, "channels_list", "")
+        watch_id = watch_to_end(intent.subject, listed) if listed is not None else ""
+        if not watch_id:
+            return None
+        line = next((line for line in listed.splitlines() if line.startswith(watch_id + ":")), "")
+        result = await self._reflex_call(turn, "channels_unwatch", watch_id)
+        return None if result is None or " removed " not in result else unwatch_answer(intent, line)
+
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "tasks_list", "")
         return None if result is None else tasks_answer(result, intent.russian)
@@ -250,7 +261,11 @@ class ReflexSteps:
         titles, last_id, known = self._shown_media()
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
-        if intent.reference is not None:
+        if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
+            result = await self._reflex_call(turn, "media_search", intent.subject)
+            title = oldest_named(intent.subject, shown_titles(result)) if result is not None else None
+            media_id = title.media_id if title is not None else ""
+        elif intent.reference is not None:
             media_id = refer(intent.reference, titles, last_id)
             title = known.get(media_id)
         else:

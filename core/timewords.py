@@ -134,6 +134,12 @@ _SPOKEN_YEAR_EN = re.compile(
     r"(?P<alone>" + "|".join(_EN_UNITS) + r"))(?!\w)", re.I)
 
 
+# "the one from eighty-nine", "the one from '79": a year without its century, after "one from"
+_SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>one\s+from\s+|one\s+(?:made|released)\s+in\s+)(?:['’]?(?P<digits>[3-9]\d)|"
+                            r"(?P<tens>thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+(?P<unit>"
+                            + "|".join(_EN_UNITS) + r"))?)(?!\w|['’]?s\b)", re.I)
+
+
 def spoken_year(text: str) -> str:
     """`text` with a year said in words put in digits: "тот, что семьдесят девятого года" is
     "тот, что 1979 года", "в тысяча девятьсот девяносто девятом" is "в 1999", "nineteen
@@ -157,7 +163,12 @@ def spoken_year(text: str) -> str:
         else:
             number = _EN_TEENS[found["teen"].casefold()] if found["teen"] else _EN_UNITS[found["alone"].casefold()]
         return found["lead"] + str((2000 if found["new"] else 1900) + number)
-    return _SPOKEN_YEAR_EN.sub(english, _SPOKEN_YEAR_RU.sub(russian, text))
+    def short(found: re.Match[str]) -> str:
+        if found["digits"]:
+            return found["lead"] + "19" + found["digits"]
+        number = _EN_TENS[found["tens"].casefold()] + (_EN_UNITS[found["unit"].casefold()] if found["unit"] else 0)
+        return found["lead"] + str(1900 + number)
+    return _SHORT_YEAR_EN.sub(short, _SPOKEN_YEAR_EN.sub(english, _SPOKEN_YEAR_RU.sub(russian, text)))
 
 
 # "через часик", "минутку", "полчасика": the plain unit a pattern and the timer parser read

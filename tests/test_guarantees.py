@@ -262,3 +262,28 @@ async def test_the_worlds_toolsets_are_offered_only_to_words_about_what_they_do(
         assert not {"tasks", "monitors", "channels", "notify"} & set(offered["enable_toolset"] + offered["read_skill"])
         await system.turn("s", "скажи, когда напишет Анна")
         assert "channels" in backend.choices[-1]["enable_toolset"]
+
+
+async def test_a_request_someone_else_made_of_the_user_sets_no_timer(tmp_path):
+    # the hidden traps' story: "my friend keeps telling me to set reminders …" set one for a day
+    model = ScriptedBackend(reply_fn=lambda messages: "TOOL_CALL: timers_set|in 1 day; check reminders"
+                            if [m for m in messages if m.role != "system"][-1].role == "user" else "Ha, fair enough.")
+    async with inproc_system(tmp_path, backend=model) as system:
+        await system.turn("s", "my friend keeps telling me to set reminders for everything but honestly I never check them lol")
+        results = tool_results(await system.history("s"))
+        assert [r["name"] for r in results if r["name"] == "timers_set"] == ["timers_set"]
+        assert all(r["content"].startswith("not executed") for r in results if r["name"] == "timers_set")
+
+
+async def test_a_note_copied_after_a_title_is_not_searched_for(tmp_path):
+    # the model copied the skill's "(once: …)" note into its search: the title alone is searched
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user":
+            return "TOOL_CALL: media_search|Сталкер (once: the media_* tools then appear under Active toolsets)"
+        return "Нашёл."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False) as system:
+        await system.turn("s", "call enable_toolset|media")
+        await system.turn("s", "поищи фильм сталкер, пожалуйста")
+        found = [r["content"] for r in tool_results(await system.history("s")) if r["name"] == "media_search"]
+        assert found and found[-1].startswith("stalker-1979")

@@ -16,6 +16,7 @@ CLOCK_START = NOW  # manual_clock starts here
 @pytest.mark.parametrize("text, seconds", [
     ("in 5 minutes", 300), ("через 5 минут", 300), ("in 1 hour", 3600), ("через 2 часа", 7200),
     ("in 30 s", 30), ("5m", 300), ("1h30m", 5400), ("через час", 3600), ("in an hour", 3600),
+    ("in an hour and a half", 5400), ("час с половиной", 5400),
     ("через полчаса", 1800), ("через 1,5 часа", 5400),
 ])
 def test_relative_times(text, seconds):

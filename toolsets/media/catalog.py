@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
 from toolsets.media.provider import ProviderError, SearchPage, Title
 
@@ -66,19 +67,6 @@ _LATIN = re.compile(r"[a-z]")
 _CYRILLIC = re.compile(r"[а-яё]")
 _MIXED_WORD = re.compile(r"[^\W\d_]*[a-z][^\W\d_]*")  # a word with a Latin letter: Cyrillic look-alikes in it fold
 _LOOKALIKES = str.maketrans("aceopxykmthb", "асеорхукмтнв")
-
-
-_TRANSLIT = str.maketrans({
-    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ж": "zh", "з": "z", "и": "i",
-    "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
-    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y",
-    "ь": "", "э": "e", "ю": "yu", "я": "ya",
-})
-
-
-def transliterate(normalized: str) -> str:
-    """Latin spelling of a normalized Russian text ('брат 2' -> 'brat 2'), for Latin-keyboard queries."""
-    return normalized.translate(_TRANSLIT)
 
 
 def _has_cyrillic(text: str) -> bool:

@@ -7,6 +7,7 @@ session, once); here only their values are checked.
 """
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
@@ -60,6 +61,8 @@ def invalid(tool: ToolSpec, reason: str) -> ToolResult:
 def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     """media_search|query; page? -> one line per title, then where this page sits in the total."""
     query = " ".join(args["query"].split())
+    # "Сталкер (once: the media_* tools …)": a note the model copied after the title, never a title's end
+    query = re.sub(r"\s*\([^()]*\)$", "", query) or query
     if len(query) > MAX_QUERY_CHARS:
         return invalid(MEDIA_SEARCH, f"query longer than {MAX_QUERY_CHARS} characters")
     page_text = args.get("page", "").strip() or "1"
