@@ -106,7 +106,8 @@ _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|скол
                        r"^(?:а\s+)?время(?=[\s?]*$)|"
                        r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
                        r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date|what\s+time\s+do\s+you\s+have|got\s+the\s+time|"
-                       r"^(?:the\s+)?time(?:\s+please)?(?=[\s?]*$)|^(?:the\s+)?time(?=\s+in\s))")
+                       r"^(?:the\s+)?time(?:\s+please)?(?=[\s?]*$)|^(?:the\s+)?time(?=\s+in\s)|(?:скажи|подскажи|назови)\s+(?:сегодняшнюю\s+)?дату|"
+                       r"какая\s+(?:сегодня\s+)?дата|what'?s\s+today(?=[\s?]*$)|what\s+is\s+today(?=[\s?]*$))")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
@@ -199,7 +200,7 @@ _YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
 _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
                              r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
-                             r"(?:таймер|timer|remind|напомн|будильник|alarm|разбуд|wake)")
+                             r"(?:таймер|timer|remind|напомн|напомин|будильник|alarm|разбуд|wake)")
 # what "включи"/"play" may take that is no film or series of the catalog: a device, music, a
 # vague wish ("что-нибудь смешное"), an episode (the catalog plays whole titles): the model's
 _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|песн\w*|трек\w*|плейлист\w*|радио|подкаст\w*|"
@@ -429,6 +430,8 @@ def _when_and_text(rest: str) -> tuple[str, str]:
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
     after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
+    # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
+    before, after = (_WHEN_WORDS.sub(" ", part) for part in (before, after))
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
@@ -440,6 +443,9 @@ _SPAN_IN_DIGITS = {"half an hour": "30 minutes", "полчаса": "30 мину�
                    "one and a half hours": "90 minutes", "a minute and a half": "90 seconds",
                    "час с половиной": "90 минут", "полтора часа": "90 минут", "полторы минуты": "90 секунд",
                    "an hour": "1 hour", "a minute": "1 minute", "час": "1 час", "минуту": "1 минуту"}
+
+
+_WHEN_WORDS = re.compile(r"(?:^|\s)(?:tonight|this\s+evening|this\s+morning|today|сегодня\s+вечером|вечером|сегодня|утром)(?=[\s,.!?]|$)")
 
 
 def _clock_of(found: re.Match[str]) -> str:
@@ -733,7 +739,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     first = None if quoted else _FIRST_OF.search(_norm(rest))  # "Шрека, первого", "X, the first one, not the sequels"
-    if first is not None and first.start() > 0:
+    if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
+                                                                _FILLER.sub(" ", _norm(rest)[:first.start()]))):
         titled = _titled(kind, _norm(rest)[:first.start()], said, russian)
         return titled if titled is None or not titled.subject else msgspec.structs.replace(titled, reference=Reference(oldest=True))
     subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()

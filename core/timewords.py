@@ -75,6 +75,12 @@ _EVENING = re.compile(r"(?<!\w)(?:tonight|this\s+evening|in\s+the\s+evening|ве
 _MORNING = re.compile(r"(?<!\w)(?:in\s+the\s+morning|this\s+morning|утром|ночью|at\s+night)(?!\w)")
 
 
+# "в пять минут седьмого", "в двадцать минут восьмого": minutes into the hour named by its ordinal
+_PAST_RU = {"пять": 5, "десять": 10, "пятнадцать": 15, "двадцать": 20, "двадцать пять": 25}
+_MINUTES_INTO = re.compile(r"(?<!\w)(?:в\s+)?(?P<m>\d{1,2}|двадцать\s+пять|пятнадцать|двадцать|десять|пять)\s+минут\w*\s+"
+                           + _ORD_RU + _MARK + r"(?!\w)")
+
+
 def spoken_clock(text: str) -> str:
     """"quarter to nine tonight" -> "at 20:45 tonight", "в полвосьмого вечера" -> "в 19:30",
     "без четверти два" -> "в 13:45": a time of day said in words, in digits the timer patterns
@@ -83,6 +89,15 @@ def spoken_clock(text: str) -> str:
     lowered = text.casefold().replace("ё", "е")
     if len(lowered) != len(text):
         return text
+    into = _MINUTES_INTO.search(lowered)
+    if into is not None:  # "пять минут седьмого": 6:05 (a reminder's evening, as below)
+        minute = int(into["m"]) if into["m"].isdigit() else _PAST_RU[" ".join(into["m"].split())]
+        hour = (_RU_ORDINAL[into["o"]] - 1) or 12
+        mark = into["mark"] or ""
+        if minute < 60 and hour < 12 and (mark in ("вечера", "дня") or into["when"] or not mark and 1 <= hour <= 6):
+            hour += 12
+        if minute < 60:
+            return text[:into.start()] + f"в {hour}:{minute:02d}" + text[into.end():]
     for pattern, shift in _SPOKEN_CLOCK:
         found = pattern.search(lowered)
         if found is None:
@@ -179,6 +194,8 @@ _DIMINUTIVE = re.compile(r"(?<!\w)(?:(?P<half>полчасик\w*)|(?P<hour>ча
 # an alarm's hour said alone ("разбуди меня в восемь", "wake me up at 7", "будильник на семь тридцать"):
 # a wake-up is in the morning unless the words say otherwise
 _WAKE = re.compile(r"(?<!\w)(?:разбуди\w*|будильник\w*|подними\s+меня|wake\s+me|alarm)(?!\w)")
+# a reminder's hour said alone ("напомни в девять позвонить бабушке"): the next time a dial shows it
+_REMIND = re.compile(r"(?<!\w)(?:напомни\w*|напоминани\w*|remind\w*|reminder)(?!\w)")
 _MINUTE_WORDS = {"ноль ноль": 0, "пятнадцать": 15, "тридцать": 30, "сорок пять": 45, "двадцать": 20, "десять": 10,
                  "пятьдесят": 50, "сорок": 40, "fifteen": 15, "thirty": 30, "forty five": 45, "forty-five": 45,
                  "twenty": 20, "ten": 10, "fifty": 50, "forty": 40, "o'clock": 0, "oclock": 0, "ровно": 0}
@@ -190,21 +207,28 @@ _ALARM_HOUR = re.compile(r"(?<!\w)(?P<at>в|на|к|at|for)\s+" + _N_RU.replace(
 
 def alarm_clock(text: str) -> str:
     """"разбуди меня в восемь" -> "разбуди меня в 8:00 утра", "wake me up at 7" -> "wake me up at
-    7:00 am": an hour said with a wake-up word, as a clock time of the morning (text unchanged
-    without such a word, or with a half of the day already said)."""
+    7:00 am": an hour said with a wake-up word, as a clock time of the morning; with a reminder's
+    word ("напомни в девять …") as a clock time the session puts on the nearest dial (text
+    unchanged without such a word, or with a half of the day already said)."""
     lowered = text.casefold().replace("ё", "е")
-    if len(lowered) != len(text) or not _WAKE.search(lowered):
+    wake = _WAKE.search(lowered)
+    if len(lowered) != len(text) or not (wake or _REMIND.search(lowered)):
         return text
     for found in _ALARM_HOUR.finditer(lowered):
         said = found["ru"] or found["en"]
+        if re.match(r"\s*(?:минут|секунд|час|min|sec|hour)", lowered[found.end():]):
+            continue  # "в 5 минут седьмого", "at 5 minutes past": no hour alone
         if not said or found["mark"] or said == "час" and not found["m"]:
             continue  # "будильник на час" is a span, not one o'clock
         hour = int(said) if said.isdigit() else _EN_HOURS.get(said) or _RU_HOURS.get(said, 0)
         minute = int(found["m"]) if found["m"] and found["m"].isdigit() else _MINUTE_WORDS.get(found["m"] or "", 0)
         if not 1 <= hour <= 11 or minute > 59:
             continue  # "wake me at 12": noon or midnight, the model asks
+        if not wake and (found["at"] in ("на", "for") or not found["m"] and said.isdigit() is False and found["at"] == "к"):
+            continue  # "напомни на пять" is no clock; a reminder's clock is "в"/"at"
         russian = found["at"] in ("в", "на", "к")
-        clock = f"{found['at']} {hour}:{minute:02d} " + ("утра" if russian else "am")
+        half = (" утра" if russian else " am") if wake else ""  # a reminder's hour: the session dials the nearest
+        clock = f"{found['at']} {hour}:{minute:02d}" + half
         return text[:found.start()] + clock + text[found.end():]
     return text
 

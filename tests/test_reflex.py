@@ -197,6 +197,8 @@ async def test_an_alarm_said_with_an_hour_alone_rings_the_next_morning(tmp_path)
     async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
         answer = finals(await system.turn("s", "разбуди меня в восемь"))[-1]
         assert "08:00" in answer and not backend.calls
+        reminder = finals(await system.turn("s", "напомни в девять позвонить бабушке"))[-1]
+        assert "21:00" in reminder and "позвонить бабушке" in reminder  # the nearest nine, not the morning's
 
 
 async def test_the_time_is_said_in_words_from_the_users_clock(tmp_path):
@@ -361,6 +363,7 @@ def test_a_title_shown_chosen_alone_follows_the_request_before():
 
     second = recognise("the second one please")
     assert second.kind == "follow_up" and second.reference.ordinal == 2
+    assert recognise("maybe the first one then").reference == Reference(ordinal=1)  # not "the oldest"
     assert followed(second, recognise("find star wars")) == Intent(kind="play", russian=False, reference=second.reference)
     runtime = recognise("сколько идёт первый?")
     asked = followed(recognise("а второй?"), runtime)
@@ -857,3 +860,18 @@ def test_what_a_title_is_about_is_the_catalogs_own_words_for_a_russian_user():
     assert details_answer(recognise("о чём он?"), info) == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
     assert details_answer(recognise("what is it about?"), info) is None  # the model says it in English
     assert recognise("cancel the egg one, I already took them off the stove").text == "the egg one"
+
+
+@pytest.mark.parametrize(("said", "when", "text"), [
+    ("напомни в девять позвонить бабушке", "9:00", "позвонить бабушке"),  # the session dials the nearest: 21:00
+    ("remind me at nine to call grandma", "9:00", "call grandma"),
+    ("set a reminder for 9:30 tonight", "9:30", ""),
+    ("напомни в пять минут седьмого позвонить", "18:05", "позвонить"),
+])
+def test_a_reminders_hour_said_alone_is_a_clock_time(said, when, text):
+    intent = recognise(said)
+    assert (intent.kind, intent.when, intent.text) == ("timer_set", when, text)
+
+
+def test_a_reminder_for_another_day_is_no_title_to_play():
+    assert recognise("поставь напоминание на завтра в 9") is None  # the model: the reflex counts no days
