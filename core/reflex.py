@@ -112,12 +112,13 @@ _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|скол
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-_TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|timer|remind|alarm|wake)")
+_TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
 _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
-                        r"i\s+need(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm))|"
+                        r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
+                        r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
                         r"wake\s+me(?:\s+up)?)(?![\w-])")
-_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|"
+_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
                           r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
@@ -150,6 +151,9 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан|напоминалк)|что\s+(?:(?:у\s+меня|там)\s+)*по\s+(?:таймер|напоминан|напоминалк)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан|напоминалк)|"
                           r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|напоминалк|будильник)|"
                           r"how\s+long\s+(?:till|until|before)\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
+                          r"how\s+(?:long|much\s+time|much\s+longer)\s+(?:is\s+)?(?:left\s+)?on\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
+                          r"когда\s+(?:там\s+)?(?:сработает|зазвонит|прозвенит|сработают)\s+(?:мой\s+|мои\s+)?(?:таймер|будильник|напомин)|"
+                          r"when\s+(?:does|will|do)\s+(?:my|the)\s+(?:\w+\s+)?(?:timers?|alarms?|reminders?)\s+go\s+off|"
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
@@ -240,6 +244,9 @@ _COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>"
 _UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(_UNITS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
 
 
+_COUPLE = re.compile(r"(?<!\w)(?:пару|пара|a\s+couple(?:\s+of)?|couple\s+of)(?=\s+(?:минут|секунд|час|minutes|seconds|hours)(?!\w))")
+
+
 def _digits(text: str) -> str:
     """"двадцать пять минут" -> "25 минут", "twenty-five" -> "25", "a one minute timer" -> "a 1
     minute timer" (a lone "пять" with no unit after it stays a word)."""
@@ -247,6 +254,7 @@ def _digits(text: str) -> str:
         if match["teen"]:
             return str(_TEENS[match["teen"]])
         return str(_TENS[match["tens"]] + (_UNITS[match["unit"]] if match["unit"] else 0))
+    text = _COUPLE.sub("2", text)  # "через пару минут", "in a couple of minutes"
     return _UNIT_WORD.sub(lambda m: str(_UNITS[m["unit"]]), _COMPOUND.sub(value, text))
 
 
@@ -360,7 +368,7 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
-_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|час\w*|секунд\w*)\s+на\s+(?P<n>\d+|полтора|"
+_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+)?(?P<n>\d+|полтора|"
                           r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(_UNITS) + r"))?|"
                           + "|".join(sorted({*_UNITS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
 _TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
@@ -377,7 +385,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     named = _CANCEL_ONE.match(raw)
     if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"])
-    raw = _digits(_APPROXIMATE.sub(r"на \g<n> \g<unit>", re.sub(_LEAD, "", raw)))  # "минут на двадцать": about 20
+    raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}",
+                                   re.sub(_LEAD, "", raw)))  # "минут на двадцать", "минут через десять": about so many
     one_more = _ONE_MORE.match(raw)
     raw = raw[one_more.end():] if one_more else raw
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
@@ -425,13 +434,14 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         start, end = max(found.start() - 1, 0), found.end() - 1
         if not when:
             return "", ""
-    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|like|about|quick|little|short|"
+    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
+                    r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
                     r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
     after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
     after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
     # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
-    before, after = (_WHEN_WORDS.sub(" ", part) for part in (before, after))
+    before, after = (_WHEN_WORDS.sub(" ", part) for part in (re.sub(r"^\s*(?:one|another)(?=\s|$)", "", before), after))
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text

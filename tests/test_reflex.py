@@ -875,3 +875,18 @@ def test_a_reminders_hour_said_alone_is_a_clock_time(said, when, text):
 
 def test_a_reminder_for_another_day_is_no_title_to_play():
     assert recognise("поставь напоминание на завтра в 9") is None  # the model: the reflex counts no days
+
+
+@pytest.mark.parametrize(("said", "when"), [
+    ("напомни минут через десять проверить духовку", "in 10 минут"), ("засеки-ка минут пять", "in 5 минут"),
+    ("через пару минут напомни", "in 2 минут"), ("remind me in a couple of minutes to check", "in 2 minutes"),
+    ("can i get a 5 minute timer", "in 5 minute"), ("countdown 10 minutes", "in 10 minutes"),
+])
+def test_spoken_ways_of_asking_for_a_timer(said, when):
+    intent = recognise(said)
+    assert (intent.kind, intent.when) == ("timer_set", when)
+
+
+@pytest.mark.parametrize("said", ["how long left on the egg timer", "когда сработает таймер", "when does my timer go off"])
+def test_when_a_timer_rings_lists_the_timers(said):
+    assert recognise(said).kind == "timer_list"
