@@ -59,6 +59,8 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
     ordinal: int = 0  # 1-based place in the last search's results; 0: none said
     year: int = 0
     oldest: bool = False  # "the original": the earliest of the titles shown
+    newest: bool = False  # "the newest one", "самый новый": the latest of them
+    last: bool = False  # "the last one", "последний": the last the answer named
     kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
 
 
@@ -80,7 +82,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
-         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right)[\s,!.]+)*")
+         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
@@ -92,7 +94,11 @@ _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|по
                      r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
                      r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
-                     r"do\s+you\s+have|have\s+you\s+got|got\s+any|есть(?:\s+ли)?(?=\s+[^?]+\?$)|"
+                     r"do\s+you\s+have|do\s+you\s+guys\s+have|any\s+chance\s+you\s+(?:have|got)|have\s+you\s+got|got\s+any|"
+                     # "I'm looking for a film called Solaris": a film named, not "looking for my keys"
+                     r"(?:i'?m\s+)?looking\s+for(?=\s+(?:a|the|that)\s+(?:movie|film|show|series|cartoon)\b)|"
+                     r"is\s+there\s+(?:a|an|the)\s+(?:movie|film|show|series)(?=\s+called\s)|"
+                     r"let'?s\s+see\s+what\s+you\s+have\s+(?:for|on|of)|есть(?:\s+ли)?(?=\s+[^?]+\?$)|"
                      # "глянь, есть ли у тебя Крёстный отец", "what movies do you have by Nolan", "show me the Alien films"
                      r"(?:глянь|посмотри|проверь|check)[\s,]+(?:есть\s+ли\s+(?:у\s+тебя|в\s+каталоге)|if\s+you\s+have)|"
                      r"what\s+(?:movies|films|shows|series)\s+(?:do\s+you\s+have|have\s+you\s+got)\s+(?:by|from|with|about)|"
@@ -193,10 +199,20 @@ _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+к�
                       r"that\s+one|him|her|the\s+one)$")
 _ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
              "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
-_ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
+_ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|option\s+|вариант\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
                       r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))"
                       # a Russian ordinal's endings only: "вторую", "третьего", not "вторник", "пятница"
                       r"(?:ый|ий|ой|ая|ое|ую|ые|ых|ого|ому|ым|ом|ья|ье|ью|ьего|ьей|ьем|ьи|ерт[а-я]{1,3})?(?!\w)")
+_SAID_NUMBER = {"один": "1", "два": "2", "три": "3", "четыре": "4", "пять": "5", "one": "1", "two": "2", "three": "3",
+                "four": "4", "five": "5"}
+# "the last one", "самый новый", "the older one": which of the titles shown, by place or by age
+_WHICH_BY_AGE = (
+    ("last", re.compile(r"(?:the\s+)?(?:last|final)(?:\s+one)?|последн(?:ий|юю|ее|яя|его)(?:\s+из\s+них)?")),
+    ("newest", re.compile(r"(?:the\s+)?(?:newest|latest|newer|new|most\s+recent|recent)(?:\s+one)?|(?:самый\s+|самую\s+)?"
+                          r"(?:нов(?:ый|ую|ое|ая|ее|ейший|ейшую)|свеж(?:ий|ую|ее))|(?:тот|ту|то)\s+(?:который|которую|что)\s+новее")),
+    ("oldest", re.compile(r"(?:the\s+)?(?:oldest|older|old)(?:\s+one)?|(?:самый\s+|самую\s+)?"
+                          r"(?:стар(?:ый|ую|ое|ая|ее|ейший|ейшую))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:старше|старее)")),
+)
 # "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
                         r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?")
@@ -215,7 +231,7 @@ _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|п�
                           # what a catalog search cannot find: a recipe, a place, the web, the news
                           r"рецепт\w*|аптек\w*|магазин\w*|ресторан\w*|кафе|пиццери\w*|ближайш\w*|рядом|интернет\w*|"
                           r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод(?:а|у|ы|е|ой|ка|ку|ки)?|новост\w*|адрес\w*|маршрут\w*|recipes?|"
-                          r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route)"
+                          r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route|minute|moment)"
                           r"(?=\s|$)")
 # ("и через час напомни …": the second request may open with its time)
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
@@ -566,7 +582,8 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END
-                                 + r"|" + _LEAD + r"stop\s+playing" + _PLEASE_END
+                                 + r"|" + _LEAD + r"(?:stop\s+playing|(?:i(?:'ll|\s+will)\s+)?stop\s+watching\s+(?:the\s+)?(?:movie|film|show)|"
+                                 r"хватит\s+(?:смотреть|показывать)\s+(?:фильм|кино|сериал))" + _REASON + _PLEASE_END
                                  # "выключи совсем", "turn it off", "выключай": what plays, as nothing else is named
                                  + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
                                  # "выключи, не то настроение": a bare stop is one only with its reason said
@@ -747,6 +764,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     if of_kind is not None:  # "включи сериал, а не фильм", "play the series"
         series = of_kind["kind"] in ("сериал", "series", "show")
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
+    # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
+    rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
+                  re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", _norm(rest)))
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     first = None if quoted else _FIRST_OF.search(_norm(rest))  # "Шрека, первого", "X, the first one, not the sequels"
     if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
@@ -759,7 +779,12 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
                                             or _QUESTION_WORD.match(subject))):
         return None
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|из\s+найденн\w+|from\s+the\s+list|on\s+the\s+list|of\s+them|"
-                     r"(?:that\s+)?you\s+found|result|результат)$", "", subject)
+                     r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
+    # "номер два", "option two": the number as a digit the ordinal reads
+    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: "номер " + _SAID_NUMBER.get(m[1], m[1]), subject)
+    which = next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(subject)), "")
+    if which:  # "the last one", "самый новый", "the older one"
+        return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
     # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
     subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)
     part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
@@ -933,9 +958,11 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     if reference.kind:
         of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
         return of_kind[0].media_id if len(of_kind) == 1 else ""
-    if reference.oldest:
-        dated = sorted((t for t in titles if t.year), key=lambda t: t.year)
-        return dated[0].media_id if len(dated) > 1 and dated[0].year < dated[1].year else ""
+    if reference.oldest or reference.newest:
+        dated = sorted((t for t in titles if t.year), key=lambda t: t.year, reverse=reference.newest)
+        return dated[0].media_id if len(dated) > 1 and dated[0].year != dated[1].year else ""
+    if reference.last:  # the last the answer named (core.reflex.search_answer names the first few)
+        return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""
     if last_id:
         return last_id
     return titles[0].media_id if titles else ""

@@ -649,6 +649,9 @@ def test_everyday_forms_of_plain_requests(said, kind, detail):
 
 
 @pytest.mark.parametrize("said", ["выключи", "я был в Париже в субботу", "через 10 минут начнётся фильм", "tell me about yourself",
+                                  "you have a nice voice", "i'm looking for a new job", "got a minute?", "do you have a minute",
+                                  "i need to leave in 10 minutes", "how long should i boil pasta", "пауза между фильмами была долгой",
+                                  "вторник",
                                   "время летит быстро", "сколько стоит в дубае",
                                   "есть что посмотреть?", "не включай фильм и поставь таймер на 5 минут"])
 def test_forms_that_stay_with_the_model(said):
@@ -890,3 +893,12 @@ def test_spoken_ways_of_asking_for_a_timer(said, when):
 @pytest.mark.parametrize("said", ["how long left on the egg timer", "когда сработает таймер", "when does my timer go off"])
 def test_when_a_timer_rings_lists_the_timers(said):
     assert recognise(said).kind == "timer_list"
+
+
+def test_the_last_the_newest_and_the_older_one_are_chosen_among_those_shown():
+    titles = _titles()  # Solaris 1972, Solaris 2002, Matrix 1999
+    assert refer(recognise("the last one").reference, titles, "") == "matrix-1999"  # the last the answer named
+    assert refer(recognise("самый новый").reference, titles, "") == "solaris-2002"
+    assert refer(recognise("the older one please").reference, titles, "") == "solaris-1972"
+    assert recognise("номер три").reference.ordinal == 3 and recognise("option two").reference.ordinal == 2
+    assert recognise("I'm looking for a film called Solaris").subject == "solaris"
