@@ -61,6 +61,9 @@ def refused(reply: str) -> bool:
 _CALL_LIKE = re.compile(r"(?im)^\W*(?:[a-z]+_call|to+l\s*call)\s*:")  # not "Recall:"
 
 
+_BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
+
+
 def echoed(reply: str, said: str) -> str:
     """What `reply` merely repeats ("the user's words", "the tool list", a call line), or "" for a
     real reply. `said`: the user's last message as recorded (its "[User said]" label is ignored)."""
@@ -69,6 +72,8 @@ def echoed(reply: str, said: str) -> str:
         return "the tool list"
     if "call" in text.lower() and _CALL_LIKE.search(text):  # each call form holds "call" in some case
         return "the form of a tool call, which is not an answer"
+    if _BARE_TOOL_NAME.fullmatch(text):  # "channels_list" alone (h9): a call without its marker
+        return "the name of a tool without TOOL_CALL: before it, which is not an answer"
     said_words = _said_words(said)
     if (said_words and not _more_words_than(text, said_words.count(" ") + 1) and _words(text) == said_words
             and not small_talk(_LABEL.sub("", said.strip()))):
@@ -114,7 +119,7 @@ def never_shown(reply: str) -> bool:
     """A reply that must not reach the glasses even after it was asked again: a call line the
     parser does not take, or the prompt's own tool list."""
     text = reply.strip()
-    return ("call" in text.casefold() and bool(_CALL_LIKE.search(text))
+    return ("call" in text.casefold() and bool(_CALL_LIKE.search(text)) or bool(_BARE_TOOL_NAME.fullmatch(text))
             or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())))
 
 

@@ -128,6 +128,10 @@ _REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\
                        r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)")
 
 
+_WATCH_ENDED = re.compile(r"не\s+(?:\w+\s+)?(?:след|жди|ждать|сообщ)|больше\s+не|перестань|stop\s+(?:watching|waiting|monitoring)|"
+                          r"don'?t\s+(?:need\s+to\s+)?(?:watch|wait|tell)|no\s+longer|forget\s+(?:it|about)")
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
@@ -145,8 +149,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
                     or _TIMER_WORDS.search(text) and _WHEN.search(text))
     if kind in ("timer_cancel", "task_cancel"):
         return bool(_CANCEL_VERBS.search(text))
-    if kind == "watch":
-        return bool(_WATCH_VERBS.search(text))
+    if kind == "watch":  # not "можешь больше не следить", "stop watching": an end, not a watch (h9)
+        return bool(_WATCH_VERBS.search(text)) and not _WATCH_ENDED.search(text)
     if kind == "notify":
         return not said.strip() or bool(_NOTIFY_VERBS.search(text))
     if kind == "play":

@@ -78,7 +78,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
-         r"maybe|perhaps|just|actually|nah|nope|well|wait|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
+         r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
          r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -215,7 +215,8 @@ _WHICH_BY_AGE = (
 )
 # "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
-                        r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?")
+                        r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?"
+                        r"(?:\s+(?:старый|старую|новый|новую|old|new|one))?")
 _YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
 _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
@@ -235,7 +236,8 @@ _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|п�
                           r"(?=\s|$)")
 # ("и через час напомни …": the second request may open with its time)
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
-                           r"(?P<second>(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
+                           r"(?P<second>(?:another(?:\s+one)?|one\s+more|ещ[её]\s+(?:один|одну|одно))(?=\s+(?:for|in|на|через)\s)|"
+                           r"(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
 _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
                          r"remind|cancel|show|search|start|look|put)\b")
@@ -293,7 +295,10 @@ def recognise(said: str) -> Intent | None:
     said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
     russian = is_russian(said)
     raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
-    if _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw):
+    joint = _TWO_REQUESTS.search(raw)
+    if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
+        joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
+    if _NEGATION.search(" " + raw) or joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
@@ -315,6 +320,11 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
         return None
     said = in_digits(said)
     raw = " ".join(said.casefold().replace("ё", "е").split())
+    sentences = [part for part in re.split(r"(?<=[.!?;])\s+", said.strip()) if part.strip(" .!?;")]
+    if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"
+        first, second = recognise(sentences[0]), recognise(sentences[1])
+        if first is not None and second is not None and first.kind != "follow_up" != second.kind:
+            return first, second
     joint = _TWO_REQUESTS.search(raw)
     if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
         return None
@@ -787,6 +797,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
     # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
     subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)
+    # "put on Home Alone for the kids, would ya", "… instead", "включи X, ладно?": said after the title
+    subject = re.sub(r"(?:\s+(?:(?:would|will|could|can)\s+(?:ya|you)|ok|okay|yeah|alright|right|instead|then|ладно|"
+                     r"хорошо|вместо\s+этого|тогда))+$", "", subject)
     part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
     if part is not None and _ORDINAL.fullmatch(" " + part["word"]):
         subject = part["word"]
@@ -928,7 +941,8 @@ def _close(said: str, name: str) -> bool:
 
 # words that open what is said after a title, not a title's own: "что ли", "for the kids", "while i wait"
 _AFTER_A_TITLE = frozenset("""что ли же пока для с со на а и ну то вечером сегодня сейчас теперь потом может please for
-    while with to so because cause now tonight today later then and or maybe i if""".split())
+    while with to so because cause now tonight today later then and or maybe i if малому малой ребенку ребёнку детям
+    сыну дочке дочери малышу малышам жене мужу маме папе бабушке нам""".split())  # "включи Шрека малому"
 
 
 def said_after_a_title(cut: list[str]) -> bool:
@@ -993,11 +1007,19 @@ _TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[�
                     r"(?:any|which|what)\s+background\s+tasks|list\s+(?:the\s+|my\s+)?background\s+tasks)")
 
 
+# "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
+_WATCH_AFTER = re.compile(_LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
+                          r"(?:то\s+|сразу\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
+                          r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
+
+
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _WATCH.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?")))
+    match = _WATCH.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?"))) or _WATCH_AFTER.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?")))
     if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or _TIMER_WORD.search(match["rest"]):
         return None
     rest = match["rest"]
+    reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
+    rest = rest[:reason.start()] if reason else rest  # "…, I'm waiting for his address": why, not what
     webhook = _WEBHOOK.search(rest)
     channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + rest)), "any")
     if channel != "any":  # "в телеграме" says where, not what
@@ -1007,7 +1029,7 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
         says = _WEBHOOK_SAYS.search(rest[webhook.end():])
         rest = says["what"] if says else rest
     return Intent(kind="watch", russian=russian, channel=channel, subject=_as_said(rest, said),
-                  text=_as_said(f"{match['when']} {match['rest']}", said))
+                  text=_as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
@@ -1096,7 +1118,7 @@ def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
 _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
                       r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
-                      r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|можешь\s+не)\s+(?:следить|ждать)"
+                      r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
                       r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
                       r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
                       r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
@@ -1106,7 +1128,7 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _UNWATCH.match(raw.rstrip(" .!?"))
     if match is None or _TIMER_WORD.search(raw):
         return None
-    named = next((group for group in match.groups() if group is not None), "")
+    named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
     if re.search(r"(?:^|\s)(?:movie|film|show|series|it|this|that|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", _norm(named)):
         return None  # "stop watching the movie": what plays, not a watch
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
@@ -1128,6 +1150,14 @@ def watch_to_end(subject: str, listed: str) -> str:
     return named[0] if len(named) == 1 else ""
 
 
+def watches_answer(listed: str, russian: bool) -> str:
+    """channels_list's lines ("w1: telegram - Dave texts me") said back: "Слежу: telegram — …"."""
+    lines = [line.split(":", 1)[1].strip().replace(" - ", " — ", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+    if not lines:
+        return "Сейчас я ни за чем не слежу." if russian else "I'm not watching for anything right now."
+    return ("Слежу: " if russian else "Watching: ") + "; ".join(lines) + "."
+
+
 def unwatch_answer(intent: Intent, listed_line: str) -> str:
     what = listed_line.split(" - ", 1)[-1].strip() if listed_line else ""
     if intent.russian:
@@ -1136,7 +1166,15 @@ def unwatch_answer(intent: Intent, listed_line: str) -> str:
 
 
 def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _WATCHES_ASKED.search(raw):  # "which messages are you watching for?": the watches, a list
+        return Intent(kind="tasks", russian=russian, action="watches")
     return Intent(kind="tasks", russian=russian) if _TASKS.search(raw) else None
+
+
+_WATCHES_ASKED = re.compile(r"(?:which|what)\s+(?:messages|chats|channels|watches)\s+(?:are\s+you|you'?re|do\s+you)\s+"
+                            r"(?:watching|monitoring|waiting|keeping)|what\s+are\s+you\s+(?:watching|waiting)\s+for|"
+                            r"(?:за\s+ч[её]м|за\s+какими\s+\w+)\s+(?:ты\s+)?(?:сейчас\s+)?(?:следишь|наблюдаешь)|"
+                            r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)")
 
 
 # ---- the answers ----------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from core.reflex import (Intent, Reference, Shown, controlled_id, corrected, det
                          playback_answer, recognise, recognise_both, said_after_a_title, refer, relevant, reminder_answer, search_answer,
                          show_answer, shown_titles, shown_total, skill_named, tasks_answer, tells_place_time,
                          time_answer, timer_answer, timers_cancelled, timers_listed, timers_to_cancel, unwatch_answer,
-                         watch_answer, watch_to_end)
+                         watch_answer, watch_to_end, watches_answer)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
@@ -215,6 +215,9 @@ class ReflexSteps:
         return None if result is None or " removed " not in result else unwatch_answer(intent, line)
 
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
+        if intent.action == "watches":  # "which messages are you watching for?"
+            listed = await self._reflex_call(turn, "channels_list", "")
+            return None if listed is None else watches_answer(listed, intent.russian)
         result = await self._reflex_call(turn, "tasks_list", "")
         return None if result is None else tasks_answer(result, intent.russian)
 

@@ -287,3 +287,11 @@ async def test_a_note_copied_after_a_title_is_not_searched_for(tmp_path):
         await system.turn("s", "поищи фильм сталкер, пожалуйста")
         found = [r["content"] for r in tool_results(await system.history("s")) if r["name"] == "media_search"]
         assert found and found[-1].startswith("stalker-1979")
+
+
+async def test_a_tool_name_said_as_the_answer_is_never_shown(tmp_path):
+    # the h9 run showed "channels_list" on the glasses: a call without its marker
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: "channels_list"),
+                             reflexes=False) as system:
+        shown = finals(await system.turn("s", "what are you up to these days?"))
+        assert shown and "channels_list" not in shown[-1]

@@ -166,3 +166,13 @@ def test_a_notification_needs_words_that_ask_for_one_or_a_world_events_turn():
     assert not requested("notify", "Start my morning workout routine")  # the local model notified it
     assert requested("notify", "сообщи мне на телефон, когда будет готово")
     assert requested("notify", "")  # a channel's message woke the session: its recipe may notify
+
+
+def test_words_that_end_a_watch_or_report_someone_elses_request_ask_for_nothing():
+    from core.intent import requested
+
+    assert not requested("watch", "всё, можешь больше не следить, она уже позвонила")
+    assert not requested("watch", "stop watching for Dave")
+    assert requested("watch", "let me know if Dave texts me")
+    assert not requested("timer_set", "my friend keeps telling me to set reminders for everything lol")
+    assert requested("timer_set", "remind me in 10 minutes to call mom because she told me to")

@@ -902,3 +902,40 @@ def test_the_last_the_newest_and_the_older_one_are_chosen_among_those_shown():
     assert refer(recognise("the older one please").reference, titles, "") == "solaris-1972"
     assert recognise("номер три").reference.ordinal == 3 and recognise("option two").reference.ordinal == 2
     assert recognise("I'm looking for a film called Solaris").subject == "solaris"
+
+
+async def test_a_stop_then_another_title_in_two_sentences_does_both(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "put Jaws on")
+        await system.turn("s", "nah, turn it off, way too scary for the little one. put on Toy Story instead")
+        played = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played == ["TOOL_CALL: media_play|jaws-1975", "TOOL_CALL: media_play|jaws-1975; action=stop",
+                          "TOOL_CALL: media_play|toy-story-1995"]
+        assert not backend.calls
+
+
+async def test_two_timers_in_one_breath_are_both_set_and_the_watches_are_said_when_asked(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "set a timer for ten minutes for the pasta and another one for half an hour to call the dentist")
+        listed = finals(await system.turn("s", "so which timers have I got left?"))[-1]
+        assert "pasta" in listed and "call the dentist" in listed
+        await system.turn("s", "let me know when Dave texts me on Telegram, I'm waiting for his address")
+        watching = finals(await system.turn("s", "wait, which messages are you watching for right now?"))[-1]
+        assert watching == "Watching: telegram — Dave texts me."
+        assert not backend.calls
+
+
+async def test_no_more_watching_ends_the_watch_and_never_sets_one(tmp_path):
+    def model(messages):  # the h9 run: the model answered "можешь больше не следить" with a new watch
+        last = [m for m in messages if m.role != "system"][-1]
+        return "TOOL_CALL: channels_watch|any; Анна" if last.role == "user" else "Хорошо."
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        await system.turn("s", "слушай, если мама напишет в вотсапе, сразу скажи мне")
+        shown = await system.turn("s", "всё, можешь больше не следить, она уже позвонила")
+        assert finals(shown)[-1].startswith("Хорошо, больше не слежу")
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "channels_" in m["content"]]
+        assert calls == ["TOOL_CALL: channels_watch|whatsapp; мама напишет", "TOOL_CALL: channels_list|",
+                         "TOOL_CALL: channels_unwatch|w1"], calls
