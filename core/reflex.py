@@ -538,6 +538,11 @@ _CONFIRM_DIRECTOR = re.compile(r"^(?:(?:а|и|ну|слушай|so|hey|wait)[\s,
                                r"(?:[\s?,.!]+(?:просто\s+интересно|интересно|just\s+curious|i\s+think))?[\s?.!]*$")
 
 
+# a title written as a name in a sentence before the question (not a sentence's first word, not "I")
+_CAPITALISED = re.compile(r"(?<=[\w,] )(?:The\s+)?(?!I\b|I'm\b|I'd\b|I've\b|I'll\b)[A-ZА-ЯЁ][\w'’-]*"
+                          r"(?:\s+(?:of|the|and|in|on|to|a)\s+[A-ZА-ЯЁ][\w'’-]*|\s+[A-ZА-ЯЁ0-9][\w'’-]*)*")
+
+
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
         return None
@@ -569,6 +574,10 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
                 return None
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
+        sentences = re.split(r"(?<=[.!?])\s+", said.strip())
+        named_before = _CAPITALISED.findall(" ".join(sentences[:-1])) if begin > 0 and len(sentences) > 1 else []
+        if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
+            return Intent(kind="details", russian=russian, detail=detail, subject=_norm(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
 

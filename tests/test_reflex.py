@@ -939,3 +939,10 @@ async def test_no_more_watching_ends_the_watch_and_never_sets_one(tmp_path):
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "channels_" in m["content"]]
         assert calls == ["TOOL_CALL: channels_watch|whatsapp; мама напишет", "TOOL_CALL: channels_list|",
                          "TOOL_CALL: channels_unwatch|w1"], calls
+
+
+def test_a_question_about_it_asks_of_the_title_named_in_the_sentence_before():
+    intent = recognise("I'm thinking of starting The Queen's Gambit at some point. How many episodes is it?")
+    assert (intent.kind, intent.detail, intent.subject) == ("details", "episodes", "the queen s gambit")
+    assert recognise("Я вчера смотрел Сталкер. Кто его снял?").subject == "сталкер"
+    assert recognise("how long is it?").subject == ""  # no sentence before: the title talked about
