@@ -12,11 +12,11 @@ place named with the time, an ambiguous pick among results - goes to the model a
 with whatever the reflex already found in the history.
 
 Pure functions: `recognise` reads a turn's words, `pick`/`refer` choose among results a tool
-showed, the `*_answer` functions word the reply. The session (core.conversation) runs them.
+showed; core.reflex_answers words the replies and reads the results back. The session
+(core.conversation, core.reflex_steps) runs them.
 """
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 import itertools
 import re
@@ -26,7 +26,7 @@ import msgspec
 
 from core.intent import casual, same_word
 from core.places import zone_of
-from core.timewords import in_digits, numbers_said, spoken_time
+from core.timewords import in_digits, numbers_said
 from core.translit import transliterate
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
@@ -984,7 +984,7 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     if reference.oldest or reference.newest:
         dated = sorted((t for t in titles if t.year), key=lambda t: t.year, reverse=reference.newest)
         return dated[0].media_id if len(dated) > 1 and dated[0].year != dated[1].year else ""
-    if reference.last:  # the last the answer named (core.reflex.search_answer names the first few)
+    if reference.last:  # the last the answer named (core.reflex_answers.search_answer names the first few)
         return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""
     if last_id:
         return last_id
@@ -1186,275 +1186,5 @@ _WATCHES_ASKED = re.compile(r"(?:which|what)\s+(?:messages|chats|channels|watche
                             r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)")
 
 
-# ---- the answers ----------------------------------------------------------------------------
-def plural_ru(n: int, one: str, few: str, many: str) -> str:
-    if n % 10 == 1 and n % 100 != 11:
-        return one
-    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
-        return few
-    return many
-
-
-def span_words(seconds: float, russian: bool) -> str:
-    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in the user's words."""
-    total = max(0, round(seconds))
-    hours, minutes, secs = total // 3600, total % 3600 // 60, total % 60
-    units = ((hours, ("час", "часа", "часов"), "hour"), (minutes, ("минуту", "минуты", "минут"), "minute"),
-             (secs, ("секунду", "секунды", "секунд"), "second"))
-    parts = []
-    for number, ru, en in units:
-        if number:
-            word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
-            parts.append(f"{number} {word}")
-    return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
-
-
-def timer_answer(intent: Intent, span_s: float, at: str) -> str:
-    text = f": {intent.text}" if intent.text else ""
-    if intent.russian:
-        return f"Таймер поставлен на {span_words(span_s, True)}, сработает в {at}{text}."
-    return f"Timer set for {span_words(span_s, False)}, it goes off at {at}{text}."
-
-
-def title_line(title: Shown) -> str:
-    return f"«{title.names[0]}»" + (f" / {title.names[1]}" if len(title.names) > 1 else "") + f" ({title.facts})"
-
-
-def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
-    if not titles:
-        return not_found_answer(intent)
-    listed = "; ".join(title_line(t) for t in titles[:ANSWER_TITLES])
-    more = total - min(len(titles), ANSWER_TITLES)
-    if intent.russian:
-        return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
-    return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
-
-
-def not_found_answer(intent: Intent) -> str:
-    """A play or a search the catalog has nothing for: said plainly, in the user's language."""
-    if intent.russian:
-        return f"В каталоге не нашлось «{intent.subject}». Попробуйте другое название."
-    return f"“{intent.subject}” was not found in the catalog. Try another title."
-
-
-def play_answer(intent: Intent, title: Shown | None, name: str) -> str:
-    shown = title_line(title) if title is not None else f"«{name}»"
-    return f"Включаю {shown}." if intent.russian else f"Playing {shown}."
-
-
-_INFO_FACT = {"runtime": re.compile(r"runtime: (\d+) min"), "director": re.compile(r"director(?:/creator)?: ([^;\n]+)"),
-              "episodes": re.compile(r"episodes: (\d+)")}
-
-
-def details_answer(intent: Intent, info: str) -> str | None:
-    """The one fact a details question asks, from a media_info result; None when the result
-    lacks it (the model answers from the result instead)."""
-    head = info.split("\n", 1)[0]
-    name = head.split(",")[0].split(" (original:")[0].strip()
-    year = _YEAR.search(head)
-    if intent.detail == "year" and year:
-        return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
-                else f"“{name}” came out in {year.group(1)}.")
-    lines = info.splitlines()
-    if intent.detail == "about" and intent.russian and len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()):
-        return f"«{name}» ({year.group(1) if year else ''}): {lines[2].strip()}".replace(" ()", "")  # the catalog's own words
-    pattern = _INFO_FACT.get(intent.detail or "")
-    found = pattern.search(info) if pattern else None
-    if found is None or found.group(1).strip() == "unknown":
-        return None
-    value = found.group(1).strip()
-    if intent.detail == "runtime":
-        minutes = int(value)
-        hours = f" ({minutes // 60} ч {minutes % 60} мин)" if intent.russian and minutes >= 60 else ""
-        return (f"«{name}» идёт {minutes} {plural_ru(minutes, 'минуту', 'минуты', 'минут')}{hours}." if intent.russian
-                else f"“{name}” runs {minutes} minutes ({minutes // 60} h {minutes % 60} min).")
-    if intent.detail == "director":
-        return f"Режиссёр «{name}» — {value}." if intent.russian else f"“{name}” was directed by {value}."
-    episodes = int(value)
-    return (f"В «{name}» {episodes} {plural_ru(episodes, 'серия', 'серии', 'серий')}." if intent.russian
-            else f"“{name}” has {episodes} episodes.")
-
-
-_TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
-              "мои": "ваши"}
-_TO_YOU_EN = {"me": "you", "my": "your", "i": "you", "i'm": "you're", "mine": "yours", "myself": "yourself"}
-
-
-def watch_answer(intent: Intent) -> str:
-    """"Хорошо, скажу, когда вам напишет Анна." - the user's condition, said back to them."""
-    swaps = _TO_YOU_RU if intent.russian else _TO_YOU_EN
-    condition = re.sub(r"[^\W\d_]+(?:'[a-z]+)?", lambda w: swaps.get(w.group(0).casefold(), w.group(0)), intent.text)
-    return f"Хорошо, скажу, {condition}." if intent.russian else f"OK, I'll tell you {condition}."
-
-
-def tasks_answer(result: str, russian: bool) -> str | None:
-    """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
-    if not result.startswith("No background"):
-        return None
-    return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
-
-
-def time_answer(spoken: str, russian: bool) -> str:
-    """"Сейчас 18:00, суббота, 14 марта." from get_current_time's "суббота, 14 марта, 18:00 (2026, MSK)"."""
-    match = re.match(r"(?P<day>[^,]+), (?P<date>[^,]+), (?P<clock>\d{1,2}:\d{2})", spoken)
-    if match is None:
-        return spoken
-    if russian:
-        return f"Сейчас {match['clock']}, {match['day']}, {match['date']}."
-    return f"It's {match['clock']}, {match['day']}, {match['date']}."
-
-
-def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
-    """The timers set, soonest first: (clock time, text) each."""
-    if not table_lines:
-        return "Таймеров нет." if russian else "No timers are set."
-    listed = "; ".join(f"{at} — {text}" for at, text in table_lines)
-    return f"Таймеры: {listed}." if russian else f"Timers: {listed}."
-
-
-_TOTAL = re.compile(r"showing \S+ of (\d+)")
-_INFO_HEAD = re.compile(r"^(?P<name>[^\n(]+?)(?: \(original: (?P<original>[^)]+)\))?, (?P<year>\d{4}), ")
-
-
-def shown_total(result: str) -> int:
-    found = _TOTAL.search(result)
-    return int(found.group(1)) if found else len(shown_titles(result))
-
-
-def played_id(assistant_line: str) -> str:
-    """The id an assistant's media_play call named (a play, not a pause); "" for any other line."""
-    return "" if ";" in assistant_line.rsplit("media_play|", 1)[-1] else controlled_id(assistant_line)
-
-
-_PLAYING = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)")
-
-
-def controlled_id(assistant_line: str) -> str:
-    """The id any media_play call named (a play or a pause); "" for any other line."""
-    found = _PLAYING.search(assistant_line)
-    return found.group(1) if found else ""
-
-
-def playback_answer(intent: Intent, title: Shown | None) -> str:
-    name = f" «{title.names[0]}»" if title is not None else ""
-    words = {"pause": ("Пауза", "Paused"), "resume": ("Продолжаю", "Resuming"), "stop": ("Остановил", "Stopped")}
-    ru, en = words[intent.action or "pause"]
-    return f"{ru}{name}." if intent.russian else f"{en}{name}."
-
-
-def info_title(result: str) -> Shown | None:
-    """The title a media_info result is about."""
-    head, media_id = _INFO_HEAD.match(result), info_id(result)
-    if head is None or not media_id:
-        return None
-    names = (head["name"].strip(),) + ((head["original"].strip(),) if head["original"] else ())
-    return Shown(media_id, names, head["year"], int(head["year"]))
-
-
-def matching_timers(words: str, timers: list) -> list:
-    """The timers whose text shares a word with `words`, in any grammatical case: "отмени
-    таймер про маму" -> "позвонить маме"."""
-    said = ({w for w in _norm(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)}
-            - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
-    return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
-
-
-def timers_to_cancel(intent: Intent, pending: list) -> list | None:
-    """The timers a cancel means: all, the one whose text its words name, or the only one when
-    the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
-    "kill the pizza one" names no timer word: it cancels only a timer about pizza."""
-    if intent.all_timers or not pending:
-        return pending
-    chosen = matching_timers(intent.text, pending)
-    if not chosen and len(pending) == 1 and _TIMER_WORD.search(intent.text):
-        return pending
-    return chosen if len(chosen) == 1 else None
-
-
-def timers_cancelled(texts: list[str], russian: bool) -> str:
-    if not texts:
-        return "Таймеров нет, отменять нечего." if russian else "There are no timers to cancel."
-    if len(texts) == 1:
-        return f"Таймер «{texts[0]}» отменён." if russian else f"Timer “{texts[0]}” cancelled."
-    listed = ", ".join(f"«{t}»" for t in texts)
-    return f"Отменены таймеры: {listed}." if russian else f"Cancelled timers: {listed}."
-
-
-def tells_place_time(summary: str) -> bool:
-    """A tool whose summary says it gives a city's or a zone's time (an MCP world clock)."""
-    return all(pattern.search(summary) for pattern in _PLACE_CLOCK)
-
-
-def show_answer(intent: Intent) -> str:
-    """What stays on the glasses: the text itself."""
-    return intent.text
-
-
+# "Найди Брат. Кто его снял?": a details question anywhere in the words
 _DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))
-
-
-_FIRED = re.compile(r"^\[Timer fired(?P<late> \(late: [^)\]]*\))?\] (?P<text>.+)$", re.S)
-
-
-def fired_timer(recorded: str) -> tuple[str, bool] | None:
-    """(its text, fired late) when a turn's only event is a timer firing ("[Timer fired] чай")."""
-    found = _FIRED.match(recorded.strip())
-    return (found["text"].strip(), bool(found["late"])) if found else None
-
-
-def reminder_answer(text: str, late: bool) -> str:
-    """What the glasses show when a timer fires: its text, as the user set it."""
-    if is_russian(text) or not re.search(r"[a-z]", text.casefold()):
-        return f"⏰ Напоминание: {text}" + (" (с опозданием: сервер был недоступен)" if late else "")
-    return f"⏰ Reminder: {text}" + (" (late: the server was down)" if late else "")
-
-
-# a world clock's answer: an ISO moment ("2026-03-14T10:00:00-04:00", mcp-server-time) or the
-# words "Saturday, 14 March, 10:00"
-_ISO_MOMENT = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)")
-_EN_MOMENT = re.compile(r"(?P<weekday>Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday),? (?P<day>\d{1,2}) "
-                        r"(?P<month>January|February|March|April|May|June|July|August|September|October|November|"
-                        r"December),? (?P<clock>\d{1,2}:\d\d)")
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
-_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-def place_time_answer(intent: Intent, result: str) -> str | None:
-    """"В Нью-Йорке сейчас 10:00, суббота, 14 марта." from a world clock's result, in the user's
-    language; None when the result says no moment it can read (the model words it)."""
-    iso = _ISO_MOMENT.search(result)
-    if iso is not None:
-        try:
-            moment = dt.datetime.fromisoformat(iso.group(0).replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        spoken = spoken_time(moment, intent.russian)
-    else:
-        words = _EN_MOMENT.search(result)
-        if words is None:
-            return None
-        day, clock = int(words["day"]), words["clock"]
-        month, weekday = _MONTHS.index(words["month"]), _WEEKDAYS.index(words["weekday"])
-        # spoken_time's words for that weekday and date (any year that has them will do)
-        moment = next(dt.datetime(year, month + 1, day) for year in range(2024, 2032)
-                      if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
-        hour, minute = clock.split(":")
-        spoken = spoken_time(moment.replace(hour=int(hour), minute=int(minute)), intent.russian)
-    told = time_answer(spoken, intent.russian)
-    place = _place_as_said(intent.subject, intent.russian)
-    at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"
-    return f"{at} {place} {told[0].lower()}{told[1:]}"  # "В Нью-Йорке сейчас …", "In Tokyo it's …"
-
-
-def _valid_date(year: int, month: int, day: int) -> bool:
-    try:
-        dt.date(year, month, day)
-    except ValueError:
-        return False
-    return True
-
-
-def _place_as_said(place: str, russian: bool) -> str:
-    """"нью-йорке" -> "Нью-Йорке", "new york" -> "New York"."""
-    return re.sub(r"(?:^|(?<=[\s-]))(\w)", lambda m: m.group(1).upper(), place.strip())

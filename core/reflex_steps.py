@@ -19,12 +19,13 @@ from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, controlled_id, corrected, details_answer, fired_timer, followed, info_title,
-                         names_a_skill, names_none, not_found_answer, oldest_named, pick, place_time_answer, play_answer, played_id,
-                         playback_answer, recognise, recognise_both, said_after_a_title, refer, relevant, reminder_answer, search_answer,
-                         show_answer, shown_titles, shown_total, skill_named, tasks_answer, tells_place_time,
-                         time_answer, timer_answer, timers_cancelled, timers_listed, timers_to_cancel, unwatch_answer,
-                         watch_answer, watch_to_end, watches_answer)
+from core.reflex import (Intent, Reference, Shown, corrected, followed, names_a_skill, names_none, oldest_named, pick,
+                         recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
+                         unwatch_answer, watch_to_end, watches_answer)
+from core.reflex_answers import (controlled_id, details_answer, fired_timer, info_title, not_found_answer, place_time_answer,
+                                 play_answer, played_id, playback_answer, reminder_answer, search_answer, show_answer,
+                                 shown_total, tasks_answer, tells_place_time, time_answer, timer_answer, timers_cancelled,
+                                 timers_listed, timers_to_cancel, watch_answer)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply

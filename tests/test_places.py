@@ -1,6 +1,7 @@
 """core.places and the world clock's answer: a place as said to its zone, a moment in the user's words."""
 from core.places import zone_of
-from core.reflex import place_time_answer, recognise
+from core.reflex import recognise
+from core.reflex_answers import place_time_answer
 
 
 def test_a_place_in_any_case_or_language_is_its_zone():

@@ -9,7 +9,8 @@ import time
 import pytest
 
 import protocol as p
-from core.reflex import Intent, Reference, Shown, pick, recognise, recognise_both, refer, span_words
+from core.reflex import Intent, Reference, Shown, pick, recognise, recognise_both, refer
+from core.reflex_answers import span_words
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -764,7 +765,7 @@ def test_a_timer_named_by_its_text_alone_is_cancelled(said, words):
 def test_a_cancel_without_the_word_timer_cancels_only_a_timer_it_names():
     from types import SimpleNamespace
 
-    from core.reflex import timers_to_cancel
+    from core.reflex_answers import timers_to_cancel
 
     tea, pizza = SimpleNamespace(text="the tea"), SimpleNamespace(text="the pizza")
     assert timers_to_cancel(recognise("kill the pizza one"), [tea]) is None  # the only timer is not it
@@ -856,7 +857,7 @@ def test_a_russian_title_written_in_latin_letters_is_that_title():
 
 
 def test_what_a_title_is_about_is_the_catalogs_own_words_for_a_russian_user():
-    from core.reflex import details_answer
+    from core.reflex_answers import details_answer
 
     info = ("Сталкер, 1979, film\ngenres: drama; runtime: 163 min; director: Андрей Тарковский\n"
             "Проводник ведёт двух людей в Зону.\nplay: TOOL_CALL: media_play|stalker-1979")
