@@ -125,7 +125,10 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
 _REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\s+me\s+to|(?:told|tells|asked|asks|wants|wanted|"
                        r"reminded|nags?|nagged)\s+me\s+to|says?\s+(?:that\s+)?i\s+should|said\s+(?:that\s+)?i\s+should|"
                        r"говорит|говорят|говорил\w*|советует|советовал\w*|велит|велел\w*|просит\s+меня|просил\w*\s+меня|"
-                       r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)")
+                       r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)|"
+                       # someone's words quoted: "my wife just yelled 'remind me to buy milk!'"
+                       r"(?:yell\w*|said|says|shout\w*|asked|told\s+me|screamed|крикнул\w*|сказал\w*|говорит|"
+                       r"попросил\w*|кричит)[\s,:]*['\"«“„]")
 
 
 _WATCH_ENDED = re.compile(r"не\s+(?:\w+\s+)?(?:след|жди|ждать|сообщ)|больше\s+не|перестань|stop\s+(?:watching|waiting|monitoring)|"

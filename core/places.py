@@ -11,6 +11,7 @@ beyond the tz database's key list, read once.
 from __future__ import annotations
 
 import functools
+import re
 import zoneinfo
 
 from core.intent import same_word
@@ -98,12 +99,26 @@ def place_name(place: str) -> str | None:
         for name in names:
             if _names(said, name):
                 return name
+    short = _SHORT_NAMES.get(said.replace(".", " ").strip().replace("  ", " "))  # "LA": "los angeles"
+    if short is not None and short in _ZONES:
+        cyrillic = bool(re.search(r"[а-я]", said))
+        return next((name for name in _ZONES[short] if bool(re.search(r"[а-я]", name)) == cyrillic), _ZONES[short][0])
     return None
 
 
+# what people call a city in short ("what's the time in LA?"): exact words only, no near match
+_SHORT_NAMES = {"la": "America/Los_Angeles", "l a": "America/Los_Angeles", "sf": "America/Los_Angeles",
+                "vegas": "America/Los_Angeles", "nyc": "America/New_York", "ny": "America/New_York",
+                "dc": "America/New_York", "мск": "Europe/Moscow", "спб": "Europe/Moscow", "питер": "Europe/Moscow",
+                "питере": "Europe/Moscow", "нью йорк сити": "America/New_York"}
+
+
 def zone_of(place: str) -> str | None:
-    """The IANA zone of a place as said ("нью-йорке", "the city of London"), or None."""
+    """The IANA zone of a place as said ("нью-йорке", "the city of London", "LA"), or None."""
     said = _norm(place)
+    short = _SHORT_NAMES.get(said.replace(".", " ").strip().replace("  ", " "))
+    if short is not None:
+        return short
     for prefix in ("the city of ", "city of ", "город ", "городе "):
         said = said.removeprefix(prefix)
     if not said:

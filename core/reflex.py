@@ -79,7 +79,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"стоп|stop|нет|no|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
+         r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
          r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then)[\s,!.]+)*")
@@ -130,7 +130,8 @@ _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|ala
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
 # "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
 # timer, its time first and its text after
-_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more)"
+_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
+                       r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
                        r"[\s,:—-]+(?=(?:через|на|спустя|in|for|after)\s)")
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
@@ -165,7 +166,8 @@ _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сн�
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
 _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
-                         r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?))"
+                         r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
+                         r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
@@ -215,7 +217,7 @@ _WHICH_BY_AGE = (
 )
 # "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
-                        r"released|made|in)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?"
+                        r"released|made|in|old|older|new|newer|старый|новый)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?"
                         r"(?:\s+(?:старый|старую|новый|новую|old|new|one))?")
 _YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
@@ -241,7 +243,7 @@ _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
 _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
                          r"remind|cancel|show|search|start|look|put)\b")
-_NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|"
+_NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|выключ|выруб|"
                        r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
                        r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
                        r"не\s+нужен|не\s+нужна|не\s+нужно)")
@@ -312,6 +314,11 @@ def recognise(said: str) -> Intent | None:
     return None
 
 
+# a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
+_STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:(?:а\s+)?давай\s+лучше|лучше\s+(?:включи|поставь)|(?:включи|поставь)\s+лучше|"
+                              r"(?:put\s+on|play)(?=.+\binstead[\s.!]*$))\s+(?P<title>.+?)(?:\s+instead)?[\s.!]*$", re.I)
+
+
 def recognise_both(said: str) -> tuple[Intent, Intent] | None:
     """Two plain requests in one breath ("stop that and set a timer for 25 minutes", "найди
     Солярис и включи его"): both, in order, when each half alone is one a reflex takes; else
@@ -324,6 +331,11 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
     if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"
         first, second = recognise(sentences[0]), recognise(sentences[1])
         if first is not None and second is not None and first.kind != "follow_up" != second.kind:
+            return first, second
+    instead = _STOP_THEN_OTHER.match(said.strip())
+    if instead is not None:  # "не, выключай, это все видели, давай лучше Бриллиантовую руку"
+        first, second = recognise(instead["stop"]), _titled("play", instead["title"], instead["title"], is_russian(said))
+        if first is not None and first.kind == "playback" and first.action == "stop" and second is not None:
             return first, second
     joint = _TWO_REQUESTS.search(raw)
     if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
@@ -385,6 +397,11 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
         where = re.sub(r"\s+(?:сейчас|now|today|сегодня|уже|already)$", "", raw[before.end() - 2:match.start()].strip(" ,"))
         known = 0 < len(where.split()) <= 3 and zone_of(where) is not None  # not "в общем, который час?"
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if known else None
+    other_day = _OTHER_DAY.search(raw)
+    if other_day is not None:  # "а завтра у нас какое число будет?": that day's date, not today's
+        if not re.search(r"числ|день|дат|date|day", raw):
+            return None  # "который час будет завтра в это время": the model's
+        return Intent(kind="time_now", russian=russian, when=_DAY_OFFSETS[other_day.group(0).replace(" ", "")])
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
     # "привет, который час?" yes; "который час и поставь таймер", "сколько времени варить яйца" no:
     # the rest is small talk or polite words
@@ -398,6 +415,9 @@ _APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|с
                           r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(_UNITS) + r"))?|"
                           + "|".join(sorted({*_UNITS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
 _TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
+_OTHER_DAY = re.compile(r"(?<!\w)(?:послезавтра|завтра|позавчера|вчера|the\s+day\s+after\s+tomorrow|tomorrow|yesterday)(?!\w)")
+_DAY_OFFSETS = {"послезавтра": "+2", "завтра": "+1", "позавчера": "-2", "вчера": "-1", "thedayaftertomorrow": "+2",
+                "tomorrow": "+1", "yesterday": "-1"}
 _ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
 
 
@@ -410,13 +430,14 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
                       text=cancel["rest"])
     named = _CANCEL_ONE.match(raw)
     if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
-        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"])
-    raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}",
-                                   re.sub(_LEAD, "", raw)))  # "минут на двадцать", "минут через десять": about so many
-    one_more = _ONE_MORE.match(raw)
-    raw = raw[one_more.end():] if one_more else raw
+        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
+    raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
+    one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
+    raw = raw[one_more.end():] if one_more else re.sub(_LEAD, "", raw)  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
+    if one_more and one_more["bare"] and not re.search(r"[а-я]{2,}(?:ть|ться|чь|нести|вести|везти|идти)(?:\s|$)", said_after):
+        return None  # "а ещё через час придут гости": a remark; "и ещё через час цветы полить": a reminder
     if one_more and leading and not _VERB_START.match(said_after):
         when, text = _when_and_text(raw)
         return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said)) if when else None
@@ -460,7 +481,7 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         start, end = max(found.start() - 1, 0), found.end() - 1
         if not when:
             return "", ""
-    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
+    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напоминалк\w*|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
                     r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
                     r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
@@ -505,7 +526,8 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 
 # what may stand around a details question about a title already shown ("а сколько он идёт?")
 _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
-    из года год г го там по минутам минут времени сейчас тогда the it is was does this that one film movie series show of
+    из года год г го там по минутам минут времени сейчас тогда вообще вкратце кратко коротко двух словах в двух
+    briefly short nutshell quickly the it is was does this that one film movie series show of
     from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
     подробно про о об скажи tell me more about часть части part""".split())
 
@@ -594,7 +616,7 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                   r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
                                   r"тормозни|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
-                                   r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше|"
+                                   r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
                                    r"resume|unpause|keep\s+playing|"
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
@@ -663,14 +685,14 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return None
         if cut not in clauses and not _REASON_START.match(said_after):
             continue  # "пауза между фильмами была долгой": a remark, no command
-        for action, pattern in _PLAYBACK:
+        for action, pattern in (*_PLAYBACK, ("stop", _ENOUGH_THEN_OFF)):
             if pattern.match(" ".join(words[:cut])):
                 return Intent(kind="playback", russian=russian, action=action)
     return None
 
 
 # "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
-_ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:всё|все|хватит|enough|that'?s\s+enough|i'?m\s+done)"
+_ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:всё|все|хватит|enough|that'?s\s+enough|i'?m\s+done|не|нет|nah|nope|no)"
                               r"(?:\s+(?:всё|все|хватит|enough|пожалуйста|please))*\s+(?:выключ\w*|выруб\w*|turn\s+it\s+off)"
                               r"(?:\s+(?:please|пожалуйста))?$")
 # how the reason after a playback command starts when no comma parts them
@@ -680,7 +702,7 @@ _REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|там|звон
 # what said after a playback command asks for more: then the model takes the turn
 _ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
                         r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|не|don'?t|not|"
-                        r"таймер\w*|timer|alarm|будильник\w*)\s")
+                        r"таймер\w*|timer|alarm|будильник\w*|давай|лучше|instead)\s")
 
 
 # "хочу посмотреть Лару Крофт, найди": a search asked for after the title
@@ -704,12 +726,12 @@ _PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:
 
 
 # "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
-_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?)[\s,]+(?:включай|включи|врубай|запускай|play\s+(?:it|that|this)|"
-                              r"put\s+(?:it|that)\s+on)[\s.!]*$")
+_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?|.+?(?=,\s*(?:play|put)\s))[\s,]+(?:включай|включи|врубай|запускай|"
+                              r"play\s+(?:it|that|this)(?:\s+one)?|put\s+(?:it|that|this)(?:\s+one)?\s+on)(?:\s+please)?[\s.!]*$")
 
 
 # "давай тот, что 1979 года", "let's go with the second one": one of the titles shown, chosen
-_CHOSEN = re.compile(r"^(?:ну|а|ok|okay|so)?[\s,]*(?:давай|давайте|let'?s\s+(?:do|go\s+with|have|take)|i'?ll\s+take|"
+_CHOSEN = re.compile(r"^(?:(?:ну|а|ok|okay|so|ага|угу|да|yes|yeah|uh|um)[\s,]+)*(?:давай|давайте|let'?s\s+(?:do|go\s+with|have|take)|i'?ll\s+take|"
                      r"go\s+with)[\s,]+(?P<rest>.+)$")
 
 
@@ -1018,7 +1040,7 @@ _TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[�
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
 _WATCH_AFTER = re.compile(_LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
-                          r"(?:то\s+|сразу\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
+                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
                           r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
 
 
@@ -1130,6 +1152,7 @@ _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
                       r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
                       r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
+                      r"за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
                       r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
 
 

@@ -132,6 +132,17 @@ def time_answer(spoken: str, russian: bool) -> str:
     return f"It's {match['clock']}, {match['day']}, {match['date']}."
 
 
+_DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"), -1: ("Вчера было", "Yesterday was"),
+              1: ("Завтра", "Tomorrow is"), 2: ("Послезавтра", "The day after tomorrow is")}
+
+
+def day_answer(day: dt.datetime, offset: int, russian: bool) -> str:
+    """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
+    weekday, date = spoken_time(day, russian).split(", ")[:2]
+    said = _DAY_WORDS.get(offset, ("", ""))[0 if russian else 1]
+    return f"{said} {weekday}, {date}."
+
+
 def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
     """The timers set, soonest first: (clock time, text) each."""
     if not table_lines:

@@ -8,6 +8,7 @@ runs without a Conversation around it.
 """
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
 import re
@@ -22,7 +23,7 @@ from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, corrected, followed, names_a_skill, names_none, oldest_named, pick,
                          recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
                          unwatch_answer, watch_to_end, watches_answer)
-from core.reflex_answers import (controlled_id, details_answer, fired_timer, info_title, not_found_answer, place_time_answer,
+from core.reflex_answers import (controlled_id, day_answer, details_answer, fired_timer, info_title, not_found_answer, place_time_answer,
                                  play_answer, played_id, playback_answer, reminder_answer, search_answer, show_answer,
                                  shown_total, tasks_answer, tells_place_time, time_answer, timer_answer, timers_cancelled,
                                  timers_listed, timers_to_cancel, watch_answer)
@@ -150,7 +151,12 @@ class ReflexSteps:
 
     async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
         result = await self._reflex_call(turn, "get_current_time", "")
-        return None if result is None else time_answer(result, intent.russian)
+        if result is None:
+            return None
+        if intent.when:  # "а завтра какое число?": the date that many days from the user's today
+            day = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz) + dt.timedelta(days=int(intent.when))
+            return day_answer(day, int(intent.when), intent.russian)
+        return time_answer(result, intent.russian)
 
     async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and

@@ -150,7 +150,7 @@ _SPOKEN_YEAR_EN = re.compile(
 
 
 # "the one from eighty-nine", "the one from '79": a year without its century, after "one from"
-_SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>one\s+from\s+|one\s+(?:made|released)\s+in\s+)(?:['’]?(?P<digits>[3-9]\d)|"
+_SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>one,?\s+from\s+|one,?\s+(?:made|released)\s+in\s+)(?:['’]?(?P<digits>[3-9]\d)|"
                             r"(?P<tens>thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+(?P<unit>"
                             + "|".join(_EN_UNITS) + r"))?)(?!\w|['’]?s\b)", re.I)
 

@@ -176,3 +176,10 @@ def test_words_that_end_a_watch_or_report_someone_elses_request_ask_for_nothing(
     assert requested("watch", "let me know if Dave texts me")
     assert not requested("timer_set", "my friend keeps telling me to set reminders for everything lol")
     assert requested("timer_set", "remind me in 10 minutes to call mom because she told me to")
+
+
+def test_a_request_quoted_from_someone_else_is_not_offered_a_tool():
+    from core.intent import offerable
+
+    said = "my wife just yelled 'remind me to buy milk!' but she meant me, not you, lol"
+    assert not offerable("timers_set", False, said)

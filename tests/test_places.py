@@ -20,3 +20,10 @@ def test_a_world_clocks_moment_is_said_in_the_users_words():
     words = "vladivostok: Sunday, 15 March, 01:00 (Asia/Vladivostok)"
     assert place_time_answer(recognise("сколько времени во владивостоке"), words).startswith("Во Владивостоке сейчас 01:00")
     assert place_time_answer(recognise("what time is it in Tokyo"), "unknown city 'tokyo'") is None  # the model's
+
+
+def test_a_city_said_in_short_is_that_city():
+    from core.places import place_name, zone_of
+
+    assert zone_of("LA") == "America/Los_Angeles" and place_name("la") == "los angeles"
+    assert zone_of("nyc") == "America/New_York" and zone_of("laos") is None

@@ -947,3 +947,39 @@ def test_a_question_about_it_asks_of_the_title_named_in_the_sentence_before():
     assert (intent.kind, intent.detail, intent.subject) == ("details", "episodes", "the queen s gambit")
     assert recognise("Я вчера смотрел Сталкер. Кто его снял?").subject == "сталкер"
     assert recognise("how long is it?").subject == ""  # no sentence before: the title talked about
+
+
+@pytest.mark.parametrize(("said", "kind", "detail"), [
+    # after the blind block h10 (seen: tests/test_reflex.py only)
+    ("ага, давай тот, который семьдесят девятого года, старый", "play", 1979),
+    ("uh the old one, from eighty-nine, play that one", "play", 1989),
+    ("а про что он вообще, в двух словах?", "details", "about"),
+    ("всё, ушли, давай дальше смотрим", "playback", "resume"),
+    ("ой, погоди, тормозни, в дверь звонят", "playback", "pause"),
+    ("и ещё через час цветы полить", "timer_set", "in 1 час"),
+    ("а про бельё отмени, я его уже сама развесила", "timer_cancel", "про белье"),
+    ("всё, за Серёгой больше не следи, он уже позвонил", "unwatch", "серегой"),
+    ("слушай, а завтра у нас какое число будет?", "time_now", "+1"),
+])
+def test_forms_the_tenth_blind_block_showed(said, kind, detail):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind
+    assert detail in (intent.action, intent.subject, intent.when, intent.text, intent.detail,
+                      intent.reference.year if intent.reference else None)
+
+
+@pytest.mark.parametrize("said", ["не выключай", "нет, не выключай", "а ещё через час придут гости"])
+def test_a_do_not_stop_and_a_remark_about_later_stay_with_the_model(said):
+    assert recognise(said) is None and recognise_both(said) is None
+
+
+async def test_a_stop_and_something_better_instead_does_both_and_tomorrow_is_tomorrows_date(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    moment = time.mktime((2026, 3, 14, 18, 0, 0, 0, 0, -1))
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        await system.turn("s", "вруби джентельменов удачи")
+        await system.turn("s", "не, выключай, это все видели, давай лучше Бриллиантовую руку")
+        played = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert played[1].endswith("; action=stop") and played[2].startswith("TOOL_CALL: media_play|diamond-arm")
+        tomorrow = finals(await system.turn("s", "слушай, а завтра у нас какое число будет?"))[-1]
+        assert tomorrow == "Завтра воскресенье, 15 марта." and not backend.calls
