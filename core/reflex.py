@@ -797,6 +797,12 @@ _FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:on
                        r"(?:\s+(?:а\s+)?не\s+(?:продолжени\w*|сиквел\w*|ремейк\w*|втор\w+|нов\w+))?$")
 
 
+# a remark after a title and a comma: what the user feels or why, never the title's words
+_REMARK_AFTER = re.compile(r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
+                           r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
+                           r"haven'?t|been\s+a\s+while|because|cause)\b.*$", re.I)
+
+
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
     if _ANOTHER_ACTION.search(" " + rest):
@@ -805,6 +811,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     if of_kind is not None:  # "включи сериал, а не фильм", "play the series"
         series = of_kind["kind"] in ("сериал", "series", "show")
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
+    remark = _REMARK_AFTER.search(rest)  # "поставь Мимино, хочется чего-то душевного": the title, then why
+    rest = rest[:remark.start()] if remark and not re.search(r"\d", rest[remark.start():]) else rest
     # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
                   re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", _norm(rest)))

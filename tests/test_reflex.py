@@ -960,6 +960,7 @@ def test_a_question_about_it_asks_of_the_title_named_in_the_sentence_before():
     ("а про бельё отмени, я его уже сама развесила", "timer_cancel", "про белье"),
     ("всё, за Серёгой больше не следи, он уже позвонил", "unwatch", "серегой"),
     ("слушай, а завтра у нас какое число будет?", "time_now", "+1"),
+    ("поставь Мимино, хочется чего-то душевного", "play", "мимино"),  # seen on test at c813cb5
 ])
 def test_forms_the_tenth_blind_block_showed(said, kind, detail):
     intent = recognise(said)
