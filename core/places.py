@@ -99,7 +99,7 @@ def place_name(place: str) -> str | None:
         for name in names:
             if _names(said, name):
                 return name
-    short = _SHORT_NAMES.get(said.replace(".", " ").strip().replace("  ", " "))  # "LA": "los angeles"
+    short = _short_zone(said)  # "LA": "los angeles"
     if short is not None and short in _ZONES:
         cyrillic = bool(re.search(r"[а-я]", said))
         return next((name for name in _ZONES[short] if bool(re.search(r"[а-я]", name)) == cyrillic), _ZONES[short][0])
@@ -113,10 +113,14 @@ _SHORT_NAMES = {"la": "America/Los_Angeles", "l a": "America/Los_Angeles", "sf":
                 "питере": "Europe/Moscow", "нью йорк сити": "America/New_York"}
 
 
+def _short_zone(said: str) -> str | None:
+    return _SHORT_NAMES.get(" ".join(said.replace(".", " ").split()))  # "L.A." is "l a"
+
+
 def zone_of(place: str) -> str | None:
     """The IANA zone of a place as said ("нью-йорке", "the city of London", "LA"), or None."""
     said = _norm(place)
-    short = _SHORT_NAMES.get(said.replace(".", " ").strip().replace("  ", " "))
+    short = _short_zone(said)
     if short is not None:
         return short
     for prefix in ("the city of ", "city of ", "город ", "городе "):

@@ -205,8 +205,6 @@ _ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|option\s+|вариа�
                       r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))"
                       # a Russian ordinal's endings only: "вторую", "третьего", not "вторник", "пятница"
                       r"(?:ый|ий|ой|ая|ое|ую|ые|ых|ого|ому|ым|ом|ья|ье|ью|ьего|ьей|ьем|ьи|ерт[а-я]{1,3})?(?!\w)")
-_SAID_NUMBER = {"один": "1", "два": "2", "три": "3", "четыре": "4", "пять": "5", "one": "1", "two": "2", "three": "3",
-                "four": "4", "five": "5"}
 # "the last one", "самый новый", "the older one": which of the titles shown, by place or by age
 _WHICH_BY_AGE = (
     ("last", re.compile(r"(?:the\s+)?(?:last|final)(?:\s+one)?|последн(?:ий|юю|ее|яя|его)(?:\s+из\s+них)?")),
@@ -776,9 +774,9 @@ def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _SEARCH.match(raw) or _IN_CATALOG.match(raw)  # "is Titanic in the catalog?"
     if match is None:
         return None
-    rest = re.sub(r"^(?:про|об?|about)\s+(?=\S)", "", _FILLER.sub(" ", _norm(match["rest"])).strip())
-    rest = re.sub(r"\s+(?:movies|films)$", "", rest)  # "got any star wars movies"
-    intent = _titled("search", rest if rest != _FILLER.sub(" ", _norm(match["rest"])).strip() else match["rest"], said, russian)
+    plain = _FILLER.sub(" ", _norm(match["rest"])).strip()
+    rest = re.sub(r"\s+(?:movies|films)$", "", re.sub(r"^(?:про|об?|about)\s+(?=\S)", "", plain))  # "got any star wars movies"
+    intent = _titled("search", rest if rest != plain else match["rest"], said, russian)
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
 
 
@@ -830,7 +828,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|из\s+найденн\w+|from\s+the\s+list|on\s+the\s+list|of\s+them|"
                      r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
     # "номер два", "option two": the number as a digit the ordinal reads
-    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: "номер " + _SAID_NUMBER.get(m[1], m[1]), subject)
+    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {_UNITS.get(m[1], m[1])}", subject)
     which = next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(subject)), "")
     if which:  # "the last one", "самый новый", "the older one"
         return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
@@ -1053,7 +1051,8 @@ _WATCH_AFTER = re.compile(_LEAD + r"(?P<when>если|когда|как\s+тол
 
 
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _WATCH.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?"))) or _WATCH_AFTER.match(_POLITE_TAIL.sub("", raw.rstrip(" .!?")))
+    asked = _POLITE_TAIL.sub("", raw.rstrip(" .!?"))
+    match = _WATCH.match(asked) or _WATCH_AFTER.match(asked)
     if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or _TIMER_WORD.search(match["rest"]):
         return None
     rest = match["rest"]

@@ -224,7 +224,7 @@ def alarm_clock(text: str) -> str:
         minute = int(found["m"]) if found["m"] and found["m"].isdigit() else _MINUTE_WORDS.get(found["m"] or "", 0)
         if not 1 <= hour <= 11 or minute > 59:
             continue  # "wake me at 12": noon or midnight, the model asks
-        if not wake and (found["at"] in ("на", "for") or not found["m"] and said.isdigit() is False and found["at"] == "к"):
+        if not wake and (found["at"] in ("на", "for") or found["at"] == "к" and not found["m"] and not said.isdigit()):
             continue  # "напомни на пять" is no clock; a reminder's clock is "в"/"at"
         russian = found["at"] in ("в", "на", "к")
         half = (" утра" if russian else " am") if wake else ""  # a reminder's hour: the session dials the nearest
