@@ -85,6 +85,7 @@ class SessionConfig(_Section):
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
     reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
     frame: Annotated[bool, Meta(description="words no reflex recognises are first put by the model as one command of a short list, carried out by a reflex when every name and number in it is the user's (core.frame); off: the model takes such turns")] = True
+    frame_examples: Annotated[int, Meta(ge=0, le=32, description="requests of the frame bank most like the user's words shown to the frame after its fixed examples (core.frame_bank); each costs the local model about 0.6 s of prompt; 0: the fixed examples alone")] = 4
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256

@@ -24,12 +24,14 @@ import re
 
 import msgspec
 
-from core.intent import same_word
+from core.frame_bank import Bank, default_bank
+from core.intent import ActionKind, requested, same_word
 from core.timewords import numbers_said
-from core.reflex import Intent, ReflexKind, is_russian, recognise
+from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
 
 FRAME_MAX_TOKENS = 48
+NEAREST_EXAMPLES = 4  # the bank's requests shown after the fixed examples (the default of session.frame_examples)
 NONE = "-"
 
 # the commands the model may answer with; the reflex patterns read each of them
@@ -39,9 +41,11 @@ find <title>
 what time is it | what time is it in <city>
 set a timer for <N> minutes to <what> | set a timer for <N> hours to <what> | remind me at <HH:MM> to <what>
 list my timers | cancel the timer <what> | cancel all timers
+play the last one | play the oldest one | play the newest one
 pause | resume | stop the movie
-how long is <title or it> | who directed <title or it> | how many episodes does <title or it> have | what year is <title or it> from
-tell me when <who> writes in <telegram, whatsapp, slack or sms>
+how long is <title or it> | who directed <title or it> | how many episodes does <title or it> have | what year is <title or it> from | what is <title or it> about
+what is the date tomorrow | what is the date yesterday
+tell me when <who> writes in <telegram, whatsapp, slack or sms> | stop watching for <who>
 show on the screen: <text>"""
 
 # worked examples: titles, cities and names in them are none the catalog or the eval uses, and
@@ -85,7 +89,7 @@ _SYSTEM = ("You turn what a user of a voice assistant said into ONE command from
 
 # the list's own words: a word of a command outside these must be the user's
 _COMMAND_WORDS = frozenset(re.findall(r"[a-z']+", _COMMANDS.casefold() + " first third fourth fifth one on the "
-                                      "screen a an in at to for"))
+                                      "screen a an in at to for minute hour"))
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
@@ -94,14 +98,17 @@ class Frame(msgspec.Struct, frozen=True):
 
     command: str
     intent: Intent | None
-    refused: str = ""  # why a command was not taken: "none", "unknown", "unsaid: <word>", "several"
+    refused: str = ""  # why not: "none", "unknown", "unsaid: <word>", "unrequested", "held back", "several"
 
 
-def frame_messages(said: str, before: str = "") -> list[ChatMessage]:
-    """The question: the fixed instructions and examples (a prefix the backend can keep), then the
+def frame_messages(said: str, before: str = "", *, nearest: int = NEAREST_EXAMPLES,
+                   bank: Bank | None = None) -> list[ChatMessage]:
+    """The question: the fixed instructions and examples (a prefix the backend can keep), the
+    `nearest` requests of the bank most like `said` with their commands (core.frame_bank), then the
     user's words (and the request before them, which "and what about here?" needs)."""
     messages = [ChatMessage(role="system", content=_SYSTEM)]
-    for asked, command in _EXAMPLES:
+    chosen = (bank or default_bank()).nearest(said, nearest) if nearest > 0 else []
+    for asked, command in (*_EXAMPLES, *chosen):
         messages += [ChatMessage(role="user", content=asked), ChatMessage(role="assistant", content=command)]
     context = f"(before that the user said: {before})\n" if before else ""
     return messages + [ChatMessage(role="user", content=context + said)]
@@ -137,7 +144,13 @@ def _read_line(line: str, said: str, before: str) -> Frame:
         return Frame(command, None, f"unsaid: {unsaid}")
     if intent is None or intent.kind not in _FRAMED_KINDS:
         return Frame(command, None, "unknown")
+    if intent.kind in _ACTION_OF and not _asked_for(_ACTION_OF[intent.kind], said, before):
+        return Frame(command, None, "unrequested")  # "мне через 10 минут выходить": a timer's words, no request
+    if intent.kind in _ACTION_OF and held_back(said, intent.kind):
+        return Frame(command, None, "held back")  # "maybe later play X", "если я усну выключи фильм"
     russian = is_russian(said)
+    if intent.kind == "timer_set" and set(_WORD.findall(_fold(intent.text))) <= _ADDRESS:
+        intent = msgspec.structs.replace(intent, text="")  # "порфирий, поставь таймер": the name is no reminder
     if intent.kind == "watch":  # "Катя writes": said back, and watched for, in the user's language
         who = re.sub(r"\s*\bwrites\b\s*", " ", intent.subject).strip()
         subject = f"напишет {who}" if russian else f"{who} writes"
@@ -146,9 +159,25 @@ def _read_line(line: str, said: str, before: str) -> Frame:
     return Frame(command, msgspec.structs.replace(intent, russian=russian))
 
 
+_ADDRESS = frozenset({"порфирий", "porfiry", "пожалуйста", "please", "слушай", "hey", "эй"})
 _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
     "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
-    "show", "watch"})
+    "show", "watch", "unwatch"})
+
+
+# a command that changes something is taken only when the user's words ask for that kind of change
+_ACTION_OF: dict[ReflexKind, ActionKind] = {
+    "timer_set": "timer_set", "timer_cancel": "timer_cancel", "play": "play", "playback": "playback", "show": "show",
+    "watch": "watch", "unwatch": "change"}
+
+
+_ANOTHER = re.compile(r"\b(?:another|one more|ещё|еще)\b", re.I)
+
+
+def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
+    """Whether the words ask for this kind of change (core.intent.requested), or ask for one more
+    of what the request before asked ("and another one, half an hour, to move the car")."""
+    return requested(kind, said) or bool(before and _ANOTHER.search(said) and requested(kind, before))
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
@@ -157,7 +186,7 @@ _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
 def _unsaid(command: str, said: str) -> str:
     """The first word or number of `command` that is neither the list's nor the user's; "" if none."""
     words = [w for w in _WORD.findall(_fold(said))]
-    numbers = numbers_said(words)
+    numbers = numbers_said(words) | ({1} if _ONE_UNIT.intersection(words) else set())
     for word in _WORD.findall(_fold(command)):
         if word.isdigit():
             if int(word) not in numbers and not (int(word) > 12 and int(word) - 12 in numbers):
@@ -165,6 +194,10 @@ def _unsaid(command: str, said: str) -> str:
         elif word not in _COMMAND_WORDS and not any(_same_stem(word, w) for w in words):
             return word
     return ""
+
+
+# a unit said alone is one of it: "через минуту", "in an hour", "на часок"
+_ONE_UNIT = frozenset({"минуту", "минутку", "минутка", "час", "часик", "часок", "hour", "minute", "sec", "секунду"})
 
 
 def _same_stem(a: str, b: str) -> bool:
@@ -175,3 +208,73 @@ def _same_stem(a: str, b: str) -> bool:
 
 def _fold(text: str) -> str:
     return text.casefold().replace("ё", "е")
+
+
+# ---- an intent said as the list's command (the frame bank's examples are written with it) ------
+_ORDINALS = ("", "first", "second", "third", "fourth", "fifth")
+_DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
+                 "year": "what year is {} from", "about": "what is {} about"}
+_TIMER_WORD = re.compile(r"^(?:the\s+|that\s+)?(?:timers?|reminders?|таймер\w*|напоминани\w*)(?:\s+(?:про|for|on))?\b|"
+                         r"\s*\b(?:timers?|reminders?)$", re.I)
+
+
+def command_of(intent: Intent) -> str | None:
+    """The command of the list that says `intent`, or None where the list has none for it (a
+    correction, a follow-up, a reference only the reflexes know)."""
+    command = _command_of(intent)
+    return " ".join(command.split()) if command else None
+
+
+def _command_of(intent: Intent) -> str | None:
+    match intent.kind:
+        case "time_now":
+            return {"": "what time is it", "+1": "what is the date tomorrow", "-1": "what is the date yesterday"}.get(
+                intent.when)
+        case "time_elsewhere":
+            return f"what time is it in {intent.subject}"
+        case "timer_set":
+            return _timer_command(intent)
+        case "timer_list":
+            return "list my timers"
+        case "timer_cancel":
+            return "cancel all timers" if intent.all_timers else f"cancel the timer {_TIMER_WORD.sub('', intent.text)}".strip()
+        case "playback":
+            return {"pause": "pause", "resume": "resume", "stop": "stop the movie"}.get(intent.action)
+        case "play" | "details":
+            said = intent.subject or _reference_words(intent.reference)
+            if not said:
+                return None
+            return f"play {said}" if intent.kind == "play" else _DETAIL_ASKED[intent.detail or "about"].format(said)
+        case "search":
+            return f"find {intent.subject}"
+        case "show":
+            return f"show on the screen: {intent.text}"
+        case "watch":
+            who = re.sub(r"\s*\b(?:writes|напишет)\b.*", "", intent.subject).strip()
+            return f"tell me when {who} writes in {intent.channel}" if who and intent.channel != "any" else None
+        case "unwatch":
+            return f"stop watching for {intent.subject}" if intent.subject else None
+    return None
+
+
+def _reference_words(reference: Reference | None) -> str:
+    if reference is None or reference.kind:
+        return ""
+    if reference.year:
+        return f"the one from {reference.year}"
+    if 0 < reference.ordinal < len(_ORDINALS):
+        return f"the {_ORDINALS[reference.ordinal]} one"
+    flags = [name for name in ("last", "oldest", "newest") if getattr(reference, name)]
+    return f"the {flags[0]} one" if len(flags) == 1 else "" if flags or reference.ordinal else "it"
+
+
+def _timer_command(intent: Intent) -> str:
+    when = intent.when.removeprefix("in ").strip()
+    if re.fullmatch(r"\d{1,2}:\d{2}", when):
+        head = f"remind me at {when}"
+    else:
+        number = re.fullmatch(r"(\d+)\s+(\w+)", when)
+        unit = number and ("hours" if number[2].startswith(("час", "hour")) else "minutes"
+                           if number[2].startswith(("мин", "minute")) else "")
+        head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
+    return f"{head} to {intent.text}" if intent.text else head

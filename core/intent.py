@@ -60,19 +60,28 @@ def _stems(*words: str) -> re.Pattern[str]:
 
 # a duration or clock time: "через 5 минут", "in 10 minutes", "на 1 минуту", "at 9:30", "в 7 утра"
 _WHEN = re.compile(r"(?:через|in|на|for|at|в|к)\s+(?:\d+|одну|минуту|час|полчаса|пару|a |an |half|one|two|five|ten)"
-                   r"|\d+\s*(?:мин|сек|час|min|sec|hour|h\b|m\b)|\b\d{1,2}[:.]\d{2}\b|через (?:минуту|час|полчаса)")
+                   r"|\d+\s*(?:мин|сек|час|min|sec|hour|h\b|m\b)|\b\d{1,2}[:.]\d{2}\b|через (?:минуту|час|полчаса)"
+                   # a number in words with its unit: "пятнадцать минут", "three minutes"
+                   r"|\b[^\W\d_]+\s+(?:минут|секунд|час(?:а|ов)?\b|minutes?\b|hours?\b|seconds?\b)")
 _TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "будильник", "разбуд", "засеки", "засечь", "timer", "remind",
                       "alarm", "wake me", "countdown")
-_SET_VERBS = _stems("постав", "установ", "заведи", "завед", "засеки", "напомн", "разбуд", "set ", "set a", "start",
-                    "remind", "wake", "timer for", "таймер на")
+_SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засечь", "напомн", "разбуд", "скажи мне",
+                    "запусти обратный", "set ", "set a", "start", "remind", "wake", "timer for", "таймер на",
+                    "minute timer", "hour timer", "timer please", "ping me", "countdown")
 _CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
-                       "прекрати", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget")
+                       "прекрати", "забудь", "отключи", "не нужно", "отбой", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget",
+                       "get rid")
 _PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
                      "вруби", "хочу посмотреть", "давай посмотрим", "play", "put on", "start", "turn on", "watch it now",
-                     "stream", "let's watch", "lets watch", "i want to watch", "i'd like to watch")
+                     "stream", "let's watch", "lets watch", "i want to watch", "i'd like to watch",
+                     # asked in other words: "давай второй", "поставь Аватар", "throw on X", "I'm in the mood for X"
+                     "давай", "поставь", "запускай", "глянем", "глянуть", "я бы посмотрел", "throw on", "throw it on",
+                     "fire up", "put it on", "i'd love to watch", "in the mood for", "feel like watching")
 _PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
-                         "continue", "stop", "unpause", "turn off", "hold")
-_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "отобраз", "show", "display", "put", "write")
+                         "continue", "stop", "unpause", "turn off", "hold", "закрой", "выруб", "тормозни", "убери", "дальше",
+                         "погнали", "turn it off", "switch it off", "switch off", "shut it", "kill it", "close",
+                         "carry on", "keep going", "go on")
+_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "запиши", "отобраз", "show", "display", "put", "write")
 _SHOW_PLACE = _stems("экран", "очк", "на очки", "текст", "screen", "glasses", "display", "text")
 _CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохрани", "удали", "отправ", "измени", "постав", "установ",
                        "сделай", "переведи", "конверт", "отмет", "add", "create", "save", "write", "delete", "send",
@@ -80,7 +89,7 @@ _CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохран
 # "tell me when Anna writes", "следи за сборкой": a watch or a monitor the user asks for
 _WATCH_VERBS = _stems("скажи, когда", "скажи когда", "скажи, если", "скажи если", "сообщи", "дай знать", "предупреди",
                       "уведоми", "напиши мне, когда", "напиши мне когда", "следи", "отслеж", "мониторь", "наблюдай",
-                      "как только", "жди ", "tell me when", "tell me if", "let me know", "notify me", "alert me",
+                      "как только", "жди ", "маякни", "свистни", "tell me when", "tell me if", "let me know", "notify me", "alert me",
                       "ping me", "watch", "monitor", "keep an eye", "as soon as", "wait for")
 _EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
                   "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
@@ -266,7 +275,7 @@ def unasked_lookup(tool: str, said: str) -> Refusal | None:
 
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
     """"расскажи про фильм и включи его": an explain word and an action verb of the kind."""
-    verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "установ", "заведи", "set ", "set a"),
+    verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "ставь", "установ", "заведи", "set ", "set a"),
              "timer_cancel": _CANCEL_VERBS}.get(kind)
     return bool(verbs and verbs.search(text))
 

@@ -312,6 +312,25 @@ def recognise(said: str) -> Intent | None:
     return None
 
 
+# a condition, a later time or a thing already done: "если я усну", "maybe later", "i already paused it"
+_NOT_NOW = re.compile(r"(?<!\w)(?:если|когда\s+(?:приду|вернусь|усну|закончу)|потом|позже|наверное|что\s+если|if|what\s+if|"
+                      r"later|someday|already|уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
+
+
+def held_back(said: str, kind: ReflexKind) -> bool:
+    """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
+    включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
+    ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
+    aside), a thing already done ("i already paused it"). core.frame refuses a changing command on them."""
+    raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(in_digits(said).casefold().replace("ё", "е").split()))
+    joint = _TWO_REQUESTS.search(raw)
+    if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
+        joint = None  # "oh and another one for 45 minutes": one request
+    if joint is not None or kind not in ("timer_cancel", "unwatch") and _NEGATION.search(" " + raw):
+        return True
+    return kind != "watch" and bool(_NOT_NOW.search(raw) or kind == "timer_set" and _ANOTHER_DAY.search(raw))
+
+
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
 _STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:(?:а\s+)?давай\s+лучше|лучше\s+(?:включи|поставь)|(?:включи|поставь)\s+лучше|"
                               r"(?:put\s+on|play)(?=.+\binstead[\s.!]*$))\s+(?P<title>.+?)(?:\s+instead)?[\s.!]*$", re.I)

@@ -107,7 +107,7 @@ class ReflexSteps:
         before = "\n".join(user_lines(earlier))
         words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
-            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300]))
+            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300], nearest=self.s.config.frame_examples))
         except ModelUnavailable:
             return None  # the model's own step says so, or works again
         frame = read_frame(reply, words, before[:300])

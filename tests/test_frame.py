@@ -14,7 +14,7 @@ from llm.scripted import ScriptedBackend
 @pytest.mark.parametrize("reply, said, kind", [
     ("play Назад в будущее", "а поставь-ка нам Назад в будущее на вечерок", "play"),
     ("set a timer for 8 minutes to макароны", "минут на восемь засеки, макароны варятся", "timer_set"),
-    ("remind me at 20:15 to feed the cat", "at a quarter past eight tonight I need to feed the cat", "timer_set"),
+    ("remind me at 20:15 to feed the cat", "at a quarter past eight tonight ping me, I need to feed the cat", "timer_set"),
     ("what time is it in Токио", "у меня коллега в Токио, он спит уже?", "time_elsewhere"),
     ("how long is the third one", "а третий фильм сколько длится-то?", "details"),
     ("cancel the timer проветрить", "проветривание уже не нужно, отбой", "timer_cancel"),
@@ -70,8 +70,11 @@ def test_every_command_of_the_list_is_one_a_reflex_reads():
 
 
 def test_the_question_keeps_its_fixed_part_first_so_a_backend_can_keep_it():
+    from core.frame import _EXAMPLES
+
     one, two = frame_messages("первое"), frame_messages("второе", before="первое")
-    assert one[:-1] == two[:-1] and "первое" in two[-1].content
+    fixed = 1 + 2 * len(_EXAMPLES)  # the instructions, then each example's request and command
+    assert one[:fixed] == two[:fixed] and "первое" in two[-1].content
 
 
 # ---- through the real session loop -------------------------------------------------------------
