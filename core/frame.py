@@ -25,7 +25,7 @@ import re
 import msgspec
 
 from core.frame_bank import Bank, default_bank
-from core.intent import ActionKind, requested, same_word
+from core.intent import ActionKind, remark, requested, same_word
 from core.timewords import numbers_said
 from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
@@ -76,7 +76,7 @@ _EXAMPLES = (
     ("спасибо, ты очень помог", NONE),
     ("вчера я поставил таймер на чай и забыл про него", NONE),
     ("what is a timer good for?", NONE),
-    ("о чём вообще фильм Солярис?", "find Солярис"),
+    ("о чём вообще фильм Солярис?", "what is Солярис about"),
     ("найди Сталкер и поставь таймер на 10 минут", NONE),
     ("как дела?", NONE),
 )
@@ -144,6 +144,8 @@ def _read_line(line: str, said: str, before: str) -> Frame:
         return Frame(command, None, f"unsaid: {unsaid}")
     if intent is None or intent.kind not in _FRAMED_KINDS:
         return Frame(command, None, "unknown")
+    if intent.reference is not None and not intent.subject and not _reference_said(intent.reference, said):
+        return Frame(command, None, "unsaid: reference")  # "включи мне Назад в будущее" is no "the oldest one"
     if intent.kind in _ACTION_OF and not _asked_for(_ACTION_OF[intent.kind], said, before):
         return Frame(command, None, "unrequested")  # "мне через 10 минут выходить": a timer's words, no request
     if intent.kind in _ACTION_OF and held_back(said, intent.kind):
@@ -171,13 +173,35 @@ _ACTION_OF: dict[ReflexKind, ActionKind] = {
     "watch": "watch", "unwatch": "change"}
 
 
+# which title shown a reference means, in the user's words: a number in a title ("Один дома 2")
+# is no ordinal, and a title said is no "the last one"
+_REFERENCE_CUES = {
+    "ordinal": re.compile(r"перв|втор|трет|четв|пят|шест|номер|вариант|first|second|third|fourth|fifth|sixth|"
+                          r"\d(?:st|nd|rd|th)\b|number|option|#", re.I),
+    "oldest": re.compile(r"стар|перв|оригинал|ранн|old|orig|first|earli|classic", re.I),
+    "newest": re.compile(r"нов|свеж|послед|new|latest|recent|last", re.I),
+    "last": re.compile(r"послед|last|latest|нов", re.I),
+}
+
+
+def _reference_said(reference: Reference, said: str) -> bool:
+    cue = ("ordinal" if reference.ordinal else "oldest" if reference.oldest else "newest" if reference.newest
+           else "last" if reference.last else "")
+    return not cue or bool(_REFERENCE_CUES[cue].search(said))
+
+
 _ANOTHER = re.compile(r"\b(?:another|one more|ещё|еще)\b", re.I)
 
 
 def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
     """Whether the words ask for this kind of change (core.intent.requested), or ask for one more
-    of what the request before asked ("and another one, half an hour, to move the car")."""
-    return requested(kind, said) or bool(before and _ANOTHER.search(said) and requested(kind, before))
+    of what the request before asked ("and another one, half an hour, to move the car"). Words the
+    lexicons do not know ask for a play, a pause or a text on the glasses unless they are a plain
+    statement ("put Toy Story on for the kids, would you" does; "Гладиатор у меня на втором месте"
+    does not); a timer is asked for only in words the lexicons know ("in 10 minutes i have a meeting")."""
+    if requested(kind, said) or before and _ANOTHER.search(said) and requested(kind, before):
+        return True
+    return kind not in ("timer_set", "watch") and not remark(said)
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})

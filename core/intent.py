@@ -80,8 +80,8 @@ _PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "пос
 _PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
                          "continue", "stop", "unpause", "turn off", "hold", "закрой", "выруб", "тормозни", "убери", "дальше",
                          "погнали", "turn it off", "switch it off", "switch off", "shut it", "kill it", "close",
-                         "carry on", "keep going", "go on")
-_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "запиши", "отобраз", "show", "display", "put", "write")
+                         "carry on", "keep going", "keep it going", "go on")
+_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "запиши", "кинь", "закинь", "throw", "pop", "отобраз", "show", "display", "put", "write")
 _SHOW_PLACE = _stems("экран", "очк", "на очки", "текст", "screen", "glasses", "display", "text")
 _CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохрани", "удали", "отправ", "измени", "постав", "установ",
                        "сделай", "переведи", "конверт", "отмет", "add", "create", "save", "write", "delete", "send",
@@ -92,6 +92,7 @@ _WATCH_VERBS = _stems("скажи, когда", "скажи когда", "ска
                       "как только", "жди ", "маякни", "свистни", "tell me when", "tell me if", "let me know", "notify me", "alert me",
                       "ping me", "watch", "monitor", "keep an eye", "as soon as", "wait for")
 _EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
+                  "quick question", "does it ", "do they ",
                   "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
                   "describe")
 # "send it to my phone", "сообщи мне": a notification the user asks for (a world event's turn,
@@ -133,6 +134,7 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
 # to set reminders", "мама всё время говорит, что надо ставить будильник")
 _REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\s+me\s+to|(?:told|tells|asked|asks|wants|wanted|"
                        r"reminded|nags?|nagged)\s+me\s+to|says?\s+(?:that\s+)?i\s+should|said\s+(?:that\s+)?i\s+should|"
+                       r"(?:telling|tell|tells|told)\s+me\s+(?:that\s+)?i\s+(?:should|need\s+to|ought\s+to|have\s+to)|"
                        r"говорит|говорят|говорил\w*|советует|советовал\w*|велит|велел\w*|просит\s+меня|просил\w*\s+меня|"
                        r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)|"
                        # someone's words quoted: "my wife just yelled 'remind me to buy milk!'"
@@ -154,7 +156,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         text = text[:reported.start()]
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
         return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
-    if _EXPLAIN.search(text) and not _imperative_beyond_explain(kind, text):
+    if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text)) and not _imperative_beyond_explain(kind, text):
         return False
     if kind == "timer_set":
         return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
@@ -273,8 +275,16 @@ def unasked_lookup(tool: str, said: str) -> Refusal | None:
         "the user did not ask about the time or the date. Answer their message in plain text, without it."))
 
 
+# how the assistant does a thing, asked: "а ты таймеры как отменяешь — по номеру?", "как ты ставишь будильник"
+_HOW_YOU_DO = re.compile(r"(?<!\w)как\s+(?:ты\s+)?(?:[а-я]+\s+)?[а-я]+(?:ешь|ишь)(?![а-я])|"
+                         r"(?<!\w)ты\s+(?:[а-я]+\s+){0,2}как\s+[а-я]+(?:ешь|ишь)(?![а-я])")
+_SECOND_PERSON = re.compile(r"(?<![а-я])[а-я]+(?:ешь|ишь)(?![а-я])")
+
+
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
-    """"расскажи про фильм и включи его": an explain word and an action verb of the kind."""
+    """"расскажи про фильм и включи его": an explain word and an action verb of the kind (not the
+    question's own "отменяешь")."""
+    text = _SECOND_PERSON.sub(" ", text)
     verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "ставь", "установ", "заведи", "set ", "set a"),
              "timer_cancel": _CANCEL_VERBS}.get(kind)
     return bool(verbs and verbs.search(text))

@@ -180,8 +180,9 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
                         r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
-                        r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?)))")),
-    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:он|она|оно|это|фильм|сериал)|про\s+что\s+(?:он|она|это|фильм|сериал)|"
+                        r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?|,)))")),
+    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|оно|это|фильм|сериал)|"
+                         r"про\s+что\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|это|фильм|сериал)|"
                          r"расскажи\s+(?:мне\s+)?(?:подробнее\s+)?(?:про|о|об)\s+(?=(?:фильм|сериал|мультфильм)\w*\s)|"
                          r"what'?s\s+it\s+about|what\s+is\s+it\s+about|"
                          # "what's the matrix about?", "tell me about Inception": a title's, if the catalog has it
@@ -195,6 +196,10 @@ _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|ф
                      # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
                      r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре)|"
                      r"real\s+quick|quickly|quick|по-быстрому|быстренько|быстро|"
+                     # how much the user wants to hear, or for whom: "roughly", "в двух словах", "for the kids"
+                     r"roughly|approximately|more\s+or\s+less|in\s+short|briefly|примерно|приблизительно|вообще|"
+                     r"(?:в\s+)?двух\s+словах|вкратце|коротко|кратко|[—–-]+(?:\s+это)?|for\s+(?:the\s+)?(?:kids|children|little\s+ones?)|"
+                     r"для\s+(?:детей|дочки|сына|малого|малой)|"
                      # "play it again", "включи его заново": the title talked about, from its start
                      r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
@@ -243,7 +248,7 @@ _VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|н�
                          r"remind|cancel|show|search|start|look|put)\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|выключ|выруб|"
                        r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
-                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
+                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|(?<!изменить\s)нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
                        r"не\s+нужен|не\s+нужна|не\s+нужно)")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
 _TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
@@ -321,14 +326,17 @@ def held_back(said: str, kind: ReflexKind) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
     ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
-    aside), a thing already done ("i already paused it"). core.frame refuses a changing command on them."""
+    or a cancel's reason aside), a thing already done ("i already paused it"). core.frame refuses a
+    changing command on them."""
     raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(in_digits(said).casefold().replace("ё", "е").split()))
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request
     if joint is not None or kind not in ("timer_cancel", "unwatch") and _NEGATION.search(" " + raw):
         return True
-    return kind != "watch" and bool(_NOT_NOW.search(raw) or kind == "timer_set" and _ANOTHER_DAY.search(raw))
+    if kind in ("watch", "timer_cancel", "unwatch"):
+        return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
+    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and _ANOTHER_DAY.search(raw))
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
@@ -635,7 +643,7 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
-                                   r"resume|unpause|keep\s+playing|"
+                                   r"resume|unpause|keep\s+playing|keep\s+it\s+(?:going|playing|rolling)|"
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
@@ -650,13 +658,14 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                  + r"|" + _LEAD + r"(?:убери|закрой|close|kill|end)\s+(?:(?:the\s+)?(?:фильм|кино|сериал|movie|film|show)|it|that)"
                                  + _REASON + _PLEASE_END
                                  + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|shut\s+(?:it|that)\s+down|"
-                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that))" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
+                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that)|"
+                                 r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv|cartoon)\s+off)" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
 
 
-_SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)|on\s+(?:my|the)\s+(?:display|screen|glasses))"
-_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|put|show|display|write)\s+" + _SCREEN
+_SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)(?:\s+очков)?|(?:up\s+)?on\s+(?:my|the)\s+(?:display|screen|glasses))"
+_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+" + _SCREEN
                     + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
-         re.compile(_LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|put|show|display|write)\s+(?P<text>.+?)\s+" + _SCREEN
+         re.compile(_LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+(?P<text>.+?)\s+" + _SCREEN
                     + r"[\s.!]*$"))
 # a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
 # "что ты думаешь о …", "который час"), not a text to put there: the model's
@@ -710,15 +719,18 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 # "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
 _ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:всё|все|хватит|enough|that'?s\s+enough|i'?m\s+done|не|нет|nah|nope|no)"
-                              r"(?:\s+(?:всё|все|хватит|enough|пожалуйста|please))*\s+(?:выключ\w*|выруб\w*|turn\s+it\s+off)"
-                              r"(?:\s+(?:please|пожалуйста))?$")
+                              r"(?:\s+(?:всё|все|хватит|enough|пожалуйста|please))*\s+(?:выключ\w*|выруб\w*|turn\s+it\s+off|"
+                              r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv)\s+off)"
+                              r"(?:\s+(?:его|фильм|кино|сериал|это))?(?:\s+(?:please|пожалуйста))?$")
 # how the reason after a playback command starts when no comma parts them
 _REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|там|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
                            r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
                            r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
 # what said after a playback command asks for more: then the model takes the turn
 _ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
-                        r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|не|don'?t|not|"
+                        r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|don'?t|not|"
+                        # "не выключай": a command taken back; "что-то не идёт сегодня" is a reason
+                        r"не\s+(?:включ|выключ|став|постав|останов|пауз|надо|нужно)\w*|"
                         r"таймер\w*|timer|alarm|будильник\w*|давай|лучше|instead)\s")
 
 
@@ -739,7 +751,8 @@ _PLAY_IT = re.compile(_LEAD + r"(?:(?:его|ее|её|это)\s+(?:включи
 
 
 # "put the second one on", "put Gladiator on": the title between the verb's words
-_PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me))*[\s.!]*$")
+_PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
+                     r"(?:[\s,]+(?:would|will|could|can)\s+you|[\s,]+please)?[\s.!?]*$")
 
 
 # "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
@@ -817,7 +830,9 @@ _FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:on
 # a remark after a title and a comma: what the user feels or why, never the title's words
 _REMARK_AFTER = re.compile(r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
                            r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
-                           r"haven'?t|been\s+a\s+while|because|cause)\b.*$", re.I)
+                           r"haven'?t|been\s+a\s+while|because|cause)\b.*$"
+                           # "включи Ёжика в тумане, дочка просит": a clause with a verb of its own
+                           r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$", re.I)
 
 
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:

@@ -295,3 +295,22 @@ async def test_a_tool_name_said_as_the_answer_is_never_shown(tmp_path):
                              reflexes=False) as system:
         shown = finals(await system.turn("s", "what are you up to these days?"))
         assert shown and "channels_list" not in shown[-1]
+
+
+async def test_a_question_about_how_the_assistant_cancels_or_shows_changes_nothing(tmp_path):
+    # the eleventh blind block's traps: "а ты таймеры как отменяешь …?" cancelled timer 1; "when you put
+    # text on the glasses does it stay?" showed the question; "… keeps telling me I should set a timer …" set one
+    calls = {"а ты напоминания как удаляешь — по одному или сразу все?": "TOOL_CALL: timers_cancel|1",
+             "quick question, does the text on the glasses disappear by itself?": "TOOL_CALL: show_text|quick question",
+             "my husband keeps telling me I should set an alarm for the gym, nah": "TOOL_CALL: timers_set|in 1 day; gym"}
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        said = last.content.removeprefix("[User said]").strip()
+        return calls.get(said, "Понятно.") if last.role == "user" else "Понятно."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        for said in calls:
+            await system.turn("s", said)
+        results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "show_text", "timers_set")]
+        assert sorted(r["name"] for r in results) == ["show_text", "timers_cancel", "timers_set"]  # each tried once
+        assert all(r["content"].startswith("not executed") for r in results)

@@ -984,3 +984,25 @@ async def test_a_stop_and_something_better_instead_does_both_and_tomorrow_is_tom
         assert played[1].endswith("; action=stop") and played[2].startswith("TOOL_CALL: media_play|diamond-arm")
         tomorrow = finals(await system.turn("s", "слушай, а завтра у нас какое число будет?"))[-1]
         assert tomorrow == "Завтра воскресенье, 15 марта." and not backend.calls
+
+
+@pytest.mark.parametrize(("said", "kind", "detail"), [
+    ("а Место встречи изменить нельзя — это сколько серий?", "details", "место встречи изменить нельзя"),
+    ("про что вообще сериал Чернобыль, в двух словах?", "details", "about"),
+    ("кинь на экран очков: молоко, хлеб", "show", "молоко, хлеб"),
+    ("поставь Щелкунчика, сын просит", "play", "щелкунчика"),
+    ("нет, выключай фильм, что-то не идёт", "playback", "stop"),
+    ("ok, I'm back, keep it playing", "playback", "resume"),
+    ("when did Titanic come out, roughly?", "details", "titanic"),
+    ("put Shrek on for the kids, would you", "play", "shrek"),
+    ("okay, that's enough, turn the movie off, bedtime", "playback", "stop"),
+])
+def test_forms_the_eleventh_blind_block_showed(said, kind, detail):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind
+    assert detail in (intent.action, intent.subject, intent.text, intent.detail)
+
+
+@pytest.mark.parametrize("said", ["нельзя включать фильм, пока я не поем", "не выключай фильм"])
+def test_a_prohibition_still_holds_back_while_a_title_may_say_nelzya(said):
+    assert recognise(said) is None
