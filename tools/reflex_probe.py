@@ -132,7 +132,11 @@ def _reference_of(case: Case) -> str:
 
 
 def judge(case: Case) -> Verdict:
-    got = recognise(case.say)
+    return judge_intent(case, recognise(case.say))
+
+
+def judge_intent(case: Case, got: Intent | None) -> Verdict:
+    """What `got` (recognise's or the frame's reading of the case's words) came to."""
     if got is None:
         return Verdict(case, None, "right" if case.expect == "none" else "missed", "")
     if got.kind != case.expect:
