@@ -67,7 +67,8 @@ _TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "б�
                       "alarm", "wake me", "countdown")
 _SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засечь", "напомн", "разбуд", "скажи мне",
                     "запусти обратный", "set ", "set a", "start", "remind", "wake", "timer for", "таймер на",
-                    "minute timer", "hour timer", "timer please", "ping me", "countdown")
+                    "minute timer", "hour timer", "timer please", "ping me", "countdown", "give me a shout",
+                    "shout", "nudge me", "buzz me", "could you time", "can you time", "time it", "позови", "крикни")
 _CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
                        "прекрати", "забудь", "отключи", "не нужно", "отбой", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget",
                        "get rid")
@@ -130,6 +131,13 @@ def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind 
     return "change"
 
 
+# the user will ask later: "I'll need a reminder for the dentist, but I'll tell you the time in the
+# morning", "скажу потом, во сколько"
+_ASKS_LATER = re.compile(r"(?:i'?ll|i\s+will|i'?m\s+going\s+to)\s+(?:tell|ask|let\s+you\s+know|give\s+you)|"
+                         r"(?:скажу|попрошу|напишу|уточню)\s+(?:тебе\s+)?(?:потом|позже|утром|вечером|завтра)|"
+                         r"(?:потом|позже|утром|вечером|завтра)\s+(?:тебе\s+)?(?:скажу|попрошу|уточню)")
+
+
 # what another person says the user should do: told, not asked for ("my friend keeps telling me
 # to set reminders", "мама всё время говорит, что надо ставить будильник")
 _REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\s+me\s+to|(?:told|tells|asked|asks|wants|wanted|"
@@ -154,6 +162,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
+    if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"
+        return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
         return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
     if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text)) and not _imperative_beyond_explain(kind, text):

@@ -82,13 +82,14 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
-         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then)[\s,!.]+)*")
+         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then|"
+         r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс)[\s,!.]+)*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
                    r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
                    r"(?:мне\s+)?хочется\s+посмотреть|(?:я\s+)?бы\s+посмотрел[аи]?|"
-                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")
+                   r"play|put on|start playing|start(?!\s+(?:a|the|my|an)\s))[\s,]+(?P<rest>.+)$")
 _SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
@@ -163,7 +164,7 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"when\s+(?:does|will|do)\s+(?:my|the)\s+(?:\w+\s+)?(?:timers?|alarms?|reminders?)\s+go\s+off|"
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 _CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
-                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
 _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
@@ -199,7 +200,7 @@ _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|ф
                      # how much the user wants to hear, or for whom: "roughly", "в двух словах", "for the kids"
                      r"roughly|approximately|more\s+or\s+less|in\s+short|briefly|примерно|приблизительно|вообще|"
                      r"(?:в\s+)?двух\s+словах|вкратце|коротко|кратко|[—–-]+(?:\s+это)?|for\s+(?:the\s+)?(?:kids|children|little\s+ones?)|"
-                     r"для\s+(?:детей|дочки|сына|малого|малой)|"
+                     r"для\s+(?:детей|дочки|сына|малого|малой)|ребенку|детям|дочке|дочери|сыну|малышу|внуку|внучке|"
                      # "play it again", "включи его заново": the title talked about, from its start
                      r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
@@ -629,7 +630,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
-_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
+_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
                r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
 _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
 # a stop with its reason after it: "выключи, не то настроение", "turn it off, it's boring"
@@ -696,7 +697,7 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
     router's: it stops the turn)."""
     text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
-    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 8 else ""
+    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 14 else ""
     if _ENOUGH_THEN_OFF.match(text):
         return Intent(kind="playback", russian=russian, action="stop")
     for action, pattern in _PLAYBACK:

@@ -74,6 +74,12 @@ _INFO_FACT = {"runtime": re.compile(r"runtime: (\d+) min"), "director": re.compi
               "episodes": re.compile(r"episodes: (\d+)")}
 
 
+def _english_name(head: str) -> str:
+    """"Spirited Away" from a media_info head line "Унесённые призраками (original: Spirited Away), 2001, film"."""
+    found = re.search(r"\(original: ([^)]+)\)", head)
+    return found.group(1).strip() if found else ""
+
+
 def details_answer(intent: Intent, info: str) -> str | None:
     """The one fact a details question asks, from a media_info result; None when the result
     lacks it (the model answers from the result instead)."""
@@ -84,8 +90,12 @@ def details_answer(intent: Intent, info: str) -> str | None:
         return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
                 else f"“{name}” came out in {year.group(1)}.")
     lines = info.splitlines()
-    if intent.detail == "about" and intent.russian and len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()):
-        return f"«{name}» ({year.group(1) if year else ''}): {lines[2].strip()}".replace(" ()", "")  # the catalog's own words
+    if intent.detail == "about" and len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()):
+        when = f" ({year.group(1)})" if year else ""
+        if intent.russian:
+            return f"«{name}»{when}: {lines[2].strip()}"  # the catalog's own words
+        # the catalog describes in Russian only; the small model, asked, copied the title line instead
+        return f"“{_english_name(head) or name}”{when}, in the catalog's words (Russian): {lines[2].strip()}"
     pattern = _INFO_FACT.get(intent.detail or "")
     found = pattern.search(info) if pattern else None
     if found is None or found.group(1).strip() == "unknown":

@@ -314,3 +314,17 @@ async def test_a_question_about_how_the_assistant_cancels_or_shows_changes_nothi
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "show_text", "timers_set")]
         assert sorted(r["name"] for r in results) == ["show_text", "timers_cancel", "timers_set"]  # each tried once
         assert all(r["content"].startswith("not executed") for r in results)
+
+
+async def test_a_reminder_the_user_will_time_later_is_not_set_now(tmp_path):
+    # the twelfth blind block's trap: "tomorrow I'll need a reminder …, but I'll tell you the time in the
+    # morning" set a timer for a day
+    said = "on friday I'll need a reminder for the vet, but I'll tell you the time later"
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "TOOL_CALL: timers_set|in 1 day; vet" if last.role == "user" else "Хорошо, жду."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        await system.turn("s", said)
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"]
+        assert results and all(r["content"].startswith("not executed") for r in results)

@@ -183,3 +183,11 @@ def test_a_request_quoted_from_someone_else_is_not_offered_a_tool():
 
     said = "my wife just yelled 'remind me to buy milk!' but she meant me, not you, lol"
     assert not offerable("timers_set", False, said)
+
+
+def test_a_request_the_user_will_finish_later_asks_for_nothing_yet():
+    from core.intent import requested
+
+    assert not requested("timer_set", "next week I'll want a reminder for the vet, I'll tell you the day later")
+    assert not requested("timer_set", "про стрижку напомнишь, а во сколько — скажу завтра")
+    assert requested("timer_set", "remind me in 20 minutes to call back, I'll tell you why later")

@@ -856,13 +856,14 @@ def test_a_russian_title_written_in_latin_letters_is_that_title():
     assert not names_none("moskva slezam ne verit", found)
 
 
-def test_what_a_title_is_about_is_the_catalogs_own_words_for_a_russian_user():
+def test_what_a_title_is_about_is_the_catalogs_own_words_said_as_such():
     from core.reflex_answers import details_answer
 
     info = ("Сталкер, 1979, film\ngenres: drama; runtime: 163 min; director: Андрей Тарковский\n"
             "Проводник ведёт двух людей в Зону.\nplay: TOOL_CALL: media_play|stalker-1979")
     assert details_answer(recognise("о чём он?"), info) == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
-    assert details_answer(recognise("what is it about?"), info) is None  # the model says it in English
+    english = details_answer(recognise("what is it about?"), info.replace("Сталкер,", "Сталкер (original: Stalker),"))
+    assert english == "“Stalker” (1979), in the catalog's words (Russian): Проводник ведёт двух людей в Зону."
     assert recognise("cancel the egg one, I already took them off the stove").text == "the egg one"
 
 
@@ -1006,3 +1007,17 @@ def test_forms_the_eleventh_blind_block_showed(said, kind, detail):
 @pytest.mark.parametrize("said", ["нельзя включать фильм, пока я не поем", "не выключай фильм"])
 def test_a_prohibition_still_holds_back_while_a_title_may_say_nelzya(said):
     assert recognise(said) is None
+
+
+@pytest.mark.parametrize(("said", "kind", "detail"), [
+    ("great, put it on", "play", ""),
+    ("could you maybe start Home Alone for the kids?", "play", "home alone"),
+    ("включи дочке Золушку", "play", "золушку"),
+    ("выключай всё, поздно уже", "playback", "stop"),
+    ("ok, that's enough cartoons for today, switch it off please", "playback", "stop"),
+    ("never mind, scrap the pizza timer, it's done", "timer_cancel", ""),
+])
+def test_forms_the_twelfth_blind_block_showed(said, kind, detail):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind
+    assert detail in (intent.action, intent.subject, intent.text)
