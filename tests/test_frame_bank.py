@@ -68,6 +68,8 @@ def test_the_question_shows_the_nearest_requests_after_the_fixed_examples():
 @pytest.mark.parametrize("reply, said", [
     ("set a timer for 10 minutes", "мне через 10 минут выходить, а я не одет"),
     ("play Гладиатор", "Гладиатор у меня на втором месте после Терминатора"),
+    ("set a timer for 10 minutes", "I need to leave in ten minutes, ugh"),  # no plain statement by core.intent.remark
+    ("set a timer for 10 minutes", "how long do i boil eggs, like 10 minutes?"),
 ])
 def test_a_change_the_words_do_not_ask_for_is_not_taken(reply, said):
     assert read_frame(reply, said).refused == "unrequested"
