@@ -196,12 +196,13 @@ _ANOTHER = re.compile(r"\b(?:another|one more|ещё|еще)\b", re.I)
 def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
     """Whether the words ask for this kind of change (core.intent.requested), or ask for one more
     of what the request before asked ("and another one, half an hour, to move the car"). Words the
-    lexicons do not know ask for a play, a pause or a text on the glasses unless they are a plain
-    statement ("put Toy Story on for the kids, would you" does; "Гладиатор у меня на втором месте"
-    does not); a timer is asked for only in words the lexicons know ("in 10 minutes i have a meeting")."""
+    lexicons do not know ask for a play, a pause, a watch or a text on the glasses unless they are a
+    plain statement ("put Toy Story on for the kids, would you", "как Катя напишет в телеге, сразу
+    скажи мне" do; "Гладиатор у меня на втором месте" does not); a timer is asked for only in words
+    the lexicons know ("I need to leave in ten minutes, ugh" is no statement to core.intent.remark)."""
     if requested(kind, said) or before and _ANOTHER.search(said) and requested(kind, before):
         return True
-    return kind not in ("timer_set", "watch") and not remark(said)
+    return kind != "timer_set" and not remark(said)
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})

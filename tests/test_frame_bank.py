@@ -119,3 +119,9 @@ async def test_a_timer_the_frame_puts_on_a_remark_sets_nothing(tmp_path):
         shown = await system.turn("s", "мне через 10 минут выходить, а я ещё в пижаме")
         assert not [m for m in await system.history("s") if m["role"] == "tool"]  # no timer, no lookup
         assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Успеешь!"
+
+
+def test_a_watch_in_words_the_lexicons_do_not_know_is_taken_and_a_story_is_not():
+    asked = read_frame("tell me when Катя writes in telegram", "как Катя напишет в телеге, сразу скажи мне")
+    assert asked.intent is not None and asked.intent.kind == "watch"
+    assert read_frame("tell me when Катя writes in telegram", "Катя вчера написала в телеге").intent is None

@@ -997,8 +997,15 @@ async def test_a_stop_and_something_better_instead_does_both_and_tomorrow_is_tom
     ("when did Titanic come out, roughly?", "details", "titanic"),
     ("put Shrek on for the kids, would you", "play", "shrek"),
     ("okay, that's enough, turn the movie off, bedtime", "playback", "stop"),
+    # the twelfth's
+    ("great, put it on", "play", ""),
+    ("could you maybe start Home Alone for the kids?", "play", "home alone"),
+    ("включи дочке Золушку", "play", "золушку"),
+    ("выключай всё, поздно уже", "playback", "stop"),
+    ("ok, that's enough cartoons for today, switch it off please", "playback", "stop"),
+    ("never mind, scrap the pizza timer, it's done", "timer_cancel", ""),
 ])
-def test_forms_the_eleventh_blind_block_showed(said, kind, detail):
+def test_forms_the_eleventh_and_twelfth_blind_blocks_showed(said, kind, detail):
     intent = recognise(said)
     assert intent is not None and intent.kind == kind
     assert detail in (intent.action, intent.subject, intent.text, intent.detail)
@@ -1007,17 +1014,3 @@ def test_forms_the_eleventh_blind_block_showed(said, kind, detail):
 @pytest.mark.parametrize("said", ["нельзя включать фильм, пока я не поем", "не выключай фильм"])
 def test_a_prohibition_still_holds_back_while_a_title_may_say_nelzya(said):
     assert recognise(said) is None
-
-
-@pytest.mark.parametrize(("said", "kind", "detail"), [
-    ("great, put it on", "play", ""),
-    ("could you maybe start Home Alone for the kids?", "play", "home alone"),
-    ("включи дочке Золушку", "play", "золушку"),
-    ("выключай всё, поздно уже", "playback", "stop"),
-    ("ok, that's enough cartoons for today, switch it off please", "playback", "stop"),
-    ("never mind, scrap the pizza timer, it's done", "timer_cancel", ""),
-])
-def test_forms_the_twelfth_blind_block_showed(said, kind, detail):
-    intent = recognise(said)
-    assert intent is not None and intent.kind == kind
-    assert detail in (intent.action, intent.subject, intent.text)
