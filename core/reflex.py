@@ -319,7 +319,8 @@ def recognise(said: str) -> Intent | None:
 
 
 # a condition, a later time or a thing already done: "если я усну", "maybe later", "i already paused it"
-_NOT_NOW = re.compile(r"(?<!\w)(?:если|когда\s+(?:приду|вернусь|усну|закончу)|потом|позже|наверное|что\s+если|if|what\s+if|"
+_NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|когда\s+(?:приду|вернусь|усну|закончу)|"
+                      r"потом|позже|наверное|что\s+если|if(?!\s+you\s+(?:could|can|would|don'?t\s+mind))|what\s+if|"
                       r"later|someday|already|уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
 
 

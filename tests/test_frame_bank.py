@@ -87,6 +87,12 @@ def test_a_change_not_for_now_is_held_back(reply, said):
     assert read_frame(reply, said).refused == "held back"
 
 
+def test_if_you_could_is_politeness_not_a_condition():
+    frame = read_frame("set a timer for 30 minutes to feed the cat", "i'd be grateful if you could remind me in 30 minutes to feed the cat")
+    assert frame.intent is not None and frame.intent.kind == "timer_set"
+    assert read_frame("play Матрицу", "если не трудно, включи Матрицу").intent is not None
+
+
 def test_a_watch_is_a_condition_and_a_cancel_may_say_no():
     watch = read_frame("tell me when мама writes in whatsapp", "если мама напишет в вотсапе, сразу маякни")
     assert watch.intent is not None and watch.intent.kind == "watch"
