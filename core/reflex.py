@@ -320,8 +320,10 @@ def recognise(said: str) -> Intent | None:
 
 # a condition, a later time or a thing already done: "если я усну", "maybe later", "i already paused it"
 _NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|когда\s+(?:приду|вернусь|усну|закончу)|"
-                      r"потом|позже|наверное|что\s+если|if(?!\s+you\s+(?:could|can|would|don'?t\s+mind))|what\s+if|"
-                      r"later|someday|already|уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
+                      r"потом|позже|наверное|что\s+если|if(?!\s+you\s+(?:could|can|would|want|like|don'?t\s+mind))|what\s+if|"
+                      # a thing done ("i already paused it"), not a time ("it's already late")
+                      r"later|someday|(?:i|we|you)(?:'ve)?\s+already|already\s+(?:\w+ed|done|did|set|put)|"
+                      r"уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
 
 
 def held_back(said: str, kind: ReflexKind) -> bool:
