@@ -176,7 +176,7 @@ _ACTION_OF: dict[ReflexKind, ActionKind] = {
 # which title shown a reference means, in the user's words: a number in a title ("Один дома 2")
 # is no ordinal, and a title said is no "the last one"
 _REFERENCE_CUES = {
-    "ordinal": re.compile(r"перв|втор|трет|четв|пят|шест|номер|вариант|first|second|third|fourth|fifth|sixth|"
+    "ordinal": re.compile(r"перв|втор|трет|четв|пят|шест|номер|вариант|част|first|second|third|fourth|fifth|sixth|part|"
                           r"\d(?:st|nd|rd|th)\b|number|option|#", re.I),
     "oldest": re.compile(r"стар|перв|оригинал|ранн|old|orig|first|earli|classic", re.I),
     "newest": re.compile(r"нов|свеж|послед|new|latest|recent|last", re.I),

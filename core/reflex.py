@@ -326,6 +326,10 @@ _NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|�
                       r"уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
 
 
+_REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|выключи|засеки|"
+                           r"play|set|find|remind|cancel|show|start|put|pause|stop|search)(?!\w)")
+
+
 def held_back(said: str, kind: ReflexKind) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
@@ -334,8 +338,8 @@ def held_back(said: str, kind: ReflexKind) -> bool:
     changing command on them."""
     raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(in_digits(said).casefold().replace("ё", "е").split()))
     joint = _TWO_REQUESTS.search(raw)
-    if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
-        joint = None  # "oh and another one for 45 minutes": one request
+    if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):
+        joint = None  # "oh and another one for 45 minutes", "внучек, а включи …": one request
     if joint is not None or kind not in ("timer_cancel", "unwatch") and _NEGATION.search(" " + raw):
         return True
     if kind in ("watch", "timer_cancel", "unwatch"):
@@ -839,8 +843,14 @@ _REMARK_AFTER = re.compile(r",\s*(?:хочется|хочу|что-то|давн
                            r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$", re.I)
 
 
+# "play part two": which part of the title talked about, not a title of its own
+_PART_ALONE = re.compile(r"^(?:the\s+)?(?:part|часть)\s+\w+$")
+
+
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
+    if _PART_ALONE.match(_norm(rest).strip(" .!?")):
+        return None  # the model (or the frame's "the second one") picks among those shown
     if _ANOTHER_ACTION.search(" " + rest):
         return None
     of_kind = _OF_KIND.fullmatch(_norm(rest))

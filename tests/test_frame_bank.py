@@ -131,3 +131,10 @@ def test_a_watch_in_words_the_lexicons_do_not_know_is_taken_and_a_story_is_not()
     asked = read_frame("tell me when Катя writes in telegram", "как Катя напишет в телеге, сразу скажи мне")
     assert asked.intent is not None and asked.intent.kind == "watch"
     assert read_frame("tell me when Катя writes in telegram", "Катя вчера написала в телеге").intent is None
+
+
+def test_a_request_after_an_address_is_one_request_and_a_part_is_which_one_shown():
+    said = "бабуль, а включи-ка мне «Москва слезам не верит», давно не смотрела"  # "а включи" after an address
+    assert read_frame("play Москва слезам не верит", said).intent is not None
+    assert recognise("ok, play part two") is None  # the frame's "the second one", or the model, picks
+    assert read_frame("play the second one", "ok, play part two").intent.reference.ordinal == 2
