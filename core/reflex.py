@@ -953,9 +953,17 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
             best, best_extra = title, extra
     if best is not None:
         return best
-    if len(titles) == 1 and any(_close(subject, name) for name in titles[0].names):
+    if len(titles) == 1 and any(_close(subject, name) or _opens(subject, name) for name in titles[0].names):
         return titles[0]
     return None
+
+
+def _opens(subject: str, name: str) -> bool:
+    """The words said are how the name starts, each in any case: "Операцию Ы" of «Операция «Ы» и
+    другие приключения Шурика» (the lone result of its search)."""
+    said, named = _norm(subject).split(), _norm(name).split()
+    return len("".join(said)) >= 4 and len(said) <= len(named) and all(
+        _near_word(w, n) or w == n for w, n in zip(said, named))
 
 
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it

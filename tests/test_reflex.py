@@ -1014,3 +1014,13 @@ def test_forms_the_eleventh_and_twelfth_blind_blocks_showed(said, kind, detail):
 @pytest.mark.parametrize("said", ["нельзя включать фильм, пока я не поем", "не выключай фильм"])
 def test_a_prohibition_still_holds_back_while_a_title_may_say_nelzya(said):
     assert recognise(said) is None
+
+
+def test_the_lone_result_whose_name_the_words_open_is_the_one_asked_for():
+    from core.reflex import Shown, pick
+
+    long_name = [Shown("operation-y-1965", ("Операция «Ы» и другие приключения Шурика", "Operation Y"), "1965", 1965)]
+    assert pick("операцию ы", long_name) is long_name[0]  # "запусти Операцию Ы"
+    assert pick("шурика", long_name) is None  # a word from its middle: the model chooses
+    two = long_name + [Shown("operation-x", ("Операция X", "Operation X"), "2001", 2001)]
+    assert pick("операцию", two) is None  # not the lone result
