@@ -61,6 +61,8 @@ def refused(reply: str) -> bool:
 _CALL_LIKE = re.compile(r"(?im)^\W*(?:[a-z]+_call|to+l\s*call)\s*:")  # not "Recall:"
 
 
+_ABOUT_TOOLS = re.compile(r"(?i)\W*(?:no\s+tools?\s+(?:is\s+|are\s+)?(?:needed|required|necessary)|"
+                          r"инструмент\w*\s+не\s+(?:нужн|требу)\w*)\W*")
 _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
 
 
@@ -74,6 +76,8 @@ def echoed(reply: str, said: str) -> str:
         return "the form of a tool call, which is not an answer"
     if _BARE_TOOL_NAME.fullmatch(text):  # "channels_list" alone (h9): a call without its marker
         return "the name of a tool without TOOL_CALL: before it, which is not an answer"
+    if _ABOUT_TOOLS.fullmatch(text):  # "No tool needed." (h13): a note on the tools, not an answer to the user
+        return "a note about tools, which is not an answer to the user"
     said_words = _said_words(said)
     if (said_words and not _more_words_than(text, said_words.count(" ") + 1) and _words(text) == said_words
             and not small_talk(_LABEL.sub("", said.strip()))):

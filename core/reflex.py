@@ -652,7 +652,7 @@ _PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|постави�
                                    r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
                                    r"resume|unpause|keep\s+playing|keep\s+it\s+(?:going|playing|rolling)|"
-                                   r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)|"
+                                   r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)(?:\s+with\s+(?:the\s+)?(?:movie|film|show))?|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
              ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END

@@ -42,6 +42,13 @@ FOLLOW_UP_LOOKBACK = 3
 _MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
+def _plain_request(said: str) -> Intent | None:
+    """A request as a reflex reads it, or its first sentence's when the rest is a remark ("Сколько
+    сейчас в Дубае? Хочу коллеге написать": "а у нас тогда сколько?" then asks of here)."""
+    sentences = [part for part in re.split(r"(?<=[.?!])\s+", said.strip()) if part.strip()]
+    return recognise(said) or (recognise(sentences[0]) if len(sentences) > 1 else None)
+
+
 class ReflexSteps:
     """The reflex and frame steps of a Conversation (see the module's docstring)."""
 
@@ -199,7 +206,7 @@ class ReflexSteps:
         reads it (None: none of them is plain)."""
         said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
         earlier = itertools.islice((lines for lines in said if lines), back)  # no copy of the history
-        return next((intent for lines in earlier for intent in [recognise("\n".join(lines))] if intent is not None), None)
+        return next((intent for lines in earlier for intent in [_plain_request("\n".join(lines))] if intent is not None), None)
 
     async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""

@@ -297,6 +297,14 @@ async def test_a_tool_name_said_as_the_answer_is_never_shown(tmp_path):
         assert shown and "channels_list" not in shown[-1]
 
 
+async def test_a_note_about_tools_said_as_the_answer_is_never_shown(tmp_path):
+    # the h13 run showed "No tool needed." on the glasses, to "is it too early to ring my mate in london"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: "No tool needed."),
+                             reflexes=False) as system:
+        shown = finals(await system.turn("s", "is it too late to text my aunt in Lisbon, you reckon"))
+        assert shown and "No tool needed" not in shown[-1]
+
+
 async def test_a_question_about_how_the_assistant_cancels_or_shows_changes_nothing(tmp_path):
     # the eleventh blind block's traps: "а ты таймеры как отменяешь …?" cancelled timer 1; "when you put
     # text on the glasses does it stay?" showed the question; "… keeps telling me I should set a timer …" set one

@@ -9,7 +9,7 @@ import time
 import pytest
 
 import protocol as p
-from core.reflex import Intent, Reference, Shown, pick, recognise, recognise_both, refer
+from core.reflex import Intent, Reference, Shown, followed, pick, recognise, recognise_both, refer
 from core.reflex_answers import span_words
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
@@ -1024,3 +1024,12 @@ def test_the_lone_result_whose_name_the_words_open_is_the_one_asked_for():
     assert pick("шурика", long_name) is None  # a word from its middle: the model chooses
     two = long_name + [Shown("operation-x", ("Операция X", "Operation X"), "2001", 2001)]
     assert pick("операцию", two) is None  # not the lone result
+
+
+def test_a_follow_up_reads_the_first_sentence_of_a_request_with_a_remark_after_it():
+    from core.reflex_steps import _plain_request
+
+    earlier = _plain_request("Который час в Токио? Хочу сестре позвонить, вдруг спит.")
+    assert earlier is not None and earlier.kind == "time_elsewhere"
+    assert followed(recognise("а у нас тогда сколько?"), earlier).kind == "time_now"
+    assert recognise("ok, carry on with the film please").action == "resume"
