@@ -13,7 +13,13 @@ A guarantee, not luck: a command is taken only when every word it adds beyond th
 words is the user's (a title, a city, a timer's text, in any grammatical case; said now, or for a
 question about a title in the request before) and every number in it was said (as digits or a
 word). A command the model copied from the examples, or a title
-it made up, names words the user never said, and the turn goes to the model as before.
+it made up, names words the user never said, and the turn goes to the model as before. A command
+that changes something is taken only when the words ask for that change, now (`_asked_for`,
+core.reflex.held_back), and a title shown only when the words say which.
+
+After the fixed examples the question shows the requests of a bank most like the user's words
+(core.frame_bank): a small model puts words as a command far better right after seeing words like
+them put so.
 
 Pure functions: `frame_messages` builds the request, `read_frame` checks and reads the reply.
 """
