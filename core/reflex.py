@@ -293,6 +293,11 @@ def is_russian(text: str) -> bool:
     return len(re.findall(r"[а-яё]", lowered)) > len(re.findall(r"[a-z]", lowered))
 
 
+def _plain_words(said: str) -> str:
+    """Lower case, ё as е, one space between words, the particle "-ка" dropped ("включи-ка")."""
+    return re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+
+
 def recognise(said: str) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
     turn's user words, one message."""
@@ -300,7 +305,7 @@ def recognise(said: str) -> Intent | None:
         return None
     said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
     russian = is_russian(said)
-    raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+    raw = _plain_words(said)
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
@@ -336,7 +341,7 @@ def held_back(said: str, kind: ReflexKind) -> bool:
     ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
     or a cancel's reason aside), a thing already done ("i already paused it"). core.frame refuses a
     changing command on them."""
-    raw = re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(in_digits(said).casefold().replace("ё", "е").split()))
+    raw = _plain_words(in_digits(said))
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):
         joint = None  # "oh and another one for 45 minutes", "внучек, а включи …": one request
