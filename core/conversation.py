@@ -60,6 +60,7 @@ from core.background import (
 from core.fence import fence
 from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
+from core.done_said import unsaid_done
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
@@ -554,6 +555,9 @@ class Conversation(ReflexSteps):
             text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
+        if turn.acted:  # a timer set, a film started: the answer says so (core.done_said)
+            results = [(m.name or "", m.content) for m in self.trajectory.since(turn.start) if m.role == "tool"]
+            text = " ".join([text.strip(), *unsaid_done(text, results, self._language() == "Russian")]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)

@@ -154,6 +154,16 @@ _WATCH_ENDED = re.compile(r"не\s+(?:\w+\s+)?(?:след|жди|ждать|со
                           r"don'?t\s+(?:need\s+to\s+)?(?:watch|wait|tell)|no\s+longer|forget\s+(?:it|about)")
 
 
+# the user telling of their own doing ("if I set a timer for every single thing …", "I always put
+# on a cartoon for them", "я сам поставлю таймер"): no request to the assistant; "can I set …" is one
+_SELF_DOES = re.compile(r"(?<!can\s)(?<!could\s)(?<!may\s)(?<![\w'])(?:i|i'?ll|i'?ve|we|we'?ll|я|мы)\s+"
+                        r"(?:(?:always|usually|just|never|sometimes|often|already|myself|обычно|всегда|сам|сама|сами|"
+                        r"иногда|часто|уже|тоже|also)\s+)*"
+                        r"(?:set|put|start|play|ставлю|ставим|ставил\w*|поставлю|поставим|поставил\w*|завожу|заведу|"
+                        r"завел\w*|завёл\w*|включаю|включил\w*|включу)(?!\w)"
+                        r"(?:\s+(?:a|an|the|my)?\s*(?:timers?|reminders?|alarms?|таймер\w*|будильник\w*|напоминани\w*)(?:\s+for)?)?")
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
@@ -162,6 +172,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
+    text = _SELF_DOES.sub(" ", text)
     if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"
         return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":

@@ -48,7 +48,9 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     when: str = ""
     text: str = ""
     detail: Detail | None = None
+    more_details: tuple[Detail, ...] = ()  # "про что он и какого года": asked together, answered together
     all_timers: bool = False
+    last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
     action: Literal["pause", "resume", "stop", ""] = ""
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
 
@@ -83,7 +85,9 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
          r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then|"
-         r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс)[\s,!.]+)*")
+         r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс|"
+         # "стоп-стоп, выключи", "лучше поставь вторую часть": a request put instead of the one before
+         r"лучше|а\s+лучше)(?:[\s,!.]+|-(?=стоп|stop|нет|no\b)))*")
 _PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
@@ -170,6 +174,13 @@ _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|di
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
                          r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
+# "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
+# set or listed (core.reflex_answers.timers_to_cancel), else the model asks
+_CANCEL_IT = re.compile(_LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
+                        r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
+                        r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|"
+                        r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
+                        r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
@@ -421,7 +432,24 @@ def _place_time(raw: str, russian: bool) -> Intent | None:
     return None
 
 
+def _own_sentence(pattern: re.Pattern[str], raw: str) -> str | None:
+    """The sentence `pattern` is found in, when every other sentence is a plain statement ("какое
+    сегодня число? я на даче счёт дням потерял": not a place "на даче …"); None when another is a
+    request ("который час? поставь таймер на 5 минут": two, the model's); else `raw` whole."""
+    sentences = re.findall(r"[^.?!]+[.?!]*", raw)
+    holding = [s for s in sentences if pattern.search(s)]
+    if len(sentences) < 2 or len(holding) != 1:
+        return raw
+    others = [s for s in sentences if s is not holding[0]]
+    if any(_VERB_START.match(s.strip(" ,")) for s in others):
+        return None
+    return raw if any("?" in s for s in others) else holding[0].strip()
+
+
 def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    raw = _own_sentence(_TIME_NOW, raw)
+    if raw is None:
+        return None
     match = _TIME_NOW.search(raw)
     if match is None:
         return _place_time(raw, russian)
@@ -469,6 +497,9 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     named = _CANCEL_ONE.match(raw)
     if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
+    it = _CANCEL_IT.match(raw)
+    if it and not (it["why"] and _ASKS_MORE.search(" " + it["why"] + " ")):
+        return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
     raw = raw[one_more.end():] if one_more else re.sub(_LEAD, "", raw)  # "минут на двадцать": about 20
@@ -574,7 +605,8 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
 _DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
     кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
     are there total all altogether всего всех вообще там эм слушай часть части part come came out released
-    premiere premiered about идет идут длится длятся кто who whos s what""".split())
+    premiere premiered about идет идут длится длятся кто who whos s what
+    ого вау ух ой wow whoa oh ooh""".split())  # "ого, а по времени он сколько идёт?": surprise, no title
 # "the original", "оригинал": the oldest of the titles shown
 _ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
 
@@ -612,7 +644,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         subject = _FILLER.sub(" ", _norm(title)).strip()
         return Intent(kind="details", russian=russian, detail="director", subject=subject) if subject else None
     if sum(1 for _detail, pattern in _DETAIL_WORDS if pattern.search(raw)) > 1:
-        return None  # "сколько он идёт и кто его снял": both, by the model
+        return _several_details(raw, russian)  # "сколько он идёт и кто его снял"
     for detail, pattern in _DETAIL_WORDS:
         found = pattern.search(raw)
         if found is None:
@@ -640,6 +672,21 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, subject=_norm(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
+
+
+def _several_details(raw: str, russian: bool) -> Intent | None:
+    """Two or more facts of the title talked about ("про что он вообще и какого года", "who directed
+    it and how long is it"); a title named among them, or any other word: the model's."""
+    found = sorted((match.start(), detail) for detail, pattern in _DETAIL_WORDS for match in [pattern.search(raw)] if match)
+    asked = [detail for _at, detail in found]  # in the order said
+    rest = raw
+    for _detail, pattern in _DETAIL_WORDS:
+        rest = pattern.sub(" ", rest)
+    words = [w for w in re.findall(r"[^\W_]+", rest) if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE and not casual(w)]
+    if words:
+        return None
+    return Intent(kind="details", russian=russian, detail=asked[0], more_details=tuple(asked[1:]),
+                  reference=_reference(_norm(rest)))
 
 
 _WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
@@ -724,10 +771,20 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return None
         if cut not in clauses and not _REASON_START.match(said_after):
             continue  # "пауза между фильмами была долгой": a remark, no command
+        if len(words) - cut == 1 and not _REASON_START.match(said_after) and not _NAMES_WHAT_PLAYS.search(" ".join(words[:cut])):
+            continue  # "выключи, пожалуйста, свет": what to turn off, no reason ("stop the movie, bedtime" is one)
         for action, pattern in (*_PLAYBACK, ("stop", _ENOUGH_THEN_OFF)):
             if pattern.match(" ".join(words[:cut])):
                 return Intent(kind="playback", russian=russian, action=action)
+        if _BARE_STOP.match(" ".join(words[:cut])) and _REASON_START.match(said_after):  # "выключи, мы его уже смотрели"
+            return Intent(kind="playback", russian=russian, action="stop")
     return None
+
+
+_NAMES_WHAT_PLAYS = re.compile(r"(?:^|\s)(?:его|ее|её|это|фильм|кино|сериал|мультик|it|that|this|movie|film|show)(?:\s|$)")
+# a stop that names nothing, followed by its reason ("выключи, мы его уже смотрели"); alone, or with
+# other words after it ("выключи, пожалуйста, свет"), it is none
+_BARE_STOP = re.compile(_LEAD + r"(?:выключи|выключай|выруби|вырубай|останови|turn\s+it\s+off|switch\s+it\s+off|stop\s+it)$")
 
 
 # "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
@@ -736,7 +793,7 @@ _ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:вс
                               r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv)\s+off)"
                               r"(?:\s+(?:его|фильм|кино|сериал|это))?(?:\s+(?:please|пожалуйста))?$")
 # how the reason after a playback command starts when no comma parts them
-_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|там|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
+_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|мы|дети|там|we|we'?ve|they|the\s+kids|kids|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
                            r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
                            r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
 # what said after a playback command asks for more: then the model takes the turn
@@ -1045,9 +1102,10 @@ _AFTER_A_TITLE = frozenset("""что ли же пока для с со на а �
 
 def said_after_a_title(cut: list[str]) -> bool:
     """Whether words said after a title may be left off it: they open with a word of a remark
-    or a purpose, and hold no number ("брат 3" is «Брат 3», not «Брат»; "the dark night" is no
-    «Dark» with "night" said after it)."""
-    return bool(cut) and _norm(cut[0]) in _AFTER_A_TITLE and not any(
+    or a purpose, or are a clause of three words or more ("самое время под новогоднее
+    настроение", "the kids are bored"), and hold no number ("брат 3" is «Брат 3», not «Брат»;
+    "the dark night" is no «Dark» with "night" said after it)."""
+    return bool(cut) and (_norm(cut[0]) in _AFTER_A_TITLE or len(cut) >= 3) and not any(
         word not in ("a", "an") and numbers_said([word]) - {0} or any(ch.isdigit() for ch in word)
         for word in map(_norm, cut))
 
@@ -1148,10 +1206,10 @@ def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 # "а в Дубае сколько?", "and what about here?": the last question again, of another place
-_HERE = r"(?P<here>here|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
+_HERE = r"(?P<here>here(?:\s+at\s+home)?|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
 _FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|а)?[\s,]*"
                         r"(?:" + _HERE + r"|(?:(?:в|во|in|at|for)\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
-                        r"(?:\s+(?:сколько|там|now|сейчас|then|right\s+now|тогда))*[\s?.!]*$")
+                        r"(?:[\s,]+(?:сколько|там|now|сейчас|then|right\s+now|тогда|local\s+time|(?:по\s+)?местному(?:\s+времени)?))*[\s?.!]*$")
 
 
 # "а какие ещё остались?", "what's still running?": after timers were set or cancelled, the timers left

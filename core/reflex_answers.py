@@ -10,6 +10,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
+import msgspec
+
 from core.reflex import (_PLACE_CLOCK, _TIMER_WORD, _YEAR, ANSWER_TITLES, Intent, Shown, _among, _norm, info_id, is_russian,
                          shown_titles)
 from core.timewords import spoken_time
@@ -81,8 +83,14 @@ def _english_name(head: str) -> str:
 
 
 def details_answer(intent: Intent, info: str) -> str | None:
-    """The one fact a details question asks, from a media_info result; None when the result
-    lacks it (the model answers from the result instead)."""
+    """The facts a details question asks, from a media_info result, one sentence each; None when
+    the result lacks one (the model answers from the result instead)."""
+    answers = [_one_detail(msgspec.structs.replace(intent, detail=detail), info)
+               for detail in (intent.detail, *intent.more_details)]
+    return None if None in answers else " ".join(answers)
+
+
+def _one_detail(intent: Intent, info: str) -> str | None:
     head = info.split("\n", 1)[0]
     name = head.split(",")[0].split(" (original:")[0].strip()
     year = _YEAR.search(head)
@@ -208,16 +216,32 @@ def matching_timers(words: str, timers: list) -> list:
     return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
 
 
-def timers_to_cancel(intent: Intent, pending: list) -> list | None:
+def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, str]] = ()) -> list | None:
     """The timers a cancel means: all, the one whose text its words name, or the only one when
     the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
-    "kill the pizza one" names no timer word: it cancels only a timer about pizza."""
+    "kill the pizza one" names no timer word: it cancels only a timer about pizza. "cancel it"
+    (`intent.last_timer`) means the timer the turn before set, or the only one it listed; with
+    `results_before` the (tool, result) pairs of that turn."""
+    if intent.last_timer:
+        return _timer_talked_about(results_before, pending)
     if intent.all_timers or not pending:
         return pending
     chosen = matching_timers(intent.text, pending)
     if not chosen and len(pending) == 1 and _TIMER_WORD.search(intent.text):
         return pending
     return chosen if len(chosen) == 1 else None
+
+
+def _timer_talked_about(results_before: list[tuple[str, str]], pending: list) -> list | None:
+    touched = [name for name, _result in results_before if name in ("timers_set", "timers_list", "timers_cancel")]
+    set_ids = [found.group(1) for name, result in results_before if name == "timers_set"
+               for found in [re.match(r"Timer (\S+) set ", result)] if found]
+    if set_ids:  # "set a 30 minute timer" … "actually cancel it": the one just set, if it still runs
+        chosen = [t for t in pending if t.timer_id == set_ids[-1]]
+        return chosen or None
+    if touched and len(pending) == 1:  # "what timers have I got?" … "scrap that one": the only one
+        return pending
+    return None
 
 
 def timers_cancelled(texts: list[str], russian: bool) -> str:

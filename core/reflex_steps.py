@@ -36,6 +36,7 @@ _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
+TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
@@ -88,6 +89,16 @@ class ReflexSteps:
         kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
         _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
         return True
+
+    def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, str]]:
+        """(tool, result) of the calls the turn before this one made, oldest first."""
+        results = []
+        for message in reversed(self.trajectory.messages()[:turn.start]):
+            if message.role == "user" and user_lines(message.content):
+                break
+            if message.role == "tool":
+                results.append((message.name or "", message.content))
+        return results[::-1]
 
     async def _names_a_skill(self, intent: Intent | None) -> bool:
         if intent is None or not intent.subject or intent.kind not in ("play", "search"):
@@ -242,7 +253,7 @@ class ReflexSteps:
 
     async def _reflex_timer_cancel(self, turn: TurnState, intent: Intent) -> str | None:
         pending = self.timers.pending()
-        chosen = timers_to_cancel(intent, pending)
+        chosen = timers_to_cancel(intent, pending, self._results_of_turn_before(turn) if intent.last_timer else [])
         if chosen is None:
             return None  # the words name none or several of the timers: the model asks
         target = "all" if intent.all_timers or not pending else chosen[0].timer_id
@@ -250,25 +261,28 @@ class ReflexSteps:
             return None
         return timers_cancelled([t.text for t in chosen], intent.russian)
 
-    async def _names_a_title(self, turn: TurnState, words: str) -> bool:
+    async def _names_a_title(self, turn: TurnState, words: str, *, every_word: bool = False) -> bool:
         """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
-        that are no title leave no search in the history for the model to misread."""
+        that are no title leave no search in the history for the model to misread. `every_word`:
+        and every word is the title's (no "один дома самое" for «Один дома»)."""
         found = await self._run_side_call(turn.turn_id, "media_search", words)
-        return found.kind == "ok" and pick(words, shown_titles(found.text)) is not None
+        titles = shown_titles(found.text) if found.kind == "ok" else []
+        return pick(words, titles) is not None and not (every_word and names_none(words, titles))
 
     async def _trimmed(self, turn: TurnState, intent: Intent) -> Intent:
         """The request with words said after its title left off ("бриллиантовую руку что ли", "the
-        lion king for the kids", "shrek while i wait"): the longest start of the words, up to three
-        words shorter, that the catalog plainly has as a title (asked aside, nothing recorded); the
-        request as said when the whole of it is one, or none is."""
+        lion king for the kids", "ratatouille the kids are bored out of their minds"): the longest
+        start of the words that the catalog plainly has as a title (asked aside, nothing recorded;
+        core.reflex.said_after_a_title says which ends may go); the request as said when the whole
+        of it is one, or none is."""
         words = intent.subject.split()
         if len(words) < 2:
             return intent  # nothing to leave off
-        for cut in range(0, min(3, len(words) - 1) + 1):
+        for cut in range(0, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
             subject = " ".join(words[:len(words) - cut])
             if cut and not said_after_a_title(words[len(words) - cut:]):
                 continue  # "брат 3", "the dark night": part of what is asked for, not words after it
-            if await self._names_a_title(turn, subject):
+            if await self._names_a_title(turn, subject, every_word=cut > 0):
                 return intent if cut == 0 else msgspec.structs.replace(intent, subject=subject)
         return intent
 

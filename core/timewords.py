@@ -233,11 +233,23 @@ def alarm_clock(text: str) -> str:
     return text
 
 
+# "in a quarter of an hour", "через три четверти часа": a span in minutes ("quarter of" was read as
+# a reminder's text and "an hour" as the span: an hour instead of 15 minutes)
+_PART_OF_HOUR = (
+    (re.compile(r"(?<!\w)three[\s-]+quarters\s+of\s+an\s+hour(?!\w)", re.IGNORECASE), "45 minutes"),
+    (re.compile(r"(?<!\w)(?:an?\s+|one\s+)?quarter(?:\s+of\s+an|\s+an|-)?\s*hour(?!\w)", re.IGNORECASE), "15 minutes"),
+    (re.compile(r"(?<!\w)три\s+четверти\s+часа(?!\w)", re.IGNORECASE), "45 минут"),
+    (re.compile(r"(?<!\w)(?:одну\s+)?четверть\s+часа(?!\w)", re.IGNORECASE), "15 минут"),
+)
+
+
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
     alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
-    "минутку" as "минуту"."""
+    "минутку" as "минуту", "a quarter of an hour" as "15 minutes"."""
     plain = _DIMINUTIVE.sub(lambda m: "полчаса" if m["half"] else "час" if m["hour"] else "минуту", text)
+    for pattern, minutes in _PART_OF_HOUR:
+        plain = pattern.sub(minutes, plain)
     return spoken_year(spoken_clock(alarm_clock(plain)))
 
 

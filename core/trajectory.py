@@ -134,6 +134,10 @@ class Trajectory:
         """The history for the next LLM request (a shallow copy; held-back text excluded)."""
         return list(self._messages)
 
+    def since(self, start: int) -> list[ChatMessage]:
+        """The messages from `start` on (a turn's own: a short copy, not the whole history)."""
+        return self._messages[start:]
+
     def chars(self) -> list[int]:
         """Running totals of the history's content lengths: [i] is that of messages()[:i], so the
         size of any run of it costs two lookups, not a pass (core/fold.py, every step). Read only."""

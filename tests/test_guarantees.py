@@ -336,3 +336,34 @@ async def test_a_reminder_the_user_will_time_later_is_not_set_now(tmp_path):
         await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"]
         assert results and all(r["content"].startswith("not executed") for r in results)
+
+
+async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
+    # the fourteenth blind block's trap: "if I set a timer for every single thing …" called timers_set
+    said = "if I set a timer for every single thing in my day I'd go crazy, right?"
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "TOOL_CALL: timers_set|in 1 day; every single thing" if last.role == "user" else "Ha, probably!"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        await system.turn("s", "поставь таймер на 1 минуту")  # a reflex's: the timers toolset is on
+        await system.turn("s", said)
+        await system.turn("s", "я сам поставлю таймер, когда надо будет")
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"][1:]
+        assert len(results) == 2 and all(r["content"].startswith("not executed") for r in results)
+
+
+async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does_not(tmp_path):
+    # the fourteenth blind block: the model followed a recipe, set the timer and answered "Порridge готово."
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        said = last.content.removeprefix("[User said]").strip()
+        if last.role == "user":
+            return ("TOOL_CALL: timers_set|in 7 минут; на кашу" if "таймер" in said else "TOOL_CALL: media_search|Матрица")
+        if last.role == "tool" and ("NOT been executed" in last.content or last.name == "media_search"):
+            return "TOOL_CALL: timers_set|in 7 минут; на кашу" if last.name == "timers_set" else "TOOL_CALL: media_play|matrix-1999"
+        return "Порridge готово." if last.name == "timers_set" else "Готово!"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False, frame=False) as system:
+        answer = finals(await system.turn("s", "поставь таймер на 7 минут на кашу"))[-1]
+        assert answer.startswith("Порridge готово. Таймер поставлен на 7 мин, сработает в ") and answer.endswith(": на кашу.")
+        assert finals(await system.turn("s", "включи Матрицу"))[-1] == "Готово! Включаю «Матрица»."

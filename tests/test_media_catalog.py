@@ -232,3 +232,11 @@ async def test_usable_from_anyio_worker_threads(tmp_path):
     cat = EmbeddedCatalog(tmp_path / "fresh.db")  # first use builds the index inside the worker
     page = await anyio.to_thread.run_sync(cat.search, "Терминатор 2")
     assert ids(page)[0] == "terminator-2-1991"
+
+
+def test_a_title_said_with_its_director_finds_the_title_and_a_director_alone_finds_nothing(catalog):
+    """"есть у тебя сталкер тарковского": the director in the genitive after the title."""
+    assert ids(catalog.search("сталкер тарковского")) == ["stalker-1979"]
+    assert ids(catalog.search("Солярис Тарковского 1972")) == ["solaris-1972"]
+    assert ids(catalog.search("stalker tarkovsky")) == ["stalker-1979"]  # his name spelled in Latin letters
+    assert ids(catalog.search("котлеты тарковского")) == []  # no title of that name

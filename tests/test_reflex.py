@@ -1037,3 +1037,51 @@ def test_a_follow_up_reads_the_first_sentence_of_a_request_with_a_remark_after_i
     assert earlier is not None and earlier.kind == "time_elsewhere"
     assert followed(recognise("а у нас тогда сколько?"), earlier).kind == "time_now"
     assert recognise("ok, carry on with the film please").action == "resume"
+
+
+async def test_cancel_it_cancels_the_timer_just_set_or_the_only_one_listed_and_nothing_else(tmp_path):
+    """"actually scrap that one" names no timer: the one the turn before set, or the only one it
+    listed; after anything else (a film played) it is the model's to ask about."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "Что именно отменить?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "remind me in 45 minutes to move the car")
+        await system.turn("s", "set a thirty minute timer for the bread")
+        cancelled = finals(await system.turn("s", "actually cancel it, I'll watch the oven myself"))[-1]
+        assert cancelled == "Timer “the bread” cancelled." and not backend.calls
+        listed = finals(await system.turn("s", "what timers have I got?"))[-1]
+        assert "move the car" in listed and "bread" not in listed
+        assert finals(await system.turn("s", "scrap that one, my neighbour moved it"))[-1] == "Timer “move the car” cancelled."
+        await system.turn("s", "поставь таймер на 10 минут проверить чай")
+        await system.turn("s", "включи Матрицу")
+        assert finals(await system.turn("s", "отмени его"))[-1] == "Что именно отменить?"  # the turn before played a film
+        assert "проверить чай" in finals(await system.turn("s", "какие у меня таймеры?"))[-1]
+
+
+async def test_two_facts_of_the_title_talked_about_are_answered_together(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "а есть у тебя Сталкер Тарковского")
+        answer = finals(await system.turn("s", "а про что он вообще и какого года"))[-1]
+        assert answer.count("Сталкер") == 2 and "1979" in answer and "Зон" in answer and not backend.calls
+    assert recognise("who directed it and how long is it").more_details == ("runtime",)
+    assert recognise("кто снял Сталкер и сколько он идёт") is None  # a title among several facts: the model's
+
+
+def test_a_time_question_with_a_remark_after_it_is_the_question_and_with_a_request_is_the_models():
+    assert recognise("слушай, а какое сегодня число? я на даче совсем счёт дням потерял").kind == "time_now"
+    assert recognise("what time is it in Tokyo? I want to call a friend").subject == "tokyo"
+    assert recognise("который час? поставь таймер на 5 минут") is None  # not the time "на 5 минут"
+    assert recognise("ого, а по времени он сколько идёт?").subject == ""  # surprise, no title
+
+
+async def test_a_clause_said_after_a_title_is_left_off_and_a_stop_with_its_reason_stops(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        played = finals(await system.turn("s", "включи Один дома, самое время под новогоднее настроение"))[-1]
+        assert "Один дома" in played and "2" not in played
+        stopped = finals(await system.turn("s", "стоп-стоп, выключи, мы его уже смотрели"))[-1]
+        assert "Один дома" in stopped
+        assert "Один дома 2" in finals(await system.turn("s", "лучше поставь вторую часть"))[-1]
+        assert "Рататуй" in finals(await system.turn("s", "can you put on Ratatouille, the kids are bored out of their minds"))[-1]
+        assert not backend.calls
+    assert recognise("выключи, пожалуйста, свет") is None  # what to turn off, not why

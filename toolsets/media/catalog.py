@@ -298,6 +298,10 @@ class EmbeddedCatalog:
         if not scored and _CYRILLIC.search(normalized):  # "Крёстного отца": the title in another case
             for record, ratio in self._stem_index.match(stems(fuzzy_query(normalized))):
                 scored[record.title.id] = (TIER_FUZZY, -ratio, record.title.year)
+        if not scored:  # "сталкер тарковского", "alien ridley scott": a title with its director
+            for record in self._records.values():
+                if _title_and_director(record, words):
+                    scored[record.title.id] = (TIER_CONTAINS, 3.0, record.title.year)
         order = sorted(scored, key=lambda media_id: scored[media_id])
         return [self._records[media_id].title for media_id in order]
 
@@ -371,6 +375,20 @@ def _classify_words(record: _Indexed, core_words: list[str]) -> tuple[int, float
                             for w in core_words):
         best = (TIER_MENTION, 0.0)
     return best
+
+
+def _title_and_director(record: _Indexed, words: list[str]) -> bool:
+    """Some of the words are the title's whole name and the rest its director's (in any case:
+    compared by stems), or its year."""
+    director = stems(normalize(record.title.director)).split()
+    if not director:
+        return False
+    spelled = transliterate(normalize(record.title.director)).split()  # "stalker tarkovsky"
+    said = stems(" ".join(words)).split()
+    by_director = [w for w in said if w in director or _YEAR.match(w) and w == str(record.title.year)
+                   or len(w) >= 5 and any(name[:5] == w[:5] for name in spelled)]
+    named = " ".join(w for w in said if w not in by_director)
+    return bool(by_director) and bool(named) and any(named == stems(name) for name in record.names)
 
 
 def _contains(text: str, part: str) -> bool:

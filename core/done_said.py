@@ -1,0 +1,61 @@
+"""An action done is said: the model's last words of a turn that set a timer or started a film
+must tell the user so.
+
+The small model follows a recipe, sets the timer right and then ends with words that say nothing
+of it ("Порridge готово.", "OK"): the glasses never show that a timer runs, nor when it goes off.
+The guard against the opposite (an action claimed that no call made) asks again; here nothing is
+wrong with the action, only the words lack it, so the runtime adds the sentence a reflex would
+have said, in the user's language. Pure functions over the turn's (tool, result) pairs.
+"""
+from __future__ import annotations
+
+import re
+
+from core.timewords import in_digits, numbers_said
+
+# "Timer t3 set for 18:07 today (in 7 min): каша готова" (core.timers.Timers.set)
+_TIMER_SET = re.compile(r"^Timer \S+ set for (?P<moment>.*?(?P<clock>\d{1,2}:\d{2})(?::\d{2})?.*?) \(in (?P<span>[^)]*)\)"
+                        r"(?P<repeat>[^:\n]*): (?P<text>.*)$", re.MULTILINE)
+# "«Матрица» (matrix-1999): play sent to the phone (task …)", "«Матрица» (matrix-1999) is playing on the phone"
+_PLAYED = re.compile(r"^«(?P<title>[^»]+)» \((?P<media_id>[\w-]+)\)(?::\s+play\s+sent|\s+is\s+playing)", re.MULTILINE)
+_SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
+
+
+def unsaid_done(answer: str, results: list[tuple[str, str]], russian: bool) -> list[str]:
+    """The sentences to add to `answer` for the timers set and films started by the turn's calls
+    (`results`: (tool, result) in order) that the answer does not mention; [] when it says each."""
+    said = in_digits(answer).casefold()
+    missing = []
+    for tool, result in results:
+        timer = _TIMER_SET.search(result) if tool == "timers_set" else None  # after "(toolset … enabled on the way)"
+        if timer is not None and not _says_timer(said, timer):
+            missing.append(_timer_sentence(timer, russian))
+        played = _PLAYED.search(result) if tool == "media_play" else None
+        if played is not None and not _says_title(said, played["title"], played["media_id"]):
+            missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
+    return missing
+
+
+def _says_timer(said: str, timer: re.Match[str]) -> bool:
+    """The answer names when it goes off (its clock) or how long it runs (a number of its span)."""
+    clock = timer["clock"].zfill(5)
+    spans = {int(n) for n in re.findall(r"\d+", timer["span"])}
+    return clock in said or clock.lstrip("0") in said or bool(spans & numbers_said(re.findall(r"\w+", said)))
+
+
+def _says_title(said: str, title: str, media_id: str) -> bool:
+    """The answer names the film: its title, or a word of its id (the English title, mostly)."""
+    stems = [w[:max(4, len(w) - 2)] for w in re.findall(r"[^\W\d_]+", title.casefold()) if len(w) >= 4]
+    if title.casefold() in said or stems and all(stem in said for stem in stems):  # "включила Матрицу"
+        return True
+    words = [w for w in media_id.split("-") if len(w) >= 4 and not w.isdigit()]
+    return bool(words) and any(w in said for w in words)
+
+
+def _timer_sentence(timer: re.Match[str], russian: bool) -> str:
+    text = timer["text"].strip()
+    about = f": {text}" if text and text not in ("таймер", "timer") else ""
+    if russian:
+        span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], timer["span"])
+        return f"Таймер поставлен на {span}, сработает в {timer['clock']}{about}."
+    return f"Timer set for {timer['span']}, it goes off at {timer['clock']}{about}."
