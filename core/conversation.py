@@ -77,7 +77,7 @@ from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
-from protocol.tools import FAILED_KINDS, OutcomeKind
+from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
 # an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
@@ -555,9 +555,10 @@ class Conversation(ReflexSteps):
             text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
-        if turn.acted:  # a timer set, a film started: the answer says so (core.done_said)
-            results = [(m.name or "", m.content) for m in self.trajectory.since(turn.start) if m.role == "tool"]
-            text = " ".join([text.strip(), *unsaid_done(text, results, self._language() == "Russian")]).strip()
+        if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
+            ran = [(tool, result, self._changes(tool)) for tool, result, kind in self.trajectory.results_since(turn.start)
+                   if kind in RAN_KINDS]
+            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)
@@ -681,6 +682,12 @@ class Conversation(ReflexSteps):
         registry = self.s.registry
         toolset, spec = registry.toolset_of(tool), registry.spec(tool)
         return toolset is not None and spec is not None and spec.read_only and not registry.runs_in_session(toolset)
+
+    def _changes(self, tool: str) -> bool:
+        """Whether a call of `tool` changes something (core.intent.action_kind): a timer, playback,
+        an MCP tool not marked read-only."""
+        spec = self.s.registry.spec(tool)
+        return spec is not None and action_kind(tool, {}, spec.read_only) is not None
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""

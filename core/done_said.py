@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from core.echo import first_line
 from core.timewords import in_digits, numbers_said
 
 # "Timer t3 set for 18:07 today (in 7 min): каша готова" (core.timers.Timers.set)
@@ -21,19 +22,32 @@ _PLAYED = re.compile(r"^«(?P<title>[^»]+)» \((?P<media_id>[\w-]+)\)(?::\s+pla
 _SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
 
 
-def unsaid_done(answer: str, results: list[tuple[str, str]], russian: bool) -> list[str]:
-    """The sentences to add to `answer` for the timers set and films started by the turn's calls
-    (`results`: (tool, result) in order) that the answer does not mention; [] when it says each."""
+def unsaid_done(answer: str, results: list[tuple[str, str, bool]], russian: bool) -> list[str]:
+    """The sentences to add to `answer` for the timers set, films started and other changes made by
+    the turn's calls that the answer does not mention; [] when it says each. `results`: (tool,
+    result, whether the tool changes something) of the calls that ran, in order."""
     said = in_digits(answer).casefold()
     missing = []
-    for tool, result in results:
-        timer = _TIMER_SET.search(result) if tool == "timers_set" else None  # after "(toolset … enabled on the way)"
-        if timer is not None and not _says_timer(said, timer):
-            missing.append(_timer_sentence(timer, russian))
-        played = _PLAYED.search(result) if tool == "media_play" else None
-        if played is not None and not _says_title(said, played["title"], played["media_id"]):
-            missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
+    for tool, result, changes in results:
+        if tool == "timers_set":
+            timer = _TIMER_SET.search(result)  # after "(toolset … enabled on the way)"
+            if timer is not None and not _says_timer(said, timer):
+                missing.append(_timer_sentence(timer, russian))
+        elif tool == "media_play":
+            played = _PLAYED.search(result)
+            if played is not None and not _says_title(said, played["title"], played["media_id"]):
+                missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
+        elif changes and not _shares_a_word(said, first_line(result)):  # an MCP tool's: "home city set: Berlin …"
+            line = first_line(result).strip().rstrip(".")
+            missing.append(line[:1].upper() + line[1:CHANGE_LINE_CHARS] + ".")
     return missing
+
+
+CHANGE_LINE_CHARS = 160  # of another tool's result, said when the answer names nothing of it
+
+
+def _shares_a_word(said: str, result: str) -> bool:
+    return bool({w for w in re.findall(r"[^\W\d_]{4,}", result.casefold())} & set(re.findall(r"[^\W\d_]{4,}", said)))
 
 
 def _says_timer(said: str, timer: re.Match[str]) -> bool:

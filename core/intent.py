@@ -159,7 +159,7 @@ _WATCH_ENDED = re.compile(r"не\s+(?:\w+\s+)?(?:след|жди|ждать|со
 _SELF_DOES = re.compile(r"(?<!can\s)(?<!could\s)(?<!may\s)(?<![\w'])(?:i|i'?ll|i'?ve|we|we'?ll|я|мы)\s+"
                         r"(?:(?:always|usually|just|never|sometimes|often|already|myself|обычно|всегда|сам|сама|сами|"
                         r"иногда|часто|уже|тоже|also)\s+)*"
-                        r"(?:set|put|start|play|ставлю|ставим|ставил\w*|поставлю|поставим|поставил\w*|завожу|заведу|"
+                        r"(?:set|put|start|play|use|used|ставлю|ставим|ставил\w*|поставлю|поставим|поставил\w*|завожу|заведу|"
                         r"завел\w*|завёл\w*|включаю|включил\w*|включу)(?!\w)"
                         r"(?:\s+(?:a|an|the|my)?\s*(?:timers?|reminders?|alarms?|таймер\w*|будильник\w*|напоминани\w*)(?:\s+for)?)?")
 

@@ -137,7 +137,7 @@ _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|нап
 # timer, its time first and its text after
 _ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
                        r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
-                       r"[\s,:—-]+(?=(?:через|на|спустя|in|for|after)\s)")
+                       r"[\s,:—-]+(?=(?:через|на|спустя|in|for|after)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")  # "another one, 9 minutes for …"
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
@@ -178,7 +178,7 @@ _CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|di
 # set or listed (core.reflex_answers.timers_to_cancel), else the model asks
 _CANCEL_IT = re.compile(_LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
                         r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
-                        r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|"
+                        r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"
                         r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
@@ -497,7 +497,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     named = _CANCEL_ONE.match(raw)
     if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
-    it = _CANCEL_IT.match(raw)
+    last = raw.rsplit(",", 1)[-1].strip() if "," in raw else ""  # "the garlic bread's done early, kill that one"
+    it = _CANCEL_IT.match(raw) or (_CANCEL_IT.match(last) if last and not _VERB_START.search(raw[:-len(last)]) else None)
     if it and not (it["why"] and _ASKS_MORE.search(" " + it["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))

@@ -15,6 +15,7 @@ import msgspec
 from core.reflex import (_PLACE_CLOCK, _TIMER_WORD, _YEAR, ANSWER_TITLES, Intent, Shown, _among, _norm, info_id, is_russian,
                          shown_titles)
 from core.timewords import spoken_time
+from protocol import ChatMessage
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -82,28 +83,64 @@ def _english_name(head: str) -> str:
     return found.group(1).strip() if found else ""
 
 
-def details_answer(intent: Intent, info: str) -> str | None:
+def details_answer(intent: Intent, info: str, translated: str = "") -> str | None:
     """The facts a details question asks, from a media_info result, one sentence each; None when
-    the result lacks one (the model answers from the result instead)."""
-    answers = [_one_detail(msgspec.structs.replace(intent, detail=detail), info)
+    the result lacks one (the model answers from the result instead). `translated`: the plot in
+    English, for an English question about it (`plot_in_english`)."""
+    answers = [_one_detail(msgspec.structs.replace(intent, detail=detail), info, translated)
                for detail in (intent.detail, *intent.more_details)]
     return None if None in answers else " ".join(answers)
 
 
-def _one_detail(intent: Intent, info: str) -> str | None:
+def asks_plot_in_english(intent: Intent) -> bool:
+    return not intent.russian and "about" in (intent.detail, *intent.more_details)
+
+
+def russian_plot(info: str) -> str:
+    """The catalog's description in a media_info result (Russian), or ""."""
+    lines = info.splitlines()
+    return lines[2].strip() if len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()) else ""
+
+
+def translation_messages(russian: str) -> list[ChatMessage]:
+    """The question that puts a film's Russian description in English (one short generation)."""
+    return [ChatMessage(role="system", content="You translate Russian into English word for word. Keep every name. "
+                                               "Answer with the English translation only."),
+            # worked examples, none the catalog's: a sentence copied from here names a film nobody asked about
+            ChatMessage(role="user", content="Старый рыбак три дня борется с огромной рыбой в открытом море."),
+            ChatMessage(role="assistant", content="An old fisherman fights a huge fish in the open sea for three days."),
+            ChatMessage(role="user", content="Девочка Варя находит в лесу говорящего ежа и помогает ему вернуться домой."),
+            ChatMessage(role="assistant", content="A girl named Varya finds a talking hedgehog in the forest and helps "
+                                                  "him get back home."),
+            ChatMessage(role="user", content=russian)]
+
+
+def plot_in_english(reply: str, russian: str) -> str:
+    """The model's translation when it is one: English letters only, about as long as the
+    original; "" otherwise (the answer then gives the Russian words, said as such)."""
+    text = " ".join(reply.split()).strip("\"' ")
+    if not text or re.search(r"[а-яё]", text.casefold()) or not 0.4 * len(russian) <= len(text) <= 2.5 * len(russian):
+        return ""
+    return text
+
+
+def _one_detail(intent: Intent, info: str, translated: str = "") -> str | None:
     head = info.split("\n", 1)[0]
     name = head.split(",")[0].split(" (original:")[0].strip()
     year = _YEAR.search(head)
     if intent.detail == "year" and year:
         return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
                 else f"“{name}” came out in {year.group(1)}.")
-    lines = info.splitlines()
-    if intent.detail == "about" and len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()):
+    plot = russian_plot(info)
+    if intent.detail == "about" and plot:
         when = f" ({year.group(1)})" if year else ""
         if intent.russian:
-            return f"«{name}»{when}: {lines[2].strip()}"  # the catalog's own words
-        # the catalog describes in Russian only; the small model, asked, copied the title line instead
-        return f"“{_english_name(head) or name}”{when}, in the catalog's words (Russian): {lines[2].strip()}"
+            return f"«{name}»{when}: {plot}"  # the catalog's own words
+        if translated:  # the catalog describes in Russian only: put in English by the model, asked aside (said so:
+            # the small model's translation is rough, a name or a relation may come out wrong)
+            return f"“{_english_name(head) or name}”{when}, translated from the catalog's Russian: {translated.rstrip('.')}."
+        # the small model, asked to answer, copied the title line instead
+        return f"“{_english_name(head) or name}”{when}, in the catalog's words (Russian): {plot}"
     pattern = _INFO_FACT.get(intent.detail or "")
     found = pattern.search(info) if pattern else None
     if found is None or found.group(1).strip() == "unknown":

@@ -23,10 +23,12 @@ from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, corrected, followed, names_a_skill, names_none, oldest_named, pick,
                          recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
                          unwatch_answer, watch_to_end, watches_answer)
-from core.reflex_answers import (controlled_id, day_answer, details_answer, fired_timer, info_title, not_found_answer, place_time_answer,
-                                 play_answer, played_id, playback_answer, reminder_answer, search_answer, show_answer,
-                                 shown_total, tasks_answer, tells_place_time, time_answer, timer_answer, timers_cancelled,
-                                 timers_listed, timers_to_cancel, watch_answer)
+from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
+                                 info_title, not_found_answer, place_time_answer, play_answer, playback_answer,
+                                 played_id, plot_in_english, reminder_answer, russian_plot, search_answer,
+                                 show_answer, shown_total, tasks_answer, tells_place_time, time_answer, timer_answer,
+                                 timers_cancelled, timers_listed, timers_to_cancel, translation_messages,
+                                 watch_answer)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
@@ -36,7 +38,8 @@ _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
-TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
+TRIM_MAX_WORDS = 10
+TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)  # words said after a title that _trimmed may leave off (a search aside for each try)
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
@@ -100,6 +103,10 @@ class ReflexSteps:
                 results.append((message.name or "", message.content))
         return results[::-1]
 
+    async def _own_skills(self) -> bool:
+        """Whether the user has skills of their own (not the built-in ones)."""
+        return any(not e.builtin for e in (await self._skill_index()).entries)
+
     async def _names_a_skill(self, intent: Intent | None) -> bool:
         if intent is None or not intent.subject or intent.kind not in ("play", "search"):
             return False
@@ -134,14 +141,14 @@ class ReflexSteps:
                   frame.intent.kind if frame.intent else f"the model ({frame.refused})")
         return frame.intent
 
-    async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage]) -> str:
+    async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage], max_tokens: int = FRAME_MAX_TOKENS) -> str:
         """One short generation nobody sees (no Display): counted and observed as a model call."""
         self._model_calls += 1
         text = ""
         with self.s.observer.model_call(self, turn_id, self._model_calls, messages, []) as observed, \
                 tracing.tracer.model_call(self._model_calls) as traced:
             watching = traced.watching(observed)
-            async with self.s.ports.generate(self.sid, messages, [], FRAME_MAX_TOKENS) as pieces:
+            async with self.s.ports.generate(self.sid, messages, [], max_tokens) as pieces:
                 async for piece in pieces:
                     watching.piece(piece)
                     text += piece
@@ -278,12 +285,16 @@ class ReflexSteps:
         words = intent.subject.split()
         if len(words) < 2:
             return intent  # nothing to leave off
-        for cut in range(0, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
+        found = await self._run_side_call(turn.turn_id, "media_search", intent.subject)
+        titles = shown_titles(found.text) if found.kind == "ok" else []
+        if pick(intent.subject, titles) is not None or titles and not names_none(intent.subject, titles):
+            return intent  # a title, or part of one ("return of the king"): nothing said after it
+        for cut in range(1, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
             subject = " ".join(words[:len(words) - cut])
-            if cut and not said_after_a_title(words[len(words) - cut:]):
+            if not said_after_a_title(words[len(words) - cut:]):
                 continue  # "брат 3", "the dark night": part of what is asked for, not words after it
-            if await self._names_a_title(turn, subject, every_word=cut > 0):
-                return intent if cut == 0 else msgspec.structs.replace(intent, subject=subject)
+            if await self._names_a_title(turn, subject, every_word=True):
+                return msgspec.structs.replace(intent, subject=subject)
         return intent
 
     async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
@@ -302,6 +313,8 @@ class ReflexSteps:
         else:
             result = await self._reflex_call(turn, "media_search", intent.subject)
             if result is not None and names_none(intent.subject, shown_titles(result)):
+                if await self._own_skills():
+                    return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
                 return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
@@ -346,7 +359,22 @@ class ReflexSteps:
             titles, last_id, _known = self._shown_media()
             media_id = refer(intent.reference or Reference(), titles, last_id)
         result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
-        return None if result is None else details_answer(intent, result)  # None: the model reads the result
+        if result is None:
+            return None  # the model reads what there is
+        translated = await self._plot_in_english(turn, result) if asks_plot_in_english(intent) else ""
+        return details_answer(intent, result, translated)
+
+    async def _plot_in_english(self, turn: TurnState, info: str) -> str:
+        """The catalog's Russian description put in English by the model, asked aside ("" when it
+        gave no translation, or is down: the answer then gives the Russian words, said as such)."""
+        russian = russian_plot(info)
+        if not russian:
+            return ""
+        try:
+            reply = await self._ask_quietly(turn.turn_id, translation_messages(russian), TRANSLATION_MAX_TOKENS)
+        except ModelUnavailable:
+            return ""
+        return plot_in_english(reply, russian)
 
     def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
         """What the conversation showed of the catalog: the last search's titles, the title

@@ -134,9 +134,10 @@ class Trajectory:
         """The history for the next LLM request (a shallow copy; held-back text excluded)."""
         return list(self._messages)
 
-    def since(self, start: int) -> list[ChatMessage]:
-        """The messages from `start` on (a turn's own: a short copy, not the whole history)."""
-        return self._messages[start:]
+    def results_since(self, start: int) -> list[tuple[str, str, OutcomeKind]]:
+        """(tool, result, outcome kind) of the calls answered from `start` on (a turn's own)."""
+        return [(m.name or "", m.content, self._kinds.get(start + i, "ok"))
+                for i, m in enumerate(self._messages[start:]) if m.role == "tool"]
 
     def chars(self) -> list[int]:
         """Running totals of the history's content lengths: [i] is that of messages()[:i], so the

@@ -349,8 +349,9 @@ async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
         await system.turn("s", "поставь таймер на 1 минуту")  # a reflex's: the timers toolset is on
         await system.turn("s", said)
         await system.turn("s", "я сам поставлю таймер, когда надо будет")
+        await system.turn("s", "would it be weird if I used a timer for my kids' bedtime? asking for a friend")  # h15's trap
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"][1:]
-        assert len(results) == 2 and all(r["content"].startswith("not executed") for r in results)
+        assert len(results) == 3 and all(r["content"].startswith("not executed") for r in results)
 
 
 async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does_not(tmp_path):

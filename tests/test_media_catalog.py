@@ -239,4 +239,5 @@ def test_a_title_said_with_its_director_finds_the_title_and_a_director_alone_fin
     assert ids(catalog.search("сталкер тарковского")) == ["stalker-1979"]
     assert ids(catalog.search("Солярис Тарковского 1972")) == ["solaris-1972"]
     assert ids(catalog.search("stalker tarkovsky")) == ["stalker-1979"]  # his name spelled in Latin letters
+    assert ids(catalog.search("Гараж у Рязанова")) == ["garage-1979"]
     assert ids(catalog.search("котлеты тарковского")) == []  # no title of that name

@@ -1085,3 +1085,46 @@ async def test_a_clause_said_after_a_title_is_left_off_and_a_stop_with_its_reaso
         assert "Рататуй" in finals(await system.turn("s", "can you put on Ratatouille, the kids are bored out of their minds"))[-1]
         assert not backend.calls
     assert recognise("выключи, пожалуйста, свет") is None  # what to turn off, not why
+
+
+async def test_part_of_a_longer_title_is_searched_whole_not_cut_to_a_shorter_title(tmp_path):
+    # the fifteenth blind block: "search for The Return of the King" searched «return» (The Return, 2003)
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "search for The Return of the King")
+        assert "201 minutes" in finals(await system.turn("s", "how long is it? wanna know if we can finish it before bed"))[-1]
+        assert not backend.calls
+
+
+STRETCH = """---
+name: evening-stretch
+description: The user's evening stretching routine; use when they want to stretch or start their evening stretch.
+---
+1. Set a timer: TOOL_CALL: timers_set|in 12 minutes; stretch done
+"""
+
+
+async def test_a_play_of_no_title_when_the_user_has_skills_of_their_own_is_the_models(tmp_path):
+    # the fifteenth blind block: "пора мою вечернюю растяжку делать, запускай" was answered "not in the catalog"
+    folder = tmp_path / "user-skills" / "evening-stretch"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(STRETCH, encoding="utf-8")
+    backend = ScriptedBackend(reply_fn=lambda messages: "Начинаем растяжку.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "так, пора мою вечернюю растяжку делать, запускай"))[-1]
+        assert "не нашлось" not in answer and backend.calls
+
+
+async def test_an_english_question_about_a_plot_gets_it_translated_and_said_so_and_never_a_made_up_one(tmp_path):
+    # the fifteenth blind block: "what's The Intouchables about?" got the catalog's Russian words
+    def model(messages):
+        asked = messages[-1].content
+        if "Translate" in messages[0].content or "translate" in messages[0].content:
+            return ("A guide leads two people into the Zone." if "Зону" in asked else "Привет, это не перевод")
+        return "-"
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", "what's Stalker about?"))[-1]
+        assert answer.startswith("“Stalker” (1979), translated from the catalog's Russian: A guide leads two people into the Zone")
+        other = finals(await system.turn("s", "what is Solaris about?"))[-1]
+        assert "in the catalog's words (Russian)" in other  # no English came back: the Russian, said as such

@@ -377,18 +377,27 @@ def _classify_words(record: _Indexed, core_words: list[str]) -> tuple[int, float
     return best
 
 
+_BY = frozenset({"у", "от", "by", "from"})
+
+
 def _title_and_director(record: _Indexed, words: list[str]) -> bool:
-    """Some of the words are the title's whole name and the rest its director's (in any case:
-    compared by stems), or its year."""
-    director = stems(normalize(record.title.director)).split()
+    """Some of the words are the title's whole name and the rest its director's (in any case, or
+    in Latin letters) or its year: "сталкер тарковского", "гараж у рязанова", "stalker tarkovsky"."""
+    director = normalize(record.title.director).split()
     if not director:
         return False
-    spelled = transliterate(normalize(record.title.director)).split()  # "stalker tarkovsky"
-    said = stems(" ".join(words)).split()
-    by_director = [w for w in said if w in director or _YEAR.match(w) and w == str(record.title.year)
-                   or len(w) >= 5 and any(name[:5] == w[:5] for name in spelled)]
-    named = " ".join(w for w in said if w not in by_director)
+    director += transliterate(" ".join(director)).split()
+    said = [w for w in words if w not in _BY]
+    by_director = [w for w in said if _YEAR.match(w) and w == str(record.title.year)
+                   or any(_one_name(w, name) for name in director)]
+    named = stems(" ".join(w for w in said if w not in by_director))
     return bool(by_director) and bool(named) and any(named == stems(name) for name in record.names)
+
+
+def _one_name(said: str, name: str) -> bool:
+    """A surname in another case or spelling: "рязанова"/"рязанов", "tarkovsky"/"tarkovskii"."""
+    common = len(os.path.commonprefix((said, name)))
+    return common >= 4 and common >= max(len(said), len(name)) - 3
 
 
 def _contains(text: str, part: str) -> bool:
