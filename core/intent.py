@@ -71,7 +71,10 @@ _SET_VERBS = _stems("постав", "ставь", "установ", "завед�
                     "shout", "nudge me", "buzz me", "could you time", "can you time", "time it", "позови", "крикни")
 _CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
                        "прекрати", "забудь", "отключи", "не нужно", "отбой", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget",
-                       "get rid")
+                       "get rid", "scrap", "ditch", "kill")
+# a cancel that is no stop of what plays: with one of these no timer word is needed ("отмени его", "cancel it")
+_PLAIN_CANCEL = _stems("отмен", "удали", "сбрось", "не надо", "брось", "забудь", "не нужно", "отбой", "cancel", "delete",
+                       "remove", "clear", "forget", "get rid", "scrap", "ditch", "kill that", "kill the")
 _PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
                      "вруби", "хочу посмотреть", "давай посмотрим", "play", "put on", "start", "turn on", "watch it now",
                      "stream", "let's watch", "lets watch", "i want to watch", "i'd like to watch",
@@ -164,6 +167,11 @@ _SELF_DOES = re.compile(r"(?<!can\s)(?<!could\s)(?<!may\s)(?<![\w'])(?:i|i'?ll|i
                         r"(?:\s+(?:a|an|the|my)?\s*(?:timers?|reminders?|alarms?|таймер\w*|будильник\w*|напоминани\w*)(?:\s+for)?)?")
 
 
+# "напомни, кто снял Кин-дза-дзу?", "remind me what year Alien came out": a fact recalled, no reminder
+_RECALL = re.compile(r"(?<!\w)(?:напомни(?:те)?(?:\s+мне)?|remind\s+me)[\s,]+(?:а\s+)?(?:кто|что|как|где|какой|какая|"
+                     r"какое|какие|какого|сколько|откуда|почему|who|what|how|where|which|why)(?!\w)")  # not "when": a reminder's
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
@@ -172,7 +180,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
-    text = _SELF_DOES.sub(" ", text)
+    text = _RECALL.sub(" ", _SELF_DOES.sub(" ", text))
     if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"
         return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
@@ -182,7 +190,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     if kind == "timer_set":
         return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
                     or _TIMER_WORDS.search(text) and _WHEN.search(text))
-    if kind in ("timer_cancel", "task_cancel"):
+    if kind == "timer_cancel":  # "stop it, they're fighting over the remote" is about the film, not the timers
+        return bool(_CANCEL_VERBS.search(text) and (_TIMER_WORDS.search(text) or _PLAIN_CANCEL.search(text)))
+    if kind == "task_cancel":
         return bool(_CANCEL_VERBS.search(text))
     if kind == "watch":  # not "можешь больше не следить", "stop watching": an end, not a watch (h9)
         return bool(_WATCH_VERBS.search(text)) and not _WATCH_ENDED.search(text)

@@ -81,6 +81,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
+         r"ugh|argh|oops|whoops|эх|блин|"
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -135,9 +136,10 @@ _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|ala
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
 # "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
 # timer, its time first and its text after
-_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
+_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|make|start|поставь|заведи)\s+)?"
+                       r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
                        r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
-                       r"[\s,:—-]+(?=(?:через|на|спустя|in|for|after)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")  # "another one, 9 minutes for …"
+                       r"[\s,:—-]+(?=(?:через|на|спустя|в|к|in|for|after|at)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")  # "another one, 9 minutes for …"
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
@@ -309,6 +311,11 @@ def _plain_words(said: str) -> str:
     return re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
 
 
+# "напомни, кто снял …", "remind me what year …": a fact asked for, opened by a reminder's word
+_RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:напомни(?:те)?(?:\s+мне)?|remind\s+me)[\s,]+"
+                           r"(?=(?:а\s+)?(?:кто|что|как|где|какой|какая|какое|какие|какого|сколько|who|what|how|where|which)(?!\w))")
+
+
 def recognise(said: str) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
     turn's user words, one message."""
@@ -316,7 +323,7 @@ def recognise(said: str) -> Intent | None:
         return None
     said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
     russian = is_russian(said)
-    raw = _plain_words(said)
+    raw = _RECALL_FIRST.sub("", _plain_words(said))  # "напомни, кто снял Кин-дза-дзу?": the question
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
@@ -503,6 +510,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
+    if one_more is not None and not one_more["bare"] and _CLOCK.match(" " + raw[one_more.end():]):
+        return _timer_intent("set a timer " + raw[one_more.end():], said, russian)  # "and another one at 19:00, dinner"
     raw = raw[one_more.end():] if one_more else re.sub(_LEAD, "", raw)  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
@@ -656,6 +665,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         # its own sentence only: "Who directed Inception? Check the catalog."
         begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
+        if "," in raw[begin:found.start()] and _norm(raw[end:stop]).strip():  # "settle a bet for me, what year did X …"
+            begin = raw.rfind(",", begin, found.start()) + 1
         rest = _norm(raw[begin:found.start()] + " " + raw[end:stop])
         reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
         if _ORIGINAL.search(" " + rest):
@@ -1207,7 +1218,7 @@ def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 # "а в Дубае сколько?", "and what about here?": the last question again, of another place
-_HERE = r"(?P<here>here(?:\s+at\s+home)?|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
+_HERE = r"(?P<here>(?:у\s+нас\s+|у\s+меня\s+)(?:тут|здесь|дома)|here(?:\s+at\s+home)?|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
 _FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|а)?[\s,]*"
                         r"(?:" + _HERE + r"|(?:(?:в|во|in|at|for)\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
                         r"(?:[\s,]+(?:сколько|там|now|сейчас|then|right\s+now|тогда|local\s+time|(?:по\s+)?местному(?:\s+времени)?))*[\s?.!]*$")

@@ -67,6 +67,8 @@ _SPOKEN_CLOCK = (
     (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 15),
     (re.compile(r"(?<!\w)(?:at\s+)?half\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 30),
     (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>fifteen|thirty|forty[\s-]five|o'?clock)" + _MARK + r"(?!\w)"), None),
+    # "a timer for seven o'clock": a time of day, as "at"
+    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>o'?clock)" + _MARK + r"(?!\w)"), None),
     (re.compile(r"(?<!\w)(?:в\s+)?(?:пол[-\s]?|половин[еуа]\s+)" + _ORD_RU + _MARK + r"(?!\w)"), -30),
     (re.compile(r"(?<!\w)(?:в\s+)?четверть\s+" + _ORD_RU + _MARK + r"(?!\w)"), -45),
     (re.compile(r"(?<!\w)(?:в\s+)?без\s+(?P<b>" + "|".join(_RU_BEFORE) + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
@@ -238,6 +240,7 @@ def alarm_clock(text: str) -> str:
 _PART_OF_HOUR = (
     (re.compile(r"(?<!\w)three[\s-]+quarters\s+of\s+an\s+hour(?!\w)", re.IGNORECASE), "45 minutes"),
     (re.compile(r"(?<!\w)(?:an?\s+|one\s+)?quarter(?:\s+of\s+an|\s+an|-)?\s*hour(?!\w)", re.IGNORECASE), "15 minutes"),
+    (re.compile(r"(?<!\w)(?:an?\s+)?half(?:\s+an|-)?\s*hour(?!\w)", re.IGNORECASE), "30 minutes"),  # "a half hour timer"
     (re.compile(r"(?<!\w)три\s+четверти\s+часа(?!\w)", re.IGNORECASE), "45 минут"),
     (re.compile(r"(?<!\w)(?:одну\s+)?четверть\s+часа(?!\w)", re.IGNORECASE), "15 минут"),
 )

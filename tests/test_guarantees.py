@@ -368,3 +368,23 @@ async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does
         answer = finals(await system.turn("s", "поставь таймер на 7 минут на кашу"))[-1]
         assert answer.startswith("Порridge готово. Таймер поставлен на 7 мин, сработает в ") and answer.endswith(": на кашу.")
         assert finals(await system.turn("s", "включи Матрицу"))[-1] == "Готово! Включаю «Матрица»."
+
+
+async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_none(tmp_path):
+    # the sixteenth blind block: "ugh, stop it, they're fighting over the remote again" cancelled every
+    # timer; "напомни, кто снял Кин-дза-дзу?" was offered a timer (its number unsaid: refused)
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        said = last.content.removeprefix("[User said]").strip()
+        if last.role != "user":
+            return "Хорошо."
+        return "TOOL_CALL: timers_cancel|all" if said.startswith("ugh") else "TOOL_CALL: timers_set|in 10 минут; Кин-дза-дза"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        await system.turn("s", "поставь таймер на 10 минут")
+        await system.turn("s", "ugh, make it quiet, they're fighting over the remote again")
+        await system.turn("s", "напомни, а кто там в 10 минут всё снял в Кин-дза-дзе")
+        results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "timers_set")][1:]
+        assert [r["name"] for r in results] == ["timers_cancel", "timers_set"]
+        assert all(r["content"].startswith("not executed (not_requested)") for r in results)
+        director = finals(await system.turn("s", "напомни, кто снял Кин-дза-дзу? вечно из головы вылетает"))[-1]
+        assert "Данелия" in director

@@ -1128,3 +1128,16 @@ async def test_an_english_question_about_a_plot_gets_it_translated_and_said_so_a
         assert answer.startswith("“Stalker” (1979), translated from the catalog's Russian: A guide leads two people into the Zone")
         other = finals(await system.turn("s", "what is Solaris about?"))[-1]
         assert "in the catalog's words (Russian)" in other  # no English came back: the Russian, said as such
+
+
+@pytest.mark.parametrize(("said", "kind", "when"), [
+    ("give me a half hour timer, that's all the gaming time mom lets me have", "timer_set", "in 30 minutes"),  # was "in hour"
+    ("and set another one for seven o'clock, that's dinner", "timer_set", "7:00"),
+    ("and another one at 7 pm for dinner", "timer_set", "19:00"),
+    ("а у нас тут сейчас сколько?", "follow_up", ""),
+    ("ugh, stop it, they're fighting over the remote again", "playback", ""),
+])
+def test_forms_the_sixteenth_blind_block_showed(said, kind, when):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind and intent.when == when
+    assert recognise("settle a bet for me, what year did Back to the Future come out?").subject == "back to future"

@@ -377,7 +377,8 @@ def _classify_words(record: _Indexed, core_words: list[str]) -> tuple[int, float
     return best
 
 
-_BY = frozenset({"у", "от", "by", "from"})
+# said around a director's name: "гараж у рязанова", "stalker, the tarkovsky one", "тот, что у данелии"
+_BY = frozenset({"у", "от", "by", "from", "the", "one", "film", "movie", "фильм", "тот", "что"})
 
 
 def _title_and_director(record: _Indexed, words: list[str]) -> bool:
