@@ -156,6 +156,8 @@ def _read_line(line: str, said: str, before: str) -> Frame:
         return Frame(command, None, "unrequested")  # "мне через 10 минут выходить": a timer's words, no request
     if intent.kind in _ACTION_OF and held_back(said, intent.kind):
         return Frame(command, None, "held back")  # "maybe later play X", "если я усну выключи фильм"
+    if intent.kind == "timer_cancel" and intent.all_timers and not _EVERY_TIMER.search(_fold(said)):
+        return Frame(command, None, "unsaid: all")  # "cancel all timers" needs words that say all of them
     russian = is_russian(said)
     if intent.kind == "timer_set" and set(_WORD.findall(_fold(intent.text))) <= _ADDRESS:
         intent = msgspec.structs.replace(intent, text="")  # "порфирий, поставь таймер": the name is no reminder
@@ -167,6 +169,8 @@ def _read_line(line: str, said: str, before: str) -> Frame:
     return Frame(command, msgspec.structs.replace(intent, russian=russian))
 
 
+_EVERY_TIMER = re.compile(r"(?<!\w)(?:все|всё|всех|оба|обе|каждый|all|every|everything|both|timers|reminders|alarms|"
+                          r"таймеры|напоминания|будильники)(?!\w)")
 _ADDRESS = frozenset({"порфирий", "porfiry", "пожалуйста", "please", "слушай", "hey", "эй"})
 _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
     "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
@@ -208,7 +212,13 @@ def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
     the lexicons know ("I need to leave in ten minutes, ugh" is no statement to core.intent.remark)."""
     if requested(kind, said) or before and _ANOTHER.search(said) and requested(kind, before):
         return True
+    if kind == "show":  # "давай-ка мою зарядку для спины, как доктор прописал" is no text for the glasses
+        return bool(_SCREEN_WORD.search(_fold(said)))
     return kind != "timer_set" and not remark(said)
+
+
+# where a text is put, said in any words: "кинь на экран очков", "throw it up on my screen"
+_SCREEN_WORD = re.compile(r"(?<!\w)(?:экран\w*|очк\w*|дисплей\w*|дисплее|screen|glasses|display|hud|lens)(?!\w)")
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})

@@ -67,7 +67,7 @@ _TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "б�
                       "alarm", "wake me", "countdown")
 _SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засечь", "напомн", "разбуд", "скажи мне",
                     "запусти обратный", "set ", "set a", "start", "remind", "wake", "timer for", "таймер на",
-                    "minute timer", "hour timer", "timer please", "ping me", "countdown", "give me a shout",
+                    "minute timer", "hour timer", "timer please", "ping me", "countdown", "give me a shout", "heads up", "heads-up", "nudge me", "buzz me",
                     "shout", "nudge me", "buzz me", "could you time", "can you time", "time it", "позови", "крикни")
 _CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
                        "прекрати", "забудь", "отключи", "не нужно", "отбой", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget",
@@ -172,6 +172,16 @@ _RECALL = re.compile(r"(?<!\w)(?:напомни(?:те)?(?:\s+мне)?|remind\s+
                      r"какое|какие|какого|сколько|откуда|почему|who|what|how|where|which|why)(?!\w)")  # not "when": a reminder's
 
 
+# a condition: what it holds is not asked for now ("если я попрошу тебя включить Титаник, …", "if I
+# asked you to set a timer, …"); "если можешь", "if you could" are requests all the same
+_IF_CLAUSE = re.compile(r"(?<!\w)(?:а\s+)?(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|"
+                        r"if(?!\s+you\s+(?:could|can|would|want|like|don'?t\s+mind))|"
+                        # "… or only when I ask you to watch for something?": a request told of, not made
+                        r"when(?:ever)?(?=\s+i\s+(?:ask|tell))|когда(?=\s+я\s+(?:прошу|попрошу|скажу|говорю)))\s+[^,?.!]*")
+# a verb in its reflexive form: "запустится", "включается", "turns on" said of a thing
+_REFLEXIVE = re.compile(r"(?<!\w)[а-яё]+(?:тся|ться|ется|ится|ются|ятся|лся|лась|лось|лись)(?!\w)")
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
@@ -180,7 +190,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
-    text = _RECALL.sub(" ", _SELF_DOES.sub(" ", text))
+    text = _IF_CLAUSE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
+    text = _REFLEXIVE.sub(" ", text)  # "он запустится на телефоне?": how it happens, no request
     if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"
         return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":

@@ -129,7 +129,7 @@ _SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|уста�
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
                         r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
                         r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
-                        r"wake\s+me(?:\s+up)?)(?![\w-])")
+                        r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
 _TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
                           r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
@@ -228,9 +228,9 @@ _ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|option\s+|вариа�
 _WHICH_BY_AGE = (
     ("last", re.compile(r"(?:the\s+)?(?:last|final)(?:\s+one)?|последн(?:ий|юю|ее|яя|его)(?:\s+из\s+них)?")),
     ("newest", re.compile(r"(?:the\s+)?(?:newest|latest|newer|new|most\s+recent|recent)(?:\s+one)?|(?:самый\s+|самую\s+)?"
-                          r"(?:нов(?:ый|ую|ое|ая|ее|ейший|ейшую)|свеж(?:ий|ую|ее))|(?:тот|ту|то)\s+(?:который|которую|что)\s+новее")),
+                          r"(?:нов(?:ый|ую|ое|ая|ее|ейший|ейшую)|свеж(?:ий|ую|ее))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?новее")),
     ("oldest", re.compile(r"(?:the\s+)?(?:oldest|older|old)(?:\s+one)?|(?:самый\s+|самую\s+)?"
-                          r"(?:стар(?:ый|ую|ое|ая|ее|ейший|ейшую))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:старше|старее)")),
+                          r"(?:стар(?:ый|ую|ое|ая|ее|ейший|ейшую))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?(?:старше|старее)")),
 )
 # "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
@@ -388,6 +388,13 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
         first, second = recognise(sentences[0]), recognise(sentences[1])
         if first is not None and second is not None and first.kind != "follow_up" != second.kind:
             return first, second
+    two = _TWO_TIMERS.match(_digits(raw))
+    if two is not None and len(said) == len(raw):  # "два таймера: через 10 минут полить цветы и через 20 проверить стирку"
+        remind = "напомни" if is_russian(said) else "remind me"
+        second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
+        first, second = recognise(f"{remind} {two['first']}"), recognise(f"{remind} {second}")
+        if first is not None and second is not None and first.kind == second.kind == "timer_set":
+            return first, second
     instead = _STOP_THEN_OTHER.match(said.strip())
     if instead is not None:  # "не, выключай, это все видели, давай лучше Бриллиантовую руку"
         first, second = recognise(instead["stop"]), _titled("play", instead["title"], instead["title"], is_russian(said))
@@ -402,6 +409,11 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
     return first, second
 
 
+# two timers in one request, the second's unit maybe left to the first's
+_SPAN_UNIT = r"(?:минут\w*|час\w*|секунд\w*|minutes?|hours?|seconds?|mins?|hrs?)"
+_TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напомни|timers?|reminders?|remind\s+me)[\s,:—-]+(?:.*?[\s,:—-])?"
+                         r"(?P<first>(?:через|in)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)[\s,]+(?:и|and)\s+"
+                         r"(?P<second>(?:через|in)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
     you здесь тут нас here in where i am день недели число дата какое какой date day""".split())  # "который час у нас", "what time is it here"
@@ -529,8 +541,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _ANOTHER_DAY.search(raw):
         return None  # "напомни завтра в 9": not the next 9:00, which may be today
     when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
-    if not when:
-        return None
+    if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
+        return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
     return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said))
 
 
@@ -671,6 +683,9 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
         if _ORIGINAL.search(" " + rest):
             return Intent(kind="details", russian=russian, detail=detail, reference=Reference(oldest=True))
+        by_age = _by_age(rest)
+        if by_age:  # "а кто снимал тот, который постарше?": which of the titles shown, by age
+            return Intent(kind="details", russian=russian, detail=detail, reference=Reference(**{by_age: True}))
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
                  and not _YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
@@ -684,6 +699,13 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, subject=_norm(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
+
+
+def _by_age(rest: str) -> str:
+    """"last", "newest" or "oldest" when the words besides the question are which title by age ("тот,
+    который постарше", "the older one"); "" otherwise."""
+    words = " ".join(w for w in rest.split() if w not in ("а", "и", "ну", "and", "so", "of", "about", "is", "was", "for"))
+    return next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(words)), "")
 
 
 def _several_details(raw: str, russian: bool) -> Intent | None:
@@ -805,7 +827,7 @@ _ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:вс
                               r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv)\s+off)"
                               r"(?:\s+(?:его|фильм|кино|сериал|это))?(?:\s+(?:please|пожалуйста))?$")
 # how the reason after a playback command starts when no comma parts them
-_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|мы|дети|там|we|we'?ve|they|the\s+kids|kids|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
+_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|мы|дети|он|она|они|там|we|we'?ve|they|he|she|the\s+kids|kids|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
                            r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
                            r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
 # what said after a playback command asks for more: then the model takes the turn
@@ -1118,8 +1140,8 @@ def said_after_a_title(cut: list[str]) -> bool:
     настроение", "the kids are bored"), and hold no number ("брат 3" is «Брат 3», not «Брат»;
     "the dark night" is no «Dark» with "night" said after it)."""
     return bool(cut) and (_norm(cut[0]) in _AFTER_A_TITLE or len(cut) >= 3) and not any(
-        word not in ("a", "an") and numbers_said([word]) - {0} or any(ch.isdigit() for ch in word)
-        for word in map(_norm, cut))
+        word not in ("a", "an") and not (word == "one" and at > 0) and numbers_said([word]) - {0}
+        or any(ch.isdigit() for ch in word) for at, word in enumerate(map(_norm, cut)))  # "for my little one"
 
 
 ANSWER_TITLES = 3  # the titles a search's answer names; the others are counted ("и ещё 2")
@@ -1140,8 +1162,12 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
     if reference.kind:
         of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
         return of_kind[0].media_id if len(of_kind) == 1 else ""
-    if reference.oldest or reference.newest:
-        dated = sorted((t for t in titles if t.year), key=lambda t: t.year, reverse=reference.newest)
+    if reference.oldest or reference.newest:  # of the titles named like the first ("Экипаж" 1979 and 2016, not
+        # «Star Trek», found by its description's "экипаж")
+        first_words = {w for name in titles[0].names for w in _norm(name).split()} if titles else set()
+        alike = [t for t in titles if first_words & {w for name in t.names for w in _norm(name).split()}]
+        dated = sorted((t for t in (alike if len(alike) > 1 else titles) if t.year), key=lambda t: t.year,
+                       reverse=reference.newest)
         return dated[0].media_id if len(dated) > 1 and dated[0].year != dated[1].year else ""
     if reference.last:  # the last the answer named (core.reflex_answers.search_answer names the first few)
         return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""

@@ -287,8 +287,8 @@ class ReflexSteps:
             return intent  # nothing to leave off
         found = await self._run_side_call(turn.turn_id, "media_search", intent.subject)
         titles = shown_titles(found.text) if found.kind == "ok" else []
-        if pick(intent.subject, titles) is not None or titles and not names_none(intent.subject, titles):
-            return intent  # a title, or part of one ("return of the king"): nothing said after it
+        if titles and not names_none(intent.subject, titles):
+            return intent  # every word a title's ("return of the king"): nothing said after it
         for cut in range(1, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
             subject = " ".join(words[:len(words) - cut])
             if not said_after_a_title(words[len(words) - cut:]):

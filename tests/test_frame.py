@@ -150,3 +150,10 @@ def test_a_remark_asks_for_nothing_and_an_order_or_a_question_does():
     assert not remark("мне нужен таймер")
     assert not remark("Сталкера включай")
     assert not remark("завари мне чай как положено, по рецепту")  # an order for the speaker: the recipe's
+
+
+def test_cancel_all_timers_needs_words_that_say_all_of_them_and_a_stop_of_the_film_is_no_cancel():
+    # the sixteenth blind block: "ugh, stop it, they're fighting over the remote again" cancelled every timer
+    assert read_frame("cancel all timers", "ugh, stop it, they're fighting over the remote again").intent is None
+    assert read_frame("cancel all timers", "отмени таймер").refused == "unsaid: all"
+    assert read_frame("cancel all timers", "отмени все напоминания").intent.all_timers

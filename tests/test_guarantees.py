@@ -350,8 +350,9 @@ async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
         await system.turn("s", said)
         await system.turn("s", "я сам поставлю таймер, когда надо будет")
         await system.turn("s", "would it be weird if I used a timer for my kids' bedtime? asking for a friend")  # h15's trap
+        await system.turn("s", "если я попрошу тебя поставить таймер на 5 минут, он на очках появится?")  # h16's, of a play
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"][1:]
-        assert len(results) == 3 and all(r["content"].startswith("not executed") for r in results)
+        assert len(results) == 4 and all(r["content"].startswith("not executed (not_requested)") for r in results)
 
 
 async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does_not(tmp_path):
@@ -388,3 +389,15 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
         assert all(r["content"].startswith("not executed (not_requested)") for r in results)
         director = finals(await system.turn("s", "напомни, кто снял Кин-дза-дзу? вечно из головы вылетает"))[-1]
         assert "Данелия" in director
+
+
+async def test_a_question_that_tells_of_asking_for_a_watch_sets_none(tmp_path):
+    # the seventeenth blind block's trap: "… or only when I ask you to watch for something?" set a watch
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "TOOL_CALL: channels_watch|telegram; Telegram" if last.role == "user" else "Only when you ask."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
+        await system.turn("s", "call enable_toolset|channels")
+        await system.turn("s", "can you actually see my texts all the time, or only when I ask you to watch for something?")
+        watched = [r for r in tool_results(await system.history("s")) if r["name"] == "channels_watch"]
+        assert watched and all(r["content"].startswith("not executed (not_requested)") for r in watched)

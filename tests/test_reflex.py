@@ -1141,3 +1141,16 @@ def test_forms_the_sixteenth_blind_block_showed(said, kind, when):
     intent = recognise(said)
     assert intent is not None and intent.kind == kind and intent.when == when
     assert recognise("settle a bet for me, what year did Back to the Future come out?").subject == "back to future"
+
+
+async def test_forms_the_seventeenth_blind_block_showed_through_the_session(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert "История игрушек" in finals(await system.turn("s", "play Toy Story for my little one, please"))[-1]
+        assert "История игрушек" in finals(await system.turn("s", "выключай, она уснула уже"))[-1]
+        two = finals(await system.turn("s", "поставь два таймера: через десять минут полить цветы и через двадцать проверить стирку"))[-1]
+        assert "полить цветы" in two and "проверить стирку" in two and "20 минут" in two
+        await system.turn("s", "найди фильм Экипаж")
+        assert "Митта" in finals(await system.turn("s", "а кто снимал тот, который постарше?"))[-1]
+        assert "stir the risotto" in finals(await system.turn("s", "give me a heads up in one minute to stir the risotto"))[-1]
+        assert not backend.calls
