@@ -81,7 +81,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|эх|блин|"
+         r"ugh|argh|oops|whoops|эх|блин|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -958,6 +958,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
                   re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", _norm(rest)))
+    # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
+    rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in)\s+(?=\S)", "", rest)
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     first = None if quoted else _FIRST_OF.search(_norm(rest))  # "Шрека, первого", "X, the first one, not the sequels"
     if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
