@@ -49,7 +49,7 @@ import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
-from core.prompt import (RECIPE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
+from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
                          reply_language, visible_skills)
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
@@ -545,6 +545,10 @@ class Conversation(ReflexSteps):
         notice = "" if turn.echo_retried else self._answer_notice(text, step.closing)
         if notice:
             turn.echo_retried, turn.notice = True, notice
+            return False
+        if turn.recipe and turn.recipe_tools and not turn.acted and not turn.recipe_retried and len(text.split()) <= 3:
+            turn.recipe_retried, turn.notice = True, RECIPE_UNDONE_NOTICE.format(language=self._language())
+            _log.info("session=%s the reply %r followed none of the recipe; asking again", self.sid, text[:40])
             return False
         claimed = claimed_action(text)
         if claimed is not None and not covers(claimed, turn.acted):  # an action reported, none made

@@ -319,17 +319,22 @@ def unasked_lookup(tool: str, said: str) -> Refusal | None:
 
 # how the assistant does a thing, asked: "а ты таймеры как отменяешь — по номеру?", "как ты ставишь будильник"
 _HOW_YOU_DO = re.compile(r"(?<!\w)как\s+(?:ты\s+)?(?:[а-я]+\s+)?[а-я]+(?:ешь|ишь)(?![а-я])|"
-                         r"(?<!\w)ты\s+(?:[а-я]+\s+){0,2}как\s+[а-я]+(?:ешь|ишь)(?![а-я])")
+                         r"(?<!\w)ты\s+(?:[а-я]+\s+){0,2}как\s+[а-я]+(?:ешь|ишь)(?![а-я])|"
+                         r"(?<!\w)how\s+do\s+you\s+(?:even\s+|actually\s+|really\s+)?(?:know|understand|decide|tell|"
+                         r"see|hear|figure|pick|work)(?!\w)")
 _SECOND_PERSON = re.compile(r"(?<![а-я])[а-я]+(?:ешь|ишь)(?![а-я])")
 
 
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
     """"расскажи про фильм и включи его": an explain word and an action verb of the kind (not the
     question's own "отменяешь")."""
-    text = _SECOND_PERSON.sub(" ", text)
+    text = _INFINITIVE.sub(" ", _SECOND_PERSON.sub(" ", text))  # "… как понимаешь, что мне надо напоминание поставить?"
     verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "ставь", "установ", "заведи", "set ", "set a"),
              "timer_cancel": _CANCEL_VERBS}.get(kind)
     return bool(verbs and verbs.search(text))
+
+
+_INFINITIVE = re.compile(r"(?<![а-я])[а-я]+(?:ть|ти)(?:ся)?(?![а-я])|(?<![a-z])[a-z]+ing(?![a-z])")  # and "playing"
 
 
 def _quoted(text: str) -> bool:
@@ -352,6 +357,12 @@ def grounded(text: str, *sources: str) -> bool:
     return bool(words & seen)
 
 
+# words that ask for a timer again and again: "every day", "каждые 2 часа", "daily", "по будням"
+_REPEATED = re.compile(r"(?<!\w)(?:every|each|daily|hourly|weekly|weekdays|repeat\w*|again\s+and\s+again|кажд\w*|"
+                       r"ежедневно|ежечасно|по\s+(?:будням|утрам|вечерам|понедельникам|вторникам|средам|четвергам|"
+                       r"пятницам|субботам|воскресеньям)|постоянно|регулярно)(?!\w)")
+
+
 def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, offered: str = "",
                recipe_tools: frozenset[str] = frozenset(), sources: tuple[str, ...] = ()) -> Refusal | None:
     """None when the call may run; else why not. `said`: the user's words of this turn;
@@ -368,6 +379,9 @@ def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, o
         return Refusal(kind="ungrounded_text", tool=tool, reason=(
             f"the reminder text «{args.get('text', '')}» is not from the user's words. Use the user's own words "
             "for the text, or 'таймер' if they gave none."))
+    if kind == "timer_set" and args.get("every", "").strip() and not _REPEATED.search(_norm(said)):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h18: "one for 12 minutes for the pasta" set daily
+            "the user did not ask for a repeating timer. Call it again without `every`."))
     if kind == "timer_set" and (number := unsaid_number(args.get("when", ""), said, *sources)):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "в полвосьмого" set "in 1 hour"
             f"the time «{args.get('when', '')}» has the number {number}, which the user did not say. Write the time "

@@ -70,6 +70,9 @@ AFTER_RESULT_NOTICE = ("[System notice] Above is the result of your last tool ca
 # (run.py eval, the skill-recipe scenarios); after a toolset's skill it wrote the recipe out.
 RECIPE_NOTICE = ("[System notice] Above is the skill's recipe. Follow its steps in order, one call per reply, "
                  "starting with step 1; answer the user once its calls are made.")
+# A bare "OK" after a recipe was read and none of its calls made (h16: "start the kids' bedtime routine")
+RECIPE_UNDONE_NOTICE = ("You read the skill's recipe but made none of its calls and told the user nothing of it. "
+                        "Follow it now: make its first call, one call per reply, then tell the user its steps in {language}.")
 # After a tool result while the turn follows a recipe: go on with it (a small model otherwise
 # answers after the recipe's first call and never says its other steps).
 RECIPE_STEP_NOTICE = ("[System notice] Above is the result of your last tool call. Go on with the recipe: make "

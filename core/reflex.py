@@ -78,7 +78,7 @@ class Shown(msgspec.Struct, frozen=True):
 # ---- the words --------------------------------------------------------------------------------
 _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
          r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
-         r"porfiry|could you|can you|would you|will you|"
+         r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
          r"ugh|argh|oops|whoops|эх|блин|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
@@ -316,6 +316,22 @@ _RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:н
                            r"(?=(?:а\s+)?(?:кто|что|как|где|какой|какая|какое|какие|какого|сколько|who|what|how|where|which)(?!\w))")
 
 
+def _last_sentence_asked(raw: str) -> Intent | None:
+    """The request of the last sentence, when every sentence before it is a plain statement: no
+    question, no request, nobody's words told ("she said", "он сказал"); else None."""
+    sentences = [part.strip() for part in re.findall(r"[^.?!]+[.?!]*", raw) if part.strip(" .!?,")]
+    if len(sentences) < 2:
+        return None
+    before = " ".join(sentences[:-1])
+    if "?" in before or _TOLD.search(before) or any(_VERB_START.match(part) or recognise(part) for part in sentences[:-1]):
+        return None
+    intent = recognise(sentences[-1])  # a question's "it" may be the title said before: not here
+    return intent if intent is not None and intent.kind in ("timer_set", "timer_cancel", "timer_list", "playback") else None
+
+
+_TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")
+
+
 def recognise(said: str) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
     turn's user words, one message."""
@@ -327,6 +343,14 @@ def recognise(said: str) -> Intent | None:
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
+    last = _last_sentence_asked(raw)
+    if last is not None:  # "never mind, dinner's off, the kids ordered pizza. kill all my timers": the reasons first
+        return last
+    question = _own_sentence(_TIME_NOW, raw) if _TIME_NOW.search(raw) else None
+    if question is not None and question != raw and not _NEGATION.search(" " + question):
+        asked_time = _time_intent(question, said, russian)  # "… в Токио? у меня там друг, не хочу разбудить"
+        if asked_time is not None:
+            return asked_time  # a lookup; the remark's "не" is not about it
     if _NEGATION.search(" " + raw) or joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
@@ -390,7 +414,7 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
             return first, second
     two = _TWO_TIMERS.match(_digits(raw))
     if two is not None and len(said) == len(raw):  # "два таймера: через 10 минут полить цветы и через 20 проверить стирку"
-        remind = "напомни" if is_russian(said) else "remind me"
+        remind = "поставь таймер" if is_russian(said) else "set a timer"
         second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
         first, second = recognise(f"{remind} {two['first']}"), recognise(f"{remind} {second}")
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
@@ -412,8 +436,9 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
 # two timers in one request, the second's unit maybe left to the first's
 _SPAN_UNIT = r"(?:минут\w*|час\w*|секунд\w*|minutes?|hours?|seconds?|mins?|hrs?)"
 _TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напомни|timers?|reminders?|remind\s+me)[\s,:—-]+(?:.*?[\s,:—-])?"
-                         r"(?P<first>(?:через|in)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)[\s,]+(?:и|and)\s+"
-                         r"(?P<second>(?:через|in)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
+                         r"(?:one\s+|один\s+|одну\s+)?(?P<first>(?:через|in|for|на)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)"
+                         r"[\s,]+(?:и|and)\s+(?:one\s+|второй\s+|другой\s+|another\s+|the\s+other\s+)?"
+                         r"(?P<second>(?:через|in|for|на)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
     you здесь тут нас here in where i am день недели число дата какое какой date day""".split())  # "который час у нас", "what time is it here"
@@ -1040,7 +1065,7 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     words = set(_norm(subject).split()) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
-        name_words = [set(_norm(name).split()) - {"the", "a", "an"} for name in title.names]
+        name_words = [set(_norm(name).split()) - _NAME_GLUE for name in title.names]  # "война мир" names «Война и мир»
         if not any(n and all(_among(w, words) or any(_near_word(x, w) for x in words) for w in n) for n in name_words):
             continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
         facts = set(_norm(title.facts).split())
@@ -1054,6 +1079,9 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     if len(titles) == 1 and any(_close(subject, name) or _opens(subject, name) for name in titles[0].names):
         return titles[0]
     return None
+
+
+_NAME_GLUE = frozenset({"the", "a", "an", "и", "в", "с", "к", "у", "о"})
 
 
 def _opens(subject: str, name: str) -> bool:
@@ -1108,10 +1136,18 @@ def skill_named(said: str, names: list[str]) -> str | None:
     "morning-workout"): its recipe is read for the model before its first step. None if none,
     or if the words name several."""
     words = set(_norm(said).split())
-    named = [name for name in names if (parts := [w for w in _norm(name.replace("-", " ").replace("_", " ")).split()
-                                                   if len(w) >= 3])
-             and all(_among(part, words) for part in parts)]
+    parts_of = {name: [w for w in _norm(name.replace("-", " ").replace("_", " ")).split() if len(w) >= 3] for name in names}
+    named = [name for name, parts in parts_of.items() if parts and all(_among(part, words) for part in parts)]
+    if not named and words & _MY:  # "let's do my plank thing": the one skill a word of whose name the user's own
+        named = [name for name, parts in parts_of.items()
+                 if any(len(part) >= 4 and part not in _GENERIC_SKILL_WORDS and _among(part, words) for part in parts)]
     return named[0] if len(named) == 1 else None
+
+
+_MY = frozenset({"my", "мою", "мой", "моя", "моё", "мое", "мои", "моего", "моей"})
+# words of many skills' names that say nothing of which ("morning", "routine"): never enough alone
+_GENERIC_SKILL_WORDS = frozenset("""morning evening night daily weekly routine workout exercise exercises check list
+    утро утренняя вечерняя вечер зарядка рутина""".split())
 
 
 def relevant(subject: str, titles: list[Shown]) -> bool:

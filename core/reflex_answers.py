@@ -92,6 +92,9 @@ def details_answer(intent: Intent, info: str, translated: str = "") -> str | Non
     return None if None in answers else " ".join(answers)
 
 
+_YEAR_FIELD = re.compile(r",\s*(?P<year>(?:19|20)\d\d)(?=,|$)")  # the year field after the names, not a year in a name
+
+
 def asks_plot_in_english(intent: Intent) -> bool:
     return not intent.russian and "about" in (intent.detail, *intent.more_details)
 
@@ -127,7 +130,7 @@ def plot_in_english(reply: str, russian: str) -> str:
 def _one_detail(intent: Intent, info: str, translated: str = "") -> str | None:
     head = info.split("\n", 1)[0]
     name = head.split(",")[0].split(" (original:")[0].strip()
-    year = _YEAR.search(head)
+    year = _YEAR_FIELD.search(head) or _YEAR.search(head)  # "Бегущий по лезвию 2049 (…), 2017, film": 2017
     if intent.detail == "year" and year:
         return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
                 else f"“{name}” came out in {year.group(1)}.")

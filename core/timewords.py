@@ -83,6 +83,32 @@ _MINUTES_INTO = re.compile(r"(?<!\w)(?:в\s+)?(?P<m>\d{1,2}|двадцать\s+�
                            + _ORD_RU + _MARK + r"(?!\w)")
 
 
+_RU_SMALL = {w: n for n, w in enumerate("ноль один два три четыре пять шесть семь восемь девять десять одиннадцать "
+                                        "двенадцать тринадцать четырнадцать пятнадцать шестнадцать семнадцать "
+                                        "восемнадцать девятнадцать".split())} | {"одна": 1, "две": 2}
+_RU_NUMBER = (r"(?:(?:двадцать|тридцать|сорок|пятьдесят)(?:\s+(?:один|одна|два|две|три|четыре|пять|шесть|семь|восемь|девять))?|"
+              + "|".join(sorted(_RU_SMALL, key=len, reverse=True)) + ")")
+# "в девятнадцать сорок пять", "в семь тридцать утра": an hour and its minutes, each in words
+_RU_CLOCK_WORDS = re.compile(r"(?<!\w)в\s+(?P<h>" + _RU_NUMBER + r")(?:\s+час\w*)?\s+(?P<m>(?:ноль\s+)?" + _RU_NUMBER + r")"
+                             r"(?:\s+минут\w*)?" + _MARK + r"(?!\w)")
+
+
+def _ru_number(words: str) -> int:
+    return sum(_RU_TENS.get(w, 0) or _RU_SMALL.get(w, 0) for w in words.split())
+
+
+def ru_clock_words(text: str) -> str:
+    """"в девятнадцать сорок пять" -> "в 19:45", "в семь тридцать утра" -> "в 7:30 утра": the digits,
+    the half of the day as said (the alarm and reminder rules read them after)."""
+    lowered = text.casefold().replace("ё", "е")
+    words = _RU_CLOCK_WORDS.search(lowered) if len(lowered) == len(text) else None
+    if words is None or _ru_number(words["h"]) >= 24 or _ru_number(words["m"]) >= 60:
+        return text
+    marks = " ".join(part for part in (words["mark"], words["when"]) if part)
+    clock = f"в {_ru_number(words['h'])}:{_ru_number(words['m']):02d}" + (f" {marks}" if marks else "")
+    return text[:words.start()] + clock + text[words.end():]
+
+
 def spoken_clock(text: str) -> str:
     """"quarter to nine tonight" -> "at 20:45 tonight", "в полвосьмого вечера" -> "в 19:30",
     "без четверти два" -> "в 13:45": a time of day said in words, in digits the timer patterns
@@ -253,7 +279,7 @@ def in_digits(text: str) -> str:
     plain = _DIMINUTIVE.sub(lambda m: "полчаса" if m["half"] else "час" if m["hour"] else "минуту", text)
     for pattern, minutes in _PART_OF_HOUR:
         plain = pattern.sub(minutes, plain)
-    return spoken_year(spoken_clock(alarm_clock(plain)))
+    return spoken_year(spoken_clock(alarm_clock(ru_clock_words(plain))))
 
 
 # ---- which numbers words say ------------------------------------------------------------------

@@ -5,11 +5,13 @@ before the current turn. A skill read in an earlier turn may be read again once 
 off (the grammar offers it)."""
 import msgspec
 
+import protocol as p
 from bench.conversation import Turn, record_conversation
 from bench.runtime import scratch_config
 from core.config import load_config
 from core.prompt import RECIPE_NOTICE, after_result_notice
 from llm.scripted import DEFAULT_RULES, Rule, ScriptedBackend
+from harness import inproc_system
 
 EXPIRED = 700.0  # past session.toolset_ttl_s (600 s)
 TEA = """---
@@ -87,3 +89,26 @@ async def test_the_tools_of_a_toolset_used_earlier_stay_callable_after_it_expire
     assert {"media_search", "media_info", "media_play"} <= set(again.tools), "its calls in the history name them"
     assert [r.reply for r in requests if r.turn == 2] == ["TOOL_CALL: media_play|Брат", "Включаю «Брат»."]
     assert "sent to the phone" in requests[-1].messages[-2].content, "S8 ran the call and turned media on"
+
+
+async def test_a_bare_ok_after_a_recipe_is_read_is_asked_again_until_its_calls_are_made(tmp_path):
+    # the sixteenth blind block: "start the kids' bedtime routine" read the recipe and answered "OK"
+    folder = tmp_path / "user-skills" / "brew-tea"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(TEA, encoding="utf-8")
+    asked_again = []
+
+    def model(messages):
+        last = messages[-1]
+        if last.role == "user" and "[User said]" in last.content:
+            return "TOOL_CALL: read_skill|brew-tea"
+        if "made none of its calls" in last.content:
+            asked_again.append(True)
+            return "TOOL_CALL: timers_set|in 4 minutes; tea is ready"
+        if last.role == "tool" and last.name == "timers_set" or "Go on with the recipe" in last.content:
+            return "Налейте воду 90 °C, таймер на 4 минуты."
+        return "OK"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False, frame=False) as system:
+        shown = await system.turn("s", "завари чай по рецепту")
+        answers = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+        assert asked_again and answers[-1].startswith("Налейте воду")

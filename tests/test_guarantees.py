@@ -401,3 +401,34 @@ async def test_a_question_that_tells_of_asking_for_a_watch_sets_none(tmp_path):
         await system.turn("s", "can you actually see my texts all the time, or only when I ask you to watch for something?")
         watched = [r for r in tool_results(await system.history("s")) if r["name"] == "channels_watch"]
         assert watched and all(r["content"].startswith("not executed (not_requested)") for r in watched)
+
+
+async def test_a_repeating_timer_nobody_asked_to_repeat_is_not_set(tmp_path):
+    # the eighteenth blind block: "one for 12 minutes for the pasta …" was set with every=1 day
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "TOOL_CALL: timers_set|in 12 minutes; pasta; every=1 day" if last.role == "user" else "Done."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
+        await system.turn("s", "call enable_toolset|timers")
+        await system.turn("s", "set a timer for the pasta, 12 minutes, and tell me when the sauce is ready")
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"]
+        assert results and all(r["content"].startswith("not executed") for r in results)
+        assert "did not ask for a repeating timer" in results[-1]["content"]
+
+
+async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path):
+    # the eighteenth blind block's traps: "а ты вообще как понимаешь, что мне надо напоминание поставить?"
+    # tried a timer; "how do you even know what's playing on my phone?" was offered a play
+    calls = {"а ты вообще как понимаешь, что мне надо напоминание поставить? просто интересно": "TOOL_CALL: timers_set|in 5 minutes; напоминание",
+             "how do you even know what's playing on my phone? is it like bluetooth or something": "TOOL_CALL: media_play|shrek-2001"}
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        said = last.content.removeprefix("[User said]").strip()
+        return calls.get(said, "Понятно.") if last.role == "user" else "Понятно."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        await system.turn("s", "найди Шрек")  # a reflex's search: the id is one the conversation showed
+        for said in calls:
+            await system.turn("s", said)
+        results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
+        assert len(results) == 2 and all(r["content"].startswith("not executed (not_requested)") for r in results)

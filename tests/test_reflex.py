@@ -1154,3 +1154,28 @@ async def test_forms_the_seventeenth_blind_block_showed_through_the_session(tmp_
         assert "Митта" in finals(await system.turn("s", "а кто снимал тот, который постарше?"))[-1]
         assert "stir the risotto" in finals(await system.turn("s", "give me a heads up in one minute to stir the risotto"))[-1]
         assert not backend.calls
+
+
+@pytest.mark.parametrize(("said", "kind", "when"), [
+    ("разбуди меня сегодня в девятнадцать сорок пять, мне в ночную смену выходить", "timer_set", "19:45"),
+    ("сколько сейчас времени в Токио? у меня там друг учится, не хочу разбудить", "time_elsewhere", ""),
+    ("ok, you can resume it now", "playback", ""),
+    ("never mind, dinner's off, the kids ordered pizza. kill all my timers", "timer_cancel", ""),
+])
+def test_forms_the_eighteenth_blind_block_showed(said, kind, when):
+    intent = recognise(said)
+    assert intent is not None and intent.kind == kind and intent.when == when
+    assert recognise("She told me. Set a timer for ten minutes, she said.") is None  # her words, told
+    from core.reflex import skill_named
+    assert skill_named("let's do my plank thing, the routine I saved", ["plank-intervals", "morning-workout"]) == "plank-intervals"
+    assert skill_named("my morning is busy", ["plank-intervals", "morning-workout"]) is None
+
+
+async def test_two_timers_in_english_and_a_year_in_a_title_is_not_its_year(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        both = finals(await system.turn("s", "set two timers please, one for 12 minutes for the pasta and one for 25 minutes for the sauce"))[-1]
+        assert "pasta" in both and "sauce" in both and "25 minutes" in both
+        assert "2017" in finals(await system.turn("s", "what year did Blade Runner 2049 come out?"))[-1]
+        assert "431" in finals(await system.turn("s", "сколько идёт Война и мир Бондарчука? хочу понять, осилю ли за вечер"))[-1]
+        assert not backend.calls
