@@ -168,7 +168,7 @@ _SELF_DOES = re.compile(r"(?<!can\s)(?<!could\s)(?<!may\s)(?<![\w'])(?:i|i'?ll|i
 
 
 # "напомни, кто снял Кин-дза-дзу?", "remind me what year Alien came out": a fact recalled, no reminder
-_RECALL = re.compile(r"(?<!\w)(?:напомни(?:те)?(?:\s+мне)?|remind\s+me)[\s,]+(?:а\s+)?(?:кто|что|как|где|какой|какая|"
+_RECALL = re.compile(r"(?<!\w)(?:напомни(?:те)?(?:-ка)?(?:\s+мне)?|remind\s+me)[\s,]+(?:а\s+)?(?:кто|что|как|где|какой|какая|"
                      r"какое|какие|какого|сколько|откуда|почему|who|what|how|where|which|why)(?!\w)")  # not "when": a reminder's
 
 

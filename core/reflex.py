@@ -81,7 +81,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|эх|блин|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
+         r"ugh|argh|oops|whoops|eh|meh|эх|блин|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -214,6 +214,7 @@ _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|ф
                      r"roughly|approximately|more\s+or\s+less|in\s+short|briefly|примерно|приблизительно|вообще|"
                      r"(?:в\s+)?двух\s+словах|вкратце|коротко|кратко|[—–-]+(?:\s+это)?|for\s+(?:the\s+)?(?:kids|children|little\s+ones?)|"
                      r"для\s+(?:детей|дочки|сына|малого|малой)|ребенку|детям|дочке|дочери|сыну|малышу|внуку|внучке|"
+                     r"малому|малой|мелкому|мелкой|младшему|младшей|племяннику|племяннице|бабушке|дедушке|деду|маме|папе|"
                      # "play it again", "включи его заново": the title talked about, from its start
                      r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
@@ -748,7 +749,8 @@ def _several_details(raw: str, russian: bool) -> Intent | None:
                   reference=_reference(_norm(rest)))
 
 
-_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|просмотр|воспроизведение|it|that|this|the\s+movie|the\s+film|"
+_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|мультик|мультфильм|просмотр|воспроизведение|it|that|this|"
+               r"the\s+movie|the\s+film|the\s+cartoon|"
                r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
 _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
 # a stop with its reason after it: "выключи, не то настроение", "turn it off, it's boring"
@@ -756,9 +758,9 @@ _A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+т�
              r"не\s+нравится|передумал\w*|не\s+интересно|it'?s\s+boring|boring|not\s+in\s+the\s+mood|"
              r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
 _REASON = _A_REASON + "?"
-_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|это))?\s+на\s+паузу|"
+_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|мультик|мультфильм|это))?\s+на\s+паузу|"
                                   r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
-                                  r"тормозни|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
+                                  r"тормозни|притормози|придержи|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
              ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
@@ -957,7 +959,8 @@ _FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:on
 
 
 # a remark after a title and a comma: what the user feels or why, never the title's words
-_REMARK_AFTER = re.compile(r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
+_REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+меня|у\s+нас)\s+\S.*$|"  # ", I need something mindless"
+                           r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
                            r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
                            r"haven'?t|been\s+a\s+while|because|cause)\b.*$"
                            # "включи Ёжика в тумане, дочка просит": a clause with a verb of its own
@@ -970,6 +973,12 @@ _PART_ALONE = re.compile(r"^(?:the\s+)?(?:part|часть)\s+\w+$")
 
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
+    head_said, _, tail = rest.partition(",")
+    if tail and not any(_VERB_START.match(part.strip()) for part in tail.split(",")):  # "включи старый, семьдесят
+        head = _titled(kind, head_said, said, russian)  # девятого года, новый я видел": which one, then why
+        if head is not None and head.reference is not None and not head.subject:
+            year = _YEAR.search(tail)  # "the old one, from 1989": the year says it best
+            return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
     if _PART_ALONE.match(_norm(rest).strip(" .!?")):
         return None  # the model (or the frame's "the second one") picks among those shown
     if _ANOTHER_ACTION.search(" " + rest):
@@ -1283,9 +1292,11 @@ def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 # "а в Дубае сколько?", "and what about here?": the last question again, of another place
 _HERE = r"(?P<here>(?:у\s+нас\s+|у\s+меня\s+)(?:тут|здесь|дома)|here(?:\s+at\s+home)?|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
-_FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|а)?[\s,]*"
+_FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|"
+                        r"what'?s\s+it|what\s+is\s+it|а)?[\s,]*"
                         r"(?:" + _HERE + r"|(?:(?:в|во|in|at|for)\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
-                        r"(?:[\s,]+(?:сколько|там|now|сейчас|then|right\s+now|тогда|local\s+time|(?:по\s+)?местному(?:\s+времени)?))*[\s?.!]*$")
+                        r"(?:[\s,]+(?:сколько|там|now|сейчас|then|right\s+now|тогда|local\s+time|(?:по\s+)?местному(?:\s+времени)?|"
+                        r"where\s+i\s+am|где\s+я(?:\s+сейчас)?))*[\s?.!]*$")
 
 
 # "а какие ещё остались?", "what's still running?": after timers were set or cancelled, the timers left
@@ -1300,6 +1311,13 @@ _BARE_CHOICE = re.compile(r"^(?:(?:а|и|ну|ok|okay|so|and|um|uh|hmm|maybe|the
                           r"(?:[\s,]+(?:please|пожалуйста|then|тогда|наверное|probably))*[\s?.!]*$")
 
 
+# the place just asked about, said again as "there": "а день у них какой?", "is it still Saturday there?"
+_THERE_TOO = re.compile(r"(?<!\w)(?:у\s+них|там\s+у\s+них|there|over\s+there|for\s+them)(?!\w)")
+_DAY_OR_TIME = re.compile(r"(?<!\w)(?:день|число|дата|час|времени|время|сколько|утро|ночь|вечер|day|date|time|morning|night|"
+                          r"evening|saturday|sunday|суббота|воскресенье|завтра\w*|tomorrow)(?!\w)")
+_ASKING_WORD = re.compile(r"^(?:а\s+|и\s+|and\s+|so\s+)?(?:какой|какое|какая|который|сколько|is|what|which|how)(?!\w)")
+
+
 def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A place said after a question about the time ("а в Дубае сколько?"), or "what's left"
     after timers: which request it follows is the session's to find (the last one); "here" is
@@ -1311,6 +1329,8 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
         titled = _titled("play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference() and not titled.subject:
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
+    if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)):
+        return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
     if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
         return None  # a place alone ("в Дубае") asks nothing
     match = _FOLLOW_UP.match(raw)
@@ -1335,6 +1355,8 @@ def followed(intent: Intent, earlier: Intent | None) -> Intent | None:
         return Intent(kind="timer_list", russian=intent.russian) if timers else None
     if earlier is None or earlier.kind not in ("time_now", "time_elsewhere", "follow_up"):
         return None
+    if intent.text == "there":  # the place of the question before, again
+        return Intent(kind="time_elsewhere", russian=intent.russian, subject=earlier.subject) if earlier.subject else None
     if not intent.subject:
         return Intent(kind="time_now", russian=intent.russian)
     return Intent(kind="time_elsewhere", russian=intent.russian, subject=intent.subject)
@@ -1360,11 +1382,16 @@ _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
 
 def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _UNWATCH.match(raw.rstrip(" .!?"))
+    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw else ""
+    if match is None and last and not _VERB_START.search(raw[:-len(last) - 1]):  # "oh he's here already, you can
+        match = _UNWATCH.match(last)  # stop watching for that": the request in the last clause, its reason before
     if match is None or _TIMER_WORD.search(raw):
         return None
     named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
-    if re.search(r"(?:^|\s)(?:movie|film|show|series|it|this|that|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", _norm(named)):
-        return None  # "stop watching the movie": what plays, not a watch
+    waited_for = re.search(r"(?:watching|monitoring|waiting|checking)\s+(?:out\s+)?for|следить\s+за|ждать", raw)
+    if re.search(r"(?:^|\s)(?:movie|film|show|series|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", _norm(named)) or (
+            not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", _norm(named))):
+        return None  # "stop watching the movie", "stop watching it": what plays, not a watch
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
 
 

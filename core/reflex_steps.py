@@ -350,6 +350,7 @@ class ReflexSteps:
     async def _reflex_details(self, turn: TurnState, intent: Intent) -> str | None:
         media_id = ""
         if intent.subject:
+            intent = await self._trimmed(turn, intent)  # "кто снял фильм Гараж, где про кооператив?"
             if not await self._names_a_title(turn, intent.subject):
                 return None  # "сколько минут варить макароны": words that are no title, the model's
             result = await self._reflex_call(turn, "media_search", intent.subject)

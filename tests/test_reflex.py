@@ -1179,3 +1179,22 @@ async def test_two_timers_in_english_and_a_year_in_a_title_is_not_its_year(tmp_p
         assert "2017" in finals(await system.turn("s", "what year did Blade Runner 2049 come out?"))[-1]
         assert "431" in finals(await system.turn("s", "сколько идёт Война и мир Бондарчука? хочу понять, осилю ли за вечер"))[-1]
         assert not backend.calls
+
+
+async def test_forms_the_nineteenth_blind_block_showed_through_the_session(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert "Рязанов" in finals(await system.turn("s", "напомни-ка, кто снял фильм Гараж, где про кооператив? вертится на языке"))[-1]
+        await system.turn("s", "поищи фильм Экипаж")
+        assert "1979" in finals(await system.turn("s", "включи старый, семьдесят девятого года, новый я видел"))[-1]
+        assert "Ну, погоди" in finals(await system.turn("s", "поставь малому Ну погоди, пусть посмотрит, пока я суп доварю"))[-1]
+        assert "Пауза" in finals(await system.turn("s", "притормози мультик, он в туалет убежал"))[-1]
+        assert not backend.calls
+    assert recognise("поставь мультик на паузу").action == "pause"  # was a play of «на паузу»
+    assert recognise("eh, actually scrap it, I can't fall asleep anyway").last_timer
+    assert recognise("put on Friends, I need something mindless after this exam").subject == "friends"
+    assert recognise("and what's it here, where I am?").kind == "follow_up"
+    assert recognise("oh he's here already, you can stop watching for that").kind == "unwatch"
+    assert recognise("stop watching it") is None  # what plays, maybe: the model's
+    assert followed(recognise("а день у них какой, уже завтрашний?"),
+                    recognise("который там час во Владивостоке? внук у меня там служит")).subject == "владивостоке"
