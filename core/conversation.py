@@ -171,6 +171,11 @@ _SPAN_OUTCOME: dict[OutcomeKind, tracing.SpanOutcome] = {
     "cancelled": "cancelled", "refused": "refused"}
 
 
+TOGGLES_PER_TURN = 3  # enable/disable calls in one turn before they are offered no more (one off ends them too)
+TOGGLED_ENOUGH_NOTICE = ("Toolsets were turned on and off enough this turn: do not call enable_toolset or "
+                         "disable_toolset again. Answer the user now in plain text, in {language}.")
+
+
 def _closing_result(trajectory: Trajectory) -> tuple[p.ChatMessage, OutcomeKind] | None:
     """The tool result the history ends with, which the model is to answer from, and its
     outcome's kind; not a skill's body (a recipe to follow) nor a call S8 did not run (it is to
@@ -510,6 +515,8 @@ class Conversation(ReflexSteps):
         if turn.repeated or turn.withheld:
             # a small model repeats a call whose result it already has: not twice in a row
             tools = [tool for tool in tools if tool != turn.repeated and tool not in turn.withheld]
+        if turn.turned_off or turn.toggled >= TOGGLES_PER_TURN:  # the local model turned media on and off 8 times
+            tools = [tool for tool in tools if tool not in ("enable_toolset", "disable_toolset")]
         # a skill read earlier in the conversation may be read again (its toolset expired or
         # was turned off, its body is far back); within one turn, once is enough
         readable = [skill for skill in visible_skills(self.s.registry, active, skills.entries)
@@ -602,9 +609,16 @@ class Conversation(ReflexSteps):
         return ""
 
     def _step_invisible_call(self, turn: TurnState, call) -> None:
-        """S7: invisible tools - no history; the next prompt already shows the new state."""
+        """S7: invisible tools - no history; the next prompt already shows the new state. Past a
+        toolset turned off, or TOGGLES_PER_TURN of them, none is made: the model is told to answer."""
+        if turn.turned_off or turn.toggled >= TOGGLES_PER_TURN:
+            turn.notice = TOGGLED_ENOUGH_NOTICE.format(language=self._language())
+            _log.info("session=%s %s refused: toolsets turned on and off enough this turn", self.sid, call.name)
+            return
         bound = self.s.registry.validate(call.name, call.raw_args)
         name = bound.args.get("name", "") if isinstance(bound, Bound) else ""
+        turn.toggled += 1
+        turn.turned_off = turn.turned_off or call.name == "disable_toolset"
         turn.notice = self.activity.enable(name) if call.name == "enable_toolset" else self.activity.disable(name)
         _log.info("session=%s %s|%s -> %s", self.sid, call.name, name, turn.notice)
         self.s.observer.tool_finished(self, turn.turn_id, "", call.name, name, "invisible", turn.notice)

@@ -39,6 +39,8 @@ class TurnState:
     read_this_turn: set[str] = dataclasses.field(default_factory=set)  # skills read in this turn (not offered again in it)
     recipe: str = ""  # the recipe skill (not a toolset's own) this turn read and follows
     acted: set[str] = dataclasses.field(default_factory=set)  # kinds of action the calls of this turn made (core.intent)
+    toggled: int = 0  # enable_toolset/disable_toolset calls this turn; after a disable, no more (a loop: h19)
+    turned_off: bool = False
     recipe_retried: bool = False  # a bare "OK" after a recipe read, none of its calls made, was asked again once
     claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
     withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)

@@ -432,3 +432,16 @@ async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
         assert len(results) == 2 and all(r["content"].startswith("not executed (not_requested)") for r in results)
+
+
+async def test_a_model_turning_a_toolset_on_and_off_is_stopped_and_answers(tmp_path):
+    # the nineteenth blind block's traps: the local model turned media on and off until the turn gave up
+    def model(messages):
+        last = messages[-1]
+        if "turned on and off enough" in last.content:
+            return "Нет, сам я кино не выключаю: только когда вы скажете."
+        active = "Active toolsets: media" in messages[0].content or any("Active toolsets: media" in m.content for m in messages)
+        return "TOOL_CALL: disable_toolset|media" if active else "TOOL_CALL: enable_toolset|media"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
+        answer = finals(await system.turn("s", "а ты умеешь сам кино выключать, если я засну? или только когда я скажу?"))[-1]
+        assert answer.startswith("Нет, сам я кино не выключаю")
