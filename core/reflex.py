@@ -318,16 +318,33 @@ _RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:н
 
 
 def _last_sentence_asked(raw: str) -> Intent | None:
-    """The request of the last sentence, when every sentence before it is a plain statement: no
-    question, no request, nobody's words told ("she said", "он сказал"); else None."""
+    """The request of the last sentence, or of the clause a request verb opens after a comma ("у
+    меня руки все в масле, засеки минут двадцать пять"), when everything before it is a plain
+    statement: no question, no request, no condition, nobody's words told ("she said", "он
+    сказал"); else None."""
     sentences = [part.strip() for part in re.findall(r"[^.?!]+[.?!]*", raw) if part.strip(" .!?,")]
-    if len(sentences) < 2:
+    if len(sentences) >= 2:
+        asked = _asked_after(" ".join(sentences[:-1]), sentences[-1], sentences[:-1])
+        if asked is not None:
+            return asked
+    for comma in (m.start() for m in re.finditer(",", raw)):
+        rest = raw[comma + 1:].strip()
+        if (_VERB_START.match(rest) or _REQUEST_VERB.match(rest)) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
+            return _asked_after(raw[:comma], rest, raw[:comma].split(","))
+    return None
+
+
+def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
+    if "?" in before or _TOLD.search(before) or _CONDITION.search(before) or any(
+            _VERB_START.match(part.strip()) or recognise(part) for part in parts):
         return None
-    before = " ".join(sentences[:-1])
-    if "?" in before or _TOLD.search(before) or any(_VERB_START.match(part) or recognise(part) for part in sentences[:-1]):
-        return None
-    intent = recognise(sentences[-1])  # a question's "it" may be the title said before: not here
-    return intent if intent is not None and intent.kind in ("timer_set", "timer_cancel", "timer_list", "playback") else None
+    intent = recognise(request)  # a question's "it" may be the title said before: not here
+    kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search")
+    return intent if intent is not None and intent.kind in kinds else None
+
+
+_CONDITION = re.compile(r"(?<!\w)(?:если|когда|пока|if|when|whenever|while|unless)(?!\w)")
+_LEAD_ONLY = re.compile(_LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing said before the request
 
 
 _TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")

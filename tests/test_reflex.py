@@ -1196,5 +1196,8 @@ async def test_forms_the_nineteenth_blind_block_showed_through_the_session(tmp_p
     assert recognise("and what's it here, where I am?").kind == "follow_up"
     assert recognise("oh he's here already, you can stop watching for that").kind == "unwatch"
     assert recognise("stop watching it") is None  # what plays, maybe: the model's
+    mechanic = recognise("слушай, у меня руки все в масле, засеки, пожалуйста, минут двадцать пять, потом надо будет болты подтянуть")
+    assert mechanic.kind == "timer_set" and mechanic.when == "in 25 минут"  # h20: the request after a remark
+    assert recognise("my husband said, play Shrek") is None and recognise("когда я готовлю, поставь таймер на 10 минут") is None
     assert followed(recognise("а день у них какой, уже завтрашний?"),
                     recognise("который там час во Владивостоке? внук у меня там служит")).subject == "владивостоке"
