@@ -65,7 +65,7 @@ _WHEN = re.compile(r"(?:через|in|на|for|at|в|к)\s+(?:\d+|одну|ми�
                    r"|\b[^\W\d_]+\s+(?:минут|секунд|час(?:а|ов)?\b|minutes?\b|hours?\b|seconds?\b)")
 _TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "будильник", "разбуд", "засеки", "засечь", "timer", "remind",
                       "alarm", "wake me", "countdown")
-_SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засечь", "напомн", "разбуд", "скажи мне",
+_SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засекай", "засечь", "напомн", "разбуд", "скажи мне",
                     "запусти обратный", "set ", "set a", "start", "remind", "wake", "timer for", "таймер на",
                     "minute timer", "hour timer", "timer please", "ping me", "countdown", "give me a shout", "heads up", "heads-up", "nudge me", "buzz me",
                     "shout", "nudge me", "buzz me", "could you time", "can you time", "time it", "позови", "крикни")
@@ -190,7 +190,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
-    text = _IF_CLAUSE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
+    text = _RECALL.sub(" ", _SELF_DOES.sub(" ", text))
+    if _IF_CLAUSE.search(text):  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
+        text = _SECOND_PERSON.sub(" ", _IF_CLAUSE.sub(" ", text))  # and what "you would do" in it
     text = _REFLEXIVE.sub(" ", text)  # "он запустится на телефоне?": how it happens, no request
     if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"
         return False

@@ -81,7 +81,7 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|eh|meh|эх|блин|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
+         r"ugh|argh|oops|whoops|eh|meh|эх|блин|понятно|ясно|got\s+it|i\s+see|хотя|забей|right|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -125,7 +125,7 @@ _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the mome
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 _TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
-_SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засечь|запусти|"
+_SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
                         r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
                         r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
@@ -339,7 +339,7 @@ def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
             _VERB_START.match(part.strip()) or recognise(part) for part in parts):
         return None
     intent = recognise(request)  # a question's "it" may be the title said before: not here
-    kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search")
+    kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search", "watch")
     return intent if intent is not None and intent.kind in kinds else None
 
 
@@ -369,7 +369,9 @@ def recognise(said: str) -> Intent | None:
         asked_time = _time_intent(question, said, russian)  # "… в Токио? у меня там друг, не хочу разбудить"
         if asked_time is not None:
             return asked_time  # a lookup; the remark's "не" is not about it
-    if _NEGATION.search(" " + raw) or joint is not None:
+    if _NEGATION.search(" " + raw) and joint is None:
+        return _unwatch_intent(raw, said, russian)  # "не надо за ним следить": an end of a watch; other "не": none
+    if joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
@@ -391,7 +393,8 @@ _NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|�
                       r"уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
 
 
-_REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|выключи|засеки|"
+_REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|выключи|засеки|засекай|"
+                           r"скажешь|скажи|tell\s+me|let\s+me\s+know|"
                            r"play|set|find|remind|cancel|show|start|put|pause|stop|search)(?!\w)")
 
 
@@ -459,13 +462,14 @@ _TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напом
                          r"(?P<second>(?:через|in|for|на)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
-    you здесь тут нас here in where i am день недели число дата какое какой date day""".split())  # "который час у нас", "what time is it here"
+    you здесь тут нас here in where i am день недели число дата какое какой date day and for me then тогда мне""".split())  # "который час у нас", "what time is it here"
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day
 _TIME_WORDS = re.compile(r"(?:^|\s)(?:время|времени|час\w*|день|число|утро|утра|вечер\w*|ночь|ночи|полдень|"
                          r"понедельник|вторник|среда|среду|четверг|пятница|пятницу|суббота|субботу|воскресенье|"
-                         r"time|day|date|morning|evening|night|noon|o'?clock|monday|tuesday|wednesday|thursday|friday|"
+                         r"time|day|date|morning|evening|night|noon|o'?clock|hour|late|early|поздно|рано|"
+                         r"monday|tuesday|wednesday|thursday|friday|"
                          r"saturday|sunday|weekend|выходные)(?=[\s,.!?]|$)")
 _PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
 
@@ -549,6 +553,11 @@ _DAY_OFFSETS = {"послезавтра": "+2", "завтра": "+1", "поза�
 _ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
 
 
+# "at 7:15 tonight to take the chicken out for tomorrow": the day is today, tomorrow its purpose
+_TODAY_SAID = re.compile(r"(?<!\w)(?:tonight|today|this\s+evening|сегодня|вечером)(?!\w)")
+_FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(?!\w)")
+
+
 def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
         return Intent(kind="timer_list", russian=russian)
@@ -581,8 +590,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
              or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
     if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
-    if _ANOTHER_DAY.search(raw):
-        return None  # "напомни завтра в 9": not the next 9:00, which may be today
+    if _ANOTHER_DAY.search(_FOR_A_DAY.sub(" ", raw) if _TODAY_SAID.search(raw) else raw):
+        return None  # "напомни завтра в 9": not the next 9:00, which may be today ("tonight … for tomorrow" is today)
     when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
     if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
         return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
@@ -753,17 +762,21 @@ def _by_age(rest: str) -> str:
 
 def _several_details(raw: str, russian: bool) -> Intent | None:
     """Two or more facts of the title talked about ("про что он вообще и какого года", "who directed
-    it and how long is it"); a title named among them, or any other word: the model's."""
+    it and how long is it") or of a title named with them ("кто снял Сталкер и в каком году он
+    вышел?"), in their own sentence; any other word: the model's."""
+    holding = [part for part in re.findall(r"[^.?!]+[.?!]*", raw) if _DETAILS_ANYWHERE.search(part)]
+    raw = holding[0] if len(holding) == 1 else raw
     found = sorted((match.start(), detail) for detail, pattern in _DETAIL_WORDS for match in [pattern.search(raw)] if match)
     asked = [detail for _at, detail in found]  # in the order said
     rest = raw
     for _detail, pattern in _DETAIL_WORDS:
         rest = pattern.sub(" ", rest)
     words = [w for w in re.findall(r"[^\W_]+", rest) if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE and not casual(w)]
-    if words:
+    if len(words) > 4:
         return None
-    return Intent(kind="details", russian=russian, detail=asked[0], more_details=tuple(asked[1:]),
-                  reference=_reference(_norm(rest)))
+    subject = _FILLER.sub(" ", " ".join(words)).strip()  # "сталкер": searched, then asked of
+    return Intent(kind="details", russian=russian, detail=asked[0], more_details=tuple(asked[1:]), subject=subject,
+                  reference=None if subject else _reference(_norm(rest)))
 
 
 _WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|мультик|мультфильм|просмотр|воспроизведение|it|that|this|"
@@ -941,7 +954,7 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     find_after = _FIND_AFTER.search(match["rest"])
     if find_after is not None:
         return _titled("search", find_after["title"], said, russian)
-    later = _LATER.search(match["rest"])
+    later = _LATER.search(_REMARK_AFTER.sub("", match["rest"]))  # not the remark's: ", мы с дедом вечером посмотреть хотим"
     if later is not None:
         return _titled("search", _LATER.sub(" ", match["rest"]), said, russian)
     return _titled("play", match["rest"], said, russian)
@@ -976,7 +989,7 @@ _FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:on
 
 
 # a remark after a title and a comma: what the user feels or why, never the title's words
-_REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+меня|у\s+нас)\s+\S.*$|"  # ", I need something mindless"
+_REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+меня|у\s+нас|мы|я|он|она|они)\s+\S.*$|"  # ", I need something mindless"
                            r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
                            r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
                            r"haven'?t|been\s+a\s+while|because|cause)\b.*$"
@@ -1242,7 +1255,8 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
 # wait for (channels_watch); a time or an event that is no message ("когда будет 5") is not one
-_WATCH = re.compile(_LEAD + r"(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|уведоми|tell\s+me|let\s+me\s+know|"
+_WATCH = re.compile(_LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
+                    r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
                     r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
                     r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
 _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
@@ -1335,10 +1349,15 @@ _DAY_OR_TIME = re.compile(r"(?<!\w)(?:день|число|дата|час|вре
 _ASKING_WORD = re.compile(r"^(?:а\s+|и\s+|and\s+|so\s+)?(?:какой|какое|какая|который|сколько|is|what|which|how)(?!\w)")
 
 
+_ACKNOWLEDGED = re.compile(r"^(?:(?:ага|угу|ок|окей|ok|okay|понятно|ясно|got\s+it|i\s+see|хорошо|ладно|thanks|спасибо|"
+                          r"cool|great|nice|отлично|класс)[\s,!.]+)+")
+
+
 def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A place said after a question about the time ("а в Дубае сколько?"), or "what's left"
     after timers: which request it follows is the session's to find (the last one); "here" is
     the user's own clock."""
+    raw = _ACKNOWLEDGED.sub("", raw)  # "ага, понятно, а у нас тут тогда сколько?"
     if _WHATS_LEFT.match(raw):
         return Intent(kind="follow_up", russian=russian, action="list")
     chosen = _BARE_CHOICE.match(raw)
@@ -1393,6 +1412,7 @@ _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
                       r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
                       r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
+                      r"не\s+надо\s+(?:больше\s+)?за\s+(?P<ru5>\S+)\s+следить(?:\s+больше)?(?:\s*,.*)?|"
                       r"за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
                       r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
 

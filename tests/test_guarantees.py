@@ -351,8 +351,9 @@ async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
         await system.turn("s", "я сам поставлю таймер, когда надо будет")
         await system.turn("s", "would it be weird if I used a timer for my kids' bedtime? asking for a friend")  # h15's trap
         await system.turn("s", "если я попрошу тебя поставить таймер на 5 минут, он на очках появится?")  # h16's, of a play
+        await system.turn("s", "а вот если я тебя попрошу разбудить меня в пять утра, ты правда разбудишь?")  # h20's: set one
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"][1:]
-        assert len(results) == 4 and all(r["content"].startswith("not executed (not_requested)") for r in results)
+        assert len(results) == 5 and all(r["content"].startswith("not executed (not_requested)") for r in results)
 
 
 async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does_not(tmp_path):

@@ -1064,7 +1064,7 @@ async def test_two_facts_of_the_title_talked_about_are_answered_together(tmp_pat
         answer = finals(await system.turn("s", "а про что он вообще и какого года"))[-1]
         assert answer.count("Сталкер") == 2 and "1979" in answer and "Зон" in answer and not backend.calls
     assert recognise("who directed it and how long is it").more_details == ("runtime",)
-    assert recognise("кто снял Сталкер и сколько он идёт") is None  # a title among several facts: the model's
+    assert recognise("кто снял Сталкер и сколько он идёт").subject == "сталкер"  # a title named with them: searched
 
 
 def test_a_time_question_with_a_remark_after_it_is_the_question_and_with_a_request_is_the_models():
@@ -1201,3 +1201,23 @@ async def test_forms_the_nineteenth_blind_block_showed_through_the_session(tmp_p
     assert recognise("my husband said, play Shrek") is None and recognise("когда я готовлю, поставь таймер на 10 минут") is None
     assert followed(recognise("а день у них какой, уже завтрашний?"),
                     recognise("который там час во Владивостоке? внук у меня там служит")).subject == "владивостоке"
+
+
+async def test_forms_the_twentieth_blind_block_showed_through_the_session(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert "9 минут" in finals(await system.turn("s", "так, макароны закинул, засекай девять минут, пожалуйста"))[-1]
+        played = finals(await system.turn("s", "включи, пожалуйста, Любовь и голуби, мы с дедом вечером посмотреть хотим"))[-1]
+        assert played.startswith("Включаю «Любовь и голуби»")
+        assert not backend.calls
+        await system.turn("s", "у меня сын во Владивостоке служит, сколько там времени?")  # no world clock here: the model
+        asked = len(backend.calls)
+        here = finals(await system.turn("s", "ага, понятно, а у нас тут тогда сколько?"))[-1]
+        assert here.startswith("Сейчас ") and len(backend.calls) == asked  # the user's own clock, by the session
+    both = recognise("слушай, а кто снял Сталкер и в каком году он вышел? мы тут с мужиками в гараже поспорили")
+    assert (both.subject, both.detail, both.more_details) == ("сталкер", "director", ("year",))
+    assert recognise("я сейчас в метро спущусь, скажешь мне, когда начальник в телеграме напишет, ладно?").kind == "watch"
+    assert recognise("хотя нет, забей, не надо за ним следить, пусть себе пишет").kind == "unwatch"
+    assert recognise("remind me at 7:15 tonight to take the chicken out of the freezer for tomorrow").when == "7:15"
+    assert recognise("напомни завтра в 9 про врача") is None  # another day: the model's
+    assert recognise("I'm about to ping a client in Tokyo, is it still a decent hour over there or should I wait?").subject == "tokyo"
