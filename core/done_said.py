@@ -3,6 +3,7 @@ must tell the user so.
 
 The small model follows a recipe, sets the timer right and then ends with words that say nothing
 of it ("Порridge готово.", "OK"): the glasses never show that a timer runs, nor when it goes off.
+For another tool's change (an MCP tool not read-only) only a bare "Done" gets its result's line.
 The guard against the opposite (an action claimed that no call made) asks again; here nothing is
 wrong with the action, only the words lack it, so the runtime adds the sentence a reflex would
 have said, in the user's language. Pure functions over the turn's (tool, result) pairs.
@@ -37,12 +38,15 @@ def unsaid_done(answer: str, results: list[tuple[str, str, bool]], russian: bool
             played = _PLAYED.search(result)
             if played is not None and not _says_title(said, played["title"], played["media_id"]):
                 missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
-        elif changes and not _shares_a_word(said, first_line(result)):  # an MCP tool's: "home city set: Berlin …"
+        elif changes and _BARE.fullmatch(said.strip(" .!")) and not _shares_a_word(said, first_line(result)):
+            # "Done" after an MCP tool's change: its result says what ("home city set: Berlin …")
             line = first_line(result).strip().rstrip(".")
             missing.append(line[:1].upper() + line[1:CHANGE_LINE_CHARS] + ".")
     return missing
 
 
+# an answer that says only that something was done; another tool's result is added to nothing else
+_BARE = re.compile(r"(?:done|ok|okay|sure|all\s+set|готово|сделано|выполнено|хорошо|ок)")
 CHANGE_LINE_CHARS = 160  # of another tool's result, said when the answer names nothing of it
 
 

@@ -960,6 +960,19 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return _titled("play", match["rest"], said, russian)
 
 
+def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
+    """"включи старый, семьдесят девятого года, новый я видел": which of the titles shown, its first
+    clause says (a year said after it says it best); None when the first clause names no such one."""
+    head_said, _, tail = rest.partition(",")
+    if not tail or any(_VERB_START.match(part.strip()) for part in tail.split(",")):
+        return None
+    head = _titled(kind, head_said, said, russian)
+    if head is None or head.reference is None or head.subject:
+        return None
+    year = _YEAR.search(tail)  # "the old one, from 1989"
+    return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
+
+
 _IN_CATALOG = re.compile(_LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
 
 
@@ -1003,12 +1016,9 @@ _PART_ALONE = re.compile(r"^(?:the\s+)?(?:part|часть)\s+\w+$")
 
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
-    head_said, _, tail = rest.partition(",")
-    if tail and not any(_VERB_START.match(part.strip()) for part in tail.split(",")):  # "включи старый, семьдесят
-        head = _titled(kind, head_said, said, russian)  # девятого года, новый я видел": which one, then why
-        if head is not None and head.reference is not None and not head.subject:
-            year = _YEAR.search(tail)  # "the old one, from 1989": the year says it best
-            return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
+    head = _which_then_why(kind, rest, said, russian)
+    if head is not None:
+        return head
     if _PART_ALONE.match(_norm(rest).strip(" .!?")):
         return None  # the model (or the frame's "the second one") picks among those shown
     if _ANOTHER_ACTION.search(" " + rest):

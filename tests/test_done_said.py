@@ -19,6 +19,8 @@ def test_an_answer_that_says_when_or_how_long_or_which_film_in_any_case_gets_not
     assert unsaid_done("Поставила таймер на семь минут и включила Матрицу.", [SET, PLAYED], russian=True) == []
     assert unsaid_done("Done, it rings at 18:07. Enjoy The Matrix!", [SET, PLAYED], russian=False) == []
     assert unsaid_done("Berlin is your home city now.", [HOME], russian=False) == []
+    notified = ("notify_user", "Sent to the user (high): call mum.", True)
+    assert unsaid_done("Told you.", [notified], russian=False) == []  # only a bare "Done" gets another tool's line
 
 
 def test_calls_that_failed_or_changed_nothing_are_not_said():

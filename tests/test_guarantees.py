@@ -3,6 +3,8 @@ no side effect the user did not ask for, no action claimed that no call made, no
 conversation never showed, tool output a small model can copy."""
 import re
 
+import pytest
+
 import protocol as p
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
@@ -311,12 +313,7 @@ async def test_a_question_about_how_the_assistant_cancels_or_shows_changes_nothi
     calls = {"а ты напоминания как удаляешь — по одному или сразу все?": "TOOL_CALL: timers_cancel|1",
              "quick question, does the text on the glasses disappear by itself?": "TOOL_CALL: show_text|quick question",
              "my husband keeps telling me I should set an alarm for the gym, nah": "TOOL_CALL: timers_set|in 1 day; gym"}
-
-    def model(messages):
-        last = [m for m in messages if m.role != "system"][-1]
-        said = last.content.removeprefix("[User said]").strip()
-        return calls.get(said, "Понятно.") if last.role == "user" else "Понятно."
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+    async with inproc_system(tmp_path, backend=_calling_per_words(calls), frame=False) as system:
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "show_text", "timers_set")]
@@ -338,21 +335,38 @@ async def test_a_reminder_the_user_will_time_later_is_not_set_now(tmp_path):
         assert results and all(r["content"].startswith("not executed") for r in results)
 
 
-async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
-    # the fourteenth blind block's trap: "if I set a timer for every single thing …" called timers_set
-    said = "if I set a timer for every single thing in my day I'd go crazy, right?"
-
+def _calling_per_words(calls: dict[str, str]) -> ScriptedBackend:
+    """A small model that makes, for each of the user's words in `calls`, the call given there."""
     def model(messages):
         last = [m for m in messages if m.role != "system"][-1]
-        return "TOOL_CALL: timers_set|in 1 day; every single thing" if last.role == "user" else "Ha, probably!"
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+        said = last.content.removeprefix("[User said]").strip()
+        return calls.get(said, "Понятно.") if last.role == "user" else "Понятно."
+    return ScriptedBackend(reply_fn=model)
+
+
+def _calling_on_user_turns(call: str, answer: str) -> ScriptedBackend:
+    """A small model at its worst on a trap: `call` on every user turn, `answer` after a result."""
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return call if last.role == "user" else answer
+    return ScriptedBackend(reply_fn=model)
+
+
+async def _results_of(system, tool: str) -> list[dict]:
+    return [r for r in tool_results(await system.history("s")) if r["name"] == tool]
+
+
+async def test_the_user_telling_of_their_own_timers_sets_none(tmp_path):
+    # the fourteenth blind block's trap: "if I set a timer for every single thing …" called timers_set
+    model = _calling_on_user_turns("TOOL_CALL: timers_set|in 1 day; every single thing", "Ha, probably!")
+    async with inproc_system(tmp_path, backend=model, frame=False) as system:
         await system.turn("s", "поставь таймер на 1 минуту")  # a reflex's: the timers toolset is on
-        await system.turn("s", said)
+        await system.turn("s", "if I set a timer for every single thing in my day I'd go crazy, right?")
         await system.turn("s", "я сам поставлю таймер, когда надо будет")
         await system.turn("s", "would it be weird if I used a timer for my kids' bedtime? asking for a friend")  # h15's trap
         await system.turn("s", "если я попрошу тебя поставить таймер на 5 минут, он на очках появится?")  # h16's, of a play
         await system.turn("s", "а вот если я тебя попрошу разбудить меня в пять утра, ты правда разбудишь?")  # h20's: set one
-        results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"][1:]
+        results = (await _results_of(system, "timers_set"))[1:]
         assert len(results) == 5 and all(r["content"].startswith("not executed (not_requested)") for r in results)
 
 
@@ -392,29 +406,20 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
         assert "Данелия" in director
 
 
-async def test_a_question_that_tells_of_asking_for_a_watch_sets_none(tmp_path):
+@pytest.mark.parametrize(("toolset", "call", "said", "why"), [
     # the seventeenth blind block's trap: "… or only when I ask you to watch for something?" set a watch
-    def model(messages):
-        last = [m for m in messages if m.role != "system"][-1]
-        return "TOOL_CALL: channels_watch|telegram; Telegram" if last.role == "user" else "Only when you ask."
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
-        await system.turn("s", "call enable_toolset|channels")
-        await system.turn("s", "can you actually see my texts all the time, or only when I ask you to watch for something?")
-        watched = [r for r in tool_results(await system.history("s")) if r["name"] == "channels_watch"]
-        assert watched and all(r["content"].startswith("not executed (not_requested)") for r in watched)
-
-
-async def test_a_repeating_timer_nobody_asked_to_repeat_is_not_set(tmp_path):
+    ("channels", "TOOL_CALL: channels_watch|telegram; Telegram",
+     "can you actually see my texts all the time, or only when I ask you to watch for something?", "(not_requested)"),
     # the eighteenth blind block: "one for 12 minutes for the pasta …" was set with every=1 day
-    def model(messages):
-        last = [m for m in messages if m.role != "system"][-1]
-        return "TOOL_CALL: timers_set|in 12 minutes; pasta; every=1 day" if last.role == "user" else "Done."
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
-        await system.turn("s", "call enable_toolset|timers")
-        await system.turn("s", "set a timer for the pasta, 12 minutes, and tell me when the sauce is ready")
-        results = [r for r in tool_results(await system.history("s")) if r["name"] == "timers_set"]
-        assert results and all(r["content"].startswith("not executed") for r in results)
-        assert "did not ask for a repeating timer" in results[-1]["content"]
+    ("timers", "TOOL_CALL: timers_set|in 12 minutes; pasta; every=1 day",
+     "set a timer for the pasta, 12 minutes, and tell me when the sauce is ready", "did not ask for a repeating timer"),
+])
+async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
+    async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:
+        await system.turn("s", f"call enable_toolset|{toolset}")
+        await system.turn("s", said)
+        results = await _results_of(system, call.removeprefix("TOOL_CALL: ").split("|")[0])
+        assert results and all(r["content"].startswith("not executed") for r in results) and why in results[-1]["content"]
 
 
 async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path):
@@ -422,12 +427,7 @@ async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path
     # tried a timer; "how do you even know what's playing on my phone?" was offered a play
     calls = {"а ты вообще как понимаешь, что мне надо напоминание поставить? просто интересно": "TOOL_CALL: timers_set|in 5 minutes; напоминание",
              "how do you even know what's playing on my phone? is it like bluetooth or something": "TOOL_CALL: media_play|shrek-2001"}
-
-    def model(messages):
-        last = [m for m in messages if m.role != "system"][-1]
-        said = last.content.removeprefix("[User said]").strip()
-        return calls.get(said, "Понятно.") if last.role == "user" else "Понятно."
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False) as system:
+    async with inproc_system(tmp_path, backend=_calling_per_words(calls), frame=False) as system:
         await system.turn("s", "найди Шрек")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)

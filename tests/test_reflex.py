@@ -1131,16 +1131,29 @@ async def test_an_english_question_about_a_plot_gets_it_translated_and_said_so_a
 
 
 @pytest.mark.parametrize(("said", "kind", "when"), [
+    # h16
     ("give me a half hour timer, that's all the gaming time mom lets me have", "timer_set", "in 30 minutes"),  # was "in hour"
     ("and set another one for seven o'clock, that's dinner", "timer_set", "7:00"),
     ("and another one at 7 pm for dinner", "timer_set", "19:00"),
     ("а у нас тут сейчас сколько?", "follow_up", ""),
     ("ugh, stop it, they're fighting over the remote again", "playback", ""),
+    # h18
+    ("разбуди меня сегодня в девятнадцать сорок пять, мне в ночную смену выходить", "timer_set", "19:45"),
+    ("сколько сейчас времени в Токио? у меня там друг учится, не хочу разбудить", "time_elsewhere", ""),
+    ("ok, you can resume it now", "playback", ""),
+    ("never mind, dinner's off, the kids ordered pizza. kill all my timers", "timer_cancel", ""),
 ])
-def test_forms_the_sixteenth_blind_block_showed(said, kind, when):
+def test_forms_the_blind_blocks_of_the_eighth_session_showed(said, kind, when):
     intent = recognise(said)
     assert intent is not None and intent.kind == kind and intent.when == when
+
+
+def test_a_title_after_a_remark_her_words_told_and_a_skill_by_one_word_of_its_name():
     assert recognise("settle a bet for me, what year did Back to the Future come out?").subject == "back to future"
+    assert recognise("She told me. Set a timer for ten minutes, she said.") is None  # her words, told
+    from core.reflex import skill_named
+    assert skill_named("let's do my plank thing, the routine I saved", ["plank-intervals", "morning-workout"]) == "plank-intervals"
+    assert skill_named("my morning is busy", ["plank-intervals", "morning-workout"]) is None
 
 
 async def test_forms_the_seventeenth_blind_block_showed_through_the_session(tmp_path):
@@ -1156,19 +1169,6 @@ async def test_forms_the_seventeenth_blind_block_showed_through_the_session(tmp_
         assert not backend.calls
 
 
-@pytest.mark.parametrize(("said", "kind", "when"), [
-    ("разбуди меня сегодня в девятнадцать сорок пять, мне в ночную смену выходить", "timer_set", "19:45"),
-    ("сколько сейчас времени в Токио? у меня там друг учится, не хочу разбудить", "time_elsewhere", ""),
-    ("ok, you can resume it now", "playback", ""),
-    ("never mind, dinner's off, the kids ordered pizza. kill all my timers", "timer_cancel", ""),
-])
-def test_forms_the_eighteenth_blind_block_showed(said, kind, when):
-    intent = recognise(said)
-    assert intent is not None and intent.kind == kind and intent.when == when
-    assert recognise("She told me. Set a timer for ten minutes, she said.") is None  # her words, told
-    from core.reflex import skill_named
-    assert skill_named("let's do my plank thing, the routine I saved", ["plank-intervals", "morning-workout"]) == "plank-intervals"
-    assert skill_named("my morning is busy", ["plank-intervals", "morning-workout"]) is None
 
 
 async def test_two_timers_in_english_and_a_year_in_a_title_is_not_its_year(tmp_path):

@@ -391,8 +391,13 @@ def _title_and_director(record: _Indexed, words: list[str]) -> bool:
     said = [w for w in words if w not in _BY]
     by_director = [w for w in said if _YEAR.match(w) and w == str(record.title.year)
                    or any(_one_name(w, name) for name in director)]
-    named = stems(" ".join(w for w in said if w not in by_director))
-    return bool(by_director) and bool(named) and any(named == stems(name) for name in record.names)
+    named = _long_words(stems(" ".join(w for w in said if w not in by_director)))
+    return bool(by_director) and bool(named) and any(named == _long_words(stems(name)) for name in record.names)
+
+
+def _long_words(text: str) -> str:
+    """The words of three letters or more ("война мир" of "война и мир": glue a question drops)."""
+    return " ".join(w for w in text.split() if len(w) > 2) or text
 
 
 def _one_name(said: str, name: str) -> bool:
