@@ -49,8 +49,8 @@ import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
-from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_result_notice, arg_choices, build_prompt, layout,
-                         reply_language, visible_skills)
+from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_result_notice, arg_choices,
+                         build_prompt, layout, reply_language, visible_skills)
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (

@@ -81,7 +81,8 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
          r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|eh|meh|эх|блин|понятно|ясно|got\s+it|i\s+see|хотя|забей|right|(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
+         r"ugh|argh|oops|whoops|eh|meh|эх|блин|понятно|ясно|got\s+it|i\s+see|хотя|забей|right|"
+         r"(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
          r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
          r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
          # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
@@ -139,7 +140,9 @@ _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|нап
 _ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|make|start|поставь|заведи)\s+)?"
                        r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
                        r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
-                       r"[\s,:—-]+(?=(?:через|на|спустя|в|к|in|for|after|at)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")  # "another one, 9 minutes for …"
+                       # "another one at 7", "another one, 9 minutes for …"
+                       r"[\s,:—-]+(?=(?:через|на|спустя|в|к|in|for|after|at)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*"
+                       r"(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")
 # "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
