@@ -332,9 +332,15 @@ def _last_sentence_asked(raw: str) -> Intent | None:
             return asked
     for comma in (m.start() for m in re.finditer(",", raw)):
         rest = raw[comma + 1:].strip()
-        if (_VERB_START.match(rest) or _REQUEST_VERB.match(rest)) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
+        if _opens_a_request(rest) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
             return _asked_after(raw[:comma], rest, raw[:comma].split(","))
     return None
+
+
+def _opens_a_request(clause: str) -> bool:
+    """A clause that starts as a request does: a request verb, "kill that one", "you can stop watching for …"."""
+    return bool(_VERB_START.match(clause) or _REQUEST_VERB.match(clause) or _CANCEL_IT.match(clause)
+                or _UNWATCH.match(clause.rstrip(" .!?")))
 
 
 def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
@@ -342,7 +348,7 @@ def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
             _VERB_START.match(part.strip()) or recognise(part) for part in parts):
         return None
     intent = recognise(request)  # a question's "it" may be the title said before: not here
-    kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search", "watch")
+    kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search", "watch", "unwatch")
     return intent if intent is not None and intent.kind in kinds else None
 
 
@@ -571,8 +577,7 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     named = _CANCEL_ONE.match(raw)
     if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
-    last = raw.rsplit(",", 1)[-1].strip() if "," in raw else ""  # "the garlic bread's done early, kill that one"
-    it = _CANCEL_IT.match(raw) or (_CANCEL_IT.match(last) if last and not _VERB_START.search(raw[:-len(last)]) else None)
+    it = _CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
     if it and not (it["why"] and _ASKS_MORE.search(" " + it["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
@@ -1432,9 +1437,6 @@ _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
 
 def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _UNWATCH.match(raw.rstrip(" .!?"))
-    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw else ""
-    if match is None and last and not _VERB_START.search(raw[:-len(last) - 1]):  # "oh he's here already, you can
-        match = _UNWATCH.match(last)  # stop watching for that": the request in the last clause, its reason before
     if match is None or _TIMER_WORD.search(raw):
         return None
     named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
