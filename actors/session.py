@@ -39,6 +39,8 @@ from actors.world import World
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
+from core.loading import intent_files
+from core.local_intents import LocalIntents
 from core.observe import Observer
 from core.session_store import SessionStore
 from core.timer_wheel import TimerWheel
@@ -120,6 +122,7 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
             session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
+            local_intents=LocalIntents.load(intent_files(self.config)) if cfg.reflexes else LocalIntents.empty(),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )

@@ -9,6 +9,7 @@ runs without a Conversation around it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import logging
 import re
@@ -19,8 +20,10 @@ import protocol as p
 from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
+from core.local_actions import reflex_intent
+from core.local_intents import LocalIntents
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, names_a_skill, names_none, oldest_named, pick,
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, oldest_named, pick,
                          recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
                          unwatch_answer, watch_to_end, watches_answer)
 from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
@@ -46,6 +49,39 @@ TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex
 _MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
+@functools.lru_cache(maxsize=1)
+def builtin_local_intents() -> LocalIntents:
+    """The built-in toolsets' local intents, loaded once per process (for callers with no config)."""
+    from core.loading import intent_files  # core.loading imports every toolset: only when asked
+
+    return LocalIntents.load(intent_files())
+
+
+def recognised(local: LocalIntents, said: str) -> Intent | None:
+    """What a plain request asks: a sentence a toolset declared, matched whole with typed slots
+    (core.local_intents), first; else the reflex's reading of the words (core.reflex), which
+    knows references ("включи его") a template does not."""
+    match = local.match(said)
+    intent = _unheld(said, match) if match is not None and not match.wildcard else None
+    return intent if intent is not None else recognise(said)
+
+
+def loosely_recognised(local: LocalIntents, said: str) -> Intent | None:
+    """A declared sentence whose slot took free text, when no closer reading took the words and
+    a word of the template's lists says what that text is: "play the tv show Breaking Bad" is
+    a title. Free text alone is no request: "поставь, пожалуйста, таймер, чтобы …" is no film,
+    "I'll call you back in 5 minutes" no timer."""
+    match = local.match(said)
+    return _unheld(said, match) if match is not None and match.wildcard and match.kind_named else None
+
+
+def _unheld(said: str, match) -> Intent | None:
+    """A match's request, unless the words hold it back (a negation, a condition, two requests:
+    core.reflex.held_back) - a template matches words, not what the user means by them."""
+    intent = reflex_intent(match)
+    return None if intent is None or held_back(said, intent.kind) else intent
+
+
 def _plain_request(said: str) -> Intent | None:
     """A request as a reflex reads it, or its first sentence's when the rest is a remark ("Сколько
     сейчас в Дубае? Хочу коллеге написать": "а у нас тогда сколько?" then asks of here)."""
@@ -67,14 +103,14 @@ class ReflexSteps:
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
-        intent = None if fired is not None else recognise(words)
+        intent = None if fired is not None else recognised(self.s.local_intents, words)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words) if fired is None and intent is None else None
         if fired is None and intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
-            intent = await self._framed(turn, words)
+            intent = loosely_recognised(self.s.local_intents, words) or await self._framed(turn, words)
             if intent is None:
                 return False
         for asked in both or (intent,):
