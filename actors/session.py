@@ -680,7 +680,7 @@ class SessionActor(Actor):
         model = self.settings.model
         if model.profile != info.profile:
             model.tokens_per_char = 0.5  # another tokenizer: conservative until it reports counts
-        model.profile, model.context_tokens = info.profile, info.context_tokens
+        model.profile, model.context_tokens, model.frame = info.profile, info.context_tokens, info.frame
         if info.worker_started > self._llm_started:
             # A new worker: the requests the old one was serving died with it. Ask again.
             for env_id in list(self._generating):
@@ -702,6 +702,7 @@ class SessionActor(Actor):
                 continue
             if isinstance(reply, p.LLMStatus) and not self.settings.model.context_tokens:
                 self.settings.model.profile, self.settings.model.context_tokens = reply.active, reply.context_tokens
+                self.settings.model.frame = reply.frame
                 return
 
 @dataclasses.dataclass

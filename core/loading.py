@@ -24,6 +24,7 @@ REGISTRY = (
     "toolsets.notify:TOOLSET",
     "toolsets.tasks:TOOLSET",
     "toolsets.monitors:TOOLSET",
+    "toolsets.units:TOOLSET",
 )
 """Every built-in toolset, in catalog order: one line each."""
 

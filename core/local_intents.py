@@ -12,12 +12,18 @@ A toolset says what it answers in its folder's `intents.yaml`:
     # each with the action it means (core.local_steps reads the action)
     home_assistant:
       HassStartTimer: timer_set
-    # and sentences of its own, per language, in the same template language
+    # and sentences of its own, per language, in the same template language (with lists and
+    # expansion rules of its own); an intent of action "call" calls one of its tools itself
     sentences:
-      ru:
-        MyIntent:
-          action: timer_list
-          sentences: ["что там с таймерами"]
+      en:
+        lists:
+          unit: {values: [{in: "(mile|miles)", out: mi}, {in: "(kilometer|kilometers|km)", out: km}]}
+        intents:
+          ConvertUnits:
+            action: call
+            call: {tool: units_convert, args: "{value}; {unit_from}; {unit_to}"}
+            answer: "{result}."
+            sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
 
 Nothing here knows a toolset: `LocalIntents.load` reads the files it is given (core.loading
 finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
@@ -57,6 +63,7 @@ class LocalMatch(msgspec.Struct, frozen=True, kw_only=True):
     slots: dict[str, str | float] = {}
     wildcard: bool = False
     kind_named: bool = False
+    call: "DeclaredCall | None" = None
 
 
 class IntentFileError(ValueError):
@@ -67,37 +74,52 @@ def language_of(text: str) -> str:
     return "ru" if _CYRILLIC.search(text) else "en"
 
 
-class LocalIntents:
-    """The loaded intents of every language, and the action each one means."""
+class DeclaredCall(msgspec.Struct, frozen=True):
+    """An intent that calls one tool of its toolset: `args` a template of the match's slots
+    ("{value}; {unit_from}; {unit_to}"), `answer` what the user is told, a template of the slots
+    and `{result}` (the tool's text), in the language of the sentences it was declared with."""
 
-    def __init__(self, compiled: dict, actions: dict[str, str]) -> None:
+    tool: str
+    args: str
+    answer: str = "{result}"
+
+
+class LocalIntents:
+    """The loaded intents of every language, the action each one means and the calls declared."""
+
+    def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall]) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
         self.actions = actions  # intent name -> action
+        self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
 
     @classmethod
     def empty(cls) -> "LocalIntents":
-        return cls({}, {})
+        return cls({}, {}, {})
 
     @classmethod
     def load(cls, files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> "LocalIntents":
         """The intents the files declare, compiled per language. Raises IntentFileError."""
         declared = [(path, _read(path)) for path in files]
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
+        calls: dict[tuple[str, str], DeclaredCall] = {}
         compiled = {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
             for path, spec in declared:
                 own = spec.get("sentences", {}).get(language, {})
-                for name, intent in own.items():
+                merged["lists"].update(own.get("lists", {}))
+                merged["expansion_rules"].update(own.get("expansion_rules", {}))
+                for name, intent in own.get("intents", {}).items():
                     actions[name] = _own_action(path, name, intent)
+                    if "call" in intent:
+                        calls[name, language] = _declared_call(path, name, intent)
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-        return cls(compiled, actions)
+        return cls(compiled, actions, calls)
 
     def match(self, text: str) -> LocalMatch | None:
-        """The best whole match of `text` in its language: one with no free-text slot first
-        (among those, the most literal words), else the best with one; None when none."""
+        """The best whole match of `text` in its language (see `_closeness`); None when none."""
         from hassil import recognize_all
 
         language = language_of(text)
@@ -112,7 +134,8 @@ class LocalIntents:
         slots = {name: _value(entity.value) for name, entity in entities}
         kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
         return LocalMatch(intent=best.intent.name, action=self.actions.get(best.intent.name, ""), language=language,
-                          slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named)
+                          slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named,
+                          call=self.calls.get((best.intent.name, language)))
 
 
 def _closeness(result) -> tuple:
@@ -142,7 +165,17 @@ def _read(path: Path) -> dict:
         raise IntentFileError(f"{path}: expected a mapping with 'home_assistant' and/or 'sentences'")
     if not isinstance(spec.get("home_assistant", {}), dict) or not isinstance(spec.get("sentences", {}), dict):
         raise IntentFileError(f"{path}: 'home_assistant' maps intent names to actions; 'sentences' maps languages")
+    for language, own in spec.get("sentences", {}).items():
+        if not isinstance(own, dict) or not set(own) <= {"intents", "lists", "expansion_rules"}:
+            raise IntentFileError(f"{path}: sentences.{language}: expected 'intents' (and 'lists', 'expansion_rules')")
     return spec
+
+
+def _declared_call(path: Path, name: str, intent: dict) -> DeclaredCall:
+    call = intent["call"]
+    if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not isinstance(call.get("args", ""), str):
+        raise IntentFileError(f"{path}: intent {name}: 'call' needs 'tool' (a tool's name) and 'args' (a template)")
+    return DeclaredCall(tool=call["tool"], args=call.get("args", ""), answer=str(intent.get("answer", "{result}")))
 
 
 def _own_action(path: Path, name: str, intent) -> str:

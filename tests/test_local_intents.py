@@ -57,8 +57,8 @@ def test_a_status_question_about_a_timer_of_a_length_sets_none():
 
 def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     own = tmp_path / "intents.yaml"
-    own.write_text("sentences:\n  en:\n    WhatsOn:\n      action: timer_list\n"
-                   "      sentences: [\"what's (ticking|running) [right now]\"]\n", encoding="utf-8")
+    own.write_text("sentences:\n  en:\n    intents:\n      WhatsOn:\n        action: timer_list\n"
+                   "        sentences: [\"what's (ticking|running) [right now]\"]\n", encoding="utf-8")
     intents = LocalIntents.load([own])
     assert intents.match("What's ticking right now?").action == "timer_list"
     assert intents.match("what's cooking") is None
@@ -66,7 +66,9 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
 
 @pytest.mark.parametrize("text, says", [
     ("home_assistant: [HassStartTimer]\n", "maps intent names"),
-    ("sentences:\n  en:\n    X:\n      sentences: [hi]\n", "needs 'action'"),
+    ("sentences:\n  en:\n    intents:\n      X:\n        sentences: [hi]\n", "needs 'action'"),
+    ("sentences:\n  en:\n    X: {}\n", "expected 'intents'"),
+    ("sentences:\n  en:\n    intents:\n      X: {action: call, call: {args: x}, sentences: [hi]}\n", "needs 'tool'"),
     ("nonsense: 1\n", "expected a mapping"),
     ("home_assistant: {HassStartTimer: [\n", "cannot read"),
 ])
@@ -147,3 +149,25 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     total = len(SENTENCES[language])
     assert verdicts["wrong"] == []
     assert len(verdicts["ok"]) >= 0.95 * total, verdicts["missed"]
+
+
+# ---- a toolset that brings its own words: units (toolsets/units/) -----------------------------
+@pytest.mark.parametrize("said, shown", [
+    ("convert 5 miles to kilometers", "5 mi = 8.047 km."),
+    ("how many feet in 3 meters?", "3 m = 9.843 ft."),
+    ("переведи 10 километров в мили", "10 km = 6.214 mi."),
+    ("сколько будет 100 градусов фаренгейта в цельсиях", "100 F = 37.78 C."),
+])
+async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert answer == shown and not backend.calls
+        assert _calls(await system.history("s"))[0].startswith("units_convert|")
+
+
+async def test_a_conversion_the_tool_refuses_goes_to_the_model(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Miles measure length and kilograms mass.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = [m.text for m in await system.turn("s", "convert 5 miles to kilograms") if isinstance(m, p.Display) and m.final][-1]
+        assert answer == "Miles measure length and kilograms mass." and backend.calls
