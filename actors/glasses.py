@@ -128,9 +128,11 @@ class SessionTable:
         owner = self.store.get(session)
         handed = ""
         if owner is None:
-            # a history without a claim is nobody's to take: only the key the journal recorded proves it
+            # a history without a claim is nobody's to take: only the key the journal recorded proves
+            # it. One no phone ever spoke in (a webhook opened it: "") is fed by a channel, owned by
+            # none: the first phone that proves itself owns it (issue 51)
             recorded = self.store.unclaimed_history(session)
-            if recorded is not None and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
+            if recorded and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
                 return False, ""
             if key:
                 self.store.claim(session, "key", key, event_id, identity)

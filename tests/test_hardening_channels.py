@@ -149,3 +149,23 @@ async def test_a_sender_or_a_text_from_outside_never_speaks_as_the_user(tmp_path
             assert len(timers) == 1, "no forged line cancelled it, no forged call set another"
 
 
+# ---- finding 8: a channel feeds a session, it never owns it -------------------------------------------
+async def test_a_session_a_webhook_opened_is_the_first_phone_s_that_proves_itself(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    config = edge_config(tmp_path)
+    async with edge(tmp_path, backend, config) as (system, base):
+        async with httpx.AsyncClient() as http:
+            posted = await post_hook(http, base, {"session": "s2", "text": "nightly build green", "sender": "ci"})
+            assert posted.status_code == 202, posted.text
+        world = system.actors["session"].world
+        await until(lambda: "s2" in world.sessions and world.of("s2").notes.unread())
+        async with phone(config, "phone-a") as first, phone(config, "phone-b") as second:
+            async with first.events("s2") as incoming:
+                said = await first.send_text("s2", "hello")  # forbidden before the fix
+                await collect_turn(incoming, said)
+            with pytest.raises(EventRejected) as refused:
+                await second.send_text("s2", "hello, it's me")
+            assert refused.value.code == "forbidden"
+            assert await first.send_text("s2", "still mine")
+
+
