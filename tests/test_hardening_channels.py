@@ -74,8 +74,7 @@ async def collect_turn(incoming, event_id: str, timeout: float = 15.0) -> list[p
 def edge_config(tmp_path, **channels):
     config = make_config(tmp_path)
     config = override(config, phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
-    named = {"ci": ChannelConfig(secret="s3cret", sessions=["s1", "s2"]),
-             "bulk": ChannelConfig(secret="bulk-secret", sessions=["s1"], wake="watched")}
+    named = {"ci": ChannelConfig(secret="s3cret", sessions=["s1", "s2"])}
     return msgspec.structs.replace(config, channels=ChannelsConfig(named=named, phone_wake="always", **channels))
 
 
@@ -169,3 +168,148 @@ async def test_a_session_a_webhook_opened_is_the_first_phone_s_that_proves_itsel
             assert await first.send_text("s2", "still mine")
 
 
+# ---- finding 9: every field has its bound ---------------------------------------------------------------
+async def test_notification_and_webhook_fields_are_bounded_before_anything_is_kept(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    config = edge_config(tmp_path)
+    database = tmp_path / "porfiry.sqlite3"
+    async with edge(tmp_path, backend, config) as (system, base), phone(config, "phone-a") as client:
+        await client.send_text("s1", "hello")
+        before = sum(f.stat().st_size for f in tmp_path.glob("porfiry.sqlite3*"))
+        calls = len(backend.calls)
+        for _ in range(20):
+            with pytest.raises(EventRejected) as refused:
+                await client.notification("s1", "Telegram", "x" * 900_000, "hi")
+            assert refused.value.code == "too_long" and "phone.max_sender_chars" in refused.value.detail
+        with pytest.raises(EventRejected) as refused:
+            await client.notification("s1", "T" * 65, "Anna", "hi")
+        assert refused.value.code == "too_long" and "phone.max_app_chars" in refused.value.detail
+        with pytest.raises(EventRejected) as refused:
+            await client.notification("s1", "Telegram", "Anna", "x" * 4001)
+        assert refused.value.code == "too_long" and "phone.max_text_chars" in refused.value.detail
+        assert await client.notification("s1", "Telegram", "A" * 200, "hi"), "at the bound: taken"
+        async with httpx.AsyncClient() as http:
+            long_sender = await post_hook(http, base, {"session": "s1", "text": "hi", "sender": "x" * 201})
+        assert long_sender.status_code == 413 and "channels.max_sender_chars" in long_sender.json()["error"]
+        await until(lambda: len(backend.calls) > calls)  # the one at the bound reached the model
+        assert max(len(m.content) for request in backend.calls for m in request) < 10_000
+        assert sum(f.stat().st_size for f in tmp_path.glob("porfiry.sqlite3*")) - before < 1_000_000
+    assert database.exists()
+
+
+# ---- finding 11: the signature covers the time; replays are refused for the window ---------------------
+async def test_the_signature_covers_the_timestamp_and_a_replay_is_recognised_all_window(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    config = edge_config(tmp_path, posts_per_min=10_000.0)
+    async with edge(tmp_path, backend, config) as (system, base), httpx.AsyncClient() as http:
+        body = msgspec.json.encode({"session": "s1", "text": "deploy 42 failed", "sender": "ci"})
+        headers = signed_headers("s3cret", body)
+        first = await post_hook(http, base, body, headers=headers)
+        assert first.status_code == 202 and first.json()["duplicate"] is False, first.text
+        now = str(int(time.time()))
+        body_only = {"x-porfiry-timestamp": now, "x-porfiry-signature": "sha256=" + hmac.new(b"s3cret", body, "sha256").hexdigest()}
+        assert (await post_hook(http, base, body, headers=body_only)).status_code == 401, "the time must be signed"
+        moved = {"x-porfiry-timestamp": str(int(time.time()) + 5), "x-porfiry-signature": headers["x-porfiry-signature"]}
+        assert (await post_hook(http, base, body, headers=moved)).status_code == 401, "a new time needs a new signature"
+        for stamp in ("nan", "NaN", "inf", "-inf", "1e999"):
+            refused = await post_hook(http, base, body, headers={"x-porfiry-timestamp": stamp,
+                                                                 "x-porfiry-signature": sign("s3cret", stamp, body)})
+            assert refused.status_code == 401 and "channels.replay_window_s" in refused.json()["error"], stamp
+
+        # more events than a session remembers (256) pass; the first post replayed is still known
+        for n in range(260):
+            shown = await post_hook(http, base, {"session": "s1", "text": f"log line {n}"})
+            assert shown.status_code == 202, shown.text
+        again = await post_hook(http, base, body, headers=headers)
+        assert again.status_code == 202 and again.json() == {"event_id": first.json()["event_id"], "duplicate": True}
+        last = await post_hook(http, base, {"session": "s1", "text": "the last one"})
+
+        async def told() -> list[str]:
+            history = await system.history("s1")
+            return [m["content"] for m in history if m["role"] == "user"] if "the last one" in history[-2]["content"] else []
+
+        said = await until(told)
+        assert last.status_code == 202 and sum("deploy 42 failed" in text for text in said) == 1, "a replay reaches no session"
+
+
+async def raw_post(port: int, head: str, chunks: list[bytes]) -> tuple[int, int]:
+    """A POST over a plain socket: the status the server answers with while the body is still
+    being sent, and how many body bytes had been sent by then."""
+    sent = 0
+    async with await anyio.connect_tcp("127.0.0.1", port) as sock:
+        await sock.send(head.encode())
+        answer = b""
+
+        async def send_body():
+            nonlocal sent
+            for chunk in chunks:
+                await sock.send(chunk)
+                sent += len(chunk)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(send_body)
+            with anyio.fail_after(30):
+                while b"\r\n" not in answer:
+                    answer += await sock.receive()
+            tg.cancel_scope.cancel()
+    return int(answer.split(b" ", 2)[1]), sent
+
+
+# ---- finding 12: bodies bounded before they are read; JSON depth bounded; a 4xx in one log line ----------
+async def test_console_bodies_are_bounded_before_reading_and_deep_json_is_a_400(tmp_path, caplog):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    async with edge(tmp_path, backend) as (system, base), httpx.AsyncClient() as http:
+        caplog.set_level(logging.WARNING)
+        port = int(base.rsplit(":", 1)[1])
+        head = f"POST /api/send HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        chunk = b"%x\r\n%s\r\n" % (1 << 20, b" " * (1 << 20))  # 64 MiB of blanks, no length declared
+        status, sent = await raw_post(port, head + "Transfer-Encoding: chunked\r\n\r\n", [chunk] * 64 + [b"0\r\n\r\n"])
+        assert status == 413 and sent < 24 << 20, f"answered {status} after {sent} bytes were sent"
+        status, _ = await raw_post(port, head + "Content-Length: 300000000\r\n\r\n", [b"{"])
+        assert status == 413, "a declared length over the bound: refused before a byte is read"
+
+        json_type = {"content-type": "application/json"}
+        deep = b"[" * 1000 + b"]" * 1000
+        for path in ("/api/send", "/api/admin/profile", "/api/admin/skills"):
+            answer = await http.post(base + path, content=deep, headers=json_type)
+            assert answer.status_code == 400 and "web.max_json_depth" in answer.json()["error"], (path, answer.text)
+        nested = b'{"session": "s1", "text": "x", "sender": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+        hook = await post_hook(http, base, nested)
+        assert hook.status_code == 400 and "web.max_json_depth" in hook.json()["error"], hook.text
+        assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()], "no traceback"
+        assert all("\n" not in r.getMessage() for r in caplog.records if r.name.startswith("porfiry.web"))
+
+
+# ---- finding 13: control characters escaped; session ids checked -----------------------------------------
+async def test_a_session_id_is_checked_and_control_characters_never_reach_a_terminal(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    config = edge_config(tmp_path)
+    async with edge(tmp_path, backend, config) as (system, base), phone(config, "phone-a") as client:
+        for bad in ("s1\n2026-12-04 CRITICAL porfiry all actors stopped", "x" * 200_000, "s 1", "s\x1b[2J"):
+            with pytest.raises(EventRejected) as refused:
+                await client.send_text(bad, "hello")
+            assert refused.value.code == "bad_session", refused.value
+        assert (await client.send_text("s1", "hello")), "a plain id still works"
+        async with httpx.AsyncClient() as http:
+            posted = await post_hook(http, base, {"session": "s1", "text": "\x1b[2Jdeploy\x9b2J done", "sender": "ci\x1b[31m"})
+            assert posted.status_code == 202, posted.text
+            await until(lambda: any("deploy" in m.content for m in system.actors["session"].sessions["s1"].trajectory.messages()))
+            bad_id = await post_hook(http, base, {"session": "s1\nforged", "text": "x"})
+            assert bad_id.status_code == 400 and "session id" in bad_id.json()["error"]
+    (tmp_path / "porfiry.toml").write_text(f'[storage]\npath = "{tmp_path / "porfiry.sqlite3"}"\n')
+    for action in ("show", "export", "list"):
+        shown = subprocess.run([sys.executable, str(ROOT / "run.py"), "--config", str(tmp_path / "porfiry.toml"), "sessions",
+                                action, *(["s1"] if action != "list" else [])], capture_output=True, text=True, timeout=60,
+                               cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert shown.returncode == 0, shown.stderr
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", shown.stdout), (action, shown.stdout[-500:])
+        if action == "show":
+            assert "\\x1b[2Jdeploy\\x9b2J done" in shown.stdout
+
+
+def test_log_lines_escape_control_characters():
+    from core.logs import OneLineFormatter
+
+    record = logging.LogRecord("porfiry.test", logging.WARNING, __file__, 1, "refused session=%s", ("a\nCRITICAL x\x1b[2J",), None)
+    line = OneLineFormatter("%(levelname)s %(message)s").format(record)
+    assert line == "WARNING refused session=a\\nCRITICAL x\\x1b[2J"
