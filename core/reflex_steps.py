@@ -67,6 +67,8 @@ class ReflexSteps:
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
+        if fired is None and not words:
+            return False  # an event from the world (a channel, a monitor) is never a user request
         intent = None if fired is not None else recognise(words)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))

@@ -313,3 +313,12 @@ def test_log_lines_escape_control_characters():
     record = logging.LogRecord("porfiry.test", logging.WARNING, __file__, 1, "refused session=%s", ("a\nCRITICAL x\x1b[2J",), None)
     line = OneLineFormatter("%(levelname)s %(message)s").format(record)
     assert line == "WARNING refused session=a\\nCRITICAL x\\x1b[2J"
+
+
+def test_the_phone_console_escapes_what_the_runtime_shows():
+    from phone.console import Screen
+
+    for live in (False, True):
+        shown = Screen(live=live).render(p.Display(turn_id="t", text="New message: \x1b[2Jdeploy\x9b done", final=True))
+        assert "\x9b" not in shown and "\\x1b[2Jdeploy\\x9b done" in shown
+        assert shown.count("\x1b") == (1 if live else 0), "only the screen's own erase sequence"
