@@ -51,6 +51,12 @@ _IN_LINE = re.compile(rf"(?<!\\)(?=[{_OPENERS}]{_BLANKS}{_LABEL_WORDS}|\b{_SUMMA
 # TOOL CALL, TOOL-CALL, any case, in ** bold) and more, followed by its colon: matched on the
 # text's skeleton (_skeleton: NFKC, case-folded, invisible characters left out).
 _CALL_MARKER = re.compile(r"(?<![a-z0-9\\*])\**tool[ \t_\-]{0,3}call\**[ \t]*:")
+# a label that only the skeleton shows ("[\u200bUser said]", "[Us\u00ader said]"), escaped where it starts
+_HIDDEN_LABEL = re.compile(rf"(?<!\\)(?:[{_OPENERS}]{_BLANKS}{_LABEL_WORDS}|\b{_SUMMARY})")
+# every format character (Unicode Cf: zero-width, joiners, bidi marks, soft hyphen, tags): tests/test_fence.py checks the set
+_INVISIBLE = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
 _BRACKETS = re.compile(r"(?<!\\)([\[\]\uff3b\uff3d\u3010\u3011\u3014\u3015])")
 
 
@@ -77,8 +83,10 @@ def fence_untrusted(text: str) -> str:
         return text
     text = fence(text)
     skeleton, origin = _skeleton(text)
-    starts = [origin[m.start()] for m in _CALL_MARKER.finditer(skeleton)]
-    for start in reversed(starts):
+    starts = {origin[m.start()] for m in _CALL_MARKER.finditer(skeleton)}
+    if skeleton != text.lower():  # invisible or compatibility characters: labels hidden by them too
+        starts |= {origin[m.start()] for m in _HIDDEN_LABEL.finditer(skeleton)}
+    for start in sorted(starts, reverse=True):
         text = text[:start] + "\\" + text[start:]
     return text
 
@@ -87,7 +95,9 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
     """The text as the marker is looked for in it, and for each of its characters the index of
     the character of `text` it came from."""
     if text.isascii():
-        return text.lower(), range(len(text))  # type: ignore[return-value]
+        return text.lower(), range(len(text))  # type: ignore[return-value]  (no label can hide here)
+    if not _INVISIBLE.search(text) and unicodedata.is_normalized("NFKC", text) and len(lowered := text.lower()) == len(text):
+        return lowered, range(len(text))  # type: ignore[return-value]  (plain Cyrillic, say: nothing to map)
     chars: list[str] = []
     origin: list[int] = []
     for index, char in enumerate(text):

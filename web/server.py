@@ -137,6 +137,8 @@ class Console:
         if not self.authorized(request):
             return _refused()
         session = request.query_params.get("session", "") or self.default_session
+        if (problem := session_id_problem(session, self.config.phone.max_session_id_chars)) is not None:
+            return _bad(problem)
         page = PageStream(self.config.web.stream_max_bytes)
         for item in self.journal.snapshot(session):
             page.send_nowait(item)
