@@ -111,6 +111,8 @@ class ReflexSteps:
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
+        if fired is None and not words:
+            return False  # an event from the world (a channel, a monitor) is never a user request
         match = None if fired is not None else self.s.local_intents.match(words)
         call = declared_call(match, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
