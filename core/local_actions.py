@@ -14,7 +14,23 @@ _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
 # a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
 _START_UNITS = (("start_hours", "hours"), ("start_minutes", "minutes"), ("start_seconds", "seconds"))
 _TEXT_SLOTS = ("conversation_command", "timer_name", "name")
-_TIMER_WORD = {True: "таймер", False: "timer"}  # a cancel's words name a timer: the only one is meant
+_TIMER_WORD = {True: "таймер", False: "timer"}
+_ALARM_WORD = {True: "будильник", False: "alarm"}
+DAY_SLOTS = ("day", "repeat")  # slots that read the day said: "tomorrow", "every day"
+
+
+def clock_words(slots: dict[str, str | float]) -> str:
+    """"tomorrow 19:30" from {"day": "tomorrow", "hour": 7, "minute": 30, "half": "pm"}: what
+    core.timers.parse_when reads; "" without an hour that fits a day."""
+    hour, minute = slots.get("hour"), slots.get("minute", 0.0)
+    if not isinstance(hour, float) or not isinstance(minute, float) or not 0 <= hour <= 23 or not 0 <= minute <= 59:
+        return ""
+    if slots.get("half") == "pm" and hour < 12:
+        hour += 12
+    elif slots.get("half") == "am" and hour == 12:
+        hour = 0
+    clock = f"{int(hour):02d}:{int(minute):02d}"
+    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow") else clock  # a cancel's words name a timer: the only one is meant
 
 
 def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:
@@ -37,6 +53,11 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         when = duration_words(match.slots)
         text = next((str(match.slots[s]) for s in _TEXT_SLOTS if match.slots.get(s)), "")
         return Intent(kind="timer_set", russian=russian, when=f"in {when}", text=text) if when else None
+    if action == "alarm":  # a clock time, its day, its repeat: "wake me tomorrow at 6:45"
+        when = clock_words(match.slots)
+        text = str(match.slots.get("reminder") or _ALARM_WORD[russian])
+        every = "1 day" if match.slots.get("repeat") == "day" else ""
+        return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
     if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named
         said = duration_words(match.slots, _START_UNITS)
         return Intent(kind="timer_cancel", russian=russian, text=f"{said} {_TIMER_WORD[russian]}".strip())

@@ -55,7 +55,9 @@ class LocalMatch(msgspec.Struct, frozen=True, kw_only=True):
     `action`: what the toolset declared the intent does; `slots`: the values the template took
     (numbers as numbers: {"hours": 1, "minutes": 30}); `wildcard`: a slot took free text (a title,
     a command), so a closer reading of the same words may know better; `kind_named`: a word of a
-    list said what that free text is ("play the tv show Breaking Bad": media_class)."""
+    list said what that free text is ("play the tv show Breaking Bad": media_class); `read_first`:
+    the intent's free text is only words to keep ("remind me every day at 8 to {reminder}"), so
+    its reading goes first."""
 
     intent: str
     action: str
@@ -64,6 +66,7 @@ class LocalMatch(msgspec.Struct, frozen=True, kw_only=True):
     wildcard: bool = False
     kind_named: bool = False
     call: "DeclaredCall | None" = None
+    read_first: bool = False  # its toolset says its reading goes first even with free text
 
 
 class IntentFileError(ValueError):
@@ -87,10 +90,13 @@ class DeclaredCall(msgspec.Struct, frozen=True):
 class LocalIntents:
     """The loaded intents of every language, the action each one means and the calls declared."""
 
-    def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall]) -> None:
+    def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
+                 read_first: frozenset[str] = frozenset()) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
         self.actions = actions  # intent name -> action
         self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
+        self.read_first = read_first  # intents whose reading goes first even with free text
+        self._told: set[str] = set()  # template errors already logged
 
     @classmethod
     def empty(cls) -> "LocalIntents":
@@ -102,6 +108,7 @@ class LocalIntents:
         declared = [(path, _read(path)) for path in files]
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
         calls: dict[tuple[str, str], DeclaredCall] = {}
+        read_first: set[str] = set()
         compiled = {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
@@ -113,20 +120,29 @@ class LocalIntents:
                     actions[name] = _own_action(path, name, intent)
                     if "call" in intent:
                         calls[name, language] = _declared_call(path, name, intent)
+                    if intent.get("read_first"):
+                        read_first.add(name)
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-        return cls(compiled, actions, calls)
+        return cls(compiled, actions, calls, frozenset(read_first))
 
     def match(self, text: str) -> LocalMatch | None:
         """The best whole match of `text` in its language (see `_closeness`); None when none."""
         from hassil import recognize_all
+        from hassil.errors import HassilError
 
         language = language_of(text)
         if language not in self._compiled or not text.strip():
             return None
         intents, lists = self._compiled[language]
-        results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
+        try:
+            results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
+        except HassilError as exc:  # a template naming a list or rule no file defines: the model reads the words
+            if str(exc) not in self._told:
+                self._told.add(str(exc))
+                _log.warning("local intents (%s): %s; such sentences go to the model", language, exc)
+            return None
         if not results:
             return None
         best = max(results, key=_closeness)
@@ -135,7 +151,8 @@ class LocalIntents:
         kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
         return LocalMatch(intent=best.intent.name, action=self.actions.get(best.intent.name, ""), language=language,
                           slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named,
-                          call=self.calls.get((best.intent.name, language)))
+                          call=self.calls.get((best.intent.name, language)),
+                          read_first=best.intent.name in self.read_first)
 
 
 def _closeness(result) -> tuple:

@@ -20,7 +20,7 @@ import protocol as p
 from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
-from core.local_actions import reflex_intent
+from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, oldest_named, pick,
@@ -61,7 +61,8 @@ def recognised(match: LocalMatch | None, said: str) -> Intent | None:
     """What a plain request asks: a sentence a toolset declared, matched whole with typed slots
     (`match`, core.local_intents), first; else the reflex's reading of the words (core.reflex),
     which knows references ("включи его") a template does not."""
-    intent = _unheld(said, match) if match is not None and not match.wildcard else None
+    first = match is not None and (not match.wildcard or match.read_first)
+    intent = _unheld(said, match) if first else None
     return intent if intent is not None else recognise(said)
 
 
@@ -77,7 +78,8 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
     """A match's request, unless the words hold it back (a negation, a condition, two requests:
     core.reflex.held_back) - a template matches words, not what the user means by them."""
     intent = reflex_intent(match)
-    return None if intent is None or held_back(said, intent.kind) else intent
+    day_read = any(slot in match.slots for slot in DAY_SLOTS)
+    return None if intent is None or held_back(said, intent.kind, day_read=day_read) else intent
 
 
 def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
@@ -269,7 +271,8 @@ class ReflexSteps:
             return None  # the model asks what was meant
         before = len(self.timers)
         text = intent.text or ("таймер" if intent.russian else "timer")
-        if await self._reflex_call(turn, "timers_set", f"{when}; {text}") is None or len(self.timers) <= before:
+        every = f"; every={intent.every}" if intent.every else ""
+        if await self._reflex_call(turn, "timers_set", f"{when}; {text}{every}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
 

@@ -13,7 +13,7 @@ from core.loading import intent_files
 from core.local_actions import reflex_intent
 from core.local_intents import IntentFileError, LocalIntents
 from core.reflex_steps import builtin_local_intents
-from core.timers import parse_duration
+from core.timers import parse_duration, parse_when
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -171,3 +171,28 @@ async def test_a_conversion_the_tool_refuses_goes_to_the_model(tmp_path):
     async with inproc_system(tmp_path, backend=backend) as system:
         answer = [m.text for m in await system.turn("s", "convert 5 miles to kilograms") if isinstance(m, p.Display) and m.final][-1]
         assert answer == "Miles measure length and kilograms mass." and backend.calls
+
+
+# ---- a clock time with its day and its repeat --------------------------------------------------
+async def test_an_alarm_for_tomorrow_and_an_everyday_reminder_are_set_for_their_day(tmp_path):
+    import calendar
+
+    moment = calendar.timegm((2026, 3, 14, 5, 0, 0))  # 05:00: "tomorrow at 7" is not today's 7
+    backend = ScriptedBackend(reply_fn=lambda messages: "I'm sorry, but I can't assist with that.")
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        for said in ("set an alarm for tomorrow at 7", "remind me every day at 8 in the morning",
+                     "разбуди меня завтра в 6:45", "напоминай каждый день в 9 вечера пить таблетки"):
+            await system.turn("s", said)
+        history = await system.history("s")
+        results = [m["content"] for m in history if m["role"] == "tool"]
+    assert _calls(history) == ["timers_set|tomorrow 07:00; alarm", "timers_set|08:00; alarm; every=1 day",
+                               "timers_set|tomorrow 06:45; будильник", "timers_set|21:00; пить таблетки; every=1 day"]
+    assert all(result.startswith("Timer ") for result in results) and not backend.calls
+    assert parse_when("tomorrow 07:00", moment) == moment + 26 * 3600
+
+
+def test_a_clock_time_today_that_has_passed_is_refused_plainly():
+    from core.timers import TimerError
+
+    with pytest.raises(TimerError, match="in the past"):
+        parse_when("today 04:00", 5 * 3600.0)
