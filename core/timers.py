@@ -18,7 +18,7 @@ from protocol import Event
 
 LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
 MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
-EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30' or ISO time like 2026-12-01T09:00"
+EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30', 'tomorrow 07:00' or ISO time like 2026-12-01T09:00"
 
 
 class TimerError(ValueError):
