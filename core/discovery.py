@@ -14,8 +14,10 @@ the rest is found by need.
 from __future__ import annotations
 
 import functools
+import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
@@ -132,7 +134,7 @@ class DiscoveryIndex:
 
 def entries_of(registry: ToolsetRegistry, skills: Iterable[tuple[str, str]]) -> tuple[list[Entry], list[str]]:
     """Every toolset, toolset tool and skill (name, description) as an entry, with the text it is
-    found by: a tool by its name, summary and arguments and its toolset's summary."""
+    found by: a tool by its name, summary, arguments and toolset (a server by name: "github")."""
     entries: list[Entry] = []
     texts: list[str] = []
     for spec in registry.specs():
@@ -142,18 +144,44 @@ def entries_of(registry: ToolsetRegistry, skills: Iterable[tuple[str, str]]) -> 
         for tool in spec.tools:
             entries.append(Entry("tool", tool.name, spec.name, f"{registry.tool_line(tool.name)} (toolset {spec.name})"))
             verb = tool.name[len(spec.name) + 1:]
-            texts.append(" ".join([verb, verb, tool.summary, *(arg.name for arg in tool.args), spec.summary]))
+            texts.append(" ".join([verb, verb, tool.summary, *(arg.name for arg in tool.args), spec.name]))
     for name, description in skills:
         entries.append(Entry("skill", name, "", f"{name}: {description} (skill: read_skill|{name})"))
         texts.append(f"{name.replace('-', ' ')} {description}")
     return entries, texts
 
 
-@functools.lru_cache(maxsize=8)
+INDEXES_KEPT = 8
+_indexes: OrderedDict[tuple[ToolsetRegistry, tuple[tuple[str, str], ...]], DiscoveryIndex] = OrderedDict()
+
+
 def index_for(registry: ToolsetRegistry, skills: tuple[tuple[str, str], ...]) -> DiscoveryIndex:
     """The index of one catalog and one skills index (both change rarely: an MCP server's list,
-    a skill edited), kept so a step pays for a lookup, not for indexing."""
-    return DiscoveryIndex(*entries_of(registry, skills))
+    a skill edited), kept so a step pays for a lookup, not for indexing (10,000 tools take about
+    a second: the session builds it in a worker thread first, `has_index`)."""
+    key = (registry, skills)
+    index = _indexes.get(key)
+    if index is None:
+        index = DiscoveryIndex(*entries_of(registry, skills))
+        _indexes[key] = index
+        while len(_indexes) > INDEXES_KEPT:
+            _indexes.popitem(last=False)
+    return index
+
+
+def has_index(registry: ToolsetRegistry, skills: tuple[tuple[str, str], ...]) -> bool:
+    return (registry, skills) in _indexes
+
+
+def needs_index(registry: ToolsetRegistry, skills: Sequence[tuple[str, str]], budget: int, max_tools: int) -> bool:
+    """Whether a prompt of this catalog and skills may rank by the index: past the budget, or
+    with a toolset bigger than `max_tools`."""
+    if max_tools and any(len(spec.tools) > max_tools for spec in registry.specs()):
+        return True
+    if not budget:
+        return False
+    lines = [f"{spec.name} — {spec.summary}" for spec in registry.specs()] + [f"{n}: {d}" for n, d in skills]
+    return sum(tokens(line) for line in lines) > budget
 
 
 # --- what discover_tools answers -----------------------------------------------------------------
@@ -190,10 +218,19 @@ def result_text(need: str, found: Sequence[Entry], callable_now: Iterable[str] =
 
 
 # --- what the prompt shows under the budget --------------------------------------------------------
-def tokens(text: str) -> int:
-    from core.prompt import estimate_tokens
+_TOKEN_PIECES = re.compile(r"[A-Za-z]+|\d|[^\sA-Za-z\d]")
+TOKENS_PER_ESTIMATE = 1.05  # estimate_tokens counts about 3 % under Gemma's tokenizer (`run.py prompt`)
 
-    return estimate_tokens(text) + 1  # the line break
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count for Gemma/Qwen-style tokenizers: one per word, digit and punctuation
+    mark (`notes_add` counts 3). For budgets and logs, not billing."""
+    return len(_TOKEN_PIECES.findall(text))
+
+
+def tokens(text: str) -> int:
+    """A line's cost in the embedded model's tokens, a little over rather than under."""
+    return math.ceil(estimate_tokens(text) * TOKENS_PER_ESTIMATE) + 1  # and its line break
 
 
 @functools.lru_cache(maxsize=16)
@@ -222,21 +259,27 @@ class Disclosure(NamedTuple):
     hidden: int  # toolsets and skills listed nowhere
 
 
+IndexOf = Callable[[], DiscoveryIndex]  # the index, built only when asked
+
+
 def disclose(registry: ToolsetRegistry, visible: Sequence[tuple[str, str]], budget: int, recent: str,
-             used: Iterable[str], index: DiscoveryIndex | None) -> Disclosure:
+             used: Iterable[str], index: IndexOf | None, headers: int = 0) -> Disclosure:
     """Past the budget, what the state part lists: the toolsets off the static catalog and the
     visible skills (name, description) that fit what the budget leaves, those the conversation used
-    first, then those most like its recent words, then catalog order; shown in catalog order."""
+    first, then those most like its recent words, then catalog order; shown in catalog order.
+    `headers`: what the sections' header lines cost, counted in the budget too."""
     catalog = static_catalog(registry, budget)
     off_catalog = [spec for spec in registry.specs() if spec.name not in catalog]
     static_cost = sum(tokens(f"{name} — {registry.toolset(name).summary}") for name in catalog)
     lines = {("toolset", spec.name): f"{spec.name} — {spec.summary}" for spec in off_catalog}
     lines.update({("skill", name): f"{name}: {description}" for name, description in visible})
+    static_cost += headers
     if budget <= 0 or static_cost + sum(tokens(line) for line in lines.values()) <= budget:
         return Disclosure(tuple(spec.name for spec in off_catalog), None, 0)
     score: dict[tuple[str, str], float] = {}
     if index is not None and recent.strip():
-        for entry, value in zip(index.entries, index.scores(recent)):
+        found = index()
+        for entry, value in zip(found.entries, found.scores(recent)):
             if entry.kind != "tool":
                 score[(entry.kind, entry.name)] = value
     used = set(used)
@@ -260,7 +303,7 @@ def more_line(hidden: int) -> str:
 
 
 def shown_tools(registry: ToolsetRegistry, toolset: str, cap: int, first: int, made_active: Sequence[str],
-                recent: str, index: DiscoveryIndex | None) -> tuple[str, ...] | None:
+                recent: str, index: IndexOf | None) -> tuple[str, ...] | None:
     """The tools of an active toolset the prompt shows: all of them (None) when it has at most
     `cap`; else the ones made active (discovered, called), topped up to `first` with those most
     like the recent words, in catalog order."""
@@ -270,19 +313,17 @@ def shown_tools(registry: ToolsetRegistry, toolset: str, cap: int, first: int, m
     names = [tool.name for tool in spec.tools]
     chosen = [name for name in made_active if name in set(names)]
     if len(chosen) < first and index is not None and recent.strip():
+        index = index()
         ranked = sorted(((value, position) for position, (entry, value) in enumerate(zip(index.entries, index.scores(recent)))
                          if value > 0 and entry.kind == "tool" and entry.toolset == toolset),
                         key=lambda pair: (-pair[0], pair[1]))
-        for _, position in ranked:
-            if len(chosen) >= first:
+        for value, position in ranked:
+            if len(chosen) >= first or value < CLOSE_ENOUGH * ranked[0][0]:
                 break
             if index.entries[position].name not in chosen:
                 chosen.append(index.entries[position].name)
-    for name in names:  # nothing like the words: the first of the catalog
-        if len(chosen) >= first:
-            break
-        if name not in chosen:
-            chosen.append(name)
+    if not chosen:  # nothing made active, nothing like the words: the first of its catalog
+        chosen = names[:first]
     keep = set(chosen)
     return tuple(name for name in names if name in keep)
 
@@ -302,12 +343,3 @@ def used_names(calls: Iterable[tuple[str, str]], registry: ToolsetRegistry) -> s
         elif registry.toolset_of(tool):
             used.add(registry.toolset_of(tool))
     return used
-
-
-def skills_key(skills: Iterable[object]) -> tuple[tuple[str, str], ...]:
-    """Skills (protocol SkillEntry) as the index's key."""
-    return tuple((skill.name, skill.description) for skill in skills)
-
-
-def visible_pairs(skills: Iterable[object], keep: Mapping[str, bool] | None = None) -> list[tuple[str, str]]:
-    return [(s.name, s.description) for s in skills if keep is None or keep.get(s.name, True)]

@@ -98,7 +98,7 @@ def score(split: str, lang: str = "", top: int = 3) -> Score:
     return Score(hits, total, tuple(misses))
 
 
-def report(splits=("dev", "test"), verbose: bool = False) -> str:
+def report(splits=("dev", "test", "holdout"), verbose: bool = False) -> str:
     registry, skills = catalog()
     tools = sum(len(spec.tools) for spec in registry.specs())
     lines = [f"catalog: {len(registry.toolset_names())} toolsets, {tools} tools, {len(skills)} skills"]
@@ -116,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="run.py discover-eval", description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "test", "both"], default="both")
+    parser.add_argument("--split", choices=["dev", "test", "holdout", "both"], default="both")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the needs missed")
     args = parser.parse_args(argv)
-    print(report(("dev", "test") if args.split == "both" else (args.split,), args.verbose))
+    print(report(("dev", "test", "holdout") if args.split == "both" else (args.split,), args.verbose))
     return 0
 
 
