@@ -26,6 +26,7 @@ from protocol.skills import SkillEntry
 HERE = Path(__file__).resolve().parent
 HUB = str(HERE / "mcp_hub_server.py")
 NOTES = str(HERE / "mcp_notes_server.py")
+MANY = str(HERE / "mcp_many_server.py")
 STATE_1_MAX_TOKENS = 800  # the bound on the state-1 prompt with the 16 skills and the hub
 
 
@@ -152,6 +153,8 @@ async def test_every_one_of_120_tools_can_be_discovered_and_then_called(tmp_path
         assert "hub: " in prompt and "more tools not shown; discover_tools|<what you need> finds them" in prompt
         shown = [line for line in prompt.splitlines() if line.startswith("hub_")]
         assert len(shown) <= Config().session.max_active_tools  # the least recently used went
+        assert any(line.startswith("hub_podcast_search|") for line in shown)
+        assert not any(line.startswith("hub_stock_quote|") for line in shown)
 
 
 async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_says_how_many_are_hidden(tmp_path):
@@ -192,3 +195,22 @@ async def test_two_servers_with_the_same_tool_names_are_told_apart_by_server(tmp
         assert "notes_add|<text>" in found and "jot_add|<text>" in found
         assert "several servers have a tool named add: notes_add of notes, jot_add of jot" in found
         assert await say(system, "call jot_add|milk") == "ok: note 1 added"
+
+
+async def test_a_server_with_10000_tools_is_cut_to_the_hard_cap_and_the_rest_is_found_by_need(tmp_path):
+    many = McpServerConfig(command=[sys.executable, MANY], env={"MANY_TOOLS": "10000"}, timeout_s=60.0)
+    notes = McpServerConfig(command=[sys.executable, NOTES], timeout_s=20.0)
+    async with system_with(tmp_path, {"many": many, "notes": notes}, wait_for=("many", "notes")) as system:
+        rows = {row.name: row for row in (await system.client.ask("toolsets", p.ToolsetsRequest())).toolsets}
+        assert rows["many"].tools == Config().mcp.max_tools == 2000 and rows["many"].state == "available"
+        assert rows["many"].error == ("8000 of 10000 listed tool(s) refused: tool 't2000' and 7999 more refused: "
+                                      "more than mcp.max_tools (2000) tools")
+        assert await say(system, "hello") == "plain answer"
+        state_1 = prompt_of(system.backend.calls[-1])
+        assert "discover_tools|<need>" in state_1 and "many_t0" not in state_1
+        assert model_tokens(state_1) <= STATE_1_MAX_TOKENS
+        found = await say(system, "call discover_tools|the tool number 1999")
+        assert "many_t1999|" not in found and "many_t1999 — The tool number 1999." in found
+        assert await say(system, "call many_t1999|hi") == "ok: t1999 hi"
+        assert await say(system, "call notes_add|milk") == "ok: note 1 added"  # the neighbour is undisturbed
+        assert len(system.backend.offered[-1]) < 100  # the grammar is not 2,000 names long
