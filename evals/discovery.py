@@ -105,22 +105,39 @@ def report(splits=("dev", "test", "holdout"), verbose: bool = False) -> str:
     for split in splits:
         for lang in ("ru", "en", ""):
             result = score(split, lang)
-            lines.append(f"{split:5} {lang or 'all':4} top-3 hit rate {result.rate:6.1%} ({result.hits}/{result.total})")
+            lines.append(f"{split:7} {lang or 'all':4} top-3 hit rate {result.rate:6.1%} ({result.hits}/{result.total})")
             if verbose and lang == "":
                 lines += [f"    miss: {text!r} expected {'/'.join(expect)}; found {', '.join(found) or '-'}"
                           for text, expect, found in result.misses]
     return "\n".join(lines)
 
 
+SPLITS = ("dev", "test", "holdout")
+
+
+def register(sub, load_config) -> None:
+    parser = sub.add_parser("discover-eval", help="top-3 hit rate of discover_tools on the labelled needs (no model)")
+    _arguments(parser)
+    parser.set_defaults(func=_run)
+
+
+def _arguments(parser) -> None:
+    parser.add_argument("--split", choices=[*SPLITS, "all"], default="all",
+                        help="dev: tuned on; test: the figure to report; holdout: written last, never tuned on")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list the needs missed")
+
+
+def _run(args) -> int:
+    print(report(SPLITS if args.split == "all" else (args.split,), args.verbose))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(prog="run.py discover-eval", description=__doc__.splitlines()[0])
-    parser.add_argument("--split", choices=["dev", "test", "holdout", "both"], default="both")
-    parser.add_argument("-v", "--verbose", action="store_true", help="list the needs missed")
-    args = parser.parse_args(argv)
-    print(report(("dev", "test", "holdout") if args.split == "both" else (args.split,), args.verbose))
-    return 0
+    _arguments(parser)
+    return _run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
