@@ -214,3 +214,19 @@ async def test_a_server_with_10000_tools_is_cut_to_the_hard_cap_and_the_rest_is_
         assert await say(system, "call many_t1999|hi") == "ok: t1999 hi"
         assert await say(system, "call notes_add|milk") == "ok: note 1 added"  # the neighbour is undisturbed
         assert len(system.backend.offered[-1]) < 100  # the grammar is not 2,000 names long
+
+
+def test_the_three_mode_eval_plays_30_needs_over_the_hub_in_flat_toolsets_and_discovery_modes():
+    from evals.runner import UNBOUNDED_TOOLS, mode_config, with_hub
+    from evals.scenarios import SETS, load_scenarios
+
+    scenarios = load_scenarios(SETS["discovery"])
+    assert len(scenarios) >= 30 and {s.lang for s in scenarios} == {"ru", "en"}
+    hub_tools = {f"hub_{name}" for name, _, _ in needs_eval.hub_rows()}
+    assert all(call.split("|")[0] in hub_tools for s in scenarios for turn in s.turns for call in turn.calls)
+    config = with_hub(Config())
+    assert "hub" in config.mcp.servers and Path(config.skills.builtin_dir) == needs_eval.SKILLS_DIR
+    for mode in ("flat", "toolsets"):
+        session = mode_config(config, mode).session
+        assert (session.index_budget_tokens, session.max_active_tools) == (0, UNBOUNDED_TOOLS)
+    assert mode_config(config, "discovery").session == config.session
