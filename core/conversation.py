@@ -1065,6 +1065,8 @@ class Conversation(ReflexSteps):
         traced = tracing.tracer.turn(self.sid, turn_id, parallel=True)
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         tools = parallel_tools(self.s.registry, self.activity.active())
+        made_active = set(self.activity.made_active())  # of a big toolset only those (issue 53)
+        tools = [t for t in tools if t in made_active or not self.activity.big(self.s.registry.toolset_of(t) or "")]
         system = parallel_prompt(self.s.registry, tools)
         messages = [p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content=event.content)]
         answer = ""
