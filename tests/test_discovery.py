@@ -230,3 +230,33 @@ def test_the_three_mode_eval_plays_30_needs_over_the_hub_in_flat_toolsets_and_di
         session = mode_config(config, mode).session
         assert (session.index_budget_tokens, session.max_active_tools) == (0, UNBOUNDED_TOOLS)
     assert mode_config(config, "discovery").session == config.session
+
+
+def test_a_catalog_past_half_the_budget_keeps_a_fixed_static_part_and_lists_the_rest_by_the_words():
+    from protocol import ToolsetSpec, ToolSpec
+
+    domains = {}
+    for name, _, description in needs_eval.hub_rows():
+        domains.setdefault(name.split("_")[0], []).append((name, description))
+    specs = [ToolsetSpec(name=domain, summary=f"{domain}: " + "; ".join(d for _, d in tools[:2]),
+                         tools=[ToolSpec(name=f"{domain}_{name}", summary=d) for name, d in tools])
+             for domain, tools in domains.items() if domain.isalpha()]
+    registry = ToolsetRegistry(specs)
+    weather = _state_1(Scope(400, 24, recent="what's the weather tomorrow"), registry, ())
+    travel = _state_1(Scope(400, 24, recent="find me a flight to Rome"), registry, ())
+    assert weather.static == travel.static and weather.discover  # the static catalog: the catalog's alone
+    listed = weather.static.split("Toolsets (turn on with enable_toolset|name):\n")[1].splitlines()
+    assert 0 < len(listed) < len(specs)
+    assert "\nweather — " in weather.state and "\nweather — " not in weather.static
+    assert "\nflight — " in travel.state and "\nflight — " not in weather.state + weather.static
+    assert "more toolsets and skills are not listed here" in weather.state
+
+
+def test_tools_made_active_beyond_the_cap_drop_the_least_recently_used():
+    from core.activity import ToolsetActivity
+
+    registry, _ = needs_eval.catalog()
+    activity = ToolsetActivity(registry, max_tools=3)
+    for tool in ("hub_stock_quote", "hub_fx_rate", "hub_web_search", "hub_stock_quote", "hub_geocode", "media_search"):
+        activity.make_active(tool)
+    assert activity.made_active() == ("hub_web_search", "hub_stock_quote", "hub_geocode")  # media is small: all shown
