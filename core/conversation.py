@@ -49,8 +49,9 @@ import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
-from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_result_notice, arg_choices,
-                         build_prompt, layout, reply_language, visible_skills)
+from core import discovery
+from core.prompt import (DISCOVER_TOOL, RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, Scope, after_result_notice,
+                         arg_choices, build_prompt, layout, reply_language, visible_skills)
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
@@ -72,7 +73,8 @@ from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
+from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome,
+                           executed, failure_text)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -92,6 +94,8 @@ _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|за�
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
 ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
+RECENT_MESSAGES = 12  # the messages whose user words and calls rank the prompt's index (issue 53)
+_CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 
 
 _log = logging.getLogger("porfiry.session")
@@ -229,7 +233,8 @@ class Conversation(ReflexSteps):
         self.phone_key = phone_key
         self.s = settings
         self.trajectory = Trajectory()
-        self.activity = ToolsetActivity(settings.registry, clock=settings.clock, ttl=settings.config.toolset_ttl_s)
+        self.activity = ToolsetActivity(settings.registry, clock=settings.clock, ttl=settings.config.toolset_ttl_s,
+                                        max_tools=settings.config.max_active_tools)
         self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
@@ -495,7 +500,7 @@ class Conversation(ReflexSteps):
             _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
         skills = await self._skill_index()
         active = self.activity.active()
-        prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
+        prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO, scope=await self._scope(skills))
         notice = turn.notice
         history = self._fitted(prompt.static + prompt.state, notice, turn.start)
         # a skill body is a recipe to follow, not an answer: no nudge to answer after it
@@ -509,7 +514,8 @@ class Conversation(ReflexSteps):
             closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
         messages = layout(prompt, history, len(self.trajectory) - turn.start, closing)
         turn.notice = ""
-        tools = self.s.registry.callable_tools(active)
+        tools = self.s.registry.callable_tools(active) if prompt.shown is None else [*CORE_TOOL_NAMES, *prompt.shown]
+        tools = [tool for tool in tools if prompt.discover or tool != DISCOVER_TOOL]  # issue 53
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
         said = self._turn_words(turn.start)
         plain_only = self.s.config.small_talk_plain and (small_talk(said) or turn.remark)
@@ -690,8 +696,11 @@ class Conversation(ReflexSteps):
         from them reads an unrelated skill or shows the old result instead (run.py eval, the
         expired-* scenarios)."""
         registry = self.s.registry
-        off = {registry.toolset_of(tool) for tool in self.trajectory.called_tools()} - set(active) - {None}
-        return [tool.name for toolset in sorted(off) for tool in registry.toolset(toolset).tools]
+        called = self.trajectory.called_tools()
+        off = {registry.toolset_of(tool) for tool in called} - set(active) - {None}
+        # of a big toolset (issue 53) only the tools called: the grammar is not 10,000 names long
+        return [tool.name for toolset in sorted(off) for tool in registry.toolset(toolset).tools
+                if not self.activity.big(toolset) or tool.name in called]
 
     def _recipe_tools(self, body: str) -> list[str]:
         """Tools a skill's body tells the model to call: a recipe may call a tool of a toolset
@@ -976,7 +985,47 @@ class Conversation(ReflexSteps):
             return await self._read_skill(args["name"])
         if tool == "history_search":
             return await self._search_history(args["query"])
+        if tool == DISCOVER_TOOL:
+            return await self._discover(args["need"])
         return p.CallOutcome(kind="invalid", text=self.s.registry.unknown_tool_text(tool))
+
+    async def _scope(self, skills: p.SkillIndex) -> Scope:
+        """The prompt's bounds (issue 53) and what the conversation said and used lately; the
+        discovery index, when the prompt may rank by it, is built first in a worker thread."""
+        config, registry = self.s.config, self.s.registry
+        every = tuple((s.name, s.description) for s in skills.entries)
+        if discovery.needs_index(registry, every, config.index_budget_tokens, config.max_active_tools) \
+                and not discovery.has_index(registry, every):
+            await anyio.to_thread.run_sync(discovery.index_for, registry, every)
+        messages = self.trajectory.messages()[-RECENT_MESSAGES:]
+        recent = " ".join(line for m in messages if m.role == "user" for line in user_lines(m.content))
+        lines = (_CALL_LINE.search(m.content) for m in messages if m.role == "assistant")
+        calls = [(line.group(1), line.group(2)) for line in lines if line is not None]
+        used = discovery.used_names(calls, registry) | set(self.activity.active())
+        return Scope(config.index_budget_tokens, config.max_active_tools, config.toolset_first_tools,
+                     recent[-discovery.MAX_NEED_CHARS:], tuple(sorted(used)), self.activity.made_active())
+
+    async def _discover(self, need: str) -> p.CallOutcome:
+        """discover_tools (issue 53): the best matches for the need, as a tool result at the end
+        of the conversation; each tool found is made callable: its toolset turned on (invisibly,
+        as enable_toolset does) and the tool shown by the prompt from the next step on."""
+        need = need[:discovery.MAX_NEED_CHARS]
+        if not discovery.stems(need):  # "?", "мне нужно": nothing to search by
+            return p.CallOutcome(kind="invalid", text=discovery.EMPTY_NEED_TEXT)
+        skills = await self._skill_index()
+        every = tuple((s.name, s.description) for s in skills.entries)
+        index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, every)
+        visible = {s.name for s in visible_skills(self.s.registry, self.activity.active(), skills.entries)}
+        found = [entry for entry in index.search(need, limit=discovery.MAX_RESULTS + 2)
+                 if entry.kind != "skill" or entry.name in visible][:discovery.MAX_RESULTS]
+        callable_now = []
+        for entry in found:
+            if entry.kind == "tool":
+                if entry.toolset not in self.activity.active():
+                    self.activity.enable(entry.toolset)
+                self.activity.make_active(entry.name)
+                callable_now.append(entry.name)
+        return _ok(discovery.result_text(need, found, callable_now))
 
     async def _search_history(self, words: str) -> p.CallOutcome:
         if self.s.search_history is None:
@@ -1021,6 +1070,8 @@ class Conversation(ReflexSteps):
         traced = tracing.tracer.turn(self.sid, turn_id, parallel=True)
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         tools = parallel_tools(self.s.registry, self.activity.active())
+        made_active = set(self.activity.made_active())  # of a big toolset only those (issue 53)
+        tools = [t for t in tools if t in made_active or not self.activity.big(self.s.registry.toolset_of(t) or "")]
         system = parallel_prompt(self.s.registry, tools)
         messages = [p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content=event.content)]
         answer = ""

@@ -114,7 +114,8 @@ TASK_CANCEL_TOOLS = frozenset({"channels_unwatch", "tasks_cancel"})
 
 def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind | None:
     """The kind of change a call makes; None for a call that changes nothing (a lookup)."""
-    if read_only or tool in ("get_current_time", "read_skill", "history_search", "enable_toolset", "disable_toolset"):
+    if read_only or tool in ("get_current_time", "read_skill", "history_search", "discover_tools",
+                                 "enable_toolset", "disable_toolset"):
         return None
     if tool == "timers_set":
         return "timer_set"

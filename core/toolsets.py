@@ -33,6 +33,9 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")]),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")]),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")]),
+    # shown only while the catalog or a toolset is too big for the prompt (core.discovery, issue 53)
+    ToolSpec(name="discover_tools", summary="find the toolsets, tools and skills for a need, said in any words; "
+             "the tools found become callable", args=[ArgSpec(name="need")], read_only=True),
     ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",
              args=[ArgSpec(name="name")]),
     # name optional: a bare disable_toolset turns every active toolset off (forgiving, S3)
@@ -40,6 +43,7 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
              args=[ArgSpec(name="name", required=False)]),
 )
 CORE_TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in CORE_TOOLS)
+_NAMED_CORE = ", ".join(name for name in CORE_TOOL_NAMES if name != "discover_tools")  # the ones always offered
 
 _TOOLSET_NAME = re.compile(r"[a-z][a-z0-9]*")  # no `_`: the first `_` of a tool name ends the prefix
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -450,7 +454,7 @@ class ToolsetRegistry:
         if toolset is not None:
             tools = ", ".join(t.name for t in self._toolsets[toolset].tools)
             return f"tool {tool} does not exist; toolset {toolset} has: {tools}"
-        return (f"tool {tool} does not exist; core tools: {', '.join(CORE_TOOL_NAMES)}; "
+        return (f"tool {tool} does not exist; core tools: {_NAMED_CORE}; "
                 f"toolsets: {', '.join(self._toolsets) or '(none)'}")
 
     def unknown_toolset_text(self, name: str) -> str:
