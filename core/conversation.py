@@ -54,7 +54,7 @@ from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
-    BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
+    ASKED_KEY, BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
@@ -80,8 +80,8 @@ from protocol.phone import TurnOutcome
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
-_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
+# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: <tool>|matrix-1999", "close matches: id (…)"
+_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: \w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
 # the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
@@ -90,12 +90,12 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
-ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 
 
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
+STANDING_KEPT = 64  # events' standing requests remembered (Conversation.standing): a turn's batch holds fewer
 
 
 class Ports(Protocol):
@@ -216,7 +216,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -249,6 +249,10 @@ class Conversation(ReflexSteps):
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
+        # (where in the history, the words): what the user asked earlier that events taken since
+        # report on (a late result's call): an event's turn may carry it out (_guard_words)
+        # and the tool whose late result it is (the answer may tell of that call: _reported)
+        self.standing: deque[tuple[int, str, str]] = deque(maxlen=STANDING_KEPT)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -406,6 +410,9 @@ class Conversation(ReflexSteps):
         try:
             if recorded:
                 self.trajectory.record_events(recorded)
+                at = len(self.trajectory) - 1
+                self.standing.extend((at, e.data.get(ASKED_KEY, ""), e.data.get("tool", "")) for e in recorded
+                                     if e.kind == "tool_result" and (e.data.get(ASKED_KEY) or e.data.get("tool")))
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
@@ -558,7 +565,7 @@ class Conversation(ReflexSteps):
             _log.info("session=%s the reply %r followed none of the recipe; asking again", self.sid, text[:40])
             return False
         claimed = claimed_action(text)
-        if claimed is not None and not covers(claimed, turn.acted):  # an action reported, none made
+        if claimed is not None and not covers(claimed, turn.acted | self._reported(turn.start)):  # reported, none made
             if not turn.claim_retried:
                 turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
@@ -641,7 +648,10 @@ class Conversation(ReflexSteps):
             outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
                        await self._run_call(turn_id, call_id, call.name, call.raw_args))
             traced.outcome(_SPAN_OUTCOME[outcome.kind])
-        done = executed_kind(self.s.registry.spec(call.name), call.raw_args) if outcome.ran else None
+        spec = self.s.registry.spec(call.name)
+        done = executed_kind(spec, call.raw_args) if outcome.ran else None
+        if outcome.kind == "placeholder" and spec is not None and spec.long_running:
+            done = done or "change"  # started in the background (a lookup too): a start the answer may tell of
         if done:
             turn.acted.add(done)
         if call.name == "read_skill":
@@ -705,7 +715,7 @@ class Conversation(ReflexSteps):
         """Whether a call of `tool` changes something (core.intent.action_kind): a timer, playback,
         an MCP tool not marked read-only."""
         spec = self.s.registry.spec(tool)
-        return spec is not None and action_kind(tool, {}, spec.read_only) is not None
+        return action_kind(spec) is not None
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
@@ -721,29 +731,33 @@ class Conversation(ReflexSteps):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
         placeholder = next((value for value in args.values() if _PLACEHOLDER.fullmatch(value.strip())), None)
-        if placeholder is not None:  # "media_search|[title as the user said it]": the recipe's, copied
+        if placeholder is not None:  # "<search>|[title as the user said it]": the recipe's, copied
             return Refusal(kind="ungrounded_text", tool=tool, reason=(
                 f"«{placeholder.strip()}» is a placeholder of the instructions, not the user's words. Put in what "
                 "the user actually said, or answer without this call."))
-        query = args.get("query", "")
-        if tool == "media_search" and _INSTRUCTION_WORDS.search(query) and not self._said_or_shown(query):
-            return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "media_search|название (the title …)"
-                f"no word of «{args.get('query', '').strip()}» was said by the user or shown by a result. Search "
-                "for the title the user said, or answer without a search."))
-        given = args.get("id", "").strip()
-        if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
-            return Refusal(kind="unseen_id", tool=tool, reason=(
-                f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
-                "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
-        if action_kind(tool, args, spec.read_only) is None:  # a lookup: only the clock needs words
-            return None if tool != "get_current_time" or tool in recipe_tools else unasked_lookup(
-                tool, self._turn_words(turn_start))
+        for name in spec.grounded_args:  # "<search>|название (the title …)": the instructions' words
+            if _INSTRUCTION_WORDS.search(args.get(name, "")) and not self._said_or_shown(args.get(name, "")):
+                return Refusal(kind="ungrounded_text", tool=tool, reason=(
+                    f"no word of «{args.get(name, '').strip()}» was said by the user or shown by a result. Use "
+                    "what the user said, or answer without this call."))
+        for name in spec.seen_args:  # an id-like value (a slug, a time stamp) no result showed: made up
+            given = args.get(name, "").strip()
+            if (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
+                return Refusal(kind="unseen_id", tool=tool, reason=(
+                    f"the {name} «{given}» was not in any result of this conversation. Use an {name} exactly as a "
+                    "result shows it, or the exact title (search first)."))
+        if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
+            return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))
         said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
-        return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
-                          recipe_tools=frozenset(recipe_tools), sources=sources)
+        refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources)
+        standing = self._guard_words(turn_start) if refusal is not None and not said.strip() else ""
+        if standing:  # an event's turn: what the user asked that set it up may be carried out now
+            refusal = check_call(spec, args, said=standing, offered=offered, recipe_tools=frozenset(recipe_tools),
+                                 sources=sources)
+        return refusal
 
     def _said_or_shown(self, query: str) -> bool:
         """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
@@ -767,17 +781,33 @@ class Conversation(ReflexSteps):
     def _offerable(self, tools: list[str], said: str, turn: TurnState) -> list[str]:
         """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
         offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
-        return [tool for tool in tools if tool in recipe or offerable(tool, self._read_only(tool), said, offered)]
-
-    def _read_only(self, tool: str) -> bool:
-        spec = self.s.registry.spec(tool)
-        return spec is not None and spec.read_only
+        standing = self._guard_words(turn.start) if not said.strip() else ""  # an event's turn: what set it up
+        return [tool for tool in tools if tool in recipe or offerable(spec := self.s.registry.spec(tool), said, offered)
+                or standing and offerable(spec, standing, offered)]
 
     def _offered(self, turn_start: int) -> str:
         """The assistant's last answer before the turn (a question it asked: "Включить?")."""
         messages = self.trajectory.messages()
         return next((m.content for m in map(messages.__getitem__, range(min(turn_start, len(messages)) - 1, -1, -1))
                      if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+
+    def _guard_words(self, turn_start: int) -> str:
+        """The words a call of this turn is judged by (core.intent): the user's own; in a turn an
+        event started (a late result), which has none, the user's words that set up what the
+        event reports (the request that started the task), so a standing instruction ("when one
+        ends, cancel the slow one") is carried out then, and nothing else is."""
+        said = self._turn_words(turn_start)
+        if said.strip():
+            return said
+        return "\n".join(dict.fromkeys(words for at, words, _tool in self.standing if at >= turn_start and words))
+
+    def _reported(self, turn_start: int) -> set[str]:
+        """The kinds of action of the calls whose late results this turn took: made in an earlier
+        turn, and what the answer may tell of ("Запустил три скрипта, первый готов")."""
+        registry = self.s.registry
+        return {executed_kind(spec, "") or ("change" if spec.long_running else "")
+                for at, _words, tool in self.standing if at >= turn_start and tool
+                for spec in [registry.spec(tool)] if spec is not None} - {""}
 
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""
@@ -797,9 +827,13 @@ class Conversation(ReflexSteps):
         return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
-        """For a constrained backend: media_info takes only an id the results showed (none
-        shown yet: it cannot be called; a search comes first)."""
-        return {"media_info": sorted(self._seen_ids())} if "media_info" in tools else {}
+        """For a constrained backend: a lookup by id (a read-only tool whose one argument must be an
+        id a result showed: a title's details) takes only such an id (none shown yet: it cannot be
+        called; a search comes first)."""
+        registry = self.s.registry
+        by_id = [tool for tool in tools for spec in [registry.spec(tool)]
+                 if spec is not None and spec.read_only and [a.name for a in spec.args] == spec.seen_args == ["id"]]
+        return {tool: sorted(self._seen_ids()) for tool in by_id} if by_id else {}
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):
@@ -895,7 +929,7 @@ class Conversation(ReflexSteps):
         is answered with a task id and its result comes later as an event. None when the call
         went to the background."""
         call_id, tool = call.call_id, call.tool
-        run = self.runs.start(call_id, tool)
+        run = self.runs.start(call_id, tool, asked=self._guard_words(self._turn_start()))
         self.s.spawn(self._run_tool, run, call)
         spec = self.s.registry.spec(tool)
         long_running = spec is not None and spec.long_running

@@ -18,8 +18,9 @@ CHANNELS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="channels_watch",
                  summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",
-                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True),
-        ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")]),
+                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True, action="watch"),
+        ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")],
+                 action="task_cancel"),
         ToolSpec(name="channels_list", summary="the watches that are set", read_only=True),
     ],
 )
