@@ -107,6 +107,20 @@ class ReflexSteps:
         """Whether the user has skills of their own (not the built-in ones)."""
         return any(not e.builtin for e in (await self._skill_index()).entries)
 
+    async def _others_could_serve(self) -> bool:
+        """Whether anything beyond the built-in toolsets could serve a request: a toolset of an MCP
+        server or of `toolsets.extra` (protocol.ToolsetSpec.origin), or the user's own skills. Then
+        words the fast path's own toolset has nothing for ("find a cheap flight to Paris", "запусти
+        эти три скрипта") are the model's, which sees them all: the fast path claims nothing."""
+        registry = self.s.registry
+        return (any(registry.toolset(name).origin != "builtin" for name in registry.toolset_names())
+                or await self._own_skills())
+
+    async def _not_ours(self, turn: TurnState, subject: str) -> bool:
+        """Words the catalog plainly has no title for (asked aside: nothing recorded, so the model
+        reads no search that was never its own) while another toolset or a skill could serve them."""
+        return bool(subject) and await self._others_could_serve() and not await self._names_a_title(turn, subject)
+
     async def _names_a_skill(self, intent: Intent | None) -> bool:
         if intent is None or not intent.subject or intent.kind not in ("play", "search"):
             return False
@@ -300,6 +314,8 @@ class ReflexSteps:
     async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.subject and intent.reference is None:
             intent = await self._trimmed(turn, intent)
+            if await self._not_ours(turn, intent.subject):
+                return None  # another toolset's, or a skill's: the model sees them all
         titles, last_id, known = self._shown_media()
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
@@ -313,7 +329,7 @@ class ReflexSteps:
         else:
             result = await self._reflex_call(turn, "media_search", intent.subject)
             if result is not None and names_none(intent.subject, shown_titles(result)):
-                if await self._own_skills():
+                if await self._others_could_serve():
                     return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
                 return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
@@ -339,11 +355,13 @@ class ReflexSteps:
         that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
         titles that share nothing with the words: the model answers."""
         intent = await self._trimmed(turn, intent)
+        if await self._not_ours(turn, intent.subject):
+            return None  # "find a cheap flight to Paris" with a travel server: the model's
         result = await self._reflex_call(turn, "media_search", intent.subject)
         if result is None:
             return None
         titles = shown_titles(result)
-        if titles and not relevant(intent.subject, titles):
+        if titles and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
             return None
         return search_answer(intent, titles, shown_total(result))
 

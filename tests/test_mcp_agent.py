@@ -1,0 +1,154 @@
+"""Issue 50: a toolset beyond the built-in ones is the model's, and the guards serve it as they
+serve the built-in ones - through the real session loop, real MCP servers over stdio
+(tests/mcp_scripts_server.py, tests/mcp_travel_server.py) and a scripted capable model.
+
+Seed 003's experiment 4-5 (4), in the seed's words: three long-running scripts start at once; the
+first one's result wakes the session; the others' progress is read by task id; the one under 50 %
+is cancelled on the user's standing instruction; and no true answer is called false."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import msgspec
+
+import protocol as p
+from core.config import McpConfig, McpServerConfig
+from core.intent import NOT_DONE_TEXT
+from harness import inproc_system, make_config, session_knows, until
+from llm.scripted import ScriptedBackend
+
+HERE = Path(__file__).resolve().parent
+SEED_REQUEST = ("запусти для меня одновременно эти три скрипта: a, b и c, и когда какой-то из них завершится первым, "
+                "посмотри прогресс остальных, и если он ещё не превысил 50%, отмени его")
+SCRIPTS = ("a", "b", "c")
+
+
+def finals(shown) -> list[str]:
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final]
+
+
+def _state(messages) -> str:
+    return "\n".join(m.content for m in messages if m.role == "system")
+
+
+def _started(convo) -> dict[str, str]:
+    """script -> task id, from each scripts_run call and the placeholder that answered it."""
+    started = {}
+    for call, result in zip(convo, convo[1:]):
+        found = re.search(r"TOOL_CALL: scripts_run\|(?:script=)?(\w+)", call.content) if call.role == "assistant" else None
+        task = re.search(r"as task (\w+)", result.content) if result.role == "tool" else None
+        if found and task:
+            started[found.group(1)] = task.group(1)
+    return started
+
+
+def capable_model(messages: list[p.ChatMessage]) -> str:
+    """What a capable model does with the seed's request: starts the three scripts, and when the
+    first ends reads the others' progress by task id and cancels the one under 50 %."""
+    convo = [m for m in messages if m.role != "system"]
+    events = [i for i, m in enumerate(convo) if m.role == "user" and not m.content.startswith("[System notice]")]
+    turn = convo[events[-1]:]
+    last_event = convo[events[-1]].content
+    started = _started(convo)
+    if "[User said]" in last_event:
+        if "scripts_run" not in _state(messages):
+            return "TOOL_CALL: enable_toolset|scripts"
+        waiting = [s for s in SCRIPTS if s not in started]
+        if waiting:
+            return f"TOOL_CALL: scripts_run|{waiting[0]}"
+        return "Запустил три скрипта: a, b и c. Скажу, когда какой-нибудь завершится."
+    finished = re.findall(r"late result of task (\w+)", "\n".join(m.content for m in convo))
+    if len(finished) > 1:
+        return "Скрипт b тоже завершился. Итог: a и b готовы, c отменён на 33%."
+    if "tasks_status" not in _state(messages):
+        return "TOOL_CALL: enable_toolset|tasks"
+    said = "\n".join(m.content for m in turn)
+    others = [(script, task) for script, task in started.items() if task not in finished]
+    for script, task in others:
+        if f"tasks_status|{task}" not in said:
+            return f"TOOL_CALL: tasks_status|{task}"
+    for script, task in others:
+        percent = re.search(rf"{task}: .*Latest progress: (\d+)%", said)
+        if percent and int(percent.group(1)) < 50 and f"tasks_cancel|{task}" not in said:
+            return f"TOOL_CALL: tasks_cancel|{task}"
+    return "Скрипт a завершился первым. b выполнен на 66% и работает дальше, c был на 33% — его я отменил."
+
+
+@asynccontextmanager
+async def system_with(tmp_path, servers: dict[str, McpServerConfig], reply_fn):
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, mcp=McpConfig(servers=servers, restart_backoff_s=0.1, check_interval_s=5))
+    backend = ScriptedBackend(reply_fn=reply_fn)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        for name in servers:
+            await session_knows(system, name)
+        system.backend = backend
+        yield system
+
+
+def _set(folder: Path, name: str, text: str) -> None:
+    """A file the scripts server reads, written whole (it polls)."""
+    (folder / f"{name}.tmp").write_text(text)
+    os.replace(folder / f"{name}.tmp", folder / name)
+
+
+async def test_seed_003_three_scripts_the_first_result_wakes_and_the_slow_one_is_cancelled(tmp_path):
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    server = McpServerConfig(command=[sys.executable, str(HERE / "mcp_scripts_server.py")],
+                             env={"SCRIPTS_DIR": str(folder)}, timeout_s=60.0, long_running=["scripts_run"])
+    async with system_with(tmp_path, {"scripts": server}, capable_model) as system:
+        glasses, session = system.actors["glasses"], system.actors["session"]
+        started = finals(await system.turn("s", SEED_REQUEST, timeout=30))
+        assert started == ["Запустил три скрипта: a, b и c. Скажу, когда какой-нибудь завершится."], \
+            "the fast path answered, or a true answer was called false"
+        await until(lambda: all((folder / f"{s}.started").exists() for s in SCRIPTS))
+        history = "\n".join(m["content"] for m in await system.history("s"))
+        tasks = dict(re.findall(r"TOOL_CALL: scripts_run\|(\w+)\n?.*?as task (\w+)", history, re.S))
+        assert sorted(tasks) == list(SCRIPTS), history
+        # the scripts move on (3 %, 2 %, 1 % a second: a at 100 % when b is at 66 %, c at 33 %)
+        for script, percent in (("b", 66), ("c", 33)):
+            _set(folder, f"{script}.progress", str(percent))
+            await until(lambda t=tasks[script], pc=percent: session.world.latest.get(t, "").startswith(f"{pc}%"))
+        _set(folder, "a.done", "done")  # the first result wakes the idle session
+        await until(lambda: any("его я отменил" in f for f in finals(glasses.shown["s"])), timeout=30)
+        _set(folder, "b.done", "done")
+        await until(lambda: any("Итог" in f for f in finals(glasses.shown["s"])), timeout=30)
+        history = await system.history("s")
+        shown = finals(glasses.shown["s"])
+    texts = [m["content"] for m in history]
+    calls = [t.split("TOOL_CALL: ", 1)[1] for t in texts if "TOOL_CALL: " in t]
+    assert f"tasks_status|{tasks['b']}" in calls and f"tasks_status|{tasks['c']}" in calls
+    assert f"tasks_cancel|{tasks['c']}" in calls and f"tasks_cancel|{tasks['b']}" not in calls
+    cancel = texts.index(next(t for t in texts if t.endswith(f"tasks_cancel|{tasks['c']}")))
+    assert texts[cancel + 1].startswith(f"Task {tasks['c']} (scripts_run) cancelled"), texts[cancel + 1]
+    assert not any("not executed" in t for t in texts), "a guard refused what the user asked for"
+    assert not any(NOT_DONE_TEXT["ru"] in f or NOT_DONE_TEXT["en"] in f for f in shown), "a true answer called false"
+    assert any("script b: analysis finished" in t for t in texts)
+    assert not any("script c: analysis finished" in t for t in texts), "the cancelled script ran to its end"
+
+
+async def test_an_event_turn_may_not_do_what_its_request_never_asked(tmp_path):
+    """The standing request is the only one: a late result's turn whose request asked to start
+    scripts cannot cancel one (the guard judges by those words, not by none)."""
+    folder = tmp_path / "scripts"
+    folder.mkdir()
+    server = McpServerConfig(command=[sys.executable, str(HERE / "mcp_scripts_server.py")],
+                             env={"SCRIPTS_DIR": str(folder)}, timeout_s=60.0, long_running=["scripts_run"])
+    async with system_with(tmp_path, {"scripts": server}, capable_model) as system:
+        glasses = system.actors["glasses"]
+        await system.turn("s", "запусти для меня скрипты a, b и c", timeout=30)
+        await until(lambda: all((folder / f"{s}.started").exists() for s in SCRIPTS))
+        _set(folder, "c.progress", "10")
+        _set(folder, "a.done", "done")
+        await until(lambda: len(finals(glasses.shown["s"])) >= 2, timeout=30)
+        texts = [m["content"] for m in await system.history("s")]
+        for script in ("b", "c"):
+            _set(folder, f"{script}.done", "done")
+    refused = [t for t in texts if t.startswith("not executed (not_requested): tasks_cancel")]
+    assert refused, texts
