@@ -152,3 +152,41 @@ async def test_an_event_turn_may_not_do_what_its_request_never_asked(tmp_path):
             _set(folder, f"{script}.done", "done")
     refused = [t for t in texts if t.startswith("not executed (not_requested): tasks_cancel")]
     assert refused, texts
+
+
+TRAVEL = [("find a cheap flight to Paris", "flights|Paris"), ("найди билет на самолёт до Парижа", "flights|Париж"),
+          ("play it safe and find me flights to Rome", "flights|Rome"), ("what's the weather like in Paris?", "weather|Paris")]
+
+
+def travel_model(messages: list[p.ChatMessage]) -> str:
+    """A capable model: turns the travel toolset on, calls the tool the words name, tells the result."""
+    convo = [m for m in messages if m.role != "system"]
+    events = [i for i, m in enumerate(convo) if m.role == "user" and not m.content.startswith("[System notice]")]
+    turn = convo[events[-1]:]
+    results = [m.content for m in turn if m.role == "tool"]
+    if results:
+        return "Вот что нашлось: " + results[-1]
+    if "travel_flights" not in _state(messages):
+        return "TOOL_CALL: enable_toolset|travel"
+    said = turn[0].content
+    city = "Париж" if "Париж" in said else "Rome" if "Rome" in said else "Paris"
+    return f"TOOL_CALL: travel_{'weather' if 'weather' in said else 'flights'}|{city}"
+
+
+async def test_a_new_toolsets_requests_reach_the_model_and_a_title_still_plays_at_once(tmp_path):
+    server = McpServerConfig(command=[sys.executable, str(HERE / "mcp_travel_server.py")], timeout_s=30.0)
+    async with system_with(tmp_path, {"travel": server}, travel_model) as system:
+        answers = {}
+        for said, _call in TRAVEL:
+            shown = await system.turn("s", said, timeout=30)
+            answers[said] = (finals(shown)[-1], [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1])
+        history = await system.history("s")
+        played = await system.turn("s", "включи Матрицу", timeout=30)
+    calls = [m["content"].split("TOOL_CALL: ", 1)[1] for m in history if "TOOL_CALL: " in m["content"]]
+    for said, call in TRAVEL:
+        answer, model_calls = answers[said]
+        assert model_calls >= 1 and answer.startswith("Вот что нашлось: "), (said, answer)
+        assert f"travel_{call}" in calls, (said, calls)
+    assert not any(call.startswith("media_") for call in calls), "a search the user never asked for"
+    assert finals(played)[-1].startswith("Включаю") and "Матрица" in finals(played)[-1]
+    assert [m.model_calls for m in played if isinstance(m, p.TurnDone)][-1] == 0, "a title the catalog has: the fast path"
