@@ -514,7 +514,10 @@ class Conversation(ReflexSteps):
         tools = self.s.registry.callable_tools(active)
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
         said = self._turn_words(turn.start)
-        plain_only = self.s.config.small_talk_plain and (small_talk(said) or turn.remark)
+        # a remark is the frame's verdict over the built-in commands alone: with a toolset beyond
+        # them (an MCP server's) or a skill of the user's, what it asks may be theirs
+        plain_only = self.s.config.small_talk_plain and (
+            small_talk(said) or turn.remark and not await self._others_could_serve())
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
         else:  # a change nobody asked for is not even offered (core.intent.offerable)

@@ -533,7 +533,16 @@ def remark(said: str) -> bool:
     if not said.strip() or "?" in said or _REQUEST_MARKS.search(text):
         return False
     opening = _OPENING_FILLERS.sub("", text.strip()) + " "
+    if _IMPERATIVE_OPENING.match(opening) and not _PAST_VERB.search(opening):
+        return False  # "узнай последнюю цену акций Apple", "подготовь отчёт": an order, whatever toolset it needs
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
+
+
+# a Russian imperative opening the words, by its form, not its verb ("узнай", "сыграй", "нарисуй",
+# "подготовь", "поставь"): an order to the assistant, never a remark. A noun of that form ("случай
+# был смешной", "трамвай опять опоздал") opens a statement, whose verb is finite: its past tense shows it
+_IMPERATIVE_OPENING = re.compile(r"^(?:[а-я]{3,}(?:ай|яй|уй|юй)|[а-я]*(?:авь|готовь))(?:те)?(?:-ка)?(?=[\s,!.])")
+_PAST_VERB = re.compile(r"(?<![а-я])[а-я]{2,}(?:л|ла|ло|ли)(?![а-я])")
 
 
 # a Russian order to do something for the speaker: "завари мне чай …", "приготовь нам …", "сыграй-ка"

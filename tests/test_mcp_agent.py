@@ -190,3 +190,26 @@ async def test_a_new_toolsets_requests_reach_the_model_and_a_title_still_plays_a
     assert not any(call.startswith("media_") for call in calls), "a search the user never asked for"
     assert finals(played)[-1].startswith("Включаю") and "Матрица" in finals(played)[-1]
     assert [m.model_calls for m in played if isinstance(m, p.TurnDone)][-1] == 0, "a title the catalog has: the fast path"
+
+
+async def test_words_the_frame_finds_no_command_in_are_not_small_talk_when_a_server_could_serve_them(tmp_path):
+    """"prepare a sales report": no built-in command, and a remark by its words; with a toolset
+    beyond the built-in ones the model is offered tools for it and never told it is small talk."""
+    def model(messages):
+        if "ONE command from this list" in messages[0].content:
+            return "-"  # the frame: none of its commands
+        if "is small talk" in messages[-1].content:
+            return "Хорошо."
+        convo = [m for m in messages if m.role != "system"]
+        return "Готово." if convo[-1].role == "tool" or "travel_flights" in _state(messages) else \
+            "TOOL_CALL: enable_toolset|travel"
+
+    server = McpServerConfig(command=[sys.executable, str(HERE / "mcp_travel_server.py")], timeout_s=30.0)
+    config = msgspec.structs.replace(make_config(tmp_path, frame=True),
+                                     mcp=McpConfig(servers={"travel": server}, check_interval_s=5))
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await session_knows(system, "travel")
+        shown = await system.turn("s", "prepare a sales report for the Paris trip", timeout=30)
+    assert finals(shown)[-1] == "Готово."
+    assert not any("is small talk" in m.content for call in backend.calls for m in call), "told it was small talk"
