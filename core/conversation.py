@@ -577,8 +577,8 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
-            ran = [(tool, result, self._changes(tool)) for tool, result, kind in self.trajectory.results_since(turn.start)
-                   if kind in RAN_KINDS]
+            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, self._changes(tool))
+                   for tool, result, kind in self.trajectory.results_since(turn.start) if kind in RAN_KINDS]
             text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
         if not text:
             text = "…"
@@ -644,7 +644,7 @@ class Conversation(ReflexSteps):
         self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
         allowed = [call.name] if by_reflex else turn.recipe_tools if turn.recipe else []
         refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
-        line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+        line = progress_line(self.s.registry.spec(call.name), call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
         with tracing.tracer.tool_call(call.name, call_id) as traced:

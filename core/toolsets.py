@@ -29,13 +29,14 @@ from protocol.base import Msg
 from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone", action="none", asks="clock"),
+    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone", action="none", asks="clock",
+             progress={"ru": "смотрю на часы…", "en": "checking the clock…"}),
     ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")],
              action="show"),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")],
              action="none"),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")],
-             action="none"),
+             action="none", progress={"ru": "вспоминаю…", "en": "looking back…"}),
     ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",
              args=[ArgSpec(name="name")], action="none"),
     # name optional: a bare disable_toolset turns every active toolset off (forgiving, S3)

@@ -31,7 +31,9 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     (media_play's `action=pause` is a "playback"). asks: the words a call needs even as a lookup
     ("clock": words about the time or the date). grounded_args: arguments whose text must come
     from the user's words or a result shown (a reminder's text). seen_args: arguments that must
-    be an id a result of the conversation showed. destructive: MCP's destructiveHint."""
+    be an id a result of the conversation showed. destructive: MCP's destructiveHint.
+    progress: the line the glasses show while a call runs, by language ("ru", "en"; {arg}: its
+    first argument), e.g. {"en": "searching for “{arg}”…"}; none: no line."""
 
     name: str
     summary: str
@@ -46,6 +48,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     grounded_args: list[str] = []
     seen_args: list[str] = []
     destructive: bool = False
+    progress: dict[str, str] = {}
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
