@@ -411,11 +411,18 @@ class Conversation(ReflexSteps):
             if recorded:
                 self.trajectory.record_events(recorded)
                 at = len(self.trajectory) - 1
-                self.standing.extend((at, e.data.get(ASKED_KEY, ""), e.data.get("tool", "")) for e in recorded
-                                     if e.kind == "tool_result" and (e.data.get(ASKED_KEY) or e.data.get("tool")))
+                self.standing.extend((at, e.data.get(ASKED_KEY, ""), self._task_tool(e)) for e in recorded
+                                     if e.data.get(ASKED_KEY) or self._task_tool(e))
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
+
+    def _task_tool(self, event: p.Event) -> str:
+        """The tool of the background call an event reports on (its late result, its progress), "" for none."""
+        if event.kind == "tool_result" and event.data.get("tool"):
+            return event.data["tool"]
+        task_id = event.data.get("task_id", "")
+        return next((run.tool for run in self.runs.in_background() if task_id and run.task_id == task_id), "")
 
     def _cancel(self) -> None:
         """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
@@ -983,7 +990,7 @@ class Conversation(ReflexSteps):
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
-                                 world=self.s.world)
+                                 world=self.s.world, asked=self._guard_words(self._turn_start()))
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:

@@ -114,6 +114,7 @@ class SessionContext:
     background: tuple[ToolRun, ...]  # the session's toolset calls running in the background now
     cancel_task: Callable[[ToolRun], None]  # stops one of them; its call's result says so
     world: WorldPort | None  # the world around the sessions (None: no session actor, no world)
+    asked: str = ""  # the user's words the call is made for (a watch keeps them: its match's turn may carry them out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,7 +33,8 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     watches = world.of(context.sid).watches
     if tool == "channels_list":
         return CallOutcome(kind="ok", text=watches.list())
-    text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
+    text = (watches.add(args["channel"], args.get("what") or "", asked=context.asked) if tool == "channels_watch"
+            else watches.remove(args["id"]))
     world.save(context.sid)
     return CallOutcome(kind="ok", text=text)
 
