@@ -108,12 +108,15 @@ class ReflexSteps:
         return any(not e.builtin for e in (await self._skill_index()).entries)
 
     async def _others_could_serve(self) -> bool:
-        """Whether anything beyond the built-in toolsets could serve a request: a toolset of an MCP
-        server or of `toolsets.extra` (protocol.ToolsetSpec.origin), or the user's own skills. Then
-        words the fast path's own toolset has nothing for ("find a cheap flight to Paris", "запусти
-        эти три скрипта") are the model's, which sees them all: the fast path claims nothing."""
+        """Whether anything beyond the fast path's own toolsets could serve a request: a toolset of
+        an MCP server or of `toolsets.extra` (protocol.ToolsetSpec.origin) that the fast path does
+        not itself call (a world clock it asks a city's time of is one of its own), or the user's
+        own skills. Then words its own toolsets have nothing for ("find a cheap flight to Paris",
+        "запусти эти три скрипта") are the model's, which sees them all: the fast path claims nothing."""
         registry = self.s.registry
-        return (any(registry.toolset(name).origin != "builtin" for name in registry.toolset_names())
+        clock = self._place_clock()
+        own = {registry.toolset_of(clock.name)} if clock is not None else set()
+        return (any(registry.toolset(name).origin != "builtin" and name not in own for name in registry.toolset_names())
                 or await self._own_skills())
 
     async def _not_ours(self, turn: TurnState, subject: str) -> bool:

@@ -257,3 +257,18 @@ async def test_a_watchs_message_may_carry_out_what_the_words_that_set_the_watch_
     assert not any(t.startswith("not executed") for t in texts), texts
     assert [t.text for t in timers] == ["перезвонить Ане"]
     assert finals(shown)[-1].startswith("Аня написала. Timer ")
+
+
+async def test_a_server_the_fast_path_itself_serves_leaves_its_answers_as_they_were(tmp_path):
+    """A world clock the fast path asks a city's time of is one of its own toolsets: a title the
+    catalog lacks is still said plainly, with no model call; add a travel server and it is the model's."""
+    clock = McpServerConfig(command=[sys.executable, str(HERE / "mcp_worldclock_server.py")], timeout_s=30.0)
+    async with system_with(tmp_path, {"worldclock": clock}, travel_model) as system:
+        shown = await system.turn("s", "включи фильм Синий бегемот в космосе", timeout=30)
+    assert finals(shown)[-1].startswith("В каталоге не нашлось")
+    assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1] == 0
+    travel = McpServerConfig(command=[sys.executable, str(HERE / "mcp_travel_server.py")], timeout_s=30.0)
+    async with system_with(tmp_path / "2", {"worldclock": clock, "travel": travel}, travel_model) as system:
+        shown = await system.turn("s", "включи фильм Синий бегемот в космосе", timeout=30)
+    assert not finals(shown)[-1].startswith("В каталоге не нашлось")
+    assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1] >= 1
