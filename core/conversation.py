@@ -474,7 +474,9 @@ class Conversation(ReflexSteps):
         if self.s.config.reflexes and await self._step_reflex(turn):
             return  # carried out without the model (core.reflex)
         for _ in range(self.s.config.max_steps):
-            self._take_queue(consumed)
+            taken_at = len(self.trajectory)
+            if self._take_queue(consumed) and self.s.config.reflexes:
+                await self._step_queued_reflex(turn, taken_at)  # "включи Матрицу" said during a slow search
             step = await self._step_prompt(turn)
             reply = await self._step_generate(turn, step)
             if reply is _TURN_OVER:

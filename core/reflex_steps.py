@@ -40,6 +40,11 @@ _log = logging.getLogger("porfiry.session")
 FOLLOW_UP_LOOKBACK = 3
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
+# commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
+# actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
+QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
+QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
+                      "the earlier request; in your answer, say this was done too.")
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
@@ -92,6 +97,23 @@ class ReflexSteps:
         kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
         _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
         return True
+
+    async def _step_queued_reflex(self, turn: TurnState, taken_at: int) -> None:
+        """A plain command said while the model worked (a play, a pause, a timer, a text for the
+        screen), taken into the turn at a safe point as the one new event: carried out here as at
+        a turn's start, its calls recorded; the model, which goes on with the earlier request, is
+        told it is done (a notice) and says so in its answer. Anything else is the model's."""
+        said = self.trajectory.last()
+        if len(self.trajectory) != taken_at + 1 or said is None or said.role != "user":
+            return
+        intent = recognise("\n".join(user_lines(said.content)))
+        if intent is None or intent.kind not in QUEUED_REFLEXES or await self._names_a_skill(intent):
+            return
+        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        if answer:
+            _log.info("session=%s reflex %s carried out a command queued into the turn", self.sid, intent.kind)
+            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=False))
+            turn.notice = QUEUED_DONE_NOTICE.format(answer=answer)
 
     def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, str]]:
         """(tool, result) of the calls the turn before this one made, oldest first."""
