@@ -64,7 +64,7 @@ class PhoneConfig(_Section):
     endpoint: Annotated[str, Meta(min_length=1, description="where phones connect (tcp://HOST:PORT or ipc://PATH)")] = "tcp://127.0.0.1:7600"
     curve: Annotated[bool, Meta(description="CURVE encryption and a key allow-list on the phone endpoint")] = False
     keys_dir: Annotated[str, Meta(min_length=1, description="server.key_secret, authorized/*.key (allowed phones), phones/")] = "var/keys"
-    playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long media_play waits for the phone before answering \"requested\", seconds")] = 1.0
+    playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long a play (the media toolset) waits for the phone before answering \"requested\", seconds")] = 1.0
     pending_per_session: Annotated[int, Meta(ge=1, description="events of one session waiting at the bridge before the phone gets Busy")] = 16
     max_text_chars: Annotated[int, Meta(ge=1, description="a longer UserText (or notification text) is refused with ErrorReply too_long")] = 4000
     max_sender_chars: Annotated[int, Meta(ge=1, description="a phone notification whose sender is longer is refused with ErrorReply too_long")] = 200

@@ -55,7 +55,7 @@ from core.prompt import (DISCOVER_TOOL, RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USE
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
-    BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
+    ASKED_KEY, BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
@@ -83,8 +83,8 @@ from protocol.phone import TurnOutcome
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
-_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
+# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: <tool>|matrix-1999", "close matches: id (…)"
+_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: \w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
 # the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
@@ -93,7 +93,6 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
-ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
 RECENT_MESSAGES = 12  # the messages whose user words and calls rank the prompt's index (issue 53)
 _CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 
@@ -101,6 +100,7 @@ _CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
+STANDING_KEPT = 64  # events' standing requests remembered (Conversation.standing): a turn's batch holds fewer
 
 
 class Ports(Protocol):
@@ -225,7 +225,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -259,6 +259,10 @@ class Conversation(ReflexSteps):
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
+        # (where in the history, the words): what the user asked earlier that events taken since
+        # report on (a late result's call): an event's turn may carry it out (_guard_words)
+        # and the tool whose late result it is (the answer may tell of that call: _reported)
+        self.standing: deque[tuple[int, str, str]] = deque(maxlen=STANDING_KEPT)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -416,9 +420,19 @@ class Conversation(ReflexSteps):
         try:
             if recorded:
                 self.trajectory.record_events(recorded)
+                at = len(self.trajectory) - 1
+                self.standing.extend((at, e.data.get(ASKED_KEY, ""), self._task_tool(e)) for e in recorded
+                                     if e.data.get(ASKED_KEY) or self._task_tool(e))
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
+
+    def _task_tool(self, event: p.Event) -> str:
+        """The tool of the background call an event reports on (its late result, its progress), "" for none."""
+        if event.kind == "tool_result" and event.data.get("tool"):
+            return event.data["tool"]
+        task_id = event.data.get("task_id", "")
+        return next((run.tool for run in self.runs.in_background() if task_id and run.task_id == task_id), "")
 
     def _cancel(self) -> None:
         """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
@@ -470,7 +484,9 @@ class Conversation(ReflexSteps):
         if self.s.config.reflexes and await self._step_reflex(turn):
             return  # carried out without the model (core.reflex)
         for _ in range(self.s.config.max_steps):
-            self._take_queue(consumed)
+            taken_at = len(self.trajectory)
+            if self._take_queue(consumed) and self.s.config.reflexes:
+                await self._step_queued_reflex(turn, taken_at)  # "включи Матрицу" said during a slow search
             step = await self._step_prompt(turn)
             reply = await self._step_generate(turn, step)
             if reply is _TURN_OVER:
@@ -518,7 +534,10 @@ class Conversation(ReflexSteps):
         tools = [tool for tool in tools if prompt.discover or tool != DISCOVER_TOOL]  # issue 53
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
         said = self._turn_words(turn.start)
-        plain_only = self.s.config.small_talk_plain and (small_talk(said) or turn.remark)
+        # a remark is the frame's verdict over the built-in commands alone: with a toolset beyond
+        # them (an MCP server's) or a skill of the user's, what it asks may be theirs
+        plain_only = self.s.config.small_talk_plain and (
+            small_talk(said) or turn.remark and not await self._others_could_serve())
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
         else:  # a change nobody asked for is not even offered (core.intent.offerable)
@@ -569,7 +588,7 @@ class Conversation(ReflexSteps):
             _log.info("session=%s the reply %r followed none of the recipe; asking again", self.sid, text[:40])
             return False
         claimed = claimed_action(text)
-        if claimed is not None and not covers(claimed, turn.acted):  # an action reported, none made
+        if claimed is not None and not covers(claimed, turn.acted | self._reported(turn.start)):  # reported, none made
             if not turn.claim_retried:
                 turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
@@ -578,8 +597,8 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
-            ran = [(tool, result, self._changes(tool)) for tool, result, kind in self.trajectory.results_since(turn.start)
-                   if kind in RAN_KINDS]
+            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, self._changes(tool))
+                   for tool, result, kind in self.trajectory.results_since(turn.start) if kind in RAN_KINDS]
             text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
         if not text:
             text = "…"
@@ -645,14 +664,17 @@ class Conversation(ReflexSteps):
         self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
         allowed = [call.name] if by_reflex else turn.recipe_tools if turn.recipe else []
         refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
-        line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+        line = progress_line(self.s.registry.spec(call.name), call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
         with tracing.tracer.tool_call(call.name, call_id) as traced:
             outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
                        await self._run_call(turn_id, call_id, call.name, call.raw_args))
             traced.outcome(_SPAN_OUTCOME[outcome.kind])
-        done = executed_kind(self.s.registry.spec(call.name), call.raw_args) if outcome.ran else None
+        spec = self.s.registry.spec(call.name)
+        done = executed_kind(spec, call.raw_args) if outcome.ran else None
+        if outcome.kind == "placeholder" and spec is not None and spec.long_running:
+            done = done or "change"  # started in the background (a lookup too): a start the answer may tell of
         if done:
             turn.acted.add(done)
         if call.name == "read_skill":
@@ -719,7 +741,7 @@ class Conversation(ReflexSteps):
         """Whether a call of `tool` changes something (core.intent.action_kind): a timer, playback,
         an MCP tool not marked read-only."""
         spec = self.s.registry.spec(tool)
-        return spec is not None and action_kind(tool, {}, spec.read_only) is not None
+        return action_kind(spec) is not None
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
@@ -735,29 +757,33 @@ class Conversation(ReflexSteps):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
         placeholder = next((value for value in args.values() if _PLACEHOLDER.fullmatch(value.strip())), None)
-        if placeholder is not None:  # "media_search|[title as the user said it]": the recipe's, copied
+        if placeholder is not None:  # "<search>|[title as the user said it]": the recipe's, copied
             return Refusal(kind="ungrounded_text", tool=tool, reason=(
                 f"«{placeholder.strip()}» is a placeholder of the instructions, not the user's words. Put in what "
                 "the user actually said, or answer without this call."))
-        query = args.get("query", "")
-        if tool == "media_search" and _INSTRUCTION_WORDS.search(query) and not self._said_or_shown(query):
-            return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "media_search|название (the title …)"
-                f"no word of «{args.get('query', '').strip()}» was said by the user or shown by a result. Search "
-                "for the title the user said, or answer without a search."))
-        given = args.get("id", "").strip()
-        if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
-            return Refusal(kind="unseen_id", tool=tool, reason=(
-                f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
-                "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
-        if action_kind(tool, args, spec.read_only) is None:  # a lookup: only the clock needs words
-            return None if tool != "get_current_time" or tool in recipe_tools else unasked_lookup(
-                tool, self._turn_words(turn_start))
+        for name in spec.grounded_args:  # "<search>|название (the title …)": the instructions' words
+            if _INSTRUCTION_WORDS.search(args.get(name, "")) and not self._said_or_shown(args.get(name, "")):
+                return Refusal(kind="ungrounded_text", tool=tool, reason=(
+                    f"no word of «{args.get(name, '').strip()}» was said by the user or shown by a result. Use "
+                    "what the user said, or answer without this call."))
+        for name in spec.seen_args:  # an id-like value (a slug, a time stamp) no result showed: made up
+            given = args.get(name, "").strip()
+            if (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
+                return Refusal(kind="unseen_id", tool=tool, reason=(
+                    f"the {name} «{given}» was not in any result of this conversation. Use an {name} exactly as a "
+                    "result shows it, or the exact title (search first)."))
+        if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
+            return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))
         said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
-        return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
-                          recipe_tools=frozenset(recipe_tools), sources=sources)
+        refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources)
+        standing = self._guard_words(turn_start) if refusal is not None and not said.strip() else ""
+        if standing:  # an event's turn: what the user asked that set it up may be carried out now
+            refusal = check_call(spec, args, said=standing, offered=offered, recipe_tools=frozenset(recipe_tools),
+                                 sources=sources)
+        return refusal
 
     def _said_or_shown(self, query: str) -> bool:
         """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
@@ -781,17 +807,33 @@ class Conversation(ReflexSteps):
     def _offerable(self, tools: list[str], said: str, turn: TurnState) -> list[str]:
         """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
         offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
-        return [tool for tool in tools if tool in recipe or offerable(tool, self._read_only(tool), said, offered)]
-
-    def _read_only(self, tool: str) -> bool:
-        spec = self.s.registry.spec(tool)
-        return spec is not None and spec.read_only
+        standing = self._guard_words(turn.start) if not said.strip() else ""  # an event's turn: what set it up
+        return [tool for tool in tools if tool in recipe or offerable(spec := self.s.registry.spec(tool), said, offered)
+                or standing and offerable(spec, standing, offered)]
 
     def _offered(self, turn_start: int) -> str:
         """The assistant's last answer before the turn (a question it asked: "Включить?")."""
         messages = self.trajectory.messages()
         return next((m.content for m in map(messages.__getitem__, range(min(turn_start, len(messages)) - 1, -1, -1))
                      if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+
+    def _guard_words(self, turn_start: int) -> str:
+        """The words a call of this turn is judged by (core.intent): the user's own; in a turn an
+        event started (a late result), which has none, the user's words that set up what the
+        event reports (the request that started the task), so a standing instruction ("when one
+        ends, cancel the slow one") is carried out then, and nothing else is."""
+        said = self._turn_words(turn_start)
+        if said.strip():
+            return said
+        return "\n".join(dict.fromkeys(words for at, words, _tool in self.standing if at >= turn_start and words))
+
+    def _reported(self, turn_start: int) -> set[str]:
+        """The kinds of action of the calls whose late results this turn took: made in an earlier
+        turn, and what the answer may tell of ("Запустил три скрипта, первый готов")."""
+        registry = self.s.registry
+        return {executed_kind(spec, "") or ("change" if spec.long_running else "")
+                for at, _words, tool in self.standing if at >= turn_start and tool
+                for spec in [registry.spec(tool)] if spec is not None} - {""}
 
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""
@@ -811,9 +853,13 @@ class Conversation(ReflexSteps):
         return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
-        """For a constrained backend: media_info takes only an id the results showed (none
-        shown yet: it cannot be called; a search comes first)."""
-        return {"media_info": sorted(self._seen_ids())} if "media_info" in tools else {}
+        """For a constrained backend: a lookup by id (a read-only tool whose one argument must be an
+        id a result showed: a title's details) takes only such an id (none shown yet: it cannot be
+        called; a search comes first)."""
+        registry = self.s.registry
+        by_id = [tool for tool in tools for spec in [registry.spec(tool)]
+                 if spec is not None and spec.read_only and [a.name for a in spec.args] == spec.seen_args == ["id"]]
+        return {tool: sorted(self._seen_ids()) for tool in by_id} if by_id else {}
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):
@@ -909,7 +955,7 @@ class Conversation(ReflexSteps):
         is answered with a task id and its result comes later as an event. None when the call
         went to the background."""
         call_id, tool = call.call_id, call.tool
-        run = self.runs.start(call_id, tool)
+        run = self.runs.start(call_id, tool, asked=self._guard_words(self._turn_start()))
         self.s.spawn(self._run_tool, run, call)
         spec = self.s.registry.spec(tool)
         long_running = spec is not None and spec.long_running
@@ -960,7 +1006,7 @@ class Conversation(ReflexSteps):
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
-                                 world=self.s.world)
+                                 world=self.s.world, asked=self._guard_words(self._turn_start()))
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:
