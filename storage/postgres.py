@@ -341,13 +341,15 @@ class PostgresOwnershipStore(OwnershipStore):
         return None if row is None else str(row[0])
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
-        proof = hash_token(proof) if kind == "token" else proof
-        owner = Owner(kind, proof, claim_event, route)
-        self._db.execute(
-            "INSERT INTO session_owner VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session) DO UPDATE SET "
-            "kind = excluded.kind, proof = excluded.proof, claim_event = excluded.claim_event, route = excluded.route, "
-            "created = excluded.created", (session, kind, proof, claim_event, route, self.clock()))
-        self._owners[session] = owner
+        """Compare-and-set across nodes: two phones opening one session on two nodes at once,
+        the first INSERT wins; the other gets the winner back (and `forbidden`). The cache holds
+        only what the table holds."""
+        hashed = hash_token(proof) if kind == "token" else proof
+        self._db.execute("INSERT INTO session_owner VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session) DO NOTHING",
+                         (session, kind, hashed, claim_event, route, self.clock()))
+        self._owners.pop(session, None)
+        owner = self.get(session)
+        assert owner is not None
         return owner
 
     def set_route(self, session: str, route: bytes) -> None:

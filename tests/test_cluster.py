@@ -16,7 +16,7 @@ import pytest
 
 import protocol as p
 from cluster.pgserver import find_bin, free_port
-from phone.client import PhoneClient
+from phone.client import EventRejected, PhoneClient
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(
@@ -42,16 +42,22 @@ def cluster_env(tmp_path):
     shutil.rmtree(root, ignore_errors=True)
 
 
-async def test_a_phone_through_haproxy_loses_nothing_when_its_node_is_killed(cluster_env):
-    root, env = cluster_env
+async def _up(root, env, nodes=2):
+    """`cluster up` on free ports; (cluster.json, its stdout)."""
     base = free_port()
-    while any(_busy(port) for port in range(base, base + 3)):
+    while any(_busy(port) for port in range(base, base + nodes + 1)):
         base = free_port()
-    up = await anyio.to_thread.run_sync(lambda: _run("cluster", "up", "--nodes", "2", "--dir", str(root),
+    up = await anyio.to_thread.run_sync(lambda: _run("cluster", "up", "--nodes", str(nodes), "--dir", str(root),
                                                      "--base-port", str(base), "--inproc", env=env))
     assert up.returncode == 0, up.stderr
-    state = json.loads((root / "cluster.json").read_text())
-    assert f"phone endpoint: {state['endpoint']}" in up.stdout
+    return json.loads((root / "cluster.json").read_text()), up.stdout
+
+
+async def test_a_phone_through_haproxy_loses_nothing_when_its_node_is_killed(cluster_env):
+    root, env = cluster_env
+    state, stdout = await _up(root, env)
+    base = int(state["endpoint"].rsplit(":", 1)[1])
+    assert f"phone endpoint: {state['endpoint']}" in stdout
     async with PhoneClient(state["endpoint"], client_id="pixel", ack_timeout_s=0.5) as phone:
         first = await phone.turn("x", "привет", timeout=20)
         assert "привет" in first.final_text
@@ -80,6 +86,47 @@ async def test_a_phone_through_haproxy_loses_nothing_when_its_node_is_killed(clu
     down = await anyio.to_thread.run_sync(lambda: _run("cluster", "down", "--dir", str(root), env=env))
     assert down.returncode == 0 and not any(_alive(n["pid"]) for n in state["nodes"])
     assert not _busy(base), "HAProxy stopped"
+
+
+async def test_two_phones_opening_one_session_on_two_nodes_at_once_only_the_first_owns_it(cluster_env):
+    """Issue 51 finding 4: the claim was an upsert that overwrote, and each node cached its own
+    owner: both phones were admitted (30 of 40 rounds). Now the first claim wins everywhere."""
+    root, env = cluster_env
+    state, _ = await _up(root, env)
+    n1, n2 = (f"tcp://127.0.0.1:{node['port']}" for node in state["nodes"])
+    sessions = [f"race{k}" for k in range(16)]
+    outcome: dict[tuple[str, str], str] = {}
+
+    async def send(phone, sid, text):
+        try:
+            await phone.send_text(sid, text)
+            outcome[(phone.client_id, sid)] = "acked"
+        except EventRejected as exc:
+            outcome[(phone.client_id, sid)] = exc.code
+
+    async with PhoneClient(n1, client_id="alice", ack_timeout_s=0.5) as alice, \
+            PhoneClient(n2, client_id="bob", ack_timeout_s=0.5) as bob:
+        async with anyio.create_task_group() as tg:  # each session opened on both nodes at once
+            for sid in sessions:
+                tg.start_soon(send, alice, sid, "hello")
+                tg.start_soon(send, bob, sid, "hello")
+        winners = {}
+        for sid in sessions:
+            assert sorted([outcome[("alice", sid)], outcome[("bob", sid)]]) == ["acked", "forbidden"], (sid, outcome)
+            winners[sid] = alice if outcome[("alice", sid)] == "acked" else bob
+        # no node caches an owner the database does not hold: the winner is admitted on the other
+        # node too, the loser on neither
+        async with PhoneClient(n2, client_id="alice", tokens=alice.tokens, ack_timeout_s=0.5) as alice2, \
+                PhoneClient(n1, client_id="bob", tokens=bob.tokens, ack_timeout_s=0.5) as bob2:
+            other = {alice: alice2, bob: bob2}
+            outcome.clear()
+            async with anyio.create_task_group() as tg:
+                for sid, winner in winners.items():
+                    tg.start_soon(send, other[winner], sid, "again")
+                    tg.start_soon(send, alice if winner is bob else bob, sid, "mine?")
+            for sid, winner in winners.items():
+                loser = "bob" if winner is alice else "alice"
+                assert (outcome[(winner.client_id, sid)], outcome[(loser, sid)]) == ("acked", "forbidden"), (sid, outcome)
 
 
 def _busy(port):
