@@ -459,6 +459,8 @@ class SessionActor(Actor):
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
+        if self.leases is not None and isinstance(body, (p.Display, p.TurnDone)) and session not in self.sessions:
+            return  # several nodes: a session let go (served elsewhere, deleted) shows nothing more from here
         if self.world.outgoing(session, body):
             return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
@@ -511,6 +513,8 @@ class SessionActor(Actor):
                 if moves:
                     self.log.info("actor=session node=%s handed %d session(s) over: %s", leases.node, len(moves),
                                   ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
+                for sid in self.store.forget_deleted():  # its owner and token go on this node too
+                    self.tell("glasses", p.SessionDelete(), session=sid)
                 lost = await self.store.let_go_lapsed()
                 if lost:
                     self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "

@@ -261,11 +261,17 @@ class SessionStore:
         return idle
 
     def let_go(self, sid: str) -> None:
-        """Another node serves the session now: out of memory (its toolset activity with it)."""
+        """Another node serves the session now, or it was deleted: out of memory (its toolset
+        activity and monitors with it; the node that serves it runs them), its turn in progress
+        stopped, nothing more of it journaled here and no timer of it fired here."""
         conversation = self.sessions.pop(sid, None)
         if conversation is not None:
             self._restored.discard(sid)
             conversation.timers.on_change = None
+            conversation.trajectory.sink = None
+            conversation.abandon()
+            self.wheel.schedule(sid, None)
+            self.world.drop(sid)
             self.on_gone([sid])
 
     async def delete(self, sid: str) -> Literal["busy", "deleted", "unknown"]:
@@ -305,6 +311,16 @@ class SessionStore:
         for sid in lost:
             self.let_go(sid)
         return lost
+
+    def forget_deleted(self) -> list[str]:
+        """Sessions `run.py sessions delete` deleted on any node or none (PostgreSQL's NOTIFY,
+        storage/leases.py): out of memory here too, so no prompt holds what was deleted."""
+        assert self.leases is not None
+        deleted = self.leases.deleted()
+        for sid in deleted:
+            self.let_go(sid)
+            self.world.drop(sid)
+        return deleted
 
     async def adopt_due(self) -> list[str]:
         """Sessions of dead nodes whose timers came due, not in memory here yet: this node's now."""

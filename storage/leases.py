@@ -27,7 +27,7 @@ import psycopg
 
 from core.config import NodeConfig
 from storage.journal import Journal, JournalError
-from storage.postgres import PostgresStore
+from storage.postgres import DELETED_CHANNEL, PostgresStore
 
 T = TypeVar("T")
 _log = logging.getLogger("porfiry.leases")
@@ -124,11 +124,31 @@ class NodeLeases:
         self._renewer: threading.Thread | None = None
         self._stop = threading.Event()
         self._lapsed = threading.Event()  # the renewing thread found the lease had lapsed
+        self._deleted: list[str] = []  # sessions deleted anywhere, as NOTIFY told (`deleted`)
+
+    def _connection(self) -> psycopg.Connection:
+        """The lease statements' connection, which also LISTENs for deleted sessions: the
+        notifications arrive with the statements' results (every `node.handover_poll_s`)."""
+        conn = self._conn
+        if conn is not None and not conn.broken and not conn.closed:
+            return conn
+        if conn is not None:
+            conn = self.store.reopen(conn)
+        else:
+            conn = self.store.connect()
+        conn.add_notify_handler(lambda notify: self._deleted.append(notify.payload))
+        conn.execute(f"LISTEN {DELETED_CHANNEL}")
+        self._conn = conn
+        return conn
+
+    def deleted(self) -> list[str]:
+        """The sessions deleted (`run.py sessions delete`, any node) since the last call."""
+        deleted, self._deleted = self._deleted, []
+        return deleted
 
     async def _run(self, statement: Callable[[psycopg.Connection], T]) -> T:
         def run() -> T:
-            self._conn = self.store.connect() if self._conn is None else self.store.reopen(self._conn)
-            return statement(self._conn)
+            return statement(self._connection())
 
         async with self._lock:
             try:

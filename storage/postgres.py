@@ -27,6 +27,7 @@ from storage.journal import (DEDUP_KEPT, _EVENT, JournalError, SearchHit, Sessio
 from storage.ownership import Owner, OwnershipStore, hash_token
 
 MIGRATION_LOCK = 0x706F7266  # pg_advisory_xact_lock key: one node migrates at a time
+DELETED_CHANNEL = "porfiry_session_deleted"  # NOTIFY channel: a session deleted (its id), for every node
 CONNECT_TIMEOUT_S = 10
 
 # version -> statements; a new version is appended, never edited (databases hold the old ones)
@@ -235,10 +236,14 @@ def session_entries(conn: psycopg.Connection, session: str) -> list[dict[str, An
 
 
 def delete_session(conn: psycopg.Connection, session: str, *, transaction: bool = True) -> bool:
+    """Its lease goes too (whatever the node that served it still writes is refused) and every
+    node is told at commit (DELETED_CHANNEL): the one serving it drops it from memory."""
     with conn.transaction() if transaction else contextlib.nullcontext():
         conn.execute("DELETE FROM entries WHERE session = %s", (session,))
         conn.execute("DELETE FROM events WHERE session = %s", (session,))
         gone = conn.execute("DELETE FROM sessions WHERE session = %s", (session,)).rowcount
+        conn.execute("DELETE FROM session_lease WHERE session = %s", (session,))
+        conn.execute("SELECT pg_notify(%s, %s)", (DELETED_CHANNEL, session))
     return bool(gone)
 
 

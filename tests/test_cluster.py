@@ -129,6 +129,54 @@ async def test_two_phones_opening_one_session_on_two_nodes_at_once_only_the_firs
                 assert (outcome[(winner.client_id, sid)], outcome[(loser, sid)]) == ("acked", "forbidden"), (sid, outcome)
 
 
+async def test_a_session_deleted_on_a_cluster_is_gone_from_the_node_serving_it(cluster_env):
+    """Issue 51 finding 5: `sessions delete` did not reach the node serving the session: it kept
+    the history in memory (its next prompts held the deleted text), its timers rang, and its
+    cached owner still shut out everyone else. Now every node hears of the delete (NOTIFY)."""
+    root, env = cluster_env
+    state, _ = await _up(root, env)
+    n1 = f"tcp://127.0.0.1:{state['nodes'][0]['port']}"
+    heard: list[p.Envelope] = []
+
+    async def listen(phone):
+        async with phone.events() as incoming:
+            async for envelope in incoming:
+                heard.append(envelope)
+
+    async with PhoneClient(n1, client_id="alice", ack_timeout_s=0.5) as alice, anyio.create_task_group() as tg:
+        tg.start_soon(listen, alice)
+        await alice.turn("secret", "my bank password is hunter2", timeout=20)
+        await alice.turn("secret", "set a timer for 4 seconds to call the bank", timeout=20)
+        await alice.turn("control", "set a timer for 6 seconds to water the plants", timeout=20)
+        env_cli = {**env, "PORFIRY_STORAGE_BACKEND": "postgres", "PORFIRY_STORAGE_URL": state["storage_url"]}
+        deleted = await anyio.to_thread.run_sync(lambda: _run("sessions", "delete", "secret", env=env_cli))
+        assert deleted.returncode == 0, deleted.stderr
+        async with PhoneClient(n1, client_id="bob", ack_timeout_s=0.5) as bob:
+            tg.start_soon(listen, bob)
+            with anyio.fail_after(10):  # the id is free again on the node that served it
+                while True:
+                    try:
+                        await bob.send_text("secret", "hello")
+                        break
+                    except EventRejected as exc:
+                        assert exc.code == "forbidden"
+                        await anyio.sleep(0.2)
+            with anyio.fail_after(20):  # the control session's timer, due after the deleted one's
+                while not any(_rang(e, "water the plants") for e in heard):
+                    await anyio.sleep(0.1)
+        tg.cancel_scope.cancel()
+    assert not [e.body.text for e in heard if _rang(e, "call the bank")]  # the deleted session's timer never rang
+    with psycopg.connect(state["storage_url"]) as conn:
+        kept = [r[0] for r in conn.execute("SELECT content FROM entries WHERE session = 'secret'")]
+    assert not any("hunter2" in text or "call the bank" in text for text in kept), kept
+
+
+def _rang(envelope, text):
+    """A final display of `text` that is not the answer that set its timer."""
+    body = envelope.body
+    return isinstance(body, p.Display) and body.final and text in body.text and not body.text.startswith("Timer set")
+
+
 def _busy(port):
     import socket
 
