@@ -44,7 +44,7 @@ from core.session_store import SessionStore
 from core.timer_wheel import TimerWheel
 from core.toolsets import SessionToolset, ToolsetRegistry, failure_text, lost_text, repeatable
 from protocol.tools import NOT_RUNNING
-from storage.journal import Journal, JournalError, NoJournal
+from storage.journal import Fenced, Journal, JournalError, NoJournal
 from storage.store import journal_store, node_leases
 
 if TYPE_CHECKING:
@@ -170,7 +170,9 @@ class SessionActor(Actor):
             if not msg.session:
                 msg.reply(self, p.ErrorReply(code="no_session", detail="DeliverEvent needs a session id in the envelope"))
                 return
-            if msg.session in self.sessions and not self.store.loading(msg.session):
+            if self.leases is not None and not self.leases.serving():
+                self.spawn(self._deliver_when_serving, msg, body)  # a lapsed lease: what it queued is dropped first
+            elif msg.session in self.sessions and not self.store.loading(msg.session):
                 self._deliver_now(msg, body)
             else:
                 self.spawn(self._deliver, msg, body)
@@ -459,8 +461,9 @@ class SessionActor(Actor):
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
-        if self.leases is not None and isinstance(body, (p.Display, p.TurnDone)) and session not in self.sessions:
-            return  # several nodes: a session let go (served elsewhere, deleted) shows nothing more from here
+        if (self.leases is not None and isinstance(body, (p.Display, p.TurnDone))
+                and (session not in self.sessions or not self.leases.serving())):
+            return  # several nodes: a session let go (served elsewhere, deleted), or a lapsed lease, shows nothing more
         if self.world.outgoing(session, body):
             return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
@@ -515,10 +518,13 @@ class SessionActor(Actor):
                                   ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
                 for sid in self.store.forget_deleted():  # its owner and token go on this node too
                     self.tell("glasses", p.SessionDelete(), session=sid)
-                lost = await self.store.let_go_lapsed()
-                if lost:
-                    self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
-                                     "meanwhile leave memory", leases.node, len(lost))
+                dropped = await self.store.drop_if_lapsed()
+                if dropped is not None:
+                    if dropped:
+                        self.log.warning("actor=session node=%s its lease lapsed (frozen or cut off longer than "
+                                         "node.lease_s): %d session(s) dropped with what they had queued; other nodes "
+                                         "may serve them now", leases.node, len(dropped))
+                    continue
                 if time.monotonic() < next_beat:
                     continue
                 next_beat = time.monotonic() + settings.heartbeat_s
@@ -540,6 +546,9 @@ class SessionActor(Actor):
         next_sweep = self.clock() + sweep_every
         next_purge = self.clock() + 3600.0
         while True:
+            if self.leases is not None and not self.leases.serving():
+                await anyio.sleep(self.config.node.handover_poll_s)  # a lapsed lease fires nothing here
+                continue
             now = self.clock()
             for sid in self.wheel.due(now):
                 self.store.fire_timers(sid, now)
@@ -555,8 +564,8 @@ class SessionActor(Actor):
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
         idle = self.store.forget_idle(now, ttl)
         if idle:
-            if self.leases is not None:
-                self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
+            if self.leases is not None:  # the next node a phone reaches takes them at once
+                self.spawn(self.leases.release, self.leases.forget(idle), name="release-leases")
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
@@ -601,6 +610,9 @@ class SessionActor(Actor):
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
+        if isinstance(error, Fenced):  # another node took the session: no answer, the phone resends there
+            self.log.info("actor=session session=%s event not acked here: %s", msg.session, error)
+            return
         if error is not None:
             self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
@@ -608,6 +620,8 @@ class SessionActor(Actor):
         msg.reply(self, p.EventAccepted(event_id=event_id))
 
     def _ack_duplicate(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
+        if isinstance(error, Fenced):
+            return
         if error is not None:
             self._not_stored(msg, event_id, error)
             return
@@ -619,6 +633,17 @@ class SessionActor(Actor):
     def _not_stored(self, msg: Inbound, event_id: str, error: JournalError) -> None:
         """Instead of an ack: the phone resends, and nothing was promised."""
         msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
+
+    async def _deliver_when_serving(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """An event that reached a node whose lease lapsed (it was frozen, or cut off): taken once
+        the node dropped its sessions and renewed its lease (the session is read anew, from
+        whichever node took it meanwhile); unanswered if that takes longer than
+        `node.handover_wait_s` (the phone resends)."""
+        assert self.leases is not None
+        with anyio.move_on_after(self.config.node.handover_wait_s):
+            while not self.leases.serving():
+                await anyio.sleep(self.config.node.handover_poll_s)
+            await self._deliver(msg, body)
 
     async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
         """DeliverEvent for a session not in memory: read it back from the journal first."""

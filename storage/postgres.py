@@ -91,6 +91,10 @@ MIGRATIONS: dict[int, list[str]] = {
     4: [  # a result's outcome kind next to its text (protocol.CallOutcome); '': written before
         "ALTER TABLE entries ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
     ],
+    5: [  # a lease is a fence: a fencing token per take of a session, never reused (storage/leases.py)
+        "CREATE SEQUENCE lease_epoch",
+        "ALTER TABLE session_lease ADD COLUMN epoch BIGINT NOT NULL DEFAULT nextval('lease_epoch')",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -177,6 +181,19 @@ def save_state(conn: psycopg.Connection, session: str, state: SessionState, ts: 
     _touch(conn, session, ts)
     conn.execute("UPDATE sessions SET state = %s, next_due = %s WHERE session = %s",
                  (msgspec.msgpack.encode(state), next_due(state, ts), session))
+
+
+def fence(conn: psycopg.Connection, session: str, node: str, epoch: int) -> bool:
+    """Does `node` still hold `session` with the fencing token `epoch`? When it does, the lease
+    row (and the session's row) stay share-locked until the batch commits: a node taking the
+    session over waits for this batch and then reads all of it; adoption skips the session
+    meanwhile. When it does not, the batch's writes of the session are refused (Fenced)."""
+    held = conn.execute("SELECT 1 FROM session_lease WHERE session = %s AND node = %s AND epoch = %s FOR SHARE",
+                        (session, node, epoch)).fetchone()
+    if held is None:
+        return False
+    conn.execute("SELECT 1 FROM sessions WHERE session = %s FOR SHARE", (session,))
+    return True
 
 
 def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None:
@@ -305,6 +322,7 @@ class PostgresStore:
             conn.execute("ROLLBACK TO SAVEPOINT operation")
             raise
 
+    fence = staticmethod(fence)
     insert_entry = staticmethod(insert_entry)
     insert_event = staticmethod(insert_event)
     mark_done = staticmethod(mark_done)

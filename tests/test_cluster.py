@@ -171,6 +171,56 @@ async def test_a_session_deleted_on_a_cluster_is_gone_from_the_node_serving_it(c
     assert not any("hunter2" in text or "call the bank" in text for text in kept), kept
 
 
+async def test_a_node_frozen_past_its_lease_does_nothing_twice_when_it_thaws(cluster_env):
+    """Issue 51 finding 3: a node SIGSTOPped longer than node.lease_s, then SIGCONTed, processed
+    what it had queued: it answered again a "set a timer" turn the node that took its session
+    over had answered, set a second timer, fired timers twice, and journaled all of it after the
+    new holder's entries. A lease is a fence now: the thawed node drops what it queued."""
+    root, env = cluster_env
+    state, _ = await _up(root, env)
+    heard: list[p.Envelope] = []
+
+    async def listen(phone):
+        async with phone.events() as incoming:
+            async for envelope in incoming:
+                heard.append(envelope)
+
+    async with PhoneClient(state["endpoint"], client_id="pixel", ack_timeout_s=0.5, max_resends=100) as phone, \
+            anyio.create_task_group() as tg:
+        tg.start_soon(listen, phone)
+        await phone.turn("f", "hello", timeout=20)
+        frozen = next(n for n in state["nodes"] if n["name"] == _lease(state, "f"))
+        os.killpg(frozen["pid"], signal.SIGSTOP)  # its lease (2 s) lapses; HAProxy marks it down
+        try:
+            asked = await phone.send_text("f", "set a timer for 4 seconds to stretch", wait=False)
+            with anyio.fail_after(40):  # the other node took the session, set the timer, and it rang
+                while not any(_rang(e, "stretch") for e in heard):
+                    await anyio.sleep(0.1)
+        finally:
+            os.killpg(frozen["pid"], signal.SIGCONT)
+        # the thawed node serves again (the session comes back to it by a hand-over): once it
+        # answered this, it is past everything it had queued
+        endpoint = f"tcp://127.0.0.1:{frozen['port']}"
+        async with PhoneClient(endpoint, client_id="pixel", tokens=phone.tokens, ack_timeout_s=0.5) as again:
+            await again.turn("f", "and now?", timeout=30)
+        tg.cancel_scope.cancel()
+    with psycopg.connect(state["storage_url"]) as conn:
+        rows = conn.execute("SELECT role, content, event_ids FROM entries WHERE session = 'f' AND role <> '' "
+                            "ORDER BY id").fetchall()
+        next_due = conn.execute("SELECT next_due FROM sessions WHERE session = 'f'").fetchone()[0]
+    ids = [i for role, _, event_ids in rows if role == "user" for i in event_ids.split()]
+    assert len(ids) == len(set(ids)), rows  # no event answered twice
+    assert sum(i.startswith("timer-") for i in ids) == 1, rows  # the timer fired once
+    assert asked in ids and sum(c.startswith("Timer set") for r, c, _ in rows if r == "assistant") == 1, rows
+    assert next_due is None, "no second timer was set"
+    assert sum(_rang(e, "stretch") for e in heard) == 1
+
+
+def _lease(state, session):
+    with psycopg.connect(state["storage_url"]) as conn:
+        return conn.execute("SELECT node FROM session_lease WHERE session = %s", (session,)).fetchone()[0]
+
+
 def _rang(envelope, text):
     """A final display of `text` that is not the answer that set its timer."""
     body = envelope.body

@@ -7,6 +7,7 @@ import psycopg
 import protocol as p
 from llm.scripted import ScriptedBackend
 from storage import leases
+from storage import postgres as pg
 from storage.postgres import connect
 from tests.harness import inproc_system, make_config, override, until
 
@@ -15,16 +16,23 @@ def test_a_lease_is_taken_over_only_after_its_node_died(pg_url):
     conn = connect(pg_url)
     try:
         leases.beat(conn, "a", 0.0, 10.0)
-        assert leases.acquire(conn, "s1", "a", 0.0) == ""
+        holder, first = leases.acquire(conn, "s1", "a", 0.0)
+        assert holder == "" and first > 0
         leases.beat(conn, "b", 5.0, 10.0)
-        assert leases.acquire(conn, "s1", "b", 5.0) == "a", "a lives: it keeps serving s1"
+        assert leases.acquire(conn, "s1", "b", 5.0) == ("a", 0), "a lives: it keeps serving s1"
         leases.beat(conn, "a", 8.0, 10.0)  # a renews: alive until 18
-        assert leases.acquire(conn, "s1", "b", 17.0) == "a"
+        assert leases.acquire(conn, "s1", "b", 17.0)[0] == "a"
         leases.beat(conn, "b", 17.0, 10.0)
-        assert leases.acquire(conn, "s1", "b", 18.5) == "", "a went silent: b takes s1 over"
-        assert leases.acquire(conn, "s1", "a", 19.0) == "b", "a back from the dead does not take it back"
-        leases.release(conn, ["s1"], "b")
-        assert leases.acquire(conn, "s1", "a", 19.0) == "", "a session handed back moves at once"
+        holder, second = leases.acquire(conn, "s1", "b", 18.5)
+        assert holder == "" and second > first, "a went silent: b takes s1 over, with a new fencing token"
+        assert not pg.fence(conn, "s1", "a", first), "a's writes are refused from now on"
+        assert pg.fence(conn, "s1", "b", second)
+        assert leases.acquire(conn, "s1", "a", 19.0)[0] == "b", "a back from the dead does not take it back"
+        leases.release(conn, {"s1": first}, "b")
+        assert leases.acquire(conn, "s1", "a", 19.0)[0] == "b", "a release with an old token releases nothing"
+        leases.release(conn, {"s1": second}, "b")
+        holder, third = leases.acquire(conn, "s1", "a", 19.0)
+        assert holder == "" and third > second, "a session handed back moves at once"
         assert sorted(leases.node_table(conn, 19.0)) == [("a", False, 1), ("b", True, 0)]
     finally:
         conn.close()
