@@ -67,6 +67,7 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
+        self._held: dict[str, collections.deque[list]] = {}  # several nodes: a session's answer until its turn's end committed
         self._executor_of_call: dict[tuple[str, str], str] = {}  # (session, call id) in flight -> its executor actor
         self.llm_retries = 0
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
@@ -453,10 +454,10 @@ class SessionActor(Actor):
         """A display of its own, outside any turn (a note for the user): no TurnDone comes to
         carry it, so none is waited for."""
         turn_id = f"note-{p.new_id()}"
-        self.send(session, p.Display(turn_id=turn_id, text=text, final=True))
+        self.send(session, p.Display(turn_id=turn_id, text=text, final=True), in_turn=False)
         self._finals.pop((session, turn_id), None)
 
-    def send(self, session: str, body: p.Msg) -> None:
+    def send(self, session: str, body: p.Msg, *, in_turn: bool = True) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
@@ -473,7 +474,45 @@ class SessionActor(Actor):
             final = self._finals.pop((session, body.turn_id), "")
             if final:  # a Display and the TurnDone after it can part in a bridge killed between them
                 body = msgspec.structs.replace(body, final=final)
+        if self.leases is not None and self._held_back(session, body, in_turn):
+            return
+        if isinstance(body, p.TurnDone):
             self.store.turn_done(session, list(body.event_ids))
+        self._to_glasses(session, body)
+
+    def _held_back(self, session: str, body: p.Msg, in_turn: bool) -> bool:
+        """Several nodes: a turn's answer (its final display, its TurnDone, and what follows them)
+        reaches the phone only once the journal committed the turn's end under this node's lease.
+        A node dying before that commit leaves its turn to be run again elsewhere, so the phone
+        must not have its answer yet (it would be answered twice); one whose lease moved on (the
+        write refused) drops it: the new holder answers."""
+        held = self._held.get(session)
+        if held is None:
+            if not (isinstance(body, p.TurnDone) or (in_turn and isinstance(body, p.Display) and body.final)):
+                return False
+            held = self._held[session] = collections.deque()
+        item = [body, isinstance(body, p.TurnDone)]  # [message, its commit pending]
+        held.append(item)
+        if isinstance(body, p.TurnDone):
+            self.store.turn_done(session, list(body.event_ids))
+            committed = self.journal.barrier(session)
+            self.journal.on_stored(committed, lambda error: self._let_out(session, item, error))
+        return True
+
+    def _let_out(self, session: str, item: list, error: JournalError | None) -> None:
+        held = self._held.get(session)
+        if held is None:
+            return
+        if isinstance(error, Fenced):
+            del self._held[session]
+            return
+        item[1] = False
+        while held and not held[0][1]:
+            self._to_glasses(session, held.popleft()[0])
+        if not held:
+            del self._held[session]
+
+    def _to_glasses(self, session: str, body: p.Msg) -> None:
         if self.subscribers:
             self.subscribers.shown(session, body)
         if not self._backlog:

@@ -627,6 +627,11 @@ class Journal:
         self._submit(lambda conn: self.store.insert_event(conn, session, "", event, ts), waiter, session)
         return waiter
 
+    def barrier(self, session: str) -> _Waiter:
+        """Done once everything queued so far is committed, carrying the session's fencing token
+        (Fenced when the session is no longer this node's); for `on_stored`."""
+        return self._queue_waited(lambda conn: None, session)
+
     def events_done(self, session: str, event_ids: list[str]) -> None:
         self._submit(lambda conn: self.store.mark_done(conn, session, event_ids), session=session)
 

@@ -52,11 +52,11 @@ def beat(conn: psycopg.Connection, node: str, now: float, lease_s: float) -> boo
 def acquire(conn: psycopg.Connection, session: str, node: str, now: float) -> tuple[str, int]:
     """Takes the session for `node` unless a live other node serves it: ("", the new fencing
     token) when taken (or already ours: a new token all the same, the session is read anew),
-    else (the node that serves it, 0)."""
+    else (the node that serves it, 0). Another node's wish for the session stays (`want`)."""
     taken = conn.execute(
         "INSERT INTO session_lease (session, node, since) VALUES (%s, %s, %s) ON CONFLICT (session) DO UPDATE "
-        "SET node = excluded.node, since = excluded.since, wanted_by = NULL, epoch = nextval('lease_epoch') "
-        "WHERE session_lease.node = excluded.node OR NOT EXISTS "
+        "SET node = excluded.node, since = excluded.since, wanted_by = NULLIF(session_lease.wanted_by, excluded.node), "
+        "epoch = nextval('lease_epoch') WHERE session_lease.node = excluded.node OR NOT EXISTS "
         "(SELECT 1 FROM nodes n WHERE n.node = session_lease.node AND n.expires > %s) RETURNING epoch",
         (session, node, now, now)).fetchone()
     if taken is not None:
@@ -104,8 +104,8 @@ def adopt(conn: psycopg.Connection, node: str, now: float, limit: int, *, due_on
         "(SELECT 1 FROM nodes n WHERE n.node = l.node AND n.expires > %(now)s)) "
         "ORDER BY s.next_due NULLS LAST LIMIT %(limit)s FOR UPDATE OF s SKIP LOCKED) "
         "INSERT INTO session_lease (session, node, since) SELECT session, %(node)s, %(now)s FROM orphans "
-        "ON CONFLICT (session) DO UPDATE SET node = excluded.node, since = excluded.since, wanted_by = NULL, "
-        "epoch = nextval('lease_epoch') RETURNING session, epoch",
+        "ON CONFLICT (session) DO UPDATE SET node = excluded.node, since = excluded.since, "
+        "wanted_by = NULLIF(session_lease.wanted_by, excluded.node), epoch = nextval('lease_epoch') RETURNING session, epoch",
         {"node": node, "now": now, "limit": limit}).fetchall()
     return dict(sorted(rows))
 
@@ -244,9 +244,10 @@ class NodeLeases:
         holder = await self.acquire(session)
         if not holder:
             return ""
-        await self._run(lambda conn: want(conn, session, self.node))
         with anyio.move_on_after(self.settings.handover_wait_s):
             while holder:
+                # asked again each time: the holder may have changed (a dead node's session adopted)
+                await self._run(lambda conn: want(conn, session, self.node))
                 await anyio.sleep(self.settings.handover_poll_s)
                 holder = await self.acquire(session)
         return holder
