@@ -195,3 +195,41 @@ async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_
         assert _lease(pg_url, "s") == "b"
         users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
         assert users.count("[User said] hello there") == 1, users
+
+
+async def test_a_journal_write_carrying_a_lease_token_that_moved_on_is_refused(pg_url):
+    """A lease is a fence (issue 51): the node that held the session (token `first`) writes nothing
+    of it once another node took it over; it is told which session it lost."""
+    import pytest
+
+    from core.trajectory import Recorded
+    from storage.journal import Fenced, Journal
+    from storage.postgres import PostgresStore
+
+    conn = connect(pg_url)
+    leases.beat(conn, "a", 0.0, 10.0)
+    _, first = leases.acquire(conn, "s", "a", 0.0)
+    journal, fenced = Journal("", store=PostgresStore(pg_url)), []
+    journal.fence_of = lambda session: ("a", first if session == "s" else -1)
+    journal.on_fenced = fenced.extend
+
+    def event(event_id):
+        return p.Event(event_id=event_id, kind="user_text", source="user", channel="speech", content=event_id)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(journal.run)
+            await journal.stored(journal.accept_event("s", "", event("before")))
+            leases.beat(conn, "b", 20.0, 10.0)
+            assert leases.acquire(conn, "s", "b", 20.0)[0] == "", "a's lease expired: b takes the session"
+            journal.append("s", Recorded(role="assistant", content="a's late answer"))
+            with pytest.raises(Fenced):
+                await journal.stored(journal.accept_event("s", "", event("after")))
+            with pytest.raises(Fenced):
+                await journal.stored(journal.accept_event("other", "", event("never held")))
+            assert ("s", "a", first) in fenced
+            tg.cancel_scope.cancel()
+        assert [r[0] for r in conn.execute("SELECT event_id FROM events ORDER BY seq")] == ["before"]
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    finally:
+        conn.close()
