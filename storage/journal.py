@@ -547,12 +547,13 @@ class Journal:
         return [fence for fence, holds in checked.items() if not holds]
 
     def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None,
-                session: str | None = None) -> None:
-        """`session`: a write of that session's, carrying its fencing token with several nodes."""
+                session: str | None = None, *, urgent: bool = True) -> None:
+        """`session`: a write of that session's, carrying its fencing token with several nodes.
+        A waited operation goes at once unless not `urgent`."""
         fence = None if session is None or self.fence_of is None else (session, *self.fence_of(session))
         self._queue.append((operation, waiter, fence))
         self._wake.set()
-        if waiter is not None:
+        if waiter is not None and urgent:
             self._now.set()
 
     async def _call(self, operation: Callable[[sqlite3.Connection], Any]) -> Any:
@@ -629,8 +630,11 @@ class Journal:
 
     def barrier(self, session: str) -> _Waiter:
         """Done once everything queued so far is committed, carrying the session's fencing token
-        (Fenced when the session is no longer this node's); for `on_stored`."""
-        return self._queue_waited(lambda conn: None, session)
+        (Fenced when the session is no longer this node's); for `on_stored`. It waits for company
+        (COALESCE_S) like an append: under load, turns' ends share their commits."""
+        waiter = _Waiter()
+        self._submit(lambda conn: None, waiter, session, urgent=False)
+        return waiter
 
     def events_done(self, session: str, event_ids: list[str]) -> None:
         self._submit(lambda conn: self.store.mark_done(conn, session, event_ids), session=session)
@@ -668,7 +672,7 @@ class NoJournal(Journal):
         await anyio.sleep_forever()
 
     def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None,
-                session: str | None = None) -> None:
+                session: str | None = None, *, urgent: bool = True) -> None:
         if waiter is not None:
             waiter.done.set()
 

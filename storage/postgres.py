@@ -188,12 +188,10 @@ def fence(conn: psycopg.Connection, session: str, node: str, epoch: int) -> bool
     row (and the session's row) stay share-locked until the batch commits: a node taking the
     session over waits for this batch and then reads all of it; adoption skips the session
     meanwhile. When it does not, the batch's writes of the session are refused (Fenced)."""
-    held = conn.execute("SELECT 1 FROM session_lease WHERE session = %s AND node = %s AND epoch = %s FOR SHARE",
-                        (session, node, epoch)).fetchone()
-    if held is None:
-        return False
-    conn.execute("SELECT 1 FROM sessions WHERE session = %s FOR SHARE", (session,))
-    return True
+    return conn.execute(
+        "WITH held AS (SELECT 1 FROM session_lease WHERE session = %(s)s AND node = %(n)s AND epoch = %(e)s FOR SHARE) "
+        "SELECT EXISTS (SELECT 1 FROM held), (SELECT count(*) FROM (SELECT 1 FROM sessions WHERE session = %(s)s "
+        "AND EXISTS (SELECT 1 FROM held) FOR SHARE) AS row)", {"s": session, "n": node, "e": epoch}).fetchone()[0]
 
 
 def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None:
