@@ -134,11 +134,11 @@ class SessionTable:
             recorded = self.store.unclaimed_history(session)
             if recorded and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
                 return False, ""
-            if key:
-                self.store.claim(session, "key", key, event_id, identity)
-            else:
-                handed = token if len(token) >= 16 else new_token()
-                self.store.claim(session, "token", handed, event_id, identity)
+            # compare-and-set: another node's phone may have opened it a moment ago (first wins)
+            kind, proof = ("key", key) if key else ("token", token if len(token) >= 16 else new_token())
+            if not proves(self.store.claim(session, kind, proof, event_id, identity), kind, proof):
+                return False, ""
+            handed = "" if key else proof
         elif key:
             if not proves(owner, "key", key):
                 return False, ""

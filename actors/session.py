@@ -46,7 +46,7 @@ from core.session_store import SessionStore
 from core.timer_wheel import TimerWheel
 from core.toolsets import SessionToolset, ToolsetRegistry, failure_text, lost_text, repeatable
 from protocol.tools import NOT_RUNNING
-from storage.journal import Journal, JournalError, NoJournal
+from storage.journal import Fenced, Journal, JournalError, NoJournal
 from storage.store import journal_store, node_leases
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class SessionActor(Actor):
         self.settings: SessionSettings | None = None
         self._backlog: collections.deque[tuple[str, p.Msg]] = collections.deque()
         self._finals: dict[tuple[str, str], str] = {}  # (session, turn in progress) -> its final display, for its TurnDone
+        self._held: dict[str, collections.deque[list]] = {}  # several nodes: a session's answer until its turn's end committed
         self._executor_of_call: dict[tuple[str, str], str] = {}  # (session, call id) in flight -> its executor actor
         self.llm_retries = 0
         self.tool_retries = 0  # repeatable calls made again after the toolset executor lost them
@@ -173,7 +174,9 @@ class SessionActor(Actor):
             if not msg.session:
                 msg.reply(self, p.ErrorReply(code="no_session", detail="DeliverEvent needs a session id in the envelope"))
                 return
-            if msg.session in self.sessions and not self.store.loading(msg.session):
+            if self.leases is not None and not self.leases.serving():
+                self.spawn(self._deliver_when_serving, msg, body)  # a lapsed lease: what it queued is dropped first
+            elif msg.session in self.sessions and not self.store.loading(msg.session):
                 self._deliver_now(msg, body)
             else:
                 self.spawn(self._deliver, msg, body)
@@ -454,14 +457,17 @@ class SessionActor(Actor):
         """A display of its own, outside any turn (a note for the user): no TurnDone comes to
         carry it, so none is waited for."""
         turn_id = f"note-{p.new_id()}"
-        self.send(session, p.Display(turn_id=turn_id, text=text, final=True))
+        self.send(session, p.Display(turn_id=turn_id, text=text, final=True), in_turn=False)
         self._finals.pop((session, turn_id), None)
 
-    def send(self, session: str, body: p.Msg) -> None:
+    def send(self, session: str, body: p.Msg, *, in_turn: bool = True) -> None:
         """To the glasses, in order. When the bridge is behind (its link full) messages wait in a
         backlog that one task feeds as room appears: backpressure, never WouldBlock escaping into
         a conversation (a flood of events crashed this actor that way). Past `backlog_limit`
         partial displays are dropped: the final one replaces them anyway."""
+        if (self.leases is not None and isinstance(body, (p.Display, p.TurnDone))
+                and (session not in self.sessions or not self.leases.serving())):
+            return  # several nodes: a session let go (served elsewhere, deleted), or a lapsed lease, shows nothing more
         if self.world.outgoing(session, body):
             return  # a notice, or a display while the glasses are off: kept as a note (actors/world.py)
         if isinstance(body, p.Display):
@@ -471,7 +477,45 @@ class SessionActor(Actor):
             final = self._finals.pop((session, body.turn_id), "")
             if final:  # a Display and the TurnDone after it can part in a bridge killed between them
                 body = msgspec.structs.replace(body, final=final)
+        if self.leases is not None and self._held_back(session, body, in_turn):
+            return
+        if isinstance(body, p.TurnDone):
             self.store.turn_done(session, list(body.event_ids))
+        self._to_glasses(session, body)
+
+    def _held_back(self, session: str, body: p.Msg, in_turn: bool) -> bool:
+        """Several nodes: a turn's answer (its final display, its TurnDone, and what follows them)
+        reaches the phone only once the journal committed the turn's end under this node's lease.
+        A node dying before that commit leaves its turn to be run again elsewhere, so the phone
+        must not have its answer yet (it would be answered twice); one whose lease moved on (the
+        write refused) drops it: the new holder answers."""
+        held = self._held.get(session)
+        if held is None:
+            if not (isinstance(body, p.TurnDone) or (in_turn and isinstance(body, p.Display) and body.final)):
+                return False
+            held = self._held[session] = collections.deque()
+        item = [body, isinstance(body, p.TurnDone)]  # [message, its commit pending]
+        held.append(item)
+        if isinstance(body, p.TurnDone):
+            self.store.turn_done(session, list(body.event_ids))
+            committed = self.journal.barrier(session)
+            self.journal.on_stored(committed, lambda error: self._let_out(session, item, error))
+        return True
+
+    def _let_out(self, session: str, item: list, error: JournalError | None) -> None:
+        held = self._held.get(session)
+        if held is None:
+            return
+        if isinstance(error, Fenced):
+            del self._held[session]
+            return
+        item[1] = False
+        while held and not held[0][1]:
+            self._to_glasses(session, held.popleft()[0])
+        if not held:
+            del self._held[session]
+
+    def _to_glasses(self, session: str, body: p.Msg) -> None:
         if self.subscribers:
             self.subscribers.shown(session, body)
         if not self._backlog:
@@ -514,10 +558,15 @@ class SessionActor(Actor):
                 if moves:
                     self.log.info("actor=session node=%s handed %d session(s) over: %s", leases.node, len(moves),
                                   ", ".join(f"{sid} to {to}" for sid, to in moves[:10]))
-                lost = await self.store.let_go_lapsed()
-                if lost:
-                    self.log.warning("actor=session node=%s lost its lease: %d session(s) moved to other nodes "
-                                     "meanwhile leave memory", leases.node, len(lost))
+                for sid in self.store.forget_deleted():  # its owner and token go on this node too
+                    self.tell("glasses", p.SessionDelete(), session=sid)
+                dropped = await self.store.drop_if_lapsed()
+                if dropped is not None:
+                    if dropped:
+                        self.log.warning("actor=session node=%s its lease lapsed (frozen or cut off longer than "
+                                         "node.lease_s): %d session(s) dropped with what they had queued; other nodes "
+                                         "may serve them now", leases.node, len(dropped))
+                    continue
                 if time.monotonic() < next_beat:
                     continue
                 next_beat = time.monotonic() + settings.heartbeat_s
@@ -539,6 +588,9 @@ class SessionActor(Actor):
         next_sweep = self.clock() + sweep_every
         next_purge = self.clock() + 3600.0
         while True:
+            if self.leases is not None and not self.leases.serving():
+                await anyio.sleep(self.config.node.handover_poll_s)  # a lapsed lease fires nothing here
+                continue
             now = self.clock()
             for sid in self.wheel.due(now):
                 self.store.fire_timers(sid, now)
@@ -554,8 +606,8 @@ class SessionActor(Actor):
     def forget_idle_sessions(self, now: float, ttl: float) -> list[str]:
         idle = self.store.forget_idle(now, ttl)
         if idle:
-            if self.leases is not None:
-                self.spawn(self.leases.release, idle, name="release-leases")  # the next node a phone reaches takes them at once
+            if self.leases is not None:  # the next node a phone reaches takes them at once
+                self.spawn(self.leases.release, self.leases.forget(idle), name="release-leases")
             self.tell("glasses", p.SessionsForgotten(sessions=idle))
             self.log.info("actor=session forgot %d session(s) idle for %g s or more: %s", len(idle), ttl,
                           ", ".join(idle[:10]) + (" ..." if len(idle) > 10 else ""))
@@ -600,6 +652,9 @@ class SessionActor(Actor):
         # how long the bridge waited for this ack (our inbox, then the journal's commit): a
         # signal of turn admission, as the age of every model reply is
         self.settings.admission.observe(time.time() - msg.env.ts, ACK_PATH)
+        if isinstance(error, Fenced):  # another node took the session: no answer, the phone resends there
+            self.log.info("actor=session session=%s event not acked here: %s", msg.session, error)
+            return
         if error is not None:
             self.log.error("actor=session session=%s an event was not stored: %s", msg.session, error)
             self._not_stored(msg, event_id, error)
@@ -607,6 +662,8 @@ class SessionActor(Actor):
         msg.reply(self, p.EventAccepted(event_id=event_id))
 
     def _ack_duplicate(self, msg: Inbound, event_id: str, error: JournalError | None) -> None:
+        if isinstance(error, Fenced):
+            return
         if error is not None:
             self._not_stored(msg, event_id, error)
             return
@@ -618,6 +675,17 @@ class SessionActor(Actor):
     def _not_stored(self, msg: Inbound, event_id: str, error: JournalError) -> None:
         """Instead of an ack: the phone resends, and nothing was promised."""
         msg.reply(self, p.ErrorReply(code="storage", detail=f"event {event_id} could not be stored in the session journal: {error}"))
+
+    async def _deliver_when_serving(self, msg: Inbound, body: p.DeliverEvent) -> None:
+        """An event that reached a node whose lease lapsed (it was frozen, or cut off): taken once
+        the node dropped its sessions and renewed its lease (the session is read anew, from
+        whichever node took it meanwhile); unanswered if that takes longer than
+        `node.handover_wait_s` (the phone resends)."""
+        assert self.leases is not None
+        with anyio.move_on_after(self.config.node.handover_wait_s):
+            while not self.leases.serving():
+                await anyio.sleep(self.config.node.handover_poll_s)
+            await self._deliver(msg, body)
 
     async def _deliver(self, msg: Inbound, body: p.DeliverEvent) -> None:
         """DeliverEvent for a session not in memory: read it back from the journal first."""

@@ -69,6 +69,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
                        help="a local cluster of N nodes on PostgreSQL behind HAProxy (cluster/bench.py; docs/several-nodes.md)")
     bench.add_argument("--chaos-nodes", type=float, default=0.0, metavar="SECONDS",
                        help="with --nodes: SIGKILL a random node every SECONDS and start it again")
+    bench.add_argument("--freeze-nodes", action="store_true",
+                       help="with --chaos-nodes: every other time SIGSTOP the node past its lease and SIGCONT it instead")
     bench.set_defaults(func=lambda args: cmd_bench(args, load_config))
 
 
@@ -81,10 +83,11 @@ def cmd_bench(args: argparse.Namespace, load_config: Callable[[argparse.Namespac
     if args.nodes or args.chaos_nodes:
         from cluster.bench import cmd_bench_nodes
 
-        if args.nodes < 1 or args.chaos_nodes < 0:
-            sys.exit("porfiry: --chaos-nodes needs --nodes N (N >= 1), and cannot be negative")
+        if args.nodes < 1 or args.chaos_nodes < 0 or (args.freeze_nodes and not args.chaos_nodes):
+            sys.exit("porfiry: --chaos-nodes needs --nodes N (N >= 1), and cannot be negative; --freeze-nodes needs --chaos-nodes")
         return cmd_bench_nodes(config, nodes=args.nodes, sessions=args.sessions, turns=args.turns, think_ms=args.think_ms,
-                               per_phone=max(args.sessions_per_phone, 10), chaos_s=args.chaos_nodes, seed=args.seed)
+                               per_phone=max(args.sessions_per_phone, 10), chaos_s=args.chaos_nodes, seed=args.seed,
+                               freeze=args.freeze_nodes)
     config, options, only = _load_args(args, config)
     from phone.client import PhoneError
 

@@ -2,7 +2,9 @@
 
 Reads the journal directly (SQLite in WAL mode allows it while the runtime runs). `delete` asks
 the running runtime's session actor first (it forgets the session in memory, then deletes its
-journal after anything still queued for it); with no runtime answering, it deletes on disk.
+journal after anything still queued for it); with no runtime answering, it deletes on disk. On
+PostgreSQL a delete also removes the session's lease and tells every node (NOTIFY): the node
+serving it drops it from memory, and its bridge the owner (docs/several-nodes.md).
 """
 from __future__ import annotations
 

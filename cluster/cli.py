@@ -183,8 +183,9 @@ def _wait_for_nodes(state: ClusterState) -> None:
 
 
 def haproxy_config(base_port: int, nodes: list[NodeState], pidfile: Path) -> str:
-    """TCP mode, health-checked; a phone's connection lives as long as the phone keeps it. A node
-    marked down has its connections cut, so its phones reconnect to a live node at once."""
+    """TCP mode, health-checked by the node's ZeroMQ greeting; a phone's connection lives as long
+    as the phone keeps it. A node marked down has its connections cut, so its phones reconnect to
+    a live node at once."""
     servers = "\n".join(f"    server {n.name} 127.0.0.1:{n.port} check" for n in nodes)
     import resource
 
@@ -210,6 +211,12 @@ frontend phones
 
 backend nodes
     balance leastconn
+    # a node is up when it greets: ZeroMQ's first byte (0xFF) comes from the node's own process,
+    # so a frozen node (SIGSTOP: its kernel still accepts connections) is marked down too
+    option tcp-check
+    tcp-check connect
+    tcp-check expect binary ff
+    timeout check 1s
     default-server inter 500ms fall 2 rise 2 on-marked-down shutdown-sessions
 {servers}
 """

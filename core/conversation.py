@@ -450,6 +450,14 @@ class Conversation(ReflexSteps):
             self.cut_by = "cancelled"
             self._step_scope.cancel()
 
+    def abandon(self) -> None:
+        """The session is served elsewhere now, or deleted: nothing queued runs, the step in
+        progress stops (what it would still show or record is dropped by the caller)."""
+        self.queue.clear()
+        self.routing.clear()
+        if self._step_scope is not None:
+            self._step_scope.cancel()
+
     def _interrupt(self) -> None:
         """INTERRUPT (E6 rule 3): the running tool keeps running and its call gets the placeholder;
         its real result comes later as an event. A generation in progress is discarded (rule 4)."""

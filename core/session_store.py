@@ -31,7 +31,7 @@ from core.timer_wheel import TimerWheel
 from core.timers import Timer
 from core.trajectory import Trajectory
 from core.world import WorldState
-from storage.journal import Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
+from storage.journal import Fence, Fenced, Journal, JournalError, NoJournal, SessionState, StoredSession, TimerRow
 
 if TYPE_CHECKING:
     from storage.leases import NodeLeases
@@ -66,6 +66,10 @@ class SessionStore:
         self._loading: dict[str, anyio.Event] = {}  # sessions being read back from the journal
         self._unstored: dict[tuple[str, str], object] = {}  # (session, event) accepted, its commit not done yet
         self._restored: set[str] = set()  # sessions in memory that came back from the journal
+        self._stale: set[str] = set()  # being read back when this node's lease lapsed
+        if leases is not None:  # every write of a session carries its lease's fencing token
+            journal.fence_of = leases.fence_of
+            journal.on_fenced = self._fenced
 
     def loading(self, sid: str) -> bool:
         return sid in self._loading
@@ -92,9 +96,7 @@ class SessionStore:
             return conversation
         done = self._loading[sid] = anyio.Event()
         try:
-            if self.leases is not None and (holder := await self.leases.take(sid)):
-                raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
-            stored = await self.journal.load(sid)
+            stored = await self._take_and_load(sid)
             if stored is None and not create:
                 return None
             conversation = self._build(sid, phone_key, stored)
@@ -106,6 +108,24 @@ class SessionStore:
             self._restored.add(sid)
             self._continue(sid, conversation, stored)
         return conversation
+
+    async def _take_and_load(self, sid: str) -> StoredSession | None:
+        """With several nodes the session's lease first, taken while this node's own lease is
+        alive; taken anew when this node's lease lapsed meanwhile (`drop_if_lapsed`)."""
+        if self.leases is None:
+            return await self.journal.load(sid)
+        while True:
+            with anyio.move_on_after(self.leases.settings.handover_wait_s):
+                while not self.leases.serving():
+                    await anyio.sleep(self.leases.settings.handover_poll_s)
+            if not self.leases.serving():
+                raise JournalError(f"this node's lease lapsed and is not renewed (node {self.leases.node}); try again")
+            if holder := await self.leases.take(sid):
+                raise JournalError(f"session {sid} is served by node {holder} (its lease is alive); try again")
+            stored = await self.journal.load(sid)
+            if sid not in self._stale:
+                return stored
+            self._stale.discard(sid)
 
     async def bring_back(self, sessions: list[str], chunk: int) -> None:
         """After a restart, the sessions with unanswered events or timers, read back while the
@@ -231,8 +251,16 @@ class SessionStore:
             event = timer.to_event(now, self.settings.tz)
             if event.event_id in conversation.seen:
                 continue
-            self.journal.note_event(sid, event)
-            conversation.submit(event)
+            stored = self.journal.note_event(sid, event)
+            if self.leases is None:
+                conversation.submit(event)
+            else:  # it rings once its firing committed under this node's lease: never on two nodes
+                self.journal.on_stored(stored, lambda error, event=event: self._fired(sid, conversation, event, error))
+
+    def _fired(self, sid: str, conversation: Conversation, event: p.Event, error: JournalError | None) -> None:
+        if isinstance(error, Fenced) or self.sessions.get(sid) is not conversation:
+            return  # another node holds the session now: its wheel fires the timer
+        conversation.submit(event)
 
     async def purge_expired(self, days: float) -> None:
         if days <= 0:
@@ -261,12 +289,20 @@ class SessionStore:
         return idle
 
     def let_go(self, sid: str) -> None:
-        """Another node serves the session now: out of memory (its toolset activity with it)."""
+        """Another node serves the session now, or it was deleted: out of memory (its toolset
+        activity and monitors with it; the node that serves it runs them), its turn in progress
+        stopped, nothing more of it journaled here and no timer of it fired here."""
         conversation = self.sessions.pop(sid, None)
         if conversation is not None:
             self._restored.discard(sid)
             conversation.timers.on_change = None
+            conversation.trajectory.sink = None
+            conversation.abandon()
+            self.wheel.schedule(sid, None)
+            self.world.drop(sid)
             self.on_gone([sid])
+        if self.leases is not None:
+            self.leases.forget([sid])
 
     async def delete(self, sid: str) -> Literal["busy", "deleted", "unknown"]:
         """Out of memory, then out of the journal; a session in the middle of a turn stays.
@@ -298,13 +334,45 @@ class SessionStore:
             await self.leases.hand_over(moves)
         return moves
 
-    async def let_go_lapsed(self) -> list[str]:
-        """The sessions other nodes took while this node's lease had lapsed leave memory."""
+    async def drop_if_lapsed(self) -> list[str] | None:
+        """None while this node's lease is alive by its own clock (storage/leases.py `serving`).
+        Else it must assume other nodes took its sessions: every one leaves memory (turns in
+        progress stopped, what they would still show or write dropped), the leases still its own
+        are released (any node may take them, due timers are adopted), and it serves again once
+        its lease is renewed. The sessions dropped."""
         assert self.leases is not None
-        lost = await self.leases.lapsed_sessions(list(self.sessions))
+        if self.leases.serving():
+            return None
+        dropped = list(self.sessions)
+        for sid in dropped:
+            self.let_go(sid)
+        self._stale.update(self._loading)  # taken before the lapse: taken anew once read
+        held = self.leases.forget(list(self.leases.epochs))
+        if held:
+            await self.leases.release(held)
+        self.leases.recovered()
+        return dropped
+
+    def _fenced(self, fences: list[Fence]) -> None:
+        """The journal refused writes of these sessions (their lease moved on): those still in
+        memory under the refused token leave it, the node serving them now answers."""
+        assert self.leases is not None
+        lost = [sid for sid, _node, epoch in fences if self.leases.epochs.get(sid) == epoch]
         for sid in lost:
             self.let_go(sid)
-        return lost
+        if lost:
+            self.log.warning("actor=session node=%s lost %d session(s) to other nodes (writes refused by their "
+                             "lease's fence): %s", self.leases.node, len(lost), ", ".join(lost[:10]))
+
+    def forget_deleted(self) -> list[str]:
+        """Sessions `run.py sessions delete` deleted on any node or none (PostgreSQL's NOTIFY,
+        storage/leases.py): out of memory here too, so no prompt holds what was deleted."""
+        assert self.leases is not None
+        deleted = self.leases.deleted()
+        for sid in deleted:
+            self.let_go(sid)
+            self.world.drop(sid)
+        return deleted
 
     async def adopt_due(self) -> list[str]:
         """Sessions of dead nodes whose timers came due, not in memory here yet: this node's now."""

@@ -78,6 +78,14 @@ class JournalError(Exception):
     """The journal could not store or read something; the message says what and why."""
 
 
+class Fenced(JournalError):
+    """A session's write refused: its lease's fencing token is no longer the one this node holds
+    it with (another node took it, or it was deleted). Nothing is lost: it is another node's."""
+
+
+Fence = tuple[str, str, int]  # what a session's write carries with several nodes: (session, node, epoch)
+
+
 class TimerRow(msgspec.Struct, array_like=True):
     timer_id: str
     due: float
@@ -335,6 +343,9 @@ class JournalStore(Protocol):
     def rollback(self, conn: Any) -> None: ...
     def guarded(self, conn: Any) -> contextlib.AbstractContextManager:
         """Around one operation of a batch: when it fails, the batch's other operations still commit."""
+    def fence(self, conn: Any, session: str, node: str, epoch: int) -> bool:
+        """Several nodes: does `node` still hold the session with token `epoch` (kept so until
+        the batch commits)? False: the batch's writes of it are refused."""
     def insert_entry(self, conn: Any, session: str, ts: float, entry: Recorded) -> None: ...
     def insert_event(self, conn: Any, session: str, phone_key: str, event: p.Event, ts: float) -> None: ...
     def mark_done(self, conn: Any, session: str, event_ids: Iterable[str]) -> None: ...
@@ -397,6 +408,10 @@ class SqliteStore:
     def guarded(conn: sqlite3.Connection) -> contextlib.AbstractContextManager:
         return contextlib.nullcontext()  # a failed statement leaves SQLite's transaction usable
 
+    @staticmethod
+    def fence(conn: sqlite3.Connection, session: str, node: str, epoch: int) -> bool:
+        return True  # one runtime owns the file (storage/sqlite_file.py's lock)
+
     insert_entry = staticmethod(insert_entry)
     insert_event = staticmethod(insert_event)
     mark_done = staticmethod(mark_done)
@@ -440,7 +455,11 @@ class Journal:
         self.clock = clock
         self.store: JournalStore = store if store is not None else SqliteStore(path, hold_lock=True)
         self._conn: Any = None  # the store's connection, used by the worker thread only
-        self._queue: list[tuple[Callable[[Any], Any], _Waiter | None]] = []
+        self._queue: list[tuple[Callable[[Any], Any], _Waiter | None, Fence | None]] = []
+        # several nodes (storage/leases.py): the token a write of a session carries, taken when it
+        # is queued; and who is told of the sessions whose writes were refused (Fenced)
+        self.fence_of: Callable[[str], tuple[str, int]] | None = None
+        self.on_fenced: Callable[[list[Fence]], None] = lambda fences: None
         self._wake = anyio.Event()
         self._now = anyio.Event()  # set when something waits on the queue: flush without delay
         self.failure = ""  # the last failed write nobody waited for, until a write succeeds
@@ -471,23 +490,41 @@ class Journal:
         batch, self._queue = self._queue, []
         if not batch:
             return
-        await anyio.to_thread.run_sync(self._run_batch, batch)
+        fenced = await anyio.to_thread.run_sync(self._run_batch, batch)
         self.batches += 1
-        for _, waiter in batch:
+        for _, waiter, _ in batch:
             if waiter is not None:
                 _finish(waiter)
+        if fenced:
+            self.on_fenced(fenced)
 
-    def _run_batch(self, batch: list[tuple[Callable[[Any], Any], _Waiter | None]]) -> None:
+    def _holds(self, conn: Any, fence: Fence, checked: dict[Fence, bool]) -> None:
+        """Raises Fenced unless the session's lease still carries `fence`'s token (once a batch)."""
+        if fence not in checked:
+            with self.store.guarded(conn):
+                checked[fence] = self.store.fence(conn, *fence)
+        if not checked[fence]:
+            session, node, epoch = fence
+            raise Fenced(f"session {session} is no longer node {node}'s (its lease moved on from token {epoch}): "
+                         "the write is refused")
+
+    def _run_batch(self, batch: list[tuple[Callable[[Any], Any], _Waiter | None, Fence | None]]) -> list[Fence]:
         conn, store = self._conn, self.store
         assert conn is not None
         failed = ""
+        checked: dict[Fence, bool] = {}
         try:
             conn = self._conn = store.reopen(conn)
             store.begin(conn)
-            for operation, waiter in batch:
+            for operation, waiter, fence in batch:
                 try:
+                    if fence is not None:
+                        self._holds(conn, fence, checked)
                     with store.guarded(conn):
                         result = operation(conn)
+                except Fenced as exc:  # another node's session now: not a lost write
+                    if waiter is not None:
+                        waiter.error = exc
                 except Exception as exc:  # noqa: BLE001 - one bad operation fails alone
                     failed = f"{type(exc).__name__}: {exc}"
                     if waiter is not None:
@@ -502,27 +539,33 @@ class Journal:
             failed = f"{type(exc).__name__}: {exc}"
             _log.error("journal commit failed (%d operations): %s", len(batch), failed)
             store.rollback(conn)
-            for _, waiter in batch:
+            for _, waiter, _ in batch:
                 if waiter is not None:
                     waiter.error = JournalError(f"journal write failed: {failed}")
+            checked.clear()
         self.failure = failed
+        return [fence for fence, holds in checked.items() if not holds]
 
-    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None) -> None:
-        self._queue.append((operation, waiter))
+    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None,
+                session: str | None = None, *, urgent: bool = True) -> None:
+        """`session`: a write of that session's, carrying its fencing token with several nodes.
+        A waited operation goes at once unless not `urgent`."""
+        fence = None if session is None or self.fence_of is None else (session, *self.fence_of(session))
+        self._queue.append((operation, waiter, fence))
         self._wake.set()
-        if waiter is not None:
+        if waiter is not None and urgent:
             self._now.set()
 
     async def _call(self, operation: Callable[[sqlite3.Connection], Any]) -> Any:
         return await self.wait(self._queue_waited(operation))
 
-    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any]) -> _Waiter:
+    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any], session: str | None = None) -> _Waiter:
         waiter = _Waiter()
         if self._conn is None:
             waiter.error = JournalError(f"the journal {self.store.where} is not open")
             waiter.done.set()
         else:
-            self._submit(operation, waiter)
+            self._submit(operation, waiter, session)
         return waiter
 
     @staticmethod
@@ -542,13 +585,13 @@ class Journal:
     def append(self, session: str, entry: Recorded) -> None:
         """A history entry, in order; not waited for (a restart replays what reached the disk)."""
         ts = self.clock()
-        self._submit(lambda conn: self.store.insert_entry(conn, session, ts, entry))
+        self._submit(lambda conn: self.store.insert_entry(conn, session, ts, entry), session=session)
 
     def accept_event(self, session: str, phone_key: str, event: p.Event) -> _Waiter:
         """An event the session accepted, queued now (before anything it causes, so the disk
         never holds an effect without its cause); `await stored(waiter)` before acking it."""
         ts = self.clock()
-        return self._queue_waited(lambda conn: self.store.insert_event(conn, session, phone_key, event, ts))
+        return self._queue_waited(lambda conn: self.store.insert_event(conn, session, phone_key, event, ts), session)
 
     async def stored(self, waiter: _Waiter) -> None:
         """Raises JournalError when the event could not be stored, or an earlier write was lost."""
@@ -577,17 +620,28 @@ class Journal:
         if self.failure:
             raise JournalError(f"the journal lost a write: {self.failure}")
 
-    def note_event(self, session: str, event: p.Event) -> None:
-        """An event from inside the runtime (a timer): recorded for dedup, not waited for."""
+    def note_event(self, session: str, event: p.Event) -> _Waiter:
+        """An event from inside the runtime (a timer): recorded for dedup. With several nodes its
+        firing waits for `on_stored` (a write refused by the fence means another node fires it)."""
         ts = self.clock()
-        self._submit(lambda conn: self.store.insert_event(conn, session, "", event, ts))
+        waiter = _Waiter()
+        self._submit(lambda conn: self.store.insert_event(conn, session, "", event, ts), waiter, session)
+        return waiter
+
+    def barrier(self, session: str) -> _Waiter:
+        """Done once everything queued so far is committed, carrying the session's fencing token
+        (Fenced when the session is no longer this node's); for `on_stored`. It waits for company
+        (COALESCE_S) like an append: under load, turns' ends share their commits."""
+        waiter = _Waiter()
+        self._submit(lambda conn: None, waiter, session, urgent=False)
+        return waiter
 
     def events_done(self, session: str, event_ids: list[str]) -> None:
-        self._submit(lambda conn: self.store.mark_done(conn, session, event_ids))
+        self._submit(lambda conn: self.store.mark_done(conn, session, event_ids), session=session)
 
     def save_state(self, session: str, state: SessionState) -> None:
         ts = self.clock()
-        self._submit(lambda conn: self.store.save_state(conn, session, state, ts))
+        self._submit(lambda conn: self.store.save_state(conn, session, state, ts), session=session)
 
     # ---- what sessions read -----------------------------------------------------------------
     async def load(self, session: str) -> StoredSession | None:
@@ -617,11 +671,12 @@ class NoJournal(Journal):
         task_status.started()
         await anyio.sleep_forever()
 
-    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None) -> None:
+    def _submit(self, operation: Callable[[sqlite3.Connection], Any], waiter: _Waiter | None = None,
+                session: str | None = None, *, urgent: bool = True) -> None:
         if waiter is not None:
             waiter.done.set()
 
-    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any]) -> _Waiter:
+    def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any], session: str | None = None) -> _Waiter:
         waiter = _Waiter()
         waiter.done.set()
         return waiter

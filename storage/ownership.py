@@ -115,12 +115,15 @@ class OwnershipStore:
         return None if row is None else str(row[0])
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
-        """`proof`: the key, or the token (kept hashed)."""
-        proof = hash_token(proof) if kind == "token" else proof
-        owner = Owner(kind, proof, claim_event, route)
-        self._db.execute("INSERT OR REPLACE INTO session_owner VALUES (?, ?, ?, ?, ?, ?)",
-                         (session, kind, proof, claim_event, route, self.clock()))
-        self._owners[session] = owner
+        """Compare-and-set: the session's first claim wins and is returned; a later one changes
+        nothing and gets the winner back (the caller checks `proves`). `proof`: the key, or the
+        token (kept hashed)."""
+        hashed = hash_token(proof) if kind == "token" else proof
+        self._db.execute("INSERT OR IGNORE INTO session_owner VALUES (?, ?, ?, ?, ?, ?)",
+                         (session, kind, hashed, claim_event, route, self.clock()))
+        self._owners.pop(session, None)
+        owner = self.get(session)
+        assert owner is not None
         return owner
 
     def set_route(self, session: str, route: bytes) -> None:

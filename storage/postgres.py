@@ -27,6 +27,7 @@ from storage.journal import (DEDUP_KEPT, _EVENT, JournalError, SearchHit, Sessio
 from storage.ownership import Owner, OwnershipStore, hash_token
 
 MIGRATION_LOCK = 0x706F7266  # pg_advisory_xact_lock key: one node migrates at a time
+DELETED_CHANNEL = "porfiry_session_deleted"  # NOTIFY channel: a session deleted (its id), for every node
 CONNECT_TIMEOUT_S = 10
 
 # version -> statements; a new version is appended, never edited (databases hold the old ones)
@@ -89,6 +90,10 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     4: [  # a result's outcome kind next to its text (protocol.CallOutcome); '': written before
         "ALTER TABLE entries ADD COLUMN outcome TEXT NOT NULL DEFAULT ''",
+    ],
+    5: [  # a lease is a fence: a fencing token per take of a session, never reused (storage/leases.py)
+        "CREATE SEQUENCE lease_epoch",
+        "ALTER TABLE session_lease ADD COLUMN epoch BIGINT NOT NULL DEFAULT nextval('lease_epoch')",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
@@ -178,6 +183,17 @@ def save_state(conn: psycopg.Connection, session: str, state: SessionState, ts: 
                  (msgspec.msgpack.encode(state), next_due(state, ts), session))
 
 
+def fence(conn: psycopg.Connection, session: str, node: str, epoch: int) -> bool:
+    """Does `node` still hold `session` with the fencing token `epoch`? When it does, the lease
+    row (and the session's row) stay share-locked until the batch commits: a node taking the
+    session over waits for this batch and then reads all of it; adoption skips the session
+    meanwhile. When it does not, the batch's writes of the session are refused (Fenced)."""
+    return conn.execute(
+        "WITH held AS (SELECT 1 FROM session_lease WHERE session = %(s)s AND node = %(n)s AND epoch = %(e)s FOR SHARE) "
+        "SELECT EXISTS (SELECT 1 FROM held), (SELECT count(*) FROM (SELECT 1 FROM sessions WHERE session = %(s)s "
+        "AND EXISTS (SELECT 1 FROM held) FOR SHARE) AS row)", {"s": session, "n": node, "e": epoch}).fetchone()[0]
+
+
 def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None:
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = %s", (session,)).fetchone()
     if row is None:
@@ -235,10 +251,14 @@ def session_entries(conn: psycopg.Connection, session: str) -> list[dict[str, An
 
 
 def delete_session(conn: psycopg.Connection, session: str, *, transaction: bool = True) -> bool:
+    """Its lease goes too (whatever the node that served it still writes is refused) and every
+    node is told at commit (DELETED_CHANNEL): the one serving it drops it from memory."""
     with conn.transaction() if transaction else contextlib.nullcontext():
         conn.execute("DELETE FROM entries WHERE session = %s", (session,))
         conn.execute("DELETE FROM events WHERE session = %s", (session,))
         gone = conn.execute("DELETE FROM sessions WHERE session = %s", (session,)).rowcount
+        conn.execute("DELETE FROM session_lease WHERE session = %s", (session,))
+        conn.execute("SELECT pg_notify(%s, %s)", (DELETED_CHANNEL, session))
     return bool(gone)
 
 
@@ -300,6 +320,7 @@ class PostgresStore:
             conn.execute("ROLLBACK TO SAVEPOINT operation")
             raise
 
+    fence = staticmethod(fence)
     insert_entry = staticmethod(insert_entry)
     insert_event = staticmethod(insert_event)
     mark_done = staticmethod(mark_done)
@@ -341,13 +362,15 @@ class PostgresOwnershipStore(OwnershipStore):
         return None if row is None else str(row[0])
 
     def claim(self, session: str, kind: str, proof: str, claim_event: str, route: bytes) -> Owner:
-        proof = hash_token(proof) if kind == "token" else proof
-        owner = Owner(kind, proof, claim_event, route)
-        self._db.execute(
-            "INSERT INTO session_owner VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session) DO UPDATE SET "
-            "kind = excluded.kind, proof = excluded.proof, claim_event = excluded.claim_event, route = excluded.route, "
-            "created = excluded.created", (session, kind, proof, claim_event, route, self.clock()))
-        self._owners[session] = owner
+        """Compare-and-set across nodes: two phones opening one session on two nodes at once,
+        the first INSERT wins; the other gets the winner back (and `forbidden`). The cache holds
+        only what the table holds."""
+        hashed = hash_token(proof) if kind == "token" else proof
+        self._db.execute("INSERT INTO session_owner VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session) DO NOTHING",
+                         (session, kind, hashed, claim_event, route, self.clock()))
+        self._owners.pop(session, None)
+        owner = self.get(session)
+        assert owner is not None
         return owner
 
     def set_route(self, session: str, route: bytes) -> None:

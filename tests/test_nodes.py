@@ -7,6 +7,7 @@ import psycopg
 import protocol as p
 from llm.scripted import ScriptedBackend
 from storage import leases
+from storage import postgres as pg
 from storage.postgres import connect
 from tests.harness import inproc_system, make_config, override, until
 
@@ -15,16 +16,23 @@ def test_a_lease_is_taken_over_only_after_its_node_died(pg_url):
     conn = connect(pg_url)
     try:
         leases.beat(conn, "a", 0.0, 10.0)
-        assert leases.acquire(conn, "s1", "a", 0.0) == ""
+        holder, first = leases.acquire(conn, "s1", "a", 0.0)
+        assert holder == "" and first > 0
         leases.beat(conn, "b", 5.0, 10.0)
-        assert leases.acquire(conn, "s1", "b", 5.0) == "a", "a lives: it keeps serving s1"
+        assert leases.acquire(conn, "s1", "b", 5.0) == ("a", 0), "a lives: it keeps serving s1"
         leases.beat(conn, "a", 8.0, 10.0)  # a renews: alive until 18
-        assert leases.acquire(conn, "s1", "b", 17.0) == "a"
+        assert leases.acquire(conn, "s1", "b", 17.0)[0] == "a"
         leases.beat(conn, "b", 17.0, 10.0)
-        assert leases.acquire(conn, "s1", "b", 18.5) == "", "a went silent: b takes s1 over"
-        assert leases.acquire(conn, "s1", "a", 19.0) == "b", "a back from the dead does not take it back"
-        leases.release(conn, ["s1"], "b")
-        assert leases.acquire(conn, "s1", "a", 19.0) == "", "a session handed back moves at once"
+        holder, second = leases.acquire(conn, "s1", "b", 18.5)
+        assert holder == "" and second > first, "a went silent: b takes s1 over, with a new fencing token"
+        assert not pg.fence(conn, "s1", "a", first), "a's writes are refused from now on"
+        assert pg.fence(conn, "s1", "b", second)
+        assert leases.acquire(conn, "s1", "a", 19.0)[0] == "b", "a back from the dead does not take it back"
+        leases.release(conn, {"s1": first}, "b")
+        assert leases.acquire(conn, "s1", "a", 19.0)[0] == "b", "a release with an old token releases nothing"
+        leases.release(conn, {"s1": second}, "b")
+        holder, third = leases.acquire(conn, "s1", "a", 19.0)
+        assert holder == "" and third > second, "a session handed back moves at once"
         assert sorted(leases.node_table(conn, 19.0)) == [("a", False, 1), ("b", True, 0)]
     finally:
         conn.close()
@@ -187,3 +195,41 @@ async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_
         assert _lease(pg_url, "s") == "b"
         users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
         assert users.count("[User said] hello there") == 1, users
+
+
+async def test_a_journal_write_carrying_a_lease_token_that_moved_on_is_refused(pg_url):
+    """A lease is a fence (issue 51): the node that held the session (token `first`) writes nothing
+    of it once another node took it over; it is told which session it lost."""
+    import pytest
+
+    from core.trajectory import Recorded
+    from storage.journal import Fenced, Journal
+    from storage.postgres import PostgresStore
+
+    conn = connect(pg_url)
+    leases.beat(conn, "a", 0.0, 10.0)
+    _, first = leases.acquire(conn, "s", "a", 0.0)
+    journal, fenced = Journal("", store=PostgresStore(pg_url)), []
+    journal.fence_of = lambda session: ("a", first if session == "s" else -1)
+    journal.on_fenced = fenced.extend
+
+    def event(event_id):
+        return p.Event(event_id=event_id, kind="user_text", source="user", channel="speech", content=event_id)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            await tg.start(journal.run)
+            await journal.stored(journal.accept_event("s", "", event("before")))
+            leases.beat(conn, "b", 20.0, 10.0)
+            assert leases.acquire(conn, "s", "b", 20.0)[0] == "", "a's lease expired: b takes the session"
+            journal.append("s", Recorded(role="assistant", content="a's late answer"))
+            with pytest.raises(Fenced):
+                await journal.stored(journal.accept_event("s", "", event("after")))
+            with pytest.raises(Fenced):
+                await journal.stored(journal.accept_event("other", "", event("never held")))
+            assert ("s", "a", first) in fenced
+            tg.cancel_scope.cancel()
+        assert [r[0] for r in conn.execute("SELECT event_id FROM events ORDER BY seq")] == ["before"]
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+    finally:
+        conn.close()
