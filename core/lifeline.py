@@ -1,0 +1,96 @@
+"""A child process dies with the process that started it (issue 51): `kill -9` of `run.py serve`
+must not leave its actor processes answering phones with no supervisor, no lease and no lock.
+
+The lifeline is a pipe. The supervisor keeps its write end open and never writes; each actor
+process inherits the read end (its descriptor number in PORFIRY_LIFELINE_FD) and a thread blocks
+reading it. The kernel closes the write end whenever the supervisor dies, SIGKILL included, and the
+read returns end-of-file at once: the child then kills the process groups it started (a monitor's
+run, `track_group`) and its own group (itself and the MCP servers it started), with SIGKILL.
+
+Why not only `prctl(PR_SET_PDEATHSIG)`: it fires when the *thread* that forked the child exits,
+and trio forks from a worker thread of its cache (`trio.to_thread`), which ends after a few idle
+seconds - it would kill healthy children. A pipe is tied to the process, and works on every POSIX.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+ENV = "PORFIRY_LIFELINE_FD"
+
+_groups: set[int] = set()
+_lock = threading.Lock()
+_watching = False
+
+
+class Lifeline:
+    """The supervisor's side: one pipe for all its children. `fd` goes into a child's
+    `pass_fds` and `env()` into its environment."""
+
+    def __init__(self) -> None:
+        self.fd, self._write_fd = os.pipe()  # both close-on-exec: only a child given `fd` holds it
+
+    def env(self) -> dict[str, str]:
+        return {ENV: str(self.fd)}
+
+    def close(self) -> None:
+        for fd in (self.fd, self._write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def track_group(pgid: int) -> None:
+    """A process group this process started (a monitor's run): killed with it if the parent dies."""
+    with _lock:
+        _groups.add(pgid)
+
+
+def untrack_group(pgid: int) -> None:
+    with _lock:
+        _groups.discard(pgid)
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL to a whole process group; one already gone is fine."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def watch_parent(environ: dict[str, str] | None = None) -> bool:
+    """In a child: die with the parent whose lifeline is in PORFIRY_LIFELINE_FD. False when started
+    without one (by hand): nothing is watched."""
+    global _watching
+    value = (os.environ if environ is None else environ).get(ENV, "")
+    if not value.isdigit() or _watching:
+        return False
+    fd = int(value)
+    try:
+        os.set_inheritable(fd, False)  # not handed on to what this process starts
+    except OSError:
+        return False
+    _watching = True
+    threading.Thread(target=_wait_and_die, args=(fd,), name="lifeline", daemon=True).start()
+    return True
+
+
+def _wait_and_die(fd: int) -> None:
+    while True:
+        try:
+            if os.read(fd, 1) == b"":
+                break
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+    with _lock:
+        groups = list(_groups)
+    for pgid in groups:
+        kill_group(pgid)
+    if os.getpgrp() == os.getpid():  # a group of its own: what it started in it dies too
+        kill_group(os.getpid())
+    os.kill(os.getpid(), signal.SIGKILL)
