@@ -248,6 +248,7 @@ class MonitorsConfig(_Section):
     """Monitors: the operator's allow-list (`[monitors.NAME]`) and their bounds."""
 
     max_per_session: Annotated[int, Meta(ge=1, description="monitors running at once in one session")] = 5
+    max_total: Annotated[int, Meta(ge=1, description="monitors running at once in the whole runtime (every session); past it one is refused")] = 50
     max_output_chars: Annotated[int, Meta(ge=100, description="output kept of a run, and shown when it fires")] = 2000
     named: Annotated[dict[str, MonitorConfig], Meta(description="the allowed monitors, each [monitors.NAME]")] = {}
 

@@ -103,3 +103,54 @@ def test_a_child_on_a_lifeline_dies_with_its_parent_and_takes_its_process_groups
     middle.wait(timeout=10)
     poll(lambda: not any(_running(pid) for pid in pids), timeout=30)
 
+
+# ---- finding 10: a monitor's processes are a group of their own, killed whole -----------------
+async def test_a_monitor_run_is_killed_whole_when_it_times_out_and_when_it_is_stopped(tmp_path):
+    import anyio
+
+    from core.monitors import run_command
+    from harness import until
+
+    # it backgrounds a process holding its output open, prints that process's pid, and would run on
+    probe = await run_command(["sh", "-c", "sleep 600 & echo $!"], 0.5, 100)
+    assert "timed out after 0.5 s; killed" in probe.output
+    left = int(probe.output.split()[0])
+    await until(lambda: not _running(left))
+    # the same with nothing holding its output: the run ends at once, its background process with it
+    probe = await run_command(["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"], 30, 100)
+    assert probe.code == 0
+    await until(lambda: not _running(int(probe.output.split()[0])))
+    # stopped (its task cancelled) mid-run
+    pid_file = tmp_path / "pid"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run_command, ["sh", "-c", f"sleep 600 & echo $! > {pid_file}; wait"], 600, 100)
+        await until(lambda: pid_file.exists() and pid_file.read_text().strip())
+        tg.cancel_scope.cancel()
+    await until(lambda: not _running(int(pid_file.read_text())))
+
+
+async def test_monitors_past_the_runtime_wide_bound_are_refused(tmp_path):
+    import msgspec
+
+    from core.config import MonitorConfig
+    from harness import inproc_system, make_config, until
+    from llm.scripted import ScriptedBackend
+    from test_world import world_model
+
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, monitors=msgspec.structs.replace(config.monitors, max_per_session=5, max_total=2, named={
+        "build": MonitorConfig(command=[sys.executable, "-c", "print('building')"], interval_s=60, timeout_s=5)}))
+    calls: list[str] = []
+
+    def model(messages):
+        if messages[-1].role == "tool":
+            calls.append(messages[-1].content)
+        return world_model(messages)
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), config=config) as system:
+        session = system.actors["session"]
+        for sid in ("s1", "s2", "s3"):
+            await system.turn(sid, "tell me when the build is ready")
+        await until(lambda: len(calls) == 3)
+        assert [len(session.world.of(sid).monitors.running()) for sid in ("s1", "s2", "s3")] == [1, 1, 0]
+        assert "the runtime already runs 2 monitors, its limit (monitors.max_total)" in calls[2], calls
