@@ -24,7 +24,7 @@ import msgspec
 
 import protocol as p
 from core.channels import channel_event
-from core.config import ChannelsConfig
+from core.config import ChannelsConfig, channel_secrets
 from core.edge_limits import GarbageLog, TokenBucket
 from core.notify import urgency_of
 
@@ -57,11 +57,8 @@ class ChannelGate:
                  clock: Callable[[], float] = time.time, monotonic: Callable[[], float] = time.monotonic):
         self.config, self.clock = config, clock
         env = os.environ if env is None else env
-        self.secrets: dict[str, bytes] = {}
-        for name, channel in config.named.items():
-            secret = channel.secret or (env.get(channel.secret_env, "") if channel.secret_env else "")
-            if secret:
-                self.secrets[name] = secret.encode()
+        # ValueError (one line naming the key) for an unset secret_env or a short secret
+        self.secrets: dict[str, bytes] = {name: secret.encode() for name, secret in channel_secrets(config, env).items()}
         burst = max(1.0, config.posts_per_min)
         self.buckets = {name: TokenBucket(config.posts_per_min / 60.0, burst, monotonic) for name in self.secrets}
         self.refusals = GarbageLog(config.log_interval_s, monotonic)
