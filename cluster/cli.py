@@ -106,9 +106,22 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def cluster_up(config: Config, root: Path, nodes: int, base_port: int, *, inproc: bool = False) -> int:
+def port_error(base_port: int, nodes: int) -> str:
+    """Why the ports `cluster up` derives (HAProxy's at base, node i's at base+1+i) cannot be used,
+    or "" when they all fit 1..65535."""
     if nodes < 1:
-        return _fail("--nodes must be at least 1")
+        return "--nodes must be at least 1"
+    last = base_port + nodes
+    if not 1 <= base_port or last > 65535:
+        return (f"--base-port {base_port} with {nodes} node(s) needs ports {base_port}..{last}; a port is 1..65535, "
+                f"so --base-port must be 1..{65535 - nodes}")
+    return ""
+
+
+def cluster_up(config: Config, root: Path, nodes: int, base_port: int, *, inproc: bool = False) -> int:
+    wrong = port_error(base_port, nodes)
+    if wrong:
+        return _fail(wrong)
     haproxy = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
     if haproxy is None:
         return _fail("HAProxy is not installed (Debian: apt-get install haproxy; `make test` installs it)")
