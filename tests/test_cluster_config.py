@@ -43,3 +43,42 @@ def test_a_base_port_whose_ports_do_not_fit_is_one_clear_line(tmp_path, argv, sa
     lines = up.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"porfiry: cluster: {says}"), lines
     assert not (tmp_path / "cluster").exists(), "nothing was started"
+
+
+@needs_cluster
+async def test_every_node_runs_on_the_config_file_given_to_cluster_up(tmp_path):
+    root = Path(tempfile.mkdtemp(prefix="pfc"))  # short: the nodes' ipc sockets and PostgreSQL's live here
+    root.chmod(0o755)  # PostgreSQL runs as another user when we are root
+    keys = tmp_path / "keys"
+    keyfiles.generate(keys, "pixel", authorize=True)
+    config = tmp_path / "cluster.toml"
+    # its own profile (the nodes would exit on one they do not know) and CURVE on the phone endpoint
+    config.write_text(f'[llm]\nprofile = "mine"\n[llm.profiles.mine]\nkind = "scripted"\nmodel = "scripted"\n'
+                      f'[phone]\ncurve = true\nkeys_dir = "{keys}"\n[node]\nlease_s = 2.0\nheartbeat_s = 0.3\n')
+    env = _env()
+    base = free_port()
+    while any(_busy(port) for port in range(base, base + 3)):
+        base = free_port()
+    try:
+        up = await anyio.to_thread.run_sync(lambda: _run("--config", str(config), "cluster", "up", "--nodes", "2",
+                                                         "--dir", str(root), "--base-port", str(base), "--inproc", env=env))
+        assert up.returncode == 0, up.stderr + "".join(p.read_text() for p in root.glob("n*/node.log"))
+        endpoint = json.loads((root / "cluster.json").read_text())["endpoint"]
+        with anyio.fail_after(60):
+            for attempt in range(4):  # HAProxy spreads connections: no key is let in by any node
+                with pytest.raises(PhoneError):
+                    async with PhoneClient(endpoint, client_id=f"stranger{attempt}", connect_timeout_s=1.0):
+                        pass
+            async with PhoneClient(endpoint, client_id="pixel", curve=keyfiles.load_phone_keys(keys, "pixel")) as pixel:
+                answer = await pixel.turn("s1", "hello there", timeout=20)
+        assert "hello there" in answer.final_text  # the scripted profile "mine" answered
+    finally:
+        await anyio.to_thread.run_sync(lambda: _run("cluster", "down", "--dir", str(root), env=env))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _busy(port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
