@@ -118,7 +118,7 @@ class SessionActor(Actor):
         if cfg.router == "model":
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
-            registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
+            registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
             session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
@@ -350,7 +350,7 @@ class SessionActor(Actor):
         ask = self._catalog_asks
         try:
             reply = await self.ask("toolsets", p.CatalogRequest())
-            registry = ToolsetRegistry(reply.toolsets) if isinstance(reply, p.Catalog) else None
+            registry = ToolsetRegistry(reply.toolsets, reply.starting) if isinstance(reply, p.Catalog) else None
         except (AskTimeout, ValueError) as exc:
             self.log.warning("actor=session could not refresh the toolset catalog: %s", exc)
             return

@@ -205,6 +205,7 @@ class McpConfig(_Section):
     max_tools: Annotated[int, Meta(ge=1, le=10_000, description="tools per server; those past this are refused (one log line, shown by toolsets list)")] = 64
     max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
     check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
+    start_wait_s: Annotated[float, Meta(ge=0, le=50, description="at start the runtime is ready only once every server has listed its tools or failed, waiting at most this long, seconds")] = 15.0
     warning_interval_s: Annotated[float, Meta(ge=1, description="a server's repeated warning (refused tools) is logged once per interval, seconds", extra=TUNING)] = 300.0
 
 
