@@ -23,7 +23,7 @@ import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import ACTORS, actor_class, process_groups
 from core.config import Config, to_json
-from core.lifeline import Lifeline
+from core.lifeline import Lifeline, kill_group
 from core.permanent import EXIT_PERMANENT, permanent_cause
 
 
@@ -174,6 +174,7 @@ class Supervisor(Actor):
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
                     await _terminate(process)
+            kill_group(process.pid)  # what it left in its process group goes with it
 
     async def _watch(self, child: _Child, process: anyio.abc.Process, hung: list[str]) -> None:
         """OTP's heartbeat for what does not die: every `watchdog_every_s` each actor of the

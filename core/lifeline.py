@@ -5,7 +5,8 @@ The lifeline is a pipe. The supervisor keeps its write end open and never writes
 process inherits the read end (its descriptor number in PORFIRY_LIFELINE_FD) and a thread blocks
 reading it. The kernel closes the write end whenever the supervisor dies, SIGKILL included, and the
 read returns end-of-file at once: the child then kills the process groups it started (a monitor's
-run, `track_group`) and its own group (itself and the MCP servers it started), with SIGKILL.
+run, `track_group`), the group each of its children leads (an MCP server: the mcp library starts it
+in a session of its own), and its own group (itself and what it started in it), with SIGKILL.
 
 Why not only `prctl(PR_SET_PDEATHSIG)`: it fires when the *thread* that forked the child exits,
 and trio forks from a worker thread of its cache (`trio.to_thread`), which ends after a few idle
@@ -88,9 +89,32 @@ def _wait_and_die(fd: int) -> None:
         except OSError:
             break
     with _lock:
-        groups = list(_groups)
-    for pgid in groups:
-        kill_group(pgid)
+        groups = set(_groups)
+    for pid in groups | _children():  # a child that leads a group of its own (an MCP server) takes it along
+        kill_group(pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     if os.getpgrp() == os.getpid():  # a group of its own: what it started in it dies too
         kill_group(os.getpid())
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _children() -> set[int]:
+    """This process's children, read from /proc (Linux; elsewhere none: the tracked groups and our
+    own group are killed all the same)."""
+    me, found = os.getpid(), set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    if int(stat.read().rsplit(b") ", 1)[1].split()[1]) == me:
+                        found.add(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
