@@ -23,6 +23,7 @@ ENV = "PORFIRY_LIFELINE_FD"
 _groups: set[int] = set()
 _lock = threading.Lock()
 _watching = False
+_own: Lifeline | None = None  # this process's lifeline for the guards it starts (made when first needed)
 
 
 class Lifeline:
@@ -41,6 +42,22 @@ class Lifeline:
                 os.close(fd)
             except OSError:
                 pass
+
+
+def guarded(argv: list[str]) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
+    """argv run under a guard on this process's own lifeline: (the command line, its environment,
+    its pass_fds). Started as a process group of its own, the guard is a `sh` whose background
+    subshell blocks reading the lifeline and, at its end-of-file (this process died, whatever it
+    is - an actor process, `serve --inproc` - and however), kills the whole group; the shell
+    itself execs argv, so its pid, exit status and signals are argv's. A few milliseconds, where
+    a Python guard costs an interpreter start per run. (The subshell reopens the pipe by path, as
+    `sh` names only descriptors 0-9; were this process to die in the millisecond before that
+    open, the open would wait for a writer that never comes: that one run would be left.)"""
+    global _own
+    if _own is None:
+        _own = Lifeline()
+    watch = f"(read _ </dev/fd/{_own.fd}; kill -KILL 0) </dev/null >/dev/null 2>&1 & exec \"$@\""
+    return ["sh", "-c", watch, "porfiry-guard", *argv], dict(os.environ), (_own.fd,)
 
 
 def track_group(pgid: int) -> None:

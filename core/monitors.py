@@ -14,6 +14,7 @@ runtime `monitors.max_total`. A run is a process group of its own, killed whole 
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from typing import Literal
 
@@ -111,10 +112,14 @@ def tail(text: str, limit: int) -> str:
 async def run_command(argv: list[str], timeout_s: float, max_chars: int) -> Probe:
     """Run the allowed command once (argv, no shell), killed at `timeout_s`. It runs as a process
     group of its own, and the whole group is killed when the run ends (done, timed out or the
-    monitor stopped): what it left in the background (`sh -c "sleep 600 & ..."`) goes with it,
-    and with this process if it dies (core/lifeline.py)."""
+    monitor stopped): what it left in the background (`sh -c "sleep 600 & ..."`) goes with it.
+    A guard (core/lifeline.py) kills the group too if this process dies, SIGKILL included."""
+    if not argv or shutil.which(argv[0]) is None:
+        return Probe(None, f"could not start {argv[0] if argv else '(nothing)'}: not found or not executable", "exit")
+    command, env, fds = lifeline.guarded(argv)
     try:
-        process = await anyio.open_process(argv, stdin=None, stderr=-2, start_new_session=True)  # stderr joins stdout
+        process = await anyio.open_process(command, stdin=None, stderr=-2, env=env, pass_fds=fds,  # stderr joins stdout
+                                           start_new_session=True)
     except OSError as exc:
         return Probe(None, f"could not start {argv[0]}: {exc}", "exit")
     lifeline.track_group(process.pid)

@@ -108,7 +108,7 @@ def test_a_child_on_a_lifeline_dies_with_its_parent_and_takes_its_process_groups
 async def test_a_monitor_run_is_killed_whole_when_it_times_out_and_when_it_is_stopped(tmp_path):
     import anyio
 
-    from core.monitors import run_command
+    from core.monitors import Probe, run_command
     from harness import until
 
     # it backgrounds a process holding its output open, prints that process's pid, and would run on
@@ -120,6 +120,11 @@ async def test_a_monitor_run_is_killed_whole_when_it_times_out_and_when_it_is_st
     probe = await run_command(["sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!"], 30, 100)
     assert probe.code == 0
     await until(lambda: not _running(int(probe.output.split()[0])))
+    # its exit as it was (the guard in between hides nothing)
+    assert (await run_command(["sh", "-c", "echo done; exit 3"], 30, 100)) == Probe(3, "done\n", "exit")
+    assert (await run_command(["sh", "-c", "kill -9 $$"], 30, 100)).code == -9
+    assert (await run_command(["no-such-command"], 30, 100)) == Probe(
+        None, "could not start no-such-command: not found or not executable", "exit")
     # stopped (its task cancelled) mid-run
     pid_file = tmp_path / "pid"
     async with anyio.create_task_group() as tg:
@@ -154,3 +159,28 @@ async def test_monitors_past_the_runtime_wide_bound_are_refused(tmp_path):
         await until(lambda: len(calls) == 3)
         assert [len(session.world.of(sid).monitors.running()) for sid in ("s1", "s2", "s3")] == [1, 1, 0]
         assert "the runtime already runs 2 monitors, its limit (monitors.max_total)" in calls[2], calls
+
+
+_RUNNER = """
+import anyio, sys
+from core.monitors import run_command
+anyio.run(run_command, ["sh", "-c", f"sleep 600 & echo $! > {sys.argv[1]}; wait"], 600, 100, backend="trio")
+"""
+
+
+def test_a_monitor_run_dies_with_the_process_that_started_it_even_by_sigkill(tmp_path):
+    # what `serve --inproc` (or a session actor process) is to its monitors: killed, it takes them along
+    pid_file = tmp_path / "pid"
+    runner = subprocess.Popen([sys.executable, "-c", _RUNNER, str(pid_file)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        left = int(poll(lambda: pid_file.exists() and pid_file.read_text().strip()))
+        assert _running(left)
+    finally:
+        runner.kill()
+        runner.wait(timeout=10)
+    try:
+        poll(lambda: not _running(left), timeout=30)
+    finally:  # what a failure left behind
+        if _running(left):
+            os.killpg(os.getpgid(left), signal.SIGKILL)
