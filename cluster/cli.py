@@ -110,8 +110,8 @@ def _listening(port: int) -> bool:
 def port_error(base_port: int, nodes: int) -> str:
     """Why the ports `cluster up` derives (HAProxy's at base, node i's at base+1+i) cannot be used,
     or "" when they all fit 1..65535."""
-    if nodes < 1:
-        return "--nodes must be at least 1"
+    if not 1 <= nodes <= 1000:
+        return f"--nodes must be 1..1000 (got {nodes})"
     last = base_port + nodes
     if not 1 <= base_port or last > 65535:
         return (f"--base-port {base_port} with {nodes} node(s) needs ports {base_port}..{last}; a port is 1..65535, "

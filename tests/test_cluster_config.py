@@ -36,6 +36,8 @@ def _env() -> dict[str, str]:
                                "so --base-port must be 1..65532"),
     (["--base-port", "600000"], "--base-port 600000 with 3 node(s) needs ports 600000..600003"),
     (["--base-port", "0", "--nodes", "2"], "--base-port 0 with 2 node(s) needs ports 0..2"),
+    (["--nodes", "70000"], "--nodes must be 1..1000 (got 70000)"),
+    (["--nodes", "0"], "--nodes must be 1..1000 (got 0)"),
 ])
 def test_a_base_port_whose_ports_do_not_fit_is_one_clear_line(tmp_path, argv, says):
     up = _run("cluster", "up", "--dir", str(tmp_path / "cluster"), *argv, env=_env(), timeout=60)
