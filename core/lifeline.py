@@ -31,17 +31,12 @@ class Lifeline:
     `pass_fds` and `env()` into its environment."""
 
     def __init__(self) -> None:
-        self.fd, self._write_fd = os.pipe()  # both close-on-exec: only a child given `fd` holds it
+        # both close-on-exec: only a child given `fd` holds it; the write end is kept, never written,
+        # for as long as this process lives
+        self.fd, self._write_fd = os.pipe()
 
     def env(self) -> dict[str, str]:
         return {ENV: str(self.fd)}
-
-    def close(self) -> None:
-        for fd in (self.fd, self._write_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def guarded(argv: list[str]) -> tuple[list[str], dict[str, str], tuple[int, ...]]:
@@ -107,7 +102,9 @@ def _wait_and_die(fd: int) -> None:
             break
     with _lock:
         groups = set(_groups)
-    for pid in groups | _children():  # a child that leads a group of its own (an MCP server) takes it along
+    for pgid in groups:
+        kill_group(pgid)
+    for pid in _children():  # one that leads a group of its own (an MCP server) takes it along
         kill_group(pid)
         try:
             os.kill(pid, signal.SIGKILL)
