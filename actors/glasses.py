@@ -44,7 +44,7 @@ from transport.zap import zap_service
 from transport.zmqio import AsyncSocket, SocketClosed
 from core.channels import channel_event
 from core.config import Config
-from core.edge_limits import Connections, GarbageLog, Outboxes
+from core.edge_limits import Connections, GarbageLog, Outboxes, notification_problem, session_id_problem
 from transport import keys as keyfiles
 from storage.ownership import Owner, OwnershipStore, new_token, proves
 from storage.store import ownership_store
@@ -128,9 +128,11 @@ class SessionTable:
         owner = self.store.get(session)
         handed = ""
         if owner is None:
-            # a history without a claim is nobody's to take: only the key the journal recorded proves it
+            # a history without a claim is nobody's to take: only the key the journal recorded proves
+            # it. One no phone ever spoke in (a webhook opened it: "") is fed by a channel, owned by
+            # none: the first phone that proves itself owns it (issue 51)
             recorded = self.store.unclaimed_history(session)
-            if recorded is not None and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
+            if recorded and not (key and proves(Owner("key", recorded, "", b""), "key", key)):
                 return False, ""
             if key:
                 self.store.claim(session, "key", key, event_id, identity)
@@ -492,14 +494,9 @@ class GlassesBridge(Actor):
             allowed = ", ".join(t.__name__ for t in (p.Hello, *EVENT_TYPES))
             self._error(identity, env.session, "wrong_direction", f"{type(body).__name__} is not a phone message; phones send {allowed}", corr=env.id)
             return
-        if not env.session:
-            self._error(identity, "", "no_session", f"{type(body).__name__} {body.event_id} needs a session id in the envelope", corr=env.id)
+        if self._out_of_bounds(identity, env):
             return
         phone = self.config.phone
-        if isinstance(body, (p.UserText, p.PhoneNotification)) and len(body.text) > phone.max_text_chars:
-            self._error(identity, env.session, "too_long", f"text of {len(body.text)} characters exceeds phone.max_text_chars "
-                        f"({phone.max_text_chars}); split it or shorten it", corr=env.id)
-            return
         if len(self.sessions) >= phone.max_sessions and self.sessions.owner(env.session) is None:
             self._error(identity, env.session, "runtime_full", f"the runtime holds {phone.max_sessions} sessions "
                         "(phone.max_sessions); try again later", corr=env.id)
@@ -534,6 +531,24 @@ class GlassesBridge(Actor):
         elif verdict.startswith("busy"):
             self.log.debug("actor=glasses busy session=%s %s", env.session, verdict)  # the verdict may name an event id
             self._to_phone(identity, p.Busy(event_id=body.event_id, detail=verdict[6:]), session=env.session, corr=env.id)
+
+    def _out_of_bounds(self, identity: bytes, env: p.Envelope) -> bool:
+        """A session id that is no id (too long, a space, a control character), or a field past
+        its bound: the phone is told why (bad_session, too_long) and nothing is taken."""
+        body, phone = env.body, self.config.phone
+        if (problem := session_id_problem(env.session, phone.max_session_id_chars)) is not None:
+            if env.session:
+                self._garbage(identity, f"a bad session id: {problem}")
+            self._error(identity, "", "bad_session" if env.session else "no_session", f"{type(body).__name__}: {problem}", corr=env.id)
+            return True
+        if isinstance(body, p.PhoneNotification):
+            problem = notification_problem(body.app, body.sender, body.text, phone)
+        elif isinstance(body, p.UserText) and len(body.text) > phone.max_text_chars:
+            problem = (f"text of {len(body.text)} characters exceeds phone.max_text_chars ({phone.max_text_chars}); "
+                       "split it or shorten it")
+        if problem is not None:
+            self._error(identity, env.session, "too_long", problem, corr=env.id)
+        return problem is not None
 
     def _not_stored(self, identity: bytes, session: str, event_id: str, exc: sqlite3.Error, *, corr: str) -> None:
         """The ownership store could not write: the phone is told as for an event the journal

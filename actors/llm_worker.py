@@ -45,7 +45,7 @@ class LLMWorker(Actor):
         """What sessions need to keep their prompts inside the active model's context."""
         profile = self.profiles.get(self.active)
         return p.ModelInfo(profile=self.active, context_tokens=context_of(profile) if profile else 0,
-                           worker_started=self.started_at)
+                           worker_started=self.started_at, frame=profile.frames() if profile else True)
 
     async def handle(self, msg: Inbound) -> None:
         body = msg.body
@@ -84,7 +84,7 @@ class LLMWorker(Actor):
         msg.reply(self, p.LLMStatus(
             active=self.active, profiles=sorted(set(self.profiles) | set(self._backends)),
             healthy=healthy, detail=detail, in_flight=len(self._in_flight),
-            context_tokens=self.model_info().context_tokens,
+            context_tokens=self.model_info().context_tokens, frame=self.model_info().frame,
         ))
 
     async def _generate(self, msg: Inbound, body: p.Generate, profile: str, scope: anyio.CancelScope) -> None:

@@ -39,6 +39,8 @@ from actors.world import World
 from core.admission import ACK_PATH, REPLY_PATH
 from core.config import Config
 from core.conversation import Conversation, GenerationLost, ModelUnavailable, SessionSettings
+from core.loading import intent_files
+from core.local_intents import LocalIntents
 from core.observe import Observer
 from core.session_store import SessionStore
 from core.timer_wheel import TimerWheel
@@ -120,6 +122,7 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
             session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
+            local_intents=LocalIntents.load(intent_files(self.config)) if cfg.reflexes else LocalIntents.empty(),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
@@ -677,7 +680,7 @@ class SessionActor(Actor):
         model = self.settings.model
         if model.profile != info.profile:
             model.tokens_per_char = 0.5  # another tokenizer: conservative until it reports counts
-        model.profile, model.context_tokens = info.profile, info.context_tokens
+        model.profile, model.context_tokens, model.frame = info.profile, info.context_tokens, info.frame
         if info.worker_started > self._llm_started:
             # A new worker: the requests the old one was serving died with it. Ask again.
             for env_id in list(self._generating):
@@ -699,6 +702,7 @@ class SessionActor(Actor):
                 continue
             if isinstance(reply, p.LLMStatus) and not self.settings.model.context_tokens:
                 self.settings.model.profile, self.settings.model.context_tokens = reply.active, reply.context_tokens
+                self.settings.model.frame = reply.frame
                 return
 
 @dataclasses.dataclass

@@ -9,10 +9,20 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 from typing import Callable
 
 from core.config import Config
+from core.logs import printable
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029]")  # what json.dumps(ensure_ascii=False) leaves raw of the controls
+
+
+def _shown(text: str) -> str:
+    """A stored text as `show` prints it: control characters escaped (a webhook's `ESC[2J` must not
+    clear the operator's screen), its own lines indented under the entry's (issue 51)."""
+    return printable(text, keep="\n").replace("\n", "\n    ")
 
 
 def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) -> None:
@@ -73,11 +83,12 @@ def _show_world(stored) -> None:
     for note in world.notes:
         state = "read" if note.read else "UNREAD"
         pushed = ", pushed to the phone" if note.pushed else ""
-        print(f"[{_when(note.ts)}] notification {note.note_id} ({note.urgency}, {note.source}, {state}{pushed}): {note.text}")
+        print(f"[{_when(note.ts)}] notification {note.note_id} ({note.urgency}, {printable(note.source)}, {state}{pushed}): "
+              f"{_shown(note.text)}")
     for watch in world.watches:
-        print(f"watch {watch.watch_id}: {watch.channel} - {watch.what}")
+        print(printable(f"watch {watch.watch_id}: {watch.channel} - {watch.what}"))
     for row in world.monitors:
-        print(f"monitor {row.monitor_id}: {row.name} ({row.condition}) {row.state}, {row.checks} check(s)")
+        print(printable(f"monitor {row.monitor_id}: {row.name} ({row.condition}) {row.state}, {row.checks} check(s)"))
     if world.unshown:
         print(f"channel events kept, not shown (no watch matched): {world.unshown} (in the journal's events)")
     if not world.glasses_on:
@@ -106,7 +117,7 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
             rows = journal.list_sessions(conn)
             print(f"{'session':<24} {'entries':>7}  {'last active':<25} phone key")
             for session, phone_key, _created, last_active, entries in rows:
-                print(f"{session:<24} {entries:>7}  {_when(last_active):<25} {phone_key or '-'}")
+                print(f"{printable(session):<24} {entries:>7}  {_when(last_active):<25} {printable(phone_key) or '-'}")
             print(f"{len(rows)} session(s) in {path}")
             return 0
         entries = journal.session_entries(conn, args.session)
@@ -127,10 +138,11 @@ def cmd_sessions(args: argparse.Namespace, config: Config) -> int:
             sys.exit(f"porfiry: no session {args.session!r} in {path}")
         for entry in entries:
             if args.action == "export":
-                print(json.dumps({"session": args.session, **entry, "time": _when(entry["ts"])}, ensure_ascii=False))
+                line = json.dumps({"session": args.session, **entry, "time": _when(entry["ts"])}, ensure_ascii=False)
+                print(_JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line))
             else:
-                name = f" ({entry['name']})" if entry.get("name") else ""
-                print(f"[{_when(entry['ts'])}] {entry['role']}{name}: {entry['content']}")
+                name = f" ({printable(entry['name'])})" if entry.get("name") else ""
+                print(f"[{_when(entry['ts'])}] {entry['role']}{name}: {_shown(entry['content'])}")
         if args.action == "show":
             _show_world(journal.load_session(conn, args.session))
         return 0

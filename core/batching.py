@@ -12,7 +12,7 @@ Conventions the session loop relies on (fields of `protocol.Event`):
 """
 from collections.abc import Sequence
 
-from core.fence import fence
+from core.fence import fence, fence_untrusted
 from protocol import Event
 
 # kind -> (label, singular noun, plural noun) for the summary line.
@@ -31,6 +31,7 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "progress": ("Progress of a background task", "progress update", "progress updates"),  # core.progress
 }
 _OTHER = ("other event", "other events")
+FROM_OUTSIDE = ("channel", "monitor", "progress")  # kinds whose content comes from outside the runtime
 
 
 def tool_name_of(event: Event) -> str:
@@ -50,10 +51,12 @@ def event_label(event: Event) -> str:
     return f"{label} ({context})" if context else label
 
 
-def _body(content: str) -> str:
+def _body(content: str, kind: str = "") -> str:
     """Content fenced (core.fence) and its continuation lines indented: only real headers start
-    at column 0 and look like labels, so a tool result cannot forge a "[User said]" line (E9)."""
-    text = fence(content.strip())
+    at column 0 and look like labels, so a tool result cannot forge a "[User said]" line (E9).
+    What the world sent (a channel message, a monitor's output, a task's progress) is fenced as
+    untrusted: a tool-call marker in it is escaped too (issue 51)."""
+    text = (fence_untrusted if kind in FROM_OUTSIDE else fence)(content.strip())
     if not text:
         return "(empty)"
     return "\n  ".join(text.splitlines())
@@ -61,7 +64,7 @@ def _body(content: str) -> str:
 
 def format_event(event: Event) -> str:
     """One event on its own: "[User said] hello"."""
-    return f"[{event_label(event)}] {_body(event.content)}"
+    return f"[{event_label(event)}] {_body(event.content, event.kind)}"
 
 
 def _plural(count: int, kind: str) -> str:
@@ -93,7 +96,7 @@ def format_batch(events: Sequence[Event]) -> str:
         return format_event(events[0])
     total = len(events)
     lines = [
-        f"[Unprocessed event {i}/{total}] {event_label(e)}: {_body(e.content)}"
+        f"[Unprocessed event {i}/{total}] {event_label(e)}: {_body(e.content, e.kind)}"
         for i, e in enumerate(events, start=1)
     ]
     lines.append(

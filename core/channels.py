@@ -6,8 +6,9 @@ later event of that channel against it (sender or words, case-folded, crude stem
 is never woken for a message nobody asked about. An event no watch matches, on a channel that
 only wakes for watched events, is kept in the journal and not shown.
 
-A channel event is data (E9): its text is fenced like a tool result (core.batching); its label
-names the channel and the sender. It is urgent only when its source or the channel's config says
+A channel event is data (E9): its text is fenced as untrusted, like an MCP server's (core.batching:
+labels and tool-call markers escaped); its label names the channel and the sender, each fenced as a
+field (core.fence.fence_field: one line, brackets escaped), so neither can end the label and speak. It is urgent only when its source or the channel's config says
 `high`: then it interrupts the running step (core.urgency's urgent_source rule: the generation is
 dropped, a running tool keeps running) instead of waiting for the next safe point.
 """
@@ -19,6 +20,7 @@ from typing import Literal
 
 import msgspec
 
+from core.fence import fence_field
 from protocol import Event
 
 CHANNEL_KIND = "channel"  # Event.kind of everything that arrives on a channel
@@ -89,9 +91,9 @@ def channel_event(*, event_id: str, source: Literal["phone", "webhook"], channel
 def labelled(event: Event, watch: Watch | None) -> Event:
     """The event as the session queues it: its label says where it came from and, when a watch
     matched, which. A `high` one interrupts (core.urgency's urgent_source rule)."""
-    sender = event.data.get("sender", "")
+    sender = fence_field(event.data.get("sender", ""))  # from outside: it must not end the label (issue 51)
     where = "phone notification" if event.source == "phone" else "webhook"
-    context = f"{where} on channel {event.channel}" + (f", from {sender}" if sender else "")
+    context = f"{where} on channel {fence_field(event.channel)}" + (f", from {sender}" if sender else "")
     if event.data.get("urgency") == "high":
         context += ", urgent"
     if watch is not None:

@@ -66,7 +66,10 @@ class PhoneConfig(_Section):
     keys_dir: Annotated[str, Meta(min_length=1, description="server.key_secret, authorized/*.key (allowed phones), phones/")] = "var/keys"
     playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long media_play waits for the phone before answering \"requested\", seconds")] = 1.0
     pending_per_session: Annotated[int, Meta(ge=1, description="events of one session waiting at the bridge before the phone gets Busy")] = 16
-    max_text_chars: Annotated[int, Meta(ge=1, description="a longer UserText is refused with ErrorReply too_long")] = 4000
+    max_text_chars: Annotated[int, Meta(ge=1, description="a longer UserText (or notification text) is refused with ErrorReply too_long")] = 4000
+    max_sender_chars: Annotated[int, Meta(ge=1, description="a phone notification whose sender is longer is refused with ErrorReply too_long")] = 200
+    max_app_chars: Annotated[int, Meta(ge=1, description="a phone notification whose app name is longer is refused with ErrorReply too_long")] = 64
+    max_session_id_chars: Annotated[int, Meta(ge=8, le=1024, description="a longer session id (or one with a space or a control character) is refused with ErrorReply bad_session (the console and webhooks too)")] = 128
     events_per_s: Annotated[float, Meta(ge=1, description="events per connection per second (burst: 2 s worth); past it: RateLimited")] = 50.0
     sessions_per_connection: Annotated[int, Meta(ge=1, description="sessions one connection may address; past it: ErrorReply too_many_sessions")] = 64
     pending_per_connection: Annotated[int, Meta(ge=1, description="events of one connection waiting at the bridge before Busy")] = 256
@@ -164,6 +167,8 @@ class WebConfig(_Section):
     allowed_hosts: Annotated[list[str], Meta(description="Host names (or name:port) the console answers to besides its address and loopback")] = []
     token_guesses_per_min: Annotated[int, Meta(ge=1, description="wrong tokens per client address a minute; past it: HTTP 429")] = 10
     stream_max_bytes: Annotated[int, Meta(ge=4096, description="facts waiting for one page's event stream, bytes; past it the oldest are dropped (a marker says how many)")] = 1 << 20
+    max_body_bytes: Annotated[int, Meta(ge=1024, le=1 << 26, description="a larger command body (POST /api/...) is refused (413) before it is read whole, bytes")] = 64 * 1024
+    max_json_depth: Annotated[int, Meta(ge=2, le=512, description="JSON nested deeper (a command or a webhook body) is refused (400) before it is decoded")] = 32
 
     def __post_init__(self) -> None:
         if self.token and len(self.token) < MIN_WEB_TOKEN_CHARS:
@@ -226,6 +231,7 @@ class ChannelsConfig(_Section):
 
     max_body_bytes: Annotated[int, Meta(ge=64, le=1 << 24, description="a larger webhook body is refused (413) before it is read whole")] = 16 * 1024
     max_text_chars: Annotated[int, Meta(ge=1, description="a longer webhook text is refused (413)")] = 2000
+    max_sender_chars: Annotated[int, Meta(ge=1, description="a longer webhook sender is refused (413)")] = 200
     replay_window_s: Annotated[float, Meta(gt=0, description="X-Porfiry-Timestamp farther than this from now is refused (401), seconds")] = 300.0
     posts_per_min: Annotated[float, Meta(gt=0, description="valid posts per channel a minute (burst: a minute's worth); past it: 429")] = 60.0
     log_interval_s: Annotated[float, Meta(gt=0, description="refused posts: one log line per channel per interval, with a count", extra=TUNING)] = 10.0

@@ -67,7 +67,8 @@ from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing
 from core.tasks import names_a_task
-from core.reflex_steps import ReflexSteps
+from core.local_intents import LocalIntents
+from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
@@ -125,13 +126,17 @@ class SessionSettings:
     def __init__(self, *, registry: ToolsetRegistry, ports: Ports, spawn: Callable[..., None],
                  config, clock: Callable[[], float] = time.time, router=None,
                  on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
-                 session_toolsets: Mapping[str, SessionToolset] | None = None):
+                 session_toolsets: Mapping[str, SessionToolset] | None = None,
+                 local_intents: LocalIntents | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
         if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
             from core.loading import load_toolsets
 
             session_toolsets = {r.spec.name: r for r in load_toolsets() if isinstance(r, SessionToolset)}
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
+        # the sentences answered without the model (core.local_intents); the built-in toolsets'
+        # when a caller has no config of its own
+        self.local_intents = local_intents if local_intents is not None else builtin_local_intents()
         self.observer = observer or Observer()  # facts for subscribers (web console, metrics)
         self.ports = ports
         self.spawn = spawn

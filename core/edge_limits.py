@@ -177,3 +177,28 @@ class GarbageLog:
             count, entry[0], entry[1] = entry[1], now, 0
             return count
         return 0
+
+
+def session_id_problem(session: str, max_chars: int) -> str | None:
+    """Why `session` cannot be a session id, or None. An id names a session in every log line,
+    the journal and the CLI: 1 to `max_chars` characters (phone.max_session_id_chars), each
+    printable and not a space, so no id can break or forge a log line (issue 51)."""
+    if not session:
+        return "a session id is needed"
+    if len(session) > max_chars:
+        return f"the session id has {len(session)} characters; at most {max_chars} (phone.max_session_id_chars)"
+    bad = next((char for char in session if not char.isprintable() or char.isspace()), None)
+    if bad is not None:
+        return f"the session id holds {ascii(bad)}: only printable characters other than spaces"
+    return None
+
+
+def notification_problem(app: str, sender: str, text: str, limits) -> str | None:
+    """Why a phone notification is refused (too_long), or None: each field has its bound
+    (`limits`: core.config.PhoneConfig; issue 51)."""
+    for field, value, limit, key in (("app name", app, limits.max_app_chars, "max_app_chars"),
+                                     ("sender", sender, limits.max_sender_chars, "max_sender_chars"),
+                                     ("text", text, limits.max_text_chars, "max_text_chars")):
+        if len(value) > limit:
+            return f"the notification's {field} has {len(value)} characters; at most {limit} (phone.{key}); shorten it"
+    return None

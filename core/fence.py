@@ -19,11 +19,21 @@ escapes a tool-call marker anywhere (`\\TOOL_CALL: timers_set|…`), so a catalo
 result cannot show the model a call to copy. The plain fence leaves `TOOL_CALL:` alone: a
 skill's recipe is made of such lines, and the runtime's own "read on" line in a cut result too.
 
-Both are idempotent: an escaped label is not escaped again.
+The marker is found in every spelling a model may read as one: any case, `_`, `-`, a space or
+none between the words, full-width letters and colon (NFKC), zero-width and other invisible
+format characters (Unicode Cf) anywhere in it.
+
+`fence_field` is for a short field from outside that the runtime puts INSIDE a label of its own
+(a notification's sender, app and title, a webhook's sender, a channel's name): it is made one
+line (every line break and control character becomes a space), fenced as untrusted, and every
+bracket in it escaped, so it can neither end the label nor start a line of its own (issue 51).
+
+All are idempotent: an escaped label is not escaped again.
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 
 LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """Every character str.splitlines breaks a line at (\\r\\n is \\r then \\n)."""
@@ -38,8 +48,16 @@ _SUMMARY = r"above\s+are\s+\d+\s+unprocessed\s+event"
 _LINE_START = re.compile(rf"(^|[{LINE_BREAKS}])({_BLANKS})(?=[{_OPENERS}]|{_SUMMARY})", re.IGNORECASE)
 _IN_LINE = re.compile(rf"(?<!\\)(?=[{_OPENERS}]{_BLANKS}{_LABEL_WORDS}|\b{_SUMMARY})", re.IGNORECASE)
 # The tool-call marker in every spelling core.toolcall's parser accepts (tool_call, toolcall,
-# TOOL CALL, TOOL-CALL, any case, in ** bold) followed by its colon.
-_CALL_MARKER = re.compile(r"(?<![A-Za-z0-9\\*])(?=\**(?:(?i:tool_?call)|(?i:tool[ -]call))\**[ \t]*[:\uff1a])")
+# TOOL CALL, TOOL-CALL, any case, in ** bold) and more, followed by its colon: matched on the
+# text's skeleton (_skeleton: NFKC, case-folded, invisible characters left out).
+_CALL_MARKER = re.compile(r"(?<![a-z0-9\\*])\**tool[ \t_\-]{0,3}call\**[ \t]*:")
+# a label that only the skeleton shows ("[\u200bUser said]", "[Us\u00ader said]"), escaped where it starts
+_HIDDEN_LABEL = re.compile(rf"(?<!\\)(?:[{_OPENERS}]{_BLANKS}{_LABEL_WORDS}|\b{_SUMMARY})")
+# every format character (Unicode Cf: zero-width, joiners, bidi marks, soft hyphen, tags): tests/test_fence.py checks the set
+_INVISIBLE = re.compile("[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+                        "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U00013438"
+                        "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f]")
+_BRACKETS = re.compile(r"(?<!\\)([\[\]\uff3b\uff3d\u3010\u3011\u3014\u3015])")
 
 
 def fence(text: str) -> str:
@@ -59,5 +77,42 @@ def _may_hold_label(text: str) -> bool:
 
 
 def fence_untrusted(text: str) -> str:
-    """`fence`, and every tool-call marker escaped too (text from an MCP server)."""
-    return _CALL_MARKER.sub("\\\\", fence(text)) if text else text
+    """`fence`, and every tool-call marker escaped too (text from an MCP server, a channel, a
+    monitor): a backslash before the marker's first character."""
+    if not text:
+        return text
+    text = fence(text)
+    skeleton, origin = _skeleton(text)
+    starts = {origin[m.start()] for m in _CALL_MARKER.finditer(skeleton)}
+    if skeleton != text.lower():  # invisible or compatibility characters: labels hidden by them too
+        starts |= {origin[m.start()] for m in _HIDDEN_LABEL.finditer(skeleton)}
+    for start in sorted(starts, reverse=True):
+        text = text[:start] + "\\" + text[start:]
+    return text
+
+
+def _skeleton(text: str) -> tuple[str, list[int]]:
+    """The text as the marker is looked for in it, and for each of its characters the index of
+    the character of `text` it came from."""
+    if text.isascii():
+        return text.lower(), range(len(text))  # type: ignore[return-value]  (no label can hide here)
+    if not _INVISIBLE.search(text) and unicodedata.is_normalized("NFKC", text) and len(lowered := text.lower()) == len(text):
+        return lowered, range(len(text))  # type: ignore[return-value]  (plain Cyrillic, say: nothing to map)
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if unicodedata.category(char) == "Cf":
+            continue  # zero-width space, joiners, soft hyphen, BOM, bidi marks: invisible
+        for folded in unicodedata.normalize("NFKC", char).casefold():
+            chars.append(folded)
+            origin.append(index)
+    return "".join(chars), origin
+
+
+def fence_field(text: str) -> str:
+    """A field from outside as the runtime shows it inside a label of its own: one line, fenced
+    as untrusted, every bracket escaped (see the module's docstring)."""
+    if not text:
+        return text
+    line = "".join(" " if char in LINE_BREAKS or unicodedata.category(char) == "Cc" else char for char in text)
+    return _BRACKETS.sub(r"\\\1", fence_untrusted(line))

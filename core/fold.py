@@ -29,6 +29,7 @@ class ModelContext:
     context_tokens: int = 0  # 0: unknown, nothing is folded
     tokens_per_char: float = 0.5  # conservative until the worker reports real counts
     profile: str = ""
+    frame: bool = True  # the active profile's choice of core.frame (a server model: off by default)
 
     def observe(self, prompt_tokens: int, chars: int) -> None:
         """Calibrate from a finished request: a little above what the model really counted."""

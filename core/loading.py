@@ -8,7 +8,9 @@ a wrong value fails config loading with one line naming the key, not an actor's 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
+from pathlib import Path
 from typing import Mapping
 
 from core.config import Config, ConfigError
@@ -22,6 +24,7 @@ REGISTRY = (
     "toolsets.notify:TOOLSET",
     "toolsets.tasks:TOOLSET",
     "toolsets.monitors:TOOLSET",
+    "toolsets.units:TOOLSET",
 )
 """Every built-in toolset, in catalog order: one line each."""
 
@@ -37,6 +40,18 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
             where = path or (env or os.environ).get("PORFIRY_CONFIG") or "porfiry.toml"
             raise ConfigError(f"config {where}: {exc}") from None
     return config
+
+
+def intent_files(config: Config | None = None) -> list[Path]:
+    """The local intents the runtime loads (core.local_intents): the runtime's own
+    (core/intents.yaml), then each toolset folder's `intents.yaml`, in catalog order."""
+    config = Config() if config is None else config
+    files = [Path(__file__).with_name("intents.yaml")]
+    for line in (*REGISTRY, *config.toolsets.extra):
+        spec = importlib.util.find_spec(line.partition(":")[0])
+        folders = list(spec.submodule_search_locations or []) if spec is not None else []
+        files += [Path(folder, "intents.yaml") for folder in folders if Path(folder, "intents.yaml").is_file()]
+    return files
 
 
 def load_toolsets(config: Config | None = None) -> list[Toolset]:

@@ -22,6 +22,7 @@ import anyio
 import msgspec
 
 from core import lifeline
+from core.fence import fence_untrusted
 from protocol import Event
 
 MONITOR_KIND = "monitor"
@@ -195,5 +196,5 @@ class MonitorTable:
         return row, f"Monitor {row.monitor_id} started: {name}, until {parsed.describe()}. You will get one event then."
 
     def describe(self, row: MonitorRow) -> str:
-        last = f"; last output: {row.last_output[:200]}" if row.last_output else ""
+        last = f"; last output: {fence_untrusted(row.last_output[:200])}" if row.last_output else ""
         return f"{row.monitor_id}: monitor {row.name} ({row.condition}) {row.state}, {row.checks} check(s){last}"

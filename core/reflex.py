@@ -53,6 +53,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
     action: Literal["pause", "resume", "stop", ""] = ""
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
+    every: str = ""  # a timer's repeat, as timers_set takes it: "1 day"
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):
@@ -407,12 +408,13 @@ _REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|п
                            r"play|set|find|remind|cancel|show|start|put|pause|stop|search)(?!\w)")
 
 
-def held_back(said: str, kind: ReflexKind) -> bool:
+def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
     ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
     or a cancel's reason aside), a thing already done ("i already paused it"). core.frame refuses a
-    changing command on them."""
+    changing command on them. `day_read`: a template read the day said ("tomorrow at 7"), so
+    another day holds nothing back."""
     raw = _plain_words(in_digits(said))
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):
@@ -421,7 +423,7 @@ def held_back(said: str, kind: ReflexKind) -> bool:
         return True
     if kind in ("watch", "timer_cancel", "unwatch"):
         return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
-    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and _ANOTHER_DAY.search(raw))
+    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and not day_read and _ANOTHER_DAY.search(raw))
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"

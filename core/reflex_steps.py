@@ -9,6 +9,7 @@ runs without a Conversation around it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import logging
 import re
@@ -19,8 +20,10 @@ import protocol as p
 from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
+from core.local_actions import DAY_SLOTS, reflex_intent
+from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, names_a_skill, names_none, oldest_named, pick,
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, oldest_named, pick,
                          recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
                          unwatch_answer, watch_to_end, watches_answer)
 from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
@@ -46,6 +49,49 @@ TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex
 _MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
+@functools.lru_cache(maxsize=1)
+def builtin_local_intents() -> LocalIntents:
+    """The built-in toolsets' local intents, loaded once per process (for callers with no config)."""
+    from core.loading import intent_files  # core.loading imports every toolset: only when asked
+
+    return LocalIntents.load(intent_files())
+
+
+def recognised(match: LocalMatch | None, said: str) -> Intent | None:
+    """What a plain request asks: a sentence a toolset declared, matched whole with typed slots
+    (`match`, core.local_intents), first; else the reflex's reading of the words (core.reflex),
+    which knows references ("включи его") a template does not."""
+    first = match is not None and (not match.wildcard or match.read_first)
+    intent = _unheld(said, match) if first else None
+    return intent if intent is not None else recognise(said)
+
+
+def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:
+    """A declared sentence whose slot took free text, when no closer reading took the words and
+    a word of the template's lists says what that text is: "play the tv show Breaking Bad" is
+    a title. Free text alone is no request: "поставь, пожалуйста, таймер, чтобы …" is no film,
+    "I'll call you back in 5 minutes" no timer."""
+    return _unheld(said, match) if match is not None and match.wildcard and match.kind_named else None
+
+
+def _unheld(said: str, match: LocalMatch) -> Intent | None:
+    """A match's request, unless the words hold it back (a negation, a condition, two requests:
+    core.reflex.held_back) - a template matches words, not what the user means by them."""
+    intent = reflex_intent(match)
+    day_read = any(slot in match.slots for slot in DAY_SLOTS)
+    return None if intent is None or held_back(said, intent.kind, day_read=day_read) else intent
+
+
+def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
+    """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
+    miles to km": units_convert|5; mi; km), matched whole with typed slots and held back by
+    nothing; else None."""
+    if match is None or match.call is None or match.wildcard or held_back(said, "search"):
+        return None
+    return match.call.tool, match.call.args.format_map({k: f"{v:g}" if isinstance(v, float) else v
+                                                          for k, v in match.slots.items()})
+
+
 def _plain_request(said: str) -> Intent | None:
     """A request as a reflex reads it, or its first sentence's when the rest is a remark ("Сколько
     сейчас в Дубае? Хочу коллеге написать": "а у нас тогда сколько?" then asks of here)."""
@@ -67,14 +113,22 @@ class ReflexSteps:
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
-        intent = None if fired is not None else recognise(words)
+        if fired is None and not words:
+            return False  # an event from the world (a channel, a monitor) is never a user request
+        match = None if fired is not None else self.s.local_intents.match(words)
+        call = declared_call(match, words)
+        if call is not None:  # a toolset's own sentence: its declared call, its declared answer
+            result = await self._reflex_call(turn, *call)
+            return result is not None and self._answered(turn, match.call.answer.format_map(
+                {**match.slots, "result": result}), match.intent)
+        intent = None if fired is not None else recognised(match, words)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words) if fired is None and intent is None else None
         if fired is None and intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
-            intent = await self._framed(turn, words)
+            intent = loosely_recognised(match, words) or await self._framed(turn, words)
             if intent is None:
                 return False
         for asked in both or (intent,):
@@ -85,11 +139,13 @@ class ReflexSteps:
         else:  # two requests: each carried out in turn, the answers said together
             answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in (both or (intent,))]
             answer = None if None in answers else " ".join(answers)
-        if answer is None:
-            return False
+        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
+        return answer is not None and self._answered(turn, answer, kinds)
+
+    def _answered(self, turn: TurnState, answer: str, kinds: str) -> bool:
+        """The turn's answer recorded and shown as its final display: the turn is over."""
         self.trajectory.record_assistant(answer)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=True))
-        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
         _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
         return True
 
@@ -126,7 +182,7 @@ class ReflexSteps:
     async def _framed(self, turn: TurnState, words: str) -> Intent | None:
         """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
         and taken only when every name and number in it is the user's; None: the model's turn."""
-        if not self.s.config.frame or not words.strip() or small_talk(words):
+        if not (self.s.config.frame and self.s.model.frame) or not words.strip() or small_talk(words):
             return None
         earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
         before = "\n".join(user_lines(earlier))
@@ -215,7 +271,8 @@ class ReflexSteps:
             return None  # the model asks what was meant
         before = len(self.timers)
         text = intent.text or ("таймер" if intent.russian else "timer")
-        if await self._reflex_call(turn, "timers_set", f"{when}; {text}") is None or len(self.timers) <= before:
+        every = f"; every={intent.every}" if intent.every else ""
+        if await self._reflex_call(turn, "timers_set", f"{when}; {text}{every}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
 

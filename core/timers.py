@@ -18,7 +18,7 @@ from protocol import Event
 
 LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
 MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
-EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30' or ISO time like 2026-12-01T09:00"
+EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30', 'tomorrow 07:00' or ISO time like 2026-12-01T09:00"
 
 
 class TimerError(ValueError):
@@ -51,6 +51,7 @@ _FILLER = {"in", "after", "через", "спустя", "and", "и", "from", "no
 _TOKEN = re.compile(r"(\d+(?:\.\d+)?)?\s*([^\W\d_]+)")
 _CLOCK = re.compile(r"(?:at |в |к )?(\d{1,2})[:.](\d{2})")
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DAY_CLOCK = re.compile(r"(today|tomorrow)\s+(?:at\s+)?(\d{1,2})[:.](\d{2})")  # "tomorrow 07:00": that day's
 
 
 def parse_duration(text: str) -> float:
@@ -100,6 +101,9 @@ def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
         if due - now > MAX_AHEAD_S:
             raise TimerError(f"{said} is more than ten years away")
         return due
+    day_clock = _DAY_CLOCK.fullmatch(said.casefold())
+    if day_clock:
+        return _on_day(said, 1 if day_clock.group(1) == "tomorrow" else 0, int(day_clock[2]), int(day_clock[3]), now, tz)
     clock = _CLOCK.fullmatch(said.casefold())
     if clock:
         hour, minute = int(clock.group(1)), int(clock.group(2))
@@ -111,6 +115,17 @@ def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
             moment = (moment + timedelta(days=1)).replace(hour=hour, minute=minute)
         return moment.timestamp()
     return now + parse_duration(said)
+
+
+def _on_day(said: str, days: int, hour: int, minute: int, now: float, tz: tzinfo) -> float:
+    """The moment `hour`:`minute` of the day `days` after today in `tz`."""
+    if hour > 23 or minute > 59:
+        raise TimerError(f"{said!r} is not a time of day: use HH:MM from 00:00 to 23:59")
+    day = datetime.fromtimestamp(now, tz).date() + timedelta(days=days)
+    moment = datetime(day.year, day.month, day.day, hour, minute, tzinfo=tz).timestamp()
+    if moment <= now:
+        raise TimerError(f"{said} is in the past (now is {format_time(now, tz)})")
+    return moment
 
 
 def dial_nearest(when: str, now: float, tz: tzinfo = timezone.utc) -> str:

@@ -20,6 +20,11 @@ DEFAULT_QWEN_MODEL = "Qwen3.8-27B-NVFP4"
 class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """Everything a backend needs. Fields a kind does not use are ignored by it."""
 
+    def frames(self) -> bool:
+        """Whether turns on this profile are framed first (core.frame): a capable server model
+        reads the words itself; a 1.5B one on two cores is helped by the command list."""
+        return self.frame if self.frame is not None else self.kind != "openai"
+
     kind: Literal["openai", "llamacpp", "scripted"]
     model: str = ""
     # openai: endpoint, auth, timeouts (seconds), retry policy and concurrency bound
@@ -37,6 +42,9 @@ class ProfileConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     # llamacpp: empty model_path means the packaged model `model` names (llm/packaged_models.py),
     # else the packaged Gemma 3 270M
     grammar: bool = False  # constrain output to one TOOL_CALL line or plain text (llm/grammar.py)
+    # core.frame's one question more before a turn no sentence matched (words put as a command of
+    # the loaded list): None means on for a small local model, off for a server (openai)
+    frame: bool | None = None
     # openai with grammar on: how the server takes the GBNF. "grammar": llama.cpp's server and
     # llama-cpp-python's (a top-level `grammar` field); "guided_grammar": vLLM's extra parameter;
     # "structured_outputs": vLLM >= 0.10 (`structured_outputs: {grammar: …}`)

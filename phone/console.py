@@ -13,8 +13,10 @@ import sys
 from typing import Callable, TextIO
 
 import anyio
+import msgspec
 
 import protocol as p
+from core.logs import printable
 from phone.client import PhoneClient, PhoneError
 
 HELP = "type to talk · /stop interrupts · /button NAME · /notify APP SENDER TEXT · /quit leaves"
@@ -34,6 +36,12 @@ class Screen:
         self._finals_shown: set[str] = set()  # turns whose final display came (their TurnDone's copy is not shown)
 
     def render(self, body: p.Msg) -> str:
+        """What to write for `body`: the runtime's text with its control characters escaped (a
+        webhook's `ESC[2J` echoed by the model must not drive the terminal; issue 51), the
+        screen's own erase sequences added after."""
+        if isinstance(body, (p.Display, p.TurnDone, p.ErrorReply, p.PushNotification, p.StatusLine)):
+            field = "final" if isinstance(body, p.TurnDone) else "detail" if isinstance(body, p.ErrorReply) else "text"
+            body = msgspec.structs.replace(body, **{field: printable(getattr(body, field), keep="\n")})
         if isinstance(body, p.Display):
             if body.final:
                 if len(self._finals_shown) > 1024:

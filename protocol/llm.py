@@ -67,6 +67,7 @@ class LLMStatus(Msg):
     detail: str = ""
     in_flight: int = 0
     context_tokens: int = 0  # of the active profile
+    frame: bool = True  # of the active profile: core.frame before the model's own turn
 
 
 class ModelInfo(Msg):
@@ -77,3 +78,4 @@ class ModelInfo(Msg):
     profile: str
     context_tokens: int
     worker_started: float = 0.0
+    frame: bool = True  # the profile's own choice of core.frame (llm.profiles.ProfileConfig.frames)

@@ -7,7 +7,7 @@ import pytest
 import protocol as p
 from core.frame import frame_messages, read_frame
 from core.reflex import recognise
-from harness import inproc_system
+from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
 
 
@@ -157,3 +157,20 @@ def test_cancel_all_timers_needs_words_that_say_all_of_them_and_a_stop_of_the_fi
     assert read_frame("cancel all timers", "ugh, stop it, they're fighting over the remote again").intent is None
     assert read_frame("cancel all timers", "отмени таймер").refused == "unsaid: all"
     assert read_frame("cancel all timers", "отмени все напоминания").intent.all_timers
+
+
+@pytest.mark.parametrize("kind, questions", [("llamacpp", 1), ("openai", 0)])
+async def test_the_frame_is_the_profiles_choice_on_for_a_local_model_off_for_a_server(tmp_path, kind, questions):
+    # a capable server model reads the words itself: no one question more before its turn
+    from harness import make_config, override
+    from llm.profiles import ProfileConfig
+
+    base = make_config(tmp_path, frame=True)
+    config = override(base, llm={"profiles": {**base.llm.profiles, "test": ProfileConfig(kind=kind, base_url="http://127.0.0.1:9")}})
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("play Мастера и Маргариту Локшина"))
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await until(lambda: system.actors["session"].settings is not None
+                    and system.actors["session"].settings.model.frame == (kind != "openai"))
+        await system.turn("s", "было бы здорово сейчас включить Мастера и Маргариту Локшина")
+        framed = [call for call in backend.calls if "ONE command from this list" in call[0].content]
+        assert len(framed) == questions

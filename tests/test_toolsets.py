@@ -22,7 +22,7 @@ def test_where_a_toolsets_tools_run_is_its_records_type_and_the_catalog_says_the
     assert ToolsetRegistry([there.spec]).pages("toy_echo") and not ToolsetRegistry([here.spec]).pages("toy_echo")
     assert {r.spec.name: r.spec.runs for r in load_toolsets()} == {
         "media": "executor", "timers": "session", "channels": "session", "notify": "session", "tasks": "session",
-        "monitors": "session"}
+        "monitors": "session", "units": "session"}
 
 
 def test_a_tool_named_after_another_toolset_is_refused():

@@ -49,13 +49,13 @@ async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ct
     assert [(ts.name, ts.runs) for ts in catalog.toolsets] == [("media", "executor"), ("timers", "session"),
                                                                 ("channels", "session"), ("notify", "session"),
                                                                 ("tasks", "session"), ("monitors", "session"),
-                                                                ("toy", "executor")]
+                                                                ("units", "session"), ("toy", "executor")]
     for toolset in catalog.toolsets:
         assert toolset.summary and all(tool.name.startswith(toolset.name + "_") for tool in toolset.tools)
     assert [(row.name, row.runs, row.state, row.tools) for row in report.toolsets] == [
         ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("channels", "session", "available", 3),
         ("notify", "session", "available", 1), ("tasks", "session", "available", 3), ("monitors", "session", "available", 2),
-        ("toy", "executor", "available", 6)]
+        ("units", "session", "available", 1), ("toy", "executor", "available", 6)]
 
 
 async def test_a_toolset_whose_executor_actor_is_down_is_reported_unavailable(config, zmq_ctx):
@@ -93,7 +93,7 @@ async def test_routing_unknown_tools_and_session_toolsets(config, zmq_ctx):
     assert unknown_in_set.ok is False
     assert unknown_in_set.text.startswith("tool toy_rate does not exist; toolset toy has: toy_echo")
     assert unknown.ok is False and unknown.text.startswith("tool weather_now does not exist; core tools:")
-    assert "toolsets: media, timers, channels, notify, tasks, monitors, toy" in unknown.text
+    assert "toolsets: media, timers, channels, notify, tasks, monitors, units, toy" in unknown.text
     assert timers == p.ToolOutcome(call_id="c1", ok=False, text="timers tools run in the session")
     assert core.ok is False and core.text.startswith("tool get_current_time does not exist")
     assert routed == p.ToolOutcome(call_id="c1", ok=True, text="echo: hi")

@@ -26,7 +26,7 @@ from core.monitors import Probe, holds, parse_condition
 from harness import RecordingGlasses, free_port, inproc_system, make_config, override, session_knows, until
 from llm.scripted import ScriptedBackend
 from phone.client import PhoneClient
-from web.channels import ChannelGate, Refused, sign
+from web.channels import ChannelGate, Refused, sign, signed_headers
 
 
 def finals(shown) -> list[str]:
@@ -113,7 +113,8 @@ def gate(clock=lambda: 1_000_000.0, **keys) -> ChannelGate:
 
 
 def signed(body: bytes, secret="s3cret-of-the-ci-hook", ts=1_000_000.0) -> dict[str, str]:
-    return {"x-porfiry-signature": sign(secret, body), "x-porfiry-timestamp": str(int(ts))}
+    stamp = str(int(ts))
+    return {"x-porfiry-signature": sign(secret, stamp, body), "x-porfiry-timestamp": stamp}
 
 
 def test_the_webhook_gate_refuses_clearly_and_lets_a_good_post_through():
@@ -378,7 +379,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
                 unknown = await client.post(f"http://127.0.0.1:{port}/channels/nope", content=body)
                 assert unknown.status_code == 404
 
-                headers = {"x-porfiry-signature": sign("s3cret-of-the-ci-hook", body), "x-porfiry-timestamp": str(int(time.time()))}
+                headers = signed_headers("s3cret-of-the-ci-hook", body)
                 accepted = await client.post(url, content=body, headers=headers)
                 assert accepted.status_code == 202, accepted.text
                 event_id = accepted.json()["event_id"]
@@ -386,7 +387,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
                 assert finals(shown)[-1] == "New message: deploy 42 failed"
                 # a session no glasses have opened yet: the answer waits for them, unread
                 fresh = msgspec.json.encode({"session": "s2", "text": "nightly build green"})
-                headers2 = {"x-porfiry-signature": sign("s3cret-of-the-ci-hook", fresh), "x-porfiry-timestamp": str(int(time.time()))}
+                headers2 = signed_headers("s3cret-of-the-ci-hook", fresh)
                 reply = await client.post(url, content=fresh, headers=headers2)
                 shown2 = await system.actors["glasses"].wait_event_done("s2", reply.json()["event_id"])
                 assert finals(shown2) == []

@@ -32,6 +32,7 @@ from starlette.staticfiles import StaticFiles
 
 import protocol as p
 from core.config import Config
+from core.edge_limits import GarbageLog, session_id_problem
 from phone.client import EventRejected, PhoneError
 from web import channels
 from web.guard import Guard, GuessThrottle, HostCheck, client_address, same_token
@@ -82,7 +83,9 @@ class Console:
         self.metrics = metrics
         self.default_session = default_session
         self.token = token
-        self.channels = channels.ChannelGate(config.channels)
+        self.channels = channels.ChannelGate(config.channels, max_depth=config.web.max_json_depth,
+                                             max_session_chars=config.phone.max_session_id_chars)
+        self.refusals = GarbageLog(config.channels.log_interval_s)  # refused console requests: one line per route per interval
 
     # ---- auth -----------------------------------------------------------------------------------
     def authorized(self, request: Request) -> bool:
@@ -99,6 +102,26 @@ class Console:
             self.throttle.failed(client_address(request.scope))
         return False
 
+    async def _json(self, request: Request) -> dict | Response:
+        """A command's JSON object, or the 4xx that refuses it (logged in one line): not JSON
+        (415), a body over web.max_body_bytes (413: refused before it is read whole), JSON that
+        is malformed, nested past web.max_json_depth, or not an object (400)."""
+        web = self.config.web
+        try:
+            if (refusal := _not_json(request)) is not None:
+                raise channels.Refused(415, msgspec.json.decode(refusal.body)["error"])
+            body = channels.decode_json(await channels.read_bounded(request, web.max_body_bytes, "web.max_body_bytes"),
+                                        web.max_json_depth)
+        except channels.Refused as refused:
+            count = self.refusals.note(request.url.path.encode()[:64])
+            if count:
+                logging.getLogger("porfiry.web").warning("web: refused %d request(s) to %s (latest: %d %s)",
+                                                         count, request.url.path[:64], refused.status, refused.reason)
+            return JSONResponse({"error": refused.reason}, status_code=refused.status)
+        if not isinstance(body, dict):
+            return _bad("send a JSON object")
+        return body
+
     # ---- routes ---------------------------------------------------------------------------------
     async def page(self, request: Request) -> Response:
         given = request.query_params.get("token", "")
@@ -114,6 +137,8 @@ class Console:
         if not self.authorized(request):
             return _refused()
         session = request.query_params.get("session", "") or self.default_session
+        if (problem := session_id_problem(session, self.config.phone.max_session_id_chars)) is not None:
+            return _bad(problem)
         page = PageStream(self.config.web.stream_max_bytes)
         for item in self.journal.snapshot(session):
             page.send_nowait(item)
@@ -140,14 +165,14 @@ class Console:
     async def send(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
-        if (refusal := _not_json(request)) is not None:
-            return refusal
-        body = await _json(request)
+        body = await self._json(request)
+        if isinstance(body, Response):
+            return body
         session = str(body.get("session") or "").strip()
         action = str(body.get("action") or "")
         text = str(body.get("text") or "").strip()
-        if not session or len(session) > 128:
-            return _bad("a session id of 1-128 characters is needed")
+        if (problem := session_id_problem(session, self.config.phone.max_session_id_chars)) is not None:
+            return _bad(problem)
         if action not in ("text", "stop", "button"):
             return _bad("action must be text, stop or button")
         if action in ("text", "button") and not text:
@@ -180,9 +205,10 @@ class Console:
     async def use_profile(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
-        if (refusal := _not_json(request)) is not None:
-            return refusal
-        profile = str((await _json(request)).get("profile") or "")
+        body = await self._json(request)
+        if isinstance(body, Response):
+            return body
+        profile = str(body.get("profile") or "")
         if profile not in self.config.llm.profiles:
             return _bad(f"unknown profile {profile!r}; profiles: {', '.join(sorted(self.config.llm.profiles))}")
         assert self.link is not None
@@ -196,9 +222,9 @@ class Console:
     async def skills(self, request: Request) -> Response:
         if not self.authorized(request):
             return _refused()
-        if (refusal := _not_json(request)) is not None:
-            return refusal
-        body = await _json(request)
+        body = await self._json(request)
+        if isinstance(body, Response):
+            return body
         op = str(body.get("op") or "")
         if op not in ("exclude", "include", "reload", "show"):
             return _bad("op must be exclude, include, reload or show")
@@ -230,8 +256,12 @@ class Console:
             post = self.channels.check(name, request.headers, body)
         except channels.Refused as refusal:
             return JSONResponse({"error": refusal.reason}, status_code=refusal.status)
+        except channels.Replayed as replay:  # delivered once already: answered as the session answers a duplicate
+            return JSONResponse({"event_id": replay.event_id, "duplicate": True}, status_code=202)
         assert self.link is not None
         status, answer = await channels.deliver(lambda msg, sid: self.link.admin.ask("session", msg, session=sid, timeout=5.0), post)
+        if status == 202:
+            self.channels.delivered(post)
         return JSONResponse(answer, status_code=status)
 
     def app(self) -> Guard:
@@ -264,12 +294,6 @@ def _not_json(request: Request) -> Response | None:
     return None
 
 
-async def _json(request: Request) -> dict:
-    try:
-        body = await request.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
 
 
 async def serve_console(config: Config, host: str, port: int, *, default_session: str = "web", client_id: str = "web",

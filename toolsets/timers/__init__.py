@@ -19,7 +19,7 @@ TIMERS_TOOLSET = ToolsetSpec(
     summary="reminders that wake you later: one-shot or repeating",
     tools=[
         ToolSpec(name="timers_set",
-                 summary="set a reminder; when: 'in 5 minutes', '09:30' or ISO time (add ; every=1 day to repeat)",
+                 summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00' or ISO time (add ; every=1 day to repeat)",
                  args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)]),
         ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True),
         ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")]),

@@ -1,0 +1,74 @@
+"""What a local intent's action asks of the session, as the reflex steps carry it out.
+
+A toolset's `intents.yaml` (core.local_intents) names an action for each intent it answers;
+this turns a match's action and typed slots into the request `core.reflex_steps` carries out,
+so a sentence matched whole needs no second reading of its words: "set a timer for 1 and a 1/2
+hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
+"""
+from __future__ import annotations
+
+from core.local_intents import LocalMatch
+from core.reflex import Intent
+
+_UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
+# a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
+_START_UNITS = (("start_hours", "hours"), ("start_minutes", "minutes"), ("start_seconds", "seconds"))
+_TEXT_SLOTS = ("conversation_command", "timer_name", "name")
+_TIMER_WORD = {True: "таймер", False: "timer"}
+_ALARM_WORD = {True: "будильник", False: "alarm"}
+DAY_SLOTS = ("day", "repeat")  # slots that read the day said: "tomorrow", "every day"
+
+
+def clock_words(slots: dict[str, str | float]) -> str:
+    """"tomorrow 19:30" from {"day": "tomorrow", "hour": 7, "minute": 30, "half": "pm"}: what
+    core.timers.parse_when reads; "" without an hour that fits a day."""
+    hour, minute = slots.get("hour"), slots.get("minute", 0.0)
+    if not isinstance(hour, float) or not isinstance(minute, float) or not 0 <= hour <= 23 or not 0 <= minute <= 59:
+        return ""
+    if slots.get("half") == "pm" and hour < 12:
+        hour += 12
+    elif slots.get("half") == "am" and hour == 12:
+        hour = 0
+    clock = f"{int(hour):02d}:{int(minute):02d}"
+    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow") else clock  # a cancel's words name a timer: the only one is meant
+
+
+def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:
+    """"1 hours 30 minutes" from {"hours": 1, "minutes": 30}: what core.timers.parse_duration
+    reads; "" when no unit was said."""
+    parts = []
+    for slot, unit in units:
+        value = slots.get(slot)
+        if isinstance(value, float) and value > 0:
+            parts.append(f"{value:g} {unit}")
+    return " ".join(parts)
+
+
+def reflex_intent(match: LocalMatch) -> Intent | None:
+    """The request a matched action means, or None when this runtime has no such action (the
+    model then reads the words)."""
+    russian = match.language == "ru"
+    action = match.action
+    if action == "timer_set":
+        when = duration_words(match.slots)
+        text = next((str(match.slots[s]) for s in _TEXT_SLOTS if match.slots.get(s)), "")
+        return Intent(kind="timer_set", russian=russian, when=f"in {when}", text=text) if when else None
+    if action == "alarm":  # a clock time, its day, its repeat: "wake me tomorrow at 6:45"
+        when = clock_words(match.slots)
+        text = str(match.slots.get("reminder") or _ALARM_WORD[russian])
+        every = "1 day" if match.slots.get("repeat") == "day" else ""
+        return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
+    if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named
+        said = duration_words(match.slots, _START_UNITS)
+        return Intent(kind="timer_cancel", russian=russian, text=f"{said} {_TIMER_WORD[russian]}".strip())
+    if action == "timer_cancel_all":
+        return Intent(kind="timer_cancel", russian=russian, all_timers=True)
+    if action == "timer_list":
+        return Intent(kind="timer_list", russian=russian)
+    if action in ("time_now", "date_now"):
+        return Intent(kind="time_now", russian=russian)
+    if action in ("pause", "resume"):
+        return Intent(kind="playback", russian=russian, action=action)
+    if action == "play" and match.slots.get("search_query"):
+        return Intent(kind="play", russian=russian, subject=str(match.slots["search_query"]).casefold())
+    return None

@@ -1,0 +1,226 @@
+"""Local intents: the sentences a toolset answers without the model, matched whole.
+
+This is how Home Assistant's Assist does it: a local intent is data - sentence templates per
+language in the Home Assistant Intent Language (alternatives, optional words, slot lists, number
+ranges, wildcards, expansion rules), matched by the `hassil` library - and whatever no template
+matches goes to the model. A template matches a whole utterance, so a request outside every
+toolset's sentences is never answered by one of them.
+
+A toolset says what it answers in its folder's `intents.yaml`:
+
+    # the intents of Home Assistant's community data (home-assistant-intents) it carries out,
+    # each with the action it means (core.local_steps reads the action)
+    home_assistant:
+      HassStartTimer: timer_set
+    # and sentences of its own, per language, in the same template language (with lists and
+    # expansion rules of its own); an intent of action "call" calls one of its tools itself
+    sentences:
+      en:
+        lists:
+          unit: {values: [{in: "(mile|miles)", out: mi}, {in: "(kilometer|kilometers|km)", out: km}]}
+        intents:
+          ConvertUnits:
+            action: call
+            call: {tool: units_convert, args: "{value}; {unit_from}; {unit_to}"}
+            answer: "{result}."
+            sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
+
+Nothing here knows a toolset: `LocalIntents.load` reads the files it is given (core.loading
+finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+from typing import Iterable
+
+import msgspec
+import yaml
+
+_log = logging.getLogger("porfiry.intents")
+
+LANGUAGES = ("en", "ru")
+INTENTS_FILE = "intents.yaml"
+# Home Assistant's templates name rooms, devices and floors; a session has none of them, so their
+# lists are empty (a sentence that needs one never matches) and a satellite's own room is "here"
+_EMPTY_LISTS = ("area", "name", "floor")
+_HERE = {"area": "here"}
+_CYRILLIC = re.compile(r"[а-яё]", re.IGNORECASE)
+
+
+class LocalMatch(msgspec.Struct, frozen=True, kw_only=True):
+    """One utterance matched whole by one intent's template.
+
+    `action`: what the toolset declared the intent does; `slots`: the values the template took
+    (numbers as numbers: {"hours": 1, "minutes": 30}); `wildcard`: a slot took free text (a title,
+    a command), so a closer reading of the same words may know better; `kind_named`: a word of a
+    list said what that free text is ("play the tv show Breaking Bad": media_class); `read_first`:
+    the intent's free text is only words to keep ("remind me every day at 8 to {reminder}"), so
+    its reading goes first."""
+
+    intent: str
+    action: str
+    language: str
+    slots: dict[str, str | float] = {}
+    wildcard: bool = False
+    kind_named: bool = False
+    call: "DeclaredCall | None" = None
+    read_first: bool = False  # its toolset says its reading goes first even with free text
+
+
+class IntentFileError(ValueError):
+    """An intents.yaml that cannot be read: the file and what is wrong."""
+
+
+def language_of(text: str) -> str:
+    return "ru" if _CYRILLIC.search(text) else "en"
+
+
+class DeclaredCall(msgspec.Struct, frozen=True):
+    """An intent that calls one tool of its toolset: `args` a template of the match's slots
+    ("{value}; {unit_from}; {unit_to}"), `answer` what the user is told, a template of the slots
+    and `{result}` (the tool's text), in the language of the sentences it was declared with."""
+
+    tool: str
+    args: str
+    answer: str = "{result}"
+
+
+class LocalIntents:
+    """The loaded intents of every language, the action each one means and the calls declared."""
+
+    def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
+                 read_first: frozenset[str] = frozenset()) -> None:
+        self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self.actions = actions  # intent name -> action
+        self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
+        self.read_first = read_first  # intents whose reading goes first even with free text
+        self._told: set[str] = set()  # template errors already logged
+
+    @classmethod
+    def empty(cls) -> "LocalIntents":
+        return cls({}, {}, {})
+
+    @classmethod
+    def load(cls, files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> "LocalIntents":
+        """The intents the files declare, compiled per language. Raises IntentFileError."""
+        declared = [(path, _read(path)) for path in files]
+        actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
+        calls: dict[tuple[str, str], DeclaredCall] = {}
+        read_first: set[str] = set()
+        compiled = {}
+        for language in languages:
+            merged = _home_assistant_data(language, set(actions))
+            for path, spec in declared:
+                own = spec.get("sentences", {}).get(language, {})
+                merged["lists"].update(own.get("lists", {}))
+                merged["expansion_rules"].update(own.get("expansion_rules", {}))
+                for name, intent in own.get("intents", {}).items():
+                    actions[name] = _own_action(path, name, intent)
+                    if "call" in intent:
+                        calls[name, language] = _declared_call(path, name, intent)
+                    if intent.get("read_first"):
+                        read_first.add(name)
+                    merged["intents"].setdefault(name, {"data": []})["data"].append(
+                        {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
+            compiled[language] = _compile(merged)
+        return cls(compiled, actions, calls, frozenset(read_first))
+
+    def match(self, text: str) -> LocalMatch | None:
+        """The best whole match of `text` in its language (see `_closeness`); None when none."""
+        from hassil import recognize_all
+        from hassil.errors import HassilError
+
+        language = language_of(text)
+        if language not in self._compiled or not text.strip():
+            return None
+        intents, lists = self._compiled[language]
+        try:
+            results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
+        except HassilError as exc:  # a template naming a list or rule no file defines: the model reads the words
+            if str(exc) not in self._told:
+                self._told.add(str(exc))
+                _log.warning("local intents (%s): %s; such sentences go to the model", language, exc)
+            return None
+        if not results:
+            return None
+        best = max(results, key=_closeness)
+        entities = [(name, entity) for name, entity in best.entities.items() if name not in _EMPTY_LISTS]
+        slots = {name: _value(entity.value) for name, entity in entities}
+        kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
+        return LocalMatch(intent=best.intent.name, action=self.actions.get(best.intent.name, ""), language=language,
+                          slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named,
+                          call=self.calls.get((best.intent.name, language)),
+                          read_first=best.intent.name in self.read_first)
+
+
+def _closeness(result) -> tuple:
+    """How closely a template read the words: no free text first, then the most literal words,
+    the most typed slots, the least free text ("play the tv show X" over "play X": X is less)."""
+    free = sum(len(entity.text) for entity in result.entities_list if entity.is_wildcard)
+    typed = sum(not entity.is_wildcard for entity in result.entities_list)
+    return not free, result.text_chunks_matched, typed, -free
+
+
+def _has_wildcard(result) -> bool:
+    return any(entity.is_wildcard for entity in result.entities_list)
+
+
+def _value(value) -> str | float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return str(value).strip()
+
+
+def _read(path: Path) -> dict:
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise IntentFileError(f"{path}: cannot read it: {exc}") from None
+    if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences"}:
+        raise IntentFileError(f"{path}: expected a mapping with 'home_assistant' and/or 'sentences'")
+    if not isinstance(spec.get("home_assistant", {}), dict) or not isinstance(spec.get("sentences", {}), dict):
+        raise IntentFileError(f"{path}: 'home_assistant' maps intent names to actions; 'sentences' maps languages")
+    for language, own in spec.get("sentences", {}).items():
+        if not isinstance(own, dict) or not set(own) <= {"intents", "lists", "expansion_rules"}:
+            raise IntentFileError(f"{path}: sentences.{language}: expected 'intents' (and 'lists', 'expansion_rules')")
+    return spec
+
+
+def _declared_call(path: Path, name: str, intent: dict) -> DeclaredCall:
+    call = intent["call"]
+    if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not isinstance(call.get("args", ""), str):
+        raise IntentFileError(f"{path}: intent {name}: 'call' needs 'tool' (a tool's name) and 'args' (a template)")
+    return DeclaredCall(tool=call["tool"], args=call.get("args", ""), answer=str(intent.get("answer", "{result}")))
+
+
+def _own_action(path: Path, name: str, intent) -> str:
+    if not isinstance(intent, dict) or not isinstance(intent.get("action"), str) or \
+            not isinstance(intent.get("sentences"), list) or not intent["sentences"]:
+        raise IntentFileError(f"{path}: intent {name}: needs 'action' (a word) and 'sentences' (a list)")
+    return intent["action"]
+
+
+def _home_assistant_data(language: str, names: set[str]) -> dict:
+    """Home Assistant's data of `language` (the package home-assistant-intents), only the
+    intents named, with its lists, expansion rules and skip words."""
+    import home_assistant_intents
+
+    data = home_assistant_intents.get_intents(language) or {}
+    known = data.get("intents", {})
+    missing = sorted(name for name in names if name not in known and language == "en")
+    if missing:
+        _log.warning("home-assistant-intents has no %s", ", ".join(missing))
+    return {"language": language, "intents": {name: known[name] for name in names if name in known},
+            "lists": dict(data.get("lists", {})), "expansion_rules": dict(data.get("expansion_rules", {})),
+            "skip_words": list(data.get("skip_words", []))}
+
+
+def _compile(merged: dict):
+    from hassil import Intents, TextSlotList, recognize
+
+    intents = Intents.from_dict(merged)
+    lists = {name: TextSlotList.from_strings([]) for name in _EMPTY_LISTS}
+    recognize("warm up", intents, slot_lists=lists, intent_context=_HERE)  # its first match builds caches
+    return intents, lists

@@ -1,0 +1,198 @@
+"""Local intents (core.local_intents): a toolset's sentences, matched whole, answered without the
+model - and Home Assistant's own test sentences for the intents Porfiry has, played through the
+real session (tests/data/home_assistant_sentences.yaml says where they come from)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import protocol as p
+from core.loading import intent_files
+from core.local_actions import reflex_intent
+from core.local_intents import IntentFileError, LocalIntents
+from core.reflex_steps import builtin_local_intents
+from core.timers import parse_duration, parse_when
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+SENTENCES = yaml.safe_load((Path(__file__).parent / "data" / "home_assistant_sentences.yaml").read_text(encoding="utf-8"))
+_UNIT_S = {"hours": 3600, "minutes": 60, "seconds": 1}
+
+
+def _seconds(slots: dict) -> float:
+    return sum(float(slots.get(unit, 0)) * size for unit, size in _UNIT_S.items())
+
+
+# ---- matching: typed slots, whole sentences ----------------------------------------------------
+@pytest.mark.parametrize("said, seconds", [
+    ("set a timer for half a minute", 30),  # were 1 minute, 2 hours, 1 hour, 1 h 30 min, 5 minutes
+    ("set a timer for 1 and a 1/2 hours", 5400),
+    ("set a timer for 1/2 an hour", 1800),
+    ("start a 1 hour and 30 second timer", 3630),
+    ("timer for 5 minutes and 10 seconds", 310),
+    ("1 hour 15 minute 30 second timer", 4530),
+    ("установи таймер на 1 час и 15 минут и 30 секунд", 4530),
+])
+def test_a_timers_length_is_read_from_typed_slots(said, seconds):
+    intent = reflex_intent(builtin_local_intents().match(said))
+    assert intent.kind == "timer_set" and parse_duration(intent.when) == seconds
+
+
+@pytest.mark.parametrize("said", [
+    "find a cheap flight to Paris", "найди билет на самолёт до Парижа", "play it safe and find me flights to Rome",
+    "узнай последнюю цену акций Apple", "подготовь отчёт по продажам", "don't set a timer for 5 minutes",
+    "what time is it in Tokyo", "set a timer", "1 hour timer status please tell me more about timers",
+])
+def test_words_outside_every_toolsets_sentences_match_nothing_typed(said):
+    match = builtin_local_intents().match(said)
+    assert match is None or match.wildcard
+
+
+def test_a_status_question_about_a_timer_of_a_length_sets_none():
+    intent = reflex_intent(builtin_local_intents().match("1 hour timer status"))
+    assert intent.kind == "timer_list"
+
+
+def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
+    own = tmp_path / "intents.yaml"
+    own.write_text("sentences:\n  en:\n    intents:\n      WhatsOn:\n        action: timer_list\n"
+                   "        sentences: [\"what's (ticking|running) [right now]\"]\n", encoding="utf-8")
+    intents = LocalIntents.load([own])
+    assert intents.match("What's ticking right now?").action == "timer_list"
+    assert intents.match("what's cooking") is None
+
+
+@pytest.mark.parametrize("text, says", [
+    ("home_assistant: [HassStartTimer]\n", "maps intent names"),
+    ("sentences:\n  en:\n    intents:\n      X:\n        sentences: [hi]\n", "needs 'action'"),
+    ("sentences:\n  en:\n    X: {}\n", "expected 'intents'"),
+    ("sentences:\n  en:\n    intents:\n      X: {action: call, call: {args: x}, sentences: [hi]}\n", "needs 'tool'"),
+    ("nonsense: 1\n", "expected a mapping"),
+    ("home_assistant: {HassStartTimer: [\n", "cannot read"),
+])
+def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
+    bad = tmp_path / "intents.yaml"
+    bad.write_text(text, encoding="utf-8")
+    with pytest.raises(IntentFileError, match=says) as refused:
+        LocalIntents.load([bad])
+    assert str(bad) in str(refused.value)
+
+
+def test_the_builtin_toolsets_declare_their_sentences_in_their_folders():
+    folders = {path.parent.name for path in intent_files()}
+    assert {"core", "timers", "media"} <= folders
+
+
+# ---- Home Assistant's test sentences through the real session ----------------------------------
+def _calls(history: list[dict]) -> list[str]:
+    return [m["content"].removeprefix("TOOL_CALL: ") for m in history
+            if m["role"] == "assistant" and m["content"].startswith("TOOL_CALL: ")]
+
+
+async def _setup(system, sid: str, intent: str, slots: dict) -> None:
+    """What a sentence needs before it: a timer of the length it names, a film playing."""
+    if intent in ("HassCancelTimer", "HassCancelAllTimers", "HassTimerStatus"):
+        named = {k.removeprefix("start_"): v for k, v in slots.items() if k.startswith("start_")}
+        length = " ".join(f"{int(v)} {unit}" for unit, v in named.items()) or "10 minutes"
+        await system.turn(sid, f"set a timer for {length}")
+    elif intent in ("HassMediaPause", "HassMediaUnpause"):
+        await system.turn(sid, "включи Сталкер")
+
+
+def _verdict(intent: str, slots: dict, before: list[str], after: list[str], answer: str) -> str:
+    """"ok", "missed" (the right thing not done) or "wrong" (a side effect not asked for)."""
+    new = after[len(before):]
+    changes = [c for c in new if c.split("|")[0] in ("timers_set", "timers_cancel", "media_play")]
+    if intent == "HassStartTimer":
+        sets = [c for c in changes if c.startswith("timers_set|")]
+        if len(changes) != len(sets) or len(sets) > 1:
+            return "wrong"
+        if not sets:
+            return "missed"
+        return "ok" if parse_duration(sets[0].split("|", 1)[1].split(";")[0]) == _seconds(slots) else "wrong"
+    if intent in ("HassCancelTimer", "HassCancelAllTimers"):
+        if any(not c.startswith("timers_cancel|") for c in changes):
+            return "wrong"
+        return "ok" if changes else "missed"
+    if intent in ("HassMediaPause", "HassMediaUnpause"):
+        action = "pause" if intent == "HassMediaPause" else "resume"
+        if any(not c.endswith(f"action={action}") for c in changes):
+            return "wrong"
+        return "ok" if changes else "missed"
+    if intent == "HassMediaSearchAndPlay":  # the title asked for played, or said to be missing
+        if changes:
+            played = all(c.startswith("media_play|") for c in changes)
+            return "ok" if played and slots["search_query"].casefold() in answer.casefold() else "wrong"
+        return "ok" if "not found" in answer or "не нашлось" in answer else "missed"
+    if changes:
+        return "wrong"
+    if intent in ("HassGetCurrentTime", "HassGetCurrentDate"):
+        return "ok" if any(ch.isdigit() for ch in answer) else "missed"
+    return "ok" if any(c.startswith("timers_list") for c in new) else "missed"  # a timer's status: its list
+
+
+@pytest.mark.parametrize("language", ["en", "ru"])
+async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tmp_path, language):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    verdicts: dict[str, list[str]] = {"ok": [], "missed": [], "wrong": []}
+    async with inproc_system(tmp_path, backend=backend) as system:
+        for index, case in enumerate(SENTENCES[language]):
+            sid, slots = f"ha-{language}-{index}", case.get("slots", {})
+            await _setup(system, sid, case["intent"], slots)
+            before = _calls(await system.history(sid))
+            shown = await system.turn(sid, case["sentence"])
+            answer = next((m.text for m in reversed(shown) if isinstance(m, p.Display) and m.final), "")
+            after = _calls(await system.history(sid))
+            verdicts[_verdict(case["intent"], slots, before, after, answer)].append(case["sentence"])
+    total = len(SENTENCES[language])
+    assert verdicts["wrong"] == []
+    assert len(verdicts["ok"]) >= 0.95 * total, verdicts["missed"]
+
+
+# ---- a toolset that brings its own words: units (toolsets/units/) -----------------------------
+@pytest.mark.parametrize("said, shown", [
+    ("convert 5 miles to kilometers", "5 mi = 8.047 km."),
+    ("how many feet in 3 meters?", "3 m = 9.843 ft."),
+    ("переведи 10 километров в мили", "10 km = 6.214 mi."),
+    ("сколько будет 100 градусов фаренгейта в цельсиях", "100 F = 37.78 C."),
+])
+async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert answer == shown and not backend.calls
+        assert _calls(await system.history("s"))[0].startswith("units_convert|")
+
+
+async def test_a_conversion_the_tool_refuses_goes_to_the_model(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Miles measure length and kilograms mass.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = [m.text for m in await system.turn("s", "convert 5 miles to kilograms") if isinstance(m, p.Display) and m.final][-1]
+        assert answer == "Miles measure length and kilograms mass." and backend.calls
+
+
+# ---- a clock time with its day and its repeat --------------------------------------------------
+async def test_an_alarm_for_tomorrow_and_an_everyday_reminder_are_set_for_their_day(tmp_path):
+    import calendar
+
+    moment = calendar.timegm((2026, 3, 14, 5, 0, 0))  # 05:00: "tomorrow at 7" is not today's 7
+    backend = ScriptedBackend(reply_fn=lambda messages: "I'm sorry, but I can't assist with that.")
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        for said in ("set an alarm for tomorrow at 7", "remind me every day at 8 in the morning",
+                     "разбуди меня завтра в 6:45", "напоминай каждый день в 9 вечера пить таблетки"):
+            await system.turn("s", said)
+        history = await system.history("s")
+        results = [m["content"] for m in history if m["role"] == "tool"]
+    assert _calls(history) == ["timers_set|tomorrow 07:00; alarm", "timers_set|08:00; alarm; every=1 day",
+                               "timers_set|tomorrow 06:45; будильник", "timers_set|21:00; пить таблетки; every=1 day"]
+    assert all(result.startswith("Timer ") for result in results) and not backend.calls
+    assert parse_when("tomorrow 07:00", moment) == moment + 26 * 3600
+
+
+def test_a_clock_time_today_that_has_passed_is_refused_plainly():
+    from core.timers import TimerError
+
+    with pytest.raises(TimerError, match="in the past"):
+        parse_when("today 04:00", 5 * 3600.0)

@@ -1,0 +1,59 @@
+"""The units toolset: `units_convert|value; from; to` converts a length, a mass, a volume, a
+speed or a temperature. It is the example of a toolset that brings its own words: its folder
+holds the tool (here), the sentences people say for it in ru and en (`intents.yaml`, answered
+without the model) and nothing else; one line in core.loading.REGISTRY adds it.
+Runs in the session: a conversion is arithmetic."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.toolsets import SessionContext, SessionToolset, invalid_args_text
+from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+
+# each unit: its kind and its size in the kind's base unit (m, kg, l, m/s); temperatures apart
+_SIZES: dict[str, tuple[str, float]] = {
+    "mm": ("length", 0.001), "cm": ("length", 0.01), "m": ("length", 1.0), "km": ("length", 1000.0),
+    "in": ("length", 0.0254), "ft": ("length", 0.3048), "yd": ("length", 0.9144), "mi": ("length", 1609.344),
+    "g": ("mass", 0.001), "kg": ("mass", 1.0), "t": ("mass", 1000.0), "oz": ("mass", 0.028349523125),
+    "lb": ("mass", 0.45359237),
+    "ml": ("volume", 0.001), "l": ("volume", 1.0), "gal": ("volume", 3.785411784), "cup": ("volume", 0.2365882365),
+    "km/h": ("speed", 1 / 3.6), "m/s": ("speed", 1.0), "mph": ("speed", 0.44704), "kn": ("speed", 0.514444),
+}
+_TEMPERATURES = {"c": (1.0, 0.0), "f": (5 / 9, -32.0), "k": (1.0, -273.15)}  # to °C: (x + shift) * scale
+_NAMES = ", ".join([*_SIZES, "C", "F", "K"])
+
+UNITS_TOOLSET = ToolsetSpec(
+    name="units",
+    summary="convert units: length, mass, volume, speed, temperature",
+    tools=[ToolSpec(name="units_convert", summary=f"convert a value; units: {_NAMES}", read_only=True,
+                    args=[ArgSpec(name="value"), ArgSpec(name="from"), ArgSpec(name="to")])],
+)
+
+
+def convert(value: float, unit_from: str, unit_to: str) -> float:
+    """`value` in `unit_from` put in `unit_to`; ValueError when either is unknown or they measure
+    different things."""
+    a, b = unit_from.casefold(), unit_to.casefold()
+    if a in _TEMPERATURES and b in _TEMPERATURES:
+        scale, shift = _TEMPERATURES[a]
+        celsius = (value + shift) * scale
+        back_scale, back_shift = _TEMPERATURES[b]
+        return celsius / back_scale - back_shift
+    if a not in _SIZES or b not in _SIZES:
+        raise ValueError(f"unknown unit {unit_from if a not in _SIZES and a not in _TEMPERATURES else unit_to!r}: use {_NAMES}")
+    if _SIZES[a][0] != _SIZES[b][0]:
+        raise ValueError(f"{unit_from} is a {_SIZES[a][0]} and {unit_to} a {_SIZES[b][0]}: they do not convert")
+    return value * _SIZES[a][1] / _SIZES[b][1]
+
+
+def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
+    try:
+        value = float(args["value"].replace(",", "."))
+        result = convert(value, args["from"].strip(), args["to"].strip())
+    except ValueError as exc:
+        reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
+        return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
+    return CallOutcome(kind="ok", text=f"{value:g} {args['from'].strip()} = {result:.4g} {args['to'].strip()}")
+
+
+TOOLSET = SessionToolset(spec=UNITS_TOOLSET, handler=_run)
