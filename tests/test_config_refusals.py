@@ -11,6 +11,7 @@ import pytest
 
 from core.config import ConfigError, channel_secrets
 from core.loading import load_config
+from harness import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD_SECRET = "0123456789abcdef"  # 16 characters: channels.min_secret_chars
@@ -50,19 +51,23 @@ def test_what_each_check_allows_still_loads(tmp_path):
 
 def _run(config: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "run.py", "--config", str(config), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=60, env=env)
+                          text=True, timeout=30, env=env)
 
 
 def test_serve_and_web_refuse_such_a_config_before_anything_starts(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PORFIRY_") and k != "CI_HOOK_SECRET"}
     config = tmp_path / "porfiry.toml"
-    config.write_text(f'[topology]\nipc_dir = "{tmp_path}/ipc"\n[monitors.Build]\ncommand = ["make"]\n')
+    # were it not refused, it would serve here, on a port of its own and files under tmp_path
+    where = (f'[topology]\nipc_dir = "{tmp_path}/ipc"\n[phone]\nendpoint = "tcp://127.0.0.1:{free_port()}"\n'
+             f'[storage]\npath = "{tmp_path}/porfiry.sqlite3"\n[web]\nport = {free_port()}\n'
+             f'token_path = "{tmp_path}/web-token"\n')
+    config.write_text(where + '[monitors.Build]\ncommand = ["make"]\n')
     served = _run(config, "serve", env=env)
     assert served.returncode == 2 and "Traceback" not in served.stderr
     assert served.stderr.strip().splitlines() == [
         f"porfiry: config {config}: monitors.Build: a monitor's name must be lower-case with no surrounding or double "
         "spaces (names are lower-cased when used, so 'Build' could never be used); write 'build'"]
-    config.write_text('[channels.ci]\nsecret_env = "CI_HOOK_SECRET"\nsessions = ["s1"]\n[web]\nport = 1\n')
+    config.write_text(where + '[channels.ci]\nsecret_env = "CI_HOOK_SECRET"\nsessions = ["s1"]\n')
     web = _run(config, "web", env=env)
     assert web.returncode == 2 and "Traceback" not in web.stderr
     assert web.stderr.strip().splitlines() == [
