@@ -314,13 +314,14 @@ def _extra_commands():
     from bench.cli import register as bench_commands
     from cluster.cli import register as cluster_commands
     from evals.cli import register as eval_commands
+    from evals.discovery import register as discovery_eval_command
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
     from cli.sessions import register as sessions_commands
     from web.cli import register as web_commands
 
-    return [phone_commands, bench_commands, eval_commands, router_eval_command, sessions_commands, web_commands,
-            cluster_commands]
+    return [phone_commands, bench_commands, eval_commands, router_eval_command, discovery_eval_command,
+            sessions_commands, web_commands, cluster_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ builds the model may keep using the tools it was shown. Every text is for the mo
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -17,6 +18,7 @@ from core.toolsets import Invalid, ToolsetRegistry
 from protocol.tools import CallOutcome
 
 DEFAULT_TTL_S = 600.0
+DEFAULT_MAX_TOOLS = 24  # session.max_active_tools: pi-mcp-adapter keeps as many
 ENABLED_ON_THE_WAY = "was enabled on the way"  # the note a call that turned its toolset on (S8) starts with
 
 
@@ -45,11 +47,35 @@ class CallDecision:
 
 class ToolsetActivity:
     def __init__(self, registry: ToolsetRegistry, clock: Callable[[], float] = time.monotonic,
-                 ttl: float = DEFAULT_TTL_S):
+                 ttl: float = DEFAULT_TTL_S, max_tools: int = DEFAULT_MAX_TOOLS):
         self.registry = registry
         self.clock = clock
         self.ttl = ttl
+        self.max_tools = max_tools
         self._deadlines: dict[str, float] = {}
+        # tools of big toolsets (more than max_tools) made active by a discovery or a call, the least
+        # recently used first: the prompt shows these of such a toolset, not all (issue 53)
+        self._tools: OrderedDict[str, None] = OrderedDict()
+
+    def big(self, toolset: str) -> bool:
+        """A toolset with more tools than the prompt shows at once."""
+        spec = self.registry.toolset(toolset)
+        return spec is not None and len(spec.tools) > self.max_tools
+
+    def made_active(self) -> tuple[str, ...]:
+        """Tools of big toolsets made active, least recently used first."""
+        return tuple(self._tools)
+
+    def make_active(self, tool: str) -> None:
+        """A tool of a big toolset discovered or called: shown from now on; past max_tools the
+        least recently used one goes (it stays callable by its name, and discoverable)."""
+        toolset = self.registry.toolset_of(tool)
+        if toolset is None or not self.big(toolset):
+            return
+        self._tools.pop(tool, None)
+        self._tools[tool] = None
+        while len(self._tools) > self.max_tools:
+            self._tools.popitem(last=False)
 
     def active(self) -> list[str]:
         """Sorted names of the toolsets on now (as of the last purge)."""
@@ -110,6 +136,7 @@ class ToolsetActivity:
         if toolset is None or self.registry.spec(tool) is None:
             return CallDecision("reject", tool, toolset, text=self.registry.unknown_tool_text(tool))
         bound = self.registry.validate(tool, raw_args)
+        self.make_active(tool)
         if toolset in self._deadlines:
             self.touch(toolset)
             if isinstance(bound, Invalid):

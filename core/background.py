@@ -36,6 +36,7 @@ INTERRUPTED_TEXT = ("tool {tool} is still running in the background (task {task_
 CANCELLED_TEXT = "cancelled by the user"
 UNFINISHED_TEXT = "interrupted before it finished; call it again if it is still needed"
 LATE_CONTEXT = "late result of task {task_id}, answered 'still running' before"
+ASKED_KEY = "asked"  # Event.data: the user's words that set up what the event reports (a task's call)
 
 
 @dataclass(eq=False)
@@ -45,6 +46,9 @@ class ToolRun:
     call_id: str
     tool: str
     task_id: str = field(default_factory=lambda: os.urandom(3).hex())
+    # the user's words that asked for the call: the turn its result starts may carry out what
+    # they asked for (core.intent's guard reads them there), and nothing else
+    asked: str = ""
     state: RunState = RUNNING
     outcome: CallOutcome | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -58,8 +62,8 @@ class ToolRuns:
     def __init__(self) -> None:
         self._runs: dict[str, ToolRun] = {}
 
-    def start(self, call_id: str, tool: str) -> ToolRun:
-        run = self._runs[call_id] = ToolRun(call_id, tool)
+    def start(self, call_id: str, tool: str, asked: str = "") -> ToolRun:
+        run = self._runs[call_id] = ToolRun(call_id, tool, asked=asked)
         return run
 
     def get(self, call_id: str) -> ToolRun | None:
@@ -89,5 +93,6 @@ def late_event(run: ToolRun, text: str, ts: float) -> Event:
     return Event(
         event_id=f"late-{run.call_id}", kind="tool_result", source=run.tool, channel="tool",
         content=text, context=LATE_CONTEXT.format(task_id=run.task_id), ts=ts,
-        data={"call_id": run.call_id, "tool": run.tool, "task_id": run.task_id},
+        data={"call_id": run.call_id, "tool": run.tool, "task_id": run.task_id,
+              **({ASKED_KEY: run.asked} if run.asked else {})},
     )

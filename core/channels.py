@@ -21,6 +21,7 @@ from typing import Literal
 import msgspec
 
 from core.fence import fence_field
+from core.background import ASKED_KEY
 from protocol import Event
 
 CHANNEL_KIND = "channel"  # Event.kind of everything that arrives on a channel
@@ -47,6 +48,7 @@ class Watch(msgspec.Struct, array_like=True):
     channel: str
     what: str
     words: list[str]
+    asked: str = ""  # the user's words that set it: the turn a match starts may carry them out
 
 
 def interest_words(what: str) -> list[str]:
@@ -96,9 +98,11 @@ def labelled(event: Event, watch: Watch | None) -> Event:
     context = f"{where} on channel {fence_field(event.channel)}" + (f", from {sender}" if sender else "")
     if event.data.get("urgency") == "high":
         context += ", urgent"
-    if watch is not None:
-        context += f"; matches your watch {watch.watch_id}: {watch.what}"
-    return msgspec.structs.replace(event, context=context)
+    if watch is None:
+        return msgspec.structs.replace(event, context=context)
+    context += f"; matches your watch {watch.watch_id}: {watch.what}"
+    data = {**event.data, ASKED_KEY: watch.asked} if watch.asked else event.data
+    return msgspec.structs.replace(event, context=context, data=data)
 
 
 class WatchTable:
@@ -111,8 +115,9 @@ class WatchTable:
         self.next_number = next_number
         self.limit = limit
 
-    def add(self, channel: str, what: str) -> str:
-        """Register an interest; the text for the model (S3: forgiving, never raises)."""
+    def add(self, channel: str, what: str, asked: str = "") -> str:
+        """Register an interest (`asked`: the user's words that asked for it); the text for the model
+        (S3: forgiving, never raises)."""
         channel = channel_name(channel)
         if not channel:
             return "Not watched: say which channel (an app like telegram, a webhook name, or 'any')."
@@ -122,7 +127,7 @@ class WatchTable:
                 return f"Already watching {channel} for {watch.what} (watch {watch.watch_id})."
         if len(self.watches) >= self.limit:
             return f"Not watched: {self.limit} watches already ({self.ids()}); cancel one with channels_unwatch first."
-        watch = Watch(f"w{self.next_number}", channel, " ".join(what.split()) or "everything", words)
+        watch = Watch(f"w{self.next_number}", channel, " ".join(what.split()) or "everything", words, asked)
         self.next_number += 1
         self.watches.append(watch)
         scope = ", ".join(words) if words else "every message"

@@ -64,7 +64,7 @@ class PhoneConfig(_Section):
     endpoint: Annotated[str, Meta(min_length=1, description="where phones connect (tcp://HOST:PORT or ipc://PATH)")] = "tcp://127.0.0.1:7600"
     curve: Annotated[bool, Meta(description="CURVE encryption and a key allow-list on the phone endpoint")] = False
     keys_dir: Annotated[str, Meta(min_length=1, description="server.key_secret, authorized/*.key (allowed phones), phones/")] = "var/keys"
-    playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long media_play waits for the phone before answering \"requested\", seconds")] = 1.0
+    playback_wait_s: Annotated[float, Meta(ge=0, le=60, description="how long a play (the media toolset) waits for the phone before answering \"requested\", seconds")] = 1.0
     pending_per_session: Annotated[int, Meta(ge=1, description="events of one session waiting at the bridge before the phone gets Busy")] = 16
     max_text_chars: Annotated[int, Meta(ge=1, description="a longer UserText (or notification text) is refused with ErrorReply too_long")] = 4000
     max_sender_chars: Annotated[int, Meta(ge=1, description="a phone notification whose sender is longer is refused with ErrorReply too_long")] = 200
@@ -90,6 +90,9 @@ class SessionConfig(_Section):
     frame: Annotated[bool, Meta(description="words no reflex recognises are first put by the model as one command of a short list, carried out by a reflex when every name and number in it is the user's (core.frame); off: the model takes such turns")] = True
     frame_examples: Annotated[int, Meta(ge=0, le=32, description="requests of the frame bank most like the user's words shown to the frame after its fixed examples (core.frame_bank); each costs the local model about 0.6 s of prompt; 0: the fixed examples alone")] = 4
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
+    index_budget_tokens: Annotated[int, Meta(ge=0, description="the toolsets catalog and the skills index together, in the embedded model's tokens: past it the prompt lists what is most relevant to the conversation and says how many more discover_tools finds (issue 53); 0: no bound")] = 400
+    max_active_tools: Annotated[int, Meta(ge=1, description="a toolset with more tools shows only some (discovered, called, relevant); the tools made active per session, the least recently used dropped first")] = 24
+    toolset_first_tools: Annotated[int, Meta(ge=1, description="tools of a toolset bigger than max_active_tools shown when it is turned on: those most like the conversation's words")] = 8
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8
     max_tokens: Annotated[int, Meta(ge=1, description="tokens per model call")] = 256
     llm_timeout_s: Annotated[float, Meta(gt=0, description="silence from the model before a clear error, seconds")] = 60.0
@@ -207,7 +210,7 @@ class McpConfig(_Section):
     servers: Annotated[dict[str, McpServerConfig], Meta(description="MCP servers, each a toolset named after its key")] = {}
     restart_backoff_s: Annotated[float, Meta(ge=0.01, description="first wait before restarting a dead server, doubling, seconds", extra=TUNING)] = 1.0
     restart_backoff_max_s: Annotated[float, Meta(gt=0, description="the longest wait between restarts of a dead server, seconds", extra=TUNING)] = 60.0
-    max_tools: Annotated[int, Meta(ge=1, le=10_000, description="tools per server; those past this are refused (one log line, shown by toolsets list)")] = 64
+    max_tools: Annotated[int, Meta(ge=1, le=10_000, description="tools per server, a hard cap: those past it are refused (one log line, shown by toolsets list); those within it but past session.max_active_tools are found with discover_tools. The catalog message must fit protocol.max_message_bytes (about 300 bytes a tool)")] = 2000
     max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
     check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
     start_wait_s: Annotated[float, Meta(ge=0, le=50, description="at start the runtime is ready only once every server has listed its tools or failed, waiting at most this long, seconds")] = 15.0

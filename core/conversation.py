@@ -49,12 +49,13 @@ import protocol as p
 from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
-from core.prompt import (RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, after_result_notice, arg_choices,
-                         build_prompt, layout, reply_language, visible_skills)
+from core import discovery
+from core.prompt import (DISCOVER_TOOL, RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, Scope, after_result_notice,
+                         arg_choices, build_prompt, layout, reply_language, visible_skills)
 from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
-    BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
+    ASKED_KEY, BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
@@ -72,7 +73,8 @@ from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome, executed, failure_text
+from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome,
+                           executed, failure_text)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -81,8 +83,8 @@ from protocol.phone import TurnOutcome
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: media_play|matrix-1999", "close matches: id (…)"
-_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: media_\w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
+# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: <tool>|matrix-1999", "close matches: id (…)"
+_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: \w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
 # the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
@@ -91,12 +93,14 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
-ID_TOOLS = ("media_info", "media_play")  # their `id` must be one this conversation's results showed
+RECENT_MESSAGES = 12  # the messages whose user words and calls rank the prompt's index (issue 53)
+_CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 
 
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
+STANDING_KEPT = 64  # events' standing requests remembered (Conversation.standing): a turn's batch holds fewer
 
 
 class Ports(Protocol):
@@ -221,7 +225,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -229,7 +233,8 @@ class Conversation(ReflexSteps):
         self.phone_key = phone_key
         self.s = settings
         self.trajectory = Trajectory()
-        self.activity = ToolsetActivity(settings.registry, clock=settings.clock, ttl=settings.config.toolset_ttl_s)
+        self.activity = ToolsetActivity(settings.registry, clock=settings.clock, ttl=settings.config.toolset_ttl_s,
+                                        max_tools=settings.config.max_active_tools)
         self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
@@ -254,6 +259,10 @@ class Conversation(ReflexSteps):
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
+        # (where in the history, the words): what the user asked earlier that events taken since
+        # report on (a late result's call): an event's turn may carry it out (_guard_words)
+        # and the tool whose late result it is (the answer may tell of that call: _reported)
+        self.standing: deque[tuple[int, str, str]] = deque(maxlen=STANDING_KEPT)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -411,9 +420,19 @@ class Conversation(ReflexSteps):
         try:
             if recorded:
                 self.trajectory.record_events(recorded)
+                at = len(self.trajectory) - 1
+                self.standing.extend((at, e.data.get(ASKED_KEY, ""), self._task_tool(e)) for e in recorded
+                                     if e.data.get(ASKED_KEY) or self._task_tool(e))
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end") for e in batch)
+
+    def _task_tool(self, event: p.Event) -> str:
+        """The tool of the background call an event reports on (its late result, its progress), "" for none."""
+        if event.kind == "tool_result" and event.data.get("tool"):
+            return event.data["tool"]
+        task_id = event.data.get("task_id", "")
+        return next((run.tool for run in self.runs.in_background() if task_id and run.task_id == task_id), "")
 
     def _cancel(self) -> None:
         """CANCEL (E3): stop the step now (rule 4 for a generation) and cancel every tool the
@@ -465,7 +484,9 @@ class Conversation(ReflexSteps):
         if self.s.config.reflexes and await self._step_reflex(turn):
             return  # carried out without the model (core.reflex)
         for _ in range(self.s.config.max_steps):
-            self._take_queue(consumed)
+            taken_at = len(self.trajectory)
+            if self._take_queue(consumed) and self.s.config.reflexes:
+                await self._step_queued_reflex(turn, taken_at)  # "включи Матрицу" said during a slow search
             step = await self._step_prompt(turn)
             reply = await self._step_generate(turn, step)
             if reply is _TURN_OVER:
@@ -495,7 +516,7 @@ class Conversation(ReflexSteps):
             _log.info("session=%s toolsets expired: %s", self.sid, ", ".join(expired))
         skills = await self._skill_index()
         active = self.activity.active()
-        prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO)
+        prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO, scope=await self._scope(skills))
         notice = turn.notice
         history = self._fitted(prompt.static + prompt.state, notice, turn.start)
         # a skill body is a recipe to follow, not an answer: no nudge to answer after it
@@ -509,10 +530,14 @@ class Conversation(ReflexSteps):
             closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
         messages = layout(prompt, history, len(self.trajectory) - turn.start, closing)
         turn.notice = ""
-        tools = self.s.registry.callable_tools(active)
+        tools = self.s.registry.callable_tools(active) if prompt.shown is None else [*CORE_TOOL_NAMES, *prompt.shown]
+        tools = [tool for tool in tools if prompt.discover or tool != DISCOVER_TOOL]  # issue 53
         tools += [t for t in self._used_toolset_tools(active) + turn.recipe_tools if t not in tools]
         said = self._turn_words(turn.start)
-        plain_only = self.s.config.small_talk_plain and (small_talk(said) or turn.remark)
+        # a remark is the frame's verdict over the built-in commands alone: with a toolset beyond
+        # them (an MCP server's) or a skill of the user's, what it asks may be theirs
+        plain_only = self.s.config.small_talk_plain and (
+            small_talk(said) or turn.remark and not await self._others_could_serve())
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
         else:  # a change nobody asked for is not even offered (core.intent.offerable)
@@ -563,7 +588,7 @@ class Conversation(ReflexSteps):
             _log.info("session=%s the reply %r followed none of the recipe; asking again", self.sid, text[:40])
             return False
         claimed = claimed_action(text)
-        if claimed is not None and not covers(claimed, turn.acted):  # an action reported, none made
+        if claimed is not None and not covers(claimed, turn.acted | self._reported(turn.start)):  # reported, none made
             if not turn.claim_retried:
                 turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
@@ -572,8 +597,8 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
-            ran = [(tool, result, self._changes(tool)) for tool, result, kind in self.trajectory.results_since(turn.start)
-                   if kind in RAN_KINDS]
+            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, self._changes(tool))
+                   for tool, result, kind in self.trajectory.results_since(turn.start) if kind in RAN_KINDS]
             text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
         if not text:
             text = "…"
@@ -639,14 +664,17 @@ class Conversation(ReflexSteps):
         self.s.observer.tool_started(self, turn_id, call_id, call.name, call.raw_args)
         allowed = [call.name] if by_reflex else turn.recipe_tools if turn.recipe else []
         refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
-        line = progress_line(call.name, call.raw_args, self._language() == "Russian") if not refusal else ""
+        line = progress_line(self.s.registry.spec(call.name), call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
         with tracing.tracer.tool_call(call.name, call_id) as traced:
             outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
                        await self._run_call(turn_id, call_id, call.name, call.raw_args))
             traced.outcome(_SPAN_OUTCOME[outcome.kind])
-        done = executed_kind(self.s.registry.spec(call.name), call.raw_args) if outcome.ran else None
+        spec = self.s.registry.spec(call.name)
+        done = executed_kind(spec, call.raw_args) if outcome.ran else None
+        if outcome.kind == "placeholder" and spec is not None and spec.long_running:
+            done = done or "change"  # started in the background (a lookup too): a start the answer may tell of
         if done:
             turn.acted.add(done)
         if call.name == "read_skill":
@@ -690,8 +718,11 @@ class Conversation(ReflexSteps):
         from them reads an unrelated skill or shows the old result instead (run.py eval, the
         expired-* scenarios)."""
         registry = self.s.registry
-        off = {registry.toolset_of(tool) for tool in self.trajectory.called_tools()} - set(active) - {None}
-        return [tool.name for toolset in sorted(off) for tool in registry.toolset(toolset).tools]
+        called = self.trajectory.called_tools()
+        off = {registry.toolset_of(tool) for tool in called} - set(active) - {None}
+        # of a big toolset (issue 53) only the tools called: the grammar is not 10,000 names long
+        return [tool.name for toolset in sorted(off) for tool in registry.toolset(toolset).tools
+                if not self.activity.big(toolset) or tool.name in called]
 
     def _recipe_tools(self, body: str) -> list[str]:
         """Tools a skill's body tells the model to call: a recipe may call a tool of a toolset
@@ -710,7 +741,7 @@ class Conversation(ReflexSteps):
         """Whether a call of `tool` changes something (core.intent.action_kind): a timer, playback,
         an MCP tool not marked read-only."""
         spec = self.s.registry.spec(tool)
-        return spec is not None and action_kind(tool, {}, spec.read_only) is not None
+        return action_kind(spec) is not None
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
@@ -726,29 +757,33 @@ class Conversation(ReflexSteps):
             return None  # unknown tool or bad arguments: the ordinary binding answers it
         args = bound.args
         placeholder = next((value for value in args.values() if _PLACEHOLDER.fullmatch(value.strip())), None)
-        if placeholder is not None:  # "media_search|[title as the user said it]": the recipe's, copied
+        if placeholder is not None:  # "<search>|[title as the user said it]": the recipe's, copied
             return Refusal(kind="ungrounded_text", tool=tool, reason=(
                 f"«{placeholder.strip()}» is a placeholder of the instructions, not the user's words. Put in what "
                 "the user actually said, or answer without this call."))
-        query = args.get("query", "")
-        if tool == "media_search" and _INSTRUCTION_WORDS.search(query) and not self._said_or_shown(query):
-            return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "media_search|название (the title …)"
-                f"no word of «{args.get('query', '').strip()}» was said by the user or shown by a result. Search "
-                "for the title the user said, or answer without a search."))
-        given = args.get("id", "").strip()
-        if tool in ID_TOOLS and (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
-            return Refusal(kind="unseen_id", tool=tool, reason=(
-                f"the id «{args['id'].strip()}» was not in any result of this conversation. Use an id exactly as a "
-                "media_search result shows it, or the exact title (search first: TOOL_CALL: media_search|<title>)."))
-        if action_kind(tool, args, spec.read_only) is None:  # a lookup: only the clock needs words
-            return None if tool != "get_current_time" or tool in recipe_tools else unasked_lookup(
-                tool, self._turn_words(turn_start))
+        for name in spec.grounded_args:  # "<search>|название (the title …)": the instructions' words
+            if _INSTRUCTION_WORDS.search(args.get(name, "")) and not self._said_or_shown(args.get(name, "")):
+                return Refusal(kind="ungrounded_text", tool=tool, reason=(
+                    f"no word of «{args.get(name, '').strip()}» was said by the user or shown by a result. Use "
+                    "what the user said, or answer without this call."))
+        for name in spec.seen_args:  # an id-like value (a slug, a time stamp) no result showed: made up
+            given = args.get(name, "").strip()
+            if (_SLUG.fullmatch(given) or _STAMP.fullmatch(given)) and given not in self._seen_ids():
+                return Refusal(kind="unseen_id", tool=tool, reason=(
+                    f"the {name} «{given}» was not in any result of this conversation. Use an {name} exactly as a "
+                    "result shows it, or the exact title (search first)."))
+        if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
+            return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))
         said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
-        return check_call(tool, args, read_only=spec.read_only, said=said, offered=offered,
-                          recipe_tools=frozenset(recipe_tools), sources=sources)
+        refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources)
+        standing = self._guard_words(turn_start) if refusal is not None and not said.strip() else ""
+        if standing:  # an event's turn: what the user asked that set it up may be carried out now
+            refusal = check_call(spec, args, said=standing, offered=offered, recipe_tools=frozenset(recipe_tools),
+                                 sources=sources)
+        return refusal
 
     def _said_or_shown(self, query: str) -> bool:
         """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
@@ -772,17 +807,33 @@ class Conversation(ReflexSteps):
     def _offerable(self, tools: list[str], said: str, turn: TurnState) -> list[str]:
         """The step's tools less those the turn's words do not ask for (a recipe's own calls stay)."""
         offered, recipe = self._offered(turn.start), turn.recipe_tools if turn.recipe else []
-        return [tool for tool in tools if tool in recipe or offerable(tool, self._read_only(tool), said, offered)]
-
-    def _read_only(self, tool: str) -> bool:
-        spec = self.s.registry.spec(tool)
-        return spec is not None and spec.read_only
+        standing = self._guard_words(turn.start) if not said.strip() else ""  # an event's turn: what set it up
+        return [tool for tool in tools if tool in recipe or offerable(spec := self.s.registry.spec(tool), said, offered)
+                or standing and offerable(spec, standing, offered)]
 
     def _offered(self, turn_start: int) -> str:
         """The assistant's last answer before the turn (a question it asked: "Включить?")."""
         messages = self.trajectory.messages()
         return next((m.content for m in map(messages.__getitem__, range(min(turn_start, len(messages)) - 1, -1, -1))
                      if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+
+    def _guard_words(self, turn_start: int) -> str:
+        """The words a call of this turn is judged by (core.intent): the user's own; in a turn an
+        event started (a late result), which has none, the user's words that set up what the
+        event reports (the request that started the task), so a standing instruction ("when one
+        ends, cancel the slow one") is carried out then, and nothing else is."""
+        said = self._turn_words(turn_start)
+        if said.strip():
+            return said
+        return "\n".join(dict.fromkeys(words for at, words, _tool in self.standing if at >= turn_start and words))
+
+    def _reported(self, turn_start: int) -> set[str]:
+        """The kinds of action of the calls whose late results this turn took: made in an earlier
+        turn, and what the answer may tell of ("Запустил три скрипта, первый готов")."""
+        registry = self.s.registry
+        return {executed_kind(spec, "") or ("change" if spec.long_running else "")
+                for at, _words, tool in self.standing if at >= turn_start and tool
+                for spec in [registry.spec(tool)] if spec is not None} - {""}
 
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""
@@ -802,9 +853,13 @@ class Conversation(ReflexSteps):
         return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
-        """For a constrained backend: media_info takes only an id the results showed (none
-        shown yet: it cannot be called; a search comes first)."""
-        return {"media_info": sorted(self._seen_ids())} if "media_info" in tools else {}
+        """For a constrained backend: a lookup by id (a read-only tool whose one argument must be an
+        id a result showed: a title's details) takes only such an id (none shown yet: it cannot be
+        called; a search comes first)."""
+        registry = self.s.registry
+        by_id = [tool for tool in tools for spec in [registry.spec(tool)]
+                 if spec is not None and spec.read_only and [a.name for a in spec.args] == spec.seen_args == ["id"]]
+        return {tool: sorted(self._seen_ids()) for tool in by_id} if by_id else {}
 
     def _last_user_words(self) -> str:
         for message in reversed(self.trajectory.messages()):
@@ -900,7 +955,7 @@ class Conversation(ReflexSteps):
         is answered with a task id and its result comes later as an event. None when the call
         went to the background."""
         call_id, tool = call.call_id, call.tool
-        run = self.runs.start(call_id, tool)
+        run = self.runs.start(call_id, tool, asked=self._guard_words(self._turn_start()))
         self.s.spawn(self._run_tool, run, call)
         spec = self.s.registry.spec(tool)
         long_running = spec is not None and spec.long_running
@@ -951,7 +1006,7 @@ class Conversation(ReflexSteps):
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
-                                 world=self.s.world)
+                                 world=self.s.world, asked=self._guard_words(self._turn_start()))
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:
@@ -976,7 +1031,47 @@ class Conversation(ReflexSteps):
             return await self._read_skill(args["name"])
         if tool == "history_search":
             return await self._search_history(args["query"])
+        if tool == DISCOVER_TOOL:
+            return await self._discover(args["need"])
         return p.CallOutcome(kind="invalid", text=self.s.registry.unknown_tool_text(tool))
+
+    async def _scope(self, skills: p.SkillIndex) -> Scope:
+        """The prompt's bounds (issue 53) and what the conversation said and used lately; the
+        discovery index, when the prompt may rank by it, is built first in a worker thread."""
+        config, registry = self.s.config, self.s.registry
+        every = tuple((s.name, s.description) for s in skills.entries)
+        if discovery.needs_index(registry, every, config.index_budget_tokens, config.max_active_tools) \
+                and not discovery.has_index(registry, every):
+            await anyio.to_thread.run_sync(discovery.index_for, registry, every)
+        messages = self.trajectory.messages()[-RECENT_MESSAGES:]
+        recent = " ".join(line for m in messages if m.role == "user" for line in user_lines(m.content))
+        lines = (_CALL_LINE.search(m.content) for m in messages if m.role == "assistant")
+        calls = [(line.group(1), line.group(2)) for line in lines if line is not None]
+        used = discovery.used_names(calls, registry) | set(self.activity.active())
+        return Scope(config.index_budget_tokens, config.max_active_tools, config.toolset_first_tools,
+                     recent[-discovery.MAX_NEED_CHARS:], tuple(sorted(used)), self.activity.made_active())
+
+    async def _discover(self, need: str) -> p.CallOutcome:
+        """discover_tools (issue 53): the best matches for the need, as a tool result at the end
+        of the conversation; each tool found is made callable: its toolset turned on (invisibly,
+        as enable_toolset does) and the tool shown by the prompt from the next step on."""
+        need = need[:discovery.MAX_NEED_CHARS]
+        if not discovery.stems(need):  # "?", "мне нужно": nothing to search by
+            return p.CallOutcome(kind="invalid", text=discovery.EMPTY_NEED_TEXT)
+        skills = await self._skill_index()
+        every = tuple((s.name, s.description) for s in skills.entries)
+        index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, every)
+        visible = {s.name for s in visible_skills(self.s.registry, self.activity.active(), skills.entries)}
+        found = [entry for entry in index.search(need, limit=discovery.MAX_RESULTS + 2)
+                 if entry.kind != "skill" or entry.name in visible][:discovery.MAX_RESULTS]
+        callable_now = []
+        for entry in found:
+            if entry.kind == "tool":
+                if entry.toolset not in self.activity.active():
+                    self.activity.enable(entry.toolset)
+                self.activity.make_active(entry.name)
+                callable_now.append(entry.name)
+        return _ok(discovery.result_text(need, found, callable_now))
 
     async def _search_history(self, words: str) -> p.CallOutcome:
         if self.s.search_history is None:
@@ -1021,6 +1116,8 @@ class Conversation(ReflexSteps):
         traced = tracing.tracer.turn(self.sid, turn_id, parallel=True)
         self.s.observer.turn(self, turn_id, "start", [event.event_id], parallel=True)
         tools = parallel_tools(self.s.registry, self.activity.active())
+        made_active = set(self.activity.made_active())  # of a big toolset only those (issue 53)
+        tools = [t for t in tools if t in made_active or not self.activity.big(self.s.registry.toolset_of(t) or "")]
         system = parallel_prompt(self.s.registry, tools)
         messages = [p.ChatMessage(role="system", content=system), p.ChatMessage(role="user", content=event.content)]
         answer = ""

@@ -19,24 +19,25 @@ from core.timewords import in_digits, numbers_said
 _TIMER_SET = re.compile(r"^Timer \S+ set for (?P<moment>.*?(?P<clock>\d{1,2}:\d{2})(?::\d{2})?.*?) \(in (?P<span>[^)]*)\)"
                         r"(?P<repeat>[^:\n]*): (?P<text>.*)$", re.MULTILINE)
 # "«Матрица» (matrix-1999): play sent to the phone (task …)", "«Матрица» (matrix-1999) is playing on the phone"
-_PLAYED = re.compile(r"^«(?P<title>[^»]+)» \((?P<media_id>[\w-]+)\)(?::\s+play\s+sent|\s+is\s+playing)", re.MULTILINE)
+_PLAYED = re.compile(r"^«(?P<title>[^»]+)» \((?P<title_id>[\w-]+)\)(?::\s+play\s+sent|\s+is\s+playing)", re.MULTILINE)
 _SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
 
 
 def unsaid_done(answer: str, results: list[tuple[str, str, bool]], russian: bool) -> list[str]:
     """The sentences to add to `answer` for the timers set, films started and other changes made by
-    the turn's calls that the answer does not mention; [] when it says each. `results`: (tool,
-    result, whether the tool changes something) of the calls that ran, in order."""
+    the turn's calls that the answer does not mention; [] when it says each. `results`: (the kind
+    of action its tool's spec declares (core.intent.action_kind; "" for a lookup), result, whether
+    the tool changes something) of the calls that ran, in order."""
     said = in_digits(answer).casefold()
     missing = []
-    for tool, result, changes in results:
-        if tool == "timers_set":
+    for kind, result, changes in results:
+        if kind == "timer_set":
             timer = _TIMER_SET.search(result)  # after "(toolset … enabled on the way)"
             if timer is not None and not _says_timer(said, timer):
                 missing.append(_timer_sentence(timer, russian))
-        elif tool == "media_play":
+        elif kind == "play":
             played = _PLAYED.search(result)
-            if played is not None and not _says_title(said, played["title"], played["media_id"]):
+            if played is not None and not _says_title(said, played["title"], played["title_id"]):
                 missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
         elif changes and _BARE.fullmatch(said.strip(" .!")) and not _shares_a_word(said, first_line(result)):
             # "Done" after an MCP tool's change: its result says what ("home city set: Berlin …")
@@ -61,12 +62,12 @@ def _says_timer(said: str, timer: re.Match[str]) -> bool:
     return clock in said or clock.lstrip("0") in said or bool(spans & numbers_said(re.findall(r"\w+", said)))
 
 
-def _says_title(said: str, title: str, media_id: str) -> bool:
+def _says_title(said: str, title: str, title_id: str) -> bool:
     """The answer names the film: its title, or a word of its id (the English title, mostly)."""
     stems = [w[:max(4, len(w) - 2)] for w in re.findall(r"[^\W\d_]+", title.casefold()) if len(w) >= 4]
     if title.casefold() in said or stems and all(stem in said for stem in stems):  # "включила Матрицу"
         return True
-    words = [w for w in media_id.split("-") if len(w) >= 4 and not w.isdigit()]
+    words = [w for w in title_id.split("-") if len(w) >= 4 and not w.isdigit()]
     return bool(words) and any(w in said for w in words)
 
 

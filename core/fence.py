@@ -15,7 +15,7 @@ look like labels; the data keeps every character, and nothing but backslashes is
 
 `fence_untrusted` is the stricter fence for text from a party the runtime does not trust to
 instruct the model (an MCP server: its instructions, descriptions, results, errors): it also
-escapes a tool-call marker anywhere (`\\TOOL_CALL: timers_set|…`), so a catalog line or a
+escapes a tool-call marker anywhere (`\\TOOL_CALL: notes_add|…`), so a catalog line or a
 result cannot show the model a call to copy. The plain fence leaves `TOOL_CALL:` alone: a
 skill's recipe is made of such lines, and the runtime's own "read on" line in a cut result too.
 

@@ -13,7 +13,7 @@ from core.skills import SkillRepository
 from core.toolsets import ToolResult
 from llm.scripted import ScriptedBackend
 from toolsets.media.provider import MediaProvider
-from toolsets.media.tools import play_started_text, run_info, run_search, validate_play
+from toolsets.media.tools import MEDIA_INFO, MEDIA_PLAY, MEDIA_SEARCH, play_started_text, run_info, run_search, validate_play
 
 
 class RecordedRequest(msgspec.Struct, kw_only=True):
@@ -68,11 +68,11 @@ class InProcessPorts:
 
     async def invoke(self, session: str, call: p.ToolInvoke) -> p.ToolOutcome:
         tool, args = call.tool, call.args
-        if tool == "media_search":
+        if tool == MEDIA_SEARCH.name:  # the media toolset's own specs: no tool named here
             reply = run_search(self.provider, args)
-        elif tool == "media_info":
+        elif tool == MEDIA_INFO.name:
             reply = run_info(self.provider, args)
-        elif tool == "media_play":
+        elif tool == MEDIA_PLAY.name:
             checked = validate_play(args, self.provider)
             if isinstance(checked, ToolResult):
                 reply = checked

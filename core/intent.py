@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 import os
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 import msgspec
 
 from core.timewords import unsaid_number
+from protocol.tools import ToolSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
 RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
@@ -108,30 +110,16 @@ _NOTIFY_VERBS = _stems("сообщи", "уведоми", "оповести", "п
 _YES = re.compile(r"^\s*(?:да|ага|давай|конечно|ок|окей|хорошо|угу|yes|yeah|yep|sure|ok|okay|please do|go ahead)\b")
 
 
-WATCH_TOOLS = frozenset({"channels_watch", "monitors_start"})  # they wake the session later: asked for in words
-TASK_CANCEL_TOOLS = frozenset({"channels_unwatch", "tasks_cancel"})
-
-
-def action_kind(tool: str, args: dict[str, str], read_only: bool) -> ActionKind | None:
-    """The kind of change a call makes; None for a call that changes nothing (a lookup)."""
-    if read_only or tool in ("get_current_time", "read_skill", "history_search", "enable_toolset", "disable_toolset"):
+def action_kind(spec: ToolSpec | None, args: Mapping[str, str] | None = None) -> ActionKind | None:
+    """The kind of change a call of `spec` makes with `args`, as its spec declares it
+    (protocol.ToolSpec.action); None for a call that changes nothing (a lookup)."""
+    if spec is None or spec.read_only:
         return None
-    if tool == "timers_set":
-        return "timer_set"
-    if tool == "timers_cancel":
-        return "timer_cancel"
-    if tool == "media_play":
-        action = (args.get("action", "") or "play").strip().lower()
-        return "play" if action in ("", "play") else "playback"
-    if tool == "show_text":
-        return "show"
-    if tool in WATCH_TOOLS:
-        return "watch"
-    if tool in TASK_CANCEL_TOOLS:
-        return "task_cancel"
-    if tool == "notify_user":
-        return "notify"
-    return "change"
+    kind = spec.action or "change"  # a tool that declares nothing (an MCP server's): some change
+    value = (args or {}).get(spec.action_arg, "").strip().lower() if spec.action_arg else ""
+    if value:  # a player's `action=pause`: a playback, not a play
+        kind = spec.arg_actions.get(value, spec.arg_actions.get("*", kind)) or kind
+    return None if kind == "none" else kind  # type: ignore[return-value]
 
 
 # the user will ask later: "I'll need a reminder for the dentist, but I'll tell you the time in the
@@ -310,12 +298,13 @@ def asks_clock(said: str) -> bool:
     return bool(_CLOCK_WORDS.search(text) or re.search(r"\d", text))
 
 
-def unasked_lookup(tool: str, said: str) -> Refusal | None:
-    """The clock read in a turn whose words ask nothing of the time: a small model answers "hi"
-    with `get_current_time` (issue 33). Told why, it answers in plain text."""
-    if tool != "get_current_time" or asks_clock(said):
+def unasked_lookup(spec: ToolSpec, said: str) -> Refusal | None:
+    """A lookup that needs words of its own (`asks="clock"`: the clock) read in a turn whose words
+    ask nothing of it: a small model answers "hi" with the clock (issue 33). Told why, it answers
+    in plain text."""
+    if spec.asks != "clock" or asks_clock(said):
         return None
-    return Refusal(kind="not_requested", tool=tool, reason=(
+    return Refusal(kind="not_requested", tool=spec.name, reason=(
         "the user did not ask about the time or the date. Answer their message in plain text, without it."))
 
 
@@ -365,46 +354,62 @@ _REPEATED = re.compile(r"(?<!\w)(?:every|each|daily|hourly|weekly|weekdays|repea
                        r"пятницам|субботам|воскресеньям)|постоянно|регулярно)(?!\w)")
 
 
-def check_call(tool: str, args: dict[str, str], *, read_only: bool, said: str, offered: str = "",
+def check_call(spec: ToolSpec, args: dict[str, str], *, said: str, offered: str = "",
                recipe_tools: frozenset[str] = frozenset(), sources: tuple[str, ...] = ()) -> Refusal | None:
-    """None when the call may run; else why not. `said`: the user's words of this turn;
+    """None when the call may run; else why not. `spec`: the tool's (what it does, which of its
+    arguments must come from the conversation); `said`: the user's words of this turn;
     `recipe_tools`: the calls a recipe the turn follows names (they need no words of their own);
     `sources`: other texts an argument may come from (this turn's results)."""
-    kind = action_kind(tool, args, read_only)
+    tool = spec.name
+    kind = action_kind(spec, args)
     if kind is None or tool in recipe_tools:
         return None
     if not requested(kind, said, offered):
         return Refusal(kind="not_requested", tool=tool, reason=(
             "the user did not ask for this in their last message. Do not call it; answer the user in plain "
             "text (a greeting, a thank-you or a question needs no action)."))
-    if kind == "timer_set" and not grounded(args.get("text", ""), said, *sources):
-        return Refusal(kind="ungrounded_text", tool=tool, reason=(
-            f"the reminder text «{args.get('text', '')}» is not from the user's words. Use the user's own words "
-            "for the text, or 'таймер' if they gave none."))
-    if kind == "timer_set" and args.get("every", "").strip() and not _REPEATED.search(_norm(said)):
+    for name in spec.grounded_args:
+        if not grounded(args.get(name, ""), said, *sources):
+            return Refusal(kind="ungrounded_text", tool=tool, reason=(
+                f"the text «{args.get(name, '')}» is not from the user's words. Use the user's own words "
+                "for it, or 'таймер' if they gave none." if kind == "timer_set" else
+                f"the text «{args.get(name, '')}» is not from the user's words. Use the user's own words."))
+    if kind == "timer_set":
+        return _timer_refusal(tool, args, said, sources)
+    return None
+
+
+def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[str, ...]) -> Refusal | None:
+    """A timer's repetition and time must be the user's: "every" only for words that repeat, no
+    number in "when" that nobody said."""
+    if args.get("every", "").strip() and not _REPEATED.search(_norm(said)):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h18: "one for 12 minutes for the pasta" set daily
             "the user did not ask for a repeating timer. Call it again without `every`."))
-    if kind == "timer_set" and (number := unsaid_number(args.get("when", ""), said, *sources)):
+    if number := unsaid_number(args.get("when", ""), said, *sources):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "в полвосьмого" set "in 1 hour"
             f"the time «{args.get('when', '')}» has the number {number}, which the user did not say. Write the time "
             "from the user's own words (\"in 10 minutes\", \"19:30\"), or ask the user when."))
     return None
 
 
-@functools.lru_cache(maxsize=1024)  # asked for every tool at every step of a turn, with the same words
-def offerable(tool: str, read_only: bool, said: str, offered: str = "") -> bool:
-    """Whether a step's grammar may offer `tool` for these words of the turn: a call that changes
-    something only when the words ask for its kind (a play or a pause alike for media_play), the
-    clock only when they ask about the time. The guard (`check_call`) still judges the call made;
-    what is not offered cannot even be tried, so a thank-you costs no refused step."""
-    if tool == "get_current_time":
-        return asks_clock(said)
-    kind = action_kind(tool, {}, read_only)
-    if kind is None:
+def offerable(spec: ToolSpec | None, said: str, offered: str = "") -> bool:
+    """Whether a step's grammar may offer `spec`'s tool for these words of the turn: a call that
+    changes something only when the words ask for its kind (a play or a pause alike for a tool
+    whose argument makes it either), a lookup that needs words (the clock) only when they are
+    about it. The guard (`check_call`) still judges the call made; what is not offered cannot
+    even be tried, so a thank-you costs no refused step."""
+    if spec is None:
         return True
-    if kind == "play":
-        return requested("play", said, offered) or requested("playback", said, offered)
-    return requested(kind, said, offered)
+    kinds = frozenset(filter(None, [action_kind(spec), *(action_kind(spec, {spec.action_arg: value})
+                                                            for value in spec.arg_actions if spec.action_arg)]))
+    return _offerable(kinds, spec.asks, said, offered)
+
+
+@functools.lru_cache(maxsize=1024)  # asked for every tool at every step of a turn, with the same words
+def _offerable(kinds: frozenset[str], asks: str, said: str, offered: str) -> bool:
+    if asks == "clock":
+        return asks_clock(said)
+    return not kinds or any(requested(kind, said, offered) for kind in kinds)  # type: ignore[arg-type]
 
 
 # The world's toolsets serve few requests and tempt a small model on many ("start my morning
@@ -482,22 +487,24 @@ NOT_DONE_TEXT = {"ru": "Я этого не сделал: ни один инст�
                  "en": "I did not do that: no tool was called. Please ask again if you want it."}
 
 
-_ACTION_ARG = re.compile(r"action\s*=\s*(\w+)", re.IGNORECASE)
-
-
 def executed_kind(spec, raw_args: str) -> ActionKind | None:
     """The kind of action a call that ran made (`spec`: its ToolSpec; the caller knows from its
     outcome that it ran), None for a lookup."""
     if spec is None:
         return None
-    action = _ACTION_ARG.search(raw_args)
-    return action_kind(spec.name, {"action": action.group(1) if action else ""}, spec.read_only)
+    if not spec.action_arg:
+        return action_kind(spec)
+    given = re.search(rf"{re.escape(spec.action_arg)}\s*=\s*(\w+)", raw_args, re.IGNORECASE)
+    return action_kind(spec, {spec.action_arg: given.group(1) if given else ""})
 
 
 def covers(claimed: ActionKind, acted: set[str]) -> bool:
-    """A claim some call of the turn backs: a play and a pause are one family ("Включаю" after a resume)."""
+    """A claim some call of the turn backs: a play and a pause are one family ("Включаю" after a
+    resume); a change of a kind the claim stems do not know (an MCP server's tool, a task started
+    in the background) may be what the answer tells of ("Запустил три скрипта: a, b и c"), and
+    words are no proof against a call that was made: only calls of other known kinds contradict."""
     family = {"play", "playback"}
-    return claimed in acted or (claimed in family and bool(family & acted))
+    return claimed in acted or (claimed in family and bool(family & acted)) or "change" in acted
 
 
 # ---- a remark: words that ask for nothing ------------------------------------------------------
@@ -526,7 +533,16 @@ def remark(said: str) -> bool:
     if not said.strip() or "?" in said or _REQUEST_MARKS.search(text):
         return False
     opening = _OPENING_FILLERS.sub("", text.strip()) + " "
+    if _IMPERATIVE_OPENING.match(opening) and not _PAST_VERB.search(opening):
+        return False  # "узнай последнюю цену акций Apple", "подготовь отчёт": an order, whatever toolset it needs
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
+
+
+# a Russian imperative opening the words, by its form, not its verb ("узнай", "сыграй", "нарисуй",
+# "подготовь", "поставь"): an order to the assistant, never a remark. A noun of that form ("случай
+# был смешной", "трамвай опять опоздал") opens a statement, whose verb is finite: its past tense shows it
+_IMPERATIVE_OPENING = re.compile(r"^(?:[а-я]{3,}(?:ай|яй|уй|юй)|[а-я]*(?:авь|готовь))(?:те)?(?:-ка)?(?=[\s,!.])")
+_PAST_VERB = re.compile(r"(?<![а-я])[а-я]{2,}(?:л|ла|ло|ли)(?![а-я])")
 
 
 # a Russian order to do something for the speaker: "завари мне чай …", "приготовь нам …", "сыграй-ка"

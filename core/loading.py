@@ -10,8 +10,11 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Mapping
+
+import msgspec
 
 from core.config import Config, ConfigError
 from core.config import load_config as load_config_file
@@ -66,6 +69,8 @@ def load_toolsets(config: Config | None = None) -> list[Toolset]:
         if not isinstance(record, Toolset):
             raise ValueError(f"toolset {line!r} is a {type(record).__name__}, not a core.toolsets.SessionToolset "
                              "or ExecutorToolset")
+        if line not in REGISTRY:  # the fast path leaves to the model what its own toolsets lack (core.reflex_steps)
+            record = replace(record, spec=msgspec.structs.replace(record.spec, origin="extra"))
         records.append(record.configured(config))
     unknown = set(config.toolsets.sections) - {record.spec.name for record in records}
     if unknown:

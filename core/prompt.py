@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
+from core import discovery
+from core.discovery import estimate_tokens  # noqa: F401 - where callers find it
 from core.toolsets import CORE_TOOL_NAMES, ToolsetRegistry
 from protocol import ChatMessage
 from protocol.skills import SkillEntry
@@ -32,6 +34,21 @@ from protocol.skills import SkillEntry
 class PromptParts(NamedTuple):
     static: str  # the first system message
     state: str  # before the current turn: skills index and active toolsets ("" when there is neither)
+    shown: tuple[str, ...] | None = None  # the toolset tools it shows; None: every tool of the active toolsets
+    discover: bool = False  # something is left out: discover_tools is offered (core.discovery)
+
+
+class Scope(NamedTuple):
+    """What a request's prompt is fitted to beyond the session's state (issue 53): the budget of the
+    catalog and skills index, how many tools of a toolset it shows, and what the conversation said
+    and used lately (the state part lists what is most relevant to them). The defaults: no bound."""
+
+    budget: int = 0  # session.index_budget_tokens; 0: every toolset and skill listed
+    max_tools: int = 0  # session.max_active_tools; 0: every tool of an active toolset shown
+    first_tools: int = 8  # session.toolset_first_tools: of a bigger toolset, shown on enable
+    recent: str = ""  # the user's recent words
+    used: tuple[str, ...] = ()  # toolsets and skills the conversation used
+    made_active: tuple[str, ...] = ()  # tools of big toolsets discovered or called (core.activity)
 
 
 PREAMBLE = (
@@ -56,6 +73,8 @@ TOOLSET_EXAMPLES_HEADER = "Examples:"
 _QUOTED = re.compile(r'^\s*("[^"]+")')
 CORE_HEADER = "Core tools:"
 CATALOG_HEADER = "Toolsets (turn on with enable_toolset|name):"
+MORE_TOOLSETS_HEADER = "More toolsets (enable_toolset|name):"
+DISCOVER_TOOL = "discover_tools"
 ACTIVE_HEADER = "Active toolsets: "
 # After a tool result the request ends with this notice, in the same user turn as the result: a
 # small model that reads a tool list last calls tools forever, one that reads a bare system line
@@ -158,47 +177,89 @@ def _fixed_choices(registry: ToolsetRegistry, active: tuple[str, ...]) -> tuple[
 
 
 def build_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Iterable[SkillEntry],
-                 skills_howto: str, toolset_skill_map: Mapping[str, str] | None = None) -> PromptParts:
+                 skills_howto: str, toolset_skill_map: Mapping[str, str] | None = None,
+                 scope: Scope | None = None) -> PromptParts:
     """Both parts of the prompt for one request. `active`: the session's active toolsets (after
-    purge_expired); names the registry does not know are skipped.
+    purge_expired); names the registry does not know are skipped. `scope`: the bounds of issue 53
+    (none by default); the static part depends on the catalog and the budget alone.
 
     Every step of every session asks for it, and most steps ask for a state already built: both
     parts are kept (`_static_part`, `_state_part`) by what they are made of - the registry (the
     catalog is immutable: a change replaces it whole), the active toolsets, the skills shown and
     the map - so a step pays for a key, not for the text."""
+    scope = scope or Scope()
     active_names = tuple(sorted({name for name in active if registry.toolset(name) is not None}))
-    shown = tuple((s.name, s.description) for s in skills)
+    skills = list(skills)
+    every = tuple((s.name, s.description) for s in skills)
     links = tuple(sorted(toolset_skill_map.items())) if toolset_skill_map else ()
-    return PromptParts(_static_part(registry), _state_part(registry, active_names, shown, skills_howto, links))
+    static, static_discover = _static_part(registry, scope.budget, scope.max_tools)
+    if not scope.budget and not scope.max_tools:
+        return PromptParts(static, _state_part(registry, active_names, every, skills_howto, links))
+    visible = tuple((s.name, s.description) for s in visible_skills(registry, active_names, skills, dict(links)))
+
+    def index():
+        return discovery.index_for(registry, every)
+
+    headers = sum(map(discovery.tokens, (skills_howto, CATALOG_HEADER, MORE_TOOLSETS_HEADER)))
+    listed = discovery.disclose(registry, visible, scope.budget, scope.recent, scope.used, index, headers)
+    big = tuple((name, discovery.shown_tools(registry, name, scope.max_tools, scope.first_tools, scope.made_active,
+                                             scope.recent, index)) for name in active_names)
+    state = _state_part(registry, active_names, every, skills_howto, links, listed, big)
+    shown = None
+    if any(tools is not None for _, tools in big):
+        shown = tuple(tool for name, tools in big
+                      for tool in (tools if tools is not None else [t.name for t in registry.toolset(name).tools]))
+    return PromptParts(static, state, shown, static_discover or listed.hidden > 0)
 
 
 @functools.lru_cache(maxsize=16)
-def _static_part(registry: ToolsetRegistry) -> str:
-    """Preamble, worked examples, core tools, catalog: the same for every request of one catalog."""
+def _static_part(registry: ToolsetRegistry, budget: int = 0, max_tools: int = 0) -> tuple[str, bool]:
+    """Preamble, worked examples, core tools, catalog: the same for every request of one catalog
+    and budget; and whether it offers discover_tools (the catalog cut to the budget, or a toolset
+    with more than `max_tools` tools)."""
     # the order measured best on `run.py eval` (local, progressive): a toolset's, the core tool's,
     # chat last (dev set)
     examples = [*_enable_examples(registry), TOOL_EXAMPLE, *CHAT_EXAMPLES]
+    listed = discovery.static_catalog(registry, budget)
+    discover = len(listed) < len(registry.toolset_names()) or bool(
+        max_tools and any(len(spec.tools) > max_tools for spec in registry.specs()))
+    core = [tool for tool in CORE_TOOL_NAMES if discover or tool != DISCOVER_TOOL]
     static = ["\n".join([PREAMBLE, EXAMPLES_HEADER, *(f"- {e}" for e in examples)]),
-              "\n".join([CORE_HEADER, *(registry.tool_line(t) for t in CORE_TOOL_NAMES)])]
-    catalog = registry.catalog_lines()
+              "\n".join([CORE_HEADER, *(registry.tool_line(t) for t in core)])]
+    catalog = [f"{name} — {registry.toolset(name).summary}" for name in listed]
     if catalog:
         static.append("\n".join([CATALOG_HEADER, *catalog]))
-    return "\n\n".join(static)
+    return "\n\n".join(static), discover
 
 
 @functools.lru_cache(maxsize=256)
 def _state_part(registry: ToolsetRegistry, active_names: tuple[str, ...], skills: tuple[tuple[str, str], ...],
-                skills_howto: str, links: tuple[tuple[str, str], ...]) -> str:
-    """The skills index and the active toolsets with their tools; `skills`: (name, description)."""
+                skills_howto: str, links: tuple[tuple[str, str], ...], listed: discovery.Disclosure | None = None,
+                tools_shown: tuple[tuple[str, tuple[str, ...] | None], ...] = ()) -> str:
+    """The skills index and the active toolsets with their tools; `skills`: (name, description).
+    `listed`: what of the index fits the budget (None: all); `tools_shown`: by active toolset, the
+    tools shown of it (None: all)."""
     state = []
     entries = [SkillEntry(name=name, description=description) for name, description in skills]
     shown = visible_skills(registry, active_names, entries, dict(links))
+    if listed is not None and listed.skills is not None:
+        shown = [s for s in shown if s.name in listed.skills]
     if shown:
         state.append("\n".join([skills_howto, *(f"{s.name}: {s.description}" for s in shown)]))
+    if listed is not None and listed.toolsets:
+        state.append("\n".join([MORE_TOOLSETS_HEADER, *(f"{name} — {registry.toolset(name).summary}"
+                                                         for name in listed.toolsets)]))
+    if listed is not None and listed.hidden:
+        state.append(discovery.more_line(listed.hidden))
     if active_names:
         lines = [ACTIVE_HEADER + ", ".join(active_names)]
+        subsets = dict(tools_shown)
         for name in active_names:
-            lines += [registry.tool_line(tool.name) for tool in registry.toolset(name).tools]
+            tools = [tool.name for tool in registry.toolset(name).tools]
+            subset = subsets.get(name)
+            lines += [registry.tool_line(tool) for tool in (tools if subset is None else subset)]
+            if subset is not None:
+                lines.append(discovery.hidden_tools_line(name, len(tools) - len(subset)))
         examples = [line for name in active_names for line in registry.toolset(name).example.splitlines() if line.strip()]
         if examples:
             lines += [TOOLSET_EXAMPLES_HEADER, *(f"- {line}" for line in examples)]
@@ -220,15 +281,8 @@ def _enable_examples(registry: ToolsetRegistry) -> list[str]:
 
 
 def build_system_prompt(registry: ToolsetRegistry, active: Iterable[str], skills: Iterable[SkillEntry],
-                        skills_howto: str, toolset_skill_map: Mapping[str, str] | None = None) -> str:
+                        skills_howto: str, toolset_skill_map: Mapping[str, str] | None = None,
+                        scope: Scope | None = None) -> str:
     """The whole prompt text of one state (static part, then state part)."""
-    return "\n\n".join(part for part in build_prompt(registry, active, skills, skills_howto, toolset_skill_map) if part)
-
-
-_TOKEN_PIECES = re.compile(r"[A-Za-z]+|\d|[^\sA-Za-z\d]")
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough, slightly pessimistic token count for Gemma/Qwen-style tokenizers: one per word,
-    digit and punctuation mark (`notes_add` counts 3). For budgets and logs, not billing."""
-    return len(_TOKEN_PIECES.findall(text))
+    prompt = build_prompt(registry, active, skills, skills_howto, toolset_skill_map, scope)
+    return "\n\n".join(part for part in (prompt.static, prompt.state) if part)

@@ -43,6 +43,11 @@ _log = logging.getLogger("porfiry.session")
 FOLLOW_UP_LOOKBACK = 3
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
+# commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
+# actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
+QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
+QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
+                      "the earlier request; in your answer, say this was done too.")
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
@@ -149,6 +154,23 @@ class ReflexSteps:
         _log.info("session=%s reflex %s answered without the model", self.sid, kinds)
         return True
 
+    async def _step_queued_reflex(self, turn: TurnState, taken_at: int) -> None:
+        """A plain command said while the model worked (a play, a pause, a timer, a text for the
+        screen), taken into the turn at a safe point as the one new event: carried out here as at
+        a turn's start, its calls recorded; the model, which goes on with the earlier request, is
+        told it is done (a notice) and says so in its answer. Anything else is the model's."""
+        said = self.trajectory.last()
+        if len(self.trajectory) != taken_at + 1 or said is None or said.role != "user":
+            return
+        intent = recognise("\n".join(user_lines(said.content)))
+        if intent is None or intent.kind not in QUEUED_REFLEXES or await self._names_a_skill(intent):
+            return
+        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        if answer:
+            _log.info("session=%s reflex %s carried out a command queued into the turn", self.sid, intent.kind)
+            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=False))
+            turn.notice = QUEUED_DONE_NOTICE.format(answer=answer)
+
     def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, str]]:
         """(tool, result) of the calls the turn before this one made, oldest first."""
         results = []
@@ -162,6 +184,23 @@ class ReflexSteps:
     async def _own_skills(self) -> bool:
         """Whether the user has skills of their own (not the built-in ones)."""
         return any(not e.builtin for e in (await self._skill_index()).entries)
+
+    async def _others_could_serve(self) -> bool:
+        """Whether anything beyond the fast path's own toolsets could serve a request: a toolset of
+        an MCP server or of `toolsets.extra` (protocol.ToolsetSpec.origin) that the fast path does
+        not itself call (a world clock it asks a city's time of is one of its own), or the user's
+        own skills. Then words its own toolsets have nothing for ("find a cheap flight to Paris",
+        "запусти эти три скрипта") are the model's, which sees them all: the fast path claims nothing."""
+        registry = self.s.registry
+        clock = self._place_clock()
+        own = {registry.toolset_of(clock.name)} if clock is not None else set()
+        return (any(registry.toolset(name).origin != "builtin" and name not in own for name in registry.toolset_names())
+                or await self._own_skills())
+
+    async def _not_ours(self, turn: TurnState, subject: str) -> bool:
+        """Words the catalog plainly has no title for (asked aside: nothing recorded, so the model
+        reads no search that was never its own) while another toolset or a skill could serve them."""
+        return bool(subject) and await self._others_could_serve() and not await self._names_a_title(turn, subject)
 
     async def _names_a_skill(self, intent: Intent | None) -> bool:
         if intent is None or not intent.subject or intent.kind not in ("play", "search"):
@@ -357,6 +396,8 @@ class ReflexSteps:
     async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.subject and intent.reference is None:
             intent = await self._trimmed(turn, intent)
+            if await self._not_ours(turn, intent.subject):
+                return None  # another toolset's, or a skill's: the model sees them all
         titles, last_id, known = self._shown_media()
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
@@ -370,7 +411,7 @@ class ReflexSteps:
         else:
             result = await self._reflex_call(turn, "media_search", intent.subject)
             if result is not None and names_none(intent.subject, shown_titles(result)):
-                if await self._own_skills():
+                if await self._others_could_serve():
                     return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
                 return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
@@ -396,11 +437,13 @@ class ReflexSteps:
         that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
         titles that share nothing with the words: the model answers."""
         intent = await self._trimmed(turn, intent)
+        if await self._not_ours(turn, intent.subject):
+            return None  # "find a cheap flight to Paris" with a travel server: the model's
         result = await self._reflex_call(turn, "media_search", intent.subject)
         if result is None:
             return None
         titles = shown_titles(result)
-        if titles and not relevant(intent.subject, titles):
+        if titles and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
             return None
         return search_answer(intent, titles, shown_total(result))
 

@@ -144,7 +144,7 @@ class SessionStore:
             conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
             self.world.restore(sid, state.world)
-        conversation.timers.on_change = lambda: self._timers_changed(sid)
+        conversation.timers.on_change = lambda: self._timer_table_changed(sid)
         return conversation
 
     def _continue(self, sid: str, conversation: Conversation, stored: StoredSession) -> None:
@@ -213,7 +213,7 @@ class SessionStore:
             skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
             world=self.world.snapshot(sid)))
 
-    def _timers_changed(self, sid: str) -> None:
+    def _timer_table_changed(self, sid: str) -> None:
         """After every change of a session's timers: journaled, and its next due on the wheel."""
         self.save_state(sid)
         conversation = self.sessions.get(sid)

@@ -28,25 +28,20 @@ def spoken_time(now: dt.datetime, russian: bool) -> str:
     return f"{line} ({now.year}{', ' + zone if zone else ''})"
 
 
-_PROGRESS = {  # tool -> (Russian, English) line shown while its call runs; {arg}: its first argument
-    "media_search": ("ищу «{arg}»…", "searching for “{arg}”…"),
-    "media_info": ("смотрю подробности…", "looking up the details…"),
-    "media_play": ("включаю…", "starting playback…"),
-    "get_current_time": ("смотрю на часы…", "checking the clock…"),
-    "history_search": ("вспоминаю…", "looking back…"),
-}
 _PROGRESS_ARG_CHARS = 40
 
 
-def progress_line(tool: str, raw_args: str, russian: bool) -> str:
+def progress_line(spec, raw_args: str, russian: bool) -> str:
     """A first line for the glasses as soon as a call is parsed ("ищу «Матрица»…"), so the user
-    sees something before the answer; "" for a call that needs none (a skill read, a timer)."""
-    if tool not in _PROGRESS:
+    sees something before the answer, as the tool's spec words it (protocol.ToolSpec.progress);
+    "" for a call that needs none (a skill read, a timer)."""
+    line = spec.progress.get("ru" if russian else "en", "") if spec is not None else ""
+    if not line:
         return ""
     arg = raw_args.split(";")[0].split("|")[0].strip()
     if len(arg) > _PROGRESS_ARG_CHARS:
         arg = arg[:_PROGRESS_ARG_CHARS].rstrip() + "…"
-    return _PROGRESS[tool][0 if russian else 1].format(arg=arg)
+    return line.replace("{arg}", arg)
 
 
 # ---- a time of day said in words -> digits ------------------------------------------------------

@@ -29,17 +29,25 @@ from protocol.base import Msg
 from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone"),
-    ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")]),
-    ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")]),
-    ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")]),
+    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone", action="none", asks="clock",
+             progress={"ru": "смотрю на часы…", "en": "checking the clock…"}),
+    ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")],
+             action="show"),
+    ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")],
+             action="none"),
+    ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")],
+             action="none", progress={"ru": "вспоминаю…", "en": "looking back…"}),
+    # shown only while the catalog or a toolset is too big for the prompt (core.discovery, issue 53)
+    ToolSpec(name="discover_tools", summary="find the toolsets, tools and skills for a need, said in any words; "
+             "the tools found become callable", args=[ArgSpec(name="need")], read_only=True, action="none"),
     ToolSpec(name="enable_toolset", summary="turn a toolset on: its tools then appear under Active toolsets",
-             args=[ArgSpec(name="name")]),
+             args=[ArgSpec(name="name")], action="none"),
     # name optional: a bare disable_toolset turns every active toolset off (forgiving, S3)
     ToolSpec(name="disable_toolset", summary="turn a toolset off",
-             args=[ArgSpec(name="name", required=False)]),
+             args=[ArgSpec(name="name", required=False)], action="none"),
 )
 CORE_TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in CORE_TOOLS)
+_NAMED_CORE = ", ".join(name for name in CORE_TOOL_NAMES if name != "discover_tools")  # the ones always offered
 
 _TOOLSET_NAME = re.compile(r"[a-z][a-z0-9]*")  # no `_`: the first `_` of a tool name ends the prefix
 _TOOL_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -110,6 +118,7 @@ class SessionContext:
     background: tuple[ToolRun, ...]  # the session's toolset calls running in the background now
     cancel_task: Callable[[ToolRun], None]  # stops one of them; its call's result says so
     world: WorldPort | None  # the world around the sessions (None: no session actor, no world)
+    asked: str = ""  # the user's words the call is made for (a watch keeps them: its match's turn may carry them out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,7 +465,7 @@ class ToolsetRegistry:
         if toolset is not None:
             tools = ", ".join(t.name for t in self._toolsets[toolset].tools)
             return f"tool {tool} does not exist; toolset {toolset} has: {tools}"
-        return (f"tool {tool} does not exist; core tools: {', '.join(CORE_TOOL_NAMES)}; "
+        return (f"tool {tool} does not exist; core tools: {_NAMED_CORE}; "
                 f"toolsets: {', '.join(self._toolsets) or '(none)'}")
 
     def unknown_toolset_text(self, name: str) -> str:

@@ -10,11 +10,13 @@ import msgspec
 
 
 def cmd_eval(args: argparse.Namespace, load_config) -> int:
-    from evals.runner import format_report, run_eval, with_worldclock
+    from evals.runner import format_report, run_eval, with_hub, with_worldclock
     from evals.scenarios import SETS, load_scenarios
     from llm.backends import make_backend
 
     config = with_worldclock(load_config(args))
+    if args.set == "discovery" and not args.scenarios:
+        config = with_hub(config)
     profile = args.profile or config.llm.profile
     if profile not in config.llm.profiles:
         sys.exit(f"porfiry: no profile {profile!r}; profiles: {', '.join(sorted(config.llm.profiles))}")
@@ -29,7 +31,7 @@ def cmd_eval(args: argparse.Namespace, load_config) -> int:
         scenarios = scenarios[: args.limit]
     if not scenarios:
         sys.exit("porfiry: no scenario to play")
-    modes = ["progressive", "flat"] if args.mode == "both" else [args.mode]
+    modes = {"both": ["progressive", "flat"], "three": ["flat", "toolsets", "discovery"]}.get(args.mode, [args.mode])
     backend = make_backend(config.llm.profiles[profile], name=profile)
 
     trace_file = open(args.trace, "wb") if args.trace else None  # noqa: SIM115 - closed below
@@ -71,11 +73,13 @@ def cmd_eval(args: argparse.Namespace, load_config) -> int:
 def register(sub, load_config) -> None:
     parser = sub.add_parser("eval", help="play the eval scenarios on a real model and score them")
     parser.add_argument("--profile", help="model profile (default: the active one, `local`)")
-    parser.add_argument("--set", choices=["dev", "test", "traps"], default="dev",
-                        help="dev: tune on it (default); test: report it, never tune on it; traps: no side effect is the only right outcome")
+    parser.add_argument("--set", choices=["dev", "test", "traps", "discovery"], default="dev",
+                        help="dev: tune on it (default); test: report it, never tune on it; traps: no side effect is the only right outcome; "
+                             "discovery: needs over a 120-tool MCP server and 16 skills (issue 53)")
     parser.add_argument("--scenarios", help="a scenario file of your own (instead of --set)")
-    parser.add_argument("--mode", choices=["progressive", "flat", "both"], default="both",
-                        help="progressive: toolsets on demand (Porfiry); flat: every tool shown from the start; both (default)")
+    parser.add_argument("--mode", choices=["progressive", "flat", "both", "toolsets", "discovery", "three"], default="both",
+                        help="progressive: toolsets on demand (Porfiry); flat: every tool shown from the start; both (default); "
+                             "toolsets: progressive without the budget; discovery: with it; three: flat, toolsets, discovery")
     parser.add_argument("--json", help="write the report(s) as JSON here")
     parser.add_argument("--limit", type=int, default=0, help="play only the first N scenarios")
     parser.add_argument("--trace", help="write every request and reply as JSON lines here (for tuning texts)")

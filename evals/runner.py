@@ -14,7 +14,9 @@ may not repeat gets).
 
 Modes: `progressive` is Porfiry as it runs (toolsets enabled on demand, S7); `flat` turns every
 toolset on before every turn, so the model sees every tool from the first request, as in a
-runtime without toolsets (the seed's thesis, measured on the same scenarios).
+runtime without toolsets (the seed's thesis, measured on the same scenarios). Issue 53 splits
+progressive in two: `toolsets` (no budget, every tool of a toolset shown once on) and `discovery`
+(the budget, discover_tools, big toolsets shown in part: what `progressive` runs by default).
 """
 from __future__ import annotations
 
@@ -517,6 +519,31 @@ def _percentiles(values: list[float]) -> Percentiles:
 
 MCP_START_S = 30.0  # how long the eval waits for its MCP servers to list their tools
 WORLDCLOCK_SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp_worldclock_server.py"
+HUB_SERVER = WORLDCLOCK_SERVER.with_name("mcp_hub_server.py")
+
+
+MODES = ("progressive", "flat", "toolsets", "discovery")
+UNBOUNDED_TOOLS = 10_000  # session.max_active_tools that shows every tool of any toolset
+
+
+def mode_config(config: Config, mode: str) -> Config:
+    """The session settings of a mode (issue 53): `flat` and `toolsets` without the budget and
+    with every tool of a toolset shown (toolsets as before discovery); `discovery` and
+    `progressive` as configured (by default: the budget, discover_tools, big toolsets in part)."""
+    if mode not in ("flat", "toolsets"):
+        return config
+    session = msgspec.structs.replace(config.session, index_budget_tokens=0, max_active_tools=UNBOUNDED_TOOLS)
+    return msgspec.structs.replace(config, session=session)
+
+
+def with_hub(config: Config) -> Config:
+    """The config of `--set discovery`: the 120-tool MCP server `hub` (tests/mcp_hub_server.py)
+    and the 16 Agent-Skills-sized skills of evals/discovery/skills as built-in skills."""
+    server = McpServerConfig(command=[sys.executable, str(HUB_SERVER)], timeout_s=MCP_START_S)
+    config = msgspec.structs.replace(config, mcp=msgspec.structs.replace(
+        config.mcp, servers={**config.mcp.servers, "hub": server}))
+    skills = str(Path(__file__).resolve().parent / "discovery" / "skills")
+    return msgspec.structs.replace(config, skills=msgspec.structs.replace(config.skills, builtin_dir=skills))
 
 
 def with_worldclock(config: Config) -> Config:
@@ -559,8 +586,9 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
                    progress: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)) -> EvalReport:
     from toolsets.media.executor import default_provider
 
-    if mode not in ("progressive", "flat"):
-        raise ValueError(f"mode must be progressive or flat, not {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+    config = mode_config(config, mode)
     results: list[ScenarioResult] = []
     stats: list[RequestStats] = []
     invalid_calls = 0

@@ -15,6 +15,7 @@ import msgspec
 from core.echo import echoed, refused
 
 SETS = {name: Path(__file__).with_name(f"{name}.toml") for name in ("dev", "test", "traps")}
+SETS["discovery"] = Path(__file__).with_name("discovery") / "scenarios.toml"  # issue 53: over the 120-tool hub
 DEFAULT_SCENARIOS = SETS["dev"]
 RESTART_POINTS = ("", "tool", "answer", "toolsets", "toolsets-lost")
 

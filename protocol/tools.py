@@ -5,6 +5,11 @@ import msgspec
 
 from protocol.base import Msg
 
+# What a call does, for the session's guard (core.intent): a tool declares it in its spec, so no
+# code names a tool. "" derives it: nothing for a read-only tool, else "change".
+CallAction = Literal["", "timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify",
+                     "change", "none"]
+
 
 class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
@@ -17,7 +22,18 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     read_only: changes nothing, so a parallel side run (E5) may call it.
     idempotent: a second call with the same arguments changes nothing more (a play of what
     already plays). A read-only or idempotent call lost with the toolset executor's process is
-    made again by the session; any other is answered as lost."""
+    made again by the session; any other is answered as lost.
+
+    Guards, declared here and read by the session (core.intent), never by the tool's name:
+    action: the kind of change a call makes ("" derived: none when read_only, else "change";
+    "none": a lookup or a switch that changes nothing of the user's). action_arg/arg_actions: an
+    argument whose value, when given and not in arg_actions' "" entry, makes the call that kind
+    (media_play's `action=pause` is a "playback"). asks: the words a call needs even as a lookup
+    ("clock": words about the time or the date). grounded_args: arguments whose text must come
+    from the user's words or a result shown (a reminder's text). seen_args: arguments that must
+    be an id a result of the conversation showed. destructive: MCP's destructiveHint.
+    progress: the line the glasses show while a call runs, by language ("ru", "en"; {arg}: its
+    first argument), e.g. {"en": "searching for “{arg}”…"}; none: no line."""
 
     name: str
     summary: str
@@ -25,12 +41,22 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     long_running: bool = False
     read_only: bool = False
     idempotent: bool = False
+    action: CallAction = ""
+    action_arg: str = ""
+    arg_actions: dict[str, CallAction] = {}
+    asks: Literal["", "clock"] = ""
+    grounded_args: list[str] = []
+    seen_args: list[str] = []
+    destructive: bool = False
+    progress: dict[str, str] = {}
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """runs: "session" (the SessionActor runs its tools) or "executor" (the toolsets actor does);
     a toolset record's type sets it (core.toolsets.SessionToolset, ExecutorToolset), never its
-    declaration, and the Catalog carries it to the session. timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
+    declaration, and the Catalog carries it to the session. origin: where it comes from (the
+    registry's built-in toolsets, `toolsets.extra`, an MCP server): the fast path (core.reflex)
+    leaves to the model what its own toolsets have nothing for when any other is there. timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
     for the prompt, one per line, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none)."""
 
     name: str
@@ -39,6 +65,7 @@ class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     runs: Literal["session", "executor"] = "executor"
     timeout_s: float = 0.0
     example: str = ""
+    origin: Literal["builtin", "extra", "mcp"] = "builtin"
 
 
 class CatalogRequest(Msg):

@@ -2,6 +2,10 @@
 import pytest
 
 from core.intent import Refusal, check_call, claimed_action, grounded, requested
+from core.loading import default_catalog
+from core.toolsets import ToolsetRegistry
+
+spec = ToolsetRegistry(default_catalog()).spec  # the tools as their toolsets declare them (what they do)
 
 TRAPS = ["спасибо!", "thanks a lot", "you're great", "привет!", "hello there", "хм, ладно",
          "вчера пила отличный чай с бергамотом", "расскажи анекдот", "ты молодец",
@@ -50,19 +54,19 @@ def test_show_needs_a_place_or_a_quoted_text():
 
 
 def test_a_side_effect_not_asked_for_is_refused_and_a_lookup_never():
-    refusal = check_call("timers_set", {"when": "in 5 minutes", "text": "позвонить"}, read_only=False, said="you're great")
+    refusal = check_call(spec("timers_set"), {"when": "in 5 minutes", "text": "позвонить"}, said="you're great")
     assert isinstance(refusal, Refusal) and refusal.kind == "not_requested"
     assert "not executed" in refusal.text()
-    assert check_call("media_search", {"query": "x"}, read_only=True, said="спасибо") is None
-    assert check_call("timers_set", {"when": "in 4 minutes", "text": "tea"}, read_only=False, said="по рецепту",
+    assert check_call(spec("media_search"), {"query": "x"}, said="спасибо") is None
+    assert check_call(spec("timers_set"), {"when": "in 4 minutes", "text": "tea"}, said="по рецепту",
                       recipe_tools=frozenset({"timers_set"})) is None
 
 
 def test_a_timer_text_from_nowhere_is_refused():
-    refusal = check_call("timers_set", {"when": "in 1 minute", "text": "позвонить"}, read_only=False,
+    refusal = check_call(spec("timers_set"), {"when": "in 1 minute", "text": "позвонить"},
                          said="поставь таймер на 1 минуту, чтобы проверить чай")
     assert refusal is not None and refusal.kind == "ungrounded_text"
-    assert check_call("timers_set", {"when": "in 1 minute", "text": "проверить чай"}, read_only=False,
+    assert check_call(spec("timers_set"), {"when": "in 1 minute", "text": "проверить чай"},
                       said="поставь таймер на 1 минуту, чтобы проверить чай") is None
     assert grounded("таймер", "set a timer for 2 minutes")
 
@@ -77,8 +81,8 @@ def test_a_timer_text_from_nowhere_is_refused():
     ("in 5 minutes", "напомни про стирку", True),
 ])
 def test_a_timer_time_with_a_number_the_user_never_said_is_refused(when, said, refused):
-    refusal = check_call("timers_set", {"when": when, "text": "стирку" if "стирк" in said else "позвонить маме"},
-                         read_only=False, said=said)
+    refusal = check_call(spec("timers_set"), {"when": when, "text": "стирку" if "стирк" in said else "позвонить маме"},
+                         said=said)
     assert (refusal is not None and refusal.kind == "ungrounded_text") is refused
 
 
@@ -130,7 +134,7 @@ def test_small_talk_gets_no_tool(said, expected):
     ("tasks_cancel", "отмени загрузку", True),
 ])
 def test_watches_and_task_cancels_need_words_that_ask_for_them(tool, said, asked):
-    assert (check_call(tool, {"id": "t1"}, read_only=False, said=said) is None) is asked
+    assert (check_call(spec(tool), {"id": "t1"}, said=said) is None) is asked
 
 
 def test_the_clock_is_asked_for_by_time_words_not_by_a_greeting_that_names_the_day():
@@ -145,14 +149,14 @@ def test_the_clock_is_asked_for_by_time_words_not_by_a_greeting_that_names_the_d
 
 def test_a_change_is_offered_only_to_words_that_ask_for_its_kind():
     from core.intent import offerable
-    assert not offerable("show_text", False, "мне грустно что-то")
-    assert offerable("show_text", False, "выведи на экран: купить хлеб")
-    assert not offerable("timers_set", False, "you're the best, thanks")
-    assert offerable("timers_set", False, "remind me in ten minutes to check the oven")
-    assert offerable("media_play", False, "поставь на паузу")  # a pause is media_play's too
-    assert not offerable("media_play", False, "кто снял Сталкер?")
-    assert offerable("media_search", True, "кто снял Сталкер?")  # a lookup is always offered
-    assert not offerable("get_current_time", False, "привет! как дела?")
+    assert not offerable(spec("show_text"), "мне грустно что-то")
+    assert offerable(spec("show_text"), "выведи на экран: купить хлеб")
+    assert not offerable(spec("timers_set"), "you're the best, thanks")
+    assert offerable(spec("timers_set"), "remind me in ten minutes to check the oven")
+    assert offerable(spec("media_play"), "поставь на паузу")  # a pause is media_play's too
+    assert not offerable(spec("media_play"), "кто снял Сталкер?")
+    assert offerable(spec("media_search"), "кто снял Сталкер?")  # a lookup is always offered
+    assert not offerable(spec("get_current_time"), "привет! как дела?")
 
 
 def test_how_the_user_feels_is_small_talk():
@@ -182,7 +186,7 @@ def test_a_request_quoted_from_someone_else_is_not_offered_a_tool():
     from core.intent import offerable
 
     said = "my wife just yelled 'remind me to buy milk!' but she meant me, not you, lol"
-    assert not offerable("timers_set", False, said)
+    assert not offerable(spec("timers_set"), said)
 
 
 def test_a_request_the_user_will_finish_later_asks_for_nothing_yet():

@@ -4,6 +4,8 @@ turn waiting, with a progress line on the glasses, and a clarification said mean
 clarification together - through the real SessionActor, LLMWorker and a toolset stand-in."""
 from __future__ import annotations
 
+import re
+
 import anyio
 
 import protocol as p
@@ -44,3 +46,32 @@ async def test_a_clarification_said_while_a_slow_search_runs_joins_its_batch(tmp
         history = await system.history("s")
         assert not any("NOT available yet" in m["content"] for m in history), "a placeholder was recorded"
         assert_every_call_paired(history)
+
+
+async def test_a_plain_command_said_during_a_slow_search_is_carried_out_at_the_safe_point(tmp_path):
+    """Issue 50: "включи Матрицу" said while the model waits on a slow search joins the batch and is
+    played there (a reflex, its calls recorded), and the model's answer says so; it was answered by
+    the model with no play."""
+    def model(messages):
+        if "was already carried out" in messages[-1].content:  # told of the play: the earlier request's answer
+            email = re.search(r"\S+@\S+", next(m.content for m in reversed(messages) if "@" in m.content)).group(0)
+            return f"Письмо Анне ({email}) готово к отправке."  # in the language of the user's last words
+        return scenario_model(messages)
+
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"toolsets": ScenarioToolsets},
+                             execute_substituted_calls=True) as system:
+        tools, glasses = system.actors["toolsets"], system.actors["glasses"]
+        await system.deliver("s", "write an email to Anna", event_id="e1")
+        await tools.started["contacts_search"].wait()
+        await system.deliver("s", "включи Матрицу", event_id="e2")
+        await until(lambda: system.queued("s"))
+        tools.release["contacts_search"].set()
+        shown = await glasses.wait_event_done("s", "e2")
+        history = await system.history("s")
+    calls = [m["content"].split("TOOL_CALL: ", 1)[1] for m in history if "TOOL_CALL: " in m["content"]]
+    assert "media_play|matrix-1999" in calls, calls
+    assert [d.event_ids for d in shown if isinstance(d, p.TurnDone)] == [["e1", "e2"]]
+    answer = finals(shown)[-1]
+    assert answer == "Письмо Анне (anna@example.com) готово к отправке. Включаю «Матрица».", answer  # the play said too
+    assert_every_call_paired(history)

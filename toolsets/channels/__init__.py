@@ -18,8 +18,9 @@ CHANNELS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="channels_watch",
                  summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",
-                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True),
-        ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")]),
+                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True, action="watch"),
+        ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")],
+                 action="task_cancel"),
         ToolSpec(name="channels_list", summary="the watches that are set", read_only=True),
     ],
 )
@@ -32,7 +33,8 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     watches = world.of(context.sid).watches
     if tool == "channels_list":
         return CallOutcome(kind="ok", text=watches.list())
-    text = watches.add(args["channel"], args.get("what") or "") if tool == "channels_watch" else watches.remove(args["id"])
+    text = (watches.add(args["channel"], args.get("what") or "", asked=context.asked) if tool == "channels_watch"
+            else watches.remove(args["id"]))
     world.save(context.sid)
     return CallOutcome(kind="ok", text=text)
 

@@ -87,9 +87,12 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
             continue
         summary = first_sentence(tool.description, max_description_chars) or fence_untrusted(f"the server's {tool.name}")
         annotations = getattr(tool, "annotations", None)
+        read_only = bool(getattr(annotations, "read_only_hint", False))
+        # MCP's defaults: a tool not read-only is taken as destructive unless it says otherwise
+        destructive = not read_only and getattr(annotations, "destructive_hint", None) is not False
         spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
-                        read_only=bool(getattr(annotations, "read_only_hint", False)),
-                        idempotent=bool(getattr(annotations, "idempotent_hint", False)))
+                        read_only=read_only, idempotent=bool(getattr(annotations, "idempotent_hint", False)),
+                        destructive=destructive, action="none" if read_only else "change")
         tools[name] = McpTool(spec, tool.name, names, types)
     if surplus:  # one problem, however many: a server listing 10,000 tools is one line, not 9,936
         more = f" and {len(surplus) - 1} more" if len(surplus) > 1 else ""

@@ -78,7 +78,7 @@ class McpServer:
         if not self.tools:
             return None
         return ToolsetSpec(name=self.name, summary=self.summary, tools=[t.spec for t in self.tools.values()],
-                           timeout_s=self.cfg.timeout_s)
+                           timeout_s=self.cfg.timeout_s, origin="mcp")
 
     def transport(self) -> StdioServerParameters | str:
         if self.cfg.url:

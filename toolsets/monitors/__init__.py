@@ -15,7 +15,7 @@ MONITORS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="monitors_start",
                  summary="start an allowed monitor until: contains WORDS, exit N, or status N",
-                 args=[ArgSpec(name="name"), ArgSpec(name="condition")]),
+                 args=[ArgSpec(name="name"), ArgSpec(name="condition")], action="watch"),
         ToolSpec(name="monitors_list", summary="the allowed monitors and those running", read_only=True),
     ],
 )

@@ -15,7 +15,7 @@ NOTIFY_TOOLSET = ToolsetSpec(
     summary="tell the user something now, even when the glasses are off",
     tools=[
         ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone)",
-                 args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)]),
+                 args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)], action="notify"),
     ],
 )
 

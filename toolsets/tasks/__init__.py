@@ -14,7 +14,8 @@ TASKS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True),
         ToolSpec(name="tasks_status", summary="one task's state", args=[ArgSpec(name="id")], read_only=True),
-        ToolSpec(name="tasks_cancel", summary="stop one task; the others keep running", args=[ArgSpec(name="id")]),
+        ToolSpec(name="tasks_cancel", summary="stop one task; the others keep running", args=[ArgSpec(name="id")],
+                 action="task_cancel"),
     ],
 )
 

@@ -1,0 +1,262 @@
+"""Tool discovery at scale (issue 53): the catalog and skills index within a token budget,
+`discover_tools|<need>` over toolsets, tools and skills, big MCP servers usable whole.
+
+End to end: the real actors over inproc ZeroMQ, a real MCP server over stdio with 120 tools
+(tests/mcp_hub_server.py), 16 user skills the size of the public Agent Skills
+(evals/discovery/skills/), and a scripted model that calls what the user tells it to."""
+import shutil
+import sys
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import msgspec
+import pytest
+
+import protocol as p
+from core import discovery
+from core.config import Config, McpConfig, McpServerConfig
+from core.loading import default_catalog
+from core.prompt import Scope, build_prompt, estimate_tokens
+from core.skills_notice import SKILLS_HOWTO
+from core.toolsets import ToolsetRegistry
+from evals import discovery as needs_eval
+from harness import ToolsSeen, inproc_system, make_config, session_knows
+from protocol.skills import SkillEntry
+
+HERE = Path(__file__).resolve().parent
+HUB = str(HERE / "mcp_hub_server.py")
+NOTES = str(HERE / "mcp_notes_server.py")
+MANY = str(HERE / "mcp_many_server.py")
+STATE_1_MAX_TOKENS = 800  # the issue's bound on the state-1 prompt with the 16 skills and the hub
+
+
+def model(messages):
+    """Calls what the user says after "call ", answers a tool result with "ok: <result>"."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return "ok: " + last.content
+    words = last.content.split("] ", 1)[-1]
+    return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
+
+
+def prompt_of(messages) -> str:
+    return "\n\n".join(m.content for m in messages if m.role == "system")
+
+
+def model_tokens(text: str) -> int:
+    """The embedded model's count (`run.py prompt`), or the calibrated estimate without llama-cpp."""
+    try:
+        from llm.gemma_model import count_tokens
+
+        return count_tokens(text)
+    except Exception:  # noqa: BLE001 - no tokenizer here: the budget's own estimate
+        return round(estimate_tokens(text) * discovery.TOKENS_PER_ESTIMATE)
+
+
+@asynccontextmanager
+async def system_with(tmp_path, servers, *, wait_for=(), mcp=None, **session):
+    shutil.copytree(needs_eval.SKILLS_DIR, tmp_path / "user-skills")
+    # the words are for the scripted model: no reflex takes them, none is judged small talk
+    config = make_config(tmp_path, **{"reflexes": False, "small_talk_plain": False, **session})
+    config = msgspec.structs.replace(config, mcp=McpConfig(servers=servers, restart_backoff_s=0.1,
+                                                           check_interval_s=5.0, **(mcp or {})))
+    backend = ToolsSeen(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        system.backend = backend
+        for name in wait_for:
+            await session_knows(system, name, timeout=60)
+        yield system
+
+
+def hub() -> McpServerConfig:
+    return McpServerConfig(command=[sys.executable, HUB], timeout_s=30.0)
+
+
+async def say(system, text, session="s1"):
+    shown = await system.turn(session, text, timeout=30)
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
+
+
+# --- retrieval ------------------------------------------------------------------------------------------
+def test_a_need_said_in_russian_finds_the_tool_an_mcp_server_described_in_english():
+    registry, skills = needs_eval.catalog()
+    index = discovery.index_for(registry, skills)
+    assert "hub_stock_quote" in [e.name for e in index.search("сколько сейчас стоят акции Apple")[:3]]
+    assert "pptx" in [e.name for e in index.search("сделай презентацию со слайдами")[:3]]
+    assert "timers" in [e.toolset for e in index.search("напомни мне позвонить маме")[:3]]
+
+
+def test_the_test_split_of_the_needs_set_is_found_in_the_top_3_nine_times_in_ten():
+    """The set is fixed (evals/discovery/needs.toml): `run.py discover-eval` prints the same figure."""
+    result = needs_eval.score("test")
+    assert result.total >= 30 and len(needs_eval.needs()) >= 60
+    assert result.rate >= 0.9, result.misses
+
+
+# --- the budget -----------------------------------------------------------------------------------------
+def _state_1(scope: Scope, registry=None, skills=None):
+    registry, pairs = (registry, skills) if registry else needs_eval.catalog()
+    entries = [SkillEntry(name=name, description=description) for name, description in pairs]
+    return build_prompt(registry, [], entries, SKILLS_HOWTO, scope=scope)
+
+
+def test_past_the_budget_the_index_lists_what_the_conversation_is_about_and_says_how_many_more():
+    config = Config().session
+    scope = Scope(config.index_budget_tokens, config.max_active_tools, recent="сделай презентацию про проект")
+    prompt = _state_1(scope)
+    assert "pptx:" in prompt.state  # what the words are about
+    assert "mcp-builder:" not in prompt.state  # unlisted, but found on demand
+    assert "more toolsets and skills are not listed here: discover_tools|<what you need>" in prompt.state
+    assert "discover_tools|<need>" in prompt.static and prompt.discover
+    other = _state_1(scope._replace(recent="write an internal newsletter", used=("xlsx",)))
+    assert other.static == prompt.static  # the words change the state part only: the prefix stays cached
+    assert "internal-comms:" in other.state and "xlsx:" in other.state and "pptx:" not in other.state
+
+
+def test_the_state_1_prompt_with_16_skills_and_a_120_tool_server_stays_within_800_tokens():
+    config = Config().session
+    for recent in ("", "сделай презентацию про проект", "what is the weather in Oslo tomorrow"):
+        prompt = _state_1(Scope(config.index_budget_tokens, config.max_active_tools, recent=recent))
+        text = prompt.static + "\n\n" + prompt.state
+        assert model_tokens(text) <= STATE_1_MAX_TOKENS, recent
+    unbounded = _state_1(Scope())
+    assert model_tokens(unbounded.static + "\n\n" + unbounded.state) > 1200  # what it was without the budget
+
+
+def test_within_the_budget_the_prompt_is_what_it_was():
+    """The built-in catalog and skills fit: nothing is left out and discover_tools is not offered."""
+    registry = ToolsetRegistry(default_catalog())
+    skills = (("media", "Films: search, details, playback."), ("timers", "Reminders and timers: set, list, cancel."))
+    bounded = _state_1(Scope(400, 24, recent="найди фильм"), registry, skills)
+    plain = _state_1(Scope(), registry, skills)
+    assert (bounded.static, bounded.state) == (plain.static, plain.state)
+    assert not bounded.discover and "discover_tools" not in bounded.static
+
+
+# --- end to end -----------------------------------------------------------------------------------------
+async def test_every_one_of_120_tools_can_be_discovered_and_then_called(tmp_path):
+    rows = needs_eval.hub_rows()
+    assert len(rows) == 120
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",)) as system:
+        assert await say(system, "hello") == "plain answer"
+        state_1 = prompt_of(system.backend.calls[-1])
+        assert model_tokens(state_1) <= STATE_1_MAX_TOKENS
+        assert "hub — " in state_1 and "hub_stock_quote" not in state_1
+        for name, args, description in rows:
+            found = await say(system, f"call discover_tools|{description}")
+            assert f"hub_{name}|" in found or f"hub_{name} —" in found, (name, found)
+            assert "Callable now:" in found
+            given = "; ".join(f"{arg}=x{n}" for n, (arg, required) in enumerate(args) if required)
+            answer = await say(system, f"call hub_{name}|{given}")
+            assert answer.startswith(f"ok: {name}:") and given in answer, (name, answer)
+        prompt = prompt_of(system.backend.calls[-1])
+        assert "hub: " in prompt and "more tools not shown; discover_tools|<what you need> finds them" in prompt
+        shown = [line for line in prompt.splitlines() if line.startswith("hub_")]
+        assert len(shown) <= Config().session.max_active_tools  # the least recently used went
+        assert any(line.startswith("hub_podcast_search|") for line in shown)
+        assert not any(line.startswith("hub_stock_quote|") for line in shown)
+
+
+async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_says_how_many_are_hidden(tmp_path):
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), toolset_first_tools=5) as system:
+        await say(system, "what's the weather in Oslo?")
+        await say(system, "call enable_toolset|hub")
+        prompt = prompt_of(system.backend.calls[-1])
+        shown = [line.split("|")[0].split(" ")[0] for line in prompt.splitlines() if line.startswith("hub_")]
+        assert 1 <= len(shown) <= 5 and "hub_weather_forecast" in shown, shown
+        assert f"hub: {120 - len(shown)} more tools not shown" in prompt
+        offered = system.backend.offered[-1]  # the grammar offers the tools shown, not all 120
+        assert set(shown) <= set(offered) and "hub_stock_quote" not in offered and "discover_tools" in offered
+
+
+async def test_an_empty_need_gets_a_clear_answer_and_the_session_goes_on(tmp_path):
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",)) as system:
+        empty = await say(system, "call discover_tools|   ")
+        assert empty == "ok: arguments invalid for discover_tools; expected: discover_tools|need"
+        assert "say what you need in a few words" in await say(system, "call discover_tools|мне нужно, please?")
+        found = await say(system, "call discover_tools|I need the weather forecast for tomorrow, in Oslo, if it rains")
+        assert len(found) < 2000 and "hub_weather_forecast|<place> — Weather forecast" in found
+        assert await say(system, "call hub_weather_current|Oslo") == "ok: weather_current: place=Oslo"
+
+
+def test_a_10_kb_need_is_cut_to_its_first_words():
+    registry, skills = needs_eval.catalog()
+    index = discovery.index_for(registry, skills)
+    need = "прогноз погоды " * 20 + "x" * 10_000
+    found = index.search(need)
+    assert "hub_weather_forecast" in [entry.name for entry in found]
+    assert len(discovery.result_text(need, found)) < 1500
+
+
+async def test_two_servers_with_the_same_tool_names_are_told_apart_by_server(tmp_path):
+    notes = McpServerConfig(command=[sys.executable, NOTES], timeout_s=20.0)
+    async with system_with(tmp_path, {"notes": notes, "jot": notes}, wait_for=("notes", "jot")) as system:
+        found = await say(system, "call discover_tools|add a note")
+        assert "notes_add|<text>" in found and "jot_add|<text>" in found
+        assert "several servers have a tool named add: notes_add of notes, jot_add of jot" in found
+        assert await say(system, "call jot_add|milk") == "ok: note 1 added"
+
+
+async def test_a_server_with_10000_tools_is_cut_to_the_hard_cap_and_the_rest_is_found_by_need(tmp_path):
+    many = McpServerConfig(command=[sys.executable, MANY], env={"MANY_TOOLS": "10000"}, timeout_s=60.0)
+    notes = McpServerConfig(command=[sys.executable, NOTES], timeout_s=20.0)
+    async with system_with(tmp_path, {"many": many, "notes": notes}, wait_for=("many", "notes")) as system:
+        rows = {row.name: row for row in (await system.client.ask("toolsets", p.ToolsetsRequest())).toolsets}
+        assert rows["many"].tools == Config().mcp.max_tools == 2000 and rows["many"].state == "available"
+        assert rows["many"].error == ("8000 of 10000 listed tool(s) refused: tool 't2000' and 7999 more refused: "
+                                      "more than mcp.max_tools (2000) tools")
+        assert await say(system, "hello") == "plain answer"
+        state_1 = prompt_of(system.backend.calls[-1])
+        assert "discover_tools|<need>" in state_1 and "many_t0" not in state_1
+        assert model_tokens(state_1) <= STATE_1_MAX_TOKENS
+        found = await say(system, "call discover_tools|the tool number 1999")
+        assert "many_t1999|" not in found and "many_t1999 — The tool number 1999." in found
+        assert await say(system, "call many_t1999|hi") == "ok: t1999 hi"
+        assert await say(system, "call notes_add|milk") == "ok: note 1 added"  # the neighbour is undisturbed
+        assert len(system.backend.offered[-1]) < 100  # the grammar is not 2,000 names long
+
+
+def test_the_three_mode_eval_plays_30_needs_over_the_hub_in_flat_toolsets_and_discovery_modes():
+    from evals.runner import UNBOUNDED_TOOLS, mode_config, with_hub
+    from evals.scenarios import SETS, load_scenarios
+
+    scenarios = load_scenarios(SETS["discovery"])
+    assert len(scenarios) >= 30 and {s.lang for s in scenarios} == {"ru", "en"}
+    hub_tools = {f"hub_{name}" for name, _, _ in needs_eval.hub_rows()}
+    assert all(call.split("|")[0] in hub_tools for s in scenarios for turn in s.turns for call in turn.calls)
+    config = with_hub(Config())
+    assert "hub" in config.mcp.servers and Path(config.skills.builtin_dir) == needs_eval.SKILLS_DIR
+    for mode in ("flat", "toolsets"):
+        session = mode_config(config, mode).session
+        assert (session.index_budget_tokens, session.max_active_tools) == (0, UNBOUNDED_TOOLS)
+    assert mode_config(config, "discovery").session == config.session
+
+
+def test_a_catalog_past_half_the_budget_keeps_a_fixed_static_part_and_lists_the_rest_by_the_words():
+    from protocol import ToolsetSpec, ToolSpec
+
+    domains = {}
+    for name, _, description in needs_eval.hub_rows():
+        domains.setdefault(name.split("_")[0], []).append((name, description))
+    specs = [ToolsetSpec(name=domain, summary=f"{domain}: " + "; ".join(d for _, d in tools[:2]),
+                         tools=[ToolSpec(name=f"{domain}_{name}", summary=d) for name, d in tools])
+             for domain, tools in domains.items() if domain.isalpha()]
+    registry = ToolsetRegistry(specs)
+    weather = _state_1(Scope(400, 24, recent="what's the weather tomorrow"), registry, ())
+    travel = _state_1(Scope(400, 24, recent="find me a flight to Rome"), registry, ())
+    assert weather.static == travel.static and weather.discover  # the static catalog: the catalog's alone
+    listed = weather.static.split("Toolsets (turn on with enable_toolset|name):\n")[1].splitlines()
+    assert 0 < len(listed) < len(specs)
+    assert "\nweather — " in weather.state and "\nweather — " not in weather.static
+    assert "\nflight — " in travel.state and "\nflight — " not in weather.state + weather.static
+    assert "more toolsets and skills are not listed here" in weather.state
+
+
+def test_tools_made_active_beyond_the_cap_drop_the_least_recently_used():
+    from core.activity import ToolsetActivity
+
+    registry, _ = needs_eval.catalog()
+    activity = ToolsetActivity(registry, max_tools=3)
+    for tool in ("hub_stock_quote", "hub_fx_rate", "hub_web_search", "hub_stock_quote", "hub_geocode", "media_search"):
+        activity.make_active(tool)
+    assert activity.made_active() == ("hub_web_search", "hub_stock_quote", "hub_geocode")  # media is small: all shown
