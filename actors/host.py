@@ -3,7 +3,8 @@ supervisor): one actor, or a process group of `topology.groups` sharing one zmq 
 group's actors reach each other in-process (actors/local.py), without a hop through ZeroMQ.
 
 The resolved config arrives as JSON in PORFIRY_CONFIG_JSON so a child sees exactly what its
-supervisor saw, environment overrides included.
+supervisor saw, environment overrides included. The process dies with its supervisor
+(core/lifeline.py): a `kill -9` of `run.py serve` leaves nothing of it running.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 
 import anyio
 
-from core import tracing
+from core import lifeline, tracing
 from core.config import from_json
 from core.loading import load_config
 from core.logs import setup_logging
@@ -53,6 +54,7 @@ def main() -> None:
     names = sys.argv[1].split(",") if len(sys.argv) == 2 else []
     if not names or any(name not in ACTORS for name in names):
         sys.exit(f"usage: python -m actors.host ACTOR[,ACTOR...]; actors: {', '.join(ACTORS)}")
+    lifeline.watch_parent()  # dies with the supervisor, even one killed by SIGKILL
     setup_logging()
     try:
         anyio.run(_main, names, backend="trio")

@@ -121,7 +121,7 @@ class SessionActor(Actor):
         if cfg.router == "model":
             router = LLMRouter(self.classify, router, timeout_s=cfg.router_timeout_s)
         self.settings = SessionSettings(
-            registry=ToolsetRegistry(catalog.toolsets), ports=self, spawn=self.spawn, config=cfg,
+            registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
             session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
             local_intents=LocalIntents.load(intent_files(self.config)) if cfg.reflexes else LocalIntents.empty(),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
@@ -356,7 +356,7 @@ class SessionActor(Actor):
         ask = self._catalog_asks
         try:
             reply = await self.ask("toolsets", p.CatalogRequest())
-            registry = ToolsetRegistry(reply.toolsets) if isinstance(reply, p.Catalog) else None
+            registry = ToolsetRegistry(reply.toolsets, reply.starting) if isinstance(reply, p.Catalog) else None
         except (AskTimeout, ValueError) as exc:
             self.log.warning("actor=session could not refresh the toolset catalog: %s", exc)
             return

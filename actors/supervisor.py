@@ -23,6 +23,7 @@ import protocol as p
 from actors.base import Actor, AskTimeout, Inbound
 from actors.topology import ACTORS, actor_class, process_groups
 from core.config import Config, to_json
+from core.lifeline import Lifeline, kill_group
 from core.permanent import EXIT_PERMANENT, permanent_cause
 
 
@@ -75,6 +76,7 @@ class Supervisor(Actor):
         self._child_of = {name: child for child in self.children.values() for name in child.members}
         self.failure: str = ""
         self._stop = anyio.Event()
+        self._lifeline: Lifeline | None = None  # made with the first child process
 
     async def on_start(self) -> None:
         self.spawn(self._supervise_all, name="supervise")
@@ -143,10 +145,15 @@ class Supervisor(Actor):
         child.last_exit = "stopped"
 
     async def _run_process(self, child: _Child, task_status) -> None:
-        env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(self.config).decode())
+        if self._lifeline is None:
+            self._lifeline = Lifeline()
+        env = dict(os.environ, PORFIRY_CONFIG_JSON=to_json(self.config).decode(), **self._lifeline.env())
+        # Its own process group, and a lifeline (core/lifeline.py): if this process dies, even by
+        # SIGKILL, the child kills its group (itself and what it started) at once.
         process = await anyio.open_process(
             [sys.executable, "-m", "actors.host", ",".join(child.members)], env=env, stdin=None, stdout=None, stderr=None,
-            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))), start_new_session=True,
+            pass_fds=(self._lifeline.fd,),
         )
         child.pid = process.pid
         try:
@@ -167,6 +174,7 @@ class Supervisor(Actor):
             if process.returncode is None:
                 with anyio.CancelScope(shield=True):
                     await _terminate(process)
+            kill_group(process.pid)  # what it left in its process group goes with it
 
     async def _watch(self, child: _Child, process: anyio.abc.Process, hung: list[str]) -> None:
         """OTP's heartbeat for what does not die: every `watchdog_every_s` each actor of the

@@ -193,14 +193,30 @@ class ToolsetSupervisor(ToolsetExecutor):
         for server in self.mcp:
             self.executors[server.name] = server
             self.spawn(server.run, name=f"mcp-{server.name}")
+        await self._first_listings()
+        self._rebuild()  # what came of each start (a disabled server is not "starting")
         self.log.info("actor=%s catalog: %s", self.name, ", ".join(self.registry.toolset_names()))
+
+    async def _first_listings(self) -> None:
+        """Until each MCP server has listed its tools or failed to start (bounded by
+        `mcp.start_wait_s`): this actor answers nothing before, so the runtime is ready - and a
+        session's first catalog fetched - only with every server that can start in the catalog,
+        never a moment where the model is told its toolset does not exist."""
+        with anyio.move_on_after(self.config.mcp.start_wait_s) as waited:
+            for server in self.mcp:
+                await server.settled.wait()
+        if waited.cancelled_caught:
+            slow = [server.name for server in self.mcp if not server.settled.is_set()]
+            self.log.warning("actor=%s MCP server(s) %s still starting after mcp.start_wait_s (%g s); they join the "
+                             "catalog when listed", self.name, ", ".join(slow), self.config.mcp.start_wait_s)
 
     def _rebuild(self) -> None:
         """The catalog: the built-in toolsets (a bad one raises: start-up fails) and every listed
         MCP server whose names fit; one that collides is refused alone, logged once."""
         served = [spec for spec in (server.spec() for server in self.mcp) if spec is not None]
         self.registry, refused = ToolsetRegistry.admitting([record.spec for record in self.records], served)
-        self.catalog = p.Catalog(toolsets=self.registry.specs())
+        self.catalog = p.Catalog(toolsets=self.registry.specs(),
+                                 starting=[s.name for s in self.mcp if s.state == "starting" and not s.settled.is_set()])
         for name, why in refused.items():
             if self._refused.get(name) != why:
                 self.log.error("actor=%s toolset %s refused, the others serve on: %s", self.name, name, why)

@@ -222,7 +222,8 @@ class World:
     def start_monitor(self, sid: str, name: str, condition: str) -> str:
         world = self.of(sid)
         monitors = self.config.monitors
-        row, text = world.monitors.start(name, condition, monitors.named, monitors.max_per_session, self.actor.clock())
+        row, text = world.monitors.start(name, condition, monitors.named, monitors.max_per_session, self.actor.clock(),
+                                         runtime_running=len(self._monitors), runtime_limit=monitors.max_total)
         if row is not None:
             self._spawn_monitor(sid, row)
             self.save(sid)

@@ -74,7 +74,8 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
 def cmd_cluster(args: argparse.Namespace, config: Config) -> int:
     root = Path(args.dir).resolve()
     if args.action == "up":
-        return cluster_up(config, root, args.nodes, args.base_port, inproc=args.inproc)
+        config_path = str(Path(args.config).resolve()) if args.config else None
+        return cluster_up(config, root, args.nodes, args.base_port, inproc=args.inproc, config_path=config_path)
     if args.action == "status":
         return cluster_status(root)
     return cluster_down(root)
@@ -106,9 +107,25 @@ def _listening(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
-def cluster_up(config: Config, root: Path, nodes: int, base_port: int, *, inproc: bool = False) -> int:
-    if nodes < 1:
-        return _fail("--nodes must be at least 1")
+def port_error(base_port: int, nodes: int) -> str:
+    """Why the ports `cluster up` derives (HAProxy's at base, node i's at base+1+i) cannot be used,
+    or "" when they all fit 1..65535."""
+    if not 1 <= nodes <= 1000:
+        return f"--nodes must be 1..1000 (got {nodes})"
+    last = base_port + nodes
+    if not 1 <= base_port or last > 65535:
+        return (f"--base-port {base_port} with {nodes} node(s) needs ports {base_port}..{last}; a port is 1..65535, "
+                f"so --base-port must be 1..{65535 - nodes}")
+    return ""
+
+
+def cluster_up(config: Config, root: Path, nodes: int, base_port: int, *, inproc: bool = False,
+               config_path: str | None = None) -> int:
+    """`config_path`: the file given with --config, passed on to every node (None: the nodes read
+    $PORFIRY_CONFIG or ./porfiry.toml, as this process did)."""
+    wrong = port_error(base_port, nodes)
+    if wrong:
+        return _fail(wrong)
     haproxy = shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
     if haproxy is None:
         return _fail("HAProxy is not installed (Debian: apt-get install haproxy; `make test` installs it)")
@@ -125,7 +142,8 @@ def cluster_up(config: Config, root: Path, nodes: int, base_port: int, *, inproc
             state.storage_url, state.pg_root = _start_postgres(root)
         state.save(root)
         for index in range(nodes):
-            state.nodes.append(_start_node(root, f"n{index + 1}", base_port + 1 + index, state.storage_url, inproc))
+            state.nodes.append(_start_node(root, f"n{index + 1}", base_port + 1 + index, state.storage_url, inproc,
+                                           config_path))
             state.save(root)
         _wait_for_nodes(state)
         state.haproxy_pid = _start_haproxy(haproxy, root, base_port, state.nodes)
@@ -156,14 +174,16 @@ def _start_postgres(root: Path) -> tuple[str, str]:
     return server.url(), str(pg_root)
 
 
-def _start_node(root: Path, name: str, port: int, url: str, inproc: bool) -> NodeState:
+def _start_node(root: Path, name: str, port: int, url: str, inproc: bool, config_path: str | None = None) -> NodeState:
     node_dir = root / name
     (node_dir / "ipc").mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PORFIRY_NODE_NAME": name, "PORFIRY_STORAGE_BACKEND": "postgres", "PORFIRY_STORAGE_URL": url,
            "PORFIRY_IPC_DIR": str(node_dir / "ipc"), "PORFIRY_PHONE_ENDPOINT": f"tcp://127.0.0.1:{port}",
-           "PORFIRY_STORAGE_PATH": str(node_dir / "porfiry.sqlite3")}
+           "PORFIRY_STORAGE_PATH": str(node_dir / "porfiry.sqlite3"),
+           "PORFIRY_TOPOLOGY": "ipc"}  # nodes on one host: tcp ports from a config would collide
     run_py = Path(__file__).resolve().parent.parent / "run.py"
-    argv = [sys.executable, str(run_py), "serve", "--node", name, *(["--inproc"] if inproc else [])]
+    argv = [sys.executable, str(run_py), *(["--config", config_path] if config_path else []),
+            "serve", "--node", name, *(["--inproc"] if inproc else [])]
     with open(node_dir / "node.log", "ab") as log:
         process = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)  # its own process group: `down` stops its actors too

@@ -213,6 +213,7 @@ class McpConfig(_Section):
     max_tools: Annotated[int, Meta(ge=1, le=10_000, description="tools per server, a hard cap: those past it are refused (one log line, shown by toolsets list); those within it but past session.max_active_tools are found with discover_tools. The catalog message must fit protocol.max_message_bytes (about 300 bytes a tool)")] = 2000
     max_description_chars: Annotated[int, Meta(ge=20, description="a tool's one-liner in the prompt is cut to this")] = 120
     check_interval_s: Annotated[float, Meta(ge=0.1, description="tools are listed again this often: a dead idle server is restarted, seconds", extra=TUNING)] = 10.0
+    start_wait_s: Annotated[float, Meta(ge=0, le=50, description="at start the runtime is ready only once every server has listed its tools or failed, waiting at most this long, seconds")] = 15.0
     warning_interval_s: Annotated[float, Meta(ge=1, description="a server's repeated warning (refused tools) is logged once per interval, seconds", extra=TUNING)] = 300.0
 
 
@@ -239,6 +240,7 @@ class ChannelsConfig(_Section):
     log_interval_s: Annotated[float, Meta(gt=0, description="refused posts: one log line per channel per interval, with a count", extra=TUNING)] = 10.0
     phone_wake: Annotated[Literal["always", "watched"], Meta(description="phone notifications of an app with no [channels.APP]: shown always or only when watched")] = "watched"
     max_watches: Annotated[int, Meta(ge=1, description="channels_watch entries per session")] = 20
+    min_secret_chars: Annotated[int, Meta(ge=16, description="a webhook secret (secret, or the value of secret_env) shorter than this is refused at start")] = 16
     named: Annotated[dict[str, ChannelConfig], Meta(description="the channels, each [channels.NAME]")] = {}
 
 
@@ -257,6 +259,7 @@ class MonitorsConfig(_Section):
     """Monitors: the operator's allow-list (`[monitors.NAME]`) and their bounds."""
 
     max_per_session: Annotated[int, Meta(ge=1, description="monitors running at once in one session")] = 5
+    max_total: Annotated[int, Meta(ge=1, description="monitors running at once in the whole runtime (every session); past it one is refused")] = 50
     max_output_chars: Annotated[int, Meta(ge=100, description="output kept of a run, and shown when it fires")] = 2000
     named: Annotated[dict[str, MonitorConfig], Meta(description="the allowed monitors, each [monitors.NAME]")] = {}
 
@@ -359,6 +362,13 @@ def check(config: Config) -> Config:
     for name, server in config.mcp.servers.items():
         checks.check_url(f"mcp.servers.{name}.url", server.url)
     checks.check_url("tracing.otlp_endpoint", config.tracing.otlp_endpoint)
+    for name, monitor in config.monitors.named.items():
+        checks.check_name(f"monitors.{name}", name, "monitor")
+        checks.check_monitor(f"monitors.{name}", monitor.command, monitor.url)
+    for name, channel in config.channels.named.items():
+        checks.check_name(f"channels.{name}", name, "channel")
+        if channel.secret:
+            checks.check_secret(f"channels.{name}.secret", channel.secret, config.channels.min_secret_chars)
     supervisor = config.supervisor
     if 0 < supervisor.hung_after_s < 2 * supervisor.watchdog_every_s:  # a Ping a little late is not a hang
         raise ValueError(f"supervisor.hung_after_s must be 0 (never) or at least 2 x supervisor.watchdog_every_s "
@@ -448,6 +458,24 @@ def apply_env(config: Config, env: Mapping[str, str]) -> Config:
     if node.heartbeat_s >= node.lease_s:
         raise ConfigError(f"node.heartbeat_s ({node.heartbeat_s}) must be shorter than node.lease_s ({node.lease_s})")
     return msgspec.structs.replace(config, llm=llm, topology=topology, phone=phone, skills=skills, storage=storage, node=node)
+
+
+def channel_secrets(channels: ChannelsConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """Each webhook channel's secret (`secret`, or the variable `secret_env` names). A `secret_env`
+    that is unset, or a secret too short, is a ValueError naming the key: the console that serves
+    the webhooks does not start with a channel that could never be posted to, or one easy to forge."""
+    secrets = {}
+    for name, channel in channels.named.items():
+        if channel.secret:
+            secrets[name] = channel.secret
+        elif channel.secret_env:
+            value = env.get(channel.secret_env, "")
+            if not value:
+                raise ValueError(f"channels.{name}.secret_env names {channel.secret_env}, which is not set (or empty) "
+                                 "in this environment; set it, or remove secret_env")
+            config_checks.check_secret(f"channels.{name}.secret_env ({channel.secret_env})", value, channels.min_secret_chars)
+            secrets[name] = value
+    return secrets
 
 
 def to_json(config: Config) -> bytes:

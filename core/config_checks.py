@@ -130,7 +130,7 @@ def check_endpoint(key: str, value: str, kinds: tuple[str, ...] = ("tcp", "ipc",
 
 
 def check_url(key: str, value: str) -> None:
-    if value and not re.match(r"https?://[^/\s]+", value):
+    if value and not re.match(r"https?://[^/\s]+", value, re.IGNORECASE):
         raise ValueError(f"{key} must be an http:// or https:// URL (got {_show(value)})")
 
 
@@ -147,3 +147,26 @@ def check_file_path(key: str, resolved: Any) -> None:
     """A path the runtime creates a file at: not a directory (an empty value resolves to one)."""
     if resolved.is_dir():
         raise ValueError(f"{key} must name a file, not the directory {resolved}")
+
+
+def check_name(key: str, name: str, kind: str) -> None:
+    """A monitor's or channel's name as the runtime spells it: the model's and a phone's names are
+    lower-cased (and their spaces joined), so one spelt otherwise could never be named."""
+    spelt = " ".join(name.casefold().split())
+    if name != spelt or not name:
+        raise ValueError(f"{key}: a {kind}'s name must be lower-case with no surrounding or double spaces "
+                         f"(names are lower-cased when used, so {name!r} could never be used); write {spelt!r}")
+
+
+def check_monitor(key: str, command: list[str], url: str) -> None:
+    """Exactly one of command and url; a url is http(s) (not file://, not another scheme)."""
+    if bool(command) == bool(url):
+        raise ValueError(f"{key} needs either command (argv) or url, not {'both' if command else 'neither'}")
+    if url:
+        check_url(f"{key}.url", url)
+
+
+def check_secret(key: str, secret: str, min_chars: int) -> None:
+    if len(secret) < min_chars:
+        raise ValueError(f"{key} is {len(secret)} characters; a webhook secret has at least {min_chars} "
+                         "(channels.min_secret_chars), e.g. `python -c 'import secrets; print(secrets.token_hex(32))'`")

@@ -8,17 +8,20 @@ Conditions (`monitors_start|NAME; CONDITION`):
   exit N / exit!=N   the command exited with (or without) code N; `exit` alone: with any code
   status N / status!=N  the URL answered HTTP status N (or another)
 One run is bounded by `timeout_s` (the process is killed), its output kept up to
-`monitors.max_output_chars`; a session holds at most `monitors.max_per_session` monitors.
+`monitors.max_output_chars`; a session holds at most `monitors.max_per_session` monitors, the
+runtime `monitors.max_total`. A run is a process group of its own, killed whole when it ends.
 """
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from typing import Literal
 
 import anyio
 import msgspec
 
+from core import lifeline
 from core.fence import fence_untrusted
 from protocol import Event
 
@@ -108,25 +111,37 @@ def tail(text: str, limit: int) -> str:
 
 
 async def run_command(argv: list[str], timeout_s: float, max_chars: int) -> Probe:
-    """Run the allowed command once (argv, no shell), killed at `timeout_s`."""
+    """Run the allowed command once (argv, no shell), killed at `timeout_s`. It runs as a process
+    group of its own, and the whole group is killed when the run ends (done, timed out or the
+    monitor stopped): what it left in the background (`sh -c "sleep 600 & ..."`) goes with it.
+    A guard (core/lifeline.py) kills the group too if this process dies, SIGKILL included."""
+    if not argv or shutil.which(argv[0]) is None:
+        return Probe(None, f"could not start {argv[0] if argv else '(nothing)'}: not found or not executable", "exit")
+    command, env, fds = lifeline.guarded(argv)
     try:
-        process = await anyio.open_process(argv, stdin=None, stderr=-2)  # stderr joins stdout
+        process = await anyio.open_process(command, stdin=None, stderr=-2, env=env, pass_fds=fds,  # stderr joins stdout
+                                           start_new_session=True)
     except OSError as exc:
         return Probe(None, f"could not start {argv[0]}: {exc}", "exit")
+    lifeline.track_group(process.pid)
     output = bytearray()
-    async with process:
-        with anyio.move_on_after(timeout_s) as scope:
-            assert process.stdout is not None
-            async for chunk in process.stdout:
-                output += chunk
-                del output[:-4 * max_chars]
-            await process.wait()
-        if scope.cancelled_caught:
-            process.kill()
-            with anyio.CancelScope(shield=True):
+    try:
+        async with process:
+            with anyio.move_on_after(timeout_s) as scope:
+                assert process.stdout is not None
+                async for chunk in process.stdout:
+                    output += chunk
+                    del output[:-4 * max_chars]
                 await process.wait()
-            text = tail(output.decode(errors="replace"), max_chars)
-            return Probe(None, f"{text}\n(timed out after {timeout_s:g} s; killed)".strip(), "exit")
+            if scope.cancelled_caught:
+                lifeline.kill_group(process.pid)
+                with anyio.CancelScope(shield=True):
+                    await process.wait()
+                text = tail(output.decode(errors="replace"), max_chars)
+                return Probe(None, f"{text}\n(timed out after {timeout_s:g} s; killed)".strip(), "exit")
+    finally:  # a group outlives its leader while one of its processes runs; the pgid is not reused till then
+        lifeline.kill_group(process.pid)
+        lifeline.untrack_group(process.pid)
     return Probe(process.returncode, tail(output.decode(errors="replace"), max_chars), "exit")
 
 
@@ -157,8 +172,10 @@ class MonitorTable:
         wanted = monitor_id.strip().casefold()
         return next((r for r in self.rows if r.monitor_id == wanted), None)
 
-    def start(self, name: str, condition: str, allowed: dict, limit: int, now: float) -> tuple[MonitorRow | None, str]:
-        """(the new row, or None and why not) - forgiving texts for the model."""
+    def start(self, name: str, condition: str, allowed: dict, limit: int, now: float, *,
+              runtime_running: int = 0, runtime_limit: int = 0) -> tuple[MonitorRow | None, str]:
+        """(the new row, or None and why not) - forgiving texts for the model. `runtime_running`
+        of `runtime_limit` (0: none) are the monitors of every session of this runtime."""
         name = name.strip().casefold()
         if name not in allowed:
             known = ", ".join(sorted(allowed)) or "none are configured"
@@ -169,6 +186,9 @@ class MonitorTable:
             return None, f"Monitor not started: {exc}"
         if len(self.running()) >= limit:
             return None, f"Monitor not started: {limit} monitors already run in this session; stop one first (tasks_cancel|<id>)."
+        if runtime_limit and runtime_running >= runtime_limit:
+            return None, (f"Monitor not started: the runtime already runs {runtime_limit} monitors, its limit "
+                          "(monitors.max_total); stop one first (tasks_cancel|<id>) or try later.")
         row = MonitorRow(f"m{self.next_number}", name, condition.strip(), RUNNING, now)
         self.next_number += 1
         self.rows.append(row)

@@ -316,7 +316,10 @@ def terse(tool: ToolSpec) -> str:
 class ToolsetRegistry:
     """The immutable catalog shared by all sessions: core tools plus the configured toolsets."""
 
-    def __init__(self, toolsets: Iterable[ToolsetSpec]):
+    def __init__(self, toolsets: Iterable[ToolsetSpec], starting: Iterable[str] = ()):
+        """`starting`: toolsets not in the catalog yet because their MCP server is starting; a
+        call of one is told so, not that it does not exist."""
+        self.starting = frozenset(starting)
         self._toolsets: dict[str, ToolsetSpec] = {}
         self._tools: dict[str, ToolSpec] = {tool.name: tool for tool in CORE_TOOLS}
         self._bound: dict[tuple[str, str], Bound | Invalid] = {}  # validate's answers (see there)
@@ -455,6 +458,9 @@ class ToolsetRegistry:
 
     # --- model-facing texts ----------------------------------------------------------------
     def unknown_tool_text(self, tool: str) -> str:
+        prefix, sep, _ = tool.partition("_")
+        if sep and prefix in self.starting:
+            return self.starting_text(prefix)
         toolset = self.toolset_of(tool)
         if toolset is not None:
             tools = ", ".join(t.name for t in self._toolsets[toolset].tools)
@@ -466,7 +472,14 @@ class ToolsetRegistry:
         available = ", ".join(self._toolsets) or "(none)"
         if not name:
             return f"say which toolset; available: {available}"
+        if name in self.starting:
+            return self.starting_text(name)
         return f"toolset {name} does not exist; available: {available}"
+
+    @staticmethod
+    def starting_text(name: str) -> str:
+        return (f"toolset {name} is still starting (its server has not listed its tools yet); "
+                "it will be available in a moment: try again shortly")
 
     def validate(self, tool: str, raw_args: str) -> Bound | Invalid:
         """The call's arguments by name (a dict of the caller's own), or why they cannot be (the

@@ -74,6 +74,7 @@ class CatalogRequest(Msg):
 
 class Catalog(Msg):
     toolsets: list[ToolsetSpec]
+    starting: list[str] = []  # MCP toolsets whose server has not listed its tools yet (the model is told so)
 
 
 class ToolInvoke(Msg):

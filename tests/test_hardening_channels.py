@@ -74,7 +74,7 @@ async def collect_turn(incoming, event_id: str, timeout: float = 15.0) -> list[p
 def edge_config(tmp_path, **channels):
     config = make_config(tmp_path)
     config = override(config, phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
-    named = {"ci": ChannelConfig(secret="s3cret", sessions=["s1", "s2"])}
+    named = {"ci": ChannelConfig(secret="s3cret-of-the-ci-hook", sessions=["s1", "s2"])}
     return msgspec.structs.replace(config, channels=ChannelsConfig(named=named, phone_wake="always", **channels))
 
 
@@ -103,7 +103,7 @@ async def edge(tmp_path, backend, config=None):
             tg.cancel_scope.cancel()
 
 
-async def post_hook(client: httpx.AsyncClient, base: str, fields: dict, *, channel="ci", secret="s3cret", headers=None):
+async def post_hook(client: httpx.AsyncClient, base: str, fields: dict, *, channel="ci", secret="s3cret-of-the-ci-hook", headers=None):
     body = fields if isinstance(fields, bytes) else msgspec.json.encode(fields)
     return await client.post(f"{base}/channels/{channel}", content=body, headers=headers or signed_headers(secret, body))
 
@@ -203,17 +203,17 @@ async def test_the_signature_covers_the_timestamp_and_a_replay_is_recognised_all
     config = edge_config(tmp_path, posts_per_min=10_000.0)
     async with edge(tmp_path, backend, config) as (system, base), httpx.AsyncClient() as http:
         body = msgspec.json.encode({"session": "s1", "text": "deploy 42 failed", "sender": "ci"})
-        headers = signed_headers("s3cret", body)
+        headers = signed_headers("s3cret-of-the-ci-hook", body)
         first = await post_hook(http, base, body, headers=headers)
         assert first.status_code == 202 and first.json()["duplicate"] is False, first.text
         now = str(int(time.time()))
-        body_only = {"x-porfiry-timestamp": now, "x-porfiry-signature": "sha256=" + hmac.new(b"s3cret", body, "sha256").hexdigest()}
+        body_only = {"x-porfiry-timestamp": now, "x-porfiry-signature": "sha256=" + hmac.new(b"s3cret-of-the-ci-hook", body, "sha256").hexdigest()}
         assert (await post_hook(http, base, body, headers=body_only)).status_code == 401, "the time must be signed"
         moved = {"x-porfiry-timestamp": str(int(time.time()) + 5), "x-porfiry-signature": headers["x-porfiry-signature"]}
         assert (await post_hook(http, base, body, headers=moved)).status_code == 401, "a new time needs a new signature"
         for stamp in ("nan", "NaN", "inf", "-inf", "1e999"):
             refused = await post_hook(http, base, body, headers={"x-porfiry-timestamp": stamp,
-                                                                 "x-porfiry-signature": sign("s3cret", stamp, body)})
+                                                                 "x-porfiry-signature": sign("s3cret-of-the-ci-hook", stamp, body)})
             assert refused.status_code == 401 and "channels.replay_window_s" in refused.json()["error"], stamp
 
         # more events than a session remembers (256) pass; the first post replayed is still known

@@ -108,11 +108,11 @@ def test_monitor_conditions():
 
 
 def gate(clock=lambda: 1_000_000.0, **keys) -> ChannelGate:
-    config = ChannelsConfig(named={"ci": ChannelConfig(secret="s3cret", sessions=["s1"])}, **keys)
+    config = ChannelsConfig(named={"ci": ChannelConfig(secret="s3cret-of-the-ci-hook", sessions=["s1"])}, **keys)
     return ChannelGate(config, env={}, clock=clock)
 
 
-def signed(body: bytes, secret="s3cret", ts=1_000_000.0) -> dict[str, str]:
+def signed(body: bytes, secret="s3cret-of-the-ci-hook", ts=1_000_000.0) -> dict[str, str]:
     stamp = str(int(ts))
     return {"x-porfiry-signature": sign(secret, stamp, body), "x-porfiry-timestamp": stamp}
 
@@ -359,7 +359,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
     backend = ScriptedBackend(reply_fn=world_model)
     config = make_config(tmp_path)
     config = msgspec.structs.replace(config, channels=ChannelsConfig(
-        named={"ci": ChannelConfig(secret="s3cret", sessions=["s1", "s2"], urgency="normal")}))
+        named={"ci": ChannelConfig(secret="s3cret-of-the-ci-hook", sessions=["s1", "s2"], urgency="normal")}))
     port = free_port()
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         link = RuntimeLink(config, lambda fact: None, lambda sessions: None, None)
@@ -379,7 +379,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
                 unknown = await client.post(f"http://127.0.0.1:{port}/channels/nope", content=body)
                 assert unknown.status_code == 404
 
-                headers = signed_headers("s3cret", body)
+                headers = signed_headers("s3cret-of-the-ci-hook", body)
                 accepted = await client.post(url, content=body, headers=headers)
                 assert accepted.status_code == 202, accepted.text
                 event_id = accepted.json()["event_id"]
@@ -387,7 +387,7 @@ async def test_a_signed_webhook_wakes_a_session_and_an_unsigned_one_is_refused(t
                 assert finals(shown)[-1] == "New message: deploy 42 failed"
                 # a session no glasses have opened yet: the answer waits for them, unread
                 fresh = msgspec.json.encode({"session": "s2", "text": "nightly build green"})
-                headers2 = signed_headers("s3cret", fresh)
+                headers2 = signed_headers("s3cret-of-the-ci-hook", fresh)
                 reply = await client.post(url, content=fresh, headers=headers2)
                 shown2 = await system.actors["glasses"].wait_event_done("s2", reply.json()["event_id"])
                 assert finals(shown2) == []
@@ -558,8 +558,9 @@ def test_channels_and_monitors_are_named_sections_of_the_config_and_typos_are_er
     assert config.channels.posts_per_min == 5 and config.channels.named["ci"].sessions == ["s1"]
     assert config.monitors.named["build"].command == ["make", "status"]
     assert from_json(to_json(config)).monitors == config.monitors, "written back as a file spells it"
-    assert ChannelGate(config.channels, env={"CI_SECRET": "k"}).secrets == {"ci": b"k"}
-    assert ChannelGate(config.channels, env={}).secrets == {}, "no secret: no webhook (404), never an open one"
+    assert ChannelGate(config.channels, env={"CI_SECRET": "k" * 16}).secrets == {"ci": b"k" * 16}
+    with pytest.raises(ValueError, match="channels.ci.secret_env names CI_SECRET, which is not set"):
+        ChannelGate(config.channels, env={})  # never an open webhook, nor one that silently is not there
     path.write_text('[channels.ci]\nsecrett = "x"\n')
     with pytest.raises(ConfigError, match="secrett"):
         load_config(path, env={})

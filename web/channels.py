@@ -28,7 +28,7 @@ import msgspec
 
 import protocol as p
 from core.channels import channel_event
-from core.config import ChannelsConfig
+from core.config import ChannelsConfig, channel_secrets
 from core.edge_limits import GarbageLog, TokenBucket, session_id_problem
 from core.notify import urgency_of
 
@@ -107,11 +107,8 @@ class ChannelGate:
                  max_depth: int = 32, max_session_chars: int = 128):
         self.config, self.clock, self.max_depth, self.max_session_chars = config, clock, max_depth, max_session_chars
         env = os.environ if env is None else env
-        self.secrets: dict[str, bytes] = {}
-        for name, channel in config.named.items():
-            secret = channel.secret or (env.get(channel.secret_env, "") if channel.secret_env else "")
-            if secret:
-                self.secrets[name] = secret.encode()
+        # ValueError (one line naming the key) for an unset secret_env or a short secret
+        self.secrets: dict[str, bytes] = {name: secret.encode() for name, secret in channel_secrets(config, env).items()}
         burst = max(1.0, config.posts_per_min)
         self.buckets = {name: TokenBucket(config.posts_per_min / 60.0, burst, monotonic) for name in self.secrets}
         self.refusals = GarbageLog(config.log_interval_s, monotonic)

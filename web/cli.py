@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from typing import Callable
 
 import anyio
 
-from core.config import Config
+from core.config import Config, channel_secrets
 from core.logs import setup_logging
 
 
@@ -32,6 +33,11 @@ def cmd_web(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
     from web.server import serve_console
 
     config = load_config(args)
+    try:  # the webhooks' secrets are read from this environment: an unset one is one line, now
+        channel_secrets(config.channels, os.environ)
+    except ValueError as exc:
+        print(f"porfiry web: {exc}", file=sys.stderr)
+        return 2
     host = args.host or config.web.host
     port = config.web.port if args.port is None else args.port
     setup_logging(None)

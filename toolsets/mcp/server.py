@@ -65,6 +65,7 @@ class McpServer:
         self.tools: dict[str, McpTool] = {}
         self._client: Client | None = None
         self._available = anyio.Event()
+        self.settled = anyio.Event()  # its first start came out: listed, failed, or never to start
         self._lost = anyio.Event()
         self._relist = anyio.Event()
         self._warnings = RateLimitedLog(log, mcp.warning_interval_s)
@@ -97,6 +98,7 @@ class McpServer:
     async def run(self) -> None:
         """Until cancelled: connect, serve, and after a failure wait and connect again."""
         if self.state in ("unavailable", "disabled"):
+            self.settled.set()
             return
         backoff = self.mcp.restart_backoff_s
         while True:
@@ -107,6 +109,9 @@ class McpServer:
                 self.error = describe(exc) if served or self.tools else f"start failed: {describe(exc)}"
                 log.warning("mcp server=%s unavailable: %s", self.name, self.error)
             self._gone()
+            if not self.settled.is_set():  # its first start failed: the catalog stops saying "starting"
+                self.settled.set()
+                self.on_change()
             if served:
                 backoff = self.mcp.restart_backoff_s
             await anyio.sleep(backoff)
@@ -127,6 +132,7 @@ class McpServer:
                 self.state = "available"
                 self.error = ""
                 self._available.set()
+                self.settled.set()
                 log.info("mcp server=%s available: %d tool(s)", self.name, len(self.tools))
                 self.on_change()
                 async with anyio.create_task_group() as tg:
