@@ -74,6 +74,7 @@ class PhoneConfig(_Section):
     garbage_log_interval_s: Annotated[float, Meta(ge=0, description="undecodable input and storage failures: one log line per peer per interval, with a count", extra=TUNING)] = 10.0
     max_connections: Annotated[int, Meta(ge=1, description="phone connections at once, all phones together; past it: ErrorReply too_many_connections")] = 20_000
     max_sessions: Annotated[int, Meta(ge=1, description="sessions in the bridge's memory, all phones together; past it a new one: ErrorReply runtime_full")] = 50_000
+    max_follow_s: Annotated[float, Meta(gt=0, description="the longest `run.py say --follow SECONDS` (listening for late results after the turn); more: a clear error, nothing sent")] = 3600.0
 
 
 class SessionConfig(_Section):

@@ -148,8 +148,10 @@ class Console:
         text = str(body.get("text") or "").strip()
         if not session or len(session) > 128:
             return _bad("a session id of 1-128 characters is needed")
-        if action not in ("text", "stop", "button"):
-            return _bad("action must be text, stop or button")
+        if action not in ("text", "stop", "button", "glasses"):
+            return _bad("action must be text, stop, button or glasses")
+        if action == "glasses" and text not in ("on", "off"):
+            return _bad(f"the glasses are 'on' or 'off', not {text[:20]!r}")
         if action in ("text", "button") and not text:
             return _bad("nothing to send: the text is empty")
         if len(text) > self.config.web.max_text_chars:
