@@ -732,12 +732,17 @@ class Conversation(ReflexSteps):
         return spec is not None and action_kind(tool, {}, spec.read_only) is not None
 
     def _text(self, key: str, **fields: object) -> str:
-        """A fixed text for the user (core/texts), in the language of their last words."""
-        return user_texts.text(key, user_texts.code_of(self._language()), **fields)
+        """A fixed text for the user (core/texts), in the session's language."""
+        return user_texts.text(key, self.language_code(), **fields)
 
     def language_code(self) -> str:
-        """"ru" or "en": the session's language, for what the runtime tells the user outside a turn."""
-        return user_texts.code_of(self._language())
+        """"ru" or "en": the language of the user's own last words (not of a channel message or a
+        result), for the runtime's fixed texts; "en" before the user said anything."""
+        for message in reversed(self.trajectory.messages()):
+            lines = user_lines(message.content) if message.role == "user" else ()
+            if lines:
+                return user_texts.code_of(reply_language(" ".join(lines)))
+        return "en"
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
