@@ -422,6 +422,8 @@ class Conversation(ReflexSteps):
             was_background = run.state == BACKGROUND
             run.state = CANCELLED
             self.s.ports.cancel_tool(self.sid, call_id)
+            if was_background:
+                self.runs.record_end(run, CANCELLED_TEXT)
             if was_background and self.trajectory.call_state(call_id) == "placeholder":
                 self.trajectory.record_late_result(call_id, CANCELLED_TEXT)
         if self._step_scope is not None:
@@ -983,12 +985,13 @@ class Conversation(ReflexSteps):
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
-                                 world=self.s.world)
+                                 world=self.s.world, ended=self.runs.ended)
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:
         """tasks_cancel: one background call stops, the others run on; its result says so (E3's wording)."""
         run.state = CANCELLED
+        self.runs.record_end(run, CANCELLED_TEXT)
         self.s.ports.cancel_tool(self.sid, run.call_id)
         if self.trajectory.call_state(run.call_id) == "placeholder":
             self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)

@@ -14,7 +14,7 @@ import collections
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -110,6 +110,7 @@ class SessionContext:
     background: tuple[ToolRun, ...]  # the session's toolset calls running in the background now
     cancel_task: Callable[[ToolRun], None]  # stops one of them; its call's result says so
     world: WorldPort | None  # the world around the sessions (None: no session actor, no world)
+    ended: Mapping[str, str] = field(default_factory=dict)  # task id -> how a background task of the session ended
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

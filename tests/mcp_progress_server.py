@@ -25,5 +25,17 @@ async def migrate(steps: int, gate: str, ctx: Context) -> str:
     return f"migrated {steps} batches"
 
 
+@server.tool()
+async def count(seconds: float, every: float, ctx: Context) -> str:
+    """Count for SECONDS, reporting progress every EVERY seconds (a script that prints as it goes)."""
+    started = anyio.current_time()
+    steps = 0
+    while (elapsed := anyio.current_time() - started) < seconds:
+        await anyio.sleep(min(every, seconds - elapsed))
+        steps += 1
+        await ctx.report_progress(min(100.0, 100 * (anyio.current_time() - started) / seconds), 100, f"step {steps}")
+    return f"counted {steps} steps in {seconds:g} s"
+
+
 if __name__ == "__main__":
     server.run()
