@@ -778,6 +778,8 @@ class Conversation(ReflexSteps):
             return None if tool != "get_current_time" or tool in recipe_tools else unasked_lookup(
                 tool, self._turn_words(turn_start))
         said = self._turn_words(turn_start)
+        if not said and action_kind(tool, args, spec.read_only) == "task_cancel":
+            said = self._standing_words()  # a late result's turn: "… cancel the one under 50%" said before
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
@@ -817,6 +819,15 @@ class Conversation(ReflexSteps):
         messages = self.trajectory.messages()
         return next((m.content for m in map(messages.__getitem__, range(min(turn_start, len(messages)) - 1, -1, -1))
                      if m.role == "assistant" and "TOOL_CALL" not in m.content), "")
+
+    def _standing_words(self) -> str:
+        """The user's last words in the conversation: in a turn nobody asked for (a late result),
+        the standing instruction it may carry out (seed 003, 4-5 (4))."""
+        for message in reversed(self.trajectory.messages()):
+            lines = user_lines(message.content) if message.role == "user" else ()
+            if lines:
+                return "\n".join(lines)
+        return ""
 
     def _turn_words(self, turn_start: int) -> str:
         """What the user said in this turn (their lines only: no timer, no tool result)."""

@@ -4,6 +4,11 @@
 OpenAI-compatible HTTP endpoint (tests/scripted_openai_server.py) that reads its prompt and
 answers as an agent would.
 
+4-5: (1) an async tool with a time question answered meanwhile and `say --follow` showing its
+late result; (3) a stop that cancels the running task; (4) three analysis scripts reporting
+progress, the first to finish makes the agent look at the others and cancel the one under 50%,
+on the standing instruction, and report when they are done.
+
 4-4: three mails arrive while the user's glasses are off - an invitation (the calendar checked,
 a reply drafted), a customer complaint (flagged, the user notified: pushed to the phone, kept
 unread), an advert (archived, nothing for the user). Each wakes a full agent cycle with no user
@@ -113,6 +118,15 @@ async def _post_mail(port: int, mail_id: str) -> str:
     return reply.json()["event_id"]
 
 
+async def _mcp_up(config: Path, name: str) -> None:
+    """Until `run.py toolsets list` shows the MCP server's toolset available (it starts in the
+    background: the runtime never waits for it)."""
+    async def up():
+        _, out = await cli(config, "toolsets", "list")
+        return any(line.split()[:3] == [name, "mcp", "available"] for line in out.splitlines())
+    await until(up, timeout=60, every_s=0.3)
+
+
 async def _stop(process) -> None:
     process.send_signal(signal.SIGTERM)
     with anyio.fail_after(30):
@@ -128,6 +142,7 @@ async def test_4_4_three_mails_with_the_glasses_off_are_handled_and_told_once(tm
         port = free_port()
         web = await _web(config, port, tmp_path / "web.log")
         try:
+            await _mcp_up(config, "mail")
             code, out = await cli(config, "say", "--client-id", "anna", "--session", "u1", "--timeout", "30", "привет")
             assert code == 0 and "Привет! Я на связи." in out, out
             tokens = SessionTokens(tokens_file(tmp_path, "anna"))  # the same user as `say`: her session
@@ -166,6 +181,172 @@ async def test_4_4_three_mails_with_the_glasses_off_are_handled_and_told_once(tm
             assert "Готово: пользователь уведомлён." in out, "the reply after the notice is recorded, not shown"
         finally:
             await _stop(web)
+            await _stop(runtime)
+
+
+# ---- 4-5 ----------------------------------------------------------------------------------------
+_EVENT = re.compile(r"(?m)^\[(?:User said|Channel message|Tool result from \w+ \(late|Unprocessed event)")
+GATE: list[str] = [""]  # the file the analysis of 4-5 (1) waits for (the test creates it)
+
+
+def _turn_now(request) -> tuple[str, str]:
+    """(the whole conversation, the part from the latest event on)."""
+    text = "\n".join(m["content"] for m in request["messages"] if m["role"] != "system")
+    starts = [m.start() for m in _EVENT.finditer(text)]
+    return text, text[starts[-1]:] if starts else text
+
+
+def _scripts(text: str) -> dict[str, str]:
+    """Script name -> its task id, from the calls and their placeholders in order."""
+    names = re.findall(r"TOOL_CALL: jobs_analyze\|(\w+);", text)
+    ids = re.findall(r"tool jobs_analyze started in the background as task (\w+)", text)
+    return dict(zip(names, ids))
+
+
+def async_agent(request) -> Reply:
+    """A capable model playing the seed's async agent (4-5), one step per request."""
+    text, now = _turn_now(request)
+
+    results = re.findall(r"\[Tool result from (\w+)\]\n([^\n]*)", now)
+    if now.startswith("[Tool result from jobs_analyze (late"):
+        return _standing_instruction(text, now, results)
+    said = now.split("\n", 1)[0].casefold()
+    if "три скрипта" in said:
+        for name, rate in (("a", 25), ("b", 15), ("c", 5)):
+            if f"jobs_analyze|{name};" not in now:
+                return Reply(chunks=[f"TOOL_CALL: jobs_analyze|{name}; {rate}"])
+        return Reply(chunks=["Три скрипта идут: " + ", ".join(f"{n} ({t})" for n, t in _scripts(text).items()) + "."])
+    if "анализ логов" in said:
+        if not results:
+            return Reply(chunks=[f"TOOL_CALL: jobs_analyze|logs; 50; {GATE[0]}"])
+        return Reply(chunks=["Анализ логов идёт в фоне; результат пришлю, когда он будет готов."])
+    if "который час" in said:
+        if not results:
+            return Reply(chunks=["TOOL_CALL: get_current_time"])
+        return Reply(chunks=[f"Сейчас {results[-1][1]}."])
+    if "отмена" in said:
+        return Reply(chunks=["Остановил."])
+    return Reply(chunks=["Хорошо."])
+
+
+def _standing_instruction(text: str, now: str, results: list[tuple[str, str]]) -> Reply:
+    """A script finished: look at the others, cancel those under 50%, report (4-5 (4)); the log
+    analysis of (1) is simply reported."""
+    finished = re.search(r"analysis (\w+) done", now).group(1)
+    if finished == "logs":
+        return Reply(chunks=["Анализ логов готов: ошибок не найдено."])
+    scripts = _scripts(text)
+    others = [name for name in scripts if name != finished and f"analysis {name} done" not in text]
+    first = not any(f"analysis {name} done" in text.replace(now, "") for name in scripts)
+    if first:
+        asked = re.findall(r"TOOL_CALL: tasks_status\|(\w+)", now)
+        for name in others:
+            if scripts[name] not in asked:
+                return Reply(chunks=[f"TOOL_CALL: tasks_status|{scripts[name]}"])
+        percent = {name: int(re.search(rf"{scripts[name]}: .*?Latest progress: (\d+)%", now, re.S).group(1)) for name in others}
+        for name in others:
+            if percent[name] < 50 and f"tasks_cancel|{scripts[name]}" not in now:
+                return Reply(chunks=[f"TOOL_CALL: tasks_cancel|{scripts[name]}"])
+        said = "; ".join(f"{n} на {p}% — " + ("отменён" if p < 50 else "продолжает") for n, p in percent.items())
+        return Reply(chunks=[f"Скрипт {finished} готов; {said}."])
+    cancelled = [n for n in scripts if f"tasks_cancel|{scripts[n]}" in text]
+    done = [n for n in scripts if n not in cancelled]
+    return Reply(chunks=[f"Итоговый отчёт: готовы {', '.join(done)}; отменён {', '.join(cancelled)}."])
+
+
+def _jobs_config(tmp_path: Path, ipc_dir: str, base_url: str) -> Path:
+    return _write_config(tmp_path, ipc_dir, llm=remote(base_url), extra=f"""
+[session]
+reflexes = false
+frame = false
+
+[mcp.servers.jobs]
+command = ["{sys.executable}", "{REPO / 'tests' / 'mcp_progress_server.py'}"]
+timeout_s = 20.0
+long_running = ["analyze"]
+""")
+
+
+async def _shown_until(incoming, done, timeout: float = 60) -> list[p.Msg]:
+    """Messages of the session until `done(message)` holds for one."""
+    got: list[p.Msg] = []
+    with anyio.move_on_after(timeout):
+        async for env in incoming:
+            got.append(env.body)
+            if done(env.body):
+                return got
+    raise AssertionError(f"not shown within {timeout:g} s; shown: {got}")
+
+
+def _final(text: str):
+    return lambda body: isinstance(body, p.Display) and body.final and text in body.text
+
+
+async def test_4_5_an_async_task_a_question_meanwhile_its_late_result_and_say_follow(tmp_path, ipc_dir):
+    GATE[0] = str(tmp_path / "logs.gate")
+    async with ScriptedOpenAIServer(respond=async_agent) as model:
+        config = _jobs_config(tmp_path, ipc_dir, model.base_url)
+        runtime, _ = await serve(config, tmp_path / "serve.log")
+        try:
+            await _mcp_up(config, "jobs")
+            tokens = SessionTokens(tokens_file(tmp_path, "anna"))
+            async with PhoneClient(_endpoint(config), client_id="anna", tokens=tokens) as phone, \
+                    phone.events("u1") as incoming:
+                await phone.send_text("u1", "запусти анализ логов")
+                await _shown_until(incoming, _final("Анализ логов идёт в фоне"))
+                await phone.send_text("u1", "который час?")  # answered while the analysis runs
+                await _shown_until(incoming, _final("Сейчас "))
+                Path(GATE[0]).write_text("go")
+                await _shown_until(incoming, _final("Анализ логов готов: ошибок не найдено."))
+            # `say --follow`: the late result of a task the turn started, printed by the same `say`
+            GATE[0] = str(tmp_path / "logs2.gate")
+
+            async def release() -> None:
+                await until(lambda: any("tool jobs_analyze started" in str(r) for r in model.requests[-1:]), timeout=60)
+                Path(GATE[0]).write_text("go")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(release)
+                code, out = await cli(config, "say", "--client-id", "anna", "--session", "u1", "--timeout", "30",
+                                      "--follow", "20", "запусти анализ логов")
+            lines = out.splitlines()
+            assert code == 0 and "Анализ логов идёт в фоне; результат пришлю, когда он будет готов." in lines, out
+            assert "Анализ логов готов: ошибок не найдено." in lines, out
+            assert lines[-1] == "(follow: 20 s over; anything later waits in the session)", out
+            code, out = await cli(config, "say", "--session", "u1", "--follow", "100000", "hi")
+            assert code == 1 and "phone.max_follow_s" in out, "past its bound: a clear line, nothing sent"
+        finally:
+            await _stop(runtime)
+
+
+async def test_4_5_a_stop_cancels_the_task_and_three_scripts_are_watched_on_a_standing_instruction(tmp_path, ipc_dir):
+    GATE[0] = str(tmp_path / "never.gate")  # the log analysis never ends by itself: only the stop ends it
+    async with ScriptedOpenAIServer(respond=async_agent) as model:
+        config = _jobs_config(tmp_path, ipc_dir, model.base_url)
+        runtime, _ = await serve(config, tmp_path / "serve.log")
+        try:
+            await _mcp_up(config, "jobs")
+            tokens = SessionTokens(tokens_file(tmp_path, "anna"))
+            async with PhoneClient(_endpoint(config), client_id="anna", tokens=tokens) as phone, \
+                    phone.events("u1") as incoming:
+                await phone.send_text("u1", "запусти анализ логов")
+                await _shown_until(incoming, _final("Анализ логов идёт в фоне"))
+                await phone.send_text("u1", "отмена")  # (3): the stop cancels the running task
+                await _shown_until(incoming, _final("Остановил."))
+                code, out = await cli(config, "sessions", "export", "u1")
+                assert "cancelled by the user" in out, "the cancel is in the trajectory"
+
+                # (4) three scripts at 25, 15 and 5 %/s; when a is done b is past 50%, c is not
+                await phone.send_text("u1", "запусти одновременно три скрипта, когда какой-то завершится первым, "
+                                            "посмотри прогресс остальных и отмени тот, что не превысил 50%")
+                await _shown_until(incoming, _final("Три скрипта идут"))
+                first = await _shown_until(incoming, _final("Скрипт a готов"))
+                said = [m.text for m in first if isinstance(m, p.Display) and m.final][-1]
+                assert re.fullmatch(r"Скрипт a готов; b на \d+% — продолжает; c на \d+% — отменён\.", said), said
+                await _shown_until(incoming, _final("Итоговый отчёт: готовы a, b; отменён c."))
+            statuses = [r["messages"][-1]["content"] for r in model.requests
+                        if "[Tool result from tasks_status]" in r["messages"][-1]["content"]]
+            assert len(statuses) == 2 and all("still running in the background (for " in s for s in statuses), statuses
+        finally:
             await _stop(runtime)
 
 
