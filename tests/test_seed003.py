@@ -185,22 +185,23 @@ async def test_4_4_three_mails_with_the_glasses_off_are_handled_and_told_once(tm
 
 
 # ---- 4-5 ----------------------------------------------------------------------------------------
-_EVENT = re.compile(r"(?m)^\[(?:User said|Channel message|Tool result from \w+ \(late|Unprocessed event)")
 GATE: list[str] = [""]  # the file the analysis of 4-5 (1) waits for (the test creates it)
 
 
 def _turn_now(request) -> tuple[str, str]:
-    """(the whole conversation, the part from the latest event on)."""
-    text = "\n".join(m["content"] for m in request["messages"] if m["role"] != "system")
-    starts = [m.start() for m in _EVENT.finditer(text)]
-    return text, text[starts[-1]:] if starts else text
+    """(the whole conversation, the current turn: what came after the last plain answer)."""
+    messages = [m["content"] for m in request["messages"] if m["role"] != "system"]
+    answered = [i for i, m in enumerate(request["messages"][-len(messages):])
+                if m["role"] == "assistant" and "TOOL_CALL" not in m["content"]]
+    start = answered[-1] + 1 if answered else 0
+    return "\n".join(messages), "\n".join(messages[start:])
 
 
 def _scripts(text: str) -> dict[str, str]:
     """Script name -> its task id, from the calls and their placeholders in order."""
     names = re.findall(r"TOOL_CALL: jobs_analyze\|(\w+);", text)
     ids = re.findall(r"tool jobs_analyze started in the background as task (\w+)", text)
-    return dict(zip(names, ids))
+    return {name: task for name, task in zip(names, ids) if name != "logs"}
 
 
 def async_agent(request) -> Reply:
@@ -208,9 +209,11 @@ def async_agent(request) -> Reply:
     text, now = _turn_now(request)
 
     results = re.findall(r"\[Tool result from (\w+)\]\n([^\n]*)", now)
-    if now.startswith("[Tool result from jobs_analyze (late"):
-        return _standing_instruction(text, now, results)
-    said = now.split("\n", 1)[0].casefold()
+    words = re.findall(r"\[User said\] ([^\n]*)", now)
+    if not words:
+        finished = re.search(r"\[Tool result from jobs_analyze \(late[^\n]*\] analysis (\w+) done", now)
+        return _standing_instruction(text, now, finished.group(1)) if finished else Reply(chunks=["Хорошо."])
+    said = words[-1].casefold()
     if "три скрипта" in said:
         for name, rate in (("a", 25), ("b", 15), ("c", 5)):
             if f"jobs_analyze|{name};" not in now:
@@ -229,10 +232,9 @@ def async_agent(request) -> Reply:
     return Reply(chunks=["Хорошо."])
 
 
-def _standing_instruction(text: str, now: str, results: list[tuple[str, str]]) -> Reply:
+def _standing_instruction(text: str, now: str, finished: str) -> Reply:
     """A script finished: look at the others, cancel those under 50%, report (4-5 (4)); the log
     analysis of (1) is simply reported."""
-    finished = re.search(r"analysis (\w+) done", now).group(1)
     if finished == "logs":
         return Reply(chunks=["Анализ логов готов: ошибок не найдено."])
     scripts = _scripts(text)
@@ -346,6 +348,9 @@ async def test_4_5_a_stop_cancels_the_task_and_three_scripts_are_watched_on_a_st
             statuses = [r["messages"][-1]["content"] for r in model.requests
                         if "[Tool result from tasks_status]" in r["messages"][-1]["content"]]
             assert len(statuses) == 2 and all("still running in the background (for " in s for s in statuses), statuses
+            cancels = [r["messages"][-1]["content"] for r in model.requests
+                       if "[Tool result from tasks_cancel]" in r["messages"][-1]["content"]]
+            assert len(cancels) == 1 and "(jobs_analyze) cancelled; other tasks keep running" in cancels[0], cancels
         finally:
             await _stop(runtime)
 
