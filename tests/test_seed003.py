@@ -209,11 +209,19 @@ def async_agent(request) -> Reply:
     text, now = _turn_now(request)
 
     results = re.findall(r"\[Tool result from (\w+)\]\n([^\n]*)", now)
-    words = re.findall(r"\[User said\] ([^\n]*)", now)
+    words = re.findall(r"(?:\[User said\] |User said: )([^\n]*)", now)  # alone, or in a batch
     if not words:
-        finished = re.search(r"\[Tool result from jobs_analyze \(late[^\n]*\] analysis (\w+) done", now)
-        return _standing_instruction(text, now, finished.group(1)) if finished else Reply(chunks=["Хорошо."])
+        finished = re.search(r"Tool result from jobs_analyze \(late[^\n]*?[\]:] analysis (\w+) done", now)
+        if finished:
+            return _standing_instruction(text, now, finished.group(1))
+        return Reply(chunks=["TOOL_CALL: notify_nothing|only progress of running tasks; nothing new for the user"])
     said = words[-1].casefold()
+    if "анализ продаж" in now:  # (2): the turn waits for it; the remarks meanwhile join its next step
+        if "[Tool result from report_analyze]" not in now:
+            return Reply(chunks=[f"TOOL_CALL: report_analyze|sales; 50; {GATE[0]}"])
+        if "японском" in now and "веб-страниц" in now:
+            return Reply(chunks=['<!DOCTYPE html><html lang="ja"><body><h1>売上分析</h1><p>分析完了: 100%</p></body></html>'])
+        return Reply(chunks=["Анализ продаж готов."])
     if "три скрипта" in said:
         for name, rate in (("a", 25), ("b", 15), ("c", 5)):
             if f"jobs_analyze|{name};" not in now:
@@ -266,6 +274,10 @@ frame = false
 command = ["{sys.executable}", "{REPO / 'tests' / 'mcp_progress_server.py'}"]
 timeout_s = 20.0
 long_running = ["analyze"]
+
+[mcp.servers.report]
+command = ["{sys.executable}", "{REPO / 'tests' / 'mcp_progress_server.py'}"]
+timeout_s = 60.0
 """)
 
 
@@ -348,6 +360,22 @@ async def test_4_5_a_stop_cancels_the_task_and_three_scripts_are_watched_on_a_st
             statuses = [r["messages"][-1]["content"] for r in model.requests
                         if "[Tool result from tasks_status]" in r["messages"][-1]["content"]]
             assert len(statuses) == 2 and all("still running in the background (for " in s for s in statuses), statuses
+            await _mcp_up(config, "report")
+            GATE[0] = str(tmp_path / "sales.gate")
+            async with PhoneClient(_endpoint(config), client_id="anna", tokens=tokens) as phone, \
+                    phone.events("u2") as incoming:  # (2) remarks while a task runs: batched into its next step
+                started = len(model.requests)
+                await phone.send_text("u2", "сделай анализ продаж")
+                await _shown_until(incoming, lambda m: isinstance(m, p.StatusLine) and m.text.startswith("report_analyze"))
+                await phone.send_text("u2", "не забудь ответить на японском")  # acked: queued in the session
+                await phone.send_text("u2", "оформи в виде веб-страницы")
+                Path(GATE[0]).write_text("go")
+                shown = await _shown_until(incoming, lambda m: isinstance(m, p.TurnDone) and len(m.event_ids) == 3)
+            finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+            assert finals == ['<!DOCTYPE html><html lang="ja"><body><h1>売上分析</h1><p>分析完了: 100%</p></body></html>'], shown
+            page = next(r for r in model.requests[started:] if "японском" in str(r) and "веб-страниц" in str(r))
+            assert "2 unprocessed events" in page["messages"][-1]["content"] or \
+                page["messages"][-1]["content"].count("Unprocessed event") == 2, page["messages"][-1]["content"]
             cancels = [r["messages"][-1]["content"] for r in model.requests
                        if "[Tool result from tasks_cancel]" in r["messages"][-1]["content"]]
             assert len(cancels) == 1 and "(jobs_analyze) cancelled; other tasks keep running" in cancels[0], cancels
