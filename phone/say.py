@@ -16,7 +16,7 @@ from typing import Callable, TextIO
 import anyio
 import msgspec
 
-from phone.client import DeliveryFailed, PhoneClient, PhoneError, PhoneUnreachable, TurnTimeout
+from phone.client import DeliveryFailed, PhoneClient, PhoneError, PhoneUnreachable
 from phone.console import Screen
 
 EXIT_OK, EXIT_REFUSED, EXIT_TIMEOUT = 0, 1, 2

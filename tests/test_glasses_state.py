@@ -110,7 +110,14 @@ def _fields(template: str) -> list[str]:
 async def test_say_prints_its_own_end_and_an_interrupt_says_what_goes_on(tmp_path):
     from phone.say import say
 
-    backend = ScriptedBackend(reply_fn=world_model)
+    slow: list[anyio.Event] = []
+
+    async def sleep(seconds: float) -> None:  # a long answer's first token: the test knows it is being made
+        if seconds >= 30 and slow:
+            slow[-1].set()
+        await anyio.sleep(seconds)
+
+    backend = ScriptedBackend(reply_fn=world_model, sleep=sleep)
     config = phone_config(tmp_path)
     async with inproc_system(tmp_path, backend=backend, config=config, tool_background_after_s=0,
                              stand_ins={"glasses": GlassesBridge, "toolsets": Jobs}) as system:
@@ -119,9 +126,10 @@ async def test_say_prints_its_own_end_and_an_interrupt_says_what_goes_on(tmp_pat
         first, stop = io.StringIO(), io.StringIO()
         assert await say(connect, "s", "hello", timeout=10, out=io.StringIO()) == 0
         backend.first_token_delay_s = 30  # the next answer takes long: the stop comes first
+        slow.append(anyio.Event())
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: say(connect, "s", "tell me a long story", timeout=20, out=first))
-            await until(lambda: system.actors["session"].sessions["s"].running)
+            await slow[-1].wait()
             backend.first_token_delay_s = 0
             assert await say(connect, "s", "stop it", timeout=20, out=stop) == 0
         assert "[cancelled]" in first.getvalue(), first.getvalue()
@@ -140,8 +148,9 @@ async def test_say_prints_its_own_end_and_an_interrupt_says_what_goes_on(tmp_pat
             async with anyio.create_task_group() as tg:
                 tg.start_soon(run_collect)
                 backend.first_token_delay_s = 30
+                slow.append(anyio.Event())
                 await phone.send_text("s", "another long story")
-                await until(lambda: system.actors["session"].sessions["s"].running)
+                await slow[-1].wait()
                 backend.first_token_delay_s = 0
                 urgent = p.Event(event_id="hook-9", kind="channel", source="webhook", channel="alerts", content="server down",
                                  data={"sender": "pager", "urgency": "high"})
