@@ -740,11 +740,7 @@ class Conversation(ReflexSteps):
     def language_code(self) -> str:
         """"ru" or "en": the language of the user's own last words (not of a channel message or a
         result), for the runtime's fixed texts; "en" before the user said anything."""
-        for message in reversed(self.trajectory.messages()):
-            lines = user_lines(message.content) if message.role == "user" else ()
-            if lines:
-                return user_texts.code_of(reply_language(" ".join(lines)))
-        return "en"
+        return user_texts.code_of(reply_language(self._standing_words()))
 
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""

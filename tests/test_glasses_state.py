@@ -162,3 +162,37 @@ async def test_say_prints_its_own_end_and_an_interrupt_says_what_goes_on(tmp_pat
         assert Screen(live=False).render(cut) == "[interrupted: a more urgent event came first]\n"
         going = p.TurnDone(turn_id="t", outcome="interrupted", going_on=["3f2a9c"])
         assert Screen(live=False).render(going) == "[interrupted: task 3f2a9c goes on; its result comes later]\n"
+
+
+async def test_the_phone_console_takes_the_glasses_off_and_shows_what_came_once_when_they_are_back(tmp_path):
+    import queue
+
+    from phone.console import run_console
+
+    backend = ScriptedBackend(reply_fn=world_model)
+    config = phone_config(tmp_path)
+    async with inproc_system(tmp_path, backend=backend, config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        world, lines, out = system.actors["session"].world, queue.Queue(), io.StringIO()
+        async with PhoneClient(config.phone.endpoint, client_id="anna") as phone, anyio.create_task_group() as tg:
+            tg.start_soon(lambda: run_console(phone, "s", read_line=lines.get, out=out))
+            await until(lambda: "s" in system.actors["session"].sessions)  # the console's SessionStart
+            lines.put("/glasses off\n")
+            await until(lambda: "s" in world.sessions and not world.of("s").glasses_on)
+            for n, text in enumerate(("deploy 41 failed", "deploy 42 green")):  # two webhooks meanwhile
+                event = p.Event(event_id=f"hook-{n}", kind="channel", source="webhook", channel="ci", content=text,
+                                data={"sender": "ci"})
+                assert isinstance(await system.client.ask("session", p.DeliverEvent(event=event), session="s"), p.EventAccepted)
+                await until(lambda: system.actors["session"].sessions["s"].finished(event.event_id))
+            assert "deploy" not in out.getvalue(), "nothing shown to glasses that are off"
+            lines.put("/glasses on\n")
+            await until(lambda: "deploy 42 green" in out.getvalue())
+            calls = len(backend.calls)
+            lines.put("/glasses off\n")
+            await until(lambda: not world.of("s").glasses_on)
+            lines.put("/glasses on\n")  # nothing kept this time: nothing shown
+            await until(lambda: world.of("s").glasses_on)
+            lines.put("/quit\n")
+        shown = out.getvalue()
+        assert "While you were away:\n• New message: deploy 41 failed\n• New message: deploy 42 green\n" in shown, shown
+        assert shown.count("deploy 41 failed") == 1 and shown.count("deploy 42 green") == 1, "each message once"
+        assert world.of("s").glasses_on is False and len(backend.calls) == calls, "/quit: the glasses are off, no model turn"
