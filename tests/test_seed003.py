@@ -190,11 +190,10 @@ GATE: list[str] = [""]  # the file the analysis of 4-5 (1) waits for (the test c
 
 def _turn_now(request) -> tuple[str, str]:
     """(the whole conversation, the current turn: what came after the last plain answer)."""
-    messages = [m["content"] for m in request["messages"] if m["role"] != "system"]
-    answered = [i for i, m in enumerate(request["messages"][-len(messages):])
-                if m["role"] == "assistant" and "TOOL_CALL" not in m["content"]]
-    start = answered[-1] + 1 if answered else 0
-    return "\n".join(messages), "\n".join(messages[start:])
+    messages = [m for m in request["messages"] if m["role"] != "system"]
+    answered = [i for i, m in enumerate(messages) if m["role"] == "assistant" and "TOOL_CALL" not in m["content"]]
+    texts = [m["content"] for m in messages]
+    return "\n".join(texts), "\n".join(texts[answered[-1] + 1 if answered else 0:])
 
 
 def _scripts(text: str) -> dict[str, str]:
@@ -223,7 +222,7 @@ def async_agent(request) -> Reply:
             return Reply(chunks=['<!DOCTYPE html><html lang="ja"><body><h1>売上分析</h1><p>分析完了: 100%</p></body></html>'])
         return Reply(chunks=["Анализ продаж готов."])
     if "три скрипта" in said:
-        for name, rate in (("a", 25), ("b", 15), ("c", 5)):
+        for name, rate in (("a", 25), ("b", 15), ("c", 3)):
             if f"jobs_analyze|{name};" not in now:
                 return Reply(chunks=[f"TOOL_CALL: jobs_analyze|{name}; {rate}"])
         return Reply(chunks=["Три скрипта идут: " + ", ".join(f"{n} ({t})" for n, t in _scripts(text).items()) + "."])
@@ -313,15 +312,9 @@ async def test_4_5_an_async_task_a_question_meanwhile_its_late_result_and_say_fo
                 Path(GATE[0]).write_text("go")
                 await _shown_until(incoming, _final("Анализ логов готов: ошибок не найдено."))
             # `say --follow`: the late result of a task the turn started, printed by the same `say`
-            GATE[0] = str(tmp_path / "logs2.gate")
-
-            async def release() -> None:
-                await until(lambda: any("tool jobs_analyze started" in str(r) for r in model.requests[-1:]), timeout=60)
-                Path(GATE[0]).write_text("go")
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(release)
-                code, out = await cli(config, "say", "--client-id", "anna", "--session", "u1", "--timeout", "30",
-                                      "--follow", "20", "запусти анализ логов")
+            # (the gate is open: the analysis ends after its 2 s of work, long after the turn)
+            code, out = await cli(config, "say", "--client-id", "anna", "--session", "u1", "--timeout", "30",
+                                  "--follow", "20", "запусти анализ логов")
             lines = out.splitlines()
             assert code == 0 and "Анализ логов идёт в фоне; результат пришлю, когда он будет готов." in lines, out
             assert "Анализ логов готов: ошибок не найдено." in lines, out
@@ -349,7 +342,7 @@ async def test_4_5_a_stop_cancels_the_task_and_three_scripts_are_watched_on_a_st
                 code, out = await cli(config, "sessions", "export", "u1")
                 assert "cancelled by the user" in out, "the cancel is in the trajectory"
 
-                # (4) three scripts at 25, 15 and 5 %/s; when a is done b is past 50%, c is not
+                # (4) three scripts at 25, 15 and 3 %/s; when a is done (4 s) b is past 50%, c is not
                 await phone.send_text("u1", "запусти одновременно три скрипта, когда какой-то завершится первым, "
                                             "посмотри прогресс остальных и отмени тот, что не превысил 50%")
                 await _shown_until(incoming, _final("Три скрипта идут"))
