@@ -318,10 +318,11 @@ def _extra_commands():
     from evals.router import register as router_eval_command
     from phone.cli import register as phone_commands
     from cli.sessions import register as sessions_commands
+    from cli.protocol import register as protocol_commands
     from web.cli import register as web_commands
 
     return [phone_commands, bench_commands, eval_commands, router_eval_command, discovery_eval_command,
-            sessions_commands, web_commands, cluster_commands]
+            sessions_commands, web_commands, cluster_commands, protocol_commands]
 
 
 def main(argv: list[str] | None = None) -> int:

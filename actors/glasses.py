@@ -51,7 +51,7 @@ from storage.store import ownership_store
 
 ZAP_DOMAIN = b"porfiry"
 HEARTBEAT_IVL_MS, HEARTBEAT_TIMEOUT_MS = 5_000, 15_000
-EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus, p.PhoneNotification)
+EVENT_TYPES = (p.SessionStart, p.SessionEnd, p.GlassesState, p.UserText, p.UserInterrupt, p.ButtonPress, p.PlaybackStatus, p.PhoneNotification)
 TO_PHONE = (p.Display, p.TurnDone, p.PlaybackCommand, p.PushNotification, p.StatusLine)
 ORIGINS_KEPT = 8192  # events whose sending connection is remembered until their TurnDone
 
@@ -69,6 +69,9 @@ def to_event(body: p.Msg) -> p.Event:
         return p.Event(event_id=body.event_id, kind="session_start", source="phone", channel="phone", ts=body.ts)
     if isinstance(body, p.SessionEnd):
         return p.Event(event_id=body.event_id, kind="session_end", source="phone", channel="phone", ts=body.ts)
+    if isinstance(body, p.GlassesState):  # presence only (actors/world.py): no model turn
+        return p.Event(event_id=body.event_id, kind="glasses", source="phone", channel="phone", content=f"glasses {body.state}",
+                       ts=body.ts, data={"state": body.state})
     if isinstance(body, p.PlaybackStatus):
         content = f"playback {body.task_id}: {body.state}" + (f" ({body.detail})" if body.detail else "")
         data = {"task_id": body.task_id, "state": body.state, "detail": body.detail}

@@ -377,7 +377,8 @@ class SessionActor(Actor):
         registry = self.settings.registry if self.settings is not None else None
         toolset = registry.toolset(registry.toolset_of(tool) or "") if registry is not None else None
         spec = registry.spec(tool) if registry is not None else None
-        own_timeout = toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s
+        own_timeout = (spec.timeout_s + 2.0 if spec is not None and spec.timeout_s else  # a long task's own bound (+ the executor's)
+                       toolset.timeout_s if toolset is not None and toolset.timeout_s else self.config.session.tool_timeout_s)
         timeout = own_timeout + 2.0
         executor = executor_of(registry.toolset_of(tool) if registry is not None else None)
         self._executor_of_call[(session, call_id)] = executor

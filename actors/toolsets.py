@@ -114,6 +114,9 @@ class ToolsetExecutor(Actor):
 
     def _timeout(self, tool: str) -> float:
         toolset = self.registry.toolset(self.registry.toolset_of(tool) or "")
+        spec = self.registry.spec(tool)
+        if spec is not None and spec.timeout_s:  # a long task's own bound: the executor's clear text speaks first
+            return spec.timeout_s + 2.0
         return (toolset.timeout_s if toolset is not None and toolset.timeout_s else
                 self.config.session.tool_timeout_s)
 

@@ -24,10 +24,9 @@ from core.conversation import Conversation
 from core.monitors import FIRED, RUNNING, MonitorRow, Probe, fetch_url, fired_event, holds, parse_condition, run_command
 from core.notify import PRESENCE_OFF, PRESENCE_ON, delivery_text
 from core.progress import PROGRESS_KIND
+from core.user_texts import text as user_text
 from core.world import SessionWorld, WorldState
 from storage.journal import Journal
-
-AWAY_HEADER = "While you were away:"
 
 
 class WorldHost(Protocol):
@@ -113,7 +112,9 @@ class World:
         if sid not in self.sessions and event.source not in ("user", "phone") and self._fresh(sid):
             # a session a webhook opens has no glasses yet: what it says waits for them
             self.sessions[sid] = self._new(WorldState(glasses_on=False))
-        if event.kind in PRESENCE_ON and event.source in ("user", "phone"):
+        if event.kind == "glasses":  # the phone says so (protocol.GlassesState)
+            self._presence(sid, event.data.get("state") == "on")
+        elif event.kind in PRESENCE_ON and event.source in ("user", "phone"):
             self._presence(sid, True)
         elif event.kind in PRESENCE_OFF:
             self._presence(sid, False)
@@ -155,10 +156,16 @@ class World:
             unread = world.notes.unread()
             if unread:
                 lines = [delivery_text(n) for n in unread]
-                text = lines[0] if len(lines) == 1 else "\n".join([AWAY_HEADER, *("• " + line for line in lines)])
+                header = user_text("away_header", self.language(sid))
+                text = lines[0] if len(lines) == 1 else "\n".join([header, *("• " + line for line in lines)])
                 world.notes.mark_read(unread)
                 self._show(sid, text)
         self.save(sid)
+
+    def language(self, sid: str) -> str:
+        """The session's language ("ru", "en") for a text of the runtime's own."""
+        conversation = self.actor.sessions.get(sid)
+        return conversation.language_code() if conversation is not None else "en"
 
     def progress(self, sid: str, body: p.ToolProgress) -> None:
         """A running call's progress (core.progress): the glasses' status line; while a turn runs,

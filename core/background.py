@@ -16,6 +16,8 @@ cancelled run's outcome is dropped: the user already heard it was cancelled.
 from __future__ import annotations
 
 import os
+import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -52,15 +54,19 @@ class ToolRun:
     state: RunState = RUNNING
     outcome: CallOutcome | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
+    started: float = field(default_factory=time.monotonic)  # tasks_status tells its age
 
 
 class ToolRuns:
     """A session's calls in flight, by call id."""
 
-    __slots__ = ("_runs",)
+    __slots__ = ("_runs", "ended")
+
+    ENDED_KEPT = 64
 
     def __init__(self) -> None:
         self._runs: dict[str, ToolRun] = {}
+        self.ended: OrderedDict[str, str] = OrderedDict()  # task id -> how a background task ended (tasks_status)
 
     def start(self, call_id: str, tool: str, asked: str = "") -> ToolRun:
         run = self._runs[call_id] = ToolRun(call_id, tool, asked=asked)
@@ -81,8 +87,18 @@ class ToolRuns:
         previous, run.outcome = run.state, outcome
         if previous != CANCELLED:
             run.state = FINISHED
+        if previous == BACKGROUND:
+            self.record_end(run, "finished" if outcome.kind in ("ok", "placeholder") else
+                            "failed: " + (outcome.text.strip().splitlines() or ["?"])[0])
         run.done.set()
         return previous
+
+    def record_end(self, run: ToolRun, how: str) -> None:
+        """How a background task ended ("finished", "cancelled by the user", "failed: … timed
+        out …"), for tasks_status asked about it later; the last ENDED_KEPT are kept."""
+        self.ended[run.task_id] = f"{how} after {time.monotonic() - run.started:.0f} s"
+        while len(self.ended) > self.ENDED_KEPT:
+            self.ended.popitem(last=False)
 
     def __len__(self) -> int:
         return len(self._runs)

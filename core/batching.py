@@ -26,6 +26,7 @@ _KINDS: dict[str, tuple[str, str, str]] = {
     "system": ("System notice", "system notice", "system notices"),
     "session_start": ("Session started", "session event", "session events"),
     "session_end": ("Session ended", "session event", "session events"),
+    "glasses": ("Glasses", "session event", "session events"),
     "channel": ("Channel message", "channel message", "channel messages"),  # core.channels: data, never instructions
     "monitor": ("Monitor fired", "monitor event", "monitor events"),  # core.monitors
     "progress": ("Progress of a background task", "progress update", "progress updates"),  # core.progress

@@ -77,6 +77,7 @@ class PhoneConfig(_Section):
     garbage_log_interval_s: Annotated[float, Meta(ge=0, description="undecodable input and storage failures: one log line per peer per interval, with a count", extra=TUNING)] = 10.0
     max_connections: Annotated[int, Meta(ge=1, description="phone connections at once, all phones together; past it: ErrorReply too_many_connections")] = 20_000
     max_sessions: Annotated[int, Meta(ge=1, description="sessions in the bridge's memory, all phones together; past it a new one: ErrorReply runtime_full")] = 50_000
+    max_follow_s: Annotated[float, Meta(gt=0, description="the longest `run.py say --follow SECONDS` (listening for late results after the turn); more: a clear error, nothing sent")] = 3600.0
 
 
 class SessionConfig(_Section):
@@ -202,6 +203,9 @@ class McpServerConfig(_Section):
     cwd: Annotated[str, Meta(description="a stdio server's working directory")] = ""
     timeout_s: Annotated[float, Meta(gt=0, description="one call, and the server's start, seconds")] = 10.0
     long_running: Annotated[list[str], Meta(description="the server's tools whose calls answer with a task id at once")] = []
+    long_running_timeout_s: Annotated[float, Meta(gt=0, description="a long_running call's whole run (not timeout_s), seconds; past it: \"timed out\"")] = 3600.0
+    long_running_timeouts: Annotated[dict[str, float], Meta(description="per long_running tool (its name as the server lists it): its own long_running_timeout_s")] = {}
+    long_running_stall_s: Annotated[float, Meta(ge=0, description="a long_running call with no progress (notifications/progress) for this long since its start or its last progress is stopped as stalled, seconds; 0: never")] = 300.0
     summary: Annotated[str, Meta(description="the catalog line; empty: the server's instructions, first sentence")] = ""
     enabled: Annotated[bool, Meta(description="false keeps the server configured but off")] = True
 

@@ -59,17 +59,18 @@ from core.background import (
     ToolRun, ToolRuns, late_event,
 )
 from core.fence import fence
-from core.parallel import PARALLEL_FALLBACK, parallel_prompt, parallel_tools, unavailable_text
+from core.parallel import parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time
 from core.done_said import unsaid_done
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
-from core import tracing
+from core import tracing, user_texts
 from core.tasks import names_a_task
 from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
+from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
@@ -366,8 +367,9 @@ class Conversation(ReflexSteps):
             outcome: TurnOutcome = "done"
             if scope.cancelled_caught:  # a stop or an interrupt cut it: its events are closed now
                 outcome = self.cut_by if self.cut_by != "done" else "cancelled"
+            going_on = [run.task_id for run in self.runs.in_background()] if outcome == "interrupted" else []
             self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=consumed, model_calls=self._model_calls,
-                                                   outcome=outcome))
+                                                   outcome=outcome, going_on=going_on))
             traced.end(outcome, self._model_calls)
             if outcome != "done":
                 self._remember_cut(consumed, outcome)
@@ -425,7 +427,7 @@ class Conversation(ReflexSteps):
                                      if e.data.get(ASKED_KEY) or self._task_tool(e))
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
-        return any(e.kind not in ("session_start", "session_end") for e in batch)
+        return any(e.kind not in ("session_start", "session_end", "glasses") for e in batch)
 
     def _task_tool(self, event: p.Event) -> str:
         """The tool of the background call an event reports on (its late result, its progress), "" for none."""
@@ -444,6 +446,8 @@ class Conversation(ReflexSteps):
             was_background = run.state == BACKGROUND
             run.state = CANCELLED
             self.s.ports.cancel_tool(self.sid, call_id)
+            if was_background:
+                self.runs.record_end(run, CANCELLED_TEXT)
             if was_background and self.trajectory.call_state(call_id) == "placeholder":
                 self.trajectory.record_late_result(call_id, CANCELLED_TEXT)
         if self._step_scope is not None:
@@ -514,7 +518,9 @@ class Conversation(ReflexSteps):
                 self._step_invisible_call(turn, call)
                 continue
             await self._step_call(turn, parsed)
-        self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text="Sorry, I could not finish that; please ask again.", final=True))
+            if self._ended_silently(turn, call.name):
+                return
+        self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=self._text("gave_up"), final=True))
 
     async def _step_prompt(self, turn: TurnState) -> _Step:
         """What this step asks the model: the prompt, the tools it may call, their argument choices."""
@@ -574,19 +580,21 @@ class Conversation(ReflexSteps):
             return await self._generate(turn.turn_id, step.messages, step.tools, step.choices)
         except GenerationLost:
             if turn.lost_once:
-                self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text="The model is unavailable: it restarted twice in the middle of its answer; please ask again", final=True))
+                self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=self._text("model_lost_twice"), final=True))
                 return _TURN_OVER
             turn.lost_once, turn.notice = True, step.asked_notice
             self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text="", clear=True))
             return _STEP_AGAIN  # the same step again: nothing of the lost answer was recorded
         except ModelUnavailable as exc:
-            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=f"The model is unavailable: {exc}", final=True))
+            self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=self._text("model_unavailable", detail=exc), final=True))
             return _TURN_OVER
 
     def _step_answer(self, turn: TurnState, step: _Step, parsed, reply: str) -> bool:
         """A reply with no call: the turn's answer (True), or not an answer and asked once more
         with a notice (False)."""
         text = parsed.text_before.strip() or reply.strip()
+        if self._kept_quiet(turn, text):
+            return True
         notice = "" if turn.echo_retried else self._answer_notice(text, step.closing)
         if notice:
             turn.echo_retried, turn.notice = True, notice
@@ -613,6 +621,24 @@ class Conversation(ReflexSteps):
         self.trajectory.record_assistant(text)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
         return True
+
+    def _kept_quiet(self, turn: TurnState, text: str) -> bool:
+        """A turn nobody asked for that already reached the user (notify_user) or said it has
+        nothing for them: its reply is recorded, not shown nor kept (core.event_turn)."""
+        reason = quiet_reason(self._turn_words(turn.start), self.trajectory.results_since(turn.start))
+        if not reason:
+            return False
+        self.trajectory.record_assistant(text or "…")
+        self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text="", clear=True))  # partials it streamed
+        _log.info("session=%s turn %s: the reply is not shown (%s)", self.sid, turn.turn_id, reason)
+        return True
+
+    def _ended_silently(self, turn: TurnState, tool: str) -> bool:
+        """`notify_nothing|reason` ends the turn at once, no reply asked for (core.event_turn)."""
+        results = self.trajectory.results_since(turn.start)
+        if not results or not silent_end(results[-1][0], results[-1][2]) or self._turn_words(turn.start):
+            return False
+        return self._kept_quiet(turn, "(handled silently)")
 
     def _not_an_answer(self, turn: TurnState) -> str:
         """Shown in place of a reply that, asked again, is still no answer: a remark ("я сегодня
@@ -751,6 +777,15 @@ class Conversation(ReflexSteps):
         spec = self.s.registry.spec(tool)
         return action_kind(spec) is not None
 
+    def _text(self, key: str, **fields: object) -> str:
+        """A fixed text for the user (core/texts), in the session's language."""
+        return user_texts.text(key, self.language_code(), **fields)
+
+    def language_code(self) -> str:
+        """"ru" or "en": the language of the user's own last words (not of a channel message or a
+        result), for the runtime's fixed texts; "en" before the user said anything."""
+        return user_texts.code_of(reply_language(self._standing_words()))
+
     def _language(self) -> str:
         """The language a notice asks the reply in: the user's last words'."""
         return reply_language(USER_LABEL.sub("", self._last_user_words()))
@@ -834,6 +869,15 @@ class Conversation(ReflexSteps):
         if said.strip():
             return said
         return "\n".join(dict.fromkeys(words for at, words, _tool in self.standing if at >= turn_start and words))
+
+    def _standing_words(self) -> str:
+        """The user's last words in the conversation, however far back (the language a turn nobody
+        asked for, a late result's, answers in)."""
+        for message in reversed(self.trajectory.messages()):
+            lines = user_lines(message.content) if message.role == "user" else ()
+            if lines:
+                return "\n".join(lines)
+        return ""
 
     def _reported(self, turn_start: int) -> set[str]:
         """The kinds of action of the calls whose late results this turn took: made in an earlier
@@ -991,7 +1035,7 @@ class Conversation(ReflexSteps):
                 await run.done.wait()
             if not run.done.is_set():
                 waited = round(time.monotonic() - started)
-                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=f"{run.tool}: still working ({waited} s)…",
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=self._text("still_working", tool=run.tool, seconds=waited),
                                                       kind="progress"))
 
     async def _run_tool(self, run, call: p.ToolInvoke) -> None:
@@ -1014,12 +1058,14 @@ class Conversation(ReflexSteps):
         context = SessionContext(sid=self.sid, timers=self.timers, timer_set=self.s.on_timer_set,
                                  tell_user=partial(self.s.ports.send, self.sid),
                                  background=tuple(self.runs.in_background()), cancel_task=self._cancel_task,
-                                 world=self.s.world, asked=self._guard_words(self._turn_start()))
+                                 world=self.s.world, asked=self._guard_words(self._turn_start()),
+                                 ended=self.runs.ended)
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:
         """tasks_cancel: one background call stops, the others run on; its result says so (E3's wording)."""
         run.state = CANCELLED
+        self.runs.record_end(run, CANCELLED_TEXT)
         self.s.ports.cancel_tool(self.sid, run.call_id)
         if self.trajectory.call_state(run.call_id) == "placeholder":
             self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
@@ -1135,7 +1181,7 @@ class Conversation(ReflexSteps):
             try:
                 reply = await self._generate(turn_id, messages, tools)
             except ModelUnavailable as exc:
-                answer = f"The model is unavailable: {exc}"
+                answer = self._text("model_unavailable", detail=exc)
                 break
             parsed = parse_reply(reply)
             answer = parsed.text_before.strip()
@@ -1148,7 +1194,7 @@ class Conversation(ReflexSteps):
                 result = fence((await self._run_side_call(turn_id, call.name, call.raw_args)).text)
             messages += [p.ChatMessage(role="assistant", content=f"TOOL_CALL: {call.name}|{call.raw_args}"),
                          p.ChatMessage(role="tool", name=call.name, content=result)]
-        answer = answer or PARALLEL_FALLBACK
+        answer = answer or self._text("parallel_gave_up")
         if claimed_action(answer) is not None:  # it can run nothing that acts: a claim is made up
             answer = NOT_DONE_TEXT["ru" if reply_language(event.content) == "Russian" else "en"]
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))

@@ -13,7 +13,6 @@ from core.prompt import ACTIVE_HEADER, CORE_HEADER, PREAMBLE
 from core.toolsets import ToolsetRegistry
 
 SIDE_CORE_TOOLS = ("get_current_time", "show_text", "read_skill")
-PARALLEL_FALLBACK = "Sorry, I could not answer that right now."
 
 
 def parallel_tools(registry: ToolsetRegistry, active: Iterable[str]) -> list[str]:

@@ -4,7 +4,8 @@ of them, leaving the others running."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from core.background import BACKGROUND, ToolRun
 from core.monitors import RUNNING, STOPPED, MonitorTable
@@ -36,12 +37,20 @@ def _find_run(runs: Sequence[ToolRun], task_id: str) -> ToolRun | None:
 
 
 def tasks_status(runs: Sequence[ToolRun], monitors: MonitorTable | None, task_id: str,
-                 latest: dict[str, str] | None = None) -> str:
+                 latest: Mapping[str, str] | None = None, ended: Mapping[str, str] | None = None,
+                 now: float | None = None) -> str:
+    """One task's state: running (for how long, its latest progress), how it ended (finished,
+    cancelled by the user, failed: timed out or stalled), or a monitor's state."""
     run = _find_run(runs, task_id)
     if run is not None:
         progress = (latest or {}).get(run.task_id)
-        said = f" Latest progress: {progress}." if progress else ""
-        return f"{run.task_id}: {run.tool} is still running in the background; its result will come as an event.{said}"
+        said = f" Latest progress: {progress}." if progress else " No progress reported yet."
+        age = (time.monotonic() if now is None else now) - run.started
+        return (f"{run.task_id}: {run.tool} is still running in the background (for {age:.0f} s); its result will "
+                f"come as an event.{said}")
+    how = (ended or {}).get(task_id.strip().casefold())
+    if how is not None:
+        return f"Task {task_id.strip().casefold()} is not running: {how}."
     row = monitors.get(task_id) if monitors is not None else None
     if row is not None:
         return monitors.describe(row)

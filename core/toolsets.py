@@ -14,7 +14,7 @@ import collections
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -119,6 +119,7 @@ class SessionContext:
     cancel_task: Callable[[ToolRun], None]  # stops one of them; its call's result says so
     world: WorldPort | None  # the world around the sessions (None: no session actor, no world)
     asked: str = ""  # the user's words the call is made for (a watch keeps them: its match's turn may carry them out)
+    ended: Mapping[str, str] = field(default_factory=dict)  # task id -> how a background task of the session ended
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

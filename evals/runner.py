@@ -36,6 +36,7 @@ import anyio.abc
 import msgspec
 
 import protocol as p
+from core import user_texts
 from core.inprocess import InProcessPorts
 from core.budget import default_catalog
 from core.config import McpServerConfig
@@ -56,7 +57,7 @@ from llm.base import Backend
 
 EVAL_START = 1_773_500_400.0  # 2026-03-14 18:00 Moscow: the clock every scenario starts at
 TURN_TIMEOUT_S = 600.0  # a loaded 2-core machine takes minutes for a turn of several steps
-GAVE_UP = ("Sorry, I could not finish", "The model is unavailable")
+GAVE_UP = (*user_texts.variants("gave_up"), *(v.split("{")[0] for v in user_texts.variants("model_unavailable")))
 INVALID_MARKERS = ("does not exist", "rguments invalid", "tool error", "has NOT been")
 
 

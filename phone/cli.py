@@ -19,7 +19,7 @@ from transport import keys as keyfiles
 from phone.client import PhoneClient, PhoneError
 from phone.credentials import SessionTokens, tokens_file
 from phone.console import run_console
-from phone.say import EXIT_REFUSED, notify, say
+from phone.say import EXIT_REFUSED, glasses, notify, say
 
 
 def default_client_id() -> str:
@@ -61,7 +61,10 @@ def connect_factory(args: argparse.Namespace, config: Config, *, connect_timeout
 def cmd_say(args: argparse.Namespace, load_config: Callable[[argparse.Namespace], Config]) -> int:
     config = load_config(args)
     text = " ".join(args.text).strip()
-    if not text:
+    if args.follow is not None and not 0 < args.follow <= config.phone.max_follow_s:
+        print(f"say: --follow {args.follow:g}: give 0 < SECONDS <= {config.phone.max_follow_s:g} (phone.max_follow_s)", file=sys.stderr)
+        return EXIT_REFUSED
+    if not text and not args.glasses:
         print("say: nothing to say", file=sys.stderr)
         return EXIT_REFUSED
     try:
@@ -69,10 +72,12 @@ def cmd_say(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
     except (keyfiles.KeyFileError, ValueError) as exc:
         print(f"say: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    if args.glasses:
+        return anyio.run(lambda: glasses(connect, args.session, args.glasses, timeout=args.timeout), backend="trio")
     if args.notify:
         app, sender = args.notify
         return anyio.run(lambda: notify(connect, args.session, app, sender, text, timeout=args.timeout), backend="trio")
-    return anyio.run(lambda: say(connect, args.session, text, timeout=args.timeout), backend="trio")
+    return anyio.run(lambda: say(connect, args.session, text, timeout=args.timeout, follow=args.follow or 0.0), backend="trio")
 
 
 def cmd_phone(args: argparse.Namespace, load_config: Callable[[argparse.Namespace], Config]) -> int:
@@ -142,10 +147,15 @@ def register(subparsers, load_config: Callable[[argparse.Namespace], Config]) ->
     say_parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole turn (default 60)")
     say_parser.add_argument("--notify", nargs=2, metavar=("APP", "SENDER"), default=None,
                             help="send the text as a notification from APP by SENDER arriving on the phone (a channel event)")
-    say_parser.add_argument("text", nargs="+", help="what the user says (or the notification's text)")
+    say_parser.add_argument("--follow", type=float, default=None, metavar="SECONDS",
+                            help="after the turn keep printing what the session shows (late results, notifications) "
+                                 "this many seconds (at most phone.max_follow_s)")
+    say_parser.add_argument("--glasses", choices=("on", "off"), default=None,
+                            help="tell the session the glasses are off (answers kept unread) or on again (shown once); no text")
+    say_parser.add_argument("text", nargs="*", help="what the user says (or the notification's text)")
     say_parser.set_defaults(func=lambda args: cmd_say(args, load_config))
 
-    phone_parser = subparsers.add_parser("phone", help="interactive phone console: type to talk, /stop, /quit")
+    phone_parser = subparsers.add_parser("phone", help="interactive phone console: type to talk, /stop, /glasses off|on, /quit")
     _add_connection_args(phone_parser)
     phone_parser.set_defaults(func=lambda args: cmd_phone(args, load_config))
 

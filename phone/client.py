@@ -323,6 +323,14 @@ class PhoneClient:
     async def end(self, session: str, *, wait: bool = True) -> str:
         return await self._event(session, p.SessionEnd(event_id=p.new_id(), ts=self.clock()), wait)
 
+    async def glasses(self, session: str, state: str, *, wait: bool = True) -> str:
+        """The glasses were put on ("on") or taken off ("off"): while off, what the assistant says
+        is kept unread (urgent: pushed); on again, it is shown once. Costs no model turn.
+        Raises ValueError for another state (nothing is sent)."""
+        if state not in ("on", "off"):
+            raise ValueError(f"the glasses are 'on' or 'off', not {state!r}")
+        return await self._event(session, p.GlassesState(event_id=p.new_id(), ts=self.clock(), state=state), wait)
+
     async def notification(self, session: str, app: str, sender: str, text: str, *, wait: bool = True) -> str:
         """Forward a notification that arrived on the phone (another app's message): data for the
         session, shown only when the session watches for it or its channel says so."""

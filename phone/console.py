@@ -1,8 +1,11 @@
 """`run.py phone --session ID`: an interactive console that plays the phone and the glasses.
 
 Type a line to say it; `/stop` interrupts, `/button NAME` presses a button, `/notify APP SENDER
-TEXT` plays a notification arriving on the phone (a channel event), `/quit` leaves at
-once and stops the turn in progress (Ctrl-D leaves after what was typed reached the runtime).
+TEXT` plays a notification arriving on the phone (a channel event), `/glasses off|on` takes the
+glasses off (what the assistant says is kept unread; urgent: `[push] …`) and puts them on again
+(what was kept is shown once), `/quit` takes them off and leaves at once: no model turn, the turn
+in progress goes on and its answer waits unread (Ctrl-D leaves after what was typed reached the
+runtime).
 While the model works a "… thinking" line shows; what the glasses show appears as it streams:
 partial text rewritten in place, the final text on its own line; playback commands and errors
 on lines of their own.
@@ -19,9 +22,9 @@ import protocol as p
 from core.logs import printable
 from phone.client import PhoneClient, PhoneError
 
-HELP = "type to talk · /stop interrupts · /button NAME · /notify APP SENDER TEXT · /quit leaves"
+HELP = "type to talk · /stop interrupts · /button NAME · /notify APP SENDER TEXT · /glasses off|on · /quit leaves"
 # what a turn a stop or an interrupt cut says on the screen (its partial answer was cleared)
-CUT_NOTES = {"cancelled": "[cancelled]", "interrupted": "[interrupted: the task goes on; its result comes later]"}
+CUT_NOTES = {"cancelled": "[cancelled]", "interrupted": "[interrupted: a more urgent event came first]"}
 _ERASE = "\r\x1b[K"  # back to column 0 and clear the line
 
 
@@ -52,6 +55,8 @@ class Screen:
             if body.final and body.turn_id not in self._finals_shown:
                 return self._display(p.Display(turn_id=body.turn_id, text=body.final, final=True))
             self._finals_shown.discard(body.turn_id)
+            if body.outcome == "interrupted" and body.going_on:  # only what the runtime says goes on
+                return self.note(f"[interrupted: task {', '.join(body.going_on)} goes on; its result comes later]")
             return self.note(CUT_NOTES[body.outcome]) if body.outcome in CUT_NOTES else ""
         if isinstance(body, p.PlaybackCommand):
             what = body.title or body.media_id or "-"
@@ -111,6 +116,9 @@ def parse_command(line: str) -> tuple[str, str]:
         return ("quit", "")
     if name == "button":
         return ("button", argument.strip()) if argument.strip() else ("unknown", "usage: /button NAME")
+    if name == "glasses":
+        state = argument.strip().lower()
+        return ("glasses", state) if state in ("on", "off") else ("unknown", "usage: /glasses off|on")
     if name == "notify":
         return ("notify", argument.strip()) if len(argument.split(None, 2)) == 3 else ("unknown", "usage: /notify APP SENDER TEXT")
     return ("unknown", f"unknown command /{name}; {HELP}")
@@ -152,15 +160,17 @@ async def run_console(client: PhoneClient, session: str, *, read_line: Callable[
             if line == "":
                 break
             action, argument = parse_command(line)
-            if action == "quit":  # at once: the turn in progress is stopped, not waited for
+            if action == "quit":  # at once, and no model turn: the glasses are off, the answer waits unread
                 with anyio.move_on_after(0.5):
-                    await send(client.interrupt)
+                    await send(client.glasses, "off")
                 tg.cancel_scope.cancel()
                 return 0
             if action == "say":
                 tg.start_soon(say, argument)
             elif action == "stop":
                 tg.start_soon(send, client.interrupt)
+            elif action == "glasses":
+                tg.start_soon(send, client.glasses, argument)
             elif action == "button":
                 tg.start_soon(send, client.button, argument)
             elif action == "notify":  # a notification arriving on this phone, as the phone bridge forwards it

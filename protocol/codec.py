@@ -3,9 +3,13 @@
 Every failure to decode becomes a `DecodeError` with a `kind` (oversized, malformed, unknown_type,
 invalid, version) so a receiver can log it and answer instead of crashing.
 """
+import re
+import typing
+
 import msgspec
 
 from protocol.envelope import PROTOCOL_VERSION, Envelope
+from protocol.messages import Message
 
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20  # 1 MiB
 
@@ -37,9 +41,28 @@ class Codec:
         except msgspec.ValidationError as exc:
             text = str(exc)
             kind = "unknown_type" if "Invalid value" in text and "`$.body.type`" in text else "invalid"
-            raise DecodeError(kind, text) from None
+            raise DecodeError(kind, text + _allowed(data, text)) from None
         except msgspec.DecodeError as exc:
             raise DecodeError("malformed", str(exc)) from None
         if envelope.v != PROTOCOL_VERSION:
             raise DecodeError("version", f"protocol version {envelope.v} is not supported (this runtime speaks {PROTOCOL_VERSION})")
         return envelope
+
+
+_BODIES = {cls.__name__: cls for cls in typing.get_args(Message)}
+_ENUM_AT = re.compile(r"Invalid enum value .* - at `\$\.body\.(\w+)`")
+
+
+def _allowed(data: bytes, text: str) -> str:
+    """"; expected one of 'on', 'off'" for a field of few values given another (a GlassesState
+    state "dim"): msgspec names the path, not what it takes."""
+    match = _ENUM_AT.search(text)
+    if match is None:
+        return ""
+    try:
+        body = msgspec.msgpack.decode(data).get("body", {})
+        hint = typing.get_type_hints(_BODIES[body["type"]])[match.group(1)]
+    except Exception:  # noqa: BLE001 - only an explanation: without it the error stands as it is
+        return ""
+    values = typing.get_args(hint)
+    return f"; expected one of {', '.join(map(repr, values))}" if values else ""

@@ -21,7 +21,7 @@ from protocol.llm import (
 from protocol.llm import ModelInfo
 from protocol.session import SessionDelete
 from protocol.phone import (
-    Ack, Busy, ButtonPress, Display, Hello, PlaybackCommand, PlaybackStatus, RateLimited, SessionEnd,
+    Ack, Busy, ButtonPress, Display, GlassesState, Hello, PlaybackCommand, PlaybackStatus, RateLimited, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
 )
 from protocol.session import (
@@ -41,7 +41,7 @@ _ALL = (
     Ok, ErrorReply, Ping, Pong,
     StatusRequest, SystemStatus, Shutdown, PhoneCommand,
     Generate, LLMChunk, LLMDone, LLMFailed, CancelGenerate, UseProfile, LLMStatusRequest, LLMStatus,
-    SessionStart, SessionEnd, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
+    SessionStart, SessionEnd, GlassesState, UserText, UserInterrupt, ButtonPress, PlaybackStatus, Hello,
     Ack, Busy, Display, TurnDone, PlaybackCommand, RateLimited,
     DeliverEvent, EventAccepted, SessionInfoRequest, SessionInfo, SessionsForgotten,
     SkillIndexRequest, SkillIndex, SkillRead, SkillBody, SkillsAdmin, SkillsAdminReply, SkillsChanged,

@@ -14,6 +14,7 @@ from protocol.base import Msg
 TurnOutcome = Literal["done", "cancelled", "interrupted"]
 PlaybackState = Literal["started", "paused", "resumed", "stopped", "failed"]
 PlayAction = Literal["play", "pause", "resume", "stop"]
+GlassesOnOff = Literal["on", "off"]
 
 
 # --- phone -> runtime -------------------------------------------------------------------------
@@ -26,6 +27,18 @@ class SessionStart(Msg):
 class SessionEnd(Msg):
     event_id: str
     ts: float
+    token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
+
+
+class GlassesState(Msg):
+    """The glasses were put on or taken off (or the app's view shown or hidden). While "off" what
+    the assistant says is kept unread (an urgent one also comes as a PushNotification); "on"
+    delivers what was kept, once, oldest first, in one display. Costs no model turn. Another
+    state is a decode error (ErrorReply "decode:invalid"): nothing changes."""
+
+    event_id: str
+    ts: float
+    state: GlassesOnOff
     token: str = ""  # the session's secret (without CURVE), from the Ack of its first event
 
 
@@ -112,6 +125,7 @@ class TurnDone(Msg):
     model_calls: int = 0  # generations the turn needed: lets a client subtract model time (bench)
     final: str = ""  # the turn's final display ("": none): a phone that missed it (it died in a restarted bridge) still shows it
     outcome: TurnOutcome = "done"
+    going_on: list[str] = []  # "interrupted": the background tasks that go on (their results come later); []: nothing does
 
 
 class PlaybackCommand(Msg):

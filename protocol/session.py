@@ -6,10 +6,10 @@ import msgspec
 from protocol.base import Msg
 
 # channel: a message on a channel (core.channels), monitor: a monitor's condition held
-# (core.monitors), progress: a background task's progress (core.progress); resume: a turn a crash
+# (core.monitors), glasses: the phone says the glasses are on or off (data["state"]), progress: a background task's progress (core.progress); resume: a turn a crash
 # cut going on (core.resume: never recorded)
 EventKind = Literal["user_text", "user_interrupt", "button", "tool_result", "timer", "playback", "system",
-                    "session_start", "session_end", "channel", "monitor", "progress", "resume"]
+                    "session_start", "session_end", "glasses", "channel", "monitor", "progress", "resume"]
 Strategy = Literal["cancel", "interrupt", "queue", "parallel", "now"]
 """How a session takes an event (core.urgency): now (idle), queue, cancel, interrupt, parallel."""
 

@@ -39,6 +39,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     summary: str
     args: list[ArgSpec] = []
     long_running: bool = False
+    timeout_s: float = 0.0  # one call's bound when it is the tool's own (a long_running MCP tool); 0: the toolset's
     read_only: bool = False
     idempotent: bool = False
     action: CallAction = ""

@@ -259,6 +259,8 @@ async def test_a_console_off_loopback_needs_its_token(tmp_path, inproc_config):
             forged = await client.post("/api/send", content='{"session": "s", "action": "stop"}', headers={"content-type": "text/plain"})
             assert forged.status_code == 415
             assert (await client.post("/api/send", json={"session": "", "action": "stop"})).status_code == 400
+            dim = await client.post("/api/send", json={"session": "s", "action": "glasses", "text": "dim"})
+            assert dim.status_code == 400 and "'on' or 'off', not 'dim'" in dim.text, "the glasses buttons: on or off only"
         tg.cancel_scope.cancel()
 
 

@@ -269,6 +269,8 @@ def test_typed_lines_become_commands():
     assert parse_command("/button")[0] == "unknown"
     assert parse_command("/dance")[0] == "unknown" and "/stop" in parse_command("/dance")[1]
     assert parse_command("  ") == ("empty", "")
+    assert parse_command("/glasses OFF") == ("glasses", "off") and parse_command("/glasses on") == ("glasses", "on")
+    assert parse_command("/glasses dim") == ("unknown", "usage: /glasses off|on")
 
 
 async def test_console_talks_interrupts_and_quits():
@@ -285,8 +287,9 @@ async def test_console_talks_interrupts_and_quits():
         with anyio.fail_after(10):
             assert await run_console(phone, "s1", read_line=read_line, out=out) == 0
         await until(lambda: len(fake.events()) >= 4)
-    # /quit leaves at once and stops the turn in progress: its own interrupt
-    assert [type(b).__name__ for b in fake.events()] == ["SessionStart", "UserText", "UserInterrupt", "UserInterrupt"]
+    # /quit leaves at once: the glasses are off (no model turn, nothing stopped), not a stop
+    assert [type(b).__name__ for b in fake.events()] == ["SessionStart", "UserText", "UserInterrupt", "GlassesState"]
+    assert fake.events()[-1].state == "off"
     assert "… thinking\n" in out.getvalue() and "echo: hello\n" in out.getvalue()
 
 

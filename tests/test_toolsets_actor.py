@@ -54,7 +54,7 @@ async def test_catalog_lists_the_registry_then_the_extra_toolsets(config, zmq_ct
         assert toolset.summary and all(tool.name.startswith(toolset.name + "_") for tool in toolset.tools)
     assert [(row.name, row.runs, row.state, row.tools) for row in report.toolsets] == [
         ("media", "executor", "available", 3), ("timers", "session", "available", 3), ("channels", "session", "available", 3),
-        ("notify", "session", "available", 1), ("tasks", "session", "available", 3), ("monitors", "session", "available", 2),
+        ("notify", "session", "available", 2), ("tasks", "session", "available", 3), ("monitors", "session", "available", 2),
         ("units", "session", "available", 1), ("toy", "executor", "available", 6)]
 
 

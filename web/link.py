@@ -81,7 +81,8 @@ class RuntimeLink:
 
     # ---- what the page asks -------------------------------------------------------------------
     async def send(self, session: str, action: str, value: str = "") -> str:
-        """text | stop | button: an event from the page's phone; returns its event id once acked."""
+        """text | stop | button | glasses (on/off): an event from the page's phone; returns its event
+        id once acked."""
         assert self.phone is not None, "this link has no phone"
         if action == "text":
             return await self.phone.send_text(session, value)
@@ -89,6 +90,8 @@ class RuntimeLink:
             return await self.phone.interrupt(session)
         if action == "button":
             return await self.phone.button(session, value)
+        if action == "glasses":
+            return await self.phone.glasses(session, value)
         raise ValueError(f"unknown action {action!r}")
 
     async def ask(self, target: str, body: p.Msg, timeout: float = 5.0) -> p.Msg:

@@ -173,8 +173,10 @@ class Console:
         text = str(body.get("text") or "").strip()
         if (problem := session_id_problem(session, self.config.phone.max_session_id_chars)) is not None:
             return _bad(problem)
-        if action not in ("text", "stop", "button"):
-            return _bad("action must be text, stop or button")
+        if action not in ("text", "stop", "button", "glasses"):
+            return _bad("action must be text, stop, button or glasses")
+        if action == "glasses" and text not in ("on", "off"):
+            return _bad(f"the glasses are 'on' or 'off', not {text[:20]!r}")
         if action in ("text", "button") and not text:
             return _bad("nothing to send: the text is empty")
         if len(text) > self.config.web.max_text_chars:

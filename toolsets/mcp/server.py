@@ -14,8 +14,11 @@ import shutil
 from collections.abc import Callable
 from typing import Any
 
+import dataclasses
+
 import anyio
 import mcp_types as types
+import msgspec
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -47,6 +50,10 @@ def describe(exc: BaseException) -> str:
         exc = exc.exceptions[0]
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if isinstance(exc, MCPError) else f"{type(exc).__name__}: {text}"
+
+
+class LongCallEnded(Exception):
+    """A long_running call stopped by its own bound: the text says which (timed out, stalled)."""
 
 
 class McpServer:
@@ -171,7 +178,16 @@ class McpServer:
             shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
             self.refused_tools = f"{len(listed) - len(tools)} of {len(listed)} listed tool(s) refused: {shown}"
             self._warnings.warning(self.name, "mcp server=%s %s", self.name, self.refused_tools)
-        self.tools = {tool.spec.name: tool for tool in tools}
+        self.tools = {tool.spec.name: self._bounded(tool) for tool in tools}
+
+    def _bounded(self, tool: McpTool) -> McpTool:
+        """A long_running tool with its own bound (long_running_timeout_s, or its entry in
+        long_running_timeouts), which the session waits for instead of timeout_s."""
+        if not tool.spec.long_running:
+            return tool
+        own = self.cfg.long_running_timeouts
+        bound = own.get(tool.remote, own.get(tool.spec.name, self.cfg.long_running_timeout_s))
+        return dataclasses.replace(tool, spec=msgspec.structs.replace(tool.spec, timeout_s=bound))
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -225,8 +241,14 @@ class McpServer:
         if isinstance(arguments, ToolResult):
             return arguments
         try:
-            result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s,
-                                            progress_callback=_progress_callback())
+            if entry.spec.long_running:
+                result = await self._long_call(client, entry, arguments)
+            else:
+                result = await client.call_tool(entry.remote, arguments, read_timeout_seconds=self.cfg.timeout_s,
+                                                progress_callback=_progress_callback())
+        except LongCallEnded as ended:
+            log.warning("mcp server=%s %s %s", self.name, tool, ended)
+            return ToolResult(False, failure_text(tool, str(ended)))
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._gone("the connection closed during a call")
@@ -237,3 +259,42 @@ class McpServer:
             self._gone(describe(exc))
             return ToolResult(False, failure_text(tool, f"the MCP server {self.name} could not be reached ({fence_untrusted(self.error)})"))
         return result_text(result)
+
+    async def _long_call(self, client: Client, entry: McpTool, arguments: dict[str, Any]) -> Any:
+        """A long_running call: bounded by its own long_running_timeout_s, and stopped as stalled
+        when no progress came for long_running_stall_s (since its start or its last progress):
+        a task that reports keeps running as long as it needs."""
+        bound, stall = entry.spec.timeout_s, self.cfg.long_running_stall_s
+        forward = _progress_callback()
+        last = [anyio.current_time()]
+        outcome: dict[str, Any] = {}
+
+        async def progressed(progress: float, total: float | None, message: str | None) -> None:
+            last[0] = anyio.current_time()
+            if forward is not None:
+                await forward(progress, total, message)
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            while (quiet := anyio.current_time() - last[0]) < stall:
+                await anyio.sleep(stall - quiet)
+            outcome["stalled"] = True
+            scope.cancel()
+
+        async def call(scope: anyio.CancelScope) -> None:
+            outcome["result"] = await client.call_tool(entry.remote, arguments, read_timeout_seconds=bound + 5,
+                                                       progress_callback=progressed)
+            scope.cancel()
+
+        with anyio.move_on_after(bound) as timer:
+            async with anyio.create_task_group() as tg:
+                if stall > 0:
+                    tg.start_soon(watch, tg.cancel_scope)
+                tg.start_soon(call, tg.cancel_scope)
+        if "result" in outcome:
+            return outcome["result"]
+        key = f"mcp.servers.{self.name}"
+        if outcome.get("stalled"):
+            raise LongCallEnded(f"stalled: no progress for {stall:g} s ({key}.long_running_stall_s); stopped")
+        assert timer.cancelled_caught
+        raise LongCallEnded(f"timed out after {bound:g} s ({key}.long_running_timeout_s); stopped")
+

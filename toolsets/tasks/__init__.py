@@ -27,7 +27,7 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
         return CallOutcome(kind="ok", text=tasks_list(context.background, monitors))
     if tool == "tasks_status":
         return CallOutcome(kind="ok", text=tasks_status(context.background, monitors, args["id"],
-                                                        world.latest if world is not None else None))
+                                                        world.latest if world is not None else None, context.ended))
     text, monitor_stopped = tasks_cancel(context.background, context.cancel_task, monitors, args["id"])
     if monitor_stopped and world is not None:
         world.stop_monitor(context.sid, args["id"].strip().casefold())

@@ -128,6 +128,7 @@ $("#say-form").addEventListener("submit", (e) => {
 });
 $("#stop").addEventListener("click", () => send("stop"));
 for (const b of document.querySelectorAll("#buttons [data-button]")) b.addEventListener("click", () => send("button", b.dataset.button));
+for (const b of document.querySelectorAll("#buttons [data-glasses]")) b.addEventListener("click", () => send("glasses", b.dataset.glasses));
 
 // ---- state -----------------------------------------------------------------------------------
 function renderState() {

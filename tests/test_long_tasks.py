@@ -1,0 +1,60 @@
+"""Issue 52, item 3: a long_running MCP call is bounded by its own long_running_timeout_s, not the
+server's timeout_s; progress keeps it alive, silence past long_running_stall_s stops it; the
+session's tasks_status tells a running task's age and progress, and how an ended one ended
+(finished, cancelled, timed out, stalled). Through the real actors with a real MCP server (stdio)
+that reports progress as a script prints its lines."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import msgspec
+
+from core.config import McpConfig, McpServerConfig
+from harness import inproc_system, make_config, session_knows, until
+from llm.scripted import ScriptedBackend
+from tests.test_world import finals, world_model
+
+
+def _task_of(history: list[dict], args: str) -> str:
+    """The task id the placeholder of the call `jobs_count|ARGS` named."""
+    text = "\n".join(m["content"] for m in history)
+    calls = [m for m in re.finditer(r"TOOL_CALL: jobs_count\|([^\n]+)", text)]
+    assert any(c.group(1) == args for c in calls), text
+    starts = re.findall(r"tool jobs_count started in the background as task (\w+)", text)
+    return starts[[c.group(1) for c in calls].index(args)]
+
+
+async def test_a_long_task_runs_past_timeout_s_while_it_reports_and_stops_when_it_stalls_or_runs_out(tmp_path):
+    server = str(Path(__file__).with_name("mcp_progress_server.py"))
+    config = make_config(tmp_path)
+    config = msgspec.structs.replace(config, mcp=McpConfig(servers={"jobs": McpServerConfig(
+        command=[sys.executable, server], timeout_s=3.0, long_running=["jobs_count"], long_running_stall_s=2.0,
+        long_running_timeouts={"count": 7.0})}))
+    backend = ScriptedBackend(reply_fn=world_model)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        glasses = system.actors["glasses"]
+        await session_knows(system, "jobs")
+        for args in ("5; 0.2", "60; 30", "60; 0.2", "60; 0.3"):  # done past timeout_s; stalls; runs out; cancelled
+            assert finals(await system.turn("s", f"call jobs_count|{args}"))[-1] == "Started."
+        history = await system.history("s")
+        done, stalls, runs_out, cancelled = (_task_of(history, a) for a in ("5; 0.2", "60; 30", "60; 0.2", "60; 0.3"))
+
+        await system.turn("s", f"call tasks_status|{runs_out}")
+        status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
+        assert re.search(r"still running in the background \(for \d+ s\)", status), status
+        await system.turn("s", f"cancel task {cancelled}")
+
+        def late(task_fragment: str) -> bool:
+            return any(task_fragment in f for f in finals(glasses.shown["s"]))
+        await until(lambda: late("counted "), timeout=30)
+        assert "Finished: counted" in " ".join(finals(glasses.shown["s"])), "5 s of work with timeout_s = 3: it finished"
+        await until(lambda: late("stalled: no progress for 2 s"), timeout=30)
+        await until(lambda: late("timed out after 7 s"), timeout=30)
+        for task, said in ((done, "finished after"), (stalls, "stalled: no progress for 2 s (mcp.servers.jobs.long_running_stall_s)"),
+                           (runs_out, "timed out after 7 s (mcp.servers.jobs.long_running_timeout_s)"),
+                           (cancelled, "cancelled by the user after")):
+            await system.turn("s", f"call tasks_status|{task}")
+            status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
+            assert status.startswith(f"Task {task} is not running: ") and said in status, status
