@@ -32,10 +32,10 @@ from phone.credentials import SessionTokens, tokens_file
 from tests.scripted_openai_server import Reply, ScriptedOpenAIServer
 from tests.test_process_mode import _write_config
 from tests.test_restart_recovery import cli, remote, serve
-from web.channels import sign
+from web.channels import signed_headers
 
 REPO = Path(__file__).resolve().parent.parent
-SECRET = "mail-s3cret"
+SECRET = "seed003-mail-secret-0123456789"  # channels.min_secret_chars: 16 at least
 
 MAILS = {
     "m1": ("Ольга", "[m1] Приглашение: обсуждение бюджета 2026-12-08 11:00, придёте?"),
@@ -111,7 +111,7 @@ async def _web(config: Path, port: int, log: Path):
 async def _post_mail(port: int, mail_id: str) -> str:
     sender, text = MAILS[mail_id]
     body = msgspec.json.encode({"session": "u1", "text": text, "sender": sender, "id": mail_id})
-    headers = {"x-porfiry-signature": sign(SECRET, body), "x-porfiry-timestamp": str(int(time.time()))}
+    headers = signed_headers(SECRET, body)
     async with httpx.AsyncClient() as client:
         reply = await client.post(f"http://127.0.0.1:{port}/channels/mail", content=body, headers=headers)
     assert reply.status_code == 202, reply.text
