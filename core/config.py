@@ -82,6 +82,7 @@ class SessionConfig(_Section):
     execute_substituted_calls: Annotated[bool, Meta(description="a valid call to an inactive toolset turns it on and runs at once (S8)")] = True
     enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
     progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
+    first_feedback_ms: Annotated[float, Meta(ge=0, le=60_000, description="a turn that has shown nothing this long after it started (the model still silent) shows 'думаю…'/'thinking…', so the user sees within a second that the event was taken; 0: never (issue 54)")] = 400.0
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
     reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
     frame: Annotated[bool, Meta(description="words no reflex recognises are first put by the model as one command of a short list, carried out by a reflex when every name and number in it is the user's (core.frame); off: the model takes such turns")] = True

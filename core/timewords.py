@@ -36,6 +36,7 @@ _PROGRESS = {  # tool -> (Russian, English) line shown while its call runs; {arg
     "history_search": ("вспоминаю…", "looking back…"),
 }
 _PROGRESS_ARG_CHARS = 40
+_THINKING = ("думаю…", "thinking…")  # a turn's first line while the model has shown nothing yet
 
 
 def progress_line(tool: str, raw_args: str, russian: bool) -> str:
@@ -47,6 +48,11 @@ def progress_line(tool: str, raw_args: str, russian: bool) -> str:
     if len(arg) > _PROGRESS_ARG_CHARS:
         arg = arg[:_PROGRESS_ARG_CHARS].rstrip() + "…"
     return _PROGRESS[tool][0 if russian else 1].format(arg=arg)
+
+
+def thinking_line(russian: bool) -> str:
+    """The line a turn shows while the model is still silent (session.first_feedback_ms)."""
+    return _THINKING[0 if russian else 1]
 
 
 # ---- a time of day said in words -> digits ------------------------------------------------------
