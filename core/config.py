@@ -147,6 +147,8 @@ class LLMConfig(_Section):
     profile: Annotated[str, Meta(min_length=1, description="the active LLM profile at start")] = "local"
     profiles: Annotated[dict[str, ProfileConfig], Meta(description="LLM profiles by name (kind, model, base_url, ...)")] = {}
     stream_interval_ms: Annotated[float, Meta(ge=0, le=10_000, description="streamed text leaves the worker at most this often (first piece at once)", extra=TUNING)] = 30.0
+    warmup: Annotated[bool, Meta(description="at start the LLM worker loads the active llamacpp profile's model and evaluates the static prompt (and the frame's), so the first answer costs what any answer costs (issue 54)")] = True
+    warmup_wait_s: Annotated[float, Meta(ge=0, le=3600, description="how long `run.py up` and the supervisor's ready line wait for that warm-up, seconds; past it they go on (the model keeps warming, the first answer waits for it)")] = 600.0
 
 
 class WebConfig(_Section):
