@@ -182,6 +182,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                 print("porfiry: the runtime did not start within 120 s", file=sys.stderr)
                 return 1
             time.sleep(0.5)
+        _await_warm_model(config, server)
         from web.cli import start_web
 
         web = start_web(args, config, log_path, os.path.abspath(__file__))
@@ -196,6 +197,40 @@ def cmd_up(args: argparse.Namespace) -> int:
             server.wait(timeout=15)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def _await_warm_model(config, server) -> None:
+    """`up`: wait (at most llm.warmup_wait_s) while the LLM worker loads the embedded model and
+    reads the prompt sessions start with, on one progress line, so the first greeting does not
+    pay for it (issue 54)."""
+    import time
+
+    import protocol as p
+    from actors.base import AskTimeout
+
+    deadline, shown = time.monotonic() + config.llm.warmup_wait_s, False
+    while server.poll() is None:
+        try:
+            status = anyio.run(ask_runtime, config, "llm", p.LLMStatusRequest(), 5.0, backend="trio")
+        except AskTimeout:
+            status = None
+        if status is not None and status.warm != "warming":
+            if status.warm == "warm":
+                print(f"\rporfiry: the model ({status.active}) is loaded and has read its prompt ({status.warm_s:.0f} s)", flush=True)
+            elif status.warm == "failed":
+                print(f"\rporfiry: the model ({status.active}) did not load: {status.warm_detail}", flush=True)
+            return
+        if time.monotonic() > deadline:
+            print(f"\nporfiry: the model is still warming after {config.llm.warmup_wait_s:.0f} s (llm.warmup_wait_s); "
+                  "the first answer waits for it", flush=True)
+            return
+        if status is not None:
+            shown = True
+            print(f"\rporfiry: warming the model ({status.active}): loading it and reading its prompt… {status.warm_s:.0f} s",
+                  end="", flush=True)
+        time.sleep(1.0)
+    if shown:
+        print(flush=True)
 
 
 # ---- llm ----------------------------------------------------------------------------------

@@ -4,14 +4,23 @@ request, and swaps profiles at runtime (S13).
 A request is pinned to the profile active when it arrived: a swap (`UseProfile`) affects only new
 requests, so nothing in flight restarts and no session loses state. Backends are created on first
 use and kept, so swapping back is instant.
+
+At start an embedded (llamacpp) profile is warmed (`llm.warmup`, issue 54): its model is loaded and
+the prompts every session starts with (core.budget.warmup_requests) evaluated, one token each, so
+the first user's first answer does not pay for the load (minutes on a busy 2-core machine).
+Requests that arrive meanwhile queue behind it (the backend serves in arrival order). `LLMStatus`
+says how far it is; `run.py up` shows it and the supervisor says "ready" once it is done.
 """
 from __future__ import annotations
+
+import time
 
 import anyio
 
 import protocol as p
 from actors.base import Actor, Inbound
 from core import tracing
+from core.budget import warmup_requests
 from core.config import Config
 from llm.adapt import strip_think
 from llm.base import Backend, LLMError
@@ -29,6 +38,9 @@ class LLMWorker(Actor):
         self.active = config.llm.profile
         self._backends: dict[str, Backend] = dict(backends or {})
         self._in_flight: dict[str, anyio.CancelScope] = {}
+        self.warm: str = "none"  # protocol.LLMStatus.warm
+        self._warm_started = self._warm_took = 0.0
+        self._warm_detail = ""
 
     def backend(self, profile: str) -> Backend:
         backend = self._backends.get(profile)
@@ -38,8 +50,27 @@ class LLMWorker(Actor):
         return backend
 
     async def on_start(self) -> None:
-        self.backend(self.active)  # fail fast on a broken profile; models load on first request
+        self.backend(self.active)  # fail fast on a broken profile
         self.tell("session", self.model_info())
+        if self.config.llm.warmup and self.profiles.get(self.active) and self.profiles[self.active].kind == "llamacpp":
+            self.warm, self._warm_started = "warming", time.monotonic()
+            self.spawn(self._warm_up, self.active, name="warmup")
+
+    async def _warm_up(self, profile: str) -> None:
+        """Load the model and evaluate the prompts sessions start with (see the module's doc)."""
+        backend = self.backend(profile)
+        try:
+            requests = await anyio.to_thread.run_sync(warmup_requests, self.config)
+            for messages in requests:
+                await backend.stream(messages, tools=[], max_tokens=1).collect()
+            self.warm = "warm"
+        except Exception as exc:  # noqa: BLE001 - a model that cannot load says so on its first request too
+            self.warm, self._warm_detail = "failed", f"{type(exc).__name__}: {exc}"
+        self._warm_took = time.monotonic() - self._warm_started
+        self.log.info("actor=llm warm-up profile=%s %s in %.1f s %s", profile, self.warm, self._warm_took, self._warm_detail)
+
+    def _warm_seconds(self) -> float:
+        return self._warm_took or (time.monotonic() - self._warm_started if self.warm == "warming" else 0.0)
 
     def model_info(self) -> p.ModelInfo:
         """What sessions need to keep their prompts inside the active model's context."""
@@ -85,6 +116,7 @@ class LLMWorker(Actor):
             active=self.active, profiles=sorted(set(self.profiles) | set(self._backends)),
             healthy=healthy, detail=detail, in_flight=len(self._in_flight),
             context_tokens=self.model_info().context_tokens, frame=self.model_info().frame,
+            warm=self.warm, warm_s=round(self._warm_seconds(), 1), warm_detail=self._warm_detail,
         ))
 
     async def _generate(self, msg: Inbound, body: p.Generate, profile: str, scope: anyio.CancelScope) -> None:

@@ -97,6 +97,21 @@ class Supervisor(Actor):
 
                 freeze_startup_objects()
             self.log.info("actor=supervisor all actors started mode=%s", "inproc" if self.in_process else self.config.topology.mode)
+            if "llm" in self._child_of and self.config.llm.warmup:
+                tg.start_soon(self._say_ready)
+
+    async def _say_ready(self) -> None:
+        """"ready" once the LLM worker's warm-up (llm.warmup) is over, or llm.warmup_wait_s passed."""
+        deadline = anyio.current_time() + self.config.llm.warmup_wait_s
+        warm = "warming"
+        while warm == "warming" and anyio.current_time() < deadline:
+            try:
+                warm = getattr(await self.ask("llm", p.LLMStatusRequest(), timeout=5.0), "warm", "none")
+            except AskTimeout:
+                pass
+            if warm == "warming":
+                await anyio.sleep(0.5)
+        self.log.info("actor=supervisor ready model=%s", warm if warm != "warming" else "still warming (llm.warmup_wait_s)")
 
     def _give_up(self, reason: str) -> None:
         """Escalate, OTP-style: stop everything with a clear message instead of looping."""

@@ -288,7 +288,8 @@ class LoadDriver:
                 env = await incoming.receive()
                 body = env.body
                 if isinstance(body, p.Display):
-                    if body.text and first_display is None:
+                    # a "thinking…" line (session.first_feedback_ms) is no display of the answer
+                    if body.text and body.kind == "answer" and first_display is None:
                         first_display = anyio.current_time()
                     if body.final:
                         finals.append(body.text)

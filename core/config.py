@@ -86,6 +86,7 @@ class SessionConfig(_Section):
     execute_substituted_calls: Annotated[bool, Meta(description="a valid call to an inactive toolset turns it on and runs at once (S8)")] = True
     enable_on_skill_read: Annotated[bool, Meta(description="reading a toolset's own skill turns it on: one model step fewer (issue 33)")] = True
     progress_lines: Annotated[bool, Meta(description="a first line on the glasses as soon as a call is parsed, e.g. 'ищу «Матрица»…' (issue 33)")] = True
+    first_feedback_ms: Annotated[float, Meta(ge=0, le=60_000, description="a turn that has shown nothing this long after it started (the model still silent) shows 'думаю…'/'thinking…', so the user sees within a second that the event was taken; 0: never (issue 54)")] = 400.0
     small_talk_plain: Annotated[bool, Meta(description="small talk (core.intent.small_talk) is offered no tool: a plain answer (issue 33)")] = True
     reflexes: Annotated[bool, Meta(description="plain requests (the time, a timer, play or find a title, a follow-up about it) are carried out by the session without the model (core.reflex)")] = True
     frame: Annotated[bool, Meta(description="words no reflex recognises are first put by the model as one command of a short list, carried out by a reflex when every name and number in it is the user's (core.frame); off: the model takes such turns")] = True
@@ -153,6 +154,8 @@ class LLMConfig(_Section):
     profile: Annotated[str, Meta(min_length=1, description="the active LLM profile at start")] = "local"
     profiles: Annotated[dict[str, ProfileConfig], Meta(description="LLM profiles by name (kind, model, base_url, ...)")] = {}
     stream_interval_ms: Annotated[float, Meta(ge=0, le=10_000, description="streamed text leaves the worker at most this often (first piece at once)", extra=TUNING)] = 30.0
+    warmup: Annotated[bool, Meta(description="at start the LLM worker loads the active llamacpp profile's model and evaluates the static prompt (and the frame's), so the first answer costs what any answer costs (issue 54)")] = True
+    warmup_wait_s: Annotated[float, Meta(ge=0, le=3600, description="how long `run.py up` and the supervisor's ready line wait for that warm-up, seconds; past it they go on (the model keeps warming, the first answer waits for it)")] = 600.0
 
 
 class WebConfig(_Section):

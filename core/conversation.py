@@ -60,7 +60,7 @@ from core.background import (
 )
 from core.fence import fence
 from core.parallel import parallel_prompt, parallel_tools, unavailable_text
-from core.timewords import progress_line, spoken_time
+from core.timewords import progress_line, spoken_time, thinking_line
 from core.done_said import unsaid_done
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
@@ -226,7 +226,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read", "standing",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing", "_feedback",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -264,6 +264,7 @@ class Conversation(ReflexSteps):
         # report on (a late result's call): an event's turn may carry it out (_guard_words)
         # and the tool whose late result it is (the answer may tell of that call: _reported)
         self.standing: deque[tuple[int, str, str]] = deque(maxlen=STANDING_KEPT)
+        self._feedback: anyio.CancelScope | None = None  # the turn's pending "thinking…" line (first_feedback_ms)
 
     # ---- intake ---------------------------------------------------------------------------
     def submit(self, event: p.Event) -> str:
@@ -354,7 +355,9 @@ class Conversation(ReflexSteps):
             with anyio.CancelScope() as scope:
                 self._step_scope = scope
                 self.s.observer.turn(self, turn_id, "start", [e.event_id for e in self.queue])
+                self._feedback_soon(turn_id)
                 await self._steps(turn_id, consumed)
+            self._shown()
             self._step_scope = None
             if scope.cancelled_caught:
                 # Cancelled or interrupted: the glasses stop showing the old answer; the
@@ -375,6 +378,29 @@ class Conversation(ReflexSteps):
                 self._remember_cut(consumed, outcome)
             self.open_events.difference_update(consumed)
             self.s.observer.turn(self, turn_id, "end", consumed, self._model_calls, interrupted=scope.cancelled_caught)
+
+    def _feedback_soon(self, turn_id: str) -> None:
+        """A turn that shows nothing within `first_feedback_ms` (the model is slow to start: a
+        local one loading its prompt, the frame's call first) shows what it is doing: the user
+        sees the event was taken. A reflex's answer comes first and cancels it."""
+        delay = self.s.config.first_feedback_ms
+        if delay > 0 and self.s.config.progress_lines:
+            self._feedback = anyio.CancelScope()
+            self.s.spawn(self._feedback_after, self._feedback, turn_id, delay / 1000)
+
+    async def _feedback_after(self, scope: anyio.CancelScope, turn_id: str, delay: float) -> None:
+        with scope:
+            await anyio.sleep(delay)
+            if self._feedback is scope:
+                self._feedback = None
+                text = thinking_line(self._language() == "Russian")
+                self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=text, kind="progress"))
+
+    def _shown(self) -> None:
+        """The turn showed something of its own (or ended): no "thinking…" line after it."""
+        if self._feedback is not None:
+            self._feedback.cancel()
+            self._feedback = None
 
     def _remember_cut(self, event_ids: list[str], outcome: TurnOutcome) -> None:
         """A phone asking again about a cut event is told how it ended, not shown a later answer."""
@@ -700,6 +726,7 @@ class Conversation(ReflexSteps):
         refusal = self._guard(call.name, call.raw_args, turn.start, allowed)
         line = progress_line(self.s.registry.spec(call.name), call.raw_args, self._language() == "Russian") if not refusal else ""
         if line and self.s.config.progress_lines:
+            self._shown()
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=line, final=False))
         with tracing.tracer.tool_call(call.name, call_id) as traced:
             outcome = (p.CallOutcome(kind="refused", text=refusal.text()) if refusal else
@@ -974,6 +1001,7 @@ class Conversation(ReflexSteps):
                     shown = visible
                     if cut is None and getattr(pieces, "done", None) is not None:
                         continue  # the model already finished: the final display of this text comes next
+                    self._shown()
                     self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=visible, final=False))
         observed.done(pieces)
         return text

@@ -29,6 +29,7 @@ def spoken_time(now: dt.datetime, russian: bool) -> str:
 
 
 _PROGRESS_ARG_CHARS = 40
+_THINKING = ("думаю…", "thinking…")  # a turn's first line while the model has shown nothing yet
 
 
 def progress_line(spec, raw_args: str, russian: bool) -> str:
@@ -42,6 +43,11 @@ def progress_line(spec, raw_args: str, russian: bool) -> str:
     if len(arg) > _PROGRESS_ARG_CHARS:
         arg = arg[:_PROGRESS_ARG_CHARS].rstrip() + "…"
     return line.replace("{arg}", arg)
+
+
+def thinking_line(russian: bool) -> str:
+    """The line a turn shows while the model is still silent (session.first_feedback_ms)."""
+    return _THINKING[0 if russian else 1]
 
 
 # ---- a time of day said in words -> digits ------------------------------------------------------

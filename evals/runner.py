@@ -79,6 +79,7 @@ class ScenarioResult(msgspec.Struct, kw_only=True):
     unrequested_side_effects: list[str] = []  # changing calls that ran though the turn asked for none of them
     actions_claimed_not_done: int = 0  # final displays that report an action no call of the turn made
     turn_ms: list[float] = []  # per turn: user text in -> final display out
+    first_feedback_ms: list[float] = []  # per turn: user text in -> the first display with text (issue 54)
 
 
 class Percentiles(msgspec.Struct, kw_only=True):
@@ -102,6 +103,7 @@ class EvalReport(msgspec.Struct, kw_only=True):
     unrequested_side_effects: int = 0
     actions_claimed_not_done: int = 0
     turn_ms: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
+    first_feedback_ms: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
     scenario_set: str = ""
 
 
@@ -140,6 +142,7 @@ class EvalPorts(InProcessPorts):
         self.registry = ToolsetRegistry(default_catalog())
         self.mcp: dict = {}  # toolset name -> toolsets.mcp.server.McpServer (run_eval starts them)
         self.final_at: float | None = None  # perf_counter of the last final display
+        self.first_at: float | None = None  # perf_counter of the turn's first display with text
 
     @asynccontextmanager
     async def generate(self, session: str, messages: list[p.ChatMessage], tools: list[str], max_tokens: int,
@@ -200,6 +203,8 @@ class EvalPorts(InProcessPorts):
     def send(self, session: str, body: p.Msg) -> None:
         if isinstance(body, p.Display) and body.final:
             self.final_at = time.perf_counter()
+        if isinstance(body, p.Display) and body.text and self.first_at is None:
+            self.first_at = time.perf_counter()
         super().send(session, body)
 
 
@@ -391,6 +396,7 @@ class _Playing:
     unrequested: list[str] = dataclasses.field(default_factory=list)
     claimed_not_done: int = 0
     turn_ms: list[float] = dataclasses.field(default_factory=list)
+    first_feedback_ms: list[float] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
     steps: int = 0
     world: MemoryWorld | None = None  # made with the config's limits at the first settings()
@@ -422,7 +428,7 @@ async def _play_turn(play: _Playing, number: int, turn) -> bool:
     clock.advance(turn.advance_s)
     shown_before, calls_before, steps_before = len(ports.shown), len(ports.calls), len(ports.stats)
     history_before = len(play.conversation.trajectory.messages())
-    ports.final_at = None
+    ports.final_at = ports.first_at = None
     said_at = time.perf_counter()
     saved = _Saved.of(play.conversation)
     play.flatten()
@@ -445,6 +451,8 @@ async def _play_turn(play: _Playing, number: int, turn) -> bool:
     _judge_played(play, number, turn, shown_before, calls_before, steps_before, history_before)
     if turn.say and ports.final_at is not None:
         play.turn_ms.append(round((ports.final_at - said_at) * 1000, 1))
+    if turn.say and ports.first_at is not None:
+        play.first_feedback_ms.append(round((ports.first_at - said_at) * 1000, 1))
     return True
 
 
@@ -502,7 +510,7 @@ def _scenario_result(play: _Playing) -> tuple[ScenarioResult, int, list[RequestS
     result = ScenarioResult(id=play.scenario.id, lang=play.scenario.lang, passed=not problems, steps=play.steps,
                             calls=[f"{name}|{args}" for name, args in ports.calls], why="; ".join(problems),
                             unrequested_side_effects=play.unrequested, actions_claimed_not_done=play.claimed_not_done,
-                            turn_ms=play.turn_ms)
+                            turn_ms=play.turn_ms, first_feedback_ms=play.first_feedback_ms)
     return result, invalid, ports.stats
 
 
@@ -625,7 +633,8 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
         per_scenario=results,
         unrequested_side_effects=sum(len(r.unrequested_side_effects) for r in results),
         actions_claimed_not_done=sum(r.actions_claimed_not_done for r in results),
-        turn_ms=_percentiles([ms for r in results for ms in r.turn_ms]), scenario_set=scenario_set,
+        turn_ms=_percentiles([ms for r in results for ms in r.turn_ms]),
+        first_feedback_ms=_percentiles([ms for r in results for ms in r.first_feedback_ms]), scenario_set=scenario_set,
     )
 
 
@@ -645,4 +654,6 @@ def format_report(report: EvalReport) -> str:
     lines.append(f"turn (user text -> final display) p50 {report.turn_ms.p50:.0f} ms, p95 {report.turn_ms.p95:.0f} ms; "
                  f"unrequested side effects {report.unrequested_side_effects}; "
                  f"actions claimed not done {report.actions_claimed_not_done}")
+    lines.append(f"first feedback (user text -> first display) p50 {report.first_feedback_ms.p50:.0f} ms, "
+                 f"p95 {report.first_feedback_ms.p95:.0f} ms (target: p95 <= 1000 ms)")
     return "\n".join(lines)

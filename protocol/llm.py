@@ -68,6 +68,10 @@ class LLMStatus(Msg):
     in_flight: int = 0
     context_tokens: int = 0  # of the active profile
     frame: bool = True  # of the active profile: core.frame before the model's own turn
+    # the start's warm-up (llm.warmup): "none" when there is none to do (not llamacpp, or off)
+    warm: Literal["none", "warming", "warm", "failed"] = "none"
+    warm_s: float = 0.0  # how long it took, or has taken so far
+    warm_detail: str = ""  # why it failed
 
 
 class ModelInfo(Msg):

@@ -5,9 +5,12 @@ skills), `entries` (every history entry as the Trajectory recorded it, in order)
 (every accepted event: its id dedups resends across restarts, `done` says a TurnDone covered
 it), `entries_fts` (FTS5 over the entries' text, for `history_search`).
 
-All database work runs off the event loop: callers queue operations; one writer task hands
-everything queued so far to a worker thread as one transaction (`anyio.to_thread`), so a burst
-of entries costs one commit. Appends are fire-and-forget (order is kept: one queue, one writer)
+Callers queue operations; one writer task runs everything queued so far as one transaction, so
+a burst of entries costs one commit. A batch of small writes to SQLite runs on the event loop
+when the write lock is free at once (a few tens of µs: handing it to a worker thread and waking
+the loop again costs three times the transaction, measured in issue 54); a batch with a read, a
+store behind a network (PostgreSQL) or a lock held by another writer goes to a worker thread
+(`anyio.to_thread`), as does the WAL's checkpoint (its fsync), every `CHECKPOINT_EVERY` batches. Appends are fire-and-forget (order is kept: one queue, one writer)
 and wait up to `COALESCE_S` for company; `accept_event` and reads are waited for, so they go at
 once (taking everything queued before them along), because the phone's ack must mean "on disk". WAL with
 synchronous=NORMAL survives the death of any process (what restarts are about); only a power
@@ -36,6 +39,8 @@ from storage import sqlite_file
 _log = logging.getLogger("porfiry.journal")
 
 COALESCE_S = 0.005  # an append waits this long for others to share its transaction
+INLINE_MAX = 64  # a batch of at most this many small writes may run on the event loop
+CHECKPOINT_EVERY = 128  # batches between two WAL checkpoints in the worker thread (none on the loop)
 DEDUP_KEPT = 256  # event ids loaded back per session (the in-memory dedup window)
 
 SCHEMA = """
@@ -398,6 +403,32 @@ class SqliteStore:
             self._watch.check()
 
     @staticmethod
+    def try_begin(conn: sqlite3.Connection) -> bool:
+        """BEGIN IMMEDIATE without waiting: False when another writer holds the lock (the caller
+        then runs the batch in a worker thread, where waiting blocks nobody)."""
+        timeout = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return True
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                return False
+            raise
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(timeout)}")
+
+    @staticmethod
+    def no_checkpoint_on_commit(conn: sqlite3.Connection) -> None:
+        """A commit on the event loop must never run the WAL's checkpoint (it fsyncs):
+        `checkpoint` does it in the worker thread."""
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+
+    @staticmethod
+    def checkpoint(conn: sqlite3.Connection) -> None:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    @staticmethod
     def rollback(conn: sqlite3.Connection) -> None:
         try:
             conn.execute("ROLLBACK")
@@ -462,12 +493,16 @@ class Journal:
         self.on_fenced: Callable[[list[Fence]], None] = lambda fences: None
         self._wake = anyio.Event()
         self._now = anyio.Event()  # set when something waits on the queue: flush without delay
+        self._heavy = False  # the queue holds a read or another operation of unknown length
+        self._inline = hasattr(self.store, "try_begin")  # SQLite: small batches may run on the loop
         self.failure = ""  # the last failed write nobody waited for, until a write succeeds
         self.batches = 0
 
     async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
         try:
             self._conn = await anyio.to_thread.run_sync(self.store.connect)
+            if self._inline:
+                self.store.no_checkpoint_on_commit(self._conn)
         except (*self.store.errors, OSError) as exc:
             raise JournalError(f"cannot open the journal {self.store.where}: {exc}") from None
         task_status.started()
@@ -488,10 +523,16 @@ class Journal:
 
     async def _flush(self) -> None:
         batch, self._queue = self._queue, []
+        heavy, self._heavy = self._heavy, False
         if not batch:
             return
-        fenced = await anyio.to_thread.run_sync(self._run_batch, batch)
+        if heavy or not self._inline or len(batch) > INLINE_MAX or not self._begin_now():
+            fenced = await anyio.to_thread.run_sync(self._run_batch, batch)
+        else:
+            fenced = self._run_batch(batch, begun=True)
         self.batches += 1
+        if self._inline and self.batches % CHECKPOINT_EVERY == 0:
+            await anyio.to_thread.run_sync(self._checkpoint)
         for _, waiter, _ in batch:
             if waiter is not None:
                 _finish(waiter)
@@ -508,14 +549,30 @@ class Journal:
             raise Fenced(f"session {session} is no longer node {node}'s (its lease moved on from token {epoch}): "
                          "the write is refused")
 
-    def _run_batch(self, batch: list[tuple[Callable[[Any], Any], _Waiter | None, Fence | None]]) -> list[Fence]:
+    def _begin_now(self) -> bool:
+        """A transaction begun on the loop, if the write lock is free now."""
+        try:
+            return self.store.try_begin(self._conn)
+        except self.store.errors as exc:
+            _log.warning("journal: cannot begin on the loop (%s); the worker thread will", exc)
+            return False
+
+    def _checkpoint(self) -> None:
+        try:
+            self.store.checkpoint(self._conn)
+        except self.store.errors as exc:  # a reader holding the WAL: the next one catches up
+            _log.warning("journal: WAL checkpoint failed: %s", exc)
+
+    def _run_batch(self, batch: list[tuple[Callable[[Any], Any], _Waiter | None, Fence | None]],
+                   begun: bool = False) -> list[Fence]:
         conn, store = self._conn, self.store
         assert conn is not None
         failed = ""
         checked: dict[Fence, bool] = {}
         try:
-            conn = self._conn = store.reopen(conn)
-            store.begin(conn)
+            if not begun:
+                conn = self._conn = store.reopen(conn)
+                store.begin(conn)
             for operation, waiter, fence in batch:
                 try:
                     if fence is not None:
@@ -557,6 +614,7 @@ class Journal:
             self._now.set()
 
     async def _call(self, operation: Callable[[sqlite3.Connection], Any]) -> Any:
+        self._heavy = True  # a read (a session's history, a search) may take long: not on the loop
         return await self.wait(self._queue_waited(operation))
 
     def _queue_waited(self, operation: Callable[[sqlite3.Connection], Any], session: str | None = None) -> _Waiter:

@@ -69,7 +69,8 @@ def make_config(tmp: Path, **session) -> Config:
     ).with_section("media", db_path=str(tmp / "media.sqlite3"))
     # the frame (core.frame) asks the model one question more: a scripted model's replies are
     # written for the turn itself, so it is on only where a test asks for it
-    return override(apply_env(base, {}), session={"frame": False, **session})
+    # no warm-up of the embedded model at start (llm.warmup): minutes of CPU no test here needs
+    return override(apply_env(base, {}), session={"frame": False, **session}, llm={"warmup": False})
 
 
 def override(config: Config, **sections: dict) -> Config:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from core.config import load_config
-from evals.runner import run_eval
+from evals.runner import format_report, run_eval
 from evals.scenarios import Scenario, Turn
 from llm.scripted import DEFAULT_RULES, Rule, ScriptedBackend
 
@@ -215,3 +215,21 @@ async def test_a_watch_asked_for_in_the_eval_is_set_and_said_back():
     report = await run_eval(load_config(None, env={}), [watch], backend=ScriptedBackend(), profile="scripted",
                             mode="progressive", progress=lambda line: None)
     assert report.passed == 1, report.per_scenario[0].why
+
+
+# ---- issue 54: the first feedback on the glasses, measured per turn ------------------------------
+async def test_a_turn_whose_model_is_slow_to_start_first_shows_thinking_and_the_eval_records_when():
+    slow = ScriptedBackend([Rule(r"Титаник", "TOOL_CALL: media_play|Титаник", role="user"),
+                            Rule(r"", "Включаю «Титаник».", role="tool", tool="media_play")],
+                           first_token_delay_s=1.0)
+    config = _judge_config()
+    config = msgspec.structs.replace(config, session=msgspec.structs.replace(config.session, first_feedback_ms=20))
+    report = await run_eval(config, [PLAY], backend=slow, profile="scripted", mode="progressive",
+                            progress=lambda line: None)
+    result = report.per_scenario[0]
+    assert result.passed, result.why
+    assert len(result.first_feedback_ms) == 1 and report.first_feedback_ms.p95 == result.first_feedback_ms[0]
+    # the first display came before the model's first word: the answer's time includes that second
+    assert result.first_feedback_ms[0] < result.turn_ms[0] - 900
+    assert "first feedback" in format_report(report)
+

@@ -135,3 +135,42 @@ def test_a_session_with_a_running_monitor_comes_back_at_a_restart_on_either_back
     running = WorldState(monitors=[MonitorRow(monitor_id="m1", name="build", condition="exit 0", started=2.0)])
     store.save_state(conn, "m", j.SessionState(world=running), 3.0)
     assert "m" in store.unfinished_sessions(conn)
+
+
+# ---- issue 54: small batches commit on the event loop, never waiting there for a lock ----------------
+async def test_an_event_stored_while_another_writer_holds_the_lock_waits_for_it_and_is_acked_after(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "journal.sqlite3"
+    journal = j.Journal(path, store=j.SqliteStore(path))
+    event = p.Event(event_id="e1", kind="user_text", source="user", channel="speech")
+    async with anyio.create_task_group() as tg:
+        await tg.start(journal.run)
+        other = sqlite3.connect(str(path), isolation_level=None)  # the bridge's ownership writes share the file
+        other.execute("BEGIN IMMEDIATE")
+        waiter = journal.accept_event("s1", "", event)
+        await until(lambda: journal._queue == [], timeout=10)  # taken by the writer: it waits in a thread
+        await anyio.sleep(0.05)  # the loop keeps running meanwhile (this sleep returns)
+        assert not waiter.done.is_set(), "acked before it was on disk"
+        other.execute("COMMIT")
+        await journal.stored(waiter)
+        assert (await journal.load("s1")).seen == ["e1"]
+        other.close()
+        tg.cancel_scope.cancel()
+
+
+async def test_the_wal_is_checkpointed_by_the_worker_thread_and_stops_growing(tmp_path):
+    path = tmp_path / "journal.sqlite3"
+    journal = j.Journal(path, store=j.SqliteStore(path))
+    wal = tmp_path / "journal.sqlite3-wal"
+    sizes = []
+    async with anyio.create_task_group() as tg:
+        await tg.start(journal.run)
+        for k in range(6 * j.CHECKPOINT_EVERY):
+            event = p.Event(event_id=f"e{k}", kind="user_text", source="user", channel="speech", content="x" * 2000)
+            await journal.stored(journal.accept_event("s1", "", event))
+            if (k + 1) % (2 * j.CHECKPOINT_EVERY) == 0:
+                sizes.append(wal.stat().st_size)
+        assert sizes[2] <= sizes[0] * 1.1, f"the WAL keeps growing: {sizes} bytes (never checkpointed)"
+        assert len((await journal.load("s1")).seen) == j.DEDUP_KEPT
+        tg.cancel_scope.cancel()
