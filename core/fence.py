@@ -42,7 +42,7 @@ _OPENERS = "\\[\uff3b\u3010\u3014"  # [ and the full-width and lenticular bracke
 _BLANKS = rf"[^\S{LINE_BREAKS}]*"  # white space within a line
 # The words the runtime's bracketed labels start with (core.batching._KINDS, core.trajectory,
 # core.fold, llm.adapt; channel, monitor, progress: core.channels, core.monitors, core.progress); tests/test_fence.py checks each label the runtime writes is caught.
-_LABEL_WORDS = r"(?:user|system|tool|unprocessed|timer|button|playback|session|event|handled|channel|monitor|progress|\d+\s+earlier)\b"
+_LABEL_WORDS = r"(?:user|system|tool|unprocessed|timer|button|playback|session|glasses|event|handled|channel|monitor|progress|\d+\s+earlier)\b"
 _SUMMARY = r"above\s+are\s+\d+\s+unprocessed\s+event"
 
 _LINE_START = re.compile(rf"(^|[{LINE_BREAKS}])({_BLANKS})(?=[{_OPENERS}]|{_SUMMARY})", re.IGNORECASE)
