@@ -67,7 +67,7 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         return Intent(kind="timer_list", russian=russian)
     if action in ("time_now", "date_now"):
         return Intent(kind="time_now", russian=russian)
-    if action in ("pause", "resume"):
+    if action in ("pause", "resume", "stop"):
         return Intent(kind="playback", russian=russian, action=action)
     if action == "play" and match.slots.get("search_query"):
         return Intent(kind="play", russian=russian, subject=str(match.slots["search_query"]).casefold())

@@ -96,6 +96,8 @@ class LocalIntents:
         self.actions = actions  # intent name -> action
         self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
         self.read_first = read_first  # intents whose reading goes first even with free text
+        # Home Assistant's intents: on a tie a toolset's own sentence wins (its words are its own)
+        self.borrowed = frozenset(name for name in actions if name.startswith("Hass"))
         self._told: set[str] = set()  # template errors already logged
 
     @classmethod
@@ -145,7 +147,7 @@ class LocalIntents:
             return None
         if not results:
             return None
-        best = max(results, key=_closeness)
+        best = max(results, key=lambda result: (*_closeness(result), result.intent.name not in self.borrowed))
         entities = [(name, entity) for name, entity in best.entities.items() if name not in _EMPTY_LISTS]
         slots = {name: _value(entity.value) for name, entity in entities}
         kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
@@ -159,7 +161,7 @@ def _closeness(result) -> tuple:
     """How closely a template read the words: no free text first, then the most literal words,
     the most typed slots, the least free text ("play the tv show X" over "play X": X is less)."""
     free = sum(len(entity.text) for entity in result.entities_list if entity.is_wildcard)
-    typed = sum(not entity.is_wildcard for entity in result.entities_list)
+    typed = sum(not entity.is_wildcard and entity.name not in _EMPTY_LISTS for entity in result.entities_list)
     return not free, result.text_chunks_matched, typed, -free
 
 

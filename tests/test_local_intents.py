@@ -196,3 +196,14 @@ def test_a_clock_time_today_that_has_passed_is_refused_plainly():
 
     with pytest.raises(TimerError, match="in the past"):
         parse_when("today 04:00", 5 * 3600.0)
+
+
+@pytest.mark.parametrize("said, action", [
+    ("stop the movie", "stop"),  # Home Assistant's "stop [<the>] <media>" is a pause; the toolset's own sentence wins
+    ("pause", "pause"), ("resume", "resume"), ("поставь трек на паузу", "pause"), ("возобнови воспроизведение", "resume"),
+])
+def test_a_toolsets_own_sentence_wins_a_tie_with_home_assistants(said, action):
+    from core.reflex_steps import recognised
+
+    intent = recognised(builtin_local_intents().match(said), said)
+    assert (intent.kind, intent.action) == ("playback", action)
