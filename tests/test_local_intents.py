@@ -207,3 +207,21 @@ def test_a_toolsets_own_sentence_wins_a_tie_with_home_assistants(said, action):
 
     intent = recognised(builtin_local_intents().match(said), said)
     assert (intent.kind, intent.action) == ("playback", action)
+
+
+def test_where_the_reflex_reads_the_eval_sets_words_a_declared_sentence_reads_them_the_same():
+    # the eval sets' user turns (tuned and held out alike) are what the reflexes were shaped on: a
+    # sentence a toolset declares may add what they miss, never read their words otherwise
+    import tomllib
+
+    from core.reflex import recognise
+    from core.reflex_steps import recognised
+
+    intents, turns = builtin_local_intents(), []
+    for name in ("dev.toml", "test.toml", "traps.toml", "world.toml"):
+        data = tomllib.loads((Path(__file__).parent.parent / "evals" / name).read_text(encoding="utf-8"))
+        turns += [turn["say"] for scenario in data.get("scenario", []) for turn in scenario.get("turns", [])
+                  if isinstance(turn.get("say"), str)]
+    assert len(turns) > 1000
+    differ = [said for said in turns if (old := recognise(said)) is not None and recognised(intents.match(said), said) != old]
+    assert differ == []
