@@ -14,7 +14,7 @@ _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
 # a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
 _START_UNITS = (("start_hours", "hours"), ("start_minutes", "minutes"), ("start_seconds", "seconds"))
 _TEXT_SLOTS = ("conversation_command", "timer_name", "name")
-_TIMER_WORD = {True: "таймер", False: "timer"}
+_TIMER_WORD = {True: "таймер", False: "timer"}  # a cancel's words name a timer: the only one is meant
 _ALARM_WORD = {True: "будильник", False: "alarm"}
 DAY_SLOTS = ("day", "repeat")  # slots that read the day said: "tomorrow", "every day"
 
@@ -30,7 +30,7 @@ def clock_words(slots: dict[str, str | float]) -> str:
     elif slots.get("half") == "am" and hour == 12:
         hour = 0
     clock = f"{int(hour):02d}:{int(minute):02d}"
-    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow") else clock  # a cancel's words name a timer: the only one is meant
+    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow") else clock
 
 
 def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:
