@@ -93,8 +93,24 @@ def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None
     nothing; else None."""
     if match is None or match.call is None or match.wildcard or held_back(said, "search"):
         return None
-    return match.call.tool, match.call.args.format_map({k: f"{v:g}" if isinstance(v, float) else v
-                                                          for k, v in match.slots.items()})
+    try:
+        return match.call.tool, match.call.args.format_map(slot_words(match))
+    except (KeyError, ValueError, IndexError):  # a template naming a slot this sentence left empty
+        return None
+
+
+def declared_answer(match: LocalMatch, result: str) -> str:
+    """The answer a toolset declared for its call, worded from the slots and the tool's result;
+    the result itself when the template names a slot this sentence left empty."""
+    try:
+        return match.call.answer.format_map({**slot_words(match), "result": result})
+    except (KeyError, ValueError, IndexError):
+        return result
+
+
+def slot_words(match: LocalMatch) -> dict[str, str]:
+    """A match's slots as words for a declared template: 5.0 is "5", 2.5 stays "2.5"."""
+    return {name: f"{value:g}" if isinstance(value, float) else value for name, value in match.slots.items()}
 
 
 def _plain_request(said: str) -> Intent | None:
@@ -124,8 +140,7 @@ class ReflexSteps:
         call = declared_call(match, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self._reflex_call(turn, *call)
-            return result is not None and self._answered(turn, match.call.answer.format_map(
-                {**match.slots, "result": result}), match.intent)
+            return result is not None and self._answered(turn, declared_answer(match, result), match.intent)
         intent = None if fired is not None else recognised(match, words)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))

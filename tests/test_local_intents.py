@@ -225,3 +225,17 @@ def test_where_the_reflex_reads_the_eval_sets_words_a_declared_sentence_reads_th
     assert len(turns) > 1000
     differ = [said for said in turns if (old := recognise(said)) is not None and recognised(intents.match(said), said) != old]
     assert differ == []
+
+
+def test_a_declared_template_naming_a_slot_the_sentence_left_empty_calls_nothing(tmp_path):
+    from core.reflex_steps import declared_answer, declared_call
+
+    own = tmp_path / "intents.yaml"
+    own.write_text("sentences:\n  en:\n    lists:\n      n: {range: {from: 1, to: 9}}\n    intents:\n      Roll:\n"
+                   "        action: call\n        call: {tool: dice_roll, args: \"{sides}; {count}\"}\n"
+                   "        answer: \"{count} dice: {result}\"\n"
+                   "        sentences: [\"roll {n:sides} [times {n:count}]\"]\n", encoding="utf-8")
+    intents = LocalIntents.load([own])
+    assert declared_call(intents.match("roll 6 times 2"), "roll 6 times 2") == ("dice_roll", "6; 2")
+    assert declared_call(intents.match("roll 6"), "roll 6") is None  # {count} left empty: no call
+    assert declared_answer(intents.match("roll 6"), "4") == "4"
