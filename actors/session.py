@@ -123,7 +123,8 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
             session_toolsets={r.spec.name: r for r in toolsets.load(self.config) if isinstance(r, SessionToolset)},
-            local_intents=LocalIntents.load(intent_files(self.config)) if cfg.reflexes else LocalIntents.empty(),
+            local_intents=LocalIntents.load(intent_files(self.config), on_error=self._bad_intents)
+            if cfg.reflexes else LocalIntents.empty(),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )
@@ -143,6 +144,10 @@ class SessionActor(Actor):
         self.spawn(self.incarnation, "llm", name="llm-incarnation")
         for executor in {"toolsets", *EXECUTORS.values()}:
             self.spawn(self.incarnation, executor, name=f"{executor}-incarnation")
+
+    def _bad_intents(self, error: Exception) -> None:
+        """An intents.yaml that cannot be used is left out, said once; the others' sentences load."""
+        self.log.error("actor=session %s; its sentences go to the model until it is fixed", error)
 
     async def _admission_log(self, every_s: float = 5.0) -> None:
         """A line per interval while turns wait for admission: overload is visible in the log."""

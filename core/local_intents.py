@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import re
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import msgspec
 import yaml
@@ -105,9 +105,19 @@ class LocalIntents:
         return cls({}, {}, {})
 
     @classmethod
-    def load(cls, files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> "LocalIntents":
-        """The intents the files declare, compiled per language. Raises IntentFileError."""
-        declared = [(path, _read(path)) for path in files]
+    def load(cls, files: Iterable[Path], languages: Iterable[str] = LANGUAGES,
+             on_error: Callable[[IntentFileError], None] | None = None) -> "LocalIntents":
+        """The intents the files declare, compiled per language. A file that cannot be used
+        raises IntentFileError, or with `on_error` is told to it and left out (the others load)."""
+        languages = tuple(languages)
+        declared = []
+        for path in files:
+            try:
+                declared.append((path, _checked(path, _read(path), languages)))
+            except IntentFileError as exc:
+                if on_error is None:
+                    raise
+                on_error(exc)
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
@@ -190,6 +200,27 @@ def _read(path: Path) -> dict:
     return spec
 
 
+def _checked(path: Path, spec: dict, languages: tuple[str, ...]) -> dict:
+    """`spec` once each of its own intents is well formed and its templates compile (with Home
+    Assistant's lists and rules, which they may use); else IntentFileError naming the file."""
+    for language in languages:
+        own = spec.get("sentences", {}).get(language, {})
+        for name, intent in own.get("intents", {}).items():
+            _own_action(path, name, intent)
+            if "call" in intent:
+                _declared_call(path, name, intent)
+        data = _home_assistant_data(language, set())
+        data["lists"].update(own.get("lists", {}))
+        data["expansion_rules"].update(own.get("expansion_rules", {}))
+        data["intents"] = {name: {"data": [{"sentences": list(intent["sentences"])}]}
+                           for name, intent in own.get("intents", {}).items()}
+        try:
+            _compile(data)  # templates parse on their first match: one is made here
+        except Exception as exc:  # noqa: BLE001 - hassil's parse errors have no common base
+            raise IntentFileError(f"{path}: sentences.{language}: {type(exc).__name__}: {exc}") from None
+    return spec
+
+
 def _declared_call(path: Path, name: str, intent: dict) -> DeclaredCall:
     call = intent["call"]
     if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not isinstance(call.get("args", ""), str):
@@ -224,5 +255,5 @@ def _compile(merged: dict):
 
     intents = Intents.from_dict(merged)
     lists = {name: TextSlotList.from_strings([]) for name in _EMPTY_LISTS}
-    recognize("warm up", intents, slot_lists=lists, intent_context=_HERE)  # its first match builds caches
+    recognize("warm up", intents, slot_lists=lists, intent_context=_HERE)  # parses every template, builds caches
     return intents, lists

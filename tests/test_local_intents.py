@@ -239,3 +239,16 @@ def test_a_declared_template_naming_a_slot_the_sentence_left_empty_calls_nothing
     assert declared_call(intents.match("roll 6 times 2"), "roll 6 times 2") == ("dice_roll", "6; 2")
     assert declared_call(intents.match("roll 6"), "roll 6") is None  # {count} left empty: no call
     assert declared_answer(intents.match("roll 6"), "4") == "4"
+
+
+def test_a_template_that_does_not_parse_names_its_file_and_the_others_still_load(tmp_path):
+    bad, good = tmp_path / "bad.yaml", tmp_path / "good.yaml"
+    bad.write_text("sentences:\n  en:\n    intents:\n      X: {action: timer_list, sentences: [\"(unclosed\"]}\n",
+                   encoding="utf-8")
+    good.write_text("sentences:\n  en:\n    intents:\n      Y: {action: timer_list, sentences: [\"what's ticking\"]}\n",
+                    encoding="utf-8")
+    with pytest.raises(IntentFileError, match="bad.yaml"):
+        LocalIntents.load([bad, good])
+    told: list[IntentFileError] = []
+    intents = LocalIntents.load([bad, good], on_error=told.append)
+    assert intents.match("what's ticking").action == "timer_list" and "bad.yaml" in str(told[0])
