@@ -163,10 +163,12 @@ async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_to
     async with node("a", 3.0) as a, node("b", 0.05) as b:
         await a.turn("s", "my name is Aglaya")
         manual_clock.advance(30)  # a has not renewed for longer than its lease: b may take its sessions
-        await b.turn("s", "what is my name")
+        # b's own lease lapsed by the same clock too: it lets go, renews, then takes "s" from a, whose
+        # heartbeat (3 s) has to find its lapse first - on a loaded machine longer than a turn's 10 s
+        await b.turn("s", "what is my name", timeout=60)
         assert _lease(pg_url, "s") == "b"
         await until(lambda: "s" not in a.actors["session"].sessions)  # a's next heartbeat finds its lease lapsed
-        await a.turn("s", "and now?")  # back to a, by a hand-over: one history, nothing twice
+        await a.turn("s", "and now?", timeout=60)  # back to a, by a hand-over: one history, nothing twice
         users = [m["content"] for m in await a.history("s") if m["role"] == "user"]
         said = ["my name is Aglaya", "what is my name", "and now?"]
         assert [text for content in users for text in said if text in content] == said, users  # each once, in order
