@@ -91,13 +91,12 @@ class LocalIntents:
     """The loaded intents of every language, the action each one means and the calls declared."""
 
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
-                 read_first: frozenset[str] = frozenset()) -> None:
+                 read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset()) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
         self.actions = actions  # intent name -> action
         self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
         self.read_first = read_first  # intents whose reading goes first even with free text
-        # Home Assistant's intents: on a tie a toolset's own sentence wins (its words are its own)
-        self.borrowed = frozenset(name for name in actions if name.startswith("Hass"))
+        self.borrowed = borrowed  # Home Assistant's intents: on a tie a toolset's own sentence wins
         self._told: set[str] = set()  # template errors already logged
 
     @classmethod
@@ -119,6 +118,7 @@ class LocalIntents:
                     raise
                 on_error(exc)
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
+        borrowed = frozenset(actions)
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
         compiled = {}
@@ -137,7 +137,7 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-        return cls(compiled, actions, calls, frozenset(read_first))
+        return cls(compiled, actions, calls, frozenset(read_first), borrowed)
 
     def match(self, text: str) -> LocalMatch | None:
         """The best whole match of `text` in its language (see `_closeness`); None when none."""
