@@ -42,15 +42,18 @@ async def notify(connect: Callable[[], PhoneClient], session: str, app: str, sen
                     out.write(screen.render(body))
                     out.flush()
         return EXIT_OK
-    except TimeoutError:
+    except (TimeoutError, PhoneError) as exc:
+        return _failed(exc, err, timeout)
+
+
+def _failed(exc: Exception, err: TextIO, timeout: float) -> int:
+    """The line and exit status of a `say` that got no answer: a timeout or an unreachable
+    runtime (EXIT_TIMEOUT: try again), or a refusal (EXIT_REFUSED: a refused key, a rejected event)."""
+    if isinstance(exc, TimeoutError):
         err.write(f"say: timeout: no answer within {timeout:g}s\n")
         return EXIT_TIMEOUT
-    except (PhoneUnreachable, DeliveryFailed) as exc:
-        err.write(f"say: {exc}\n")
-        return EXIT_TIMEOUT
-    except PhoneError as exc:
-        err.write(f"say: {exc}\n")
-        return EXIT_REFUSED
+    err.write(f"say: {exc}\n")
+    return EXIT_TIMEOUT if isinstance(exc, (PhoneUnreachable, DeliveryFailed)) else EXIT_REFUSED
 
 
 def _own(body, event_id: str):
@@ -94,15 +97,8 @@ async def say(connect: Callable[[], PhoneClient], session: str, text: str, *, ti
                         show(_own(env.body, event_id))
                 out.write(f"(follow: {follow:g} s over; anything later waits in the session)\n")
         return EXIT_OK
-    except TimeoutError:
-        err.write(f"say: timeout: no answer within {timeout:g}s\n")
-        return EXIT_TIMEOUT
-    except (PhoneUnreachable, DeliveryFailed) as exc:
-        err.write(f"say: {exc}\n")
-        return EXIT_TIMEOUT
-    except PhoneError as exc:  # refused key, rejected event
-        err.write(f"say: {exc}\n")
-        return EXIT_REFUSED
+    except (TimeoutError, PhoneError) as exc:
+        return _failed(exc, err, timeout)
 
 
 async def glasses(connect: Callable[[], PhoneClient], session: str, state: str, *, timeout: float,
@@ -122,12 +118,5 @@ async def glasses(connect: Callable[[], PhoneClient], session: str, state: str, 
                     out.write(screen.render(_own(env.body, event_id)))
         out.write("(glasses off: what the assistant says is kept unread)\n" if state == "off" else "(glasses on)\n")
         return EXIT_OK
-    except TimeoutError:
-        err.write(f"say: timeout: no answer within {timeout:g}s\n")
-        return EXIT_TIMEOUT
-    except (PhoneUnreachable, DeliveryFailed) as exc:
-        err.write(f"say: {exc}\n")
-        return EXIT_TIMEOUT
-    except PhoneError as exc:
-        err.write(f"say: {exc}\n")
-        return EXIT_REFUSED
+    except (TimeoutError, PhoneError) as exc:
+        return _failed(exc, err, timeout)
