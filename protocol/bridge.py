@@ -13,7 +13,7 @@ from typing import Any, Union
 import msgspec
 
 from protocol.common import ErrorReply, Ok
-from protocol.envelope import PROTOCOL_VERSION, new_id
+from protocol.envelope import PROTOCOL_VERSION, Envelope
 from protocol.phone import (
     Ack, Busy, ButtonPress, Display, GlassesState, Hello, PlaybackCommand, PlaybackStatus, RateLimited, SessionEnd,
     SessionStart, TurnDone, UserInterrupt, UserText,
@@ -27,17 +27,11 @@ PHONE_RECEIVES = (Ok, Ack, Busy, RateLimited, ErrorReply, Display, TurnDone, Pla
 BridgeMessage = Union[PHONE_SENDS + PHONE_RECEIVES]  # type: ignore[valid-type]
 
 
-class BridgeEnvelope(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+# the Envelope's own fields, its body narrowed to what a bridge sends and receives
+class BridgeEnvelope(Envelope, kw_only=True, forbid_unknown_fields=True):
     """An Envelope whose body is a phone message: one msgpack map per ZeroMQ frame."""
 
     body: BridgeMessage
-    id: str = msgspec.field(default_factory=new_id)
-    sender: str = ""
-    session: str = ""
-    corr: str = ""
-    v: int = PROTOCOL_VERSION
-    ts: float = msgspec.field(default_factory=time.time)
-    trace: str | msgspec.UnsetType = msgspec.UNSET
 
 
 def bridge_schema() -> dict[str, Any]:
