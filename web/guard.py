@@ -18,6 +18,8 @@ import time
 from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit
 
+import trio  # the console runs on hypercorn's trio worker
+
 from starlette.responses import JSONResponse
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -139,7 +141,26 @@ class Guard:
                         f"(web.token_guesses_per_min); try again in {wait:.0f} s")
                 await JSONResponse({"error": text}, status_code=429, headers={"Retry-After": str(int(wait) + 1)})(scope, receive, send)
                 return
-        await self.app(scope, receive, send)
+        await self.app(scope, receive, _until_hung_up(send))
+
+
+def _until_hung_up(send):
+    """`send`, quiet once the client has gone. A client that hangs up mid-answer makes
+    hypercorn's trio worker half-close the socket while the answer is still being written
+    (BusyResourceError, or Broken/Closed): nobody is left to read it, so it is no error and no
+    traceback in the operator's log; later sends of the same answer are dropped too."""
+    gone = False
+
+    async def quiet_send(message: dict) -> None:
+        nonlocal gone
+        if gone:
+            return
+        try:
+            await send(message)
+        except (trio.BusyResourceError, trio.BrokenResourceError, trio.ClosedResourceError):
+            gone = True
+
+    return quiet_send
 
 
 def client_address(scope: dict[str, Any]) -> str:
