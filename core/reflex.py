@@ -1155,10 +1155,61 @@ def _opens(subject: str, name: str) -> bool:
 _FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
 
 
-def oldest_named(subject: str, titles: list[Shown]) -> Shown | None:
-    """Of the titles a request names ("Batman, the first one"), the oldest; None when none is named."""
+def which_named(subject: str, titles: list[Shown], reference: Reference) -> Shown | None:
+    """Of the titles a request names, the one its other words say: of that year, of that kind
+    (a series, a film), the newest; else the oldest ("Batman, the first one"). None when none is
+    named, or none is of the year or kind said (the model answers)."""
     named = [title for title in titles if pick(subject, [title]) is title]
-    return min(named, key=lambda title: title.year or 9999) if named else None
+    if reference.year:
+        named = [title for title in named if title.year == reference.year]
+    if reference.kind:
+        named = [title for title in named if ("series" in title.facts.split(", ")) == (reference.kind == "series")]
+    if not named:
+        return None
+    return (max if reference.newest else min)(named, key=lambda title: title.year or 9999)
+
+
+# which of a title's namesakes, said around its name: "Batman, the old one from 1989, not the new
+# one", "старого Бэтмена", "Бэтмена 1989 года", "the series Fargo"
+_AGE_WORDS = (("oldest", re.compile(r"old|older|oldest|original|стар(?:ый|ого|ому|ым|ом|ую|ая|ое|ее|ше|ейш\w*)|оригинал\w*")),
+              ("newest", re.compile(r"new|newer|newest|latest|recent|нов(?:ый|ого|ому|ым|ом|ую|ая|ое|ее|ейш\w*)|свеж\w*")))
+_NAMESAKE_GLUE = frozenset("""the one a an from of in not but that which made released year version tv
+    тот та ту то который которая которую что из с не а года году год г го версия версию""".split())
+_NOT = frozenset({"not", "не"})
+_KIND_SAID = re.compile(r"(?<!\w)(?:(?P<series>сериал\w*|series|tv\s+show|show)|(?P<film>фильм\w*|film|movie|кино))(?!\w)")
+
+
+def namesake_said(subject: str, said: str) -> tuple[str, Reference] | None:
+    """The title's own words and which of its namesakes the words around them say, when they say
+    one: words of age, a year or glue are taken off the request's ends only (a title may hold
+    them inside: "No Country for Old Men"), and a kind comes from the whole of what was said.
+    None when nothing is said about which."""
+    words = subject.split()
+    facts = {"year": 0, "oldest": False, "newest": False}
+
+    def qualifier(at: int) -> bool:
+        word = words[at]
+        if _YEAR.fullmatch(word):
+            facts["year"] = int(word)
+            return True
+        age = next((name for name, pattern in _AGE_WORDS if pattern.fullmatch(word)), "")
+        if age:
+            negated = bool(_NOT & set(words[max(0, at - 2):at]))
+            facts["newest" if (age == "newest") != negated else "oldest"] = True
+            return True
+        return word in _NAMESAKE_GLUE
+
+    start, end = 0, len(words)
+    while end > start and qualifier(end - 1):
+        end -= 1
+    while start < end and qualifier(start):
+        start += 1
+    kinds = [name for found in _KIND_SAID.finditer(_norm(said)) for name, value in found.groupdict().items() if value]
+    kind = kinds[0] if len(set(kinds)) == 1 else ""
+    if start == end or facts["oldest"] and facts["newest"] or not (facts["year"] or facts["oldest"] or facts["newest"] or kind):
+        return None
+    return " ".join(words[start:end]), Reference(year=facts["year"], oldest=facts["oldest"], newest=facts["newest"],
+                                                 kind=kind)  # type: ignore[arg-type]
 
 
 def _near_word(word: str, other: str) -> bool:

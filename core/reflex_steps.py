@@ -23,7 +23,7 @@ from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, oldest_named, pick,
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, namesake_said, pick, which_named,
                          recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
                          unwatch_answer, watch_to_end, watches_answer)
 from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
@@ -408,9 +408,21 @@ class ReflexSteps:
                 return msgspec.structs.replace(intent, subject=subject)
         return intent
 
+    async def _namesake(self, turn: TurnState, intent: Intent) -> Intent:
+        """The request as its title and which of the title's namesakes ("Batman, the old one from
+        1989", "включи сериал Фарго"), when the words around a title say which and the catalog has
+        that title; as said when its whole words are a title ("New Moon") or nothing says which."""
+        said = next((m.content for m in reversed(self.trajectory.messages()) if m.role == "user"), "")
+        split = namesake_said(intent.subject, "\n".join(user_lines(said)))
+        if split is None or split[0] != intent.subject and await self._names_a_title(turn, intent.subject, every_word=True):
+            return intent
+        if not await self._names_a_title(turn, split[0]):
+            return intent
+        return msgspec.structs.replace(intent, subject=split[0], reference=split[1])
+
     async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.subject and intent.reference is None:
-            intent = await self._trimmed(turn, intent)
+            intent = await self._namesake(turn, await self._trimmed(turn, intent))
             if await self._not_ours(turn, intent.subject):
                 return None  # another toolset's, or a skill's: the model sees them all
         titles, last_id, known = self._shown_media()
@@ -418,7 +430,7 @@ class ReflexSteps:
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
             result = await self._reflex_call(turn, "media_search", intent.subject)
-            title = oldest_named(intent.subject, shown_titles(result)) if result is not None else None
+            title = which_named(intent.subject, shown_titles(result), intent.reference) if result is not None else None
             media_id = title.media_id if title is not None else ""
         elif intent.reference is not None:
             media_id = refer(intent.reference, titles, last_id)

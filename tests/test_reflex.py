@@ -150,6 +150,25 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
         assert not backend.calls
 
 
+@pytest.mark.parametrize("said, played", [
+    ("play Batman, the older one from 1989 please, not the recent one", "batman-1989"),
+    ("поставь Бэтмена 2022 года", "batman-2022"),
+    ("включи старого Бэтмена", "batman-1989"),
+    ("put on the newer Batman", "batman-2022"),
+    ("play the TV show Fargo", "fargo-series-2014"),
+    ("включи Фарго, фильм", "fargo-1996"),
+    ("play No Country for Old Men", "no-country-for-old-men-2007"),  # a title with an age word inside
+    ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
+])
+async def test_which_of_a_titles_namesakes_is_said_around_it_and_that_one_plays(tmp_path, said, played):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1:] == [f"TOOL_CALL: media_play|{played}"], calls
+        assert not backend.calls
+
+
 async def test_a_follow_up_plays_the_result_it_points_at(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
