@@ -451,6 +451,9 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
         first, second = recognise(f"{remind} {two['first']}"), recognise(f"{remind} {second}")
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
             return first, second
+    apart = _timers_apart(raw)
+    if apart is not None:  # "set a timer for 5 minutes for the eggs and 10 minutes for the rice"
+        return apart
     instead = _STOP_THEN_OTHER.match(said.strip())
     if instead is not None:  # "не, выключай, это все видели, давай лучше Бриллиантовую руку"
         first, second = recognise(instead["stop"]), _titled("play", instead["title"], instead["title"], is_russian(said))
@@ -471,6 +474,36 @@ _TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напом
                          r"(?:one\s+|один\s+|одну\s+)?(?P<first>(?:через|in|for|на)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)"
                          r"[\s,]+(?:и|and)\s+(?:one\s+|второй\s+|другой\s+|another\s+|the\s+other\s+)?"
                          r"(?P<second>(?:через|in|for|на)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
+_SPAN = re.compile(r"(?<!\w)\d+(?:[.,]\d+)?\s*(?P<unit>" + _SPAN_UNIT + r")(?!\w)")
+_UNIT_RANK = (("сек", 0), ("sec", 0), ("мин", 1), ("min", 1), ("час", 2), ("hour", 2), ("hr", 2))
+_AND = re.compile(r"(?<!\w)(?:and|и)(?!\w)")
+# what may stand between "and" and the second timer's length: "and one for 8", "и ещё один на 10"
+_SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+)?"
+                          r"(?:(?:for|in|на|через)\s*)?")
+
+
+def _timers_apart(raw: str) -> tuple[Intent, Intent] | None:
+    """Two timers in one breath, each with its own length (and text): "set a timer for 5 minutes
+    for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на 10 минут"; never one
+    length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
+    raw = _digits(raw)
+    spans = list(_SPAN.finditer(raw))
+    if not _TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
+        return None
+    first, second = spans
+    joints = list(_AND.finditer(raw, first.end(), second.start()))
+    if len(joints) != 1 or not _SECOND_LEAD.fullmatch(raw[joints[0].end():second.start()]):
+        return None
+    rank = [next(r for stem, r in _UNIT_RANK if span["unit"].startswith(stem)) for span in spans]
+    if not raw[first.end():joints[0].start()].strip(" ,") and rank[0] > rank[1]:
+        return None  # one length said in parts
+    russian = is_russian(raw)
+    lead = ("поставь таймер на " if russian else "set a timer for ")
+    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"))
+    two = recognise(lead + raw[second.start():].strip())
+    return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
+
+
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
     привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
     you здесь тут нас here in where i am день недели число дата какое какой date day and for me then тогда мне""".split())  # "который час у нас", "what time is it here"

@@ -11,6 +11,7 @@ import pytest
 import protocol as p
 from core.reflex import Intent, Reference, Shown, followed, pick, recognise, recognise_both, refer
 from core.reflex_answers import span_words
+from core.timers import parse_duration
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -128,6 +129,29 @@ async def test_a_timer_asked_for_is_set_and_said_without_asking_the_model(tmp_pa
         assert not backend.calls  # the model was never asked
         done = [m for m in shown if isinstance(m, p.TurnDone)][-1]
         assert done.model_calls == 0
+
+
+@pytest.mark.parametrize("said, lengths, texts", [
+    ("start a timer for 7 minutes for the tea and 25 minutes for the laundry", [420, 1500], ["the tea", "the laundry"]),
+    ("поставь два таймера: на 3 минуты и ещё один на 12 минут", [180, 720], ["таймер", "таймер"]),  # as one said alone
+    ("напомни через 15 минут проверить пирог и через 40 минут выключить духовку", [900, 2400],
+     ["проверить пирог", "выключить духовку"]),
+])
+async def test_two_timers_said_in_one_breath_are_two_timers_of_their_own_lengths(tmp_path, said, lengths, texts):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        calls = [m["content"].removeprefix("TOOL_CALL: timers_set|") for m in await system.history("s")
+                 if m["role"] == "assistant" and m["content"].startswith("TOOL_CALL: timers_set|")]
+        assert [round(parse_duration(call.split(";")[0])) for call in calls] == lengths, calls
+        assert [call.partition(";")[2].strip() for call in calls] == texts
+        assert not backend.calls
+
+
+@pytest.mark.parametrize("said", ["set a timer for 1 hour and 30 minutes", "поставь таймер на 5 минут и скажи, когда пройдёт 10 минут"])
+def test_one_length_said_in_parts_or_a_second_request_is_no_second_timer(said):
+    both = recognise_both(said)
+    assert both is None or not all(intent.kind == "timer_set" for intent in both)
 
 
 async def test_a_thank_you_still_goes_to_the_model_and_sets_nothing(tmp_path):
