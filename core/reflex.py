@@ -360,6 +360,21 @@ _LEAD_ONLY = re.compile(_LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing 
 _TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")
 
 
+# a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
+_SECOND_THOUGHT = re.compile(r"^(?:no|nope|nah|wait|actually|never\s+mind|forget\s+it|instead|rather|make\s+it|"
+                             r"нет|не|стоп|хотя|лучше|на\s+самом\s+деле|отбой|подожди|погоди|давай)(?!\w)")
+
+
+def second_thought(text: str) -> bool:
+    """Whether `text` opens a second thought about what was asked (a no, a wait, a correction)."""
+    return _SECOND_THOUGHT.match(_norm(text).strip()) is not None
+
+
+def tells_of_words(text: str) -> bool:
+    """Whether `text` tells of someone's words ("my brother said", "она просила"): what follows is theirs, no request."""
+    return _TOLD.search(_norm(text)) is not None
+
+
 def recognise(said: str) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
     turn's user words, one message."""
@@ -1212,6 +1227,18 @@ _NOT = frozenset({"not", "не"})
 _KIND_SAID = re.compile(r"(?<!\w)(?:(?P<series>сериал\w*|series|tv\s+show|show)|(?P<film>фильм\w*|film|movie|кино))(?!\w)")
 
 
+def _kind_said(said: str) -> str:
+    """"series" or "film" when the words say one kind ("the series Fargo", "Fargo, the series, not
+    the movie", "не фильм, а сериал"); "" when they say none, or both."""
+    kinds = set()
+    for found in _KIND_SAID.finditer(said):
+        kind = "series" if found["series"] else "film"
+        if _NOT & set(said[:found.start()].split()[-2:]):
+            kind = "film" if kind == "series" else "series"
+        kinds.add(kind)
+    return kinds.pop() if len(kinds) == 1 else ""
+
+
 def namesake_said(subject: str, said: str) -> tuple[str, Reference] | None:
     """The title's own words and which of its namesakes the words around them say, when they say
     one: words of age, a year or glue are taken off the request's ends only (a title may hold
@@ -1237,8 +1264,7 @@ def namesake_said(subject: str, said: str) -> tuple[str, Reference] | None:
         end -= 1
     while start < end and qualifier(start):
         start += 1
-    kinds = [name for found in _KIND_SAID.finditer(_norm(said)) for name, value in found.groupdict().items() if value]
-    kind = kinds[0] if len(set(kinds)) == 1 else ""
+    kind = _kind_said(_norm(said))
     if start == end or facts["oldest"] and facts["newest"] or not (facts["year"] or facts["oldest"] or facts["newest"] or kind):
         return None
     return " ".join(words[start:end]), Reference(year=facts["year"], oldest=facts["oldest"], newest=facts["newest"],
@@ -1373,6 +1399,11 @@ _CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:теле
                                  r"gmail|mail)(?=[\s,.!?]|$)")))
 # said after the request, not what to wait for: "…, would you?", "…, please"
 _POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
+
+
+def without_polite_tail(said: str) -> str:
+    """The words without ", would you?", ", please", ", ладно": said after a request, asking nothing more."""
+    return _POLITE_TAIL.sub("", said.rstrip())
 _WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
 _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
 _TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[её])\s+)*(?:выполняется|работает|запущено|крутится)\s+в\s+фоне|"

@@ -23,9 +23,10 @@ from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, namesake_said, pick, which_named,
-                         recognise, recognise_both, refer, relevant, said_after_a_title, shown_titles, skill_named,
-                         unwatch_answer, watch_to_end, watches_answer)
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none,
+                         namesake_said, pick, recognise, recognise_both, refer, relevant, said_after_a_title,
+                         second_thought, shown_titles, skill_named, tells_of_words, unwatch_answer, watch_to_end,
+                         watches_answer, which_named, without_polite_tail)
 from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
                                  info_title, not_found_answer, place_time_answer, play_answer, playback_answer,
                                  played_id, plot_in_english, reminder_answer, russian_plot, search_answer,
@@ -41,6 +42,7 @@ _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
+REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
@@ -62,13 +64,30 @@ def builtin_local_intents() -> LocalIntents:
     return LocalIntents.load(intent_files())
 
 
-def recognised(match: LocalMatch | None, said: str) -> Intent | None:
+def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
+    """A toolset's sentence said whole among remarks: "ugh, I keep forgetting things. set an
+    alarm for tomorrow at 7, would you?", "разбуди меня завтра в 6:45, у меня поезд". One
+    sentence or clause matches, and every other one is a remark that asks for nothing, tells of
+    nobody's words and has no second thought ("no, I'm off", "wait, 15"); else None. The
+    whole words are then read for a negation or a condition (core.reflex.held_back)."""
+    parts = [part.strip(" ,.!?") for part in re.split(r"(?<=[.!?])\s+|,\s*", without_polite_tail(said))]
+    parts = [part for part in parts if part]
+    if len(parts) < 2 or len(parts) > REMARK_PARTS_MAX:
+        return None
+    matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
+    others = [part for part in parts if part != matched[0][1]] if len(matched) == 1 else []
+    if not others or not all(remark(part) and not tells_of_words(part) and not second_thought(part) for part in others):
+        return None
+    return matched[0][0]
+
+
+def recognised(match: LocalMatch | None, said: str, *, typed_only: bool = False) -> Intent | None:
     """What a plain request asks: a sentence a toolset declared, matched whole with typed slots
     (`match`, core.local_intents), first; else the reflex's reading of the words (core.reflex),
-    which knows references ("включи его") a template does not."""
+    which knows references ("включи его") a template does not. `typed_only`: the match alone."""
     first = match is not None and (not match.wildcard or match.read_first)
     intent = _unheld(said, match) if first else None
-    return intent if intent is not None else recognise(said)
+    return intent if intent is not None or typed_only else recognise(said)
 
 
 def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:
@@ -142,6 +161,8 @@ class ReflexSteps:
             result = await self._reflex_call(turn, *call)
             return result is not None and self._answered(turn, declared_answer(match, result), match.intent)
         intent = None if fired is not None else recognised(match, words)
+        if intent is None and fired is None and match is None:  # the reflex's reading first: it keeps a timer's text
+            intent = recognised(request_among_remarks(self.s.local_intents, words), words, typed_only=True)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words) if fired is None and intent is None else None

@@ -252,3 +252,29 @@ def test_a_template_that_does_not_parse_names_its_file_and_the_others_still_load
     told: list[IntentFileError] = []
     intents = LocalIntents.load([bad, good], on_error=told.append)
     assert intents.match("what's ticking").action == "timer_list" and "bad.yaml" in str(told[0])
+
+
+# ---- a request among remarks: the one sentence a toolset declared, the others asking nothing ----
+@pytest.mark.parametrize("said, when", [
+    ("ugh, I keep forgetting things. set an alarm for tomorrow at 6:30, would you?", "tomorrow 06:30"),
+    ("разбуди меня завтра в 7:15, у меня самолёт", "tomorrow 07:15"),
+    ("можешь завтра в 6 меня разбудить? важная встреча", "tomorrow 06:00"),
+])
+async def test_a_toolsets_sentence_among_remarks_is_carried_out(tmp_path, said, when):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        calls = [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
+        assert len(calls) == 1 and calls[0].startswith(f"timers_set|{when};") and not backend.calls, calls
+
+
+@pytest.mark.parametrize("said", [
+    "my sister told me, set an alarm for tomorrow at 7",  # someone's words, told
+    "if the flight is cancelled, wake me up tomorrow at 9",  # a condition
+    "wake me up tomorrow at 7? no, I'm off tomorrow",  # a question, then a refusal
+])
+async def test_a_sentence_among_words_that_tell_or_hold_it_back_sets_nothing(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]

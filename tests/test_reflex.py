@@ -181,6 +181,7 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
     ("put on the newer Batman", "batman-2022"),
     ("play the TV show Fargo", "fargo-series-2014"),
     ("включи Фарго, фильм", "fargo-1996"),
+    ("play Fargo, the series, not the movie", "fargo-series-2014"),
     ("play No Country for Old Men", "no-country-for-old-men-2007"),  # a title with an age word inside
     ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
 ])
