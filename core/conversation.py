@@ -226,7 +226,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read", "standing", "_feedback",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing", "_feedback", "_discovered",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -257,6 +257,7 @@ class Conversation(ReflexSteps):
         # that turn is done: its TurnDone covers them (core.resume)
         self.resuming: tuple[str, list[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
+        self._discovered = False  # the last discover_tools made tools callable (the next step is told to call one)
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
@@ -565,7 +566,9 @@ class Conversation(ReflexSteps):
         after_result = not notice and answered is not None
         closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
         if after_result:
-            closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(turn.recipe))))
+            discovered = answered[0].name == DISCOVER_TOOL and self._discovered
+            closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(turn.recipe),
+                                                                                    discovered)))
         elif turn.recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
             closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
         messages = layout(prompt, history, len(self.trajectory) - turn.start, closing)
@@ -1153,6 +1156,7 @@ class Conversation(ReflexSteps):
                     self.activity.enable(entry.toolset)
                 self.activity.make_active(entry.name)
                 callable_now.append(entry.name)
+        self._discovered = bool(callable_now)
         return _ok(discovery.result_text(need, found, callable_now))
 
     async def _search_history(self, words: str) -> p.CallOutcome:

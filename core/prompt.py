@@ -97,6 +97,12 @@ RECIPE_UNDONE_NOTICE = ("You read the skill's recipe but made none of its calls 
 RECIPE_STEP_NOTICE = ("[System notice] Above is the result of your last tool call. Go on with the recipe: make "
                       "its next call, or, if its remaining steps are for the user, tell them those steps now in "
                       "plain text, in {language}.")
+# After discover_tools found tools: the tools are the way to the answer, not the answer. Told "if
+# it answers the request, reply", the embedded model answered from nothing ("Yes, there will be
+# rain in Sochi tomorrow") right after the list (run.py eval --set discovery, its first 12: dev).
+DISCOVERED_NOTICE = ("[System notice] Above is the result of discover_tools: the tools found for the need, callable "
+                     "now. Call the one the user's request needs, with its arguments from the request; answer the "
+                     "user in {language} only after its result.")
 USER_LABEL = re.compile(r"^\[User said\]\s*")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -109,10 +115,11 @@ def reply_language(words: str) -> str:
     return "Russian" if cyrillic > latin else "the user's language"
 
 
-def after_result_notice(request: str, following_recipe: bool = False) -> str:
+def after_result_notice(request: str, following_recipe: bool = False, discovered: bool = False) -> str:
     """The closing notice after a tool result; `request`: the turn's user message as recorded;
-    `following_recipe`: the turn read a skill's recipe (not a toolset's own skill) and is doing it."""
-    notice = RECIPE_STEP_NOTICE if following_recipe else AFTER_RESULT_NOTICE
+    `following_recipe`: the turn read a skill's recipe (not a toolset's own skill) and is doing it;
+    `discovered`: the result is discover_tools' and it made tools callable."""
+    notice = RECIPE_STEP_NOTICE if following_recipe else DISCOVERED_NOTICE if discovered else AFTER_RESULT_NOTICE
     return notice.format(language=reply_language(USER_LABEL.sub("", request)))
 
 
