@@ -249,8 +249,10 @@ class ToolsSeen(ScriptedBackend):
         super().__init__(**kwargs)
         self.offered: list[list[str]] = []
         self.choices: list[dict[str, list[str]]] = []  # each request's arguments allowed, per tool
+        self.last_read: list[str] = []  # each request's last message as sent (a closing notice included)
 
     def stream(self, messages, *, tools, max_tokens, arg_choices=None):
         self.offered.append(list(tools))
+        self.last_read.append(messages[-1].content if messages else "")
         self.choices.append({tool: list(allowed) for tool, allowed in (arg_choices or {}).items()})
         return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)

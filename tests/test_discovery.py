@@ -157,6 +157,16 @@ async def test_every_one_of_120_tools_can_be_discovered_and_then_called(tmp_path
         assert not any(line.startswith("hub_stock_quote|") for line in shown)
 
 
+async def test_after_tools_are_found_the_model_is_told_to_call_one_and_after_nothing_to_answer(tmp_path):
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",)) as system:
+        await say(system, "call discover_tools|weather forecast for a city")
+        closing = system.backend.last_read[-1]
+        assert "Call the one the user's request needs" in closing and "If it answers" not in closing
+        await say(system, "call discover_tools|zzqx wvvb")  # nothing matches: nothing was made callable
+        closing = system.backend.last_read[-1]
+        assert "If it answers the user's request" in closing, closing
+
+
 async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_says_how_many_are_hidden(tmp_path):
     async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), toolset_first_tools=5) as system:
         await say(system, "what's the weather in Oslo?")
