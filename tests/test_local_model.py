@@ -59,3 +59,30 @@ def test_the_chat_template_comes_from_the_gguf_and_the_grammar_loads():
     grammar = tool_call_grammar(["get_current_time", "read_skill", "media_search"],
                                 {"get_current_time": [""], "read_skill": ["media"]})
     llama_cpp.LlamaGrammar.from_string(grammar, verbose=False)  # llama.cpp accepts what we build
+
+
+async def test_home_assistants_sentences_through_the_session_on_the_embedded_model(tmp_path):
+    """Home Assistant's own test sentences (tests/data/home_assistant_sentences.yaml, see
+    tests/test_local_intents.py) through the real session with the embedded model behind it: what
+    no toolset's sentence takes goes to the model. At least 95 % carried out in each language, and
+    no wrong action (a timer of another length, a status that sets a timer) by the runtime or the model."""
+    from test_local_intents import SENTENCES, _calls, _setup, _verdict
+
+    backend = make_backend(default_profiles()["local"], name="local")
+    verdicts = {}
+    try:
+        async with inproc_system(tmp_path, backend=backend, llm_timeout_s=120.0, llm_turn_timeout_s=240.0) as system:
+            for language, cases in SENTENCES.items():
+                for index, case in enumerate(cases):
+                    sid, slots = f"ha-{language}-{index}", case.get("slots", {})
+                    await _setup(system, sid, case["intent"], slots)
+                    before = _calls(await system.history(sid))
+                    shown = await system.turn(sid, case["sentence"], timeout=240)
+                    answer = next((m.text for m in reversed(shown) if isinstance(m, p.Display) and m.final), "")
+                    verdict = _verdict(case["intent"], slots, before, _calls(await system.history(sid)), answer)
+                    verdicts.setdefault((language, verdict), []).append(case["sentence"])
+    finally:
+        await backend.aclose()
+    assert not [sentences for (_, verdict), sentences in verdicts.items() if verdict == "wrong"], verdicts
+    for language, cases in SENTENCES.items():
+        assert len(verdicts.get((language, "ok"), [])) >= 0.95 * len(cases), verdicts
