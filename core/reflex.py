@@ -28,6 +28,7 @@ from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits, numbers_said
 from core.translit import transliterate
+from protocol.results import TitlesShown, ToolData
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
@@ -68,12 +69,14 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Shown(msgspec.Struct, frozen=True):
-    """One title a media result showed: its id, its names and the facts in brackets."""
+    """One title a media result showed: its id, its names and the facts in brackets (read from the
+    result's payload, protocol.results, never from its text)."""
 
     media_id: str
     names: tuple[str, ...]
     facts: str
     year: int
+    kind: str = "film"  # or "series"
 
 
 # ---- the words --------------------------------------------------------------------------------
@@ -1093,27 +1096,20 @@ def _reference(words: str) -> Reference:
 
 
 # ---- choosing among what was shown ----------------------------------------------------------
-_LINE = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*) \u2014 (?P<names>.+?) \((?P<facts>[^()]*)\)(?::|$)", re.M)
-_INFO_ID = re.compile(r"play: TOOL_CALL: media_play\|([a-z0-9-]+)")
-
-
-def shown_titles(result: str) -> list[Shown]:
-    """The titles of a media_search result, in the catalog's order."""
+def shown_titles(data: ToolData | None) -> list[Shown]:
+    """The titles a search showed, in the catalog's order, from its result's payload; none when
+    the result has no titles payload (another kind, a failure, a journal written before payloads
+    were kept: as if nothing was shown)."""
+    if not isinstance(data, TitlesShown):
+        return []
     titles = []
-    for match in _LINE.finditer(result):
-        year = _YEAR.search(match["facts"])
-        names = tuple(n.strip() for n in match["names"].split(" / ") if n.strip())
+    for title in data.titles:
+        names = tuple(n.strip() for n in title.names if n.strip())
         # "play Moskva slezam ne verit": a Russian title as a Latin keyboard writes it is its name too
         names += tuple(spelled for n in names if re.search(r"[а-яё]", n.casefold())
                        for spelled in [transliterate(_norm(n))] if spelled not in names)
-        titles.append(Shown(match["id"], names, match["facts"], int(year["year"]) if year else 0))
+        titles.append(Shown(title.id, names, title.facts, title.year, title.kind))
     return titles
-
-
-def info_id(result: str) -> str:
-    """The id a media_info result is about ("" if none)."""
-    found = _INFO_ID.search(result)
-    return found.group(1) if found else ""
 
 
 def pick(subject: str, titles: list[Shown]) -> Shown | None:
@@ -1257,7 +1253,7 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
             same_year = [t for t in same_year if t in titles[:ANSWER_TITLES]]
         return same_year[0].media_id if len(same_year) == 1 else ""
     if reference.kind:
-        of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
+        of_kind = [t for t in titles if (t.kind == "series") == (reference.kind == "series")]
         return of_kind[0].media_id if len(of_kind) == 1 else ""
     if reference.oldest or reference.newest:  # of the titles named like the first ("Экипаж" 1979 and 2016, not
         # «Star Trek», found by its description's "экипаж")

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
+from protocol.results import Playing, TitleInfo, TitleRef, TitlesShown
 from toolsets.media.catalog import normalize
 from toolsets.media.provider import MediaProvider, ProviderError, SearchPage, Title
 
@@ -77,7 +78,18 @@ def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
         result = provider.search(query, page=int(page_text), per_page=PER_PAGE)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
-    return ToolResult(True, format_search(query, result))
+    return ToolResult(True, format_search(query, result), data=search_data(query, result))
+
+
+def search_data(query: str, result: SearchPage) -> TitlesShown:
+    """The page as fields, beside `format_search`'s text (the session's fast path reads these)."""
+    return TitlesShown(query=query, titles=[title_ref(title) for title in result.items], total=result.total)
+
+
+def title_ref(title: Title) -> TitleRef:
+    names = [name for name in dict.fromkeys((title.title_ru, title.title_en)) if name]
+    return TitleRef(id=title.id, names=names, year=title.year, kind="series" if title.kind == "series" else "film",
+                    facts=title_facts(title))
 
 
 def format_search(query: str, result: SearchPage) -> str:
@@ -102,11 +114,16 @@ def format_search(query: str, result: SearchPage) -> str:
 def search_line(title: Title) -> str:
     """'id — Title RU / Title EN (year, series, N episodes, director, runtime): one line'. The director and runtime
     answer the commonest follow-up without a media_info round (measured by run.py eval)."""
+    return f"{title.id} \u2014 {display_name(title)} ({title_facts(title)}): {title.description}"
+
+
+def title_facts(title: Title) -> str:
+    """'year, series, N episodes, director, runtime': what a search line shows in brackets."""
     facts = [str(title.year), "series" if title.kind == "series" else ""]
     if title.kind == "series" and title.episodes:
         facts.append(f"{title.episodes} episodes")  # "how many episodes?" without a media_info round
     facts += [title.director, f"{title.runtime_min} min" if title.runtime_min else ""]
-    return f"{title.id} \u2014 {display_name(title)} ({', '.join(f for f in facts if f)}): {title.description}"
+    return ", ".join(f for f in facts if f)
 
 
 def display_name(title: Title) -> str:
@@ -127,7 +144,15 @@ def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
             return ToolResult(False, unknown_id_text(provider, media_id))
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
-    return ToolResult(True, format_info(title))
+    return ToolResult(True, format_info(title), data=info_data(title))
+
+
+def info_data(title: Title) -> TitleInfo:
+    """The title's details as fields, as `format_info` shows them: a runtime for a film, episodes for a series."""
+    series = title.kind == "series"
+    return TitleInfo(title=title_ref(title), director=title.director, genres=list(title.genres),
+                     runtime_min=0 if series else title.runtime_min or 0, episodes=(title.episodes or 0) if series else 0,
+                     description=title.description)
 
 
 def format_info(title: Title) -> str:
@@ -223,6 +248,20 @@ def play_started_text(request: PlayRequest, task_id: str) -> str:
     but I can't assist with that." or "The second one is playing." (run.py eval)."""
     return (f"{_quoted(request)}: {request.action} sent to the phone (task {task_id}); "
             "its confirmation arrives as a later event")
+
+
+def play_started(request: PlayRequest, task_id: str) -> ToolResult:
+    """The command is with the phone, which confirms later (E7): the text and its fields."""
+    return ToolResult(True, play_started_text(request, task_id), task_id,
+                      Playing(media_id=request.media_id, action=request.action, state="sent", title=request.title,
+                              task_id=task_id))
+
+
+def play_status(request: PlayRequest, status: PlaybackStatus) -> ToolResult:
+    """The phone answered at once: ok unless it failed."""
+    return ToolResult(status.state != "failed", play_status_text(request, status),
+                      data=Playing(media_id=request.media_id, action=request.action, state=status.state,
+                                   title=request.title, task_id=status.task_id))
 
 
 def play_status_text(request: PlayRequest, status: PlaybackStatus) -> str:

@@ -1,0 +1,89 @@
+"""What a tool call found or did, as fields: the typed payload beside the text the model reads (issue 50).
+
+A tool's result is two things. `text` is for the model and is never read back by the runtime.
+`data`, one of the tagged Structs below, is for the runtime: the session's fast path answers
+from it, resolves "the second one" or "cancel it" against it, and the journal keeps it next to
+the text, so a session restored from storage still knows what it showed. A tool that has no
+payload (an MCP tool, a core tool) leaves `data` None: the runtime then knows nothing was shown.
+
+Adding a kind: a Struct here with its own `tag`, listed in `ToolData`. A tag is stored in
+journals, so renaming one is a storage change.
+"""
+from typing import Literal, Union
+
+import msgspec
+
+TitleKind = Literal["film", "series"]
+PlayAction = Literal["play", "pause", "resume", "stop"]
+# "sent": the phone took the command and confirms later (E7); else the phone's PlaybackStatus.state
+PlayState = Literal["sent", "started", "paused", "resumed", "stopped", "failed"]
+
+
+class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
+    """Base of every payload: tagged by `type` (each class names its tag)."""
+
+
+class TitleRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One title a result showed. names: the catalog's name first, then its original when that
+    differs. facts: the bracketed facts of its line as the model read them ("1999, Lana
+    Wachowski, 136 min"), for an answer that repeats them."""
+
+    id: str
+    names: list[str]
+    year: int = 0
+    kind: TitleKind = "film"
+    facts: str = ""
+
+
+class TitlesShown(_Data, tag="titles"):
+    """A search's page: its titles in the catalog's order, and how many there are in all."""
+
+    query: str
+    titles: list[TitleRef] = []
+    total: int = 0
+
+
+class TitleInfo(_Data, tag="title_info"):
+    """One title's details, as the text shows them: runtime_min for a film, episodes for a
+    series (0: unknown or not told), director ("" unknown), description (the catalog's words)."""
+
+    title: TitleRef
+    director: str = ""
+    runtime_min: int = 0
+    episodes: int = 0
+    genres: list[str] = []
+    description: str = ""
+
+
+class Playing(_Data, tag="playing"):
+    """A play or a playback command for one title; task_id: the phone's task, when it confirms later."""
+
+    media_id: str
+    action: PlayAction
+    state: PlayState
+    title: str = ""
+    task_id: str = ""
+
+
+class TimerSet(_Data, tag="timer_set"):
+    """A timer set: its id, when it fires (epoch seconds), its text, and its period when it repeats."""
+
+    id: str
+    due: float
+    text: str
+    every_s: float | None = None
+
+
+class TimerRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    id: str
+    due: float
+    text: str
+
+
+class TimersListed(_Data, tag="timers_listed"):
+    """The timers set, soonest first."""
+
+    timers: list[TimerRef] = []
+
+
+ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed]
