@@ -81,11 +81,10 @@ from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
+from protocol.results import shown_ids
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: <tool>|matrix-1999", "close matches: id (…)"
-_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: \w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
 # the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
@@ -921,14 +920,15 @@ class Conversation(ReflexSteps):
         return "\n".join(lines)
 
     def _seen_ids(self) -> set[str]:
-        """Ids the results of this conversation showed. The history only grows (S9), so each
-        call reads only the messages added since the last (all again for another trajectory)."""
-        messages = self.trajectory.messages()
+        """Ids the results of this conversation showed, read from their payloads (a result without
+        one showed none). The history only grows (S9), so each call reads only the results added
+        since the last (all again for another trajectory)."""
+        size = len(self.trajectory)
         trajectory, scanned, seen = self._ids_read
-        if trajectory is not self.trajectory or scanned > len(messages):
+        if trajectory is not self.trajectory or scanned > size:
             scanned, seen = 0, set()
-        seen.update(found for m in messages[scanned:] if m.role == "tool" for found in _SEEN_ID.findall(m.content))
-        self._ids_read = (self.trajectory, len(messages), seen)
+        seen.update(found for index in range(scanned, size) for found in shown_ids(self.trajectory.data_at(index)))
+        self._ids_read = (self.trajectory, size, seen)
         return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:

@@ -222,14 +222,15 @@ def error_result(text: str) -> str:
     return f"tool error: {text}"
 
 
-def error_outcome(text: str) -> CallOutcome:
-    """A call that failed: `text` says why (the model reads it after `tool error: `)."""
-    return CallOutcome(kind="error", text=error_result(text))
+def error_outcome(text: str, data: ToolData | None = None) -> CallOutcome:
+    """A call that failed: `text` says why (the model reads it after `tool error: `); `data`: what
+    it showed all the same (an unknown id's close matches)."""
+    return CallOutcome(kind="error", text=error_result(text), data=data)
 
 
 def executed(reply: ToolOutcome) -> CallOutcome:
     """A toolset executor's answer as the model reads it (ok=False: a tool error), with its payload."""
-    return CallOutcome(kind="ok", text=reply.text, data=reply.data) if reply.ok else error_outcome(reply.text)
+    return CallOutcome(kind="ok", text=reply.text, data=reply.data) if reply.ok else error_outcome(reply.text, reply.data)
 
 
 def args_text(args: Mapping[str, str]) -> str:

@@ -2,8 +2,10 @@
 
 A tool's result is two things. `text` is for the model and is never read back by the runtime.
 `data`, one of the tagged Structs below, is for the runtime: the session's fast path answers
-from it, resolves "the second one" or "cancel it" against it, and the journal keeps it next to
-the text, so a session restored from storage still knows what it showed. A tool that has no
+from it, resolves "the second one" or "cancel it" against it, the guard of a tool's `seen_args`
+accepts only the ids payloads showed, and the journal keeps it next to the text, so a session
+restored from storage still knows what it showed. A failed call may carry one too (an unknown
+id's close matches: the titles it showed). A tool that has no
 payload (an MCP tool, a core tool) leaves `data` None: the runtime then knows nothing was shown.
 
 Adding a kind: a Struct here with its own `tag`, listed in `ToolData`. A tag is stored in
@@ -21,6 +23,10 @@ PlayState = Literal["sent", "started", "paused", "resumed", "stopped", "failed"]
 
 class _Data(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="type"):
     """Base of every payload: tagged by `type` (each class names its tag)."""
+
+    def shown_ids(self) -> tuple[str, ...]:
+        """The ids this result showed, which a later call may name (a tool's `seen_args`)."""
+        return ()
 
 
 class TitleRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -42,6 +48,9 @@ class TitlesShown(_Data, tag="titles"):
     titles: list[TitleRef] = []
     total: int = 0
 
+    def shown_ids(self) -> tuple[str, ...]:
+        return tuple(title.id for title in self.titles)
+
 
 class TitleInfo(_Data, tag="title_info"):
     """One title's details, as the text shows them: runtime_min for a film, episodes for a
@@ -54,6 +63,9 @@ class TitleInfo(_Data, tag="title_info"):
     genres: list[str] = []
     description: str = ""
 
+    def shown_ids(self) -> tuple[str, ...]:
+        return (self.title.id,)
+
 
 class Playing(_Data, tag="playing"):
     """A play or a playback command for one title; task_id: the phone's task, when it confirms later."""
@@ -64,6 +76,9 @@ class Playing(_Data, tag="playing"):
     title: str = ""
     task_id: str = ""
 
+    def shown_ids(self) -> tuple[str, ...]:
+        return (self.media_id,)
+
 
 class TimerSet(_Data, tag="timer_set"):
     """A timer set: its id, when it fires (epoch seconds), its text, and its period when it repeats."""
@@ -72,6 +87,9 @@ class TimerSet(_Data, tag="timer_set"):
     due: float
     text: str
     every_s: float | None = None
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return (self.id,)
 
 
 class TimerRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -85,5 +103,13 @@ class TimersListed(_Data, tag="timers_listed"):
 
     timers: list[TimerRef] = []
 
+    def shown_ids(self) -> tuple[str, ...]:
+        return tuple(timer.id for timer in self.timers)
+
 
 ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed]
+
+
+def shown_ids(data: ToolData | None) -> tuple[str, ...]:
+    """The ids a result's payload showed; none without one."""
+    return () if data is None else data.shown_ids()

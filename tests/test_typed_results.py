@@ -179,3 +179,22 @@ def _search_ids(history) -> list[str]:
     own check only: the session itself reads the payload)."""
     search = next(m["content"] for m in history if m["role"] == "tool" and m["name"] == "media_search")
     return [line.split(" ")[0] for line in search.splitlines() if " — " in line]
+
+
+def _caller(messages):
+    """Makes the call the user spells out ("call media_info|x"), then answers with the result's first line."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Вот: " + last.content.splitlines()[0]
+    return "TOOL_CALL: " + last.content.split("] ", 1)[-1][len("call "):]
+
+
+async def test_an_id_is_seen_when_a_results_payload_showed_it_even_as_a_close_match(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_caller)) as system:
+        await system.turn("s", "call media_info|terminator-1984")  # no result showed it yet: made up
+        await system.turn("s", "call media_info|Терминатр")  # no such id: the close matches are shown
+        await system.turn("s", "call media_info|terminator-1984")
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+    assert results[0].startswith("not executed (unseen_id)")
+    assert "close matches: terminator-1984" in results[1]
+    assert "James Cameron" in results[2]

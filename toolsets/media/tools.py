@@ -21,6 +21,7 @@ MAX_PAGE = 1000
 MAX_QUERY_CHARS = 200
 MAX_ID_CHARS = 100
 PLAY_ACTIONS = ("play", "pause", "resume", "stop")
+CLOSE_SHOWN = 3  # the close matches an unknown id's answer names
 
 MEDIA_SEARCH = ToolSpec(
     name="media_search", summary="find films/series by title (ru/en)",
@@ -141,7 +142,7 @@ def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolResult(False, unknown_id_text(provider, media_id))
+            return unknown_id(provider, media_id)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
     return ToolResult(True, format_info(title), data=info_data(title))
@@ -174,6 +175,15 @@ def format_info(title: Title) -> str:
     return "\n".join(lines)
 
 
+def unknown_id(provider: MediaProvider, media_id: str, close: list[Title] | None = None) -> ToolResult:
+    """An id the catalog does not have: a failed call whose text says so, and whose payload holds
+    the close matches it names (ids a later call may use)."""
+    close = _close_matches(provider, media_id) if close is None else close
+    named = [title_ref(title) for title in close[:CLOSE_SHOWN]]
+    return ToolResult(False, unknown_id_text(provider, media_id, close),
+                      data=TitlesShown(query=_id_words(media_id), titles=named, total=len(named)) if named else None)
+
+
 def unknown_id_text(provider: MediaProvider, media_id: str, close: list[Title] | None = None) -> str:
     """'no such id' plus a search hint and, when the id's words find something, close matches
     (`close`: the ones already searched for)."""
@@ -181,7 +191,7 @@ def unknown_id_text(provider: MediaProvider, media_id: str, close: list[Title] |
     text = f"no title with id \u201c{media_id}\u201d; ids come from TOOL_CALL: media_search|{words or 'title'}"
     close = _close_matches(provider, media_id) if close is None else close
     if close:
-        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close[:3])
+        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close[:CLOSE_SHOWN])
     return text
 
 
@@ -215,7 +225,7 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
             close = _close_matches(provider, media_id)
             title = title_named(close, media_id)
             if title is None:
-                return ToolResult(False, unknown_id_text(provider, media_id, close))
+                return unknown_id(provider, media_id, close)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
