@@ -638,9 +638,10 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
-            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, self._changes(tool))
-                   for tool, result, kind in self.trajectory.results_since(turn.start) if kind in RAN_KINDS]
-            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
+            results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
+            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, data, self._changes(tool))
+                   for (tool, result, kind), data in results if kind in RAN_KINDS]
+            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian", self.s.tz)]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)

@@ -147,6 +147,10 @@ class Trajectory:
         return [(m.name or "", m.content, self._kinds.get(start + i, "ok"))
                 for i, m in enumerate(self._messages[start:]) if m.role == "tool"]
 
+    def data_since(self, start: int) -> list[ToolData | None]:
+        """The payloads of the results `results_since(start)` lists, in the same order."""
+        return [self._data.get(start + i) for i, m in enumerate(self._messages[start:]) if m.role == "tool"]
+
     def chars(self) -> list[int]:
         """Running totals of the history's content lengths: [i] is that of messages()[:i], so the
         size of any run of it costs two lookups, not a pass (core/fold.py, every step). Read only."""

@@ -81,11 +81,13 @@ class Playing(_Data, tag="playing"):
 
 
 class TimerSet(_Data, tag="timer_set"):
-    """A timer set: its id, when it fires (epoch seconds), its text, and its period when it repeats."""
+    """A timer set: its id, when it fires and when it was set (epoch seconds: it runs `due -
+    set_at`), its text, and its period when it repeats."""
 
     id: str
     due: float
     text: str
+    set_at: float = 0.0
     every_s: float | None = None
 
     def shown_ids(self) -> tuple[str, ...]:
