@@ -28,7 +28,7 @@ from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits, numbers_said
 from core.translit import transliterate
-from protocol.results import TitlesShown, ToolData
+from protocol.results import TitlesShown, ToolData, WatchesListed, WatchRef
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
@@ -1445,32 +1445,32 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
 
 
-def watch_to_end(subject: str, listed: str) -> str:
-    """The id of the watch `subject` names among channels_list's lines ("w1: telegram - Dave
-    messages me"): the only one, or the only one sharing a word with it; "" when not plain."""
-    watches = [line.split(":", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
+    """The watch `subject` names among those channels_list showed (its payload): the only one, or
+    the only one sharing a word with it; None when not plain."""
+    watches = listed.watches if isinstance(listed, WatchesListed) else []
     if len(watches) == 1:
-        return watches[0][0]
+        return watches[0]
     channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + _norm(subject))), "")
     if channel:  # "перестань следить за почтой": the watches of that channel
-        of_channel = [watch_id for watch_id, what in watches if what.strip().startswith(channel + " ")]
-        return of_channel[0] if len(of_channel) == 1 else ""
+        of_channel = [watch for watch in watches if watch.channel == channel]
+        return of_channel[0] if len(of_channel) == 1 else None
     words = [w for w in _norm(subject).split() if len(w) > 2 and w not in _FUNCTION_WORDS]
-    named = [watch_id for watch_id, what in watches
-             if any(_near_word(w, x) or w == x for w in words for x in _norm(what).split())]
-    return named[0] if len(named) == 1 else ""
+    named = [watch for watch in watches
+             if any(_near_word(w, x) or w == x for w in words for x in _norm(f"{watch.channel} {watch.what}").split())]
+    return named[0] if len(named) == 1 else None
 
 
-def watches_answer(listed: str, russian: bool) -> str:
-    """channels_list's lines ("w1: telegram - Dave texts me") said back: "Слежу: telegram — …"."""
-    lines = [line.split(":", 1)[1].strip().replace(" - ", " — ", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+def watches_answer(listed: WatchesListed, russian: bool) -> str:
+    """The watches channels_list showed, said back: "Слежу: telegram — Dave texts me"."""
+    lines = [f"{watch.channel} — {watch.what.strip()}" for watch in listed.watches]
     if not lines:
         return "Сейчас я ни за чем не слежу." if russian else "I'm not watching for anything right now."
     return ("Слежу: " if russian else "Watching: ") + "; ".join(lines) + "."
 
 
-def unwatch_answer(intent: Intent, listed_line: str) -> str:
-    what = listed_line.split(" - ", 1)[-1].strip() if listed_line else ""
+def unwatch_answer(intent: Intent, ended: WatchRef | None) -> str:
+    what = ended.what.strip() if ended is not None else ""
     if intent.russian:
         return f"Хорошо, больше не слежу: {what}." if what else "Хорошо, больше не слежу."
     return f"OK, I've stopped watching: {what}." if what else "OK, I've stopped watching."

@@ -15,7 +15,7 @@ import msgspec
 from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
 from core.timewords import spoken_time
 from protocol import ChatMessage
-from protocol.results import TimerSet, TitleInfo, TitlesShown, ToolData
+from protocol.results import TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -161,9 +161,9 @@ def watch_answer(intent: Intent) -> str:
     return f"Хорошо, скажу, {condition}." if intent.russian else f"OK, I'll tell you {condition}."
 
 
-def tasks_answer(result: str, russian: bool) -> str | None:
+def tasks_answer(listed: TasksListed, russian: bool) -> str | None:
     """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
-    if not result.startswith("No background"):
+    if listed.tasks:
         return None
     return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
 

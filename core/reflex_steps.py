@@ -36,7 +36,7 @@ from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import TitleInfo, ToolData
+from protocol.results import TasksListed, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -358,25 +358,23 @@ class ReflexSteps:
 
     async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
-        result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
-        return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
+        result = await self._reflex_data(turn, "channels_watch", f"{intent.channel}; {what}")
+        return watch_answer(intent) if isinstance(result, Watching) and not result.already else None
 
     async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
         """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
-        listed = await self._reflex_call(turn, "channels_list", "")
-        watch_id = watch_to_end(intent.subject, listed) if listed is not None else ""
-        if not watch_id:
+        watch = watch_to_end(intent.subject, await self._reflex_data(turn, "channels_list", ""))
+        if watch is None:
             return None
-        line = next((line for line in listed.splitlines() if line.startswith(watch_id + ":")), "")
-        result = await self._reflex_call(turn, "channels_unwatch", watch_id)
-        return None if result is None or " removed " not in result else unwatch_answer(intent, line)
+        ended = await self._reflex_data(turn, "channels_unwatch", watch.id)
+        return unwatch_answer(intent, ended.watch) if isinstance(ended, WatchEnded) else None
 
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.action == "watches":  # "which messages are you watching for?"
-            listed = await self._reflex_call(turn, "channels_list", "")
-            return None if listed is None else watches_answer(listed, intent.russian)
-        result = await self._reflex_call(turn, "tasks_list", "")
-        return None if result is None else tasks_answer(result, intent.russian)
+            listed = await self._reflex_data(turn, "channels_list", "")
+            return watches_answer(listed, intent.russian) if isinstance(listed, WatchesListed) else None
+        running = await self._reflex_data(turn, "tasks_list", "")
+        return tasks_answer(running, intent.russian) if isinstance(running, TasksListed) else None
 
     async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
         if await self._reflex_call(turn, "timers_list", "") is None:

@@ -109,7 +109,60 @@ class TimersListed(_Data, tag="timers_listed"):
         return tuple(timer.id for timer in self.timers)
 
 
-ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed]
+class TaskRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A task running in the background: a toolset call (its tool) or a monitor (its name)."""
+
+    id: str
+    kind: Literal["call", "monitor"]
+    name: str
+
+
+class TasksListed(_Data, tag="tasks_listed"):
+    """The session's background tasks and monitors running now."""
+
+    tasks: list[TaskRef] = []
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return tuple(task.id for task in self.tasks)
+
+
+class WatchRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A watch for messages: on which channel, for what (as the user put it)."""
+
+    id: str
+    channel: str
+    what: str
+
+
+class Watching(_Data, tag="watching"):
+    """A watch set; already: it was set before, with the same words (nothing new was set)."""
+
+    watch: WatchRef
+    already: bool = False
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return (self.watch.id,)
+
+
+class WatchesListed(_Data, tag="watches_listed"):
+    """The watches that are set, oldest first."""
+
+    watches: list[WatchRef] = []
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return tuple(watch.id for watch in self.watches)
+
+
+class WatchEnded(_Data, tag="watch_ended"):
+    """A watch removed."""
+
+    watch: WatchRef
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return (self.watch.id,)
+
+
+ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed, TasksListed, Watching, WatchesListed, WatchEnded]
 
 
 def shown_ids(data: ToolData | None) -> tuple[str, ...]:
