@@ -81,7 +81,7 @@ from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
-from protocol.results import shown_ids
+from protocol.results import ClockRead, shown_ids
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
@@ -1106,7 +1106,8 @@ class Conversation(ReflexSteps):
         args = bound.args
         if tool == "get_current_time":
             now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
-            return _ok(spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian"))
+            spoken = spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
+            return p.CallOutcome(kind="ok", text=spoken, data=ClockRead(at=now.timestamp(), zone=now.tzname() or ""))
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
             return _ok("shown on the glasses")

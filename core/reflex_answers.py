@@ -13,7 +13,7 @@ import re
 import msgspec
 
 from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
-from core.timewords import spoken_time
+from core.timewords import spoken_parts
 from protocol import ChatMessage
 from protocol.results import TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
 
@@ -168,14 +168,12 @@ def tasks_answer(listed: TasksListed, russian: bool) -> str | None:
     return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
 
 
-def time_answer(spoken: str, russian: bool) -> str:
-    """"Сейчас 18:00, суббота, 14 марта." from get_current_time's "суббота, 14 марта, 18:00 (2026, MSK)"."""
-    match = re.match(r"(?P<day>[^,]+), (?P<date>[^,]+), (?P<clock>\d{1,2}:\d{2})", spoken)
-    if match is None:
-        return spoken
+def time_answer(now: dt.datetime, russian: bool) -> str:
+    """"Сейчас 18:00, суббота, 14 марта.": the moment a clock read (aware), in words."""
+    day, date, clock = spoken_parts(now, russian)
     if russian:
-        return f"Сейчас {match['clock']}, {match['day']}, {match['date']}."
-    return f"It's {match['clock']}, {match['day']}, {match['date']}."
+        return f"Сейчас {clock}, {day}, {date}."
+    return f"It's {clock}, {day}, {date}."
 
 
 _DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"), -1: ("Вчера было", "Yesterday was"),
@@ -184,7 +182,7 @@ _DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"
 
 def day_answer(day: dt.datetime, offset: int, russian: bool) -> str:
     """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
-    weekday, date = spoken_time(day, russian).split(", ")[:2]
+    weekday, date, _clock = spoken_parts(day, russian)
     said = _DAY_WORDS.get(offset, ("", ""))[0 if russian else 1]
     return f"{said} {weekday}, {date}."
 
@@ -323,19 +321,18 @@ def place_time_answer(intent: Intent, result: str) -> str | None:
             moment = dt.datetime.fromisoformat(iso.group(0).replace("Z", "+00:00"))
         except ValueError:
             return None
-        spoken = spoken_time(moment, intent.russian)
     else:
         words = _EN_MOMENT.search(result)
         if words is None:
             return None
         day, clock = int(words["day"]), words["clock"]
         month, weekday = _MONTHS.index(words["month"]), _WEEKDAYS.index(words["weekday"])
-        # spoken_time's words for that weekday and date (any year that has them will do)
+        # the words for that weekday and date (any year that has them will do)
         moment = next(dt.datetime(year, month + 1, day) for year in range(2024, 2032)
                       if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
         hour, minute = clock.split(":")
-        spoken = spoken_time(moment.replace(hour=int(hour), minute=int(minute)), intent.russian)
-    told = time_answer(spoken, intent.russian)
+        moment = moment.replace(hour=int(hour), minute=int(minute))
+    told = time_answer(moment, intent.russian)
     place = _place_as_said(intent.subject, intent.russian)
     at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"
     return f"{at} {place} {told[0].lower()}{told[1:]}"  # "В Нью-Йорке сейчас …", "In Tokyo it's …"

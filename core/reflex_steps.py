@@ -36,7 +36,7 @@ from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import TasksListed, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
+from protocol.results import ClockRead, TasksListed, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -299,13 +299,13 @@ class ReflexSteps:
         return outcome if outcome is not None and outcome.kind == "ok" else None
 
     async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
-        result = await self._reflex_call(turn, "get_current_time", "")
-        if result is None:
+        clock = await self._reflex_data(turn, "get_current_time", "")
+        if not isinstance(clock, ClockRead):
             return None
         if intent.when:  # "а завтра какое число?": the date that many days from the user's today
             day = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz) + dt.timedelta(days=int(intent.when))
             return day_answer(day, int(intent.when), intent.russian)
-        return time_answer(result, intent.russian)
+        return time_answer(dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
 
     async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and

@@ -109,6 +109,13 @@ class TimersListed(_Data, tag="timers_listed"):
         return tuple(timer.id for timer in self.timers)
 
 
+class ClockRead(_Data, tag="clock"):
+    """The moment a clock was read (epoch seconds) and its zone's name as the result gave it."""
+
+    at: float
+    zone: str = ""
+
+
 class TaskRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A task running in the background: a toolset call (its tool) or a monitor (its name)."""
 
@@ -162,7 +169,8 @@ class WatchEnded(_Data, tag="watch_ended"):
         return (self.watch.id,)
 
 
-ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed, TasksListed, Watching, WatchesListed, WatchEnded]
+ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed, ClockRead, TasksListed, Watching, WatchesListed,
+                 WatchEnded]
 
 
 def shown_ids(data: ToolData | None) -> tuple[str, ...]:
