@@ -198,3 +198,17 @@ async def test_an_id_is_seen_when_a_results_payload_showed_it_even_as_a_close_ma
     assert results[0].startswith("not executed (unseen_id)")
     assert "close matches: terminator-1984" in results[1]
     assert "James Cameron" in results[2]
+
+
+async def test_on_postgres_the_second_one_still_resolves_after_a_restart(tmp_path, pg_url):
+    from tests.harness import make_config, override
+
+    config = override(make_config(tmp_path), storage={"backend": "postgres", "url": pg_url})
+    backend = ScriptedBackend(reply_fn=_which_one)
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await system.turn("pg", "find the terminator")
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await system.turn("pg", "the second one please")
+        history = await system.history("pg")
+    assert plays(history) == [f"TOOL_CALL: media_play|{_search_ids(history)[1]}"]
+    assert not backend.calls
