@@ -130,7 +130,8 @@ class ToolsetExecutor(Actor):
             finally:
                 self._running.pop((msg.session, call.call_id), None)
             traced.outcome("cancelled" if scope.cancelled_caught else "ok" if result.ok else "error")
-        msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id))
+        msg.reply(self, p.ToolOutcome(call_id=call.call_id, ok=result.ok, text=result.text, task_id=result.task_id,
+                                      data=result.data))
 
     def _progress(self, session: str, call_id: str, text: str) -> None:
         """A running call's progress to its session (core.progress); dropped when the link is full."""
@@ -164,7 +165,7 @@ class ToolsetExecutor(Actor):
         except Exception as exc:  # noqa: BLE001 - a failing tool is a tool error, never a crash
             self.log.exception("actor=%s %s failed", self.name, tool)
             return ToolResult(False, failure_text(tool, f"{type(exc).__name__}: {exc}"))
-        return ToolResult(result.ok, self._cut(tool, args, result.text, offset, key), result.task_id)
+        return ToolResult(result.ok, self._cut(tool, args, result.text, offset, key), result.task_id, result.data)
 
     def _cut(self, tool: str, args: dict[str, str], text: str, offset: int, key: tuple) -> str:
         limit = self.config.toolsets.max_result_chars

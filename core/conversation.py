@@ -81,11 +81,10 @@ from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
+from protocol.results import ClockRead, shown_ids
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
-# an id a result showed: "matrix-1999 — Матрица …", "play: TOOL_CALL: <tool>|matrix-1999", "close matches: id (…)"
-_SEEN_ID = re.compile(r"(?m)(?:^|TOOL_CALL: \w+\||matches: |; )([a-z0-9]+(?:-[a-z0-9]+)+)(?= \u2014| \(|$)")
 _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or a digit ("tt1330061"), no title
 # id-like as well: a time stamp the model made up ("2023-04-15T12:30:00"), which no title is
 # the words of the instructions' placeholders ("<название>", "<title as the user said it>"): a
@@ -642,9 +641,10 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
-            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, self._changes(tool))
-                   for tool, result, kind in self.trajectory.results_since(turn.start) if kind in RAN_KINDS]
-            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian")]).strip()
+            results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
+            ran = [(action_kind(self.s.registry.spec(tool)) or "", result, data, self._changes(tool))
+                   for (tool, result, kind), data in results if kind in RAN_KINDS]
+            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian", self.s.tz)]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)
@@ -924,14 +924,15 @@ class Conversation(ReflexSteps):
         return "\n".join(lines)
 
     def _seen_ids(self) -> set[str]:
-        """Ids the results of this conversation showed. The history only grows (S9), so each
-        call reads only the messages added since the last (all again for another trajectory)."""
-        messages = self.trajectory.messages()
+        """Ids the results of this conversation showed, read from their payloads (a result without
+        one showed none). The history only grows (S9), so each call reads only the results added
+        since the last (all again for another trajectory)."""
+        size = len(self.trajectory)
         trajectory, scanned, seen = self._ids_read
-        if trajectory is not self.trajectory or scanned > len(messages):
+        if trajectory is not self.trajectory or scanned > size:
             scanned, seen = 0, set()
-        seen.update(found for m in messages[scanned:] if m.role == "tool" for found in _SEEN_ID.findall(m.content))
-        self._ids_read = (self.trajectory, len(messages), seen)
+        seen.update(found for index in range(scanned, size) for found in shown_ids(self.trajectory.data_at(index)))
+        self._ids_read = (self.trajectory, size, seen)
         return seen
 
     def _id_choices(self, tools: list[str]) -> dict[str, list[str]]:
@@ -1108,7 +1109,8 @@ class Conversation(ReflexSteps):
         args = bound.args
         if tool == "get_current_time":
             now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
-            return _ok(spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian"))
+            spoken = spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
+            return p.CallOutcome(kind="ok", text=spoken, data=ClockRead(at=now.timestamp(), zone=now.tzname() or ""))
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
             return _ok("shown on the glasses")

@@ -6,39 +6,40 @@ of it ("Порridge готово.", "OK"): the glasses never show that a timer r
 For another tool's change (an MCP tool not read-only) only a bare "Done" gets its result's line.
 The guard against the opposite (an action claimed that no call made) asks again; here nothing is
 wrong with the action, only the words lack it, so the runtime adds the sentence a reflex would
-have said, in the user's language. Pure functions over the turn's (tool, result) pairs.
+have said, in the user's language. Pure functions over the turn's results: a timer and a play are
+read from their payloads (protocol.results), another tool's change from its result's first line.
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from core.echo import first_line
+from core.timers import format_span
 from core.timewords import in_digits, numbers_said
+from protocol.results import Playing, TimerSet, ToolData
 
-# "Timer t3 set for 18:07 today (in 7 min): каша готова" (core.timers.Timers.set)
-_TIMER_SET = re.compile(r"^Timer \S+ set for (?P<moment>.*?(?P<clock>\d{1,2}:\d{2})(?::\d{2})?.*?) \(in (?P<span>[^)]*)\)"
-                        r"(?P<repeat>[^:\n]*): (?P<text>.*)$", re.MULTILINE)
-# "«Матрица» (matrix-1999): play sent to the phone (task …)", "«Матрица» (matrix-1999) is playing on the phone"
-_PLAYED = re.compile(r"^«(?P<title>[^»]+)» \((?P<title_id>[\w-]+)\)(?::\s+play\s+sent|\s+is\s+playing)", re.MULTILINE)
+_PLAYING = ("sent", "started", "resumed")  # a play under way: sent to the phone, or the phone says it plays
 _SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
 
 
-def unsaid_done(answer: str, results: list[tuple[str, str, bool]], russian: bool) -> list[str]:
+def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool]], russian: bool,
+                tz: dt.tzinfo = dt.timezone.utc) -> list[str]:
     """The sentences to add to `answer` for the timers set, films started and other changes made by
     the turn's calls that the answer does not mention; [] when it says each. `results`: (the kind
-    of action its tool's spec declares (core.intent.action_kind; "" for a lookup), result, whether
-    the tool changes something) of the calls that ran, in order."""
+    of action its tool's spec declares (core.intent.action_kind; "" for a lookup), result, its
+    payload, whether the tool changes something) of the calls that ran, in order. `tz`: the
+    session's, for a timer's clock time."""
     said = in_digits(answer).casefold()
     missing = []
-    for kind, result, changes in results:
+    for kind, result, data, changes in results:
         if kind == "timer_set":
-            timer = _TIMER_SET.search(result)  # after "(toolset … enabled on the way)"
-            if timer is not None and not _says_timer(said, timer):
-                missing.append(_timer_sentence(timer, russian))
+            if isinstance(data, TimerSet) and not _says_timer(said, data, tz):
+                missing.append(_timer_sentence(data, russian, tz))
         elif kind == "play":
-            played = _PLAYED.search(result)
-            if played is not None and not _says_title(said, played["title"], played["title_id"]):
-                missing.append(f"Включаю «{played['title']}»." if russian else f"Playing «{played['title']}».")
+            if isinstance(data, Playing) and data.title and data.state in _PLAYING and \
+                    not _says_title(said, data.title, data.media_id):
+                missing.append(f"Включаю «{data.title}»." if russian else f"Playing «{data.title}».")
         elif changes and _BARE.fullmatch(said.strip(" .!")) and not _shares_a_word(said, first_line(result)):
             # "Done" after an MCP tool's change: its result says what ("home city set: Berlin …")
             line = first_line(result).strip().rstrip(".")
@@ -55,10 +56,20 @@ def _shares_a_word(said: str, result: str) -> bool:
     return bool({w for w in re.findall(r"[^\W\d_]{4,}", result.casefold())} & set(re.findall(r"[^\W\d_]{4,}", said)))
 
 
-def _says_timer(said: str, timer: re.Match[str]) -> bool:
+def _clock(timer: TimerSet, tz: dt.tzinfo) -> str:
+    """"18:07": when it goes off, as its result said it."""
+    return dt.datetime.fromtimestamp(timer.due, tz).strftime("%H:%M")
+
+
+def _span(timer: TimerSet) -> str:
+    """"7 min": how long from when it was set, as its result said it."""
+    return format_span(timer.due - timer.set_at)
+
+
+def _says_timer(said: str, timer: TimerSet, tz: dt.tzinfo) -> bool:
     """The answer names when it goes off (its clock) or how long it runs (a number of its span)."""
-    clock = timer["clock"].zfill(5)
-    spans = {int(n) for n in re.findall(r"\d+", timer["span"])}
+    clock = _clock(timer, tz)
+    spans = {int(n) for n in re.findall(r"\d+", _span(timer))}
     return clock in said or clock.lstrip("0") in said or bool(spans & numbers_said(re.findall(r"\w+", said)))
 
 
@@ -71,10 +82,10 @@ def _says_title(said: str, title: str, title_id: str) -> bool:
     return bool(words) and any(w in said for w in words)
 
 
-def _timer_sentence(timer: re.Match[str], russian: bool) -> str:
-    text = timer["text"].strip()
+def _timer_sentence(timer: TimerSet, russian: bool, tz: dt.tzinfo) -> str:
+    text, clock, span = timer.text.strip(), _clock(timer, tz), _span(timer)
     about = f": {text}" if text and text not in ("таймер", "timer") else ""
     if russian:
-        span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], timer["span"])
-        return f"Таймер поставлен на {span}, сработает в {timer['clock']}{about}."
-    return f"Timer set for {timer['span']}, it goes off at {timer['clock']}{about}."
+        span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], span)
+        return f"Таймер поставлен на {span}, сработает в {clock}{about}."
+    return f"Timer set for {span}, it goes off at {clock}{about}."

@@ -13,7 +13,7 @@ from core.skills import SkillRepository
 from core.toolsets import ToolResult
 from llm.scripted import ScriptedBackend
 from toolsets.media.provider import MediaProvider
-from toolsets.media.tools import MEDIA_INFO, MEDIA_PLAY, MEDIA_SEARCH, play_started_text, run_info, run_search, validate_play
+from toolsets.media.tools import MEDIA_INFO, MEDIA_PLAY, MEDIA_SEARCH, play_started, run_info, run_search, validate_play
 
 
 class RecordedRequest(msgspec.Struct, kw_only=True):
@@ -78,10 +78,10 @@ class InProcessPorts:
                 reply = checked
             else:
                 self._plays += 1  # a fixed task id per play keeps the prompts deterministic
-                reply = ToolResult(True, play_started_text(checked, f"task{self._plays:04d}"))
+                reply = play_started(checked, f"task{self._plays:04d}")
         else:
             reply = ToolResult(False, f"tool {tool} is not part of this benchmark")
-        return p.ToolOutcome(call_id=call.call_id, ok=reply.ok, text=reply.text)
+        return p.ToolOutcome(call_id=call.call_id, ok=reply.ok, text=reply.text, data=reply.data)
 
     def cancel_tool(self, session: str, call_id: str) -> None:
         pass

@@ -28,6 +28,7 @@ from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits, numbers_said
 from core.translit import transliterate
+from protocol.results import TitlesShown, ToolData, WatchesListed, WatchRef
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
                      "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
@@ -68,12 +69,14 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Shown(msgspec.Struct, frozen=True):
-    """One title a media result showed: its id, its names and the facts in brackets."""
+    """One title a media result showed: its id, its names and the facts in brackets (read from the
+    result's payload, protocol.results, never from its text)."""
 
     media_id: str
     names: tuple[str, ...]
     facts: str
     year: int
+    kind: str = "film"  # or "series"
 
 
 # ---- the words --------------------------------------------------------------------------------
@@ -1141,27 +1144,20 @@ def _reference(words: str) -> Reference:
 
 
 # ---- choosing among what was shown ----------------------------------------------------------
-_LINE = re.compile(r"^(?P<id>[a-z0-9]+(?:-[a-z0-9]+)*) \u2014 (?P<names>.+?) \((?P<facts>[^()]*)\)(?::|$)", re.M)
-_INFO_ID = re.compile(r"play: TOOL_CALL: media_play\|([a-z0-9-]+)")
-
-
-def shown_titles(result: str) -> list[Shown]:
-    """The titles of a media_search result, in the catalog's order."""
+def shown_titles(data: ToolData | None) -> list[Shown]:
+    """The titles a search showed, in the catalog's order, from its result's payload; none when
+    the result has no titles payload (another kind, a failure, a journal written before payloads
+    were kept: as if nothing was shown)."""
+    if not isinstance(data, TitlesShown):
+        return []
     titles = []
-    for match in _LINE.finditer(result):
-        year = _YEAR.search(match["facts"])
-        names = tuple(n.strip() for n in match["names"].split(" / ") if n.strip())
+    for title in data.titles:
+        names = tuple(n.strip() for n in title.names if n.strip())
         # "play Moskva slezam ne verit": a Russian title as a Latin keyboard writes it is its name too
         names += tuple(spelled for n in names if re.search(r"[а-яё]", n.casefold())
                        for spelled in [transliterate(_norm(n))] if spelled not in names)
-        titles.append(Shown(match["id"], names, match["facts"], int(year["year"]) if year else 0))
+        titles.append(Shown(title.id, names, title.facts, title.year, title.kind))
     return titles
-
-
-def info_id(result: str) -> str:
-    """The id a media_info result is about ("" if none)."""
-    found = _INFO_ID.search(result)
-    return found.group(1) if found else ""
 
 
 def pick(subject: str, titles: list[Shown]) -> Shown | None:
@@ -1211,7 +1207,7 @@ def which_named(subject: str, titles: list[Shown], reference: Reference) -> Show
     if reference.year:
         named = [title for title in named if title.year == reference.year]
     if reference.kind:
-        named = [title for title in named if ("series" in title.facts.split(", ")) == (reference.kind == "series")]
+        named = [title for title in named if title.kind == reference.kind]
     if not named:
         return None
     return (max if reference.newest else min)(named, key=lambda title: title.year or 9999)
@@ -1367,7 +1363,7 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
             same_year = [t for t in same_year if t in titles[:ANSWER_TITLES]]
         return same_year[0].media_id if len(same_year) == 1 else ""
     if reference.kind:
-        of_kind = [t for t in titles if ("series" in t.facts.split(", ")) == (reference.kind == "series")]
+        of_kind = [t for t in titles if (t.kind == "series") == (reference.kind == "series")]
         return of_kind[0].media_id if len(of_kind) == 1 else ""
     if reference.oldest or reference.newest:  # of the titles named like the first ("Экипаж" 1979 and 2016, not
         # «Star Trek», found by its description's "экипаж")
@@ -1564,32 +1560,32 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
 
 
-def watch_to_end(subject: str, listed: str) -> str:
-    """The id of the watch `subject` names among channels_list's lines ("w1: telegram - Dave
-    messages me"): the only one, or the only one sharing a word with it; "" when not plain."""
-    watches = [line.split(":", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
+    """The watch `subject` names among those channels_list showed (its payload): the only one, or
+    the only one sharing a word with it; None when not plain."""
+    watches = listed.watches if isinstance(listed, WatchesListed) else []
     if len(watches) == 1:
-        return watches[0][0]
+        return watches[0]
     channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + _norm(subject))), "")
     if channel:  # "перестань следить за почтой": the watches of that channel
-        of_channel = [watch_id for watch_id, what in watches if what.strip().startswith(channel + " ")]
-        return of_channel[0] if len(of_channel) == 1 else ""
+        of_channel = [watch for watch in watches if watch.channel == channel]
+        return of_channel[0] if len(of_channel) == 1 else None
     words = [w for w in _norm(subject).split() if len(w) > 2 and w not in _FUNCTION_WORDS]
-    named = [watch_id for watch_id, what in watches
-             if any(_near_word(w, x) or w == x for w in words for x in _norm(what).split())]
-    return named[0] if len(named) == 1 else ""
+    named = [watch for watch in watches
+             if any(_near_word(w, x) or w == x for w in words for x in _norm(f"{watch.channel} {watch.what}").split())]
+    return named[0] if len(named) == 1 else None
 
 
-def watches_answer(listed: str, russian: bool) -> str:
-    """channels_list's lines ("w1: telegram - Dave texts me") said back: "Слежу: telegram — …"."""
-    lines = [line.split(":", 1)[1].strip().replace(" - ", " — ", 1) for line in listed.splitlines() if re.match(r"w\d+:", line)]
+def watches_answer(listed: WatchesListed, russian: bool) -> str:
+    """The watches channels_list showed, said back: "Слежу: telegram — Dave texts me"."""
+    lines = [f"{watch.channel} — {watch.what.strip()}" for watch in listed.watches]
     if not lines:
         return "Сейчас я ни за чем не слежу." if russian else "I'm not watching for anything right now."
     return ("Слежу: " if russian else "Watching: ") + "; ".join(lines) + "."
 
 
-def unwatch_answer(intent: Intent, listed_line: str) -> str:
-    what = listed_line.split(" - ", 1)[-1].strip() if listed_line else ""
+def unwatch_answer(intent: Intent, ended: WatchRef | None) -> str:
+    what = ended.what.strip() if ended is not None else ""
     if intent.russian:
         return f"Хорошо, больше не слежу: {what}." if what else "Хорошо, больше не слежу."
     return f"OK, I've stopped watching: {what}." if what else "OK, I've stopped watching."

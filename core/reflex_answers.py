@@ -12,10 +12,10 @@ import re
 
 import msgspec
 
-from core.reflex import (_PLACE_CLOCK, _TIMER_WORD, _YEAR, ANSWER_TITLES, Intent, Shown, _among, _norm, info_id, is_russian,
-                         shown_titles)
-from core.timewords import spoken_time
+from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
+from core.timewords import spoken_parts
 from protocol import ChatMessage
+from protocol.results import TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -73,36 +73,29 @@ def play_answer(intent: Intent, title: Shown | None, name: str) -> str:
     return f"Включаю {shown}." if intent.russian else f"Playing {shown}."
 
 
-_INFO_FACT = {"runtime": re.compile(r"runtime: (\d+) min"), "director": re.compile(r"director(?:/creator)?: ([^;\n]+)"),
-              "episodes": re.compile(r"episodes: (\d+)")}
+def _english_name(info: TitleInfo) -> str:
+    """"Spirited Away" for «Унесённые призраками»: its original name when the catalog's differs."""
+    names = info.title.names
+    return names[1] if len(names) > 1 else ""
 
 
-def _english_name(head: str) -> str:
-    """"Spirited Away" from a media_info head line "Унесённые призраками (original: Spirited Away), 2001, film"."""
-    found = re.search(r"\(original: ([^)]+)\)", head)
-    return found.group(1).strip() if found else ""
-
-
-def details_answer(intent: Intent, info: str, translated: str = "") -> str | None:
-    """The facts a details question asks, from a media_info result, one sentence each; None when
-    the result lacks one (the model answers from the result instead). `translated`: the plot in
-    English, for an English question about it (`plot_in_english`)."""
+def details_answer(intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
+    """The facts a details question asks, from a title's details (its payload), one sentence
+    each; None when they lack one (the model answers from the result instead). `translated`: the
+    plot in English, for an English question about it (`plot_in_english`)."""
     answers = [_one_detail(msgspec.structs.replace(intent, detail=detail), info, translated)
                for detail in (intent.detail, *intent.more_details)]
     return None if None in answers else " ".join(answers)
-
-
-_YEAR_FIELD = re.compile(r",\s*(?P<year>(?:19|20)\d\d)(?=,|$)")  # the year field after the names, not a year in a name
 
 
 def asks_plot_in_english(intent: Intent) -> bool:
     return not intent.russian and "about" in (intent.detail, *intent.more_details)
 
 
-def russian_plot(info: str) -> str:
-    """The catalog's description in a media_info result (Russian), or ""."""
-    lines = info.splitlines()
-    return lines[2].strip() if len(lines) == 4 and re.search(r"[а-яё]", lines[2].casefold()) else ""
+def russian_plot(info: TitleInfo) -> str:
+    """The catalog's description of a title when it is in Russian, or ""."""
+    plot = " ".join(info.description.split())
+    return plot if re.search(r"[а-яё]", plot.casefold()) else ""
 
 
 def translation_messages(russian: str) -> list[ChatMessage]:
@@ -127,36 +120,31 @@ def plot_in_english(reply: str, russian: str) -> str:
     return text
 
 
-def _one_detail(intent: Intent, info: str, translated: str = "") -> str | None:
-    head = info.split("\n", 1)[0]
-    name = head.split(",")[0].split(" (original:")[0].strip()
-    year = _YEAR_FIELD.search(head) or _YEAR.search(head)  # "Бегущий по лезвию 2049 (…), 2017, film": 2017
+def _one_detail(intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
+    name, year = info.title.names[0] if info.title.names else info.title.id, info.title.year
     if intent.detail == "year" and year:
-        return (f"«{name}» вышел в {year.group(1)} году." if intent.russian
-                else f"“{name}” came out in {year.group(1)}.")
+        return f"«{name}» вышел в {year} году." if intent.russian else f"“{name}” came out in {year}."
     plot = russian_plot(info)
     if intent.detail == "about" and plot:
-        when = f" ({year.group(1)})" if year else ""
+        when = f" ({year})" if year else ""
         if intent.russian:
             return f"«{name}»{when}: {plot}"  # the catalog's own words
         if translated:  # the catalog describes in Russian only: put in English by the model, asked aside (said so:
             # the small model's translation is rough, a name or a relation may come out wrong)
-            return f"“{_english_name(head) or name}”{when}, translated from the catalog's Russian: {translated.rstrip('.')}."
+            return f"“{_english_name(info) or name}”{when}, translated from the catalog's Russian: {translated.rstrip('.')}."
         # the small model, asked to answer, copied the title line instead
-        return f"“{_english_name(head) or name}”{when}, in the catalog's words (Russian): {plot}"
-    pattern = _INFO_FACT.get(intent.detail or "")
-    found = pattern.search(info) if pattern else None
-    if found is None or found.group(1).strip() == "unknown":
-        return None
-    value = found.group(1).strip()
+        return f"“{_english_name(info) or name}”{when}, in the catalog's words (Russian): {plot}"
+    value = {"runtime": info.runtime_min, "director": info.director.strip(), "episodes": info.episodes}.get(intent.detail or "")
+    if not value:
+        return None  # not a fact the details hold, or unknown
     if intent.detail == "runtime":
-        minutes = int(value)
+        minutes = value
         hours = f" ({minutes // 60} ч {minutes % 60} мин)" if intent.russian and minutes >= 60 else ""
         return (f"«{name}» идёт {minutes} {plural_ru(minutes, 'минуту', 'минуты', 'минут')}{hours}." if intent.russian
                 else f"“{name}” runs {minutes} minutes ({minutes // 60} h {minutes % 60} min).")
     if intent.detail == "director":
         return f"Режиссёр «{name}» — {value}." if intent.russian else f"“{name}” was directed by {value}."
-    episodes = int(value)
+    episodes = value
     return (f"В «{name}» {episodes} {plural_ru(episodes, 'серия', 'серии', 'серий')}." if intent.russian
             else f"“{name}” has {episodes} episodes.")
 
@@ -173,21 +161,19 @@ def watch_answer(intent: Intent) -> str:
     return f"Хорошо, скажу, {condition}." if intent.russian else f"OK, I'll tell you {condition}."
 
 
-def tasks_answer(result: str, russian: bool) -> str | None:
+def tasks_answer(listed: TasksListed, russian: bool) -> str | None:
     """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
-    if not result.startswith("No background"):
+    if listed.tasks:
         return None
     return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
 
 
-def time_answer(spoken: str, russian: bool) -> str:
-    """"Сейчас 18:00, суббота, 14 марта." from get_current_time's "суббота, 14 марта, 18:00 (2026, MSK)"."""
-    match = re.match(r"(?P<day>[^,]+), (?P<date>[^,]+), (?P<clock>\d{1,2}:\d{2})", spoken)
-    if match is None:
-        return spoken
+def time_answer(now: dt.datetime, russian: bool) -> str:
+    """"Сейчас 18:00, суббота, 14 марта.": the moment a clock read (aware), in words."""
+    day, date, clock = spoken_parts(now, russian)
     if russian:
-        return f"Сейчас {match['clock']}, {match['day']}, {match['date']}."
-    return f"It's {match['clock']}, {match['day']}, {match['date']}."
+        return f"Сейчас {clock}, {day}, {date}."
+    return f"It's {clock}, {day}, {date}."
 
 
 _DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"), -1: ("Вчера было", "Yesterday was"),
@@ -196,7 +182,7 @@ _DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"
 
 def day_answer(day: dt.datetime, offset: int, russian: bool) -> str:
     """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
-    weekday, date = spoken_time(day, russian).split(", ")[:2]
+    weekday, date, _clock = spoken_parts(day, russian)
     said = _DAY_WORDS.get(offset, ("", ""))[0 if russian else 1]
     return f"{said} {weekday}, {date}."
 
@@ -209,13 +195,9 @@ def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
     return f"Таймеры: {listed}." if russian else f"Timers: {listed}."
 
 
-_TOTAL = re.compile(r"showing \S+ of (\d+)")
-_INFO_HEAD = re.compile(r"^(?P<name>[^\n(]+?)(?: \(original: (?P<original>[^)]+)\))?, (?P<year>\d{4}), ")
-
-
-def shown_total(result: str) -> int:
-    found = _TOTAL.search(result)
-    return int(found.group(1)) if found else len(shown_titles(result))
+def shown_total(data: ToolData | None) -> int:
+    """How many titles a search found in all (its pages together); 0 without its payload."""
+    return data.total if isinstance(data, TitlesShown) else 0
 
 
 def played_id(assistant_line: str) -> str:
@@ -239,13 +221,12 @@ def playback_answer(intent: Intent, title: Shown | None) -> str:
     return f"{ru}{name}." if intent.russian else f"{en}{name}."
 
 
-def info_title(result: str) -> Shown | None:
-    """The title a media_info result is about."""
-    head, media_id = _INFO_HEAD.match(result), info_id(result)
-    if head is None or not media_id:
+def info_title(data: ToolData | None) -> Shown | None:
+    """The title a details result (its payload) is about; None for any other result."""
+    if not isinstance(data, TitleInfo) or not data.title.names:
         return None
-    names = (head["name"].strip(),) + ((head["original"].strip(),) if head["original"] else ())
-    return Shown(media_id, names, head["year"], int(head["year"]))
+    title = data.title
+    return Shown(title.id, tuple(title.names), str(title.year), title.year, title.kind)
 
 
 def matching_timers(words: str, timers: list) -> list:
@@ -256,12 +237,12 @@ def matching_timers(words: str, timers: list) -> list:
     return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
 
 
-def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, str]] = ()) -> list | None:
+def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = ()) -> list | None:
     """The timers a cancel means: all, the one whose text its words name, or the only one when
     the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
     "kill the pizza one" names no timer word: it cancels only a timer about pizza. "cancel it"
     (`intent.last_timer`) means the timer the turn before set, or the only one it listed; with
-    `results_before` the (tool, result) pairs of that turn."""
+    `results_before` the (tool, result's payload) pairs of that turn."""
     if intent.last_timer:
         return _timer_talked_about(results_before, pending)
     if intent.all_timers or not pending:
@@ -272,10 +253,9 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
     return chosen if len(chosen) == 1 else None
 
 
-def _timer_talked_about(results_before: list[tuple[str, str]], pending: list) -> list | None:
-    touched = [name for name, _result in results_before if name in ("timers_set", "timers_list", "timers_cancel")]
-    set_ids = [found.group(1) for name, result in results_before if name == "timers_set"
-               for found in [re.match(r"Timer (\S+) set ", result)] if found]
+def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pending: list) -> list | None:
+    touched = [name for name, _data in results_before if name in ("timers_set", "timers_list", "timers_cancel")]
+    set_ids = [data.id for _name, data in results_before if isinstance(data, TimerSet)]
     if set_ids:  # "set a 30 minute timer" … "actually cancel it": the one just set, if it still runs
         chosen = [t for t in pending if t.timer_id == set_ids[-1]]
         return chosen or None
@@ -341,19 +321,18 @@ def place_time_answer(intent: Intent, result: str) -> str | None:
             moment = dt.datetime.fromisoformat(iso.group(0).replace("Z", "+00:00"))
         except ValueError:
             return None
-        spoken = spoken_time(moment, intent.russian)
     else:
         words = _EN_MOMENT.search(result)
         if words is None:
             return None
         day, clock = int(words["day"]), words["clock"]
         month, weekday = _MONTHS.index(words["month"]), _WEEKDAYS.index(words["weekday"])
-        # spoken_time's words for that weekday and date (any year that has them will do)
+        # the words for that weekday and date (any year that has them will do)
         moment = next(dt.datetime(year, month + 1, day) for year in range(2024, 2032)
                       if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
         hour, minute = clock.split(":")
-        spoken = spoken_time(moment.replace(hour=int(hour), minute=int(minute)), intent.russian)
-    told = time_answer(spoken, intent.russian)
+        moment = moment.replace(hour=int(hour), minute=int(minute))
+    told = time_answer(moment, intent.russian)
     place = _place_as_said(intent.subject, intent.russian)
     at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"
     return f"{at} {place} {told[0].lower()}{told[1:]}"  # "В Нью-Йорке сейчас …", "In Tokyo it's …"

@@ -37,6 +37,7 @@ from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
+from protocol.results import ClockRead, TasksListed, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -207,14 +208,16 @@ class ReflexSteps:
             self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=False))
             turn.notice = QUEUED_DONE_NOTICE.format(answer=answer)
 
-    def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, str]]:
-        """(tool, result) of the calls the turn before this one made, oldest first."""
+    def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
+        """(tool, result's payload) of the calls the turn before this one made, oldest first."""
         results = []
-        for message in reversed(self.trajectory.messages()[:turn.start]):
+        messages = self.trajectory.messages()
+        for index in range(turn.start - 1, -1, -1):
+            message = messages[index]
             if message.role == "user" and user_lines(message.content):
                 break
             if message.role == "tool":
-                results.append((message.name or "", message.content))
+                results.append((message.name or "", self.trajectory.data_at(index)))
         return results[::-1]
 
     async def _own_skills(self) -> bool:
@@ -287,8 +290,19 @@ class ReflexSteps:
         return text
 
     async def _reflex_call(self, turn: TurnState, tool: str, args: str) -> str | None:
+        """One call of a reflex (`_reflex_outcome`): its result's text, or None unless it ran."""
+        outcome = await self._reflex_outcome(turn, tool, args)
+        return None if outcome is None else outcome.text
+
+    async def _reflex_data(self, turn: TurnState, tool: str, args: str) -> ToolData | None:
+        """One call of a reflex (`_reflex_outcome`): its result's typed payload (protocol.results),
+        or None unless it ran and its tool gave one."""
+        outcome = await self._reflex_outcome(turn, tool, args)
+        return None if outcome is None else outcome.data
+
+    async def _reflex_outcome(self, turn: TurnState, tool: str, args: str) -> p.CallOutcome | None:
         """One call of a reflex through the ordinary call path (its toolset turned on first, as
-        reading its skill would); its result's text, or None unless it ran (an "ok" outcome)."""
+        reading its skill would); its outcome, or None unless it ran (an "ok" outcome)."""
         if self.s.registry.spec(tool) is None:
             return None  # not in this runtime's catalog: the model answers
         toolset = self.s.registry.toolset_of(tool)
@@ -303,16 +317,16 @@ class ReflexSteps:
             # a lookup that failed (its executor lost with the call): asked again once, as the
             # model would be told to; changing calls are not repeated here
             outcome = await self._step_call(turn, parse_reply(f"TOOL_CALL: {tool}|{args}"), by_reflex=True)
-        return outcome.text if outcome is not None and outcome.kind == "ok" else None
+        return outcome if outcome is not None and outcome.kind == "ok" else None
 
     async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
-        result = await self._reflex_call(turn, "get_current_time", "")
-        if result is None:
+        clock = await self._reflex_data(turn, "get_current_time", "")
+        if not isinstance(clock, ClockRead):
             return None
         if intent.when:  # "а завтра какое число?": the date that many days from the user's today
             day = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz) + dt.timedelta(days=int(intent.when))
             return day_answer(day, int(intent.when), intent.russian)
-        return time_answer(result, intent.russian)
+        return time_answer(dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
 
     async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and
@@ -365,25 +379,23 @@ class ReflexSteps:
 
     async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
-        result = await self._reflex_call(turn, "channels_watch", f"{intent.channel}; {what}")
-        return None if result is None or not result.startswith("Watch ") else watch_answer(intent)
+        result = await self._reflex_data(turn, "channels_watch", f"{intent.channel}; {what}")
+        return watch_answer(intent) if isinstance(result, Watching) and not result.already else None
 
     async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
         """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
-        listed = await self._reflex_call(turn, "channels_list", "")
-        watch_id = watch_to_end(intent.subject, listed) if listed is not None else ""
-        if not watch_id:
+        watch = watch_to_end(intent.subject, await self._reflex_data(turn, "channels_list", ""))
+        if watch is None:
             return None
-        line = next((line for line in listed.splitlines() if line.startswith(watch_id + ":")), "")
-        result = await self._reflex_call(turn, "channels_unwatch", watch_id)
-        return None if result is None or " removed " not in result else unwatch_answer(intent, line)
+        ended = await self._reflex_data(turn, "channels_unwatch", watch.id)
+        return unwatch_answer(intent, ended.watch) if isinstance(ended, WatchEnded) else None
 
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.action == "watches":  # "which messages are you watching for?"
-            listed = await self._reflex_call(turn, "channels_list", "")
-            return None if listed is None else watches_answer(listed, intent.russian)
-        result = await self._reflex_call(turn, "tasks_list", "")
-        return None if result is None else tasks_answer(result, intent.russian)
+            listed = await self._reflex_data(turn, "channels_list", "")
+            return watches_answer(listed, intent.russian) if isinstance(listed, WatchesListed) else None
+        running = await self._reflex_data(turn, "tasks_list", "")
+        return tasks_answer(running, intent.russian) if isinstance(running, TasksListed) else None
 
     async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
         if await self._reflex_call(turn, "timers_list", "") is None:
@@ -405,7 +417,7 @@ class ReflexSteps:
         that are no title leave no search in the history for the model to misread. `every_word`:
         and every word is the title's (no "один дома самое" for «Один дома»)."""
         found = await self._run_side_call(turn.turn_id, "media_search", words)
-        titles = shown_titles(found.text) if found.kind == "ok" else []
+        titles = shown_titles(found.data) if found.kind == "ok" else []
         return pick(words, titles) is not None and not (every_word and names_none(words, titles))
 
     async def _trimmed(self, turn: TurnState, intent: Intent) -> Intent:
@@ -418,7 +430,7 @@ class ReflexSteps:
         if len(words) < 2:
             return intent  # nothing to leave off
         found = await self._run_side_call(turn.turn_id, "media_search", intent.subject)
-        titles = shown_titles(found.text) if found.kind == "ok" else []
+        titles = shown_titles(found.data) if found.kind == "ok" else []
         if titles and not names_none(intent.subject, titles):
             return intent  # every word a title's ("return of the king"): nothing said after it
         for cut in range(1, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
@@ -450,14 +462,14 @@ class ReflexSteps:
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
-            result = await self._reflex_call(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, "media_search", intent.subject)
             title = which_named(intent.subject, shown_titles(result), intent.reference) if result is not None else None
             media_id = title.media_id if title is not None else ""
         elif intent.reference is not None:
             media_id = refer(intent.reference, titles, last_id)
             title = known.get(media_id)
         else:
-            result = await self._reflex_call(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, "media_search", intent.subject)
             if result is not None and names_none(intent.subject, shown_titles(result)):
                 if await self._others_could_serve():
                     return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
@@ -487,9 +499,9 @@ class ReflexSteps:
         intent = await self._trimmed(turn, intent)
         if await self._not_ours(turn, intent.subject):
             return None  # "find a cheap flight to Paris" with a travel server: the model's
-        result = await self._reflex_call(turn, "media_search", intent.subject)
+        result = await self._reflex_data(turn, "media_search", intent.subject)
         if result is None:
-            return None
+            return None  # it failed, or the search gives no titles as fields: the model reads its text
         titles = shown_titles(result)
         if titles and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
             return None
@@ -501,19 +513,19 @@ class ReflexSteps:
             intent = await self._trimmed(turn, intent)  # "кто снял фильм Гараж, где про кооператив?"
             if not await self._names_a_title(turn, intent.subject):
                 return None  # "сколько минут варить макароны": words that are no title, the model's
-            result = await self._reflex_call(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, "media_search", intent.subject)
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
         if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
             titles, last_id, _known = self._shown_media()
             media_id = refer(intent.reference or Reference(), titles, last_id)
-        result = await self._reflex_call(turn, "media_info", media_id) if media_id else None
-        if result is None:
+        info = await self._reflex_data(turn, "media_info", media_id) if media_id else None
+        if not isinstance(info, TitleInfo):
             return None  # the model reads what there is
-        translated = await self._plot_in_english(turn, result) if asks_plot_in_english(intent) else ""
-        return details_answer(intent, result, translated)
+        translated = await self._plot_in_english(turn, info) if asks_plot_in_english(intent) else ""
+        return details_answer(intent, info, translated)
 
-    async def _plot_in_english(self, turn: TurnState, info: str) -> str:
+    async def _plot_in_english(self, turn: TurnState, info: TitleInfo) -> str:
         """The catalog's Russian description put in English by the model, asked aside ("" when it
         gave no translation, or is down: the answer then gives the Russian words, said as such)."""
         russian = russian_plot(info)
@@ -530,14 +542,16 @@ class ReflexSteps:
         talked about since (a details answer, a play; "" if none) and every title seen by id."""
         titles: list[Shown] | None = None
         last_id, known = "", {}
-        for message in reversed(self.trajectory.messages()):
+        messages = self.trajectory.messages()
+        for index in range(len(messages) - 1, -1, -1):  # a result without its payload shows nothing
+            message = messages[index]
             if message.role == "tool" and message.name == "media_search":
-                found = shown_titles(message.content)
+                found = shown_titles(self.trajectory.data_at(index))
                 for title in found:
                     known.setdefault(title.media_id, title)
                 titles = found if titles is None else titles
             elif message.role == "tool" and message.name == "media_info":
-                title = info_title(message.content)
+                title = info_title(self.trajectory.data_at(index))
                 if title is not None:
                     known.setdefault(title.media_id, title)
                     last_id = last_id or (title.media_id if titles is None else "")

@@ -21,11 +21,14 @@ _MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "A
 def spoken_time(now: dt.datetime, russian: bool) -> str:
     """`now` (aware) as a line to copy: weekday, day month, HH:MM, then (year, zone)."""
     zone = now.tzname() or ""
+    return f"{', '.join(spoken_parts(now, russian))} ({now.year}{', ' + zone if zone else ''})"
+
+
+def spoken_parts(now: dt.datetime, russian: bool) -> tuple[str, str, str]:
+    """(weekday, day month, HH:MM) in words: ("суббота", "14 марта", "18:00")."""
     if russian:
-        line = f"{_WEEKDAYS_RU[now.weekday()]}, {now.day} {_MONTHS_RU[now.month - 1]}, {now:%H:%M}"
-    else:
-        line = f"{_WEEKDAYS_EN[now.weekday()]}, {now.day} {_MONTHS_EN[now.month - 1]}, {now:%H:%M}"
-    return f"{line} ({now.year}{', ' + zone if zone else ''})"
+        return _WEEKDAYS_RU[now.weekday()], f"{now.day} {_MONTHS_RU[now.month - 1]}", f"{now:%H:%M}"
+    return _WEEKDAYS_EN[now.weekday()], f"{now.day} {_MONTHS_EN[now.month - 1]}", f"{now:%H:%M}"
 
 
 _PROGRESS_ARG_CHARS = 40

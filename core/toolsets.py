@@ -26,6 +26,7 @@ from core.timers import TimerTable
 from core.toolcall import ArgumentError, bind_args
 from core.world import WorldPort
 from protocol.base import Msg
+from protocol.results import ToolData
 from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
@@ -64,11 +65,13 @@ _PAGE_SUFFIX = re.compile(r"(?:^|[;|])\s*offset\s*=\s*(\d+)\s*$", re.IGNORECASE)
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What a tool says back: ok=False is an error the model should read. A task_id means the tool
-    started something that reports later (E7)."""
+    started something that reports later (E7). data: what it found or did as fields
+    (protocol.results), for the runtime; the model reads only `text`."""
 
     ok: bool
     text: str
     task_id: str = ""
+    data: ToolData | None = None
 
 
 class Bound(msgspec.Struct, frozen=True, kw_only=True):
@@ -219,14 +222,15 @@ def error_result(text: str) -> str:
     return f"tool error: {text}"
 
 
-def error_outcome(text: str) -> CallOutcome:
-    """A call that failed: `text` says why (the model reads it after `tool error: `)."""
-    return CallOutcome(kind="error", text=error_result(text))
+def error_outcome(text: str, data: ToolData | None = None) -> CallOutcome:
+    """A call that failed: `text` says why (the model reads it after `tool error: `); `data`: what
+    it showed all the same (an unknown id's close matches)."""
+    return CallOutcome(kind="error", text=error_result(text), data=data)
 
 
 def executed(reply: ToolOutcome) -> CallOutcome:
-    """A toolset executor's answer as the model reads it (ok=False: a tool error)."""
-    return CallOutcome(kind="ok", text=reply.text) if reply.ok else error_outcome(reply.text)
+    """A toolset executor's answer as the model reads it (ok=False: a tool error), with its payload."""
+    return CallOutcome(kind="ok", text=reply.text, data=reply.data) if reply.ok else error_outcome(reply.text, reply.data)
 
 
 def args_text(args: Mapping[str, str]) -> str:

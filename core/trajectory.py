@@ -19,7 +19,9 @@ Nothing may come between a call and its result, so text that arrives while a cal
 The history is never cleaned (S9).
 
 Every result carries its outcome's kind (protocol.CallOutcome) next to its text: the runtime
-asks `last_result`/`kind_at` what became of a call, never the text.
+asks `last_result`/`kind_at` what became of a call, never the text; and its typed payload when
+its tool gave one (protocol.results): `data_at` says what a result showed (a search's titles, a
+timer set), and the journal keeps it, so "the second one" still resolves after a restart.
 
 Persistence: a `sink` (the session's journal) is told every message as it lands in the history
 and every change of a call's state, as `Recorded` entries; `Trajectory.restore` rebuilds the
@@ -36,6 +38,7 @@ from core.batching import format_batch
 from core.fence import fence
 from core.intent import REFUSED
 from protocol import CallOutcome, ChatMessage, Event
+from protocol.results import ToolData
 from protocol.tools import OutcomeKind
 
 PLACEHOLDER_TEMPLATE = (
@@ -59,7 +62,8 @@ class Recorded(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One journal entry: a message as it landed in the history (role set), or a call's new state
     (role empty). call_id/call_state pair calls with results; event_ids name the events a user
     batch holds (so a restart knows which accepted events were already taken); `outcome`: the
-    kind of a result's outcome (None: not a result, or a journal written before kinds were kept)."""
+    kind of a result's outcome (None: not a result, or a journal written before kinds were kept);
+    `data`: a result's typed payload (None: its tool gave none, or a journal written before)."""
 
     role: Literal["", "system", "user", "assistant", "tool"] = ""
     content: str = ""
@@ -69,6 +73,7 @@ class Recorded(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""
     event_ids: list[str] = []
     outcome: OutcomeKind | None = None
+    data: ToolData | None = None
 
     def message(self) -> ChatMessage:
         return ChatMessage(role=self.role, content=self.content, name=self.name)
@@ -89,7 +94,7 @@ class _Call:
 class Trajectory:
     """The list of ChatMessages the LLM sees (roles user / assistant / tool), with E6 rules."""
 
-    __slots__ = ("_messages", "_chars", "_calls", "_called", "_open", "_held", "_taken_at", "_kinds", "sink")
+    __slots__ = ("_messages", "_chars", "_calls", "_called", "_open", "_held", "_taken_at", "_kinds", "_data", "sink")
 
     def __init__(self, sink: Callable[[Recorded], None] | None = None) -> None:
         self._messages: list[ChatMessage] = []
@@ -100,6 +105,7 @@ class Trajectory:
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
         self._taken_at: dict[str, int] = {}  # event id -> the message that holds it (answer_to)
         self._kinds: dict[int, OutcomeKind] = {}  # a result's index -> its outcome's kind
+        self._data: dict[int, ToolData] = {}  # a result's index -> its typed payload, when it has one
         self.sink = sink  # told every entry as it is recorded (the journal); None: memory only
 
     @classmethod
@@ -122,6 +128,8 @@ class Trajectory:
                 if entry.call_id in trajectory._open:
                     trajectory._open.remove(entry.call_id)
                 trajectory._kinds[call.answered_at] = entry.outcome or journaled_kind(entry.content, call.state)
+                if entry.data is not None:
+                    trajectory._data[call.answered_at] = entry.data
             for event_id in entry.event_ids:
                 trajectory._taken_at[event_id] = len(trajectory._messages)
             trajectory._messages.append(message := entry.message())
@@ -138,6 +146,10 @@ class Trajectory:
         """(tool, result, outcome kind) of the calls answered from `start` on (a turn's own)."""
         return [(m.name or "", m.content, self._kinds.get(start + i, "ok"))
                 for i, m in enumerate(self._messages[start:]) if m.role == "tool"]
+
+    def data_since(self, start: int) -> list[ToolData | None]:
+        """The payloads of the results `results_since(start)` lists, in the same order."""
+        return [self._data.get(start + i) for i, m in enumerate(self._messages[start:]) if m.role == "tool"]
 
     def chars(self) -> list[int]:
         """Running totals of the history's content lengths: [i] is that of messages()[:i], so the
@@ -180,6 +192,11 @@ class Trajectory:
     def kind_at(self, index: int) -> OutcomeKind | None:
         """The outcome's kind of the result at `index` of messages(); None for any other message."""
         return self._kinds.get(index)
+
+    def data_at(self, index: int) -> ToolData | None:
+        """The typed payload of the result at `index` of messages(); None when it has none (its
+        tool gives none, it failed, a journal written before payloads were kept) or is no result."""
+        return self._data.get(index)
 
     def last_result(self) -> tuple[ChatMessage, OutcomeKind] | None:
         """The result the history ends with, and its outcome's kind; None when it ends otherwise."""
@@ -226,7 +243,7 @@ class Trajectory:
             return self.record_late_result(call_id, outcome.text + notice)
         if call.state != _PENDING:
             raise TrajectoryError(f"call {call_id!r} ({call.tool}) already has its result")
-        return self._answer(call_id, fence(outcome.text) + notice, _DONE, outcome.kind)
+        return self._answer(call_id, fence(outcome.text) + notice, _DONE, outcome.kind, outcome.data)
 
     def record_placeholder(self, call_id: str, text: str | None = None) -> ChatMessage:
         """Rule 3: answer a still-running call with "still running" so the history stays paired
@@ -311,16 +328,19 @@ class Trajectory:
 
     # --- internals -------------------------------------------------------------------------
     def _append(self, message: ChatMessage, *, call_id: str = "", state: str = "", tool: str = "",
-                event_ids: list[str] | None = None, outcome: OutcomeKind | None = None) -> ChatMessage:
+                event_ids: list[str] | None = None, outcome: OutcomeKind | None = None,
+                data: ToolData | None = None) -> ChatMessage:
         for event_id in event_ids or ():
             self._taken_at[event_id] = len(self._messages)
         if outcome is not None:
             self._kinds[len(self._messages)] = outcome
+        if data is not None:
+            self._data[len(self._messages)] = data
         self._messages.append(message)
         self._chars.append(self._chars[-1] + len(message.content))
         if self.sink is not None:
             self.sink(Recorded(role=message.role, content=message.content, name=message.name, call_id=call_id,
-                               call_state=state, tool=tool, event_ids=event_ids or [], outcome=outcome))
+                               call_state=state, tool=tool, event_ids=event_ids or [], outcome=outcome, data=data))
         return message
 
     def _note_state(self, call_id: str, state: CallState) -> None:
@@ -341,13 +361,14 @@ class Trajectory:
                 "record its result or a placeholder first (E6 rule 3)"
             )
 
-    def _answer(self, call_id: str, text: str, state: CallState, outcome: OutcomeKind) -> ChatMessage:
+    def _answer(self, call_id: str, text: str, state: CallState, outcome: OutcomeKind,
+                data: ToolData | None = None) -> ChatMessage:
         call = self._calls[call_id]
         call.state = state
         call.answered_at = len(self._messages)
         self._open.remove(call_id)
         message = self._append(ChatMessage(role="tool", content=text, name=call.tool), call_id=call_id, state=state,
-                               outcome=outcome)
+                               outcome=outcome, data=data)
         if not self._open and self._held:
             held, self._held = self._held, []
             for side in held:

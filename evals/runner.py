@@ -21,7 +21,6 @@ progressive in two: `toolsets` (no budget, every tool of a toolset shown once on
 from __future__ import annotations
 
 import dataclasses
-import re
 import statistics
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from core.timers import Timer
 from core.toolsets import LOST_REASON, ToolsetRegistry, lost_text, repeatable
 from core.trajectory import Recorded, Trajectory
 from core.world import MemoryWorld
+from protocol.results import Playing
 from protocol.tools import RAN_KINDS
 from evals.scenarios import PlayedTurn, Scenario, judge_turn
 from llm.base import Backend
@@ -189,14 +189,14 @@ class EvalPorts(InProcessPorts):
         server = self.mcp.get(self.registry.toolset_of(tool) or "")
         if server is not None:
             done = await server.call(tool, call.args, session)
-            outcome = p.ToolOutcome(call_id=call_id, ok=done.ok, text=done.text)
+            outcome = p.ToolOutcome(call_id=call_id, ok=done.ok, text=done.text, data=done.data)
         else:
             outcome = await super().invoke(session, call)
         self.crash.tool_finished()
-        played = _PLAYED.search(outcome.text) if tool == "media_play" and outcome.ok else None
+        played = outcome.data.media_id if outcome.ok and isinstance(outcome.data, Playing) else ""
         recorded = next((i for i in range(len(self.calls) - 1, -1, -1) if self.calls[i][0] == tool), None)
-        if played and recorded is not None and played.group(1) not in self.calls[recorded][1]:
-            self.calls[recorded] = (tool, f"{self.calls[recorded][1]} (played {played.group(1)})")
+        if played and recorded is not None and played not in self.calls[recorded][1]:
+            self.calls[recorded] = (tool, f"{self.calls[recorded][1]} (played {played})")
         return outcome
 
 
@@ -208,7 +208,6 @@ class EvalPorts(InProcessPorts):
         super().send(session, body)
 
 
-_PLAYED = re.compile(r"\(([a-z0-9-]+)\): \w+ sent to the phone")
 
 
 def _write_skills(directory: Path, skills: dict[str, str]) -> None:

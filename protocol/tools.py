@@ -4,6 +4,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from protocol.base import Msg
+from protocol.results import ToolData
 
 # What a call does, for the session's guard (core.intent): a tool declares it in its spec, so no
 # code names a tool. "" derives it: nothing for a read-only tool, else "change".
@@ -96,7 +97,8 @@ RAN_KINDS: frozenset[str] = frozenset({"ok", "placeholder"})
 
 class CallOutcome(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What became of one tool call, from whoever answered it to the prompt and the journal: the
-    runtime reads `kind`, the model reads `text` (exactly as written, never parsed back).
+    runtime reads `kind` and `data`, the model reads `text` (exactly as written, never parsed back).
+    data: what the call found or did, as fields (protocol.results), when its tool gives them.
 
     ok: the tool ran and `text` is its result. error: it was asked to run and failed (a tool error,
     a lost call, a timeout, a timer that could not be set). invalid: no such tool, or arguments
@@ -107,6 +109,7 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     kind: OutcomeKind
     text: str
+    data: ToolData | None = None
 
     @property
     def failed(self) -> bool:
@@ -121,12 +124,14 @@ class CallOutcome(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 class ToolOutcome(Msg):
     """ok=False is a tool error the model should read. A non-empty task_id means the tool
-    started asynchronously (E7): the outcome arrives later as a tool_result event."""
+    started asynchronously (E7): the outcome arrives later as a tool_result event. data: the
+    result's typed payload (protocol.results), beside the text the model reads."""
 
     call_id: str
     ok: bool
     text: str
     task_id: str = ""
+    data: ToolData | None = None
 
 
 class ToolCancel(Msg):

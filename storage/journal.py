@@ -34,6 +34,7 @@ import msgspec
 import protocol as p
 from core.trajectory import Recorded
 from core.world import WorldState
+from protocol.results import ToolData
 from storage import sqlite_file
 
 _log = logging.getLogger("porfiry.journal")
@@ -63,7 +64,8 @@ CREATE TABLE IF NOT EXISTS entries (
     call_state TEXT NOT NULL DEFAULT '',
     tool TEXT NOT NULL DEFAULT '',
     event_ids TEXT NOT NULL DEFAULT '',
-    outcome TEXT NOT NULL DEFAULT ''
+    outcome TEXT NOT NULL DEFAULT '',
+    data BLOB
 );
 CREATE INDEX IF NOT EXISTS entries_by_session ON entries (session, id);
 CREATE TABLE IF NOT EXISTS events (
@@ -132,6 +134,24 @@ class SearchHit(msgspec.Struct, kw_only=True):
 _EVENT = msgspec.msgpack.Encoder()
 _EVENT_DECODER = msgspec.msgpack.Decoder(p.Event)
 _STATE_DECODER = msgspec.msgpack.Decoder(SessionState)
+_DATA_DECODER = msgspec.msgpack.Decoder(ToolData)
+
+
+def encoded_data(entry: Recorded) -> bytes | None:
+    """A result's typed payload as stored (msgpack); None when it has none."""
+    return None if entry.data is None else _EVENT.encode(entry.data)
+
+
+def decoded_data(blob: bytes | None) -> ToolData | None:
+    """A stored payload; None for none, and for one this runtime cannot read (a kind it does not
+    know): the result's text is still there, the session only forgets what it showed."""
+    if blob is None:
+        return None
+    try:
+        return _DATA_DECODER.decode(bytes(blob))
+    except msgspec.DecodeError as exc:
+        _log.warning("journal: a result's payload is not readable, kept without it: %s", exc)
+        return None
 
 
 def session_key(session: str) -> str:
@@ -162,22 +182,27 @@ def _prepare(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA cache_size=-1024")  # 1 MB: writes append, reads are one session at a time
     conn.executescript(SCHEMA)
-    if not _has_outcome(conn):
-        _add_outcome(conn)
+    if _missing_columns(conn):
+        _add_columns(conn)
 
 
-def _has_outcome(conn: sqlite3.Connection) -> bool:
-    return "outcome" in {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+# Columns a journal written by an older runtime lacks: a result's outcome kind ('': read from the
+# result's text on load, core.trajectory.journaled_kind) and its typed payload (NULL: none kept).
+_ADDED_COLUMNS = (("outcome", "TEXT NOT NULL DEFAULT ''"), ("data", "BLOB"))
 
 
-def _add_outcome(conn: sqlite3.Connection) -> None:
-    """A journal written before results' outcome kinds were kept gets their column ('': read from
-    the result's text on load, core.trajectory.journaled_kind). Under the write lock: a reader
-    opening the file at the same moment must not add it twice."""
+def _missing_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    present = {row[1] for row in conn.execute("PRAGMA table_info(entries)")}
+    return [(name, kind) for name, kind in _ADDED_COLUMNS if name not in present]
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    """An older journal gets the columns it lacks. Under the write lock: a reader opening the
+    file at the same moment must not add them twice."""
     conn.execute("BEGIN IMMEDIATE")
     try:
-        if not _has_outcome(conn):
-            conn.execute("ALTER TABLE entries ADD COLUMN outcome TEXT NOT NULL DEFAULT ''")
+        for name, kind in _missing_columns(conn):
+            conn.execute(f"ALTER TABLE entries ADD COLUMN {name} {kind}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -195,10 +220,10 @@ def _touch(conn: sqlite3.Connection, session: str, ts: float, phone_key: str = "
 
 def insert_entry(conn: sqlite3.Connection, session: str, ts: float, entry: Recorded) -> None:
     cursor = conn.execute(
-        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (session, ts, entry.role, entry.name, entry.content, entry.call_id, entry.call_state, entry.tool,
-         " ".join(entry.event_ids), entry.outcome or ""))
+         " ".join(entry.event_ids), entry.outcome or "", encoded_data(entry)))
     if entry.role and entry.content:
         conn.execute("INSERT INTO entries_fts (rowid, sk, content) VALUES (?, ?, ?)",
                      (cursor.lastrowid, session_key(session), entry.content))
@@ -230,8 +255,8 @@ def stored_session(session: str, head: tuple, entry_rows: Iterable[tuple], seen:
     entries in order, the latest dedup ids (oldest first), the encoded events not yet answered."""
     phone_key, last_active, state = head
     entries = [Recorded(role=role, name=name, content=content, call_id=call_id, call_state=call_state, tool=tool,
-                        event_ids=ids.split() if ids else [], outcome=outcome or None)
-               for role, name, content, call_id, call_state, tool, ids, outcome in entry_rows]
+                        event_ids=ids.split() if ids else [], outcome=outcome or None, data=decoded_data(data))
+               for role, name, content, call_id, call_state, tool, ids, outcome, data in entry_rows]
     return StoredSession(session=session, phone_key=phone_key, entries=entries, seen=seen,
                          open_events=[_EVENT_DECODER.decode(blob) for blob in open_events],
                          state=_STATE_DECODER.decode(state) if state else SessionState(), last_active=last_active)
@@ -247,7 +272,7 @@ def load_session(conn: sqlite3.Connection, session: str) -> StoredSession | None
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = ?", (session,)).fetchone()
     if row is None:
         return None
-    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome FROM entries "
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome, data FROM entries "
                            "WHERE session = ? ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = ? ORDER BY rowid DESC LIMIT ?", (session, DEDUP_KEPT))][::-1]

@@ -23,7 +23,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 import protocol as p
 from core.trajectory import Recorded
 from storage.journal import (DEDUP_KEPT, _EVENT, JournalError, SearchHit, SessionState,
-                             StoredSession, next_due, stored_session)
+                             StoredSession, encoded_data, next_due, stored_session)
 from storage.ownership import Owner, OwnershipStore, hash_token
 
 MIGRATION_LOCK = 0x706F7266  # pg_advisory_xact_lock key: one node migrates at a time
@@ -95,6 +95,9 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE SEQUENCE lease_epoch",
         "ALTER TABLE session_lease ADD COLUMN epoch BIGINT NOT NULL DEFAULT nextval('lease_epoch')",
     ],
+    6: [  # a result's typed payload next to its text (protocol.results); NULL: none, or written before
+        "ALTER TABLE entries ADD COLUMN data BYTEA",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 
@@ -159,10 +162,10 @@ def _touch(conn: psycopg.Connection, session: str, ts: float, phone_key: str = "
 
 def insert_entry(conn: psycopg.Connection, session: str, ts: float, entry: Recorded) -> None:
     conn.execute(
-        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        "INSERT INTO entries (session, ts, role, name, content, call_id, call_state, tool, event_ids, outcome, data) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
         (session, ts, entry.role, entry.name, entry.content, entry.call_id, entry.call_state, entry.tool,
-         " ".join(entry.event_ids), entry.outcome or ""))
+         " ".join(entry.event_ids), entry.outcome or "", encoded_data(entry)))
 
 
 def insert_event(conn: psycopg.Connection, session: str, phone_key: str, event: p.Event, ts: float) -> None:
@@ -198,7 +201,7 @@ def load_session(conn: psycopg.Connection, session: str) -> StoredSession | None
     row = conn.execute("SELECT phone_key, last_active, state FROM sessions WHERE session = %s", (session,)).fetchone()
     if row is None:
         return None
-    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome FROM entries "
+    entries = conn.execute("SELECT role, name, content, call_id, call_state, tool, event_ids, outcome, data FROM entries "
                            "WHERE session = %s ORDER BY id", (session,))
     seen = [r[0] for r in conn.execute(
         "SELECT event_id FROM events WHERE session = %s ORDER BY seq DESC LIMIT %s", (session, DEDUP_KEPT))][::-1]

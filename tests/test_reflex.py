@@ -729,7 +729,7 @@ def test_a_number_that_is_no_year_of_the_titles_shown_may_be_in_a_name():
 
 def test_the_series_and_not_the_film_is_the_one_of_that_kind_shown():
     titles = [Shown("mm-1994", ("Мастер и Маргарита",), "1994, Юрий Кара", 1994),
-              Shown("mm-2005", ("Мастер и Маргарита",), "2005, series, 10 episodes, Владимир Бортко", 2005)]
+              Shown("mm-2005", ("Мастер и Маргарита",), "2005, series, 10 episodes, Владимир Бортко", 2005, "series")]
     assert refer(recognise("включи сериал, а не фильм").reference, titles, "mm-1994") == "mm-2005"
     assert refer(recognise("play the film").reference, titles, "mm-2005") == "mm-1994"
 
@@ -893,20 +893,25 @@ def test_a_russian_title_in_another_case_is_picked_and_a_sequel_number_is_kept()
 
 def test_a_russian_title_written_in_latin_letters_is_that_title():
     from core.reflex import names_none, shown_titles
+    from protocol.results import TitleRef, TitlesShown
 
-    found = shown_titles("moscow-tears-1979 \u2014 Москва слезам не верит / Moscow Does Not Believe in Tears "
-                         "(1979, Владимир Меньшов, 150 min): …")
+    found = shown_titles(TitlesShown(query="moskva", total=1, titles=[TitleRef(
+        id="moscow-tears-1979", names=["Москва слезам не верит", "Moscow Does Not Believe in Tears"], year=1979,
+        facts="1979, Владимир Меньшов, 150 min")]))
     assert pick("moskva slezam ne verit", found).media_id == "moscow-tears-1979"
     assert not names_none("moskva slezam ne verit", found)
 
 
 def test_what_a_title_is_about_is_the_catalogs_own_words_said_as_such():
     from core.reflex_answers import details_answer
+    from protocol.results import TitleInfo, TitleRef
 
-    info = ("Сталкер, 1979, film\ngenres: drama; runtime: 163 min; director: Андрей Тарковский\n"
-            "Проводник ведёт двух людей в Зону.\nplay: TOOL_CALL: media_play|stalker-1979")
-    assert details_answer(recognise("о чём он?"), info) == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
-    english = details_answer(recognise("what is it about?"), info.replace("Сталкер,", "Сталкер (original: Stalker),"))
+    def info(*names: str) -> TitleInfo:
+        return TitleInfo(title=TitleRef(id="stalker-1979", names=list(names), year=1979), genres=["drama"],
+                         runtime_min=163, director="Андрей Тарковский", description="Проводник ведёт двух людей в Зону.")
+
+    assert details_answer(recognise("о чём он?"), info("Сталкер")) == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
+    english = details_answer(recognise("what is it about?"), info("Сталкер", "Stalker"))
     assert english == "“Stalker” (1979), in the catalog's words (Russian): Проводник ведёт двух людей в Зону."
     assert recognise("cancel the egg one, I already took them off the stove").text == "the egg one"
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.channels import Watch, channel_name, interest_words
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
 
@@ -32,11 +34,29 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
         return CallOutcome(kind="error", text=UNAVAILABLE)
     watches = world.of(context.sid).watches
     if tool == "channels_list":
-        return CallOutcome(kind="ok", text=watches.list())
+        return CallOutcome(kind="ok", text=watches.list(), data=WatchesListed(watches=[_ref(w) for w in watches.watches]))
+    before = {w.watch_id: w for w in watches.watches}
     text = (watches.add(args["channel"], args.get("what") or "", asked=context.asked) if tool == "channels_watch"
             else watches.remove(args["id"]))
     world.save(context.sid)
-    return CallOutcome(kind="ok", text=text)
+    return CallOutcome(kind="ok", text=text, data=_changed(before, watches.watches, tool, args))
+
+
+def _ref(watch: Watch) -> WatchRef:
+    return WatchRef(id=watch.watch_id, channel=watch.channel, what=watch.what)
+
+
+def _changed(before: dict[str, Watch], after: list[Watch], tool: str, args: Mapping[str, str]) -> ToolData | None:
+    """What a watch or an unwatch did, as fields, from the table before and after it (None: nothing)."""
+    if tool == "channels_unwatch":
+        kept = {w.watch_id for w in after}
+        ended = [w for watch_id, w in before.items() if watch_id not in kept]
+        return WatchEnded(watch=_ref(ended[0])) if ended else None
+    added = [w for w in after if w.watch_id not in before]
+    if added:
+        return Watching(watch=_ref(added[0]))
+    same = [w for w in after if w.channel == channel_name(args["channel"]) and w.words == interest_words(args.get("what") or "")]
+    return Watching(watch=_ref(same[0]), already=True) if same else None
 
 
 TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run)

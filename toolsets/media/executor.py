@@ -18,8 +18,7 @@ from toolsets.media.catalog import DEFAULT_SOURCE, EmbeddedCatalog
 from toolsets.media.provider import MediaProvider, ProviderError
 from toolsets.media.settings import MediaSettings, read_settings
 from toolsets.media.tools import (
-    PlayRequest, play_command, play_started_text, play_status_text, run_info, run_search,
-    validate_play,
+    PlayRequest, play_command, play_started, play_status, run_info, run_search, validate_play,
 )
 
 GLASSES = "glasses"
@@ -78,9 +77,9 @@ class MediaTools:
             return ToolResult(False, failure_text("media_play", f"the glasses bridge did not answer within "
                                                                 f"{timeout:g} s, so the phone may not have the command"))
         if isinstance(answer, p.PlaybackStatus):
-            return ToolResult(answer.state != "failed", play_status_text(request, answer))
+            return play_status(request, answer)
         if isinstance(answer, p.Ok):
-            return ToolResult(True, play_started_text(request, task_id), task_id)
+            return play_started(request, task_id)
         if isinstance(answer, p.ErrorReply):
             return ToolResult(False, failure_text("media_play", answer.detail))
         return ToolResult(False, failure_text("media_play", f"the glasses bridge answered {type(answer).__name__}"))

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from core.toolsets import ToolResult, invalid_args_text
 from protocol import ArgSpec, PlaybackCommand, PlaybackStatus, ToolSpec, ToolsetSpec
+from protocol.results import Playing, TitleInfo, TitleRef, TitlesShown
 from toolsets.media.catalog import normalize
 from toolsets.media.provider import MediaProvider, ProviderError, SearchPage, Title
 
@@ -20,6 +21,7 @@ MAX_PAGE = 1000
 MAX_QUERY_CHARS = 200
 MAX_ID_CHARS = 100
 PLAY_ACTIONS = ("play", "pause", "resume", "stop")
+CLOSE_SHOWN = 3  # the close matches an unknown id's answer names
 
 MEDIA_SEARCH = ToolSpec(
     name="media_search", summary="find films/series by title (ru/en)",
@@ -77,7 +79,18 @@ def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
         result = provider.search(query, page=int(page_text), per_page=PER_PAGE)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
-    return ToolResult(True, format_search(query, result))
+    return ToolResult(True, format_search(query, result), data=search_data(query, result))
+
+
+def search_data(query: str, result: SearchPage) -> TitlesShown:
+    """The page as fields, beside `format_search`'s text (the session's fast path reads these)."""
+    return TitlesShown(query=query, titles=[title_ref(title) for title in result.items], total=result.total)
+
+
+def title_ref(title: Title) -> TitleRef:
+    names = [name for name in dict.fromkeys((title.title_ru, title.title_en)) if name]
+    return TitleRef(id=title.id, names=names, year=title.year, kind="series" if title.kind == "series" else "film",
+                    facts=title_facts(title))
 
 
 def format_search(query: str, result: SearchPage) -> str:
@@ -102,11 +115,16 @@ def format_search(query: str, result: SearchPage) -> str:
 def search_line(title: Title) -> str:
     """'id — Title RU / Title EN (year, series, N episodes, director, runtime): one line'. The director and runtime
     answer the commonest follow-up without a media_info round (measured by run.py eval)."""
+    return f"{title.id} \u2014 {display_name(title)} ({title_facts(title)}): {title.description}"
+
+
+def title_facts(title: Title) -> str:
+    """'year, series, N episodes, director, runtime': what a search line shows in brackets."""
     facts = [str(title.year), "series" if title.kind == "series" else ""]
     if title.kind == "series" and title.episodes:
         facts.append(f"{title.episodes} episodes")  # "how many episodes?" without a media_info round
     facts += [title.director, f"{title.runtime_min} min" if title.runtime_min else ""]
-    return f"{title.id} \u2014 {display_name(title)} ({', '.join(f for f in facts if f)}): {title.description}"
+    return ", ".join(f for f in facts if f)
 
 
 def display_name(title: Title) -> str:
@@ -124,10 +142,18 @@ def run_info(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
     try:
         title = provider.info(media_id)
         if title is None:
-            return ToolResult(False, unknown_id_text(provider, media_id))
+            return unknown_id(provider, media_id)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
-    return ToolResult(True, format_info(title))
+    return ToolResult(True, format_info(title), data=info_data(title))
+
+
+def info_data(title: Title) -> TitleInfo:
+    """The title's details as fields, as `format_info` shows them: a runtime for a film, episodes for a series."""
+    series = title.kind == "series"
+    return TitleInfo(title=title_ref(title), director=title.director, genres=list(title.genres),
+                     runtime_min=0 if series else title.runtime_min or 0, episodes=(title.episodes or 0) if series else 0,
+                     description=title.description)
 
 
 def format_info(title: Title) -> str:
@@ -149,6 +175,15 @@ def format_info(title: Title) -> str:
     return "\n".join(lines)
 
 
+def unknown_id(provider: MediaProvider, media_id: str, close: list[Title] | None = None) -> ToolResult:
+    """An id the catalog does not have: a failed call whose text says so, and whose payload holds
+    the close matches it names (ids a later call may use)."""
+    close = _close_matches(provider, media_id) if close is None else close
+    named = [title_ref(title) for title in close[:CLOSE_SHOWN]]
+    return ToolResult(False, unknown_id_text(provider, media_id, close),
+                      data=TitlesShown(query=_id_words(media_id), titles=named, total=len(named)) if named else None)
+
+
 def unknown_id_text(provider: MediaProvider, media_id: str, close: list[Title] | None = None) -> str:
     """'no such id' plus a search hint and, when the id's words find something, close matches
     (`close`: the ones already searched for)."""
@@ -156,7 +191,7 @@ def unknown_id_text(provider: MediaProvider, media_id: str, close: list[Title] |
     text = f"no title with id \u201c{media_id}\u201d; ids come from TOOL_CALL: media_search|{words or 'title'}"
     close = _close_matches(provider, media_id) if close is None else close
     if close:
-        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close[:3])
+        text += "\nclose matches: " + "; ".join(f"{t.id} ({display_name(t)}, {t.year})" for t in close[:CLOSE_SHOWN])
     return text
 
 
@@ -190,7 +225,7 @@ def validate_play(args: dict[str, str], provider: MediaProvider | None = None) -
             close = _close_matches(provider, media_id)
             title = title_named(close, media_id)
             if title is None:
-                return ToolResult(False, unknown_id_text(provider, media_id, close))
+                return unknown_id(provider, media_id, close)
     except ProviderError as exc:
         return ToolResult(False, f"media catalog unavailable: {exc}")
     return PlayRequest(title.id, action, title.title_ru or title.title_en)
@@ -223,6 +258,20 @@ def play_started_text(request: PlayRequest, task_id: str) -> str:
     but I can't assist with that." or "The second one is playing." (run.py eval)."""
     return (f"{_quoted(request)}: {request.action} sent to the phone (task {task_id}); "
             "its confirmation arrives as a later event")
+
+
+def play_started(request: PlayRequest, task_id: str) -> ToolResult:
+    """The command is with the phone, which confirms later (E7): the text and its fields."""
+    return ToolResult(True, play_started_text(request, task_id), task_id,
+                      Playing(media_id=request.media_id, action=request.action, state="sent", title=request.title,
+                              task_id=task_id))
+
+
+def play_status(request: PlayRequest, status: PlaybackStatus) -> ToolResult:
+    """The phone answered at once: ok unless it failed."""
+    return ToolResult(status.state != "failed", play_status_text(request, status),
+                      data=Playing(media_id=request.media_id, action=request.action, state=status.state,
+                                   title=request.title, task_id=status.task_id))
 
 
 def play_status_text(request: PlayRequest, status: PlaybackStatus) -> str:

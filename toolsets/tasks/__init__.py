@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from core.monitors import RUNNING
 from core.tasks import tasks_cancel, tasks_list, tasks_status
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+from protocol.results import TaskRef, TasksListed
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
@@ -24,7 +26,10 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     world = context.world
     monitors = world.of(context.sid).monitors if world is not None else None
     if tool == "tasks_list":
-        return CallOutcome(kind="ok", text=tasks_list(context.background, monitors))
+        listed = [TaskRef(id=run.task_id, kind="call", name=run.tool) for run in context.background]
+        listed += [TaskRef(id=row.monitor_id, kind="monitor", name=row.name)
+                   for row in (monitors.rows if monitors is not None else ()) if row.state == RUNNING]
+        return CallOutcome(kind="ok", text=tasks_list(context.background, monitors), data=TasksListed(tasks=listed))
     if tool == "tasks_status":
         return CallOutcome(kind="ok", text=tasks_status(context.background, monitors, args["id"],
                                                         world.latest if world is not None else None, context.ended))

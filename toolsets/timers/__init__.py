@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from core.timers import TimerError, TimerTable
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+from protocol.results import TimerRef, TimersListed, TimerSet
 
 TIMERS_TOOLSET = ToolsetSpec(
     # placeholders: a worked example's "позвонить" was set as the timer of a thank-you (issue 33)
@@ -33,9 +34,14 @@ def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> Cal
     """Execute one timers_* call; never raises on bad input (a time it cannot read is an error)."""
     try:
         if tool == "timers_set":
-            return CallOutcome(kind="ok", text=table.set(args["when"], args["text"], args.get("every"))[2])
+            now = table.clock()  # the moment its span is counted from (the table reads the clock again: µs later)
+            timer_id, due, text = table.set(args["when"], args["text"], args.get("every"))
+            timer = next(t for t in table.pending() if t.timer_id == timer_id)
+            return CallOutcome(kind="ok", text=text, data=TimerSet(id=timer_id, due=due, text=timer.text, set_at=now,
+                                                                   every_s=timer.every))
         if tool == "timers_list":
-            return CallOutcome(kind="ok", text=table.list())
+            listed = [TimerRef(id=t.timer_id, due=t.due, text=t.text) for t in table.pending()]
+            return CallOutcome(kind="ok", text=table.list(), data=TimersListed(timers=listed))
         return CallOutcome(kind="ok", text=table.cancel(args["id"]))
     except TimerError as exc:
         return CallOutcome(kind="error", text=f"Timer not set: {exc}")
