@@ -30,8 +30,8 @@ from core.timewords import in_digits, numbers_said
 from core.translit import transliterate
 from protocol.results import TitlesShown, ToolData, WatchesListed, WatchRef
 
-ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback",
-                     "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
+ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
+                     "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 
@@ -404,7 +404,7 @@ def recognise(said: str) -> Intent | None:
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_correction_intent, _unwatch_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
+    for recognise_kind in (_timer_change_intent, _correction_intent, _unwatch_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
                            _follow_up_intent, _playback_intent,
                            _details_intent, _play_intent, _search_intent):
         intent = recognise_kind(raw, said, russian)
@@ -1441,6 +1441,39 @@ _CORRECTION = re.compile(_LEAD + r"(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,�
                          r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
 
 
+# a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
+_CHANGE_OPENING = re.compile(
+    r"^(?:(?:no|nope|nah|wait|actually|oh|sorry|hmm|нет|ой|хотя|стоп|подожди|погоди|а)[\s,.!]+)*"
+    r"(?:(?:make|change|set|move|switch|put)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)\s+(?:to|for|at|in)?|"
+    r"(?:давай|лучше|сделай|переставь|поменяй|измени)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
+    r"(?:\s+(?:на|через|в))?)?\s*")
+_NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
+                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*")
+
+
+_ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
+
+
+def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """A new length or clock time for the timer just set, said as a second thought and nothing
+    else; which timer is the session's to find (the one the turn before set)."""
+    text = _digits(raw).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
+    opening = _CHANGE_OPENING.match(text)
+    if _ONE_MORE_SAID.search(text):
+        return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
+    if opening is None or not opening.group(0).strip():
+        return None  # a length alone ("20 minutes") may answer a question: no second thought said
+    changed = _NEW_TIME.fullmatch(text[opening.end():].strip(" ,.!?"))
+    if changed is None:
+        return None
+    when = changed["when"]
+    if re.fullmatch(r"\d+", when) and changed["prep"] in ("at", "в", "к"):
+        when = f"{when}:00"  # "а в 8?": a clock hour, not a length
+    elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
+        when = f"in {when}"
+    return Intent(kind="timer_change", russian=russian, when=when)
+
+
 def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """The title put right; which request it corrects is the session's to find (the last one)."""
     match = _CORRECTION.match(raw)
@@ -1462,9 +1495,12 @@ _FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+abou
 
 
 # "а какие ещё остались?", "what's still running?": after timers were set or cancelled, the timers left
-_WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:какие|что|which|what'?s|what\s+is|what\s+are|what)\s+"
+_WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:(?:какие|что|which|what'?s|what\s+is|what\s+are|what)\s+"
                          r"(?:(?:ещ[её]|у\s+меня|там|else|still|now|then)\s+)*(?:остал\w*|осталось|left|running|going|remain\w*|"
-                         r"(?:are\s+)?still\s+(?:on|set))(?:\s+(?:ещ[её]|там|then|now))*[\s?.!]*$")
+                         r"(?:are\s+)?still\s+(?:on|set))|"
+                         # "how much time is left?", "сколько ещё осталось?": of the timer just talked about
+                         r"(?:how\s+much(?:\s+time)?|how\s+long|сколько(?:\s+времени)?)\s+(?:(?:is|do\s+i\s+have|have\s+i\s+got|"
+                         r"ещ[её]|там|у\s+меня)\s+)*(?:left|remaining|to\s+go|остал\w*))(?:\s+(?:ещ[её]|там|then|now))*[\s?.!]*$")
 
 
 # "the second one", "первый", "а тот, что 2010 года?": one of the titles shown, said alone

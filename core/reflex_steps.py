@@ -37,7 +37,7 @@ from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, TasksListed, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
+from protocol.results import ClockRead, TasksListed, TimerSet, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -364,6 +364,28 @@ class ReflexSteps:
         if await self._reflex_call(turn, "timers_set", f"{when}; {text}{every}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
+
+    async def _reflex_timer_change(self, turn: TurnState, intent: Intent) -> str | None:
+        """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
+        again for the new time with its text (the new one first: if it cannot be set, the old one
+        stays), then the old one cancelled. A bare number is in the old timer's unit. With no
+        timer set the turn before, a length said ("сделай на 40 минут") is a new timer; else the
+        model's."""
+        set_before = [data for _name, data in self._results_of_turn_before(turn) if isinstance(data, TimerSet)]
+        old = set_before[-1] if len(set_before) == 1 else None
+        if old is None or old.every_s or not any(t.timer_id == old.id for t in self.timers.pending()):
+            plain = intent.when.startswith("in ") and not set_before
+            return await self._reflex_timer_set(turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
+        when = intent.when
+        if when.isdigit():  # in the unit the timer it puts right was set in
+            span = old.due - old.set_at
+            unit = ("секунд" if span < 120 else "минут" if span < 3 * 3600 else "часов") if intent.russian else \
+                ("seconds" if span < 120 else "minutes" if span < 3 * 3600 else "hours")
+            when = f"in {when} {unit}"
+        answer = await self._reflex_timer_set(turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))
+        if answer is None or await self._reflex_call(turn, "timers_cancel", old.id) is None:
+            return None
+        return answer
 
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex

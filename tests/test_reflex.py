@@ -154,6 +154,48 @@ def test_one_length_said_in_parts_or_a_second_request_is_no_second_timer(said):
     assert both is None or not all(intent.kind == "timer_set" for intent in both)
 
 
+@pytest.mark.parametrize("first, second, length", [
+    ("set a timer for 5 minutes for the tea", "actually make it 8 minutes", 480),
+    ("поставь таймер на 20 минут, пельмени", "нет, давай на 25", 1500),  # a bare number: the old timer's unit
+    ("start a 2 minute timer for the eggs", "no wait, 3 minutes", 180),
+])
+async def test_a_timer_just_set_put_right_is_set_anew_with_its_text_and_the_old_one_goes(tmp_path, first, second, length):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", first)
+        await system.turn("s", second)
+        pending = system.actors["session"].sessions["s"].timers.pending()
+        assert len(pending) == 1 and not backend.calls, pending
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: timers_set|")]
+        assert round(parse_duration(calls[-1].split("|", 1)[1].split(";")[0])) == length
+        assert pending[0].text == calls[0].rsplit("; ", 1)[1], "the text goes with it"
+
+
+async def test_a_new_length_with_no_timer_just_set_is_a_new_timer_only_when_it_has_a_unit(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "нет, давай на 25")
+        assert not system.actors["session"].sessions["s"].timers.pending()
+        await system.turn("s2", "сделай на 40 минут")
+        assert len(system.actors["session"].sessions["s2"].timers.pending()) == 1
+
+
+async def test_one_more_timer_said_after_one_is_no_change_of_it(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "поставь таймер на 20 минут, пельмени")
+        await system.turn("s", "и ещё поставь на 40 минут, пирог")
+        assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
+
+
+async def test_how_much_time_is_left_after_a_timer_lists_the_timers(tmp_path):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "set a timer for 10 minutes for pasta")
+        listed = finals(await system.turn("s", "how much time is left?"))[-1]
+        assert "pasta" in listed and not backend.calls, listed
+
+
 async def test_a_thank_you_still_goes_to_the_model_and_sets_nothing(tmp_path):
     backend = ScriptedBackend(reply_fn=lambda messages: "Пожалуйста!")
     async with inproc_system(tmp_path, backend=backend) as system:
