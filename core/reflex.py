@@ -66,6 +66,7 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
     newest: bool = False  # "the newest one", "самый новый": the latest of them
     last: bool = False  # "the last one", "последний": the last the answer named
     kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
+    other: bool = False  # "no, the other one": the namesake of the title talked about, not it
 
 
 class Shown(msgspec.Struct, frozen=True):
@@ -1075,6 +1076,9 @@ _REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+�
 _PART_ALONE = re.compile(r"^(?:the\s+)?(?:part|часть)\s+\w+$")
 
 
+_OTHER = re.compile(r"(?:the\s+|that\s+)?(?:other|another)(?:\s+one)?|(?:тот\s+|та\s+|ту\s+)?друг(?:ой|ую|ое|ая|ого)")
+
+
 def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
     """A play or search request: its title, or which title already shown it means."""
     head = _which_then_why(kind, rest, said, russian)
@@ -1110,6 +1114,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
                      r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
     # "номер два", "option two": the number as a digit the ordinal reads
     subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {_UNITS.get(m[1], m[1])}", subject)
+    if _OTHER.fullmatch(subject):  # "the other one", "другой"
+        return Intent(kind=kind, russian=russian, reference=Reference(other=True))
     which = next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(subject)), "")
     if which:  # "the last one", "самый новый", "the older one"
         return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
@@ -1372,6 +1378,11 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
         dated = sorted((t for t in (alike if len(alike) > 1 else titles) if t.year), key=lambda t: t.year,
                        reverse=reference.newest)
         return dated[0].media_id if len(dated) > 1 and dated[0].year != dated[1].year else ""
+    if reference.other:  # the one namesake of the title talked about ("Batman" 1989 played: the 2022 one)
+        talked = next((t for t in titles if t.media_id == last_id), None)
+        names = set(talked.names) if talked is not None else set()
+        others = [t for t in titles if t.media_id != last_id and names & set(t.names)]
+        return others[0].media_id if len(others) == 1 else ""
     if reference.last:  # the last the answer named (core.reflex_answers.search_answer names the first few)
         return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""
     if last_id:
@@ -1437,7 +1448,9 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
-_CORRECTION = re.compile(_LEAD + r"(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?\s*"
+_CORRECTION = re.compile(_LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?|"
+                         # "I meant the series", "no, I meant Dune", "я имел в виду сериал"
+                         r"(?:(?:no|nope|нет)[\s,]+)?(?:i\s+meant|i\s+mean|я\s+имел[аи]?\s+в\s+виду|я\s+про))\s*"
                          r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
 
 
@@ -1504,7 +1517,7 @@ _WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:(?:какие|чт
 
 
 # "the second one", "первый", "а тот, что 2010 года?": one of the titles shown, said alone
-_BARE_CHOICE = re.compile(r"^(?:(?:а|и|ну|ok|okay|so|and|um|uh|hmm|maybe|then|тогда|может|наверное|what\s+about|"
+_BARE_CHOICE = re.compile(r"^(?:(?:а|и|ну|ok|okay|so|and|um|uh|hmm|maybe|then|тогда|может|наверное|no|nope|нет|what\s+about|"
                           r"how\s+about|как\s+насч[её]т|а\s+как\s+же)[\s,]+)*(?P<rest>.{2,40}?)"
                           r"(?:[\s,]+(?:please|пожалуйста|then|тогда|наверное|probably))*[\s?.!]*$")
 

@@ -236,6 +236,29 @@ async def test_which_of_a_titles_namesakes_is_said_around_it_and_that_one_plays(
         assert not backend.calls
 
 
+@pytest.mark.parametrize("first, second, played", [
+    ("play Batman", "nope, the other one", "batman-2022"),
+    ("включи Бэтмена", "не тот, другой", "batman-2022"),
+    ("play Fargo", "I meant the series", "fargo-series-2014"),
+    ("включи Фарго", "нет, я имел в виду сериал", "fargo-series-2014"),
+])
+async def test_the_other_namesake_or_kind_said_after_a_play_plays_that_one(tmp_path, first, second, played):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", first)
+        await system.turn("s", second)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == f"TOOL_CALL: media_play|{played}" and not backend.calls, calls
+
+
+async def test_the_other_one_with_no_namesake_is_the_models(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Which one do you mean?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "play The Matrix")
+        await system.turn("s", "the other one")
+        assert backend.calls, "the model asks which"
+
+
 async def test_a_follow_up_plays_the_result_it_points_at(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
