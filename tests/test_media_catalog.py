@@ -112,6 +112,12 @@ def test_director_names_find_their_films(catalog):
     assert "stalker-1979" in ids(catalog.search("Тарковский", per_page=10))
 
 
+@pytest.mark.parametrize("query", ["films by Tarkovsky", "фильмы Тарковского", "tarkovsky"])
+def test_a_directors_name_in_another_script_or_case_finds_their_films_oldest_first(catalog, query):
+    found = ids(catalog.search(query, per_page=10))
+    assert found[:5] == ["ivans-childhood-1962", "andrei-rublev-1966", "solaris-1972", "mirror-1975", "stalker-1979"]
+
+
 def test_nothing_found_and_blank_queries_give_an_empty_page(catalog):
     for query in ("qqqzzz", "   ", "!!!"):
         page = catalog.search(query)

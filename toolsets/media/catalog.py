@@ -302,6 +302,10 @@ class EmbeddedCatalog:
             for record in self._records.values():
                 if _title_and_director(record, words):
                     scored[record.title.id] = (TIER_CONTAINS, 3.0, record.title.year)
+        if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
+            for record in self._records.values():
+                if _by_director(record, words):
+                    scored[record.title.id] = (TIER_MENTION, 1.0, record.title.year)
         order = sorted(scored, key=lambda media_id: scored[media_id])
         return [self._records[media_id].title for media_id in order]
 
@@ -393,6 +397,21 @@ def _title_and_director(record: _Indexed, words: list[str]) -> bool:
                    or any(_one_name(w, name) for name in director)]
     named = _long_words(stems(" ".join(w for w in said if w not in by_director)))
     return bool(by_director) and bool(named) and any(named == _long_words(stems(name)) for name in record.names)
+
+
+_WORKS = frozenset({"films", "movies", "фильмы", "фильмов", "кино", "картины", "all", "все", "every", "work", "works",
+                    "directed", "снятые", "снял", "режиссера", "режиссер", "director"})
+
+
+def _by_director(record: _Indexed, words: list[str]) -> bool:
+    """Every word said (less "films by", "фильмы") is a name of the title's director, in any case
+    or in Latin letters: "tarkovsky" is «Андрей Тарковский»."""
+    director = normalize(record.title.director).split()
+    said = [w for w in words if w not in _BY and w not in _WORKS]
+    if not director or not said:
+        return False
+    director += transliterate(" ".join(director)).split()
+    return all(any(_one_name(w, name) for name in director) for w in said)
 
 
 def _long_words(text: str) -> str:
