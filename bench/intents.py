@@ -1,5 +1,6 @@
 """The local-intent stage alone (core.local_intents): how long matching one utterance takes with
-every toolset's sentences loaded. `python -m bench.intents [--rounds N]` plays Home Assistant's
+every toolset's sentences loaded (the whole words, then each part among remarks:
+core.reflex_steps.request_among_remarks). `python -m bench.intents [--rounds N]` plays Home Assistant's
 test sentences (tests/data/home_assistant_sentences.yaml, the ones that match) and the eval
 sets' user turns (most of which match nothing, the stage's common case) and prints p50/p99/max
 per kind. A benchmark, not a test: run it on a quiet machine."""
@@ -15,6 +16,7 @@ import yaml
 
 from core.loading import intent_files
 from core.local_intents import LocalIntents
+from core.reflex_steps import request_among_remarks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -48,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):
             for text in said:
                 begin = time.perf_counter()
-                matched += intents.match(text) is not None
+                matched += (intents.match(text) or request_among_remarks(intents, text)) is not None
                 took.append((time.perf_counter() - begin) * 1000)
         print(f"{kind}: {len(said)} utterances x {args.rounds}, matched {matched // args.rounds}; "
               f"p50 {statistics.median(took):.2f} ms, p99 {_percentile(took, 0.99):.2f} ms, max {max(took):.2f} ms")

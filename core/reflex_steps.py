@@ -157,13 +157,14 @@ class ReflexSteps:
         if fired is None and not words:
             return False  # an event from the world (a channel, a monitor) is never a user request
         match = None if fired is not None else self.s.local_intents.match(words)
-        call = declared_call(match, words)
+        aside = request_among_remarks(self.s.local_intents, words) if fired is None and match is None else None
+        call = declared_call(match or aside, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self._reflex_call(turn, *call)
-            return result is not None and self._answered(turn, declared_answer(match, result), match.intent)
+            return result is not None and self._answered(turn, declared_answer(match or aside, result), (match or aside).intent)
         intent = None if fired is not None else recognised(match, words)
-        if intent is None and fired is None and match is None:  # the reflex's reading first: it keeps a timer's text
-            intent = recognised(request_among_remarks(self.s.local_intents, words), words, typed_only=True)
+        if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
+            intent = recognised(aside, words, typed_only=True)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words) if fired is None and intent is None else None

@@ -268,6 +268,17 @@ async def test_a_toolsets_sentence_among_remarks_is_carried_out(tmp_path, said, 
         assert len(calls) == 1 and calls[0].startswith(f"timers_set|{when};") and not backend.calls, calls
 
 
+@pytest.mark.parametrize("said, shown", [
+    ("convert 10 miles to km, I'm training for a race", "16.09 km"),
+    ("сколько будет 5 фунтов в килограммах? рецепт американский", "2.268 kg"),
+])
+async def test_a_toolsets_declared_call_among_remarks_is_made(tmp_path, said, shown):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert shown in answer.replace(",", ".") and not backend.calls, answer
+
+
 @pytest.mark.parametrize("said", [
     "my sister told me, set an alarm for tomorrow at 7",  # someone's words, told
     "if the flight is cancelled, wake me up tomorrow at 9",  # a condition
