@@ -118,6 +118,19 @@ def test_a_directors_name_in_another_script_or_case_finds_their_films_oldest_fir
     assert found[:5] == ["ivans-childhood-1962", "andrei-rublev-1966", "solaris-1972", "mirror-1975", "stalker-1979"]
 
 
+@pytest.mark.parametrize("query, genre", [("something funny to watch", "comedy"), ("включи какую-нибудь комедию", "comedy"),
+                                          ("смешное", "comedy"), ("a scary movie", "horror"), ("мультик", "animation")])
+def test_a_genre_said_in_words_lists_that_genres_titles_newest_first(catalog, query, genre):
+    page = catalog.search(query, per_page=10)
+    assert page.total > 10 and all(genre in title.genres for title in page.items), ids(page)
+    years = [title.year for title in page.items]
+    assert years == sorted(years, reverse=True)
+
+
+def test_a_title_said_wins_over_a_genre_word_in_it(catalog):
+    assert ids(catalog.search("Star Wars"))[0] == "star-wars-1977"
+
+
 def test_nothing_found_and_blank_queries_give_an_empty_page(catalog):
     for query in ("qqqzzz", "   ", "!!!"):
         page = catalog.search(query)

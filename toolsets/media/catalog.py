@@ -12,6 +12,7 @@ year in the query ("Бэтмен 1989") may match the title's year instead of it
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import logging
 import math
@@ -32,6 +33,7 @@ from toolsets.media.provider import ProviderError, SearchPage, Title
 log = logging.getLogger(__name__)
 
 DEFAULT_SOURCE = Path(__file__).with_name("data") / "catalog.tsv"
+GENRE_WORDS = Path(__file__).with_name("data") / "genre_words.tsv"
 COLUMNS = ("id", "kind", "title_ru", "title_en", "year", "genres", "runtime_min", "episodes", "director", "description")
 INDEX_FORMAT = 1  # bump when normalize()/_index() change what is stored
 MAX_PER_PAGE = 50
@@ -306,6 +308,13 @@ class EmbeddedCatalog:
             for record in self._records.values():
                 if _by_director(record, words):
                     scored[record.title.id] = (TIER_MENTION, 1.0, record.title.year)
+        named_title = any(tier <= TIER_CONTAINS for tier, _, _ in scored.values())  # a typo match is no title said
+        genres = genres_named(normalized) if not named_title else set()
+        if genres:  # "something funny", "какую-нибудь комедию": the genre's titles, newest first (no mere mention)
+            scored = {}
+            for record in self._records.values():
+                if genres <= set(record.title.genres):
+                    scored[record.title.id] = (TIER_MENTION, -float(record.title.year or 0), record.title.year)
         order = sorted(scored, key=lambda media_id: scored[media_id])
         return [self._records[media_id].title for media_id in order]
 
@@ -401,6 +410,23 @@ def _title_and_director(record: _Indexed, words: list[str]) -> bool:
 
 _WORKS = frozenset({"films", "movies", "фильмы", "фильмов", "кино", "картины", "all", "все", "every", "work", "works",
                     "directed", "снятые", "снял", "режиссера", "режиссер", "director"})
+
+
+@functools.cache
+def _genre_words() -> tuple[tuple[str, str], ...]:
+    """(words, genre) pairs of data/genre_words.tsv, the words normalized."""
+    pairs = []
+    for line in GENRE_WORDS.read_text(encoding="utf-8").splitlines():
+        words, _, genre = line.partition("\t")
+        if genre and not words.startswith("#"):
+            pairs.append((normalize(words), genre.strip()))
+    return tuple(pairs)
+
+
+def genres_named(normalized: str) -> set[str]:
+    """The genres a normalized query names by a word for one ("funny" is comedy)."""
+    padded = f" {normalized} "
+    return {genre for words, genre in _genre_words() if f" {words} " in padded}
 
 
 def _by_director(record: _Indexed, words: list[str]) -> bool:
