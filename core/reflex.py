@@ -905,10 +905,17 @@ def _quoted_text(said: str) -> bool:
     return re.search(r"[«\"“'].+[»\"”']", said) is not None
 
 
+# a stop said alone: while a turn runs the router takes it (it stops the turn, core.urgency); said
+# when none runs, it stops what plays (the session's: none played, the model answers)
+_STOP_ALONE = re.compile(r"(?:(?:вс[её]|ну|ok|okay|so)\s+)?(?:стоп|стой|хватит|stop|enough|that'?s\s+enough)"
+                        r"(?:\s+(?:стоп|stop|хватит|пожалуйста|please|now|уже))*")
+
+
 def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """"поставь на паузу", "resume", "выключи фильм": control of what plays (a bare "стоп" is the
-    router's: it stops the turn)."""
+    """"поставь на паузу", "resume", "выключи фильм", "стоп" said alone: control of what plays."""
     text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
+    if _STOP_ALONE.fullmatch(text.replace("-", " ")):
+        return Intent(kind="playback", russian=russian, action="stop")
     last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 14 else ""
     if _ENOUGH_THEN_OFF.match(text):
         return Intent(kind="playback", russian=russian, action="stop")

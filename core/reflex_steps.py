@@ -43,6 +43,7 @@ _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
+ALARM_SPAN_S = 3 * 3600  # a timer set this far ahead is an alarm: a bare number putting it right is a clock hour
 REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
@@ -378,15 +379,28 @@ class ReflexSteps:
             plain = intent.when.startswith("in ") and not set_before
             return await self._reflex_timer_set(turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
         when = intent.when
-        if when.isdigit():  # in the unit the timer it puts right was set in
+        if when.isdigit() and old.due - old.set_at >= ALARM_SPAN_S:  # an alarm's "make it 7": 7 o'clock of its day
+            when = self._same_day_hour(old.due, int(when))
+        elif when.isdigit():  # in the unit the timer it puts right was set in
             span = old.due - old.set_at
-            unit = ("секунд" if span < 120 else "минут" if span < 3 * 3600 else "часов") if intent.russian else \
-                ("seconds" if span < 120 else "minutes" if span < 3 * 3600 else "hours")
+            unit = ("секунд" if span < 120 else "минут") if intent.russian else ("seconds" if span < 120 else "minutes")
             when = f"in {when} {unit}"
+        if not when:
+            return None
         answer = await self._reflex_timer_set(turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))
         if answer is None or await self._reflex_call(turn, "timers_cancel", old.id) is None:
             return None
         return answer
+
+    def _same_day_hour(self, due: float, hour: int) -> str:
+        """The clock time `hour` on the day of `due`, in the same half of the day ("06:30
+        tomorrow" made 7: "tomorrow 07:00"); "" when that day is neither today nor tomorrow."""
+        moment = dt.datetime.fromtimestamp(due, self.s.tz)
+        days = (moment.date() - dt.datetime.fromtimestamp(self.s.clock(), self.s.tz).date()).days
+        if not 0 <= hour <= 23 or days not in (0, 1):
+            return ""
+        hour += 12 if moment.hour >= 12 and hour < 12 else 0
+        return f"{'tomorrow ' if days else ''}{hour:02d}:00"
 
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex

@@ -171,6 +171,17 @@ async def test_a_timer_just_set_put_right_is_set_anew_with_its_text_and_the_old_
         assert pending[0].text == calls[0].rsplit("; ", 1)[1], "the text goes with it"
 
 
+async def test_an_alarm_put_right_with_a_bare_hour_rings_at_that_hour_of_its_day(tmp_path):
+    moment = calendar.timegm((2026, 3, 14, 22, 0, 0))  # 22:00: "6:30 tomorrow", then "make it 7"
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        await system.turn("s", "set an alarm for 6:30 tomorrow")
+        await system.turn("s", "actually make it 7")
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert [timer.due - moment for timer in pending] == [9 * 3600], pending
+    assert not backend.calls
+
+
 async def test_a_new_length_with_no_timer_just_set_is_a_new_timer_only_when_it_has_a_unit(tmp_path):
     backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
     async with inproc_system(tmp_path, backend=backend) as system:
@@ -419,6 +430,19 @@ async def test_another_places_time_through_the_official_mcp_time_server_by_its_z
 def test_control_of_what_plays(said, action):
     intent = recognise(said)
     assert intent.kind == "playback" and intent.action == action
+
+
+@pytest.mark.parametrize("stop", ["стоп", "stop", "всё, хватит"])
+async def test_a_stop_said_alone_after_a_play_stops_it_and_with_nothing_played_is_the_models(tmp_path, stop):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Okay.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "включи Шрека")
+        await system.turn("s", stop)
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
+        assert calls[-1] in ("TOOL_CALL: media_play|shrek-2001; action=stop",  # or Home Assistant's "stop": a pause
+                             "TOOL_CALL: media_play|shrek-2001; action=pause") and not backend.calls, calls
+        await system.turn("s2", stop)
+        assert backend.calls
 
 
 async def test_pause_controls_what_was_played(tmp_path):
