@@ -529,7 +529,7 @@ def remark(said: str) -> bool:
     """A statement that asks for nothing: no question mark, no word of a request, and no verb or
     question word opening it ("я сегодня встал в семь утра", "my mom sets five timers when she
     bakes", "пробки сегодня жесть"). With the frame's "-" it is answered in plain words."""
-    text = _norm(said)
+    text = _NEGATED_ORDER.sub(" ", _norm(said))  # "не включай ничего, я думаю вслух": an order not given
     if not said.strip() or "?" in said or _REQUEST_MARKS.search(text):
         return False
     opening = _OPENING_FILLERS.sub("", text.strip()) + " "
@@ -538,6 +538,7 @@ def remark(said: str) -> bool:
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
 
 
+_NEGATED_ORDER = re.compile(r"(?<!\w)(?:не\s+надо|не\s+нужно|не|don'?t|do\s+not|never|no\s+need\s+to)\s+[^\W\d_]+")
 # a Russian imperative opening the words, by its form, not its verb ("узнай", "сыграй", "нарисуй",
 # "подготовь", "поставь"): an order to the assistant, never a remark. A noun of that form ("случай
 # был смешной", "трамвай опять опоздал") opens a statement, whose verb is finite: its past tense shows it

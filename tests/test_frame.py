@@ -154,6 +154,10 @@ def test_a_remark_asks_for_nothing_and_an_order_or_a_question_does():
     assert not remark("узнай последнюю цену акций Apple")
     assert not remark("подготовь отчёт по продажам")
     assert remark("случай был смешной, ты бы видел")
+    # an order not given is no order; one given beside it still is
+    assert remark("не включай ничего, я просто думаю вслух")
+    assert remark("don't play anything, I'm just thinking out loud")
+    assert not remark("не включай фильм и поставь таймер на 5 минут")
 
 
 def test_cancel_all_timers_needs_words_that_say_all_of_them_and_a_stop_of_the_film_is_no_cancel():
