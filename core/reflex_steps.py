@@ -37,7 +37,8 @@ from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, TasksListed, TimerSet, TitleInfo, ToolData, WatchEnded, Watching, WatchesListed
+from protocol.results import (ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData, WatchEnded, Watching,
+                              WatchesListed)
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -507,6 +508,8 @@ class ReflexSteps:
             title = known.get(media_id)
         else:
             result = await self._reflex_data(turn, "media_search", intent.subject)
+            if isinstance(result, TitlesShown) and result.by != "title" and result.titles:
+                return search_answer(intent, shown_titles(result), result.total)  # "play something funny": which?
             if result is not None and names_none(intent.subject, shown_titles(result)):
                 if await self._others_could_serve():
                     return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
@@ -540,7 +543,8 @@ class ReflexSteps:
         if result is None:
             return None  # it failed, or the search gives no titles as fields: the model reads its text
         titles = shown_titles(result)
-        if titles and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
+        by_title = not isinstance(result, TitlesShown) or result.by == "title"  # a director's or a genre's: all relevant
+        if titles and by_title and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
             return None
         return search_answer(intent, titles, shown_total(result))
 

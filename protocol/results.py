@@ -47,6 +47,7 @@ class TitlesShown(_Data, tag="titles"):
     query: str
     titles: list[TitleRef] = []
     total: int = 0
+    by: Literal["title", "director", "genre"] = "title"  # what named them (a genre's word names no one title)
 
     def shown_ids(self) -> tuple[str, ...]:
         return tuple(title.id for title in self.titles)

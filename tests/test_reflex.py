@@ -270,6 +270,16 @@ async def test_the_other_one_with_no_namesake_is_the_models(tmp_path):
         assert backend.calls, "the model asks which"
 
 
+@pytest.mark.parametrize("said", ["put on a scary movie", "найди мультики"])
+async def test_a_genre_asked_for_lists_its_titles_and_plays_none(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        answer = finals(await system.turn("s", said))[-1]
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
+        assert [c.split("|")[0] for c in calls] == ["TOOL_CALL: media_search"] and not backend.calls, calls
+        assert answer.count("«") >= 3, answer  # titles to choose from
+
+
 async def test_a_follow_up_plays_the_result_it_points_at(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:

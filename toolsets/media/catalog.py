@@ -28,7 +28,7 @@ from pathlib import Path
 
 from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
-from toolsets.media.provider import ProviderError, SearchPage, Title
+from toolsets.media.provider import MatchedBy, ProviderError, SearchPage, Title
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +114,13 @@ class EmbeddedCatalog:
         with self._lock:
             self.ensure_ready()
             started = self._clock()
-            ranked = self._rank(query)
+            ranked, by = self._rank(query)
             self._search_cost_s += (self._clock() - started - self._search_cost_s) * _COST_WEIGHT
         total = len(ranked)
         start = (page - 1) * per_page
         return SearchPage(
             items=ranked[start:start + per_page], total=total, page=page,
-            pages=math.ceil(total / per_page), per_page=per_page,
+            pages=math.ceil(total / per_page), per_page=per_page, by=by,
         )
 
     def info(self, media_id: str) -> Title | None:
@@ -282,11 +282,27 @@ class EmbeddedCatalog:
                                           for record in self._records.values()])
 
     # --- searching ----------------------------------------------------------------------------
-    def _rank(self, query: str) -> list[Title]:
+    def _rank(self, query: str) -> tuple[list[Title], MatchedBy]:
+        """The titles a query names, best first, and what named them: a title's words (in any
+        case, with typos, with its director or year), else its director's name alone, else a
+        genre's word ("something funny"), which a title's words win over."""
         normalized = normalize(query)
         if not normalized:
-            return []
+            return [], "title"
         words = normalized.split()
+        scored, by = self._by_title(normalized, words), "title"
+        if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
+            scored, by = {record.title.id: (TIER_MENTION, 1.0, record.title.year)
+                          for record in self._records.values() if _by_director(record, words)}, "director"
+        genres = genres_named(normalized) if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()) else set()
+        if genres:  # a typo match or a mere mention is no title said: the genre's titles, newest first
+            scored, by = {record.title.id: (TIER_MENTION, -float(record.title.year or 0), record.title.year)
+                          for record in self._records.values() if genres <= set(record.title.genres)}, "genre"
+        order = sorted(scored, key=lambda media_id: scored[media_id])
+        return [self._records[media_id].title for media_id in order], by if scored else "title"
+
+    def _by_title(self, normalized: str, words: list[str]) -> dict[str, tuple[int, float, int]]:
+        """Title id -> (tier, tie-break, year) of the titles the words name."""
         scored: dict[str, tuple[int, float, int]] = {}
         for record in self._candidates(words):
             tier_score = _classify(record, words)
@@ -304,19 +320,7 @@ class EmbeddedCatalog:
             for record in self._records.values():
                 if _title_and_director(record, words):
                     scored[record.title.id] = (TIER_CONTAINS, 3.0, record.title.year)
-        if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
-            for record in self._records.values():
-                if _by_director(record, words):
-                    scored[record.title.id] = (TIER_MENTION, 1.0, record.title.year)
-        named_title = any(tier <= TIER_CONTAINS for tier, _, _ in scored.values())  # a typo match is no title said
-        genres = genres_named(normalized) if not named_title else set()
-        if genres:  # "something funny", "какую-нибудь комедию": the genre's titles, newest first (no mere mention)
-            scored = {}
-            for record in self._records.values():
-                if genres <= set(record.title.genres):
-                    scored[record.title.id] = (TIER_MENTION, -float(record.title.year or 0), record.title.year)
-        order = sorted(scored, key=lambda media_id: scored[media_id])
-        return [self._records[media_id].title for media_id in order]
+        return scored
 
     def _candidates(self, words: list[str]) -> list[_Indexed]:
         """Rows that contain every searchable word somewhere (FTS trigram), or all rows when the

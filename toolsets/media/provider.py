@@ -19,7 +19,7 @@ catalog HTTP API, the user's own library):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 
 class ProviderError(Exception):
@@ -42,6 +42,9 @@ class Title:
     description: str = ""
 
 
+MatchedBy = Literal["title", "director", "genre"]
+
+
 @dataclass(frozen=True, slots=True)
 class SearchPage:
     """One page of ranked results. `pages` is 0 when nothing matched; a page past the last one
@@ -52,6 +55,7 @@ class SearchPage:
     page: int
     pages: int
     per_page: int = 5
+    by: MatchedBy = "title"  # what named them: a title's words, its director's name alone, a genre's word
 
     @property
     def first_index(self) -> int:

@@ -84,13 +84,17 @@ def run_search(provider: MediaProvider, args: dict[str, str]) -> ToolResult:
 
 def search_data(query: str, result: SearchPage) -> TitlesShown:
     """The page as fields, beside `format_search`'s text (the session's fast path reads these)."""
-    return TitlesShown(query=query, titles=[title_ref(title) for title in result.items], total=result.total)
+    return TitlesShown(query=query, titles=[title_ref(title) for title in result.items], total=result.total, by=result.by)
 
 
 def title_ref(title: Title) -> TitleRef:
     names = [name for name in dict.fromkeys((title.title_ru, title.title_en)) if name]
     return TitleRef(id=title.id, names=names, year=title.year, kind="series" if title.kind == "series" else "film",
                     facts=title_facts(title))
+
+
+_MATCHED_BY = {"director": "no title has these words; the films of the director named:",
+               "genre": "no title has these words; titles of the genre they name, newest first:"}
 
 
 def format_search(query: str, result: SearchPage) -> str:
@@ -101,7 +105,8 @@ def format_search(query: str, result: SearchPage) -> str:
     if not result.items:
         return (f"page {result.page} is past the end: {result.total} results on {result.pages} "
                 f"page(s); last page: TOOL_CALL: media_search|{shown}; page={result.pages}")
-    lines = [search_line(title) for title in result.items]
+    lines = [_MATCHED_BY[result.by]] if result.by != "title" else []
+    lines += [search_line(title) for title in result.items]
     span = f"{result.first_index}" if len(result.items) == 1 else f"{result.first_index}\u2013{result.last_index}"
     position = f"showing {span} of {result.total}"
     if result.page < result.pages:
