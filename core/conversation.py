@@ -851,11 +851,13 @@ class Conversation(ReflexSteps):
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
         sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
-        refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources)
+        toolset = self.s.registry.toolset_of(tool) or ""
+        refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources,
+                             words_name_it=discovery.words_name_tool(spec, toolset, said))
         standing = self._guard_words(turn_start) if refusal is not None and not said.strip() else ""
         if standing:  # an event's turn: what the user asked that set it up may be carried out now
             refusal = check_call(spec, args, said=standing, offered=offered, recipe_tools=frozenset(recipe_tools),
-                                 sources=sources)
+                                 sources=sources, words_name_it=discovery.words_name_tool(spec, toolset, standing))
         return refusal
 
     def _said_or_shown(self, query: str) -> bool:

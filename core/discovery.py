@@ -13,6 +13,7 @@ the rest is found by need.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import re
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from core.toolsets import ToolsetRegistry
+from core.translit import transliterate
 
 WORDS_FILE = Path(__file__).with_name("discovery_words.tsv")
 MAX_NEED_CHARS = 300  # a need longer than this is cut (its first words say what is needed)
@@ -88,6 +90,25 @@ def stems(text: str) -> list[str]:
         if "-" in word:  # "веб-приложение": its parts too
             terms += [part for piece in word.split("-") for part in stems(piece) if part != stem]
     return terms
+
+
+COGNATE_RATIO = 0.75  # how alike a Russian stem spelled in Latin letters and an English one must be
+_CYRILLIC_WORD = re.compile(r"[а-яё]")
+
+
+def words_name_tool(spec, toolset: str, said: str) -> bool:
+    """Whether the user's words share a term with what a tool is (its toolset's and its own name,
+    its summary, its arguments' names), in either language: "set my home city to Kursk" names
+    worldclock_set_home, "plan a route to Kursk" does not. A change the words say nothing of is
+    a side effect nobody asked for (core.intent.check_call)."""
+    tool_text = " ".join((toolset, spec.name.replace("_", " "), spec.summary, *(arg.name for arg in spec.args)))
+    said_terms, tool_terms = set(stems(said)), set(stems(tool_text))
+    if not said_terms.isdisjoint(tool_terms):
+        return True
+    # a Russian word the word list lacks, of the same root as the tool's English one: "анализ"/"analyze", "архив"/"archive"
+    spelled = {transliterate(term) for term in said_terms if _CYRILLIC_WORD.search(term) and len(term) >= 3}
+    return any(difflib.SequenceMatcher(None, word, term).ratio() >= COGNATE_RATIO
+               for word in spelled for term in tool_terms if len(term) >= 3)
 
 
 @dataclass(frozen=True, slots=True)

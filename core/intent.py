@@ -355,16 +355,20 @@ _REPEATED = re.compile(r"(?<!\w)(?:every|each|daily|hourly|weekly|weekdays|repea
 
 
 def check_call(spec: ToolSpec, args: dict[str, str], *, said: str, offered: str = "",
-               recipe_tools: frozenset[str] = frozenset(), sources: tuple[str, ...] = ()) -> Refusal | None:
+               recipe_tools: frozenset[str] = frozenset(), sources: tuple[str, ...] = (),
+               words_name_it: bool = True) -> Refusal | None:
     """None when the call may run; else why not. `spec`: the tool's (what it does, which of its
     arguments must come from the conversation); `said`: the user's words of this turn;
     `recipe_tools`: the calls a recipe the turn follows names (they need no words of their own);
-    `sources`: other texts an argument may come from (this turn's results)."""
+    `sources`: other texts an argument may come from (this turn's results); `words_name_it`:
+    the user's words share a term with what the tool is (core.discovery.words_name_tool), which a
+    change no lexicon knows (an MCP server's) needs when the turn has user words (an event's turn
+    has none: what may run then is the standing instruction's, core.conversation)."""
     tool = spec.name
     kind = action_kind(spec, args)
     if kind is None or tool in recipe_tools:
         return None
-    if not requested(kind, said, offered):
+    if not requested(kind, said, offered) or kind == "change" and said.strip() and not words_name_it:
         return Refusal(kind="not_requested", tool=tool, reason=(
             "the user did not ask for this in their last message. Do not call it; answer the user in plain "
             "text (a greeting, a thank-you or a question needs no action)."))

@@ -1121,10 +1121,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
                      r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
     # "номер два", "option two": the number as a digit the ordinal reads
     subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {_UNITS.get(m[1], m[1])}", subject)
-    if _OTHER.fullmatch(subject):  # "the other one", "другой"
-        return Intent(kind=kind, russian=russian, reference=Reference(other=True))
-    which = next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(subject)), "")
-    if which:  # "the last one", "самый новый", "the older one"
+    which = "other" if _OTHER.fullmatch(subject) else next((name for name, pattern in _WHICH_BY_AGE
+                                                            if pattern.fullmatch(subject)), "")
+    if which:  # "the last one", "самый новый", "the older one", "the other one"
         return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
     # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
     subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)

@@ -446,3 +446,36 @@ async def test_a_model_turning_a_toolset_on_and_off_is_stopped_and_answers(tmp_p
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), frame=False, reflexes=False) as system:
         answer = finals(await system.turn("s", "а ты умеешь сам кино выключать, если я засну? или только когда я скажу?"))[-1]
         assert answer.startswith("Нет, сам я кино не выключаю")
+
+
+async def test_a_change_the_users_words_say_nothing_of_is_refused_and_one_they_name_runs(tmp_path):
+    """A real MCP server's tool that changes something and that no lexicon knows
+    (worldclock_set_home): the model calling it for a route (as the embedded model did with every
+    schema shown) is refused; the user asking for it is served."""
+    import sys
+    from pathlib import Path
+
+    import msgspec
+
+    from core.config import McpConfig, McpServerConfig
+    from harness import make_config, session_knows
+
+    server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
+                             env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)
+    config = msgspec.structs.replace(make_config(tmp_path, reflexes=False),
+                                     mcp=McpConfig(servers={"worldclock": server}))
+
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "tool" and "NOT been executed yet" not in last.content:
+            return "Done."
+        return "TOOL_CALL: worldclock_set_home|London"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), config=config) as system:
+        await session_knows(system, "worldclock")
+        await system.turn("s", "plan a route from the airport to London Bridge", timeout=30)
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+        assert not any("home city set" in r for r in results) and any("not executed" in r for r in results), results
+        await system.turn("s", "set my home city to London", timeout=30)
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+        assert any("home city set: London" in r for r in results), results

@@ -204,9 +204,9 @@ class Jobs(Actor):
 
     name = "toolsets"
     SPEC = p.ToolsetSpec(name="jobs", summary="long jobs", tools=[
-        p.ToolSpec(name="jobs_a", summary="job a", args=[p.ArgSpec(name="x")], long_running=True),
-        p.ToolSpec(name="jobs_b", summary="job b", args=[p.ArgSpec(name="x")], long_running=True),
-        p.ToolSpec(name="jobs_slow", summary="a slow call", args=[p.ArgSpec(name="x")])])
+        p.ToolSpec(name="jobs_a", summary="start job a", args=[p.ArgSpec(name="x")], long_running=True),
+        p.ToolSpec(name="jobs_b", summary="start job b", args=[p.ArgSpec(name="x")], long_running=True),
+        p.ToolSpec(name="jobs_slow", summary="start a slow call", args=[p.ArgSpec(name="x")])])
 
     def __init__(self, config, **kwargs):
         super().__init__(config, **kwargs)
