@@ -78,7 +78,9 @@ _SPOKEN_CLOCK = (
     (re.compile(r"(?<!\w)(?:в\s+)?без\s+(?P<b>" + "|".join(_RU_BEFORE) + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
 )
 _EVENING = re.compile(r"(?<!\w)(?:tonight|this\s+evening|in\s+the\s+evening|вечером|сегодня\s+вечером)(?!\w)")
-_MORNING = re.compile(r"(?<!\w)(?:in\s+the\s+morning|this\s+morning|утром|ночью|at\s+night)(?!\w)")
+# an alarm, a wake-up: a morning's hour ("поставь будильник на полседьмого" is 6:30, not 18:30)
+_MORNING = re.compile(r"(?<!\w)(?:in\s+the\s+morning|this\s+morning|утром|ночью|at\s+night|будильник\w*|"
+                      r"разбуди\w*|alarm|wake\s+me)(?!\w)")
 
 
 # "в пять минут седьмого", "в двадцать минут восьмого": minutes into the hour named by its ordinal

@@ -32,3 +32,9 @@ def test_a_unit_said_fondly_is_the_plain_unit_and_clock_words_are_digits():
     assert in_digits("подожди минутку") == "подожди минуту"
     assert in_digits("напомни в полвосьмого вечера") == spoken_clock("напомни в полвосьмого вечера")
     assert "19:30" in in_digits("напомни в полвосьмого вечера")
+
+
+def test_an_alarms_hour_said_in_words_is_a_morning_hour():
+    assert "6:30" in in_digits("поставь будильник на полседьмого") and "18:30" not in in_digits("поставь будильник на полседьмого")
+    assert "6:30" in in_digits("wake me up at half past six")
+    assert "18:30" in in_digits("напомни в полседьмого позвонить маме")  # a reminder's early hour: the evening
