@@ -1473,6 +1473,40 @@ _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<wh
 _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
 
 
+# a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
+# "включи Шрека, ой, нет, лучше Шрека 2"
+_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|no|nope|wait|actually|нет|хотя|"
+                        r"подожди|погоди)(?:[\s,.!]+(?:wait|no|нет|лучше|rather|instead))*[\s,.!]+(?=\S)")
+
+
+def said_again_otherwise(said: str) -> tuple[str, str] | None:
+    """(the request, the second thought) when words put a request right in the same breath;
+    None when they do not."""
+    found = _PUT_RIGHT.search(said)
+    if found is None or not said[:found.start()].strip():
+        return None
+    return said[:found.start()].strip(), said[found.start() + 1:].strip()  # the second with its "no": a correction's opening
+
+
+def put_right(first: Intent | None, second: Intent | None) -> Intent | None:
+    """The request as its second thought puts it: a timer's new time ("make it 6:30": the day said
+    stays), a title's correction, or a whole request of the same kind instead; None when that is
+    not plain (the model reads the words whole)."""
+    if first is None or second is None:
+        return None
+    if first.kind == "timer_set" and second.kind == "timer_change":
+        when, span = second.when, re.fullmatch(r"in \S+ (\S+)", first.when)
+        if when.isdigit():  # "…for 10 minutes, actually 15": the first's unit; "…at 6, no, 7": its clock
+            when = f"in {when} {span[1]}" if span else f"{when}:00"
+        if re.fullmatch(r"\d{1,2}:\d\d", when):  # a clock time, in the day the request named
+            hour, _, minute = when.partition(":")
+            when = f"{'tomorrow ' if first.when.startswith('tomorrow ') else ''}{int(hour):02d}:{minute}"
+        return msgspec.structs.replace(first, when=when)
+    if second.kind == "correction" and first.kind in ("play", "search", "details"):
+        return corrected(second, first)
+    return second if second.kind == first.kind else None
+
+
 def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A new length or clock time for the timer just set, said as a second thought and nothing
     else; which timer is the session's to find (the one the turn before set)."""

@@ -23,7 +23,8 @@ from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none,
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, put_right,
+                         said_again_otherwise,
                          namesake_said, pick, recognise, recognise_both, refer, relevant, said_after_a_title,
                          second_thought, shown_titles, skill_named, tells_of_words, unwatch_answer, watch_to_end,
                          watches_answer, which_named, without_polite_tail)
@@ -156,36 +157,43 @@ class ReflexSteps:
             return False  # a batch, a late result: the model reads it
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
-        if fired is None and not words:
+        if fired is not None:
+            return self._answered(turn, reminder_answer(*fired), "timer")
+        if not words:
             return False  # an event from the world (a channel, a monitor) is never a user request
-        match = None if fired is not None else self.s.local_intents.match(words)
-        aside = request_among_remarks(self.s.local_intents, words) if fired is None and match is None else None
+        halves = said_again_otherwise(words)
+        first = recognised(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
+        if first is not None:  # "wake me up at 6 tomorrow, no wait, make it 6:30": as put right, or the model's
+            intent = put_right(first, recognised(self.s.local_intents.match(halves[1]), halves[1]))
+            return intent is not None and await self._carry_out(turn, (intent,))
+        match = self.s.local_intents.match(words)
+        aside = request_among_remarks(self.s.local_intents, words) if match is None else None
         call = declared_call(match or aside, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self._reflex_call(turn, *call)
             return result is not None and self._answered(turn, declared_answer(match or aside, result), (match or aside).intent)
-        intent = None if fired is not None else recognised(match, words)
+        intent = recognised(match, words)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
-        both = recognise_both(words) if fired is None and intent is None else None
-        if fired is None and intent is None and both is None:
+        both = recognise_both(words) if intent is None else None
+        if intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
             intent = loosely_recognised(match, words) or await self._framed(turn, words)
             if intent is None:
                 return False
-        for asked in both or (intent,):
+        return await self._carry_out(turn, both or (intent,))
+
+    async def _carry_out(self, turn: TurnState, requests: tuple[Intent, ...]) -> bool:
+        """Each request carried out in turn, the answers said together (two requests in one
+        breath); False when one is a user's skill's (the model reads its recipe) or not plain."""
+        for asked in requests:
             if await self._names_a_skill(asked):
                 return False  # the user's own skill, by its words: the model reads its recipe
-        if fired is not None:
-            answer = reminder_answer(*fired)
-        else:  # two requests: each carried out in turn, the answers said together
-            answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in (both or (intent,))]
-            answer = None if None in answers else " ".join(answers)
-        kinds = "+".join(asked.kind for asked in both) if both else intent.kind if intent else "timer"
-        return answer is not None and self._answered(turn, answer, kinds)
+        answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in requests]
+        return None not in answers and self._answered(turn, " ".join(answers), "+".join(a.kind for a in requests))
 
     def _answered(self, turn: TurnState, answer: str, kinds: str) -> bool:
         """The turn's answer recorded and shown as its final display: the turn is over."""

@@ -182,6 +182,21 @@ async def test_an_alarm_put_right_with_a_bare_hour_rings_at_that_hour_of_its_day
     assert not backend.calls
 
 
+@pytest.mark.parametrize("said, due_in", [
+    ("wake me up at 6 tomorrow, no wait, make it 6:30", 8 * 3600 + 30 * 60),  # 22:00 now: tomorrow's 06:30
+    ("set a timer for 10 minutes, actually 15", 15 * 60),
+    ("поставь таймер на 20 минут, нет, на 25", 25 * 60),
+])
+async def test_a_request_put_right_in_the_same_breath_is_carried_out_as_put_right(tmp_path, said, due_in):
+    moment = calendar.timegm((2026, 3, 14, 22, 0, 0))
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        await system.turn("s", said)
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert [timer.due - moment for timer in pending] == [due_in] and not backend.calls, pending
+    assert not any("wait" in timer.text or "нет" in timer.text for timer in pending)
+
+
 async def test_a_new_length_with_no_timer_just_set_is_a_new_timer_only_when_it_has_a_unit(tmp_path):
     backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
     async with inproc_system(tmp_path, backend=backend) as system:
