@@ -66,12 +66,22 @@ _ABOUT_TOOLS = re.compile(r"(?i)\W*(?:no\s+tools?\s+(?:is\s+|are\s+)?(?:needed|r
 _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
 
 
+# the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",
+# "Вот результат вашего последнего вызова инструмента…" (the embedded model, after a refusal and
+# after the closing notice): never an answer the user can use
+_RUNTIME_NOTES = re.compile(r"(?i)not executed \(|\[system notice\]|\[tool result from|(?:last|previous)\s+tool\s+call|"
+                            r"последн\w*\s+вызов\w*\s+инструмент\w*")
+
+
 def echoed(reply: str, said: str) -> str:
-    """What `reply` merely repeats ("the user's words", "the tool list", a call line), or "" for a
-    real reply. `said`: the user's last message as recorded (its "[User said]" label is ignored)."""
+    """What `reply` merely repeats ("the user's words", "the tool list", a call line, the
+    runtime's notes), or "" for a real reply. `said`: the user's last message as recorded (its
+    "[User said]" label is ignored)."""
     text = reply.strip()
     if text.startswith(_PROMPT_STARTS):
         return "the tool list"
+    if _RUNTIME_NOTES.search(text):
+        return "the runtime's notes to you, which the user never sees"
     if "call" in text.lower() and _CALL_LIKE.search(text):  # each call form holds "call" in some case
         return "the form of a tool call, which is not an answer"
     if _BARE_TOOL_NAME.fullmatch(text):  # "channels_list" alone (h9): a call without its marker
@@ -121,10 +131,11 @@ ACKNOWLEDGED_TEXT = {"ru": "Понимаю.", "en": "I see."}
 
 def never_shown(reply: str) -> bool:
     """A reply that must not reach the glasses even after it was asked again: a call line the
-    parser does not take, or the prompt's own tool list."""
+    parser does not take, the prompt's own tool list, or the runtime's notes to the model."""
     text = reply.strip()
     return ("call" in text.casefold() and bool(_CALL_LIKE.search(text)) or bool(_BARE_TOOL_NAME.fullmatch(text))
-            or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip())))
+            or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip()))
+            or bool(_RUNTIME_NOTES.search(text)))
 
 
 _CAPS_WORD = re.compile(r"\W*[A-Z][A-Z_]*\s*$")  # "TOOOL_CALL" before its ":" arrives

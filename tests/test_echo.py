@@ -19,6 +19,15 @@ def test_the_state_part_back_is_an_echo():
     assert echoed("Skills (name: when to use; read_skill|name gives its recipe):\nmedia: Films", "x") == "the tool list"
 
 
+def test_the_runtimes_notes_to_the_model_back_are_an_echo_in_any_language():
+    refusal = ("not executed (ungrounded_text): timers_set was not run: the time «in 1 hour» has the number 1, "
+               "which the user did not say.")
+    assert echoed(refusal, "[User said] мама просила напомнить ей про лекарства") != ""
+    translated = "Вот результат вашего последнего вызова инструмента. Если он отвечает на ваш запрос, напишите его"
+    assert echoed(translated, "[User said] включи первую серию") != ""
+    assert echoed("The film runs 136 minutes.", "[User said] how long is it?") == ""
+
+
 def test_a_real_answer_is_not_an_echo_even_when_it_quotes_the_user():
     assert echoed("Сейчас 18:00.", "[User said] который час?") == ""
     assert echoed("Который час? Сейчас 18:00.", "[User said] который час?") == ""
