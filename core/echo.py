@@ -70,7 +70,8 @@ _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
 # "Вот результат вашего последнего вызова инструмента…" (the embedded model, after a refusal and
 # after the closing notice): never an answer the user can use
 _RUNTIME_NOTES = re.compile(r"(?i)not executed \(|\[system notice\]|\[tool result from|(?:last|previous)\s+tool\s+call|"
-                            r"последн\w*\s+вызов\w*\s+инструмент\w*")
+                            r"answers\s+the\s+user'?s\s+request|последн\w*\s+вызов\w*\s+инструмент\w*|"
+                            r"результат\w*\s+ваше\w*\s+последн\w*|отвечает\s+на\s+ваш\s+запрос")
 
 
 def echoed(reply: str, said: str) -> str:

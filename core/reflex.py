@@ -638,6 +638,9 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
     if one_more is not None and not one_more["bare"] and _CLOCK.match(" " + raw[one_more.end():]):
         return _timer_intent("set a timer " + raw[one_more.end():], said, russian)  # "and another one at 19:00, dinner"
+    bare = re.fullmatch(r"(?:(?:for|in|на|через)\s+)?(\d+)[\s.!?]*", raw[one_more.end():]) if one_more else None
+    if bare is not None and not one_more["bare"]:  # "and another one for 20": in the unit of the one before (the session's)
+        return Intent(kind="timer_set", russian=russian, when=bare[1])
     raw = raw[one_more.end():] if one_more else re.sub(_LEAD, "", raw)  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw

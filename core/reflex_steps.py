@@ -68,6 +68,14 @@ def builtin_local_intents() -> LocalIntents:
     return LocalIntents.load(intent_files())
 
 
+def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
+    """A bare number said of a timer ("нет, давай на 25", "another one for 20") as a span in the
+    unit that timer was set in: seconds, minutes or hours by its length."""
+    span = timer.due - timer.set_at
+    unit = 0 if span < 120 else 1 if span < 3 * 3600 else 2
+    return f"in {number} {(('секунд', 'минут', 'часов') if russian else ('seconds', 'minutes', 'hours'))[unit]}"
+
+
 def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     """A toolset's sentence said whole among remarks: "ugh, I keep forgetting things. set an
     alarm for tomorrow at 7, would you?", "разбуди меня завтра в 6:45, у меня поезд". One
@@ -362,6 +370,11 @@ class ReflexSteps:
         return min(tools, key=lambda t: sum(arg.required for arg in t.args), default=None)
 
     async def _reflex_timer_set(self, turn: TurnState, intent: Intent) -> str | None:
+        if intent.when.isdigit():  # "and another one for 20": in the unit of the timer the turn before set
+            set_before = [data for _name, data in self._results_of_turn_before(turn) if isinstance(data, TimerSet)]
+            if not set_before:
+                return None
+            intent = msgspec.structs.replace(intent, when=_in_unit_of(set_before[-1], intent.when, intent.russian))
         now = self.s.clock()
         when = intent.when if _MORNING_SAID.search(self._turn_words(turn.start).casefold()) else \
             dial_nearest(intent.when, now, self.s.tz)  # "в полвосьмого" at 18:00: 19:30
@@ -391,9 +404,7 @@ class ReflexSteps:
         if when.isdigit() and old.due - old.set_at >= ALARM_SPAN_S:  # an alarm's "make it 7": 7 o'clock of its day
             when = self._same_day_hour(old.due, int(when))
         elif when.isdigit():  # in the unit the timer it puts right was set in
-            span = old.due - old.set_at
-            unit = ("секунд" if span < 120 else "минут") if intent.russian else ("seconds" if span < 120 else "minutes")
-            when = f"in {when} {unit}"
+            when = _in_unit_of(old, when, intent.russian)
         if not when:
             return None
         answer = await self._reflex_timer_set(turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))

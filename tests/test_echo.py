@@ -25,6 +25,8 @@ def test_the_runtimes_notes_to_the_model_back_are_an_echo_in_any_language():
     assert echoed(refusal, "[User said] мама просила напомнить ей про лекарства") != ""
     translated = "Вот результат вашего последнего вызова инструмента. Если он отвечает на ваш запрос, напишите его"
     assert echoed(translated, "[User said] включи первую серию") != ""
+    again = "Вот результат вашей последней команды. Если она отвечает на ваш запрос, напишите его прямо сейчас"
+    assert echoed(again, "[User said] если будет дождь, напомни взять зонт") != ""
     assert echoed("The film runs 136 minutes.", "[User said] how long is it?") == ""
 
 

@@ -271,6 +271,15 @@ async def test_a_toolsets_sentence_among_remarks_is_carried_out(tmp_path, said, 
         assert len(calls) == 1 and calls[0].startswith(f"timers_set|{when};") and not backend.calls, calls
 
 
+@pytest.mark.parametrize("said", ["что у меня запланировано?", "what do I have scheduled?", "какие у меня будильники стоят?"])
+async def test_what_is_planned_lists_the_timers(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "remind me in 40 minutes to water the plants")
+        answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert "water the plants" in answer and not backend.calls, answer
+
+
 @pytest.mark.parametrize("said", [
     "my sister told me, set an alarm for tomorrow at 7",  # someone's words, told
     "if the flight is cancelled, wake me up tomorrow at 9",  # a condition

@@ -214,6 +214,20 @@ async def test_one_more_timer_said_after_one_is_no_change_of_it(tmp_path):
         assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
 
 
+@pytest.mark.parametrize("first, second, length", [
+    ("set a timer for 10 minutes", "and another one for 20", 1200),
+    ("поставь таймер на 30 секунд", "и ещё один на 45", 45),
+])
+async def test_another_timer_said_with_a_bare_number_is_in_the_unit_of_the_one_before(tmp_path, first, second, length):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", first)
+        await system.turn("s", second)
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: timers_set|")]
+    assert len(calls) == 2 and round(parse_duration(calls[-1].split("|", 1)[1].split(";")[0])) == length, calls
+    assert not backend.calls
+
+
 async def test_how_much_time_is_left_after_a_timer_lists_the_timers(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
