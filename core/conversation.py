@@ -50,6 +50,7 @@ from core.admission import SESSION_PATHS, TurnAdmission
 from core.activity import ToolsetActivity
 from core.resume import RESUME_KIND, ResumePoint
 from core import discovery
+from core.places import zone_of
 from core.prompt import (DISCOVER_TOOL, RECIPE_NOTICE, RECIPE_UNDONE_NOTICE, USER_LABEL, Scope, after_result_notice,
                          arg_choices, build_prompt, layout, reply_language, visible_skills)
 from core.observe import ConversationView, Observer, strategy_name
@@ -183,6 +184,14 @@ _SPAN_OUTCOME: dict[OutcomeKind, tracing.SpanOutcome] = {
 TOGGLES_PER_TURN = 3  # enable/disable calls in one turn before they are offered no more (one off ends them too)
 TOGGLED_ENOUGH_NOTICE = ("Toolsets were turned on and off enough this turn: do not call enable_toolset or "
                          "disable_toolset again. Answer the user now in plain text, in {language}.")
+
+
+def _zone_named(place: str) -> zoneinfo.ZoneInfo | None:
+    """The zone of a city as said ("нью-йорке", core.places) or of an IANA name ("Asia/Tokyo")."""
+    try:
+        return zoneinfo.ZoneInfo(zone_of(place) or place.strip())
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # "../etc", an unknown name
+        return None
 
 
 def _closing_result(trajectory: Trajectory) -> tuple[p.ChatMessage, OutcomeKind] | None:
@@ -1104,15 +1113,27 @@ class Conversation(ReflexSteps):
         if self.trajectory.call_state(run.call_id) == "placeholder":
             self.trajectory.record_late_result(run.call_id, CANCELLED_TEXT)
 
+    def _clock(self, place: str) -> p.CallOutcome:
+        """get_current_time: the user's clock, or with `place` (a city as said, an IANA zone) the
+        time there (core.places knows the cities); for a place it does not know, the user's own
+        time and a line saying so."""
+        zone = _zone_named(place) if place else None
+        now = dt.datetime.fromtimestamp(self.s.clock(), zone or self.s.tz)
+        spoken = spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
+        if place and zone is None:  # words after the call, or a place no zone is known for: the user's own time, said so
+            spoken = f"no time zone known for «{place[:80]}»; the user's own time: {spoken}"
+        elif zone is not None:
+            spoken = f"{place}: {spoken}"
+        return p.CallOutcome(kind="ok", text=spoken, data=ClockRead(at=now.timestamp(), zone=now.tzname() or "",
+                                                                    place=str(zone) if zone is not None else ""))
+
     async def _run_core(self, turn_id: str, tool: str, raw_args: str) -> p.CallOutcome:
         bound = self.s.registry.validate(tool, raw_args)  # the one binding every tool gets (S12)
         if isinstance(bound, Invalid):
             return bound.outcome()
         args = bound.args
         if tool == "get_current_time":
-            now = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz)
-            spoken = spoken_time(now, russian=reply_language(self._turn_words(self._turn_start())) == "Russian")
-            return p.CallOutcome(kind="ok", text=spoken, data=ClockRead(at=now.timestamp(), zone=now.tzname() or ""))
+            return self._clock(args.get("place", "").strip())
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
             return _ok("shown on the glasses")

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import zoneinfo
 
 import msgspec
 
 from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
 from core.timewords import spoken_parts
 from protocol import ChatMessage
-from protocol.results import TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
+from protocol.results import ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -332,6 +333,15 @@ def place_time_answer(intent: Intent, result: str) -> str | None:
                       if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
         hour, minute = clock.split(":")
         moment = moment.replace(hour=int(hour), minute=int(minute))
+    return _there(intent, moment)
+
+
+def place_clock_answer(intent: Intent, clock: ClockRead) -> str:
+    """The same from the built-in clock read for the place (get_current_time|place)."""
+    return _there(intent, dt.datetime.fromtimestamp(clock.at, zoneinfo.ZoneInfo(clock.place)))
+
+
+def _there(intent: Intent, moment: dt.datetime) -> str:
     told = time_answer(moment, intent.russian)
     place = _place_as_said(intent.subject, intent.russian)
     at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"

@@ -28,7 +28,7 @@ from core.reflex import (Intent, Reference, Shown, corrected, followed, held_bac
                          namesake_said, pick, recognise, recognise_both, refer, relevant, said_after_a_title,
                          second_thought, shown_titles, skill_named, tells_of_words, unwatch_answer, watch_to_end,
                          watches_answer, which_named, without_polite_tail)
-from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
+from core.reflex_answers import (asks_plot_in_english, place_clock_answer, controlled_id, day_answer, details_answer, fired_timer,
                                  info_title, not_found_answer, place_time_answer, play_answer, playback_answer,
                                  played_id, plot_in_english, reminder_answer, russian_plot, search_answer,
                                  show_answer, shown_total, tasks_answer, tells_place_time, time_answer, timer_answer,
@@ -354,8 +354,9 @@ class ReflexSteps:
         answer is worded from a moment the result names; else the model words it (or, when the
         tool wanted another form of place, asks again)."""
         tool = self._place_clock()
-        if tool is None:
-            return None
+        if tool is None:  # no world clock configured: the built-in clock of the place, when the place is known
+            clock = await self._reflex_data(turn, "get_current_time", intent.subject) if zone_of(intent.subject) else None
+            return place_clock_answer(intent, clock) if isinstance(clock, ClockRead) and clock.place else None
         turn.withheld.add("get_current_time")
         zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
         # a city tool gets the city as a dictionary names it: "дубае" is "дубай"

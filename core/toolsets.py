@@ -6,7 +6,7 @@ raises ValueError there, never mid-conversation. Every tool has a terse signatur
 the prompt, the error texts and the activation texts all use (S11):
 
     notes_add|text; tags?         (`?` marks an optional argument)
-    get_current_time              (no arguments)
+    get_current_time|[place]      the user's clock, or a city's / an IANA zone's
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ from protocol.results import ToolData
 from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone", action="none", asks="clock",
+    ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone; with a place, the time there",
+             args=[ArgSpec(name="place", required=False)], action="none", asks="clock",
              progress={"ru": "смотрю на часы…", "en": "checking the clock…"}),
     ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")],
              action="show"),

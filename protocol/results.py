@@ -111,10 +111,12 @@ class TimersListed(_Data, tag="timers_listed"):
 
 
 class ClockRead(_Data, tag="clock"):
-    """The moment a clock was read (epoch seconds) and its zone's name as the result gave it."""
+    """The moment a clock was read (epoch seconds) and its zone's name as the result gave it;
+    `place`: the IANA zone of the place it was read for ("" for the user's own clock)."""
 
     at: float
     zone: str = ""
+    place: str = ""
 
 
 class TaskRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -377,6 +377,26 @@ async def test_with_reflexes_off_the_model_takes_every_turn(tmp_path):
         assert len(backend.calls) == 1 and tool_results(await system.history("s")) == []
 
 
+@pytest.mark.parametrize("said, shown", [("сколько сейчас времени в Токио?", "В Токио сейчас 20:00"),
+                                         ("what time is it in New York right now? my sister lives there", "In New York it's 07:00")])
+async def test_with_no_world_clock_another_places_time_is_the_built_in_clocks_for_that_place(tmp_path, said, shown):
+    moment = calendar.timegm((2026, 3, 14, 11, 0, 0))  # 11:00 UTC: 20:00 in Tokyo, 07:00 in New York (summer time)
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="Europe/Moscow") as system:
+        answer = finals(await system.turn("s", said))[-1]
+    assert answer.startswith(shown) and not backend.calls, answer
+
+
+async def test_a_place_the_clock_does_not_know_gets_the_users_time_said_as_such(tmp_path):
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "ok: " + last.content if last.role == "tool" else "TOOL_CALL: get_current_time|Atlantis"
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        await system.turn("s", "what time is it in Atlantis?")
+        result = [m["content"] for m in await system.history("s") if m["role"] == "tool"][-1]
+    assert result.startswith("no time zone known for «Atlantis»; the user's own time: ")
+
+
 async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_path):
     """A real stdio MCP server (tests/mcp_worldclock_server.py) configured as a toolset; the
     scripted model answers with the user's clock whenever it is offered, as the local one did."""
