@@ -1219,6 +1219,10 @@ def which_named(subject: str, titles: list[Shown], reference: Reference) -> Show
     (a series, a film), the newest; else the oldest ("Batman, the first one"). None when none is
     named, or none is of the year or kind said (the model answers)."""
     named = [title for title in titles if pick(subject, [title]) is title]
+    if reference.oldest or reference.newest or reference.year or not named:  # "Star Wars, the newest one": of the series
+        begins = subject.removeprefix("the ") + " "
+        named += [title for title in titles if title not in named
+                  and any((_norm(name).removeprefix("the ") + " ").startswith(begins) for name in title.names)]
     if reference.year:
         named = [title for title in named if title.year == reference.year]
     if reference.kind:

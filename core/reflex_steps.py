@@ -46,7 +46,8 @@ _log = logging.getLogger("porfiry.session")
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
 ALARM_SPAN_S = 3 * 3600  # a timer set this far ahead is an alarm: a bare number putting it right is a clock hour
-REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
+REMARK_PARTS_MAX = 4
+MORE_PAGES = 3  # search pages past the first read aside for "the newest one" of a title's namesakes  # sentences and clauses request_among_remarks reads apart (each is one more match)
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
@@ -513,7 +514,8 @@ class ReflexSteps:
 
     async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.subject and intent.reference is None:
-            intent = await self._namesake(turn, await self._trimmed(turn, intent))
+            intent = await self._namesake(turn, intent)  # "Star Wars, the newest one": before the words after it go
+            intent = intent if intent.reference is not None else await self._trimmed(turn, intent)
             if await self._not_ours(turn, intent.subject):
                 return None  # another toolset's, or a skill's: the model sees them all
         titles, last_id, known = self._shown_media()
@@ -521,7 +523,8 @@ class ReflexSteps:
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
             result = await self._reflex_data(turn, "media_search", intent.subject)
-            title = which_named(intent.subject, shown_titles(result), intent.reference) if result is not None else None
+            found = shown_titles(result) + await self._more_pages(turn, intent.subject, result)
+            title = which_named(intent.subject, found, intent.reference) if result is not None else None
             media_id = title.media_id if title is not None else ""
         elif intent.reference is not None:
             media_id = refer(intent.reference, titles, last_id)
@@ -539,6 +542,20 @@ class ReflexSteps:
         if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
             return None  # not plain which one, or it did not start: the model goes on from the results
         return play_answer(intent, title, media_id)
+
+    async def _more_pages(self, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
+        """The titles of a search's next pages, up to MORE_PAGES (recorded: the one played must be
+        a title a result showed): "Star Wars, the newest one" is the newest of all of them."""
+        shown = len(first.titles) if isinstance(first, TitlesShown) else 0
+        more: list[Shown] = []
+        for page in range(2, MORE_PAGES + 2):
+            if not isinstance(first, TitlesShown) or shown + len(more) >= first.total:
+                break
+            titles = shown_titles(await self._reflex_data(turn, "media_search", f"{subject}; page={page}"))
+            if not titles:
+                break
+            more += titles
+        return more
 
     async def _reflex_playback(self, turn: TurnState, intent: Intent) -> str | None:
         """Pause, resume or stop what the conversation last played."""
