@@ -96,7 +96,8 @@ _CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохран
 _WATCH_VERBS = _stems("скажи, когда", "скажи когда", "скажи, если", "скажи если", "сообщи", "дай знать", "предупреди",
                       "уведоми", "напиши мне, когда", "напиши мне когда", "следи", "отслеж", "мониторь", "наблюдай",
                       "как только", "жди ", "маякни", "свистни", "tell me when", "tell me if", "let me know", "notify me", "alert me",
-                      "ping me", "watch", "monitor", "keep an eye", "as soon as", "wait for")
+                      # "watch for …", "watch my inbox", never "I want to watch something with Tom Hanks"
+                      "ping me", "watch for", "watch out", "watch my", "monitor", "keep an eye", "as soon as", "wait for")
 _EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
                   "quick question", "does it ", "do they ",
                   "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",

@@ -479,3 +479,17 @@ async def test_a_change_the_users_words_say_nothing_of_is_refused_and_one_they_n
         await system.turn("s", "set my home city to London", timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert any("home city set: London" in r for r in results), results
+
+
+async def test_wanting_to_watch_a_film_sets_no_watch_on_messages(tmp_path):
+    """The embedded model read "I want to watch something with Tom Hanks" as a watch on Telegram."""
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        return "Done." if last.role == "tool" else "TOOL_CALL: channels_watch|telegram; Tom Hanks"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False) as system:
+        await system.turn("s", "I want to watch something with Tom Hanks")
+        await system.turn("s2", "tell me when Tom Hanks writes on telegram")
+        watches = {sid: [m["content"] for m in await system.history(sid) if m["role"] == "tool"] for sid in ("s", "s2")}
+    assert all("not executed" in r for r in watches["s"]), watches["s"]
+    assert any("not executed" not in r for r in watches["s2"]), watches["s2"]
