@@ -1175,6 +1175,15 @@ def shown_titles(data: ToolData | None) -> list[Shown]:
     return titles
 
 
+_SUBTITLE = re.compile(r"\s*(?:[:.!?(—–]|,\s*(?:или|or)\s|\s-\s)")
+
+
+def main_title(name: str) -> str:
+    """A title's name before its subtitle: «Ирония судьбы, или С лёгким паром!» is «Ирония
+    судьбы», "Star Wars: The Force Awakens" is "Star Wars" (what people call it)."""
+    return _SUBTITLE.split(name, maxsplit=1)[0].strip() or name
+
+
 def pick(subject: str, titles: list[Shown]) -> Shown | None:
     """The title a request names among a search's results, when one is plainly it: its name is
     the request (or the request is its name plus the director's or the year's words); the most
@@ -1183,7 +1192,8 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     words = set(_norm(subject).split()) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
-        name_words = [set(_norm(name).split()) - _NAME_GLUE for name in title.names]  # "война мир" names «Война и мир»
+        names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name))
+        name_words = [set(_norm(name).split()) - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
         if not any(n and all(_among(w, words) or any(_near_word(x, w) for x in words) for w in n) for n in name_words):
             continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
         facts = set(_norm(title.facts).split())

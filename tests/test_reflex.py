@@ -266,6 +266,7 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
     ("play Fargo, the series, not the movie", "fargo-series-2014"),
     ("play the Lord of the Rings, the first one", "lotr-fellowship-2001"),  # the titles a name begins
     ("play Star Wars, the newest one", "rise-of-skywalker-2019"),  # of all of them, not the first page's
+    ("включи Иронию судьбы", "irony-of-fate-1975"),  # a title called by its name before the subtitle
     ("play No Country for Old Men", "no-country-for-old-men-2007"),  # a title with an age word inside
     ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
 ])
