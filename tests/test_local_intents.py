@@ -184,12 +184,14 @@ async def test_an_alarm_for_tomorrow_and_an_everyday_reminder_are_set_for_their_
     backend = ScriptedBackend(reply_fn=lambda messages: "I'm sorry, but I can't assist with that.")
     async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
         for said in ("set an alarm for tomorrow at 7", "remind me every day at 8 in the morning",
-                     "разбуди меня завтра в 6:45", "напоминай каждый день в 9 вечера пить таблетки"):
+                     "разбуди меня завтра в 6:45", "напоминай каждый день в 9 вечера пить таблетки",
+                     "remind me tomorrow at 8 to take out the trash", "напомни завтра в 9 утра позвонить маме"):
             await system.turn("s", said)
         history = await system.history("s")
         results = [m["content"] for m in history if m["role"] == "tool"]
     assert _calls(history) == ["timers_set|tomorrow 07:00; alarm", "timers_set|08:00; alarm; every=1 day",
-                               "timers_set|tomorrow 06:45; будильник", "timers_set|21:00; пить таблетки; every=1 day"]
+                               "timers_set|tomorrow 06:45; будильник", "timers_set|21:00; пить таблетки; every=1 day",
+                               "timers_set|tomorrow 08:00; take out the trash", "timers_set|tomorrow 09:00; позвонить маме"]
     assert all(result.startswith("Timer ") for result in results) and not backend.calls
     assert parse_when("tomorrow 07:00", moment) == moment + 26 * 3600
 
