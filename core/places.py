@@ -117,6 +117,11 @@ def _short_zone(said: str) -> str | None:
     return _SHORT_NAMES.get(" ".join(said.replace(".", " ").split()))  # "L.A." is "l a"
 
 
+def known_names() -> tuple[str, ...]:
+    """Every place name this dictionary knows, in both languages (the clock's argument choices)."""
+    return tuple(name for names in _ZONES.values() for name in names)
+
+
 def zone_of(place: str) -> str | None:
     """The IANA zone of a place as said ("нью-йорке", "the city of London", "LA"), or None."""
     said = _norm(place)

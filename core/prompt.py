@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
-from core import discovery
+from core import discovery, places
 from core.discovery import estimate_tokens  # noqa: F401 - where callers find it
 from core.toolsets import CORE_TOOL_NAMES, ToolsetRegistry
 from protocol import ChatMessage
@@ -168,6 +168,9 @@ def arg_choices(registry: ToolsetRegistry, active: Iterable[str], readable_skill
     without_args, off = _fixed_choices(registry, tuple(active))
     choices = {tool: [""] for tool in without_args}
     choices.update({
+        # the user's clock, or a place the built-in clock knows: never free text after it (the
+        # model wrote "get_current_time|+7" for "a week from now")
+        "get_current_time": ["", *places.known_names()],
         "read_skill": [skill.name for skill in readable_skills],
         "enable_toolset": list(off),
         "disable_toolset": active,

@@ -493,3 +493,13 @@ async def test_wanting_to_watch_a_film_sets_no_watch_on_messages(tmp_path):
         watches = {sid: [m["content"] for m in await system.history(sid) if m["role"] == "tool"] for sid in ("s", "s2")}
     assert all("not executed" in r for r in watches["s"]), watches["s"]
     assert any("not executed" not in r for r in watches["s2"]), watches["s2"]
+
+
+async def test_the_clock_takes_no_place_but_one_it_knows(tmp_path):
+    """The grammar admits `get_current_time` alone or with a place the built-in clock knows: the
+    embedded model wrote "get_current_time|+7" for "a week from now"."""
+    backend = ToolsSeen(reply_fn=lambda messages: "Сейчас утро.")
+    async with inproc_system(tmp_path, backend=backend, reflexes=False) as system:
+        await system.turn("s", "какое число будет через неделю?")
+    allowed = backend.choices[-1]["get_current_time"]
+    assert "" in allowed and "токио" in allowed and "new york" in allowed and "+7" not in allowed
