@@ -23,17 +23,17 @@ from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none, put_right,
-                         said_again_otherwise,
-                         namesake_said, pick, recognise, recognise_both, refer, relevant, said_after_a_title,
-                         second_thought, shown_titles, skill_named, tells_of_words, unwatch_answer, watch_to_end,
-                         watches_answer, which_named, without_polite_tail)
-from core.reflex_answers import (asks_plot_in_english, place_clock_answer, controlled_id, day_answer, details_answer, fired_timer,
-                                 info_title, not_found_answer, place_time_answer, play_answer, playback_answer,
-                                 played_id, plot_in_english, reminder_answer, russian_plot, search_answer,
-                                 show_answer, shown_total, tasks_answer, tells_place_time, time_answer, timer_answer,
-                                 timers_cancelled, timers_listed, timers_to_cancel, translation_messages,
-                                 watch_answer)
+from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none,
+                         namesake_said, pick, put_right, recognise, recognise_both, refer, relevant,
+                         said_after_a_title, said_again_otherwise, second_thought, shown_titles, skill_named,
+                         tells_of_words, unwatch_answer, watch_to_end, watches_answer, which_named,
+                         without_polite_tail)
+from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
+                                 info_title, not_found_answer, place_clock_answer, place_time_answer, play_answer,
+                                 playback_answer, played_id, plot_in_english, reminder_answer, russian_plot,
+                                 search_answer, show_answer, shown_total, tasks_answer, tells_place_time, time_answer,
+                                 timer_answer, timers_cancelled, timers_listed, timers_to_cancel,
+                                 translation_messages, watch_answer)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits
 from core.toolcall import parse_reply
@@ -46,8 +46,8 @@ _log = logging.getLogger("porfiry.session")
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
 ALARM_SPAN_S = 3 * 3600  # a timer set this far ahead is an alarm: a bare number putting it right is a clock hour
-REMARK_PARTS_MAX = 4
-MORE_PAGES = 3  # search pages past the first read aside for "the newest one" of a title's namesakes  # sentences and clauses request_among_remarks reads apart (each is one more match)
+REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
+MORE_PAGES = 3  # search pages past the first read for "the newest one" of a title's namesakes
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
 TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
