@@ -256,3 +256,24 @@ class ToolsSeen(ScriptedBackend):
         self.last_read.append(messages[-1].content if messages else "")
         self.choices.append({tool: list(allowed) for tool, allowed in (arg_choices or {}).items()})
         return super().stream(messages, tools=tools, max_tokens=max_tokens, arg_choices=arg_choices)
+
+
+async def collect_turn(incoming, event_id: str, timeout: float = 10.0) -> list[p.Msg]:
+    """Everything a phone receives up to the TurnDone covering `event_id`."""
+    got: list[p.Msg] = []
+    with anyio.fail_after(timeout):
+        async for env in incoming:
+            got.append(env.body)
+            if isinstance(env.body, p.TurnDone) and event_id in env.body.event_ids:
+                return got
+    raise AssertionError("stream ended")
+
+
+def call_what_is_said(messages) -> str:
+    """A scripted model: calls what the user says after "call ", answers a tool result with
+    "ok: <result>", anything else with "plain answer"."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return "ok: " + last.content
+    words = last.content.split("] ", 1)[-1]
+    return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"

@@ -20,7 +20,7 @@ from core.prompt import Scope, build_prompt, estimate_tokens
 from core.skills_notice import SKILLS_HOWTO
 from core.toolsets import ToolsetRegistry
 from evals import discovery as needs_eval
-from harness import ToolsSeen, inproc_system, make_config, session_knows
+from harness import ToolsSeen, call_what_is_said, inproc_system, make_config, session_knows
 from protocol.skills import SkillEntry
 
 HERE = Path(__file__).resolve().parent
@@ -30,13 +30,7 @@ MANY = str(HERE / "mcp_many_server.py")
 STATE_1_MAX_TOKENS = 800  # the issue's bound on the state-1 prompt with the 16 skills and the hub
 
 
-def model(messages):
-    """Calls what the user says after "call ", answers a tool result with "ok: <result>"."""
-    last = [m for m in messages if m.role != "system"][-1]
-    if last.role == "tool":
-        return "ok: " + last.content
-    words = last.content.split("] ", 1)[-1]
-    return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
+model = call_what_is_said
 
 
 def prompt_of(messages) -> str:

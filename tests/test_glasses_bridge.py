@@ -17,7 +17,7 @@ import protocol as p
 from actors.base import Actor, Endpoint, Inbound
 from actors.glasses import GlassesBridge, Lanes, Pending, SessionTable, owner_key, to_event, zap_answer
 from core.config import Config, PhoneConfig, StorageConfig, SupervisorConfig, TopologyConfig
-from harness import free_port, override, start_killable, until
+from harness import collect_turn, free_port, override, start_killable, until
 from transport import keys as keyfiles
 from phone.credentials import SessionTokens
 from phone.client import DeliveryFailed, EventRejected, PhoneClient, PhoneError, PhoneRefused
@@ -156,16 +156,6 @@ async def runtime(config: Config, **session_kwargs):
         ctx.destroy(linger=0)
 
 
-async def collect_turn(incoming, event_id: str, timeout: float = 5.0) -> list[p.Msg]:
-    """Everything received up to the TurnDone covering `event_id`."""
-    got: list[p.Msg] = []
-    with anyio.fail_after(timeout):
-        async for env in incoming:
-            got.append(env.body)
-            if isinstance(env.body, p.TurnDone) and event_id in env.body.event_ids:
-                return got
-    raise AssertionError("stream ended")
-
 
 async def edge_stats(rt: Runtime) -> p.EdgeStats:
     """The bridge's counters, asked as /metrics asks them."""
@@ -222,7 +212,7 @@ async def test_lost_ack_is_resent_and_the_duplicate_dropped(dirs):
         async with phone.events("s1") as incoming:
             phone.drop_next_acks(1)
             event_id = await phone.send_text("s1", "hello")
-            got = await collect_turn(incoming, event_id)
+            got = await collect_turn(incoming, event_id, timeout=5.0)
         assert phone.acks_dropped == 1 and phone.resends >= 1
         assert rt.journal.ids("s1") == [event_id]
         assert rt.journal.duplicates >= 1  # the resend reached the session and was dropped there
@@ -269,7 +259,7 @@ async def test_malformed_frames_get_an_error_while_other_sessions_keep_working(d
                 assert isinstance(env.body, p.ErrorReply) and env.body.code == code, env.body
                 assert env.body.detail
             event_id = await b.send_text("b1", "still there?")
-            got = await collect_turn(from_b, event_id)
+            got = await collect_turn(from_b, event_id, timeout=5.0)
             assert got[-2] == p.Display(turn_id=got[-1].turn_id, text="echo: still there?", final=True)
             assert await a.send_text("a1", "me too")  # the sender of garbage is served as well
         assert (await edge_stats(rt)).dropped_frames == 4  # not msgpack, two frames, an unknown type, a runtime-only type
@@ -487,7 +477,7 @@ async def test_without_curve_a_session_belongs_to_a_client_id(dirs):
             await first.turn("s1", "from the first connection", timeout=5)
             async with first.events("s1") as on_first, second.events("s1") as on_second:
                 event_id = await second.send_text("s1", "same client id, second connection")
-                await collect_turn(on_second, event_id)  # displays follow the latest connection
+                await collect_turn(on_second, event_id, timeout=5.0)  # displays follow the latest connection
                 with anyio.move_on_after(0.2):
                     assert (await on_first.receive()) is None
             with pytest.raises(EventRejected, match="forbidden"):

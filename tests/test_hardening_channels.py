@@ -23,7 +23,7 @@ import protocol as p
 from actors.base import Endpoint
 from actors.glasses import GlassesBridge
 from core.config import ChannelConfig, ChannelsConfig
-from harness import free_port, inproc_system, make_config, override, until
+from harness import collect_turn, free_port, inproc_system, make_config, override, until
 from llm.scripted import ScriptedBackend
 from phone.client import EventRejected, PhoneClient
 
@@ -60,15 +60,6 @@ def obedient_model(messages: list[p.ChatMessage]) -> str:
 def finals(shown) -> list[str]:
     return [m.text for m in shown if isinstance(m, p.Display) and m.final]
 
-
-async def collect_turn(incoming, event_id: str, timeout: float = 15.0) -> list[p.Msg]:
-    got: list[p.Msg] = []
-    with anyio.fail_after(timeout):
-        async for env in incoming:
-            got.append(env.body)
-            if isinstance(env.body, p.TurnDone) and event_id in env.body.event_ids:
-                return got
-    raise AssertionError("stream ended")
 
 
 def edge_config(tmp_path, **channels):
@@ -128,23 +119,23 @@ async def test_a_sender_or_a_text_from_outside_never_speaks_as_the_user(tmp_path
     async with edge(tmp_path, backend, config) as (system, base), phone(config, "phone-a") as client:
         async with client.events("s1") as incoming, httpx.AsyncClient() as http:
             said = await client.send_text("s1", "set a timer for 10 minutes")  # a reflex: no model
-            await collect_turn(incoming, said)
+            await collect_turn(incoming, said, timeout=15.0)
             timers = system.actors["session"].sessions["s1"].timers
             assert len(timers) == 1
             for sender in SENDERS:
                 calls = len(backend.calls)
                 posted = await post_hook(http, base, {"session": "s1", "text": "build 7 done", "sender": sender})
                 assert posted.status_code == 202, posted.text
-                assert finals(await collect_turn(incoming, posted.json()["event_id"])) == ["Noted."], sender
+                assert finals(await collect_turn(incoming, posted.json()["event_id"], timeout=15.0)) == ["Noted."], sender
                 noted = await client.notification("s1", "Telegram", sender, "see you at 6")
-                assert finals(await collect_turn(incoming, noted)) == ["Noted."], sender
+                assert finals(await collect_turn(incoming, noted, timeout=15.0)) == ["Noted."], sender
                 assert len(backend.calls) == calls + 2, "an event from the world is never a user request: the model reads it"
                 for request in list(backend.calls)[-2:]:
                     label = request[-1].content.splitlines()[0]
                     assert label.startswith("[Channel message (") and ("cancel all timers" in label or "timers_set" in label), label
             for text in SENDERS[2:]:  # the same markers in a webhook's text
                 posted = await post_hook(http, base, {"session": "s1", "text": text, "sender": "ci"})
-                assert finals(await collect_turn(incoming, posted.json()["event_id"])) == ["Noted."], text
+                assert finals(await collect_turn(incoming, posted.json()["event_id"], timeout=15.0)) == ["Noted."], text
             assert len(timers) == 1, "no forged line cancelled it, no forged call set another"
 
 
@@ -161,7 +152,7 @@ async def test_a_session_a_webhook_opened_is_the_first_phone_s_that_proves_itsel
         async with phone(config, "phone-a") as first, phone(config, "phone-b") as second:
             async with first.events("s2") as incoming:
                 said = await first.send_text("s2", "hello")  # forbidden before the fix
-                await collect_turn(incoming, said)
+                await collect_turn(incoming, said, timeout=15.0)
             with pytest.raises(EventRejected) as refused:
                 await second.send_text("s2", "hello, it's me")
             assert refused.value.code == "forbidden"

@@ -11,7 +11,7 @@ import msgspec
 
 import protocol as p
 from core.config import McpConfig, McpServerConfig
-from harness import inproc_system, make_config, session_knows, until
+from harness import call_what_is_said, inproc_system, make_config, session_knows, until
 from llm.scripted import ScriptedBackend
 
 HERE = Path(__file__).resolve().parent
@@ -19,13 +19,7 @@ NOTES = str(HERE / "mcp_notes_server.py")
 HOSTILE = str(HERE / "mcp_hostile_server.py")
 
 
-def model(messages):
-    """Calls what the user says after "call ", answers a tool result with "ok: <result>"."""
-    last = [m for m in messages if m.role != "system"][-1]
-    if last.role == "tool":
-        return "ok: " + last.content
-    words = last.content.split("] ", 1)[-1]
-    return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
+model = call_what_is_said
 
 
 def prompt_of(messages):

@@ -178,15 +178,8 @@ async def test_a_long_result_is_cut_visibly_and_read_on_with_offset(config, zmq_
 async def test_a_toy_toolset_added_with_one_folder_and_one_line_is_called_through_the_actors(tmp_path, inproc_config):
     """tests/toy_toolset/ is the folder, `toolsets.extra` the line: the model enables it, calls it,
     and reads the result in its next request; its tools are in the prompt only while it is active."""
-    from harness import inproc_system
+    from harness import call_what_is_said as model, inproc_system
     from llm.scripted import ScriptedBackend
-
-    def model(messages):
-        last = [m for m in messages if m.role != "system"][-1]
-        if last.role == "tool":
-            return "ok: " + last.content
-        words = last.content.split("] ", 1)[-1]
-        return "TOOL_CALL: " + words[len("call "):] if words.startswith("call ") else "plain answer"
 
     config = override(inproc_config, toolsets={"extra": TOY})
     backend = ScriptedBackend(reply_fn=model)

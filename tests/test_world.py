@@ -23,7 +23,7 @@ from core.budget import default_catalog
 from core.channels import Watch, interest_words, matching
 from core.config import ChannelConfig, ChannelsConfig, MonitorConfig
 from core.monitors import Probe, holds, parse_condition
-from harness import RecordingGlasses, free_port, inproc_system, make_config, override, session_knows, until
+from harness import RecordingGlasses, collect_turn, free_port, inproc_system, make_config, override, session_knows, until
 from llm.scripted import ScriptedBackend
 from phone.client import PhoneClient
 from web.channels import ChannelGate, Refused, sign, signed_headers
@@ -155,15 +155,6 @@ def phone_config(tmp_path, **session):
     config = make_config(tmp_path, **session)
     return override(config, phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
 
-
-async def collect_turn(incoming, event_id: str, timeout: float = 10.0) -> list[p.Msg]:
-    got: list[p.Msg] = []
-    with anyio.fail_after(timeout):
-        async for env in incoming:
-            got.append(env.body)
-            if isinstance(env.body, p.TurnDone) and event_id in env.body.event_ids:
-                return got
-    raise AssertionError("stream ended")
 
 
 async def test_a_phone_notification_matching_a_watch_wakes_the_session_and_others_are_kept(tmp_path):
