@@ -365,8 +365,10 @@ _TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|гов
 
 
 # a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
-_SECOND_THOUGHT = re.compile(r"^(?:no|nope|nah|wait|actually|never\s+mind|forget\s+it|instead|rather|make\s+it|"
-                             r"нет|не|стоп|хотя|лучше|на\s+самом\s+деле|отбой|подожди|погоди|давай)(?!\w)")
+# the words of a second thought that every reading of one shares (each adds its own around them)
+_NO_WAIT = r"no|nope|wait|actually|нет|хотя|подожди|погоди"
+_SECOND_THOUGHT = re.compile(r"^(?:" + _NO_WAIT + r"|nah|never\s+mind|forget\s+it|instead|rather|make\s+it|"
+                             r"не|стоп|лучше|на\s+самом\s+деле|отбой|давай)(?!\w)")
 
 
 def second_thought(text: str) -> bool:
@@ -1479,7 +1481,7 @@ _CORRECTION = re.compile(_LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*
 
 # a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
 _CHANGE_OPENING = re.compile(
-    r"^(?:(?:no|nope|nah|wait|actually|oh|sorry|hmm|нет|ой|хотя|стоп|подожди|погоди|а)[\s,.!]+)*"
+    r"^(?:(?:" + _NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
     r"(?:(?:make|change|set|move|switch|put)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)\s+(?:to|for|at|in)?|"
     r"(?:давай|лучше|сделай|переставь|поменяй|измени)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
     r"(?:\s+(?:на|через|в))?)?\s*")
@@ -1492,8 +1494,8 @@ _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|в�
 
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
 # "включи Шрека, ой, нет, лучше Шрека 2"
-_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|no|nope|wait|actually|нет|хотя|"
-                        r"подожди|погоди)(?:[\s,.!]+(?:wait|no|нет|лучше|rather|instead))*[\s,.!]+(?=\S)")
+_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|" + _NO_WAIT + r")"
+                        r"(?:[\s,.!]+(?:wait|no|нет|лучше|rather|instead))*[\s,.!]+(?=\S)")
 
 
 def said_again_otherwise(said: str) -> tuple[str, str] | None:
