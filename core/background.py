@@ -16,8 +16,10 @@ cancelled run's outcome is dropped: the user already heard it was cancelled.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -54,7 +56,7 @@ class ToolRun:
     state: RunState = RUNNING
     outcome: CallOutcome | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
-    started: float = field(default_factory=time.monotonic)  # tasks_status tells its age
+    started: float = field(default_factory=time.monotonic)  # a task's status tells its age
 
 
 class ToolRuns:
@@ -66,7 +68,7 @@ class ToolRuns:
 
     def __init__(self) -> None:
         self._runs: dict[str, ToolRun] = {}
-        self.ended: OrderedDict[str, str] = OrderedDict()  # task id -> how a background task ended (tasks_status)
+        self.ended: OrderedDict[str, str] = OrderedDict()  # task id -> how a background task ended (a task's status)
 
     def start(self, call_id: str, tool: str, asked: str = "") -> ToolRun:
         run = self._runs[call_id] = ToolRun(call_id, tool, asked=asked)
@@ -95,7 +97,7 @@ class ToolRuns:
 
     def record_end(self, run: ToolRun, how: str) -> None:
         """How a background task ended ("finished", "cancelled by the user", "failed: … timed
-        out …"), for tasks_status asked about it later; the last ENDED_KEPT are kept."""
+        out …"), for a task's status asked later; the last ENDED_KEPT are kept."""
         self.ended[run.task_id] = f"{how} after {time.monotonic() - run.started:.0f} s"
         while len(self.ended) > self.ENDED_KEPT:
             self.ended.popitem(last=False)
@@ -112,3 +114,15 @@ def late_event(run: ToolRun, text: str, ts: float) -> Event:
         data={"call_id": run.call_id, "tool": run.tool, "task_id": run.task_id,
               **({ASKED_KEY: run.asked} if run.asked else {})},
     )
+
+
+_TASK_ID_WORD = re.compile(r"[0-9a-z]+")
+
+
+def names_a_task(text: str, runs: Sequence[ToolRun]) -> bool:
+    """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
+    phrase saying so is about that task, which the tasks toolset stops alone, not about every task."""
+    if not runs:
+        return False  # nothing in the background (every idle turn asks): no words to read
+    words = set(_TASK_ID_WORD.findall(text.casefold()))
+    return any(run.task_id in words for run in runs)

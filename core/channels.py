@@ -1,7 +1,7 @@
 """Channels (E10, seed 003's `connect_channel`): events from outside a session - a notification
 on the user's phone, a signed webhook - and the interests the model registers in them.
 
-The model says once what matters (`channels_watch|telegram; Anna`); the runtime matches every
+The model says once what matters (a watch: a channel and what to wait for, "telegram; Anna"); the runtime matches every
 later event of that channel against it (sender or words, case-folded, crude stems), so the model
 is never woken for a message nobody asked about. An event no watch matches, on a channel that
 only wakes for watched events, is kept in the journal and not shown.
@@ -126,7 +126,7 @@ class WatchTable:
             if watch.channel == channel and watch.words == words:
                 return f"Already watching {channel} for {watch.what} (watch {watch.watch_id})."
         if len(self.watches) >= self.limit:
-            return f"Not watched: {self.limit} watches already ({self.ids()}); cancel one with channels_unwatch first."
+            return f"Not watched: {self.limit} watches already ({self.ids()}); end one of them first."
         watch = Watch(f"w{self.next_number}", channel, " ".join(what.split()) or "everything", words, asked)
         self.next_number += 1
         self.watches.append(watch)

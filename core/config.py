@@ -232,7 +232,7 @@ class ChannelConfig(_Section):
     secret_env: Annotated[str, Meta(description="the environment variable that holds the secret")] = ""
     sessions: Annotated[list[str], Meta(description="the sessions this webhook may feed; another is refused (403)")] = []
     urgency: Annotated[Literal["low", "normal", "high"], Meta(description="an event's urgency when it does not say; high interrupts")] = "normal"
-    wake: Annotated[Literal["always", "watched"], Meta(description="always: every event is shown; watched: only what a channels_watch matches")] = "always"
+    wake: Annotated[Literal["always", "watched"], Meta(description="always: every event is shown; watched: only what a watch the model set matches")] = "always"
 
 
 class ChannelsConfig(_Section):
@@ -246,7 +246,7 @@ class ChannelsConfig(_Section):
     posts_per_min: Annotated[float, Meta(gt=0, description="valid posts per channel a minute (burst: a minute's worth); past it: 429")] = 60.0
     log_interval_s: Annotated[float, Meta(gt=0, description="refused posts: one log line per channel per interval, with a count", extra=TUNING)] = 10.0
     phone_wake: Annotated[Literal["always", "watched"], Meta(description="phone notifications of an app with no [channels.APP]: shown always or only when watched")] = "watched"
-    max_watches: Annotated[int, Meta(ge=1, description="channels_watch entries per session")] = 20
+    max_watches: Annotated[int, Meta(ge=1, description="watches of channels per session")] = 20
     min_secret_chars: Annotated[int, Meta(ge=16, description="a webhook secret (secret, or the value of secret_env) shorter than this is refused at start")] = 16
     named: Annotated[dict[str, ChannelConfig], Meta(description="the channels, each [channels.NAME]")] = {}
 
@@ -259,7 +259,7 @@ class MonitorConfig(_Section):
     url: Annotated[str, Meta(description="what it GETs (its status and body are checked); or command")] = ""
     interval_s: Annotated[float, Meta(ge=0.05, description="between runs or requests, seconds")] = 60.0
     timeout_s: Annotated[float, Meta(gt=0, description="one run or request; past it the process is killed (\"timed out\"), seconds")] = 10.0
-    summary: Annotated[str, Meta(description="what it watches, for the model (monitors_list)")] = ""
+    summary: Annotated[str, Meta(description="what it watches, for the model (the monitors' list)")] = ""
 
 
 class MonitorsConfig(_Section):
@@ -272,7 +272,7 @@ class MonitorsConfig(_Section):
 
 
 class NotifyConfig(_Section):
-    """notify_user and displays kept while the glasses are off."""
+    """Notices to the user and displays kept while the glasses are off."""
 
     max_kept: Annotated[int, Meta(ge=1, description="notifications kept per session (the oldest read one goes first)")] = 100
     max_text_chars: Annotated[int, Meta(ge=20, description="a longer notice is cut")] = 1000
@@ -303,7 +303,7 @@ class Config(_Section):
     storage: Annotated[StorageConfig, Meta(description="the database: embedded SQLite, or PostgreSQL shared by several nodes")] = msgspec.field(default_factory=StorageConfig)
     channels: Annotated[ChannelsConfig, Meta(description="events from outside: phone notifications and signed webhooks (docs/world-events.md)")] = msgspec.field(default_factory=ChannelsConfig)
     monitors: Annotated[MonitorsConfig, Meta(description="the commands and URLs the model may watch, and their bounds")] = msgspec.field(default_factory=MonitorsConfig)
-    notify: Annotated[NotifyConfig, Meta(description="notify_user and what waits while the glasses are off")] = msgspec.field(default_factory=NotifyConfig)
+    notify: Annotated[NotifyConfig, Meta(description="notices to the user and what waits while the glasses are off")] = msgspec.field(default_factory=NotifyConfig)
     node: Annotated[NodeConfig, Meta(description="one of several runtime nodes on one PostgreSQL: its name and its lease (docs/several-nodes.md)")] = msgspec.field(default_factory=NodeConfig)
     tracing: Annotated[TracingConfig, Meta(description="OpenTelemetry spans over OTLP/HTTP, off by default (docs/tracing.md)")] = msgspec.field(default_factory=TracingConfig)
 

@@ -57,7 +57,7 @@ from core.observe import ConversationView, Observer, strategy_name
 from core.fold import ModelContext, fold_history
 from core.background import (
     ASKED_KEY, BACKGROUND, CANCELLED, CANCELLED_TEXT, INTERRUPTED_TEXT, SLOW_TEXT, STARTED_TEXT, UNFINISHED_TEXT,
-    ToolRun, ToolRuns, late_event,
+    ToolRun, ToolRuns, late_event, names_a_task,
 )
 from core.fence import fence
 from core.parallel import parallel_prompt, parallel_tools, unavailable_text
@@ -68,7 +68,6 @@ from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
-from core.tasks import names_a_task
 from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
@@ -327,7 +326,7 @@ class Conversation(ReflexSteps):
             self.s.spawn(self._parallel, event)
             return
         self.queue.append(event)
-        # "cancel 3f2a9c" while idle names one background task: tasks_cancel stops it, not all
+        # "cancel 3f2a9c" while idle names one background task: the tasks toolset stops it, not all
         one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self.runs.in_background())
         if strategy == "cancel" and (self.running or len(self.runs)) and not one_task:
             self._cancel()  # "stop" also stops what runs in the background
@@ -661,9 +660,9 @@ class Conversation(ReflexSteps):
         return True
 
     def _kept_quiet(self, turn: TurnState, text: str) -> bool:
-        """A turn nobody asked for that already reached the user (notify_user) or said it has
+        """A turn nobody asked for that already reached the user (a notifying tool) or said it has
         nothing for them: its reply is recorded, not shown nor kept (core.event_turn)."""
-        reason = quiet_reason(self._turn_words(turn.start), self.trajectory.results_since(turn.start))
+        reason = quiet_reason(self._turn_words(turn.start), self.trajectory.results_since(turn.start), self.s.registry.spec)
         if not reason:
             return False
         self.trajectory.record_assistant(text or "…")
@@ -672,9 +671,9 @@ class Conversation(ReflexSteps):
         return True
 
     def _ended_silently(self, turn: TurnState, tool: str) -> bool:
-        """`notify_nothing|reason` ends the turn at once, no reply asked for (core.event_turn)."""
+        """The tool that serves `event_silent` ends the turn at once, no reply asked for (core.event_turn)."""
         results = self.trajectory.results_since(turn.start)
-        if not results or not silent_end(results[-1][0], results[-1][2]) or self._turn_words(turn.start):
+        if not results or not silent_end(results[-1][0], results[-1][2], self.s.registry.spec) or self._turn_words(turn.start):
             return False
         return self._kept_quiet(turn, "(handled silently)")
 
@@ -1106,7 +1105,7 @@ class Conversation(ReflexSteps):
         return record.handler(context, tool, args)
 
     def _cancel_task(self, run: ToolRun) -> None:
-        """tasks_cancel: one background call stops, the others run on; its result says so (E3's wording)."""
+        """A task cancelled by its id: one background call stops, the others run on; its result says so (E3's wording)."""
         run.state = CANCELLED
         self.runs.record_end(run, CANCELLED_TEXT)
         self.s.ports.cancel_tool(self.sid, run.call_id)

@@ -85,7 +85,7 @@ def echoed(reply: str, said: str) -> str:
         return "the runtime's notes to you, which the user never sees"
     if "call" in text.lower() and _CALL_LIKE.search(text):  # each call form holds "call" in some case
         return "the form of a tool call, which is not an answer"
-    if _BARE_TOOL_NAME.fullmatch(text):  # "channels_list" alone (h9): a call without its marker
+    if _BARE_TOOL_NAME.fullmatch(text):  # a bare tool name alone (h9): a call without its marker
         return "the name of a tool without TOOL_CALL: before it, which is not an answer"
     if _ABOUT_TOOLS.fullmatch(text):  # "No tool needed." (h13): a note on the tools, not an answer to the user
         return "a note about tools, which is not an answer to the user"

@@ -418,7 +418,7 @@ def _offerable(kinds: frozenset[str], asks: str, said: str, offered: str) -> boo
 
 
 # The world's toolsets serve few requests and tempt a small model on many ("start my morning
-# workout" -> tasks_list; "who are you?" -> channels_list): each is offered to turn on (or its
+# workout" -> the tasks' list; "who are you?" -> the watches' list): each is offered to turn on (or its
 # skill to read) only when the turn's words are about what it does. Once on, its tools stay offered.
 _MESSAGE_WORDS = _stems("сообщ", "напис", "пишет", "написал", "уведомл", "вебхук", "телеграм", "почт", "письм", "чат",
                         "канал", "звон", "message", "wrote", "writes", "write", "notification", "webhook", "telegram",

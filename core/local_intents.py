@@ -21,7 +21,7 @@ A toolset says what it answers in its folder's `intents.yaml`:
         intents:
           ConvertUnits:
             action: call
-            call: {tool: units_convert, args: "{value}; {unit_from}; {unit_to}"}
+            call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
             answer: "{result}."
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
 

@@ -3,7 +3,7 @@ check the operator allowed in the config (`[monitors.NAME]`: a command as argv, 
 a condition; the runtime runs it every `interval_s` and raises one event when the condition
 holds. The model never gives a command: a name not in the allow-list is refused.
 
-Conditions (`monitors_start|NAME; CONDITION`):
+Conditions (a monitor's NAME; CONDITION):
   contains WORDS     the output (or the page) contains WORDS, case ignored; bare WORDS mean the same
   exit N / exit!=N   the command exited with (or without) code N; `exit` alone: with any code
   status N / status!=N  the URL answered HTTP status N (or another)
@@ -185,10 +185,10 @@ class MonitorTable:
         except ConditionError as exc:
             return None, f"Monitor not started: {exc}"
         if len(self.running()) >= limit:
-            return None, f"Monitor not started: {limit} monitors already run in this session; stop one first (tasks_cancel|<id>)."
+            return None, f"Monitor not started: {limit} monitors already run in this session; stop one first (cancel it by its id)."
         if runtime_limit and runtime_running >= runtime_limit:
             return None, (f"Monitor not started: the runtime already runs {runtime_limit} monitors, its limit "
-                          "(monitors.max_total); stop one first (tasks_cancel|<id>) or try later.")
+                          "(monitors.max_total); stop one first (cancel it by its id) or try later.")
         row = MonitorRow(f"m{self.next_number}", name, condition.strip(), RUNNING, now)
         self.next_number += 1
         self.rows.append(row)

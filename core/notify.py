@@ -1,6 +1,6 @@
 """Telling the user where they are (seed 003's user-communication tool, "attention return").
 
-Everything meant for the user's eyes - what `notify_user` says, and the final answer of a turn
+Everything meant for the user's eyes - what a notice to the user says, and the final answer of a turn
 that ran while the glasses were off - is a `Note`. With the glasses on it is shown at once and
 is read; with them off it waits unread and is shown when they come back; a `high` one also goes
 to the phone as a push message. Notes live in the session's journal state (`WorldState`), so

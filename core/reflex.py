@@ -54,7 +54,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
     action: Literal["pause", "resume", "stop", ""] = ""
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
-    every: str = ""  # a timer's repeat, as timers_set takes it: "1 day"
+    every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):
@@ -1416,7 +1416,7 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
 
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
-# wait for (channels_watch); a time or an event that is no message ("когда будет 5") is not one
+# wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
 _WATCH = re.compile(_LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
                     r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
                     r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
@@ -1669,7 +1669,7 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
-    """The watch `subject` names among those channels_list showed (its payload): the only one, or
+    """The watch `subject` names among those the watches' list showed (its payload): the only one, or
     the only one sharing a word with it; None when not plain."""
     watches = listed.watches if isinstance(listed, WatchesListed) else []
     if len(watches) == 1:
@@ -1685,7 +1685,7 @@ def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
 
 
 def watches_answer(listed: WatchesListed, russian: bool) -> str:
-    """The watches channels_list showed, said back: "Слежу: telegram — Dave texts me"."""
+    """The watches the watches' list showed, said back: "Слежу: telegram — Dave texts me"."""
     lines = [f"{watch.channel} — {watch.what.strip()}" for watch in listed.watches]
     if not lines:
         return "Сейчас я ни за чем не слежу." if russian else "I'm not watching for anything right now."

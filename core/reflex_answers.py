@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Container
 import zoneinfo
 
 import msgspec
@@ -201,17 +202,18 @@ def shown_total(data: ToolData | None) -> int:
     return data.total if isinstance(data, TitlesShown) else 0
 
 
-def played_id(assistant_line: str) -> str:
-    """The id an assistant's media_play call named (a play, not a pause); "" for any other line."""
-    return "" if ";" in assistant_line.rsplit("media_play|", 1)[-1] else controlled_id(assistant_line)
+def played_id(assistant_line: str, play_tool: str) -> str:
+    """The id an assistant's call of `play_tool` (the tool that serves "title_play") named: a
+    play, not a pause; "" for any other line."""
+    marker = f"{play_tool}|"
+    return "" if ";" in assistant_line.rsplit(marker, 1)[-1] else controlled_id(assistant_line, play_tool)
 
 
-_PLAYING = re.compile(r"TOOL_CALL: media_play\|([a-z0-9]+(?:-[a-z0-9]+)*)")
-
-
-def controlled_id(assistant_line: str) -> str:
-    """The id any media_play call named (a play or a pause); "" for any other line."""
-    found = _PLAYING.search(assistant_line)
+def controlled_id(assistant_line: str, play_tool: str) -> str:
+    """The id any call of `play_tool` named (a play or a pause); "" for any other line."""
+    if not play_tool:
+        return ""
+    found = re.search(rf"TOOL_CALL: {re.escape(play_tool)}\|([a-z0-9]+(?:-[a-z0-9]+)*)", assistant_line)
     return found.group(1) if found else ""
 
 
@@ -238,14 +240,16 @@ def matching_timers(words: str, timers: list) -> list:
     return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
 
 
-def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = ()) -> list | None:
+def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = (),
+                     timer_tools: Container[str] = ()) -> list | None:
     """The timers a cancel means: all, the one whose text its words name, or the only one when
     the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
     "kill the pizza one" names no timer word: it cancels only a timer about pizza. "cancel it"
     (`intent.last_timer`) means the timer the turn before set, or the only one it listed; with
-    `results_before` the (tool, result's payload) pairs of that turn."""
+    `results_before` the (tool, result's payload) pairs of that turn, `timer_tools` the tools
+    that set, list and cancel timers."""
     if intent.last_timer:
-        return _timer_talked_about(results_before, pending)
+        return _timer_talked_about(results_before, pending, timer_tools)
     if intent.all_timers or not pending:
         return pending
     chosen = matching_timers(intent.text, pending)
@@ -254,8 +258,9 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
     return chosen if len(chosen) == 1 else None
 
 
-def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pending: list) -> list | None:
-    touched = [name for name, _data in results_before if name in ("timers_set", "timers_list", "timers_cancel")]
+def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pending: list,
+                        timer_tools: Container[str]) -> list | None:
+    touched = [name for name, _data in results_before if name in timer_tools]
     set_ids = [data.id for _name, data in results_before if isinstance(data, TimerSet)]
     if set_ids:  # "set a 30 minute timer" … "actually cancel it": the one just set, if it still runs
         chosen = [t for t in pending if t.timer_id == set_ids[-1]]

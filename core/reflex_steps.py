@@ -40,6 +40,7 @@ from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol.results import (ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData, WatchEnded, Watching,
                               WatchesListed)
+from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
@@ -121,7 +122,7 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
 
 def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
     """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
-    miles to km": units_convert|5; mi; km), matched whole with typed slots and held back by
+    miles to km": the converter's call with 5; mi; km), matched whole with typed slots and held back by
     nothing; else None."""
     if match is None or match.call is None or match.wildcard or held_back(said, "search"):
         return None
@@ -309,6 +310,11 @@ class ReflexSteps:
             watching.done(pieces)
         return text
 
+    def _tool(self, request: Serves) -> str:
+        """The tool a toolset here declares for `request` (protocol.ToolSpec.serves); "": none, and
+        the reflex that needs it leaves the turn to the model."""
+        return self.s.registry.serving(request)
+
     async def _reflex_call(self, turn: TurnState, tool: str, args: str) -> str | None:
         """One call of a reflex (`_reflex_outcome`): its result's text, or None unless it ran."""
         outcome = await self._reflex_outcome(turn, tool, args)
@@ -387,7 +393,7 @@ class ReflexSteps:
         before = len(self.timers)
         text = intent.text or ("таймер" if intent.russian else "timer")
         every = f"; every={intent.every}" if intent.every else ""
-        if await self._reflex_call(turn, "timers_set", f"{when}; {text}{every}") is None or len(self.timers) <= before:
+        if await self._reflex_call(turn, self._tool("timer_set"), f"{when}; {text}{every}") is None or len(self.timers) <= before:
             return None
         return timer_answer(intent, due - now, self._clock_time(due))
 
@@ -410,7 +416,7 @@ class ReflexSteps:
         if not when:
             return None
         answer = await self._reflex_timer_set(turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))
-        if answer is None or await self._reflex_call(turn, "timers_cancel", old.id) is None:
+        if answer is None or await self._reflex_call(turn, self._tool("timer_cancel"), old.id) is None:
             return None
         return answer
 
@@ -438,36 +444,37 @@ class ReflexSteps:
 
     async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
-        result = await self._reflex_data(turn, "channels_watch", f"{intent.channel}; {what}")
+        result = await self._reflex_data(turn, self._tool("watch_set"), f"{intent.channel}; {what}")
         return watch_answer(intent) if isinstance(result, Watching) and not result.already else None
 
     async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
         """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
-        watch = watch_to_end(intent.subject, await self._reflex_data(turn, "channels_list", ""))
+        watch = watch_to_end(intent.subject, await self._reflex_data(turn, self._tool("watch_list"), ""))
         if watch is None:
             return None
-        ended = await self._reflex_data(turn, "channels_unwatch", watch.id)
+        ended = await self._reflex_data(turn, self._tool("watch_end"), watch.id)
         return unwatch_answer(intent, ended.watch) if isinstance(ended, WatchEnded) else None
 
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.action == "watches":  # "which messages are you watching for?"
-            listed = await self._reflex_data(turn, "channels_list", "")
+            listed = await self._reflex_data(turn, self._tool("watch_list"), "")
             return watches_answer(listed, intent.russian) if isinstance(listed, WatchesListed) else None
-        running = await self._reflex_data(turn, "tasks_list", "")
+        running = await self._reflex_data(turn, self._tool("task_list"), "")
         return tasks_answer(running, intent.russian) if isinstance(running, TasksListed) else None
 
     async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
-        if await self._reflex_call(turn, "timers_list", "") is None:
+        if await self._reflex_call(turn, self._tool("timer_list"), "") is None:
             return None
         return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
 
     async def _reflex_timer_cancel(self, turn: TurnState, intent: Intent) -> str | None:
         pending = self.timers.pending()
-        chosen = timers_to_cancel(intent, pending, self._results_of_turn_before(turn) if intent.last_timer else [])
+        timer_tools = {self._tool("timer_set"), self._tool("timer_list"), self._tool("timer_cancel")} - {""}
+        chosen = timers_to_cancel(intent, pending, self._results_of_turn_before(turn) if intent.last_timer else [], timer_tools)
         if chosen is None:
             return None  # the words name none or several of the timers: the model asks
         target = "all" if intent.all_timers or not pending else chosen[0].timer_id
-        if await self._reflex_call(turn, "timers_cancel", target) is None:
+        if await self._reflex_call(turn, self._tool("timer_cancel"), target) is None:
             return None
         return timers_cancelled([t.text for t in chosen], intent.russian)
 
@@ -475,7 +482,7 @@ class ReflexSteps:
         """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
         that are no title leave no search in the history for the model to misread. `every_word`:
         and every word is the title's (no "один дома самое" for «Один дома»)."""
-        found = await self._run_side_call(turn.turn_id, "media_search", words)
+        found = await self._run_side_call(turn.turn_id, self._tool("title_search"), words)
         titles = shown_titles(found.data) if found.kind == "ok" else []
         return pick(words, titles) is not None and not (every_word and names_none(words, titles))
 
@@ -488,7 +495,7 @@ class ReflexSteps:
         words = intent.subject.split()
         if len(words) < 2:
             return intent  # nothing to leave off
-        found = await self._run_side_call(turn.turn_id, "media_search", intent.subject)
+        found = await self._run_side_call(turn.turn_id, self._tool("title_search"), intent.subject)
         titles = shown_titles(found.data) if found.kind == "ok" else []
         if titles and not names_none(intent.subject, titles):
             return intent  # every word a title's ("return of the king"): nothing said after it
@@ -522,7 +529,7 @@ class ReflexSteps:
         if intent.subject and known and not await self._names_a_title(turn, intent.subject):
             return None  # "включи вторую часть" after a search: words about what was shown, the model's
         if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
-            result = await self._reflex_data(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
             found = shown_titles(result) + await self._more_pages(turn, intent.subject, result)
             title = which_named(intent.subject, found, intent.reference) if result is not None else None
             media_id = title.media_id if title is not None else ""
@@ -530,7 +537,7 @@ class ReflexSteps:
             media_id = refer(intent.reference, titles, last_id)
             title = known.get(media_id)
         else:
-            result = await self._reflex_data(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
             if isinstance(result, TitlesShown) and result.by != "title" and result.titles:
                 return search_answer(intent, shown_titles(result), result.total)  # "play something funny": which?
             if result is not None and names_none(intent.subject, shown_titles(result)):
@@ -539,7 +546,7 @@ class ReflexSteps:
                 return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
-        if not media_id or await self._reflex_call(turn, "media_play", media_id) is None:
+        if not media_id or await self._reflex_call(turn, self._tool("title_play"), media_id) is None:
             return None  # not plain which one, or it did not start: the model goes on from the results
         return play_answer(intent, title, media_id)
 
@@ -551,7 +558,7 @@ class ReflexSteps:
         for page in range(2, MORE_PAGES + 2):
             if not isinstance(first, TitlesShown) or shown + len(more) >= first.total:
                 break
-            titles = shown_titles(await self._reflex_data(turn, "media_search", f"{subject}; page={page}"))
+            titles = shown_titles(await self._reflex_data(turn, self._tool("title_search"), f"{subject}; page={page}"))
             if not titles:
                 break
             more += titles
@@ -560,8 +567,8 @@ class ReflexSteps:
     async def _reflex_playback(self, turn: TurnState, intent: Intent) -> str | None:
         """Pause, resume or stop what the conversation last played."""
         media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
-                         for found in [controlled_id(m.content)] if found), "")
-        if not media_id or await self._reflex_call(turn, "media_play", f"{media_id}; action={intent.action}") is None:
+                         for found in [controlled_id(m.content, self._tool("title_play"))] if found), "")
+        if not media_id or await self._reflex_call(turn, self._tool("title_play"), f"{media_id}; action={intent.action}") is None:
             return None
         return playback_answer(intent, self._shown_media()[2].get(media_id))
 
@@ -576,7 +583,7 @@ class ReflexSteps:
         intent = await self._trimmed(turn, intent)
         if await self._not_ours(turn, intent.subject):
             return None  # "find a cheap flight to Paris" with a travel server: the model's
-        result = await self._reflex_data(turn, "media_search", intent.subject)
+        result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
         if result is None:
             return None  # it failed, or the search gives no titles as fields: the model reads its text
         titles = shown_titles(result)
@@ -591,13 +598,13 @@ class ReflexSteps:
             intent = await self._trimmed(turn, intent)  # "кто снял фильм Гараж, где про кооператив?"
             if not await self._names_a_title(turn, intent.subject):
                 return None  # "сколько минут варить макароны": words that are no title, the model's
-            result = await self._reflex_data(turn, "media_search", intent.subject)
+            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
         if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
             titles, last_id, _known = self._shown_media()
             media_id = refer(intent.reference or Reference(), titles, last_id)
-        info = await self._reflex_data(turn, "media_info", media_id) if media_id else None
+        info = await self._reflex_data(turn, self._tool("title_info"), media_id) if media_id else None
         if not isinstance(info, TitleInfo):
             return None  # the model reads what there is
         translated = await self._plot_in_english(turn, info) if asks_plot_in_english(intent) else ""
@@ -621,18 +628,19 @@ class ReflexSteps:
         titles: list[Shown] | None = None
         last_id, known = "", {}
         messages = self.trajectory.messages()
+        search, info, play = self._tool("title_search"), self._tool("title_info"), self._tool("title_play")
         for index in range(len(messages) - 1, -1, -1):  # a result without its payload shows nothing
             message = messages[index]
-            if message.role == "tool" and message.name == "media_search":
+            if message.role == "tool" and search and message.name == search:
                 found = shown_titles(self.trajectory.data_at(index))
                 for title in found:
                     known.setdefault(title.media_id, title)
                 titles = found if titles is None else titles
-            elif message.role == "tool" and message.name == "media_info":
+            elif message.role == "tool" and info and message.name == info:
                 title = info_title(self.trajectory.data_at(index))
                 if title is not None:
                     known.setdefault(title.media_id, title)
                     last_id = last_id or (title.media_id if titles is None else "")
             elif message.role == "assistant" and titles is None and not last_id:
-                last_id = played_id(message.content)
+                last_id = played_id(message.content, play)
         return titles or [], last_id, known

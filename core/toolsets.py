@@ -27,7 +27,7 @@ from core.toolcall import ArgumentError, bind_args
 from core.world import WorldPort
 from protocol.base import Msg
 from protocol.results import ToolData
-from protocol.tools import ArgSpec, CallOutcome, ToolOutcome, ToolsetSpec, ToolSpec
+from protocol.tools import ArgSpec, CallOutcome, Serves, ToolOutcome, ToolsetSpec, ToolSpec
 
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone; with a place, the time there",
@@ -329,6 +329,7 @@ class ToolsetRegistry:
         self._toolsets: dict[str, ToolsetSpec] = {}
         self._tools: dict[str, ToolSpec] = {tool.name: tool for tool in CORE_TOOLS}
         self._bound: dict[tuple[str, str], Bound | Invalid] = {}  # validate's answers (see there)
+        self._serving: dict[str, str] = {}  # what a tool is to the runtime (ToolSpec.serves) -> that tool
         problems: list[str] = []
         for toolset in toolsets:
             problems += self._add(toolset)
@@ -358,6 +359,8 @@ class ToolsetRegistry:
         problems = self._problems(toolset)
         for tool in toolset.tools:
             self._tools.setdefault(tool.name, tool)
+            if tool.serves:
+                self._serving.setdefault(tool.serves, tool.name)
         self._toolsets.setdefault(toolset.name, toolset)
         return problems
 
@@ -377,6 +380,10 @@ class ToolsetRegistry:
             if tool.name in self._tools or tool.name in seen:
                 core = " (a core tool has that name)" if tool.name in CORE_TOOL_NAMES else ""
                 problems.append(f"tool {tool.name} is declared twice{core}")
+            serving = self._serving.get(tool.serves) or next(
+                (t.name for t in toolset.tools if t.serves == tool.serves and t.name in seen), None)
+            if tool.serves and serving:  # one tool per request, as one handler per intent: no guessing which
+                problems.append(f"tool {tool.name} serves {tool.serves}, which {serving} serves already")
             seen.add(tool.name)
         return problems
 
@@ -426,6 +433,10 @@ class ToolsetRegistry:
 
     def spec(self, tool: str) -> ToolSpec | None:
         return self._tools.get(tool)
+
+    def serving(self, request: Serves) -> str:
+        """The tool that carries out `request` for the runtime (ToolSpec.serves); "": none here."""
+        return self._serving.get(request, "")
 
     def terse_signature(self, tool: str) -> str:
         """Raises KeyError for an unknown tool."""

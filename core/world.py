@@ -52,7 +52,7 @@ class WorldPort(Protocol):
     """What the session toolsets (channels, tasks, monitors) use of the world around every
     session: actors/world.py's World, reached through their SessionContext."""
 
-    latest: dict[str, str]  # task id -> its latest progress line (tasks_status)
+    latest: dict[str, str]  # task id -> its latest progress line (a task's status)
 
     def of(self, sid: str) -> SessionWorld: ...
 

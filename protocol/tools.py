@@ -11,6 +11,14 @@ from protocol.results import ToolData
 CallAction = Literal["", "timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify",
                      "change", "none"]
 
+# What a tool is to the runtime itself, beyond the model's use of it: the plain request the fast
+# path (core.reflex_steps) carries out with it, or the part it plays in a turn nobody asked for
+# (core.event_turn). A toolset declares it, as Home Assistant's integrations declare the intents
+# they handle, so the runtime asks for "the tool that plays a title", never for a tool's name; a
+# request no toolset here serves is the model's. "": none.
+Serves = Literal["", "title_search", "title_info", "title_play", "timer_set", "timer_list", "timer_cancel",
+                 "watch_set", "watch_list", "watch_end", "task_list", "event_silent"]
+
 
 class ArgSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
@@ -33,6 +41,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ("clock": words about the time or the date). grounded_args: arguments whose text must come
     from the user's words or a result shown (a reminder's text). seen_args: arguments that must
     be an id a result of the conversation showed. destructive: MCP's destructiveHint.
+    serves: what the tool is to the runtime itself (Serves above).
     progress: the line the glasses show while a call runs, by language ("ru", "en"; {arg}: its
     first argument), e.g. {"en": "searching for “{arg}”…"}; none: no line."""
 
@@ -51,6 +60,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     seen_args: list[str] = []
     destructive: bool = False
     progress: dict[str, str] = {}
+    serves: Serves = ""
 
 
 class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

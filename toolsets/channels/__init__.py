@@ -20,10 +20,11 @@ CHANNELS_TOOLSET = ToolsetSpec(
     tools=[
         ToolSpec(name="channels_watch",
                  summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",
-                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True, action="watch"),
+                 args=[ArgSpec(name="channel"), ArgSpec(name="what", required=False)], idempotent=True, action="watch",
+                 serves="watch_set"),
         ToolSpec(name="channels_unwatch", summary="stop watching (a watch id from channels_list)", args=[ArgSpec(name="id")],
-                 action="task_cancel"),
-        ToolSpec(name="channels_list", summary="the watches that are set", read_only=True),
+                 action="task_cancel", serves="watch_end"),
+        ToolSpec(name="channels_list", summary="the watches that are set", read_only=True, serves="watch_list"),
     ],
 )
 

@@ -27,18 +27,18 @@ MEDIA_SEARCH = ToolSpec(
     name="media_search", summary="find films/series by title (ru/en)",
     args=[ArgSpec(name="query"), ArgSpec(name="page", required=False)], read_only=True,
     grounded_args=["query"],  # the title the user said, not the instructions' "<название>"
-    progress={"ru": "ищу «{arg}»…", "en": "searching for “{arg}”…"},
+    progress={"ru": "ищу «{arg}»…", "en": "searching for “{arg}”…"}, serves="title_search",
 )
 MEDIA_INFO = ToolSpec(name="media_info", summary="details of a title by its id: director, year, runtime",
                       args=[ArgSpec(name="id")], read_only=True, seen_args=["id"],
-                      progress={"ru": "смотрю подробности…", "en": "looking up the details…"})
+                      progress={"ru": "смотрю подробности…", "en": "looking up the details…"}, serves="title_info")
 # Not `long_running`: the executor itself answers within phone.playback_wait_s, with the phone's
 # task id, and playback progress arrives as playback events (E7) - the session need not wrap it.
 MEDIA_PLAY = ToolSpec(
     name="media_play", summary="play on the phone by id or exact title; to control what plays: add ; action=pause, resume or stop",
     args=[ArgSpec(name="id"), ArgSpec(name="action", required=False)], idempotent=True,  # play X, pause: twice is once
     action="play", action_arg="action", arg_actions={"play": "play", "*": "playback"}, seen_args=["id"],
-    progress={"ru": "включаю…", "en": "starting playback…"},
+    progress={"ru": "включаю…", "en": "starting playback…"}, serves="title_play",
 )
 MEDIA_TOOLSET = ToolsetSpec(
     # placeholders, not titles: an example's words are not facts to copy (the grammar forbids <>)

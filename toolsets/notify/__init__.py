@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import protocol as p
-from core.event_turn import SILENT_TOOL
 from core.notify import urgency_of
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 
+SILENT_TOOL = "notify_nothing"
 NOTIFY_TOOLSET = ToolsetSpec(
     name="notify",
     summary="tell the user something now, even when the glasses are off",
@@ -21,7 +21,8 @@ NOTIFY_TOOLSET = ToolsetSpec(
         ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone)",
                  args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)], action="notify"),
         ToolSpec(name=SILENT_TOOL, summary="an event from outside needs nothing from the user: end the turn, show nothing; "
-                 "say why (kept in the journal)", args=[ArgSpec(name="reason")], read_only=True, action="none"),
+                 "say why (kept in the journal)", args=[ArgSpec(name="reason")], read_only=True, action="none",
+                 serves="event_silent"),
     ],
 )
 

@@ -1,11 +1,11 @@
 """The tasks toolset (E7 in full): the background calls and monitors of this session, by id;
-see one, stop one (the others keep running). Runs in the session (core.tasks)."""
+see one, stop one (the others keep running). Runs in the session (answers.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from core.monitors import RUNNING
-from core.tasks import tasks_cancel, tasks_list, tasks_status
+from toolsets.tasks.answers import tasks_cancel, tasks_list, tasks_status
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TaskRef, TasksListed
@@ -14,7 +14,8 @@ TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
     summary="what runs in the background (tool calls, monitors): list, status, cancel one",
     tools=[
-        ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True),
+        ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True,
+                 serves="task_list"),
         ToolSpec(name="tasks_status", summary="one task's state", args=[ArgSpec(name="id")], read_only=True),
         ToolSpec(name="tasks_cancel", summary="stop one task; the others keep running", args=[ArgSpec(name="id")],
                  action="task_cancel"),

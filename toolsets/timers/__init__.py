@@ -22,10 +22,10 @@ TIMERS_TOOLSET = ToolsetSpec(
         ToolSpec(name="timers_set",
                  summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00' or ISO time (add ; every=1 day to repeat)",
                  args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)],
-                 action="timer_set", grounded_args=["text"]),
-        ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True),
+                 action="timer_set", grounded_args=["text"], serves="timer_set"),
+        ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True, serves="timer_list"),
         ToolSpec(name="timers_cancel", summary="cancel a timer by id (or 'all')", args=[ArgSpec(name="id")],
-                 action="timer_cancel"),
+                 action="timer_cancel", serves="timer_cancel"),
     ],
 )
 

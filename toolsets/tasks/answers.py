@@ -1,13 +1,13 @@
-"""Tasks the user can ask about (E7 in full): every toolset call that went to the background and
+"""The tasks toolset's results (E7 in full): every toolset call that went to the background and
 every monitor has an id; `tasks_list`, `tasks_status|ID` and `tasks_cancel|ID` see and stop one
-of them, leaving the others running."""
+of them, leaving the others running. Runs in the session (the session's runs and monitors)."""
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from core.background import BACKGROUND, ToolRun
+from core.background import ToolRun
 from core.monitors import RUNNING, STOPPED, MonitorTable
 
 
@@ -20,15 +20,6 @@ def tasks_list(runs: Sequence[ToolRun], monitors: MonitorTable | None) -> str:
     if monitors is not None:
         lines += [monitors.describe(row) for row in monitors.rows if row.state == RUNNING]
     return "\n".join(lines) if lines else "No background tasks or monitors are running."
-
-
-def names_a_task(text: str, runs: Sequence[ToolRun]) -> bool:
-    """The words name a task running in the background by its id ("cancel 3f2a9c"): a stop
-    phrase saying so is about that task, which tasks_cancel stops, not about every task."""
-    if not runs:
-        return False  # nothing in the background (every idle turn asks): no words to read
-    words = set(_WORD.findall(text.casefold()))
-    return any(run.task_id in words for run in runs)
 
 
 def _find_run(runs: Sequence[ToolRun], task_id: str) -> ToolRun | None:
@@ -81,4 +72,4 @@ def _unknown(runs: Sequence[ToolRun], monitors: MonitorTable | None, task_id: st
     return f"No task {task_id.strip() or '(no id)'} (finished, cancelled or never started); {running}."
 
 
-__all__ = ["tasks_list", "tasks_status", "tasks_cancel", "BACKGROUND"]
+__all__ = ["tasks_list", "tasks_status", "tasks_cancel"]
