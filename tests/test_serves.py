@@ -1,0 +1,56 @@
+"""A tool declares what it is to the runtime (protocol.ToolSpec.serves), and the fast path asks
+for that, never for a tool's name (issue 50): a films toolset with other names plays a title as
+the media toolset does, and with no toolset serving a request the model answers it."""
+from __future__ import annotations
+
+import pytest
+
+import core.loading
+import protocol as p
+from core.toolsets import ToolsetRegistry
+from harness import call_what_is_said, inproc_system, override
+from llm.scripted import ScriptedBackend
+from protocol import ToolSpec, ToolsetSpec
+
+WITHOUT_MEDIA = tuple(line for line in core.loading.REGISTRY if not line.startswith("toolsets.media:"))
+
+
+def _final(shown: list[p.Msg]) -> str:
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
+
+
+@pytest.mark.parametrize("said, film", [("play Solaris", "solaris"), ("включи Сталкера", "stalker")])
+async def test_a_films_toolset_with_other_tool_names_plays_a_title_without_the_model(
+        tmp_path, inproc_config, monkeypatch, said, film):
+    monkeypatch.setattr(core.loading, "REGISTRY", WITHOUT_MEDIA)
+    backend = ScriptedBackend(reply_fn=call_what_is_said)
+    config = override(inproc_config, toolsets={"extra": ["kino_toolset:TOOLSET"], "sections": {}})
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        shown = await system.turn("s1", said)
+        history = await system.history("s1")
+    calls = [m["content"] for m in history if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+    assert [call.partition("|")[0] for call in calls] == ["TOOL_CALL: kino_find", "TOOL_CALL: kino_start"]
+    assert calls[-1] == f"TOOL_CALL: kino_start|k-{film}"
+    assert "Сталкер" in _final(shown) if film == "stalker" else "Солярис" in _final(shown)
+    assert not backend.calls  # answered by the fast path: its own tools, the id its search showed
+
+
+async def test_with_no_toolset_serving_a_play_the_model_answers_it(tmp_path, inproc_config, monkeypatch):
+    monkeypatch.setattr(core.loading, "REGISTRY", WITHOUT_MEDIA)
+    backend = ScriptedBackend(reply_fn=lambda messages: "There is no film catalog here.")
+    config = override(inproc_config, toolsets={"sections": {}})
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        shown = await system.turn("s1", "play Solaris")
+        history = await system.history("s1")
+    assert _final(shown) == "There is no film catalog here." and backend.calls
+    assert not [m for m in history if m["role"] == "tool"]  # the fast path called nothing
+
+
+def test_two_tools_serving_one_request_are_refused_by_name():
+    def films(name: str) -> ToolsetSpec:
+        return ToolsetSpec(name=name, summary="films", tools=[ToolSpec(name=f"{name}_play", summary="play", serves="title_play")])
+
+    with pytest.raises(ValueError, match="kinob_play serves title_play, which kinoa_play serves already"):
+        ToolsetRegistry([films("kinoa"), films("kinob")])
+    assert ToolsetRegistry([films("kinoa")]).serving("title_play") == "kinoa_play"
+    assert ToolsetRegistry([films("kinoa")]).serving("timer_set") == ""
