@@ -24,6 +24,11 @@ A toolset says what it answers in its folder's `intents.yaml`:
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
             answer: "{result}."
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
+    # and what the session says when it carried out one of its requests itself, per language,
+    # by name (`LocalIntents.respond`); a response no toolset words is left to the model
+    responses:
+      en:
+        timer_set: "Timer set for {span}, it goes off at {at}{text}."
 
 Nothing here knows a toolset: `LocalIntents.load` reads the files it is given (core.loading
 finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
@@ -91,13 +96,15 @@ class LocalIntents:
     """The loaded intents of every language, the action each one means and the calls declared."""
 
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
-                 read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset()) -> None:
+                 read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset(),
+                 responses: dict[tuple[str, str], str] | None = None) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self.responses = responses or {}  # (response name, language) -> its template
         self.actions = actions  # intent name -> action
         self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
         self.read_first = read_first  # intents whose reading goes first even with free text
         self.borrowed = borrowed  # Home Assistant's intents: on a tie a toolset's own sentence wins
-        self._told: set[str] = set()  # template errors already logged
+        self._told: set = set()  # template errors already logged
 
     @classmethod
     def empty(cls) -> "LocalIntents":
@@ -118,6 +125,8 @@ class LocalIntents:
                     raise
                 on_error(exc)
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
+        responses = {(name, language): template for _path, spec in declared
+                     for language, own in spec.get("responses", {}).items() for name, template in own.items()}
         borrowed = frozenset(actions)
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
@@ -137,7 +146,23 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-        return cls(compiled, actions, calls, frozenset(read_first), borrowed)
+        return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses)
+
+    def respond(self, name: str, language: str, /, **slots: object) -> str | None:
+        """What the user is told, from the toolsets' `responses` (as Home Assistant keeps its
+        responses apart from its sentences): template `name` of `language` with `slots` filled;
+        None when no toolset here words it, or it names a slot not given (logged once): the
+        session then leaves the words to the model."""
+        template = self.responses.get((name, language))
+        if template is None:
+            return None
+        try:
+            return template.format_map(slots)
+        except (KeyError, IndexError, ValueError) as exc:
+            if (name, language) not in self._told:
+                self._told.add((name, language))
+                _log.warning("response %s (%s): %s; the model words it instead", name, language, exc)
+            return None
 
     def match(self, text: str) -> LocalMatch | None:
         """The best whole match of `text` in its language (see `_closeness`); None when none."""
@@ -190,8 +215,11 @@ def _read(path: Path) -> dict:
         spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise IntentFileError(f"{path}: cannot read it: {exc}") from None
-    if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences"}:
-        raise IntentFileError(f"{path}: expected a mapping with 'home_assistant' and/or 'sentences'")
+    if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences", "responses"}:
+        raise IntentFileError(f"{path}: expected a mapping with 'home_assistant', 'sentences' and/or 'responses'")
+    for language, own in spec.get("responses", {}).items():
+        if not isinstance(own, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()):
+            raise IntentFileError(f"{path}: responses.{language}: expected response names, each a template text")
     if not isinstance(spec.get("home_assistant", {}), dict) or not isinstance(spec.get("sentences", {}), dict):
         raise IntentFileError(f"{path}: 'home_assistant' maps intent names to actions; 'sentences' maps languages")
     for language, own in spec.get("sentences", {}).items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Container
+from typing import NamedTuple
 import zoneinfo
 
 import msgspec
@@ -40,13 +41,6 @@ def span_words(seconds: float, russian: bool) -> str:
             word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
             parts.append(f"{number} {word}")
     return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
-
-
-def timer_answer(intent: Intent, span_s: float, at: str) -> str:
-    text = f": {intent.text}" if intent.text else ""
-    if intent.russian:
-        return f"Таймер поставлен на {span_words(span_s, True)}, сработает в {at}{text}."
-    return f"Timer set for {span_words(span_s, False)}, it goes off at {at}{text}."
 
 
 def title_line(title: Shown) -> str:
@@ -189,14 +183,6 @@ def day_answer(day: dt.datetime, offset: int, russian: bool) -> str:
     return f"{said} {weekday}, {date}."
 
 
-def timers_listed(table_lines: list[tuple[str, str]], russian: bool) -> str:
-    """The timers set, soonest first: (clock time, text) each."""
-    if not table_lines:
-        return "Таймеров нет." if russian else "No timers are set."
-    listed = "; ".join(f"{at} — {text}" for at, text in table_lines)
-    return f"Таймеры: {listed}." if russian else f"Timers: {listed}."
-
-
 def shown_total(data: ToolData | None) -> int:
     """How many titles a search found in all (its pages together); 0 without its payload."""
     return data.total if isinstance(data, TitlesShown) else 0
@@ -270,15 +256,6 @@ def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pendi
     return None
 
 
-def timers_cancelled(texts: list[str], russian: bool) -> str:
-    if not texts:
-        return "Таймеров нет, отменять нечего." if russian else "There are no timers to cancel."
-    if len(texts) == 1:
-        return f"Таймер «{texts[0]}» отменён." if russian else f"Timer “{texts[0]}” cancelled."
-    listed = ", ".join(f"«{t}»" for t in texts)
-    return f"Отменены таймеры: {listed}." if russian else f"Cancelled timers: {listed}."
-
-
 def tells_place_time(summary: str) -> bool:
     """A tool whose summary says it gives a city's or a zone's time (an MCP world clock)."""
     return all(pattern.search(summary) for pattern in _PLACE_CLOCK)
@@ -294,17 +271,20 @@ def show_answer(intent: Intent) -> str:
 _FIRED = re.compile(r"^\[Timer fired(?P<late> \(late: [^)\]]*\))?\] (?P<text>.+)$", re.S)
 
 
-def fired_timer(recorded: str) -> tuple[str, bool] | None:
-    """(its text, fired late) when a turn's only event is a timer firing ("[Timer fired] чай")."""
+class Fired(NamedTuple):
+    text: str
+    late: bool  # it went off late: the server was down when it was due
+
+
+def fired_timer(recorded: str) -> Fired | None:
+    """Its text and whether late, when a turn's only event is a timer firing ("[Timer fired] чай")."""
     found = _FIRED.match(recorded.strip())
-    return (found["text"].strip(), bool(found["late"])) if found else None
+    return Fired(found["text"].strip(), bool(found["late"])) if found else None
 
 
-def reminder_answer(text: str, late: bool) -> str:
-    """What the glasses show when a timer fires: its text, as the user set it."""
-    if is_russian(text) or not re.search(r"[a-z]", text.casefold()):
-        return f"⏰ Напоминание: {text}" + (" (с опозданием: сервер был недоступен)" if late else "")
-    return f"⏰ Reminder: {text}" + (" (late: the server was down)" if late else "")
+def reminder_in_russian(text: str) -> bool:
+    """A fired timer's reminder is said in its text's language (Russian when it has no Latin word)."""
+    return is_russian(text) or not re.search(r"[a-z]", text.casefold())
 
 
 # a world clock's answer: an ISO moment ("2026-03-14T10:00:00-04:00", mcp-server-time) or the

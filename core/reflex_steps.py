@@ -30,12 +30,12 @@ from core.reflex import (Intent, Reference, Shown, corrected, followed, held_bac
                          without_polite_tail)
 from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
                                  info_title, not_found_answer, place_clock_answer, place_time_answer, play_answer,
-                                 playback_answer, played_id, plot_in_english, reminder_answer, russian_plot,
+                                 playback_answer, played_id, plot_in_english, reminder_in_russian, russian_plot,
                                  search_answer, show_answer, shown_total, tasks_answer, tells_place_time, time_answer,
-                                 timer_answer, timers_cancelled, timers_listed, timers_to_cancel,
+                                 span_words, timers_to_cancel,
                                  translation_messages, watch_answer)
 from core.timers import TimerError, dial_nearest, parse_when
-from core.timewords import in_digits
+from core.timewords import in_digits, spoken_parts
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol.results import (ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData, WatchEnded, Watching,
@@ -168,7 +168,9 @@ class ReflexSteps:
         fired = fired_timer(said.content)
         words = "\n".join(user_lines(said.content))
         if fired is not None:
-            return self._answered(turn, reminder_answer(*fired), "timer")
+            reminder = self._say("reminder_late" if fired.late else "reminder", reminder_in_russian(fired.text),
+                                 text=fired.text)
+            return reminder is not None and self._answered(turn, reminder, "timer")
         if not words:
             return False  # an event from the world (a channel, a monitor) is never a user request
         halves = said_again_otherwise(words)
@@ -395,7 +397,28 @@ class ReflexSteps:
         every = f"; every={intent.every}" if intent.every else ""
         if await self._reflex_call(turn, self._tool("timer_set"), f"{when}; {text}{every}") is None or len(self.timers) <= before:
             return None
-        return timer_answer(intent, due - now, self._clock_time(due))
+        return self._timer_set_said(intent, now, due)
+
+    def _timer_set_said(self, intent: Intent, now: float, due: float) -> str | None:
+        """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
+        time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
+        25 hours 56 minutes 27 seconds"), and "every day" for a daily one."""
+        text = f": {intent.text}" if intent.text else ""
+        at, russian = self._clock_time(due), intent.russian
+        if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
+            return self._say("timer_set", russian, span=span_words(due - now, russian), at=at, text=text)
+        if intent.every:
+            return self._say("timer_set_daily", russian, at=at, text=text)
+        moment, today = (dt.datetime.fromtimestamp(t, self.s.tz) for t in (due, now))
+        days = (moment.date() - today.date()).days
+        day = (self._say("day_today", russian) if days == 0 else self._say("day_tomorrow", russian) if days == 1
+               else self._say("day_date", russian, date=spoken_parts(moment, russian)[1]))
+        return self._say("timer_set_for", russian, day=day, at=at, text=text) if day is not None else None
+
+    def _say(self, response: str, russian: bool, /, **slots: object) -> str | None:
+        """A toolset's words for what the session did itself (core.local_intents.respond); None
+        when none words it: the model answers."""
+        return self.s.local_intents.respond(response, "ru" if russian else "en", **slots)
 
     async def _reflex_timer_change(self, turn: TurnState, intent: Intent) -> str | None:
         """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
@@ -465,7 +488,8 @@ class ReflexSteps:
     async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
         if await self._reflex_call(turn, self._tool("timer_list"), "") is None:
             return None
-        return timers_listed([(self._clock_time(t.due), t.text) for t in self.timers.pending()], intent.russian)
+        listed = "; ".join(f"{self._clock_time(t.due)} — {t.text}" for t in self.timers.pending())
+        return self._say("timers_listed", intent.russian, listed=listed) if listed else self._say("no_timers", intent.russian)
 
     async def _reflex_timer_cancel(self, turn: TurnState, intent: Intent) -> str | None:
         pending = self.timers.pending()
@@ -476,7 +500,13 @@ class ReflexSteps:
         target = "all" if intent.all_timers or not pending else chosen[0].timer_id
         if await self._reflex_call(turn, self._tool("timer_cancel"), target) is None:
             return None
-        return timers_cancelled([t.text for t in chosen], intent.russian)
+        return self._timers_cancelled_said([t.text for t in chosen], intent.russian)
+
+    def _timers_cancelled_said(self, texts: list[str], russian: bool) -> str | None:
+        if len(texts) <= 1:
+            return self._say("timer_cancelled", russian, name=texts[0]) if texts else self._say("nothing_to_cancel", russian)
+        quoted = [self._say("timer_quoted", russian, name=text) for text in texts]
+        return None if None in quoted else self._say("timers_cancelled", russian, listed=", ".join(quoted))
 
     async def _names_a_title(self, turn: TurnState, words: str, *, every_word: bool = False) -> bool:
         """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words

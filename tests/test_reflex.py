@@ -354,6 +354,23 @@ async def test_a_choice_said_alone_with_no_search_before_it_plays_nothing(tmp_pa
         assert not [m for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
 
 
+@pytest.mark.parametrize("said, answer", [
+    ("set an alarm for tomorrow at 7", "Set for tomorrow at 07:00: alarm."),
+    ("поставь будильник на завтра на 7", "Поставил на завтра, 07:00: будильник."),
+    ("remind me every day at 8 in the morning to take my pills", "Set for every day at 08:00: take my pills."),
+    ("remind me at 23:30 to lock the door", "Set for today at 23:30: lock the door."),
+    ("set a timer for 10 minutes", "Timer set for 10 minutes, it goes off at 22:10."),
+])
+async def test_a_timer_for_a_clock_time_is_said_by_its_day_and_time_and_a_length_by_its_length(tmp_path, said, answer):
+    """Never "Timer set for 8 hours 56 minutes 27 seconds" for an alarm: the day and the time
+    it goes off, as the timers toolset words it (toolsets/timers/intents.yaml, responses)."""
+    moment = calendar.timegm((2026, 3, 14, 22, 0, 0))
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        shown = finals(await system.turn("s", said))[-1]
+    assert shown == answer and not backend.calls
+
+
 async def test_an_alarm_said_with_an_hour_alone_rings_the_next_morning(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     moment = time.mktime((2026, 3, 14, 18, 0, 0, 0, 0, -1))
