@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import re
+import string
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -157,12 +158,16 @@ class LocalIntents:
         if template is None:
             return None
         try:
-            return template.format_map(slots)
-        except (KeyError, IndexError, ValueError) as exc:
+            return _Wording(language).vformat(template, (), slots)
+        except (KeyError, IndexError, ValueError, TypeError) as exc:
             if (name, language) not in self._told:
                 self._told.add((name, language))
                 _log.warning("response %s (%s): %s; the model words it instead", name, language, exc)
             return None
+
+    def speaker(self, language: str) -> "Say":
+        """`respond` in one language: say(name, **slots)."""
+        return lambda name, /, **slots: self.respond(name, language, **slots)
 
     def match(self, text: str) -> LocalMatch | None:
         """The best whole match of `text` in its language (see `_closeness`); None when none."""
@@ -190,6 +195,31 @@ class LocalIntents:
                           slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named,
                           call=self.calls.get((best.intent.name, language)),
                           read_first=best.intent.name in self.read_first)
+
+
+Say = Callable[..., "str | None"]
+
+
+class _Wording(string.Formatter):
+    """A response's slots as Python's format fills them, and `{n:минуту|минуты|минут}`: the
+    number and its word in the form the number takes (Russian: one, few, many; English: one,
+    other), so a count is worded in the response's own language."""
+
+    def __init__(self, language: str) -> None:
+        self.language = language
+
+    def format_field(self, value, format_spec: str) -> str:
+        if "|" not in format_spec:
+            return super().format_field(value, format_spec)
+        forms, n = format_spec.split("|"), int(value)
+        if self.language == "ru" and len(forms) == 3:
+            form = forms[0] if n % 10 == 1 and n % 100 != 11 else \
+                forms[1] if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14 else forms[2]
+        elif len(forms) == 2:
+            form = forms[0] if n == 1 else forms[1]
+        else:
+            raise ValueError(f"{len(forms)} word forms for a count in {self.language}")
+        return f"{n} {form}"
 
 
 def _closeness(result) -> tuple:

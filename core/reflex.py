@@ -1684,19 +1684,15 @@ def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
     return named[0] if len(named) == 1 else None
 
 
-def watches_answer(listed: WatchesListed, russian: bool) -> str:
+def watches_answer(say, listed: WatchesListed) -> str | None:
     """The watches the watches' list showed, said back: "Слежу: telegram — Dave texts me"."""
     lines = [f"{watch.channel} — {watch.what.strip()}" for watch in listed.watches]
-    if not lines:
-        return "Сейчас я ни за чем не слежу." if russian else "I'm not watching for anything right now."
-    return ("Слежу: " if russian else "Watching: ") + "; ".join(lines) + "."
+    return say("watching", listed="; ".join(lines)) if lines else say("watching_nothing")
 
 
-def unwatch_answer(intent: Intent, ended: WatchRef | None) -> str:
+def unwatch_answer(say, ended: WatchRef | None) -> str | None:
     what = ended.what.strip() if ended is not None else ""
-    if intent.russian:
-        return f"Хорошо, больше не слежу: {what}." if what else "Хорошо, больше не слежу."
-    return f"OK, I've stopped watching: {what}." if what else "OK, I've stopped watching."
+    return say("watch_ended", what=what) if what else say("watch_ended_plain")
 
 
 def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:

@@ -16,6 +16,7 @@ import zoneinfo
 import msgspec
 
 from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
+from core.local_intents import Say
 from core.timewords import spoken_parts
 from protocol import ChatMessage
 from protocol.results import ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
@@ -47,26 +48,21 @@ def title_line(title: Shown) -> str:
     return f"«{title.names[0]}»" + (f" / {title.names[1]}" if len(title.names) > 1 else "") + f" ({title.facts})"
 
 
-def search_answer(intent: Intent, titles: list[Shown], total: int) -> str:
+def search_answer(say: Say, intent: Intent, titles: list[Shown], total: int) -> str | None:
     if not titles:
-        return not_found_answer(intent)
+        return not_found_answer(say, intent)
     listed = "; ".join(title_line(t) for t in titles[:ANSWER_TITLES])
     more = total - min(len(titles), ANSWER_TITLES)
-    if intent.russian:
-        return f"Нашлось: {listed}" + (f" и ещё {more}." if more > 0 else ".")
-    return f"Found: {listed}" + (f" and {more} more." if more > 0 else ".")
+    return say("titles_found_more", listed=listed, more=more) if more > 0 else say("titles_found", listed=listed)
 
 
-def not_found_answer(intent: Intent) -> str:
+def not_found_answer(say: Say, intent: Intent) -> str | None:
     """A play or a search the catalog has nothing for: said plainly, in the user's language."""
-    if intent.russian:
-        return f"В каталоге не нашлось «{intent.subject}». Попробуйте другое название."
-    return f"“{intent.subject}” was not found in the catalog. Try another title."
+    return say("not_in_catalog", subject=intent.subject)
 
 
-def play_answer(intent: Intent, title: Shown | None, name: str) -> str:
-    shown = title_line(title) if title is not None else f"«{name}»"
-    return f"Включаю {shown}." if intent.russian else f"Playing {shown}."
+def play_answer(say: Say, title: Shown | None, name: str) -> str | None:
+    return say("playing", title=title_line(title) if title is not None else f"«{name}»")
 
 
 def _english_name(info: TitleInfo) -> str:
@@ -75,11 +71,11 @@ def _english_name(info: TitleInfo) -> str:
     return names[1] if len(names) > 1 else ""
 
 
-def details_answer(intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
+def details_answer(say: Say, intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
     """The facts a details question asks, from a title's details (its payload), one sentence
     each; None when they lack one (the model answers from the result instead). `translated`: the
     plot in English, for an English question about it (`plot_in_english`)."""
-    answers = [_one_detail(msgspec.structs.replace(intent, detail=detail), info, translated)
+    answers = [_one_detail(say, msgspec.structs.replace(intent, detail=detail), info, translated)
                for detail in (intent.detail, *intent.more_details)]
     return None if None in answers else " ".join(answers)
 
@@ -116,33 +112,28 @@ def plot_in_english(reply: str, russian: str) -> str:
     return text
 
 
-def _one_detail(intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
+def _one_detail(say: Say, intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
     name, year = info.title.names[0] if info.title.names else info.title.id, info.title.year
     if intent.detail == "year" and year:
-        return f"«{name}» вышел в {year} году." if intent.russian else f"“{name}” came out in {year}."
+        return say("came_out", name=name, year=year)
     plot = russian_plot(info)
     if intent.detail == "about" and plot:
         when = f" ({year})" if year else ""
         if intent.russian:
-            return f"«{name}»{when}: {plot}"  # the catalog's own words
+            return say("plot", name=name, when=when, plot=plot)  # the catalog's own words
         if translated:  # the catalog describes in Russian only: put in English by the model, asked aside (said so:
             # the small model's translation is rough, a name or a relation may come out wrong)
-            return f"“{_english_name(info) or name}”{when}, translated from the catalog's Russian: {translated.rstrip('.')}."
+            return say("plot_translated", name=_english_name(info) or name, when=when, plot=translated.rstrip("."))
         # the small model, asked to answer, copied the title line instead
-        return f"“{_english_name(info) or name}”{when}, in the catalog's words (Russian): {plot}"
+        return say("plot_in_russian", name=_english_name(info) or name, when=when, plot=plot)
     value = {"runtime": info.runtime_min, "director": info.director.strip(), "episodes": info.episodes}.get(intent.detail or "")
     if not value:
         return None  # not a fact the details hold, or unknown
     if intent.detail == "runtime":
-        minutes = value
-        hours = f" ({minutes // 60} ч {minutes % 60} мин)" if intent.russian and minutes >= 60 else ""
-        return (f"«{name}» идёт {minutes} {plural_ru(minutes, 'минуту', 'минуты', 'минут')}{hours}." if intent.russian
-                else f"“{name}” runs {minutes} minutes ({minutes // 60} h {minutes % 60} min).")
+        return say("runtime_hours" if value >= 60 else "runtime", name=name, minutes=value, hours=value // 60, rest=value % 60)
     if intent.detail == "director":
-        return f"Режиссёр «{name}» — {value}." if intent.russian else f"“{name}” was directed by {value}."
-    episodes = value
-    return (f"В «{name}» {episodes} {plural_ru(episodes, 'серия', 'серии', 'серий')}." if intent.russian
-            else f"“{name}” has {episodes} episodes.")
+        return say("directed_by", name=name, director=value)
+    return say("episodes", name=name, episodes=value)
 
 
 _TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
@@ -150,37 +141,31 @@ _TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "м�
 _TO_YOU_EN = {"me": "you", "my": "your", "i": "you", "i'm": "you're", "mine": "yours", "myself": "yourself"}
 
 
-def watch_answer(intent: Intent) -> str:
+def watch_answer(say: Say, intent: Intent) -> str | None:
     """"Хорошо, скажу, когда вам напишет Анна." - the user's condition, said back to them."""
     swaps = _TO_YOU_RU if intent.russian else _TO_YOU_EN
     condition = re.sub(r"[^\W\d_]+(?:'[a-z]+)?", lambda w: swaps.get(w.group(0).casefold(), w.group(0)), intent.text)
-    return f"Хорошо, скажу, {condition}." if intent.russian else f"OK, I'll tell you {condition}."
+    return say("watch_set", condition=condition)
 
 
-def tasks_answer(listed: TasksListed, russian: bool) -> str | None:
+def tasks_answer(say: Say, listed: TasksListed) -> str | None:
     """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
-    if listed.tasks:
-        return None
-    return "Сейчас в фоне ничего не выполняется." if russian else "Nothing is running in the background right now."
+    return None if listed.tasks else say("nothing_running")
 
 
-def time_answer(now: dt.datetime, russian: bool) -> str:
+def time_answer(say: Say, now: dt.datetime, russian: bool) -> str | None:
     """"Сейчас 18:00, суббота, 14 марта.": the moment a clock read (aware), in words."""
-    day, date, clock = spoken_parts(now, russian)
-    if russian:
-        return f"Сейчас {clock}, {day}, {date}."
-    return f"It's {clock}, {day}, {date}."
+    weekday, date, clock = spoken_parts(now, russian)
+    return say("time_now", clock=clock, weekday=weekday, date=date)
 
 
-_DAY_WORDS = {-2: ("Позавчера было", "The day before yesterday was"), -1: ("Вчера было", "Yesterday was"),
-              1: ("Завтра", "Tomorrow is"), 2: ("Послезавтра", "The day after tomorrow is")}
+_DAYS_FROM_TODAY = {-2: "day_before_yesterday", -1: "yesterday", 1: "tomorrow", 2: "day_after_tomorrow"}
 
 
-def day_answer(day: dt.datetime, offset: int, russian: bool) -> str:
+def day_answer(say: Say, day: dt.datetime, offset: int, russian: bool) -> str | None:
     """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
     weekday, date, _clock = spoken_parts(day, russian)
-    said = _DAY_WORDS.get(offset, ("", ""))[0 if russian else 1]
-    return f"{said} {weekday}, {date}."
+    return say(_DAYS_FROM_TODAY.get(offset, "another_day"), weekday=weekday, date=date)
 
 
 def shown_total(data: ToolData | None) -> int:
@@ -203,11 +188,11 @@ def controlled_id(assistant_line: str, play_tool: str) -> str:
     return found.group(1) if found else ""
 
 
-def playback_answer(intent: Intent, title: Shown | None) -> str:
-    name = f" «{title.names[0]}»" if title is not None else ""
-    words = {"pause": ("Пауза", "Paused"), "resume": ("Продолжаю", "Resuming"), "stop": ("Остановил", "Stopped")}
-    ru, en = words[intent.action or "pause"]
-    return f"{ru}{name}." if intent.russian else f"{en}{name}."
+_PLAYBACK_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
+
+
+def playback_answer(say: Say, intent: Intent, title: Shown | None) -> str | None:
+    return say(_PLAYBACK_DONE[intent.action or "pause"], name=f" «{title.names[0]}»" if title is not None else "")
 
 
 def info_title(data: ToolData | None) -> Shown | None:
@@ -298,7 +283,7 @@ _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augu
 _WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 
 
-def place_time_answer(intent: Intent, result: str) -> str | None:
+def place_time_answer(say: Say, intent: Intent, result: str) -> str | None:
     """"В Нью-Йорке сейчас 10:00, суббота, 14 марта." from a world clock's result, in the user's
     language; None when the result says no moment it can read (the model words it)."""
     iso = _ISO_MOMENT.search(result)
@@ -318,19 +303,20 @@ def place_time_answer(intent: Intent, result: str) -> str | None:
                       if _valid_date(year, month + 1, day) and dt.date(year, month + 1, day).weekday() == weekday)
         hour, minute = clock.split(":")
         moment = moment.replace(hour=int(hour), minute=int(minute))
-    return _there(intent, moment)
+    return _there(say, intent, moment)
 
 
-def place_clock_answer(intent: Intent, clock: ClockRead) -> str:
+def place_clock_answer(say: Say, intent: Intent, clock: ClockRead) -> str | None:
     """The same from the built-in clock read for the place (get_current_time|place)."""
-    return _there(intent, dt.datetime.fromtimestamp(clock.at, zoneinfo.ZoneInfo(clock.place)))
+    return _there(say, intent, dt.datetime.fromtimestamp(clock.at, zoneinfo.ZoneInfo(clock.place)))
 
 
-def _there(intent: Intent, moment: dt.datetime) -> str:
-    told = time_answer(moment, intent.russian)
+def _there(say: Say, intent: Intent, moment: dt.datetime) -> str | None:
+    told = time_answer(say, moment, intent.russian)
     place = _place_as_said(intent.subject, intent.russian)
-    at = ("Во" if re.match(r"[вф][^аеёиоуыэюя]", place.casefold()) else "В") if intent.russian else "In"
-    return f"{at} {place} {told[0].lower()}{told[1:]}"  # "В Нью-Йорке сейчас …", "In Tokyo it's …"
+    vo = intent.russian and re.match(r"[вф][^аеёиоуыэюя]", place.casefold())  # "Во Владивостоке"
+    # "В Нью-Йорке сейчас …", "In Tokyo it's …"
+    return told and say("place_time_vo" if vo else "place_time", place=place, time=f"{told[0].lower()}{told[1:]}")
 
 
 def _valid_date(year: int, month: int, day: int) -> bool:

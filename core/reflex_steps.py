@@ -21,7 +21,7 @@ from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
-from core.local_intents import LocalIntents, LocalMatch
+from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
 from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none,
                          namesake_said, pick, put_right, recognise, recognise_both, refer, relevant,
@@ -353,8 +353,8 @@ class ReflexSteps:
             return None
         if intent.when:  # "а завтра какое число?": the date that many days from the user's today
             day = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz) + dt.timedelta(days=int(intent.when))
-            return day_answer(day, int(intent.when), intent.russian)
-        return time_answer(dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
+            return day_answer(self._speaker(intent.russian), day, int(intent.when), intent.russian)
+        return time_answer(self._speaker(intent.russian), dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
 
     async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and
@@ -365,12 +365,12 @@ class ReflexSteps:
         tool = self._place_clock()
         if tool is None:  # no world clock configured: the built-in clock of the place, when the place is known
             clock = await self._reflex_data(turn, "get_current_time", intent.subject) if zone_of(intent.subject) else None
-            return place_clock_answer(intent, clock) if isinstance(clock, ClockRead) and clock.place else None
+            return place_clock_answer(self._speaker(intent.russian), intent, clock) if isinstance(clock, ClockRead) and clock.place else None
         turn.withheld.add("get_current_time")
         zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
         # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
         result = await self._reflex_call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
-        return None if result is None else place_time_answer(intent, result)
+        return None if result is None else place_time_answer(self._speaker(intent.russian), intent, result)
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""
@@ -420,6 +420,9 @@ class ReflexSteps:
         when none words it: the model answers."""
         return self.s.local_intents.respond(response, "ru" if russian else "en", **slots)
 
+    def _speaker(self, russian: bool) -> Say:
+        return self.s.local_intents.speaker("ru" if russian else "en")
+
     async def _reflex_timer_change(self, turn: TurnState, intent: Intent) -> str | None:
         """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
         again for the new time with its text (the new one first: if it cannot be set, the old one
@@ -468,7 +471,7 @@ class ReflexSteps:
     async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
         result = await self._reflex_data(turn, self._tool("watch_set"), f"{intent.channel}; {what}")
-        return watch_answer(intent) if isinstance(result, Watching) and not result.already else None
+        return watch_answer(self._speaker(intent.russian), intent) if isinstance(result, Watching) and not result.already else None
 
     async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
         """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
@@ -476,14 +479,14 @@ class ReflexSteps:
         if watch is None:
             return None
         ended = await self._reflex_data(turn, self._tool("watch_end"), watch.id)
-        return unwatch_answer(intent, ended.watch) if isinstance(ended, WatchEnded) else None
+        return unwatch_answer(self._speaker(intent.russian), ended.watch) if isinstance(ended, WatchEnded) else None
 
     async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
         if intent.action == "watches":  # "which messages are you watching for?"
             listed = await self._reflex_data(turn, self._tool("watch_list"), "")
-            return watches_answer(listed, intent.russian) if isinstance(listed, WatchesListed) else None
+            return watches_answer(self._speaker(intent.russian), listed) if isinstance(listed, WatchesListed) else None
         running = await self._reflex_data(turn, self._tool("task_list"), "")
-        return tasks_answer(running, intent.russian) if isinstance(running, TasksListed) else None
+        return tasks_answer(self._speaker(intent.russian), running) if isinstance(running, TasksListed) else None
 
     async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
         if await self._reflex_call(turn, self._tool("timer_list"), "") is None:
@@ -569,16 +572,16 @@ class ReflexSteps:
         else:
             result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
             if isinstance(result, TitlesShown) and result.by != "title" and result.titles:
-                return search_answer(intent, shown_titles(result), result.total)  # "play something funny": which?
+                return search_answer(self._speaker(intent.russian), intent, shown_titles(result), result.total)  # "play something funny": which?
             if result is not None and names_none(intent.subject, shown_titles(result)):
                 if await self._others_could_serve():
                     return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
-                return not_found_answer(intent)  # nothing, or only titles that are not it: said plainly
+                return not_found_answer(self._speaker(intent.russian), intent)  # nothing, or only titles that are not it: said plainly
             title = pick(intent.subject, shown_titles(result)) if result is not None else None
             media_id = title.media_id if title is not None else ""
         if not media_id or await self._reflex_call(turn, self._tool("title_play"), media_id) is None:
             return None  # not plain which one, or it did not start: the model goes on from the results
-        return play_answer(intent, title, media_id)
+        return play_answer(self._speaker(intent.russian), title, media_id)
 
     async def _more_pages(self, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
         """The titles of a search's next pages, up to MORE_PAGES (recorded: the one played must be
@@ -600,7 +603,7 @@ class ReflexSteps:
                          for found in [controlled_id(m.content, self._tool("title_play"))] if found), "")
         if not media_id or await self._reflex_call(turn, self._tool("title_play"), f"{media_id}; action={intent.action}") is None:
             return None
-        return playback_answer(intent, self._shown_media()[2].get(media_id))
+        return playback_answer(self._speaker(intent.russian), intent, self._shown_media()[2].get(media_id))
 
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""
@@ -620,7 +623,7 @@ class ReflexSteps:
         by_title = not isinstance(result, TitlesShown) or result.by == "title"  # a director's or a genre's: all relevant
         if titles and by_title and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
             return None
-        return search_answer(intent, titles, shown_total(result))
+        return search_answer(self._speaker(intent.russian), intent, titles, shown_total(result))
 
     async def _reflex_details(self, turn: TurnState, intent: Intent) -> str | None:
         media_id = ""
@@ -638,7 +641,7 @@ class ReflexSteps:
         if not isinstance(info, TitleInfo):
             return None  # the model reads what there is
         translated = await self._plot_in_english(turn, info) if asks_plot_in_english(intent) else ""
-        return details_answer(intent, info, translated)
+        return details_answer(self._speaker(intent.russian), intent, info, translated)
 
     async def _plot_in_english(self, turn: TurnState, info: TitleInfo) -> str:
         """The catalog's Russian description put in English by the model, asked aside ("" when it

@@ -71,6 +71,7 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     ("sentences:\n  en:\n    intents:\n      X: {action: call, call: {args: x}, sentences: [hi]}\n", "needs 'tool'"),
     ("nonsense: 1\n", "expected a mapping"),
     ("home_assistant: {HassStartTimer: [\n", "cannot read"),
+    ("responses:\n  en: [Found it]\n", "responses.en: expected response names"),
 ])
 def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
     bad = tmp_path / "intents.yaml"
@@ -78,6 +79,18 @@ def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, 
     with pytest.raises(IntentFileError, match=says) as refused:
         LocalIntents.load([bad])
     assert str(bad) in str(refused.value)
+
+
+def test_a_toolsets_responses_are_worded_in_its_language_with_counts_in_their_form(tmp_path):
+    own = tmp_path / "intents.yaml"
+    own.write_text('responses:\n  ru: {runs: "идёт {minutes:минуту|минуты|минут}."}\n'
+                   '  en: {runs: "runs {minutes:minute|minutes}.", broken: "{nothing}"}\n', encoding="utf-8")
+    said = LocalIntents.load([own])
+    assert [said.respond("runs", "ru", minutes=n) for n in (1, 3, 11, 21, 148)] == [
+        "идёт 1 минуту.", "идёт 3 минуты.", "идёт 11 минут.", "идёт 21 минуту.", "идёт 148 минут."]
+    assert said.speaker("en")("runs", minutes=1) == "runs 1 minute."
+    assert said.respond("broken", "en") is None  # a slot nobody gives: the model words it
+    assert said.respond("runs", "de", minutes=2) is None and said.respond("unknown", "en") is None
 
 
 def test_the_builtin_toolsets_declare_their_sentences_in_their_folders():

@@ -11,6 +11,7 @@ import pytest
 import protocol as p
 from core.reflex import Intent, Reference, Shown, followed, pick, recognise, recognise_both, refer
 from core.reflex_answers import span_words
+from core.reflex_steps import builtin_local_intents
 from core.timers import parse_duration
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
@@ -1078,8 +1079,10 @@ def test_what_a_title_is_about_is_the_catalogs_own_words_said_as_such():
         return TitleInfo(title=TitleRef(id="stalker-1979", names=list(names), year=1979), genres=["drama"],
                          runtime_min=163, director="Андрей Тарковский", description="Проводник ведёт двух людей в Зону.")
 
-    assert details_answer(recognise("о чём он?"), info("Сталкер")) == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
-    english = details_answer(recognise("what is it about?"), info("Сталкер", "Stalker"))
+    said = builtin_local_intents()  # the media toolset's responses
+    russian = details_answer(said.speaker("ru"), recognise("о чём он?"), info("Сталкер"))
+    assert russian == "«Сталкер» (1979): Проводник ведёт двух людей в Зону."
+    english = details_answer(said.speaker("en"), recognise("what is it about?"), info("Сталкер", "Stalker"))
     assert english == "“Stalker” (1979), in the catalog's words (Russian): Проводник ведёт двух людей в Зону."
     assert recognise("cancel the egg one, I already took them off the stove").text == "the egg one"
 
