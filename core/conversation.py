@@ -74,8 +74,9 @@ from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
+from core.fastpath import Step
 from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome,
-                           executed, failure_text)
+                           executed, failure_text, steps_of)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -131,13 +132,18 @@ class SessionSettings:
                  config, clock: Callable[[], float] = time.time, router=None,
                  on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
                  session_toolsets: Mapping[str, SessionToolset] | None = None,
-                 local_intents: LocalIntents | None = None):
+                 local_intents: LocalIntents | None = None, local_steps: Mapping[str, Step] | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
-        if session_toolsets is None:  # the built-in ones (toolsets/), for callers without an actor
+        if session_toolsets is None or local_steps is None:  # the built-in ones (toolsets/), for callers without an actor
             from core.loading import load_toolsets
 
-            session_toolsets = {r.spec.name: r for r in load_toolsets() if isinstance(r, SessionToolset)}
+            records = load_toolsets()
+            session_toolsets = session_toolsets if session_toolsets is not None else \
+                {r.spec.name: r for r in records if isinstance(r, SessionToolset)}
+            local_steps = local_steps if local_steps is not None else steps_of(records)
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
+        # the plain requests toolsets carry out for the fast path, by kind (core.fastpath)
+        self.local_steps = dict(local_steps)
         # the sentences answered without the model (core.local_intents); the built-in toolsets'
         # when a caller has no config of its own
         self.local_intents = local_intents if local_intents is not None else builtin_local_intents()

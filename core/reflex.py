@@ -26,9 +26,9 @@ import msgspec
 
 from core.intent import casual, same_word
 from core.places import zone_of
-from core.timewords import in_digits, numbers_said
-from core.translit import transliterate
-from protocol.results import TitlesShown, ToolData, WatchesListed, WatchRef
+from core.timewords import in_digits
+
+from protocol.results import ToolData, WatchesListed, WatchRef
 
 ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
                      "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
@@ -67,17 +67,6 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
     last: bool = False  # "the last one", "последний": the last the answer named
     kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
     other: bool = False  # "no, the other one": the namesake of the title talked about, not it
-
-
-class Shown(msgspec.Struct, frozen=True):
-    """One title a media result showed: its id, its names and the facts in brackets (read from the
-    result's payload, protocol.results, never from its text)."""
-
-    media_id: str
-    names: tuple[str, ...]
-    facts: str
-    year: int
-    kind: str = "film"  # or "series"
 
 
 # ---- the words --------------------------------------------------------------------------------
@@ -245,7 +234,7 @@ _WHICH_BY_AGE = (
 _YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
                         r"released|made|in|old|older|new|newer|старый|новый)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?"
                         r"(?:\s+(?:старый|старую|новый|новую|old|new|one))?")
-_YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
+YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # a second request in the same breath: the model handles both
 _ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
                              r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
@@ -304,7 +293,7 @@ def _digits(text: str) -> str:
     return _UNIT_WORD.sub(lambda m: str(_UNITS[m["unit"]]), _COMPOUND.sub(value, text))
 
 
-def _norm(text: str) -> str:
+def norm_words(text: str) -> str:
     text = text.casefold().replace("ё", "е")
     text = re.sub(r"[«»\"“”„'`!?.,;:()\[\]]", " ", text)
     return " ".join(text.split())
@@ -373,12 +362,12 @@ _SECOND_THOUGHT = re.compile(r"^(?:" + _NO_WAIT + r"|nah|never\s+mind|forget\s+i
 
 def second_thought(text: str) -> bool:
     """Whether `text` opens a second thought about what was asked (a no, a wait, a correction)."""
-    return _SECOND_THOUGHT.match(_norm(text).strip()) is not None
+    return _SECOND_THOUGHT.match(norm_words(text).strip()) is not None
 
 
 def tells_of_words(text: str) -> bool:
     """Whether `text` tells of someone's words ("my brother said", "она просила"): what follows is theirs, no request."""
-    return _TOLD.search(_norm(text)) is not None
+    return _TOLD.search(norm_words(text)) is not None
 
 
 def recognise(said: str) -> Intent | None:
@@ -602,7 +591,7 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
     # "привет, который час?" yes; "который час и поставь таймер", "сколько времени варить яйца" no:
     # the rest is small talk or polite words
-    if rest and not casual(rest) and not set(_norm(rest).split()) <= _AROUND_TIME:
+    if rest and not casual(rest) and not set(norm_words(rest).split()) <= _AROUND_TIME:
         return None
     return Intent(kind="time_now", russian=russian)
 
@@ -782,7 +771,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
     confirm = _CONFIRM_DIRECTOR.match(raw)
     if confirm is not None:
         title = next(group for group in confirm.groups() if group is not None)
-        subject = _FILLER.sub(" ", _norm(title)).strip()
+        subject = _FILLER.sub(" ", norm_words(title)).strip()
         return Intent(kind="details", russian=russian, detail="director", subject=subject) if subject else None
     if sum(1 for _detail, pattern in _DETAIL_WORDS if pattern.search(raw)) > 1:
         return _several_details(raw, russian)  # "сколько он идёт и кто его снял"
@@ -796,17 +785,17 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         # its own sentence only: "Who directed Inception? Check the catalog."
         begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
-        if "," in raw[begin:found.start()] and _norm(raw[end:stop]).strip():  # "settle a bet for me, what year did X …"
+        if "," in raw[begin:found.start()] and norm_words(raw[end:stop]).strip():  # "settle a bet for me, what year did X …"
             begin = raw.rfind(",", begin, found.start()) + 1
-        rest = _norm(raw[begin:found.start()] + " " + raw[end:stop])
-        reference = _reference(_norm(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
+        rest = norm_words(raw[begin:found.start()] + " " + raw[end:stop])
+        reference = _reference(norm_words(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
         if _ORIGINAL.search(" " + rest):
             return Intent(kind="details", russian=russian, detail=detail, reference=Reference(oldest=True))
         by_age = _by_age(rest)
         if by_age:  # "а кто снимал тот, который постарше?": which of the titles shown, by age
             return Intent(kind="details", russian=russian, detail=detail, reference=Reference(**{by_age: True}))
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
-                 and not _YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
+                 and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
             subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
             if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
@@ -815,7 +804,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
         named_before = _CAPITALISED.findall(" ".join(sentences[:-1])) if begin > 0 and len(sentences) > 1 else []
         if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
-            return Intent(kind="details", russian=russian, detail=detail, subject=_norm(named_before[0]))
+            return Intent(kind="details", russian=russian, detail=detail, subject=norm_words(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
 
@@ -843,7 +832,7 @@ def _several_details(raw: str, russian: bool) -> Intent | None:
         return None
     subject = _FILLER.sub(" ", " ".join(words)).strip()  # "сталкер": searched, then asked of
     return Intent(kind="details", russian=russian, detail=asked[0], more_details=tuple(asked[1:]), subject=subject,
-                  reference=None if subject else _reference(_norm(rest)))
+                  reference=None if subject else _reference(norm_words(rest)))
 
 
 _WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|мультик|мультфильм|просмотр|воспроизведение|it|that|this|"
@@ -1043,7 +1032,7 @@ def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> In
     head = _titled(kind, head_said, said, russian)
     if head is None or head.reference is None or head.subject:
         return None
-    year = _YEAR.search(tail)  # "the old one, from 1989"
+    year = YEAR.search(tail)  # "the old one, from 1989"
     return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
 
 
@@ -1054,7 +1043,7 @@ def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _SEARCH.match(raw) or _IN_CATALOG.match(raw)  # "is Titanic in the catalog?"
     if match is None:
         return None
-    plain = _FILLER.sub(" ", _norm(match["rest"])).strip()
+    plain = _FILLER.sub(" ", norm_words(match["rest"])).strip()
     rest = re.sub(r"\s+(?:movies|films)$", "", re.sub(r"^(?:про|об?|about)\s+(?=\S)", "", plain))  # "got any star wars movies"
     intent = _titled("search", rest if rest != plain else match["rest"], said, russian)
     return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
@@ -1096,11 +1085,11 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     head = _which_then_why(kind, rest, said, russian)
     if head is not None:
         return head
-    if _PART_ALONE.match(_norm(rest).strip(" .!?")):
+    if _PART_ALONE.match(norm_words(rest).strip(" .!?")):
         return None  # the model (or the frame's "the second one") picks among those shown
     if _ANOTHER_ACTION.search(" " + rest):
         return None
-    of_kind = _OF_KIND.fullmatch(_norm(rest))
+    of_kind = _OF_KIND.fullmatch(norm_words(rest))
     if of_kind is not None:  # "включи сериал, а не фильм", "play the series"
         series = of_kind["kind"] in ("сериал", "series", "show")
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
@@ -1108,16 +1097,16 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     rest = rest[:remark.start()] if remark and not re.search(r"\d", rest[remark.start():]) else rest
     # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
-                  re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", _norm(rest)))
+                  re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", norm_words(rest)))
     # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
     rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in)\s+(?=\S)", "", rest)
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
-    first = None if quoted else _FIRST_OF.search(_norm(rest))  # "Шрека, первого", "X, the first one, not the sequels"
+    first = None if quoted else _FIRST_OF.search(norm_words(rest))  # "Шрека, первого", "X, the first one, not the sequels"
     if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
-                                                                _FILLER.sub(" ", _norm(rest)[:first.start()]))):
-        titled = _titled(kind, _norm(rest)[:first.start()], said, russian)
+                                                                _FILLER.sub(" ", norm_words(rest)[:first.start()]))):
+        titled = _titled(kind, norm_words(rest)[:first.start()], said, russian)
         return titled if titled is None or not titled.subject else msgspec.structs.replace(titled, reference=Reference(oldest=True))
-    subject = _norm(quoted.group(1)) if quoted else _FILLER.sub(" ", _norm(rest)).strip()
+    subject = norm_words(quoted.group(1)) if quoted else _FILLER.sub(" ", norm_words(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
     if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
                                             or _QUESTION_WORD.match(subject))):
@@ -1138,205 +1127,57 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
     if part is not None and _ORDINAL.fullmatch(" " + part["word"]):
         subject = part["word"]
-    around = _norm(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
+    around = norm_words(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
     if re.search(r"[^\W\d_]", around):
         russian = is_russian(around)
     if _PRONOUN.fullmatch(subject):
         return Intent(kind=kind, russian=russian, reference=Reference())
     ordinal = _ORDINAL.fullmatch(" " + subject.replace("one", "").strip()) if len(subject.split()) <= 3 else None
-    year = _YEAR.search(subject)
+    year = YEAR.search(subject)
     if ordinal is not None:
         return Intent(kind=kind, russian=russian, reference=Reference(ordinal=_ORDINALS.get(ordinal["word"], 0)
                                                                       or int(ordinal["word"])))
-    if year and _YEAR_ONLY.fullmatch(subject) and not _YEAR.fullmatch(subject):
+    if year and _YEAR_ONLY.fullmatch(subject) and not YEAR.fullmatch(subject):
         return Intent(kind=kind, russian=russian, reference=Reference(year=int(year["year"])))
     return Intent(kind=kind, russian=russian, subject=subject)
 
 
 def _reference(words: str) -> Reference:
     ordinal = _ORDINAL.search(" " + words)
-    year = _YEAR.search(words)
+    year = YEAR.search(words)
     return Reference(ordinal=(_ORDINALS.get(ordinal["word"], 0) or int(ordinal["word"])) if ordinal else 0,
                      year=int(year["year"]) if year else 0)
 
 
-# ---- choosing among what was shown ----------------------------------------------------------
-def shown_titles(data: ToolData | None) -> list[Shown]:
-    """The titles a search showed, in the catalog's order, from its result's payload; none when
-    the result has no titles payload (another kind, a failure, a journal written before payloads
-    were kept: as if nothing was shown)."""
-    if not isinstance(data, TitlesShown):
-        return []
-    titles = []
-    for title in data.titles:
-        names = tuple(n.strip() for n in title.names if n.strip())
-        # "play Moskva slezam ne verit": a Russian title as a Latin keyboard writes it is its name too
-        names += tuple(spelled for n in names if re.search(r"[а-яё]", n.casefold())
-                       for spelled in [transliterate(_norm(n))] if spelled not in names)
-        titles.append(Shown(title.id, names, title.facts, title.year, title.kind))
-    return titles
-
-
-_SUBTITLE = re.compile(r"\s*(?:[:.!?(—–]|,\s*(?:или|or)\s|\s-\s)")
-
-
-def main_title(name: str) -> str:
-    """A title's name before its subtitle: «Ирония судьбы, или С лёгким паром!» is «Ирония
-    судьбы», "Star Wars: The Force Awakens" is "Star Wars" (what people call it)."""
-    return _SUBTITLE.split(name, maxsplit=1)[0].strip() or name
-
-
-def pick(subject: str, titles: list[Shown]) -> Shown | None:
-    """The title a request names among a search's results, when one is plainly it: its name is
-    the request (or the request is its name plus the director's or the year's words); the most
-    such words win, the catalog's order breaks a tie. A lone result close to the words (a typo)
-    too. None when it is not plain: the model chooses."""
-    words = set(_norm(subject).split()) - {"the", "a", "an"}
-    best, best_extra = None, -1
-    for title in titles:
-        names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name))
-        name_words = [set(_norm(name).split()) - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
-        if not any(n and all(_among(w, words) or any(_near_word(x, w) for x in words) for w in n) for n in name_words):
-            continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
-        facts = set(_norm(title.facts).split())
-        if any(w.isdigit() and w not in facts and not any(w in n for n in name_words) for w in words):
-            continue  # "брат 3" is not «Брат»: a number said is the title's, or its year
-        extra = sum(_among(w, facts) for w in words)
-        if extra > best_extra:
-            best, best_extra = title, extra
-    if best is not None:
-        return best
-    if len(titles) == 1 and any(_close(subject, name) or _opens(subject, name) for name in titles[0].names):
-        return titles[0]
-    return None
-
-
-_NAME_GLUE = frozenset({"the", "a", "an", "и", "в", "с", "к", "у", "о"})
-
-
-def _opens(subject: str, name: str) -> bool:
-    """The words said are how the name starts, each in any case: "Операцию Ы" of «Операция «Ы» и
-    другие приключения Шурика» (the lone result of its search)."""
-    said, named = _norm(subject).split(), _norm(name).split()
-    return len("".join(said)) >= 4 and len(said) <= len(named) and all(
-        _near_word(w, n) or w == n for w, n in zip(said, named))
-
-
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
-_FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
+FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
 
 
-def which_named(subject: str, titles: list[Shown], reference: Reference) -> Shown | None:
-    """Of the titles a request names, the one its other words say: of that year, of that kind
-    (a series, a film), the newest; else the oldest ("Batman, the first one"). None when none is
-    named, or none is of the year or kind said (the model answers)."""
-    named = [title for title in titles if pick(subject, [title]) is title]
-    if reference.oldest or reference.newest or reference.year or not named:  # "Star Wars, the newest one": of the series
-        begins = subject.removeprefix("the ") + " "
-        named += [title for title in titles if title not in named
-                  and any((_norm(name).removeprefix("the ") + " ").startswith(begins) for name in title.names)]
-    if reference.year:
-        named = [title for title in named if title.year == reference.year]
-    if reference.kind:
-        named = [title for title in named if title.kind == reference.kind]
-    if not named:
-        return None
-    return (max if reference.newest else min)(named, key=lambda title: title.year or 9999)
-
-
-# which of a title's namesakes, said around its name: "Batman, the old one from 1989, not the new
-# one", "старого Бэтмена", "Бэтмена 1989 года", "the series Fargo"
-_AGE_WORDS = (("oldest", re.compile(r"old|older|oldest|original|стар(?:ый|ого|ому|ым|ом|ую|ая|ое|ее|ше|ейш\w*)|оригинал\w*")),
-              ("newest", re.compile(r"new|newer|newest|latest|recent|нов(?:ый|ого|ому|ым|ом|ую|ая|ое|ее|ейш\w*)|свеж\w*")))
-_NAMESAKE_GLUE = frozenset("""the one a an from of in not but that which made released year version tv
-    тот та ту то который которая которую что из с не а года году год г го версия версию""".split())
-_NOT = frozenset({"not", "не"})
-_KIND_SAID = re.compile(r"(?<!\w)(?:(?P<series>сериал\w*|series|tv\s+show|show)|(?P<film>фильм\w*|film|movie|кино))(?!\w)")
-
-
-def _kind_said(said: str) -> str:
-    """"series" or "film" when the words say one kind ("the series Fargo", "Fargo, the series, not
-    the movie", "не фильм, а сериал"); "" when they say none, or both."""
-    kinds = set()
-    for found in _KIND_SAID.finditer(said):
-        kind = "series" if found["series"] else "film"
-        if _NOT & set(said[:found.start()].split()[-2:]):
-            kind = "film" if kind == "series" else "series"
-        kinds.add(kind)
-    return kinds.pop() if len(kinds) == 1 else ""
-
-
-def namesake_said(subject: str, said: str) -> tuple[str, Reference] | None:
-    """The title's own words and which of its namesakes the words around them say, when they say
-    one: words of age, a year or glue are taken off the request's ends only (a title may hold
-    them inside: "No Country for Old Men"), and a kind comes from the whole of what was said.
-    None when nothing is said about which."""
-    words = subject.split()
-    facts = {"year": 0, "oldest": False, "newest": False}
-
-    def qualifier(at: int) -> bool:
-        word = words[at]
-        if _YEAR.fullmatch(word):
-            facts["year"] = int(word)
-            return True
-        age = next((name for name, pattern in _AGE_WORDS if pattern.fullmatch(word)), "")
-        if age:
-            negated = bool(_NOT & set(words[max(0, at - 2):at]))
-            facts["newest" if (age == "newest") != negated else "oldest"] = True
-            return True
-        return word in _NAMESAKE_GLUE
-
-    start, end = 0, len(words)
-    while end > start and qualifier(end - 1):
-        end -= 1
-    while start < end and qualifier(start):
-        start += 1
-    kind = _kind_said(_norm(said))
-    if start == end or facts["oldest"] and facts["newest"] or not (facts["year"] or facts["oldest"] or facts["newest"] or kind):
-        return None
-    return " ".join(words[start:end]), Reference(year=facts["year"], oldest=facts["oldest"], newest=facts["newest"],
-                                                 kind=kind)  # type: ignore[arg-type]
-
-
-def _near_word(word: str, other: str) -> bool:
+def near_word(word: str, other: str) -> bool:
     """One word in another case ending ("отца"/"отец") or with a typo, not another word."""
     least = 0.7 if re.search(r"[а-я]", word) else 0.85
     return word == other or min(len(word), len(other)) >= 4 and difflib.SequenceMatcher(None, word, other).ratio() >= least
-
-
-def names_none(subject: str, titles: list[Shown]) -> bool:
-    """No title found is the one asked for: none has every word of the request (a Latin word as
-    written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
-    answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
-    words = [w for w in _norm(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in _FUNCTION_WORDS]
-    def has_all(name: str, year: int) -> bool:
-        name_words = _norm(name).split()
-        return all(any(_near_word(w, other) for other in name_words) for w in words if w != str(year))
-    def same_numbers(name: str, year: int) -> bool:  # "брат 3" is not close to «Брат 2»
-        return {w for w in words if w.isdigit()} <= set(_norm(name).split()) | {str(year)}
-    return not any(has_all(name, title.year) or same_numbers(name, title.year) and _close(subject, name)
-                   for title in titles for name in title.names)
 
 
 def names_a_skill(subject: str, skills: list[tuple[str, str]]) -> bool:
     """Whether a play or search's words name one of the user's own skills (its name or a word of
     its description, in any grammatical case): "запусти утреннюю зарядку" with a skill
     "morning-workout: утренняя зарядка" is the skill's recipe, not a catalog title (the model's)."""
-    words = {w for w in _norm(subject).split() if len(w) >= 4}
-    return any(_among(w, words) for name, description in skills
-               for w in _norm(name.replace("-", " ") + " " + description).split() if len(w) >= 4)
+    words = {w for w in norm_words(subject).split() if len(w) >= 4}
+    return any(among(w, words) for name, description in skills
+               for w in norm_words(name.replace("-", " ") + " " + description).split() if len(w) >= 4)
 
 
 def skill_named(said: str, names: list[str]) -> str | None:
     """The user skill whose name's every word the turn says ("start my morning workout" ->
     "morning-workout"): its recipe is read for the model before its first step. None if none,
     or if the words name several."""
-    words = set(_norm(said).split())
-    parts_of = {name: [w for w in _norm(name.replace("-", " ").replace("_", " ")).split() if len(w) >= 3] for name in names}
-    named = [name for name, parts in parts_of.items() if parts and all(_among(part, words) for part in parts)]
+    words = set(norm_words(said).split())
+    parts_of = {name: [w for w in norm_words(name.replace("-", " ").replace("_", " ")).split() if len(w) >= 3] for name in names}
+    named = [name for name, parts in parts_of.items() if parts and all(among(part, words) for part in parts)]
     if not named and words & _MY:  # "let's do my plank thing": the one skill a word of whose name the user's own
         named = [name for name, parts in parts_of.items()
-                 if any(len(part) >= 4 and part not in _GENERIC_SKILL_WORDS and _among(part, words) for part in parts)]
+                 if any(len(part) >= 4 and part not in _GENERIC_SKILL_WORDS and among(part, words) for part in parts)]
     return named[0] if len(named) == 1 else None
 
 
@@ -1346,73 +1187,12 @@ _GENERIC_SKILL_WORDS = frozenset("""morning evening night daily weekly routine w
     утро утренняя вечерняя вечер зарядка рутина""".split())
 
 
-def relevant(subject: str, titles: list[Shown]) -> bool:
-    """Whether any title found shares a word (in any grammatical case) with the request, or is
-    close to it as a whole (a typo): a fuzzy search also returns titles that are not it."""
-    words = {w for w in _norm(subject).split() if len(w) >= 3 or w.isdigit()}
-    return any(_close(subject, name) or any(_among(w, words) for w in _norm(name).split() if len(w) >= 3 or w.isdigit())
-               for title in titles for name in title.names)
-
-
-def _among(word: str, words: set[str]) -> bool:
+def among(word: str, words: set[str]) -> bool:
     return word in words or any(same_word(word, other) for other in words)
 
 
-def _close(said: str, name: str) -> bool:
-    return difflib.SequenceMatcher(None, _norm(said), _norm(name)).ratio() >= 0.8
-
-
-# words that open what is said after a title, not a title's own: "что ли", "for the kids", "while i wait"
-_AFTER_A_TITLE = frozenset("""что ли же пока для с со на а и ну то вечером сегодня сейчас теперь потом может please for
-    while with to so because cause now tonight today later then and or maybe i if малому малой ребенку ребёнку детям
-    сыну дочке дочери малышу малышам жене мужу маме папе бабушке нам""".split())  # "включи Шрека малому"
-
-
-def said_after_a_title(cut: list[str]) -> bool:
-    """Whether words said after a title may be left off it: they open with a word of a remark
-    or a purpose, or are a clause of three words or more ("самое время под новогоднее
-    настроение", "the kids are bored"), and hold no number ("брат 3" is «Брат 3», not «Брат»;
-    "the dark night" is no «Dark» with "night" said after it)."""
-    return bool(cut) and (_norm(cut[0]) in _AFTER_A_TITLE or len(cut) >= 3) and not any(
-        word not in ("a", "an") and not (word == "one" and at > 0) and numbers_said([word]) - {0}
-        or any(ch.isdigit() for ch in word) for at, word in enumerate(map(_norm, cut)))  # "for my little one"
-
-
-ANSWER_TITLES = 3  # the titles a search's answer names; the others are counted ("и ещё 2")
-
-
-def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
-    """The id a reference means: the n-th of the last results, the one of that year, or - for
-    "его"/"it" - the title last talked about (a details answer, a play) or the first result."""
-    if reference.ordinal:
-        return titles[reference.ordinal - 1].media_id if reference.ordinal <= len(titles) else ""
-    if reference.year:
-        same_year = [t for t in titles if t.year == reference.year]
-        # "the 2049 one": a number in a name, when no title is of that year
-        same_year = same_year or [t for t in titles if any(str(reference.year) in name for name in t.names)]
-        if len(same_year) > 1:  # «Экипаж» 1979 said, and «Чужой» 1979 found by its description, unsaid
-            same_year = [t for t in same_year if t in titles[:ANSWER_TITLES]]
-        return same_year[0].media_id if len(same_year) == 1 else ""
-    if reference.kind:
-        of_kind = [t for t in titles if (t.kind == "series") == (reference.kind == "series")]
-        return of_kind[0].media_id if len(of_kind) == 1 else ""
-    if reference.oldest or reference.newest:  # of the titles named like the first ("Экипаж" 1979 and 2016, not
-        # «Star Trek», found by its description's "экипаж")
-        first_words = {w for name in titles[0].names for w in _norm(name).split()} if titles else set()
-        alike = [t for t in titles if first_words & {w for name in t.names for w in _norm(name).split()}]
-        dated = sorted((t for t in (alike if len(alike) > 1 else titles) if t.year), key=lambda t: t.year,
-                       reverse=reference.newest)
-        return dated[0].media_id if len(dated) > 1 and dated[0].year != dated[1].year else ""
-    if reference.other:  # the one namesake of the title talked about ("Batman" 1989 played: the 2022 one)
-        talked = next((t for t in titles if t.media_id == last_id), None)
-        names = set(talked.names) if talked is not None else set()
-        others = [t for t in titles if t.media_id != last_id and names & set(t.names)]
-        return others[0].media_id if len(others) == 1 else ""
-    if reference.last:  # the last the answer named (core.reflex_answers.search_answer names the first few)
-        return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""
-    if last_id:
-        return last_id
-    return titles[0].media_id if titles else ""
+def close_to(said: str, name: str) -> bool:
+    return difflib.SequenceMatcher(None, norm_words(said), norm_words(name)).ratio() >= 0.8
 
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
@@ -1662,8 +1442,8 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return None
     named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
     waited_for = re.search(r"(?:watching|monitoring|waiting|checking)\s+(?:out\s+)?for|следить\s+за|ждать", raw)
-    if re.search(r"(?:^|\s)(?:movie|film|show|series|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", _norm(named)) or (
-            not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", _norm(named))):
+    if re.search(r"(?:^|\s)(?:movie|film|show|series|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", norm_words(named)) or (
+            not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", norm_words(named))):
         return None  # "stop watching the movie", "stop watching it": what plays, not a watch
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
 
@@ -1674,13 +1454,13 @@ def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
     watches = listed.watches if isinstance(listed, WatchesListed) else []
     if len(watches) == 1:
         return watches[0]
-    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + _norm(subject))), "")
+    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + norm_words(subject))), "")
     if channel:  # "перестань следить за почтой": the watches of that channel
         of_channel = [watch for watch in watches if watch.channel == channel]
         return of_channel[0] if len(of_channel) == 1 else None
-    words = [w for w in _norm(subject).split() if len(w) > 2 and w not in _FUNCTION_WORDS]
+    words = [w for w in norm_words(subject).split() if len(w) > 2 and w not in FUNCTION_WORDS]
     named = [watch for watch in watches
-             if any(_near_word(w, x) or w == x for w in words for x in _norm(f"{watch.channel} {watch.what}").split())]
+             if any(near_word(w, x) or w == x for w in words for x in norm_words(f"{watch.channel} {watch.what}").split())]
     return named[0] if len(named) == 1 else None
 
 

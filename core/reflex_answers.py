@@ -13,13 +13,10 @@ from collections.abc import Container
 from typing import NamedTuple
 import zoneinfo
 
-import msgspec
-
-from core.reflex import _PLACE_CLOCK, _TIMER_WORD, ANSWER_TITLES, Intent, Shown, _among, _norm, is_russian
 from core.local_intents import Say
+from core.reflex import _PLACE_CLOCK, _TIMER_WORD, Intent, among, is_russian, norm_words
 from core.timewords import spoken_parts
-from protocol import ChatMessage
-from protocol.results import ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData
+from protocol.results import ClockRead, TasksListed, TimerSet, ToolData
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -42,98 +39,6 @@ def span_words(seconds: float, russian: bool) -> str:
             word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
             parts.append(f"{number} {word}")
     return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
-
-
-def title_line(title: Shown) -> str:
-    return f"«{title.names[0]}»" + (f" / {title.names[1]}" if len(title.names) > 1 else "") + f" ({title.facts})"
-
-
-def search_answer(say: Say, intent: Intent, titles: list[Shown], total: int) -> str | None:
-    if not titles:
-        return not_found_answer(say, intent)
-    listed = "; ".join(title_line(t) for t in titles[:ANSWER_TITLES])
-    more = total - min(len(titles), ANSWER_TITLES)
-    return say("titles_found_more", listed=listed, more=more) if more > 0 else say("titles_found", listed=listed)
-
-
-def not_found_answer(say: Say, intent: Intent) -> str | None:
-    """A play or a search the catalog has nothing for: said plainly, in the user's language."""
-    return say("not_in_catalog", subject=intent.subject)
-
-
-def play_answer(say: Say, title: Shown | None, name: str) -> str | None:
-    return say("playing", title=title_line(title) if title is not None else f"«{name}»")
-
-
-def _english_name(info: TitleInfo) -> str:
-    """"Spirited Away" for «Унесённые призраками»: its original name when the catalog's differs."""
-    names = info.title.names
-    return names[1] if len(names) > 1 else ""
-
-
-def details_answer(say: Say, intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
-    """The facts a details question asks, from a title's details (its payload), one sentence
-    each; None when they lack one (the model answers from the result instead). `translated`: the
-    plot in English, for an English question about it (`plot_in_english`)."""
-    answers = [_one_detail(say, msgspec.structs.replace(intent, detail=detail), info, translated)
-               for detail in (intent.detail, *intent.more_details)]
-    return None if None in answers else " ".join(answers)
-
-
-def asks_plot_in_english(intent: Intent) -> bool:
-    return not intent.russian and "about" in (intent.detail, *intent.more_details)
-
-
-def russian_plot(info: TitleInfo) -> str:
-    """The catalog's description of a title when it is in Russian, or ""."""
-    plot = " ".join(info.description.split())
-    return plot if re.search(r"[а-яё]", plot.casefold()) else ""
-
-
-def translation_messages(russian: str) -> list[ChatMessage]:
-    """The question that puts a film's Russian description in English (one short generation)."""
-    return [ChatMessage(role="system", content="You translate Russian into English word for word. Keep every name. "
-                                               "Answer with the English translation only."),
-            # worked examples, none the catalog's: a sentence copied from here names a film nobody asked about
-            ChatMessage(role="user", content="Старый рыбак три дня борется с огромной рыбой в открытом море."),
-            ChatMessage(role="assistant", content="An old fisherman fights a huge fish in the open sea for three days."),
-            ChatMessage(role="user", content="Девочка Варя находит в лесу говорящего ежа и помогает ему вернуться домой."),
-            ChatMessage(role="assistant", content="A girl named Varya finds a talking hedgehog in the forest and helps "
-                                                  "him get back home."),
-            ChatMessage(role="user", content=russian)]
-
-
-def plot_in_english(reply: str, russian: str) -> str:
-    """The model's translation when it is one: English letters only, about as long as the
-    original; "" otherwise (the answer then gives the Russian words, said as such)."""
-    text = " ".join(reply.split()).strip("\"' ")
-    if not text or re.search(r"[а-яё]", text.casefold()) or not 0.4 * len(russian) <= len(text) <= 2.5 * len(russian):
-        return ""
-    return text
-
-
-def _one_detail(say: Say, intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
-    name, year = info.title.names[0] if info.title.names else info.title.id, info.title.year
-    if intent.detail == "year" and year:
-        return say("came_out", name=name, year=year)
-    plot = russian_plot(info)
-    if intent.detail == "about" and plot:
-        when = f" ({year})" if year else ""
-        if intent.russian:
-            return say("plot", name=name, when=when, plot=plot)  # the catalog's own words
-        if translated:  # the catalog describes in Russian only: put in English by the model, asked aside (said so:
-            # the small model's translation is rough, a name or a relation may come out wrong)
-            return say("plot_translated", name=_english_name(info) or name, when=when, plot=translated.rstrip("."))
-        # the small model, asked to answer, copied the title line instead
-        return say("plot_in_russian", name=_english_name(info) or name, when=when, plot=plot)
-    value = {"runtime": info.runtime_min, "director": info.director.strip(), "episodes": info.episodes}.get(intent.detail or "")
-    if not value:
-        return None  # not a fact the details hold, or unknown
-    if intent.detail == "runtime":
-        return say("runtime_hours" if value >= 60 else "runtime", name=name, minutes=value, hours=value // 60, rest=value % 60)
-    if intent.detail == "director":
-        return say("directed_by", name=name, director=value)
-    return say("episodes", name=name, episodes=value)
 
 
 _TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
@@ -168,47 +73,12 @@ def day_answer(say: Say, day: dt.datetime, offset: int, russian: bool) -> str | 
     return say(_DAYS_FROM_TODAY.get(offset, "another_day"), weekday=weekday, date=date)
 
 
-def shown_total(data: ToolData | None) -> int:
-    """How many titles a search found in all (its pages together); 0 without its payload."""
-    return data.total if isinstance(data, TitlesShown) else 0
-
-
-def played_id(assistant_line: str, play_tool: str) -> str:
-    """The id an assistant's call of `play_tool` (the tool that serves "title_play") named: a
-    play, not a pause; "" for any other line."""
-    marker = f"{play_tool}|"
-    return "" if ";" in assistant_line.rsplit(marker, 1)[-1] else controlled_id(assistant_line, play_tool)
-
-
-def controlled_id(assistant_line: str, play_tool: str) -> str:
-    """The id any call of `play_tool` named (a play or a pause); "" for any other line."""
-    if not play_tool:
-        return ""
-    found = re.search(rf"TOOL_CALL: {re.escape(play_tool)}\|([a-z0-9]+(?:-[a-z0-9]+)*)", assistant_line)
-    return found.group(1) if found else ""
-
-
-_PLAYBACK_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
-
-
-def playback_answer(say: Say, intent: Intent, title: Shown | None) -> str | None:
-    return say(_PLAYBACK_DONE[intent.action or "pause"], name=f" «{title.names[0]}»" if title is not None else "")
-
-
-def info_title(data: ToolData | None) -> Shown | None:
-    """The title a details result (its payload) is about; None for any other result."""
-    if not isinstance(data, TitleInfo) or not data.title.names:
-        return None
-    title = data.title
-    return Shown(title.id, tuple(title.names), str(title.year), title.year, title.kind)
-
-
 def matching_timers(words: str, timers: list) -> list:
     """The timers whose text shares a word with `words`, in any grammatical case: "отмени
     таймер про маму" -> "позвонить маме"."""
-    said = ({w for w in _norm(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)}
+    said = ({w for w in norm_words(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)}
             - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
-    return [t for t in timers if any(_among(w, set(_norm(t.text).split())) for w in said)]
+    return [t for t in timers if any(among(w, set(norm_words(t.text).split())) for w in said)]
 
 
 def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = (),
@@ -249,8 +119,6 @@ def tells_place_time(summary: str) -> bool:
 def show_answer(intent: Intent) -> str:
     """What stays on the glasses: the text itself."""
     return intent.text
-
-
 
 
 _FIRED = re.compile(r"^\[Timer fired(?P<late> \(late: [^)\]]*\))?\] (?P<text>.+)$", re.S)

@@ -13,6 +13,7 @@ import functools
 import itertools
 import logging
 import re
+from collections.abc import Sequence
 
 import msgspec
 
@@ -23,23 +24,17 @@ from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
-from core.reflex import (Intent, Reference, Shown, corrected, followed, held_back, names_a_skill, names_none,
-                         namesake_said, pick, put_right, recognise, recognise_both, refer, relevant,
-                         said_after_a_title, said_again_otherwise, second_thought, shown_titles, skill_named,
-                         tells_of_words, unwatch_answer, watch_to_end, watches_answer, which_named,
-                         without_polite_tail)
-from core.reflex_answers import (asks_plot_in_english, controlled_id, day_answer, details_answer, fired_timer,
-                                 info_title, not_found_answer, place_clock_answer, place_time_answer, play_answer,
-                                 playback_answer, played_id, plot_in_english, reminder_in_russian, russian_plot,
-                                 search_answer, show_answer, shown_total, tasks_answer, tells_place_time, time_answer,
-                                 span_words, timers_to_cancel,
-                                 translation_messages, watch_answer)
+from core.reflex import (Intent, corrected, followed, held_back, names_a_skill, put_right, recognise, recognise_both,
+                         said_again_otherwise, second_thought, skill_named, tells_of_words, unwatch_answer,
+                         watch_to_end, watches_answer, without_polite_tail)
+from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
+                                 show_answer, span_words, tasks_answer, tells_place_time, time_answer, timers_to_cancel,
+                                 watch_answer)
 from core.timers import TimerError, dial_nearest, parse_when
 from core.timewords import in_digits, spoken_parts
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import (ClockRead, TasksListed, TimerSet, TitleInfo, TitlesShown, ToolData, WatchEnded, Watching,
-                              WatchesListed)
+from protocol.results import ClockRead, TasksListed, TimerSet, ToolData, WatchEnded, Watching, WatchesListed
 from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
@@ -204,8 +199,46 @@ class ReflexSteps:
         for asked in requests:
             if await self._names_a_skill(asked):
                 return False  # the user's own skill, by its words: the model reads its recipe
-        answers = [await getattr(self, f"_reflex_{asked.kind}")(turn, asked) for asked in requests]
+        answers = [await self._carry_out_one(turn, asked) for asked in requests]
         return None not in answers and self._answered(turn, " ".join(answers), "+".join(a.kind for a in requests))
+
+    async def _carry_out_one(self, turn: TurnState, intent: Intent) -> str | None:
+        """One plain request carried out: by the session's own step for its kind (the clock,
+        timers, watches: `_reflex_<kind>`), else by the step a toolset declares for it
+        (core.fastpath); None when there is none, or it leaves the turn to the model."""
+        own = getattr(self, f"_reflex_{intent.kind}", None)
+        if own is not None:
+            return await own(turn, intent)
+        step = self.s.local_steps.get(intent.kind)
+        return None if step is None else await step(self, turn, intent)
+
+    # ---- what a toolset's step may use of the session (core.fastpath.FastPath) ----------------
+    def tool(self, request: Serves) -> str:
+        return self._tool(request)
+
+    async def call(self, turn: TurnState, tool: str, args: str) -> str | None:
+        return await self._reflex_call(turn, tool, args)
+
+    async def data(self, turn: TurnState, tool: str, args: str) -> ToolData | None:
+        return await self._reflex_data(turn, tool, args)
+
+    async def aside(self, turn: TurnState, tool: str, args: str) -> p.CallOutcome:
+        return await self._run_side_call(turn.turn_id, tool, args)
+
+    async def others_could_serve(self) -> bool:
+        return await self._others_could_serve()
+
+    async def ask_aside(self, turn: TurnState, messages: list[p.ChatMessage], max_tokens: int) -> str:
+        return await self._ask_quietly(turn.turn_id, messages, max_tokens)
+
+    def speaker(self, russian: bool) -> Say:
+        return self._speaker(russian)
+
+    def messages(self) -> Sequence[p.ChatMessage]:
+        return self.trajectory.messages()
+
+    def data_at(self, index: int) -> ToolData | None:
+        return self.trajectory.data_at(index)
 
     def _answered(self, turn: TurnState, answer: str, kinds: str) -> bool:
         """The turn's answer recorded and shown as its final display: the turn is over."""
@@ -225,7 +258,7 @@ class ReflexSteps:
         intent = recognise("\n".join(user_lines(said.content)))
         if intent is None or intent.kind not in QUEUED_REFLEXES or await self._names_a_skill(intent):
             return
-        answer = await getattr(self, f"_reflex_{intent.kind}")(turn, intent)
+        answer = await self._carry_out_one(turn, intent)
         if answer:
             _log.info("session=%s reflex %s carried out a command queued into the turn", self.sid, intent.kind)
             self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=False))
@@ -258,11 +291,6 @@ class ReflexSteps:
         own = {registry.toolset_of(clock.name)} if clock is not None else set()
         return (any(registry.toolset(name).origin != "builtin" and name not in own for name in registry.toolset_names())
                 or await self._own_skills())
-
-    async def _not_ours(self, turn: TurnState, subject: str) -> bool:
-        """Words the catalog plainly has no title for (asked aside: nothing recorded, so the model
-        reads no search that was never its own) while another toolset or a skill could serve them."""
-        return bool(subject) and await self._others_could_serve() and not await self._names_a_title(turn, subject)
 
     async def _names_a_skill(self, intent: Intent | None) -> bool:
         if intent is None or not intent.subject or intent.kind not in ("play", "search"):
@@ -466,7 +494,7 @@ class ReflexSteps:
     async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
         request = corrected(intent, self._request_before(turn))
-        return None if request is None else await getattr(self, f"_reflex_{request.kind}")(turn, request)
+        return None if request is None else await self._carry_out_one(turn, request)
 
     async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
         what = " ".join(intent.subject.split())
@@ -511,169 +539,10 @@ class ReflexSteps:
         quoted = [self._say("timer_quoted", russian, name=text) for text in texts]
         return None if None in quoted else self._say("timers_cancelled", russian, listed=", ".join(quoted))
 
-    async def _names_a_title(self, turn: TurnState, words: str, *, every_word: bool = False) -> bool:
-        """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
-        that are no title leave no search in the history for the model to misread. `every_word`:
-        and every word is the title's (no "один дома самое" for «Один дома»)."""
-        found = await self._run_side_call(turn.turn_id, self._tool("title_search"), words)
-        titles = shown_titles(found.data) if found.kind == "ok" else []
-        return pick(words, titles) is not None and not (every_word and names_none(words, titles))
-
-    async def _trimmed(self, turn: TurnState, intent: Intent) -> Intent:
-        """The request with words said after its title left off ("бриллиантовую руку что ли", "the
-        lion king for the kids", "ratatouille the kids are bored out of their minds"): the longest
-        start of the words that the catalog plainly has as a title (asked aside, nothing recorded;
-        core.reflex.said_after_a_title says which ends may go); the request as said when the whole
-        of it is one, or none is."""
-        words = intent.subject.split()
-        if len(words) < 2:
-            return intent  # nothing to leave off
-        found = await self._run_side_call(turn.turn_id, self._tool("title_search"), intent.subject)
-        titles = shown_titles(found.data) if found.kind == "ok" else []
-        if titles and not names_none(intent.subject, titles):
-            return intent  # every word a title's ("return of the king"): nothing said after it
-        for cut in range(1, min(TRIM_MAX_WORDS, len(words) - 1) + 1):
-            subject = " ".join(words[:len(words) - cut])
-            if not said_after_a_title(words[len(words) - cut:]):
-                continue  # "брат 3", "the dark night": part of what is asked for, not words after it
-            if await self._names_a_title(turn, subject, every_word=True):
-                return msgspec.structs.replace(intent, subject=subject)
-        return intent
-
-    async def _namesake(self, turn: TurnState, intent: Intent) -> Intent:
-        """The request as its title and which of the title's namesakes ("Batman, the old one from
-        1989", "включи сериал Фарго"), when the words around a title say which and the catalog has
-        that title; as said when its whole words are a title ("New Moon") or nothing says which."""
-        said = next((m.content for m in reversed(self.trajectory.messages()) if m.role == "user"), "")
-        split = namesake_said(intent.subject, "\n".join(user_lines(said)))
-        if split is None or split[0] != intent.subject and await self._names_a_title(turn, intent.subject, every_word=True):
-            return intent
-        if not await self._names_a_title(turn, split[0]):
-            return intent
-        return msgspec.structs.replace(intent, subject=split[0], reference=split[1])
-
-    async def _reflex_play(self, turn: TurnState, intent: Intent) -> str | None:
-        if intent.subject and intent.reference is None:
-            intent = await self._namesake(turn, intent)  # "Star Wars, the newest one": before the words after it go
-            intent = intent if intent.reference is not None else await self._trimmed(turn, intent)
-            if await self._not_ours(turn, intent.subject):
-                return None  # another toolset's, or a skill's: the model sees them all
-        titles, last_id, known = self._shown_media()
-        if intent.subject and known and not await self._names_a_title(turn, intent.subject):
-            return None  # "включи вторую часть" after a search: words about what was shown, the model's
-        if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
-            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
-            found = shown_titles(result) + await self._more_pages(turn, intent.subject, result)
-            title = which_named(intent.subject, found, intent.reference) if result is not None else None
-            media_id = title.media_id if title is not None else ""
-        elif intent.reference is not None:
-            media_id = refer(intent.reference, titles, last_id)
-            title = known.get(media_id)
-        else:
-            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
-            if isinstance(result, TitlesShown) and result.by != "title" and result.titles:
-                return search_answer(self._speaker(intent.russian), intent, shown_titles(result), result.total)  # "play something funny": which?
-            if result is not None and names_none(intent.subject, shown_titles(result)):
-                if await self._others_could_serve():
-                    return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
-                return not_found_answer(self._speaker(intent.russian), intent)  # nothing, or only titles that are not it: said plainly
-            title = pick(intent.subject, shown_titles(result)) if result is not None else None
-            media_id = title.media_id if title is not None else ""
-        if not media_id or await self._reflex_call(turn, self._tool("title_play"), media_id) is None:
-            return None  # not plain which one, or it did not start: the model goes on from the results
-        return play_answer(self._speaker(intent.russian), title, media_id)
-
-    async def _more_pages(self, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
-        """The titles of a search's next pages, up to MORE_PAGES (recorded: the one played must be
-        a title a result showed): "Star Wars, the newest one" is the newest of all of them."""
-        shown = len(first.titles) if isinstance(first, TitlesShown) else 0
-        more: list[Shown] = []
-        for page in range(2, MORE_PAGES + 2):
-            if not isinstance(first, TitlesShown) or shown + len(more) >= first.total:
-                break
-            titles = shown_titles(await self._reflex_data(turn, self._tool("title_search"), f"{subject}; page={page}"))
-            if not titles:
-                break
-            more += titles
-        return more
-
-    async def _reflex_playback(self, turn: TurnState, intent: Intent) -> str | None:
-        """Pause, resume or stop what the conversation last played."""
-        media_id = next((found for m in reversed(self.trajectory.messages()) if m.role == "assistant"
-                         for found in [controlled_id(m.content, self._tool("title_play"))] if found), "")
-        if not media_id or await self._reflex_call(turn, self._tool("title_play"), f"{media_id}; action={intent.action}") is None:
-            return None
-        return playback_answer(self._speaker(intent.russian), intent, self._shown_media()[2].get(media_id))
-
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""
         return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
 
-    async def _reflex_search(self, turn: TurnState, intent: Intent) -> str | None:
-        """A search's results as the answer, or "not in the catalog" when it found nothing (words
-        that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
-        titles that share nothing with the words: the model answers."""
-        intent = await self._trimmed(turn, intent)
-        if await self._not_ours(turn, intent.subject):
-            return None  # "find a cheap flight to Paris" with a travel server: the model's
-        result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
-        if result is None:
-            return None  # it failed, or the search gives no titles as fields: the model reads its text
-        titles = shown_titles(result)
-        by_title = not isinstance(result, TitlesShown) or result.by == "title"  # a director's or a genre's: all relevant
-        if titles and by_title and not relevant(intent.subject, titles) or not titles and await self._others_could_serve():
-            return None
-        return search_answer(self._speaker(intent.russian), intent, titles, shown_total(result))
 
-    async def _reflex_details(self, turn: TurnState, intent: Intent) -> str | None:
-        media_id = ""
-        if intent.subject:
-            intent = await self._trimmed(turn, intent)  # "кто снял фильм Гараж, где про кооператив?"
-            if not await self._names_a_title(turn, intent.subject):
-                return None  # "сколько минут варить макароны": words that are no title, the model's
-            result = await self._reflex_data(turn, self._tool("title_search"), intent.subject)
-            title = pick(intent.subject, shown_titles(result)) if result is not None else None
-            media_id = title.media_id if title is not None else ""
-        if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
-            titles, last_id, _known = self._shown_media()
-            media_id = refer(intent.reference or Reference(), titles, last_id)
-        info = await self._reflex_data(turn, self._tool("title_info"), media_id) if media_id else None
-        if not isinstance(info, TitleInfo):
-            return None  # the model reads what there is
-        translated = await self._plot_in_english(turn, info) if asks_plot_in_english(intent) else ""
-        return details_answer(self._speaker(intent.russian), intent, info, translated)
 
-    async def _plot_in_english(self, turn: TurnState, info: TitleInfo) -> str:
-        """The catalog's Russian description put in English by the model, asked aside ("" when it
-        gave no translation, or is down: the answer then gives the Russian words, said as such)."""
-        russian = russian_plot(info)
-        if not russian:
-            return ""
-        try:
-            reply = await self._ask_quietly(turn.turn_id, translation_messages(russian), TRANSLATION_MAX_TOKENS)
-        except ModelUnavailable:
-            return ""
-        return plot_in_english(reply, russian)
 
-    def _shown_media(self) -> tuple[list[Shown], str, dict[str, Shown]]:
-        """What the conversation showed of the catalog: the last search's titles, the title
-        talked about since (a details answer, a play; "" if none) and every title seen by id."""
-        titles: list[Shown] | None = None
-        last_id, known = "", {}
-        messages = self.trajectory.messages()
-        search, info, play = self._tool("title_search"), self._tool("title_info"), self._tool("title_play")
-        for index in range(len(messages) - 1, -1, -1):  # a result without its payload shows nothing
-            message = messages[index]
-            if message.role == "tool" and search and message.name == search:
-                found = shown_titles(self.trajectory.data_at(index))
-                for title in found:
-                    known.setdefault(title.media_id, title)
-                titles = found if titles is None else titles
-            elif message.role == "tool" and info and message.name == info:
-                title = info_title(self.trajectory.data_at(index))
-                if title is not None:
-                    known.setdefault(title.media_id, title)
-                    last_id = last_id or (title.media_id if titles is None else "")
-            elif message.role == "assistant" and titles is None and not last_id:
-                last_id = played_id(message.content, play)
-        return titles or [], last_id, known

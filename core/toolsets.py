@@ -22,6 +22,7 @@ import msgspec
 
 from core.background import ToolRun
 from core.config import Config, ConfigError, decode_section
+from core.fastpath import Step
 from core.timers import TimerTable
 from core.toolcall import ArgumentError, bind_args
 from core.world import WorldPort
@@ -129,11 +130,14 @@ class SessionContext:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Record:
     """What every toolset record has: its spec, its settings, and where it runs, which its type
-    says (`runs`) and which the spec it carries says too (stamped here, never written by hand)."""
+    says (`runs`) and which the spec it carries says too (stamped here, never written by hand).
+    steps: the plain requests it carries out for the session's fast path, by the kind core.reflex
+    recognises ("play": a step, core.fastpath)."""
 
     runs: ClassVar[Literal["session", "executor"]]
     spec: ToolsetSpec
     settings: type | None = None
+    steps: Mapping[str, Step] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.spec.runs != self.runs:  # the catalog (protocol.Catalog) tells the session where it runs
@@ -188,6 +192,15 @@ class ExecutorToolset(_Record):
 
 
 Toolset = SessionToolset | ExecutorToolset
+
+
+def steps_of(records: Iterable[Toolset]) -> dict[str, Step]:
+    """The fast path's steps the records declare, by kind; the first record in catalog order wins."""
+    steps: dict[str, Step] = {}
+    for record in records:
+        for kind, step in record.steps.items():
+            steps.setdefault(kind, step)
+    return steps
 """One toolset, as `toolsets/NAME/__init__.py` exports it (`TOOLSET`) and the registry lists it. A
 `SKILL.md` next to the record is the toolset's built-in skill (its "enable me" entry in the
 skills index)."""

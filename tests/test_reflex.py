@@ -9,12 +9,13 @@ import time
 import pytest
 
 import protocol as p
-from core.reflex import Intent, Reference, Shown, followed, pick, recognise, recognise_both, refer
+from core.reflex import Intent, Reference, followed, recognise, recognise_both
 from core.reflex_answers import span_words
 from core.reflex_steps import builtin_local_intents
 from core.timers import parse_duration
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
+from toolsets.media.local import Shown, pick, refer
 
 
 # ---- what the words ask ------------------------------------------------------------------------
@@ -597,7 +598,7 @@ def test_tell_me_after_a_time_is_a_reminder():
 
 
 def test_a_search_that_shows_only_other_titles_names_none_of_them():
-    from core.reflex import names_none
+    from toolsets.media.local import names_none
 
     barber = [Shown("barber-of-siberia-1998", ("Сибирский цирюльник", "The Barber of Siberia"), "1998", 1998)]
     godfather = [Shown("godfather-1972", ("Крёстный отец", "The Godfather"), "1972", 1972)]
@@ -1045,7 +1046,7 @@ async def test_a_sequel_the_catalog_lacks_is_said_missing_and_nothing_else_plays
 
 
 def test_words_after_a_title_are_left_off_only_when_they_open_a_remark_and_hold_no_number():
-    from core.reflex import said_after_a_title
+    from toolsets.media.local import said_after_a_title
 
     assert said_after_a_title(["что", "ли"]) and said_after_a_title(["for", "the", "kids"])
     assert not said_after_a_title(["3"]) and not said_after_a_title(["night"])
@@ -1061,7 +1062,7 @@ def test_a_russian_title_in_another_case_is_picked_and_a_sequel_number_is_kept()
 
 
 def test_a_russian_title_written_in_latin_letters_is_that_title():
-    from core.reflex import names_none, shown_titles
+    from toolsets.media.local import names_none, shown_titles
     from protocol.results import TitleRef, TitlesShown
 
     found = shown_titles(TitlesShown(query="moskva", total=1, titles=[TitleRef(
@@ -1072,7 +1073,7 @@ def test_a_russian_title_written_in_latin_letters_is_that_title():
 
 
 def test_what_a_title_is_about_is_the_catalogs_own_words_said_as_such():
-    from core.reflex_answers import details_answer
+    from toolsets.media.local import details_answer
     from protocol.results import TitleInfo, TitleRef
 
     def info(*names: str) -> TitleInfo:
@@ -1241,7 +1242,6 @@ def test_start_alone_is_no_play_word():
 
 
 def test_the_lone_result_whose_name_the_words_open_is_the_one_asked_for():
-    from core.reflex import Shown, pick
 
     long_name = [Shown("operation-y-1965", ("Операция «Ы» и другие приключения Шурика", "Operation Y"), "1965", 1965)]
     assert pick("операцию ы", long_name) is long_name[0]  # "запусти Операцию Ы"

@@ -1,7 +1,9 @@
 """A films toolset that is not the built-in media one: other tool names, a catalog of three, run in
 the session. It declares what its tools are to the runtime (protocol.ToolSpec.serves), so the fast
 path plays a title with it exactly as with the media toolset: `toolsets.extra =
-["kino_toolset:TOOLSET"]` with the media toolset left out."""
+["kino_toolset:TOOLSET"]` with the media toolset left out. Its record takes the media toolset's
+title steps (toolsets.media.local), which call whatever tools serve the title requests, and its
+folder words the answers (intents.yaml)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -9,6 +11,7 @@ from collections.abc import Mapping
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import Playing, TitleInfo, TitleRef, TitlesShown
+from toolsets.media.local import STEPS
 
 FILMS = (TitleRef(id="k-solaris", names=["Солярис", "Solaris"], year=1972),
          TitleRef(id="k-stalker", names=["Сталкер", "Stalker"], year=1979),
@@ -42,4 +45,4 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
                        data=Playing(media_id=film.id, action=action, state="started", title=film.names[0]))
 
 
-TOOLSET = SessionToolset(spec=SPEC, handler=_run)
+TOOLSET = SessionToolset(spec=SPEC, handler=_run, steps=STEPS)
