@@ -70,7 +70,7 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 
 
 # ---- the words --------------------------------------------------------------------------------
-_LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
+LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
          r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
          r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
          # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
@@ -84,13 +84,13 @@ _LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожа�
          r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс|"
          # "стоп-стоп, выключи", "лучше поставь вторую часть": a request put instead of the one before
          r"лучше|а\s+лучше)(?:[\s,!.]+|-(?=стоп|stop|нет|no\b)))*")
-_PLAY = re.compile(_LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
+_PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
                    r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
                    r"(?:мне\s+)?хочется\s+посмотреть|(?:я\s+)?бы\s+посмотрел[аи]?|"
                    r"play|put on|start playing)[\s,]+(?P<rest>.+)$")  # not "start": "start slow", "start the backup" are jobs
-_SEARCH = re.compile(_LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
+_SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
@@ -119,13 +119,13 @@ _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|скол
 _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-_TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
-_SET_TIMER = re.compile(_LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
+TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
+_SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
                         r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
                         r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
                         r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
-_TIMER_FIRST = re.compile(_LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
+_TIMER_FIRST = re.compile(LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
                           r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
 _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
@@ -166,16 +166,16 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"когда\s+(?:там\s+)?(?:сработает|зазвонит|прозвенит|сработают)\s+(?:мой\s+|мои\s+)?(?:таймер|будильник|напомин)|"
                           r"when\s+(?:does|will|do)\s+(?:my|the)\s+(?:\w+\s+)?(?:timers?|alarms?|reminders?)\s+go\s+off|"
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
-_CANCEL_TIMER = re.compile(_LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
+_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
-_CANCEL_ONE = re.compile(_LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
+_CANCEL_ONE = re.compile(LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
                          r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
 # set or listed (core.reflex_answers.timers_to_cancel), else the model asks
-_CANCEL_IT = re.compile(_LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
+_CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
                         r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
                         r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"
                         r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
@@ -256,7 +256,7 @@ _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\
                            r"(?P<second>(?:another(?:\s+one)?|one\s+more|ещ[её]\s+(?:один|одну|одно))(?=\s+(?:for|in|на|через)\s)|"
                            r"(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
                            r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
-_VERB_START = re.compile(_LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
+VERB_START = re.compile(LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
                          r"remind|cancel|show|search|start|look|put)\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|выключ|выруб|"
                        r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
@@ -266,17 +266,17 @@ _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to
 _TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
          "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "шестьдесят": 60, "семьдесят": 70,
          "восемьдесят": 80, "девяносто": 90}
-_UNITS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
+NUMBER_WORDS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
           "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
           "seven": 7, "eight": 8, "nine": 9}
 _TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
           "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
           "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
-_COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(_UNITS) + r"))?\b"
+_COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(NUMBER_WORDS) + r"))?\b"
                        r"|\b(?P<teen>" + "|".join(_TEENS) + r")\b")
 
 
-_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(_UNITS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
+_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
 
 
 _COUPLE = re.compile(r"(?<!\w)(?:пару|пара|a\s+couple(?:\s+of)?|couple\s+of)(?=\s+(?:минут|секунд|час|minutes|seconds|hours)(?!\w))")
@@ -288,9 +288,9 @@ def _digits(text: str) -> str:
     def value(match: re.Match[str]) -> str:
         if match["teen"]:
             return str(_TEENS[match["teen"]])
-        return str(_TENS[match["tens"]] + (_UNITS[match["unit"]] if match["unit"] else 0))
+        return str(_TENS[match["tens"]] + (NUMBER_WORDS[match["unit"]] if match["unit"] else 0))
     text = _COUPLE.sub("2", text)  # "через пару минут", "in a couple of minutes"
-    return _UNIT_WORD.sub(lambda m: str(_UNITS[m["unit"]]), _COMPOUND.sub(value, text))
+    return _UNIT_WORD.sub(lambda m: str(NUMBER_WORDS[m["unit"]]), _COMPOUND.sub(value, text))
 
 
 def norm_words(text: str) -> str:
@@ -333,13 +333,13 @@ def _last_sentence_asked(raw: str) -> Intent | None:
 
 def _opens_a_request(clause: str) -> bool:
     """A clause that starts as a request does: a request verb, "kill that one", "you can stop watching for …"."""
-    return bool(_VERB_START.match(clause) or _REQUEST_VERB.match(clause) or _CANCEL_IT.match(clause)
+    return bool(VERB_START.match(clause) or _REQUEST_VERB.match(clause) or _CANCEL_IT.match(clause)
                 or _UNWATCH.match(clause.rstrip(" .!?")))
 
 
 def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
     if "?" in before or _TOLD.search(before) or _CONDITION.search(before) or any(
-            _VERB_START.match(part.strip()) or recognise(part) for part in parts):
+            VERB_START.match(part.strip()) or recognise(part) for part in parts):
         return None
     intent = recognise(request)  # a question's "it" may be the title said before: not here
     kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search", "watch", "unwatch")
@@ -347,7 +347,7 @@ def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
 
 
 _CONDITION = re.compile(r"(?<!\w)(?:если|когда|пока|if|when|whenever|while|unless)(?!\w)")
-_LEAD_ONLY = re.compile(_LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing said before the request
+_LEAD_ONLY = re.compile(LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing said before the request
 
 
 _TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")
@@ -379,7 +379,7 @@ def recognise(said: str) -> Intent | None:
     russian = is_russian(said)
     raw = _RECALL_FIRST.sub("", _plain_words(said))  # "напомни, кто снял Кин-дза-дзу?": the question
     joint = _TWO_REQUESTS.search(raw)
-    if joint is not None and re.fullmatch(_LEAD, raw[:joint.start()].strip(" ,") + " "):
+    if joint is not None and re.fullmatch(LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
     last = _last_sentence_asked(raw)
     if last is not None:  # "never mind, dinner's off, the kids ordered pizza. kill all my timers": the reasons first
@@ -393,7 +393,7 @@ def recognise(said: str) -> Intent | None:
         return _unwatch_intent(raw, said, russian)  # "не надо за ним следить": an end of a watch; other "не": none
     if joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
-    asked = [sentence for sentence in re.split(r"[.?!]+", raw) if _VERB_START.match(sentence.strip())]
+    asked = [sentence for sentence in re.split(r"[.?!]+", raw) if VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
     for recognise_kind in (_timer_change_intent, _correction_intent, _unwatch_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
@@ -498,7 +498,7 @@ def _timers_apart(raw: str) -> tuple[Intent, Intent] | None:
     length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
     raw = _digits(raw)
     spans = list(_SPAN.finditer(raw))
-    if not _TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
+    if not TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
         return None
     first, second = spans
     joints = list(_AND.finditer(raw, first.end(), second.start()))
@@ -529,7 +529,7 @@ _PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+
 
 
 # "сколько сейчас в Нью-Йорке", "а в Дубае щас сколько": "how much" of a place, said alone, is its time
-_HOW_MUCH_THERE = re.compile(_LEAD + r"(?:(?:скажи|подскажи)\s+)?(?:лучше\s+)?(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
+_HOW_MUCH_THERE = re.compile(LEAD + r"(?:(?:скажи|подскажи)\s+)?(?:лучше\s+)?(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
                              r"(?:в|во)\s+(?P<p2>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)(?:\s+(?:сейчас|щас|там))*\s+сколько)"
                              r"(?:\s+(?:сейчас|щас|там))*[\s?.!]*$")
 
@@ -541,7 +541,7 @@ def _place_time(raw: str, russian: bool) -> Intent | None:
     if how_much is not None and zone_of(how_much["p1"] or how_much["p2"]) is not None:
         return Intent(kind="time_elsewhere", russian=russian, subject=how_much["p1"] or how_much["p2"])
     asked = "?" in raw or re.match(r"(?:.*\s)?(?:is\s+it|what|сколько|который|какой|какое)\s", raw + " ")
-    if not asked or not _TIME_WORDS.search(raw) or _VERB_START.match(raw) or _TIMER_WORD.search(raw):
+    if not asked or not _TIME_WORDS.search(raw) or VERB_START.match(raw) or TIMER_WORD.search(raw):
         return None
     for found in _PLACE_NAMED.finditer(raw):
         words = found["place"].split()
@@ -561,7 +561,7 @@ def _own_sentence(pattern: re.Pattern[str], raw: str) -> str | None:
     if len(sentences) < 2 or len(holding) != 1:
         return raw
     others = [s for s in sentences if s is not holding[0]]
-    if any(_VERB_START.match(s.strip(" ,")) for s in others):
+    if any(VERB_START.match(s.strip(" ,")) for s in others):
         return None
     return raw if any("?" in s for s in others) else holding[0].strip()
 
@@ -598,8 +598,8 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
 _APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+)?(?P<n>\d+|полтора|"
-                          r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(_UNITS) + r"))?|"
-                          + "|".join(sorted({*_UNITS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
+                          r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(NUMBER_WORDS) + r"))?|"
+                          + "|".join(sorted({*NUMBER_WORDS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
 _TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
 _OTHER_DAY = re.compile(r"(?<!\w)(?:послезавтра|завтра|позавчера|вчера|the\s+day\s+after\s+tomorrow|tomorrow|yesterday)(?!\w)")
 _DAY_OFFSETS = {"послезавтра": "+2", "завтра": "+1", "позавчера": "-2", "вчера": "-1", "thedayaftertomorrow": "+2",
@@ -620,10 +620,10 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
                       text=cancel["rest"])
     named = _CANCEL_ONE.match(raw)
-    if named and not (named["why"] and _ASKS_MORE.search(" " + named["why"] + " ")):
+    if named and not (named["why"] and ASKS_MORE.search(" " + named["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
     it = _CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
-    if it and not (it["why"] and _ASKS_MORE.search(" " + it["why"] + " ")):
+    if it and not (it["why"] and ASKS_MORE.search(" " + it["why"] + " ")):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
@@ -632,19 +632,19 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     bare = re.fullmatch(r"(?:(?:for|in|на|через)\s+)?(\d+)[\s.!?]*", raw[one_more.end():]) if one_more else None
     if bare is not None and not one_more["bare"]:  # "and another one for 20": in the unit of the one before (the session's)
         return Intent(kind="timer_set", russian=russian, when=bare[1])
-    raw = raw[one_more.end():] if one_more else re.sub(_LEAD, "", raw)  # "минут на двадцать": about 20
+    raw = raw[one_more.end():] if one_more else re.sub(LEAD, "", raw)  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
     if one_more and one_more["bare"] and not re.search(r"[а-я]{2,}(?:ть|ться|чь|нести|вести|везти|идти)(?:\s|$)", said_after):
         return None  # "а ещё через час придут гости": a remark; "и ещё через час цветы полить": a reminder
-    if one_more and leading and not _VERB_START.match(said_after):
+    if one_more and leading and not VERB_START.match(said_after):
         when, text = _when_and_text(raw)
         return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said)) if when else None
     if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
         said_after = _TELL_ME.sub("напомни ", said_after, count=1)
     start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
              or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
-    if start is None or not (_TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
+    if start is None or not (TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
     if _ANOTHER_DAY.search(_FOR_A_DAY.sub(" ", raw) if _TODAY_SAID.search(raw) else raw):
         return None  # "напомни завтра в 9": not the next 9:00, which may be today ("tonight … for tomorrow" is today)
@@ -766,7 +766,7 @@ _CAPITALISED = re.compile(r"(?<=[\w,] )(?:The\s+)?(?!I\b|I'm\b|I'd\b|I've\b|I'll
 
 
 def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
+    if TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
         return None
     confirm = _CONFIRM_DIRECTOR.match(raw)
     if confirm is not None:
@@ -798,7 +798,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
                  and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
             subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
-            if not subject or _TIMER_WORD.search(subject) or len(subject.split()) > 6:
+            if not subject or TIMER_WORD.search(subject) or len(subject.split()) > 6:
                 return None
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
@@ -844,35 +844,35 @@ _A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+т�
              r"не\s+нравится|передумал\w*|не\s+интересно|it'?s\s+boring|boring|not\s+in\s+the\s+mood|"
              r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
 _REASON = _A_REASON + "?"
-_PLAYBACK = (("pause", re.compile(_LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|мультик|мультфильм|это))?\s+на\s+паузу|"
+_PLAYBACK = (("pause", re.compile(LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|мультик|мультфильм|это))?\s+на\s+паузу|"
                                   r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
                                   r"тормозни|притормози|придержи|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
-             ("resume", re.compile(_LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
+             ("resume", re.compile(LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
                                    r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
                                    r"resume|unpause|keep\s+playing|keep\s+it\s+(?:going|playing|rolling)|"
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)(?:\s+with\s+(?:the\s+)?(?:movie|film|show))?|"
                                    r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
-             ("stop", re.compile(_LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
+             ("stop", re.compile(LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END
-                                 + r"|" + _LEAD + r"(?:stop\s+playing|(?:i(?:'ll|\s+will)\s+)?stop\s+watching\s+(?:the\s+)?(?:movie|film|show)|"
+                                 + r"|" + LEAD + r"(?:stop\s+playing|(?:i(?:'ll|\s+will)\s+)?stop\s+watching\s+(?:the\s+)?(?:movie|film|show)|"
                                  r"хватит\s+(?:смотреть|показывать)\s+(?:фильм|кино|сериал))" + _REASON + _PLEASE_END
                                  # "выключи совсем", "turn it off", "выключай": what plays, as nothing else is named
-                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
+                                 + r"|" + LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
                                  # "выключи, не то настроение": a bare stop is one only with its reason said
-                                 + r"|" + _LEAD + r"(?:выключи|выключай|выруби)" + _A_REASON + _PLEASE_END
+                                 + r"|" + LEAD + r"(?:выключи|выключай|выруби)" + _A_REASON + _PLEASE_END
                                  # "закрой фильм", "close the movie", "kill it": only with what plays named
-                                 + r"|" + _LEAD + r"(?:убери|закрой|close|kill|end)\s+(?:(?:the\s+)?(?:фильм|кино|сериал|movie|film|show)|it|that)"
+                                 + r"|" + LEAD + r"(?:убери|закрой|close|kill|end)\s+(?:(?:the\s+)?(?:фильм|кино|сериал|movie|film|show)|it|that)"
                                  + _REASON + _PLEASE_END
-                                 + r"|" + _LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|shut\s+(?:it|that)\s+down|"
+                                 + r"|" + LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|shut\s+(?:it|that)\s+down|"
                                  r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that)|"
                                  r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv|cartoon)\s+off)" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
 
 
 _SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)(?:\s+очков)?|(?:up\s+)?on\s+(?:my|the)\s+(?:display|screen|glasses))"
-_SHOW = (re.compile(_LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+" + _SCREEN
+_SHOW = (re.compile(LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+" + _SCREEN
                     + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
-         re.compile(_LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+(?P<text>.+?)\s+" + _SCREEN
+         re.compile(LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+(?P<text>.+?)\s+" + _SCREEN
                     + r"[\s.!]*$"))
 # a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
 # "что ты думаешь о …", "который час"), not a text to put there: the model's
@@ -915,13 +915,13 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="playback", russian=russian, action="stop")
     for action, pattern in _PLAYBACK:
         # "ой, звонят, пауза": the last clause, when nothing before it asks for anything
-        if pattern.match(text) or last and pattern.match(last) and not _VERB_START.search(raw[:-len(last) - 1]):
+        if pattern.match(text) or last and pattern.match(last) and not VERB_START.search(raw[:-len(last) - 1]):
             return Intent(kind="playback", russian=russian, action=action)
     words = text.split()
     clauses = {len(part.split()) for part in itertools.accumulate(raw.split(","), lambda a, b: a + "," + b)}
     for cut in range(len(words) - 1, 0, -1):  # "поставь на паузу, мне звонят": its reason after it
         said_after = " ".join(words[cut:])
-        if _ASKS_MORE.search(" " + said_after + " ") or len(words) > 16:
+        if ASKS_MORE.search(" " + said_after + " ") or len(words) > 16:
             return None
         if cut not in clauses and not _REASON_START.match(said_after):
             continue  # "пауза между фильмами была долгой": a remark, no command
@@ -938,7 +938,7 @@ def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
 _NAMES_WHAT_PLAYS = re.compile(r"(?:^|\s)(?:его|ее|её|это|фильм|кино|сериал|мультик|it|that|this|movie|film|show)(?:\s|$)")
 # a stop that names nothing, followed by its reason ("выключи, мы его уже смотрели"); alone, or with
 # other words after it ("выключи, пожалуйста, свет"), it is none
-_BARE_STOP = re.compile(_LEAD + r"(?:выключи|выключай|выруби|вырубай|останови|turn\s+it\s+off|switch\s+it\s+off|stop\s+it)$")
+_BARE_STOP = re.compile(LEAD + r"(?:выключи|выключай|выруби|вырубай|останови|turn\s+it\s+off|switch\s+it\s+off|stop\s+it)$")
 
 
 # "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
@@ -951,7 +951,7 @@ _REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|мы|дети|�
                            r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
                            r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
 # what said after a playback command asks for more: then the model takes the turn
-_ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
+ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
                         r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|don'?t|not|"
                         # "не выключай": a command taken back; "что-то не идёт сегодня" is a reason
                         r"не\s+(?:включ|выключ|став|постав|останов|пауз|надо|нужно)\w*|"
@@ -968,19 +968,19 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 
 
 # "давай его включим", "его включи": the title talked about, its pronoun first
-_PLAY_IT = re.compile(_LEAD + r"(?:(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)|"
+_PLAY_IT = re.compile(LEAD + r"(?:(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)|"
                       r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
                       r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
                       r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас))*[\s.!]*$")
 
 
 # "put the second one on", "put Gladiator on": the title between the verb's words
-_PUT_ON = re.compile(_LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
+_PUT_ON = re.compile(LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
                      r"(?:[\s,]+(?:would|will|could|can)\s+you|[\s,]+please)?[\s.!?]*$")
 
 
 # "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
-_TITLE_THEN_PLAY = re.compile(_LEAD + r"(?P<rest>[^,]+?|.+?(?=,\s*(?:play|put)\s))[\s,]+(?:включай|включи|врубай|запускай|"
+_TITLE_THEN_PLAY = re.compile(LEAD + r"(?P<rest>[^,]+?|.+?(?=,\s*(?:play|put)\s))[\s,]+(?:включай|включи|врубай|запускай|"
                               r"play\s+(?:it|that|this)(?:\s+one)?|put\s+(?:it|that|this)(?:\s+one)?\s+on)(?:\s+please)?[\s.!]*$")
 
 
@@ -993,7 +993,7 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _PLAY_IT.match(raw):
         return Intent(kind="play", russian=russian, reference=Reference())
     chosen = _CHOSEN.match(raw)
-    if chosen is not None and not _VERB_START.match(chosen["rest"]):
+    if chosen is not None and not VERB_START.match(chosen["rest"]):
         titled = _titled("play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference():
             return titled  # an ordinal, a year or a kind; "давай его" or a title alone is not plain
@@ -1002,9 +1002,9 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return _titled("play", put_on["rest"], said, russian)
     match = _PLAY.match(raw)
     title_first = _TITLE_THEN_PLAY.match(raw) if match is None else None
-    if title_first is not None and (re.fullmatch(_LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
+    if title_first is not None and (re.fullmatch(LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
         return Intent(kind="play", russian=russian, reference=Reference())  # "ну давай, включай": it
-    if title_first is not None and not _VERB_START.match(title_first["rest"]):
+    if title_first is not None and not VERB_START.match(title_first["rest"]):
         return _titled("play", title_first["rest"], said, russian)
     if match is None:
         return None
@@ -1027,7 +1027,7 @@ def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> In
     """"включи старый, семьдесят девятого года, новый я видел": which of the titles shown, its first
     clause says (a year said after it says it best); None when the first clause names no such one."""
     head_said, _, tail = rest.partition(",")
-    if not tail or any(_VERB_START.match(part.strip()) for part in tail.split(",")):
+    if not tail or any(VERB_START.match(part.strip()) for part in tail.split(",")):
         return None
     head = _titled(kind, head_said, said, russian)
     if head is None or head.reference is None or head.subject:
@@ -1036,7 +1036,7 @@ def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> In
     return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
 
 
-_IN_CATALOG = re.compile(_LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
+_IN_CATALOG = re.compile(LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
 
 
 def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -1114,7 +1114,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     subject = re.sub(r"\s+(?:из\s+списка|из\s+них|из\s+найденн\w+|from\s+the\s+list|on\s+the\s+list|of\s+them|"
                      r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
     # "номер два", "option two": the number as a digit the ordinal reads
-    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {_UNITS.get(m[1], m[1])}", subject)
+    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {NUMBER_WORDS.get(m[1], m[1])}", subject)
     which = "other" if _OTHER.fullmatch(subject) else next((name for name, pattern in _WHICH_BY_AGE
                                                             if pattern.fullmatch(subject)), "")
     if which:  # "the last one", "самый новый", "the older one", "the other one"
@@ -1197,7 +1197,7 @@ def close_to(said: str, name: str) -> bool:
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
 # wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
-_WATCH = re.compile(_LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
+_WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
                     r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
                     r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
                     r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
@@ -1227,7 +1227,7 @@ _TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[�
 
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
-_WATCH_AFTER = re.compile(_LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
+_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
                           r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
                           r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
 
@@ -1235,7 +1235,7 @@ _WATCH_AFTER = re.compile(_LEAD + r"(?P<when>если|когда|как\s+тол
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     asked = _POLITE_TAIL.sub("", raw.rstrip(" .!?"))
     match = _WATCH.match(asked) or _WATCH_AFTER.match(asked)
-    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or _TIMER_WORD.search(match["rest"]):
+    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or TIMER_WORD.search(match["rest"]):
         return None
     rest = match["rest"]
     reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
@@ -1253,7 +1253,7 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
-_CORRECTION = re.compile(_LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?|"
+_CORRECTION = re.compile(LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?|"
                          # "I meant the series", "no, I meant Dune", "я имел в виду сериал"
                          r"(?:(?:no|nope|нет)[\s,]+)?(?:i\s+meant|i\s+mean|я\s+имел[аи]?\s+в\s+виду|я\s+про))\s*"
                          r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
@@ -1329,7 +1329,7 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
 def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """The title put right; which request it corrects is the session's to find (the last one)."""
     match = _CORRECTION.match(raw)
-    if match is None or _VERB_START.match(match["right"]) or _TIMER_WORD.search(raw):
+    if match is None or VERB_START.match(match["right"]) or TIMER_WORD.search(raw):
         return None
     titled = _titled("play", match["right"], match["right"], russian)  # a title, or "второй", "the 1979 one"
     if titled is None:
@@ -1380,7 +1380,7 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if _WHATS_LEFT.match(raw):
         return Intent(kind="follow_up", russian=russian, action="list")
     chosen = _BARE_CHOICE.match(raw)
-    if chosen is not None and not _VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
+    if chosen is not None and not VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
         titled = _titled("play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference() and not titled.subject:
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
@@ -1425,7 +1425,7 @@ def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
 
 
 # "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
-_UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
+_UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
                       r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
                       r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
@@ -1438,7 +1438,7 @@ _UNWATCH = re.compile(_LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
 
 def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     match = _UNWATCH.match(raw.rstrip(" .!?"))
-    if match is None or _TIMER_WORD.search(raw):
+    if match is None or TIMER_WORD.search(raw):
         return None
     named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
     waited_for = re.search(r"(?:watching|monitoring|waiting|checking)\s+(?:out\s+)?for|следить\s+за|ждать", raw)

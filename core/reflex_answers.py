@@ -14,7 +14,7 @@ from typing import NamedTuple
 import zoneinfo
 
 from core.local_intents import Say
-from core.reflex import _PLACE_CLOCK, _TIMER_WORD, Intent, among, is_russian, norm_words
+from core.reflex import _PLACE_CLOCK, TIMER_WORD, Intent, among, is_russian, norm_words
 from core.timewords import spoken_parts
 from protocol.results import ClockRead, TasksListed, TimerSet, ToolData
 
@@ -76,7 +76,7 @@ def day_answer(say: Say, day: dt.datetime, offset: int, russian: bool) -> str | 
 def matching_timers(words: str, timers: list) -> list:
     """The timers whose text shares a word with `words`, in any grammatical case: "отмени
     таймер про маму" -> "позвонить маме"."""
-    said = ({w for w in norm_words(words).split() if len(w) >= 3 and not _TIMER_WORD.match(w)}
+    said = ({w for w in norm_words(words).split() if len(w) >= 3 and not TIMER_WORD.match(w)}
             - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
     return [t for t in timers if any(among(w, set(norm_words(t.text).split())) for w in said)]
 
@@ -94,7 +94,7 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
     if intent.all_timers or not pending:
         return pending
     chosen = matching_timers(intent.text, pending)
-    if not chosen and len(pending) == 1 and _TIMER_WORD.search(intent.text):
+    if not chosen and len(pending) == 1 and TIMER_WORD.search(intent.text):
         return pending
     return chosen if len(chosen) == 1 else None
 
