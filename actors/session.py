@@ -44,7 +44,7 @@ from core.local_intents import LocalIntents
 from core.observe import Observer
 from core.session_store import SessionStore
 from core.timer_wheel import TimerWheel
-from core.toolsets import SessionToolset, ToolsetRegistry, failure_text, lost_text, repeatable, steps_of
+from core.toolsets import ToolsetRegistry, failure_text, lost_text, repeatable
 from protocol.tools import NOT_RUNNING
 from storage.journal import Fenced, Journal, JournalError, NoJournal
 from storage.store import journal_store, node_leases
@@ -123,8 +123,7 @@ class SessionActor(Actor):
         records = toolsets.load(self.config)
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
-            session_toolsets={r.spec.name: r for r in records if isinstance(r, SessionToolset)},
-            local_steps=steps_of(records),
+            records=records,
             local_intents=LocalIntents.load(intent_files(self.config), on_error=self._bad_intents)
             if cfg.reflexes else LocalIntents.empty(),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,

@@ -40,7 +40,7 @@ import zoneinfo
 from collections import OrderedDict, deque
 from contextlib import AbstractAsyncContextManager
 from functools import partial
-from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol
+from typing import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Protocol, Sequence
 
 import anyio
 import msgspec
@@ -69,14 +69,14 @@ from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
 from core.local_intents import LocalIntents
+from core.reflex import phrasings_of
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
-from core.fastpath import Step
-from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, ToolsetRegistry, error_outcome,
-                           executed, failure_text, steps_of)
+from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
+                           error_outcome, executed, failure_text, steps_of)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -132,18 +132,18 @@ class SessionSettings:
                  config, clock: Callable[[], float] = time.time, router=None,
                  on_timer_set: Callable[[], None] = lambda: None, observer: Observer | None = None,
                  session_toolsets: Mapping[str, SessionToolset] | None = None,
-                 local_intents: LocalIntents | None = None, local_steps: Mapping[str, Step] | None = None):
+                 local_intents: LocalIntents | None = None, records: Sequence[Toolset] | None = None):
         self.registry = registry  # replaced whole when the catalog changes (ToolsetsChanged)
-        if session_toolsets is None or local_steps is None:  # the built-in ones (toolsets/), for callers without an actor
+        if records is None:  # the built-in ones (toolsets/), for callers without an actor
             from core.loading import load_toolsets
 
             records = load_toolsets()
-            session_toolsets = session_toolsets if session_toolsets is not None else \
-                {r.spec.name: r for r in records if isinstance(r, SessionToolset)}
-            local_steps = local_steps if local_steps is not None else steps_of(records)
+        if session_toolsets is None:
+            session_toolsets = {r.spec.name: r for r in records if isinstance(r, SessionToolset)}
         self.session_toolsets = dict(session_toolsets)  # name -> record of a toolset run here
-        # the plain requests toolsets carry out for the fast path, by kind (core.fastpath)
-        self.local_steps = dict(local_steps)
+        # the plain requests toolsets carry out for the fast path, by kind, and how they are said (core.fastpath)
+        self.local_steps = steps_of(records)
+        self.phrasings = phrasings_of(records)
         # the sentences answered without the model (core.local_intents); the built-in toolsets'
         # when a caller has no config of its own
         self.local_intents = local_intents if local_intents is not None else builtin_local_intents()

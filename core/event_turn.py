@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from protocol.tools import FAILED_KINDS, ToolSpec
 
 _FAILED = FAILED_KINDS | {"cancelled", "placeholder"}
-SpecOf = Callable[[str], "ToolSpec | None"]  # a tool's declaration by its name (ToolsetRegistry.spec)
+SpecOf = Callable[[str], ToolSpec | None]  # a tool's declaration by its name (ToolsetRegistry.spec)
 
 
 def quiet_reason(said: str, results: Iterable[tuple[str, str, str]], spec_of: SpecOf) -> str:

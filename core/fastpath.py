@@ -12,8 +12,11 @@ they serve (`FastPath.tool`), so a toolset with other names serves the same requ
 """
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
 
 from protocol import CallOutcome, ChatMessage
 from protocol.results import ToolData
@@ -21,8 +24,47 @@ from protocol.tools import Serves
 
 if TYPE_CHECKING:
     from core.local_intents import Say
-    from core.reflex import Intent
     from core.turn import TurnState
+
+# ---- a request, as the runtime and the toolsets' phrasings recognise it ----------------------
+ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
+                     "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
+Detail = Literal["runtime", "director", "episodes", "year", "about"]
+
+
+class Intent(msgspec.Struct, frozen=True, kw_only=True):
+    """What a turn's words ask, as far as a reflex can carry it out.
+
+    `subject`: a title as said ("Кин-дза-дза"); `reference`: instead of a title, which of the
+    titles already shown ("it", an ordinal, a year); `when`/`text`: a timer's; `detail`: what a
+    details question asks."""
+
+    kind: ReflexKind
+    russian: bool
+    subject: str = ""
+    reference: "Reference | None" = None
+    when: str = ""
+    text: str = ""
+    detail: Detail | None = None
+    more_details: tuple[Detail, ...] = ()  # "про что он и какого года": asked together, answered together
+    all_timers: bool = False
+    last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
+    action: Literal["pause", "resume", "stop", ""] = ""
+    channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
+    every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
+
+
+class Reference(msgspec.Struct, frozen=True, kw_only=True):
+    """"его", "the second one", "the one from 1979": a title the conversation already showed."""
+
+    ordinal: int = 0  # 1-based place in the last search's results; 0: none said
+    year: int = 0
+    oldest: bool = False  # "the original": the earliest of the titles shown
+    newest: bool = False  # "the newest one", "самый новый": the latest of them
+    last: bool = False  # "the last one", "последний": the last the answer named
+    kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
+    other: bool = False  # "no, the other one": the namesake of the title talked about, not it
+
 
 
 class FastPath(Protocol):
@@ -56,4 +98,22 @@ class FastPath(Protocol):
         """The typed payload of the result at `index` of `messages()`, if it has one."""
 
 
-Step = Callable[[FastPath, "TurnState", "Intent"], Awaitable["str | None"]]
+Step = Callable[[FastPath, "TurnState", Intent], Awaitable["str | None"]]
+
+
+# A recogniser: (the words as the runtime plains them, as said, in Russian?) -> the request, or None.
+Recogniser = Callable[[str, str, bool], Intent | None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Phrasing:
+    """How a toolset's plain requests are said, for core.reflex.recognise: `recognisers`, tried
+    in order after the runtime's own (the clock, timers, watches); `requests`, by kind, a request
+    of that kind made from the words that name its object ("не Дюну, а Бегущего по лезвию": a play
+    of "бегущего по лезвию"), for the runtime's corrections, follow-ups and two requests in one
+    breath; `asks_anywhere`, whether the words hold one of its questions anywhere ("Найди Брат.
+    Кто его снял?": two requests, the model's)."""
+
+    recognisers: tuple[Recogniser, ...] = ()
+    requests: Mapping[str, Callable[[str, str, str, bool], Intent | None]] = field(default_factory=dict)
+    asks_anywhere: Callable[[str], bool] = lambda raw: False

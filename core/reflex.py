@@ -18,55 +18,20 @@ showed; core.reflex_answers words the replies and reads the results back. The se
 from __future__ import annotations
 
 import difflib
+import functools
 import itertools
 import re
-from typing import Literal
+from collections.abc import Sequence
+from functools import partial
 
 import msgspec
 
+from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits
-
 from protocol.results import ToolData, WatchesListed, WatchRef
 
-ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
-                     "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
-Detail = Literal["runtime", "director", "episodes", "year", "about"]
-
-
-class Intent(msgspec.Struct, frozen=True, kw_only=True):
-    """What a turn's words ask, as far as a reflex can carry it out.
-
-    `subject`: a title as said ("Кин-дза-дза"); `reference`: instead of a title, which of the
-    titles already shown ("it", an ordinal, a year); `when`/`text`: a timer's; `detail`: what a
-    details question asks."""
-
-    kind: ReflexKind
-    russian: bool
-    subject: str = ""
-    reference: "Reference | None" = None
-    when: str = ""
-    text: str = ""
-    detail: Detail | None = None
-    more_details: tuple[Detail, ...] = ()  # "про что он и какого года": asked together, answered together
-    all_timers: bool = False
-    last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
-    action: Literal["pause", "resume", "stop", ""] = ""
-    channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
-    every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
-
-
-class Reference(msgspec.Struct, frozen=True, kw_only=True):
-    """"его", "the second one", "the one from 1979": a title the conversation already showed."""
-
-    ordinal: int = 0  # 1-based place in the last search's results; 0: none said
-    year: int = 0
-    oldest: bool = False  # "the original": the earliest of the titles shown
-    newest: bool = False  # "the newest one", "самый новый": the latest of them
-    last: bool = False  # "the last one", "последний": the last the answer named
-    kind: Literal["series", "film", ""] = ""  # "включи сериал, а не фильм": the one of that kind
-    other: bool = False  # "no, the other one": the namesake of the title talked about, not it
 
 
 # ---- the words --------------------------------------------------------------------------------
@@ -84,28 +49,6 @@ LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожал
          r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс|"
          # "стоп-стоп, выключи", "лучше поставь вторую часть": a request put instead of the one before
          r"лучше|а\s+лучше)(?:[\s,!.]+|-(?=стоп|stop|нет|no\b)))*")
-_PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
-                   r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
-                   r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
-                   r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
-                   r"(?:мне\s+)?хочется\s+посмотреть|(?:я\s+)?бы\s+посмотрел[аи]?|"
-                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")  # not "start": "start slow", "start the backup" are jobs
-_SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
-                     r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
-                     r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
-                     r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
-                     r"есть\s+(?:ли\s+)?у\s+тебя|у\s+тебя\s+есть|есть\s+(?:ли\s+)?(?:такой\s+)?(?:фильм|сериал|мультфильм)|"
-                     r"do\s+you\s+have|do\s+you\s+guys\s+have|any\s+chance\s+you\s+(?:have|got)|have\s+you\s+got|got\s+any|"
-                     # "I'm looking for a film called Solaris": a film named, not "looking for my keys"
-                     r"(?:i'?m\s+)?looking\s+for(?=\s+(?:a|the|that)\s+(?:movie|film|show|series|cartoon)\b)|"
-                     r"is\s+there\s+(?:a|an|the)\s+(?:movie|film|show|series)(?=\s+called\s)|"
-                     r"let'?s\s+see\s+what\s+you\s+have\s+(?:for|on|of)|есть(?:\s+ли)?(?=\s+[^?]+\?$)|"
-                     # "глянь, есть ли у тебя Крёстный отец", "what movies do you have by Nolan", "show me the Alien films"
-                     r"(?:глянь|посмотри|проверь|check)[\s,]+(?:есть\s+ли\s+(?:у\s+тебя|в\s+каталоге)|if\s+you\s+have)|"
-                     r"what\s+(?:movies|films|shows|series)\s+(?:do\s+you\s+have|have\s+you\s+got)\s+(?:by|from|with|about)|"
-                     r"(?:do\s+you\s+have|have\s+you\s+got|got)\s+any(?:thing)?\s+(?:by|from|with|about)|"
-                     r"show\s+me(?=\s+(?:the\s+)?\S+(?:\s+\S+)?\s+(?:movies|films)$))"
-                     r"[\s,]+(?P<rest>.+)$")
 _TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
                        r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
                        r"время\s+не\s+подскажешь|what\s+time\s+is\s+it|what\s+time\s+it\s+is|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
@@ -181,76 +124,7 @@ _CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на
                         r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 _ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
-_DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
-    ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
-                           r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length|"
-                           r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?длинн\w*|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$))")),
-    ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
-                            r"director|who\s+made|who\s+shot)")),
-    ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
-                            r"how\s+many\s+(?:episodes|seasons)|episodes)")),
-    ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
-                        r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
-                        r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?|,)))")),
-    ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|оно|это|фильм|сериал)|"
-                         r"про\s+что\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|это|фильм|сериал)|"
-                         r"расскажи\s+(?:мне\s+)?(?:подробнее\s+)?(?:про|о|об)\s+(?=(?:фильм|сериал|мультфильм)\w*\s)|"
-                         r"what'?s\s+it\s+about|what\s+is\s+it\s+about|"
-                         # "what's the matrix about?", "tell me about Inception": a title's, if the catalog has it
-                         r"what'?s(?=\s.+\sabout[\s?.!]*$)|what\s+is(?=\s.+\sabout[\s?.!]*$)|tell\s+me\s+(?:more\s+)?about)")),
-)
-# words around a title that are not the title
-_FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
-                     r"сериала|мультфильм|мультик|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
-                     r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|уже|already|tonight|"
-                     r"в\s+(?:твоем\s+|вашем\s+)?каталоге|(?:in|from)\s+(?:the\s+|your\s+)?catalog(?:ue)?|"
-                     # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
-                     r"on\s+(?:my|the)\s+(?:phone|glasses|tv)|на\s+(?:мо[её]м\s+)?(?:телефоне|очках|тв|телевизоре)|"
-                     r"real\s+quick|quickly|quick|по-быстрому|быстренько|быстро|"
-                     # how much the user wants to hear, or for whom: "roughly", "в двух словах", "for the kids"
-                     r"roughly|approximately|more\s+or\s+less|in\s+short|briefly|примерно|приблизительно|вообще|"
-                     r"(?:в\s+)?двух\s+словах|вкратце|коротко|кратко|[—–-]+(?:\s+это)?|for\s+(?:the\s+)?(?:kids|children|little\s+ones?)|"
-                     r"для\s+(?:детей|дочки|сына|малого|малой)|ребенку|детям|дочке|дочери|сыну|малышу|внуку|внучке|"
-                     r"малому|малой|мелкому|мелкой|младшему|младшей|племяннику|племяннице|бабушке|дедушке|деду|маме|папе|"
-                     # "play it again", "включи его заново": the title talked about, from its start
-                     r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
-_PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
-                      r"that\s+one|him|her|the\s+one)$")
-_ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
-             "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
-_ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|option\s+|вариант\s+|#)?(?P<word>перв|втор|трет|четв|пят|first|second|third|"
-                      r"fourth|fifth|1st|2nd|3rd|4th|5th|[1-5](?=\s|$))"
-                      # a Russian ordinal's endings only: "вторую", "третьего", not "вторник", "пятница"
-                      r"(?:ый|ий|ой|ая|ое|ую|ые|ых|ого|ому|ым|ом|ья|ье|ью|ьего|ьей|ьем|ьи|ерт[а-я]{1,3})?(?!\w)")
-# "the last one", "самый новый", "the older one": which of the titles shown, by place or by age
-_WHICH_BY_AGE = (
-    ("last", re.compile(r"(?:the\s+)?(?:last|final)(?:\s+one)?|последн(?:ий|юю|ее|яя|его)(?:\s+из\s+них)?")),
-    ("newest", re.compile(r"(?:the\s+)?(?:newest|latest|newer|new|most\s+recent|recent)(?:\s+one)?|(?:самый\s+|самую\s+)?"
-                          r"(?:нов(?:ый|ую|ое|ая|ее|ейший|ейшую)|свеж(?:ий|ую|ее))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?новее")),
-    ("oldest", re.compile(r"(?:the\s+)?(?:oldest|older|old)(?:\s+one)?|(?:самый\s+|самую\s+)?"
-                          r"(?:стар(?:ый|ую|ое|ая|ее|ейший|ейшую))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?(?:старше|старее)")),
-)
-# "тот, что 1975 года", "ту из 1979-го", "the one from 1979": a year says which of the titles shown
-_YEAR_ONLY = re.compile(r"(?:(?:тот|та|ту|то|те|the|that|one|который|которая|которое|которую|что|из|с|from|of|в|"
-                        r"released|made|in|old|older|new|newer|старый|новый)\s+)*(?:19|20)\d\d(?:\s*-?(?:года|год|г|го))?(?:\s+(?:года|one|film|movie))?"
-                        r"(?:\s+(?:старый|старую|новый|новую|old|new|one))?")
 YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
-# a second request in the same breath: the model handles both
-_ANOTHER_ACTION = re.compile(r"(?:\s(?:и|а\s+потом|потом|затем|and|then)\s+(?:поставь|включи|найди|напомни|отмени|"
-                             r"покажи|запусти|set|play|find|remind|cancel|show|start|search))|"
-                             r"(?:таймер|timer|remind|напомн|напомин|будильник|alarm|разбуд|wake)")
-# what "включи"/"play" may take that is no film or series of the catalog: a device, music, a
-# vague wish ("что-нибудь смешное"), an episode (the catalog plays whole titles): the model's
-_NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|песн\w*|трек\w*|плейлист\w*|радио|подкаст\w*|"
-                          r"чайник\w*|лайк\w*|громкост\w*|звук\w*|навигатор\w*|кондиционер\w*|телевизор\w*|"
-                          r"голов\w*|что-нибудь|что-то|чего-нибудь|серию|серия|эпизод\w*|сезон\w*|"
-                          r"light|lights|lamp|music|song|songs|track|playlist|radio|podcast|jazz|rock|volume|sound|"
-                          r"navigation|tv|something|anything|episode|season|movies|films|фильмы|кино\s+какое-нибудь|"
-                          # what a catalog search cannot find: a recipe, a place, the web, the news
-                          r"рецепт\w*|аптек\w*|магазин\w*|ресторан\w*|кафе|пиццери\w*|ближайш\w*|рядом|интернет\w*|"
-                          r"гугл\w*|телефон\w*|цен\w*|курс\w*|погод(?:а|у|ы|е|ой|ка|ку|ки)?|новост\w*|адрес\w*|маршрут\w*|recipes?|"
-                          r"pharmacy|store|shop|restaurant|pizza|nearby|web|google|phone|price|weather|news|address|route|minute|moment)"
-                          r"(?=\s|$)")
 # ("и через час напомни …": the second request may open with its time)
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
                            r"(?P<second>(?:another(?:\s+one)?|one\s+more|ещ[её]\s+(?:один|одну|одно))(?=\s+(?:for|in|на|через)\s)|"
@@ -370,9 +244,31 @@ def tells_of_words(text: str) -> bool:
     return _TOLD.search(norm_words(text)) is not None
 
 
-def recognise(said: str) -> Intent | None:
+@functools.cache
+def builtin_phrasings() -> tuple[Phrasing, ...]:
+    """The phrasings of the built-in toolsets (core.loading), for callers that have no session."""
+    from core.loading import load_toolsets  # core.loading imports every toolset: only when asked
+
+    return phrasings_of(load_toolsets())
+
+
+def phrasings_of(records) -> tuple[Phrasing, ...]:
+    """The phrasings toolset records declare (core.fastpath.Phrasing), in catalog order."""
+    return tuple(record.phrasing for record in records if record.phrasing is not None)
+
+
+def _request(phrasings: Sequence[Phrasing], kind: ReflexKind, words: str, said: str, russian: bool) -> Intent | None:
+    """A request of `kind` made from the words that name its object, by the toolset whose
+    phrasing makes such requests ("не Дюну, а Бегущего по лезвию": a play); None when none does."""
+    make = next((phrasing.requests[kind] for phrasing in phrasings if kind in phrasing.requests), None)
+    return None if make is None else make(kind, words, said, russian)
+
+
+def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
-    turn's user words, one message."""
+    turn's user words, one message; `phrasings`: the toolsets' (core.fastpath.Phrasing), tried
+    after the runtime's own recognisers; the built-in toolsets' when not given."""
+    phrasings = builtin_phrasings() if phrasings is None else phrasings
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
@@ -394,11 +290,11 @@ def recognise(said: str) -> Intent | None:
     if joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if VERB_START.match(sentence.strip())]
-    if len(asked) > 1 or asked and _DETAILS_ANYWHERE.search(raw):
+    if len(asked) > 1 or asked and any(phrasing.asks_anywhere(raw) for phrasing in phrasings):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    for recognise_kind in (_timer_change_intent, _correction_intent, _unwatch_intent, _watch_intent, _tasks_intent, _show_intent, _timer_intent, _time_intent,
-                           _follow_up_intent, _playback_intent,
-                           _details_intent, _play_intent, _search_intent):
+    own = (_timer_change_intent, partial(_correction_intent, phrasings=phrasings), _unwatch_intent, _watch_intent,
+           _tasks_intent, _show_intent, _timer_intent, _time_intent, partial(_follow_up_intent, phrasings=phrasings))
+    for recognise_kind in itertools.chain(own, *(phrasing.recognisers for phrasing in phrasings)):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
             return intent
@@ -441,24 +337,25 @@ _STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:(?:а\s+)?давай\s+лу
                               r"(?:put\s+on|play)(?=.+\binstead[\s.!]*$))\s+(?P<title>.+?)(?:\s+instead)?[\s.!]*$", re.I)
 
 
-def recognise_both(said: str) -> tuple[Intent, Intent] | None:
+def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tuple[Intent, Intent] | None:
     """Two plain requests in one breath ("stop that and set a timer for 25 minutes", "найди
     Солярис и включи его"): both, in order, when each half alone is one a reflex takes; else
     None (the model takes the turn)."""
+    phrasings = builtin_phrasings() if phrasings is None else phrasings
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = in_digits(said)
     raw = " ".join(said.casefold().replace("ё", "е").split())
     sentences = [part for part in re.split(r"(?<=[.!?;])\s+", said.strip()) if part.strip(" .!?;")]
     if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"
-        first, second = recognise(sentences[0]), recognise(sentences[1])
+        first, second = recognise(sentences[0], phrasings), recognise(sentences[1], phrasings)
         if first is not None and second is not None and first.kind != "follow_up" != second.kind:
             return first, second
     two = _TWO_TIMERS.match(_digits(raw))
     if two is not None and len(said) == len(raw):  # "два таймера: через 10 минут полить цветы и через 20 проверить стирку"
         remind = "поставь таймер" if is_russian(said) else "set a timer"
         second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
-        first, second = recognise(f"{remind} {two['first']}"), recognise(f"{remind} {second}")
+        first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
             return first, second
     apart = _timers_apart(raw)
@@ -466,13 +363,15 @@ def recognise_both(said: str) -> tuple[Intent, Intent] | None:
         return apart
     instead = _STOP_THEN_OTHER.match(said.strip())
     if instead is not None:  # "не, выключай, это все видели, давай лучше Бриллиантовую руку"
-        first, second = recognise(instead["stop"]), _titled("play", instead["title"], instead["title"], is_russian(said))
+        first = recognise(instead["stop"], phrasings)
+        second = _request(phrasings, "play", instead["title"], instead["title"], is_russian(said))
         if first is not None and first.kind == "playback" and first.action == "stop" and second is not None:
             return first, second
     joint = _TWO_REQUESTS.search(raw)
     if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
         return None
-    first, second = recognise(said[:joint.start()].strip(" ,")), recognise(said[joint.start("second"):].strip())
+    first = recognise(said[:joint.start()].strip(" ,"), phrasings)
+    second = recognise(said[joint.start("second"):].strip(), phrasings)
     if len(said) != len(raw) or first is None or second is None:
         return None
     return first, second
@@ -723,152 +622,6 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
                         r"so\s+i\s+can|so\s+that|because|cause|cos)?(?=\s|$)[\s,.:;—-]*")
 
 
-# what may stand around a details question about a title already shown ("а сколько он идёт?")
-_ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
-    из года год г го там по минутам минут времени сейчас тогда вообще вкратце кратко коротко двух словах в двух
-    briefly short nutshell quickly the it is was does this that one film movie series show of
-    from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
-    подробно про о об скажи tell me more about часть части part""".split())
-
-
-# the words of a details question around a title: "кто снял <title>", "how long is <title>"
-_DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
-    кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
-    are there total all altogether всего всех вообще там эм слушай часть части part come came out released
-    premiere premiered about идет идут длится длятся кто who whos s what
-    ого вау ух ой wow whoa oh ooh""".split())  # "ого, а по времени он сколько идёт?": surprise, no title
-# "the original", "оригинал": the oldest of the titles shown
-_ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|самый\s+первый|the\s+first\s+one)(?=\s|$)")
-
-
-_ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|yourself|yourselves|себе|себя|любим\w*|favou?rite)(?=\s|$)")
-
-
-# a question of how long a thing takes to do, not how long a title runs
-_HOW_LONG_TO_DO = re.compile(r"\s+(?:(?:does|do|will|would|should|did|can|must)\s+(?:it\s+(?:take|need)|i|you|we)\b|"
-                             r"(?:нужно|надо)?\s*[а-я]+(?:ть|ти|чь|ться)(?:\s|$))")
-
-
-# "а Сталкер ведь Тарковский снимал, да?", "wasn't Alien directed by Ridley Scott?": the director
-# asked to be confirmed; the title is where the words put it
-_CONFIRM_DIRECTOR = re.compile(r"^(?:(?:а|и|ну|слушай|so|hey|wait)[\s,]+)*(?:"
-                               r"(?P<ru>[^,?]{2,40}?)\s+(?:ведь|же)\s+[^,?]{2,40}?\s+(?:снимал|снял|снимала|сняла|снимали|сняли)|"
-                               r"(?:was|wasn'?t|isn'?t|is)\s+(?P<en>[^,?]{2,40}?)\s+directed\s+by\s+[^,?]{2,40}|"
-                               r"did(?:n'?t)?\s+[^,?]{2,40}?\s+direct\s+(?P<en2>[^,?]{2,40}?)|"
-                               r"[^,?]{2,40}?\s+directed\s+(?P<en3>[^,?]{2,40}?)[\s,]+(?:right|correct|didn'?t\s+(?:he|she|they)))"
-                               r"(?:[\s,?]+(?:да|верно|правда|нет|right|correct|didn'?t\s+(?:he|she|they)))?"
-                               r"(?:[\s?,.!]+(?:просто\s+интересно|интересно|just\s+curious|i\s+think))?[\s?.!]*$")
-
-
-# a title written as a name in a sentence before the question (not a sentence's first word, not "I")
-_CAPITALISED = re.compile(r"(?<=[\w,] )(?:The\s+)?(?!I\b|I'm\b|I'd\b|I've\b|I'll\b)[A-ZА-ЯЁ][\w'’-]*"
-                          r"(?:\s+(?:of|the|and|in|on|to|a)\s+[A-ZА-ЯЁ][\w'’-]*|\s+[A-ZА-ЯЁ0-9][\w'’-]*)*")
-
-
-def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if TIMER_WORD.search(raw) or _ABOUT_YOU.search(raw) or re.search(r"what\s+year\s+is\s+it", raw):
-        return None
-    confirm = _CONFIRM_DIRECTOR.match(raw)
-    if confirm is not None:
-        title = next(group for group in confirm.groups() if group is not None)
-        subject = _FILLER.sub(" ", norm_words(title)).strip()
-        return Intent(kind="details", russian=russian, detail="director", subject=subject) if subject else None
-    if sum(1 for _detail, pattern in _DETAIL_WORDS if pattern.search(raw)) > 1:
-        return _several_details(raw, russian)  # "сколько он идёт и кто его снял"
-    for detail, pattern in _DETAIL_WORDS:
-        found = pattern.search(raw)
-        if found is None:
-            continue
-        end = found.end() + re.match(r"\w*", raw[found.end():]).end()  # the whole word: "режисс|ер"
-        if detail == "runtime" and _HOW_LONG_TO_DO.match(raw[end:]):
-            return None  # "сколько минут варить макароны", "how long does it take to boil an egg": no title's
-        # its own sentence only: "Who directed Inception? Check the catalog."
-        begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
-        stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
-        if "," in raw[begin:found.start()] and norm_words(raw[end:stop]).strip():  # "settle a bet for me, what year did X …"
-            begin = raw.rfind(",", begin, found.start()) + 1
-        rest = norm_words(raw[begin:found.start()] + " " + raw[end:stop])
-        reference = _reference(norm_words(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
-        if _ORIGINAL.search(" " + rest):
-            return Intent(kind="details", russian=russian, detail=detail, reference=Reference(oldest=True))
-        by_age = _by_age(rest)
-        if by_age:  # "а кто снимал тот, который постарше?": which of the titles shown, by age
-            return Intent(kind="details", russian=russian, detail=detail, reference=Reference(**{by_age: True}))
-        named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
-                 and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
-        if named:  # "кто снял Служебный роман?": that title, searched first
-            subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
-            if not subject or TIMER_WORD.search(subject) or len(subject.split()) > 6:
-                return None
-            return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
-        sentences = re.split(r"(?<=[.!?])\s+", said.strip())
-        named_before = _CAPITALISED.findall(" ".join(sentences[:-1])) if begin > 0 and len(sentences) > 1 else []
-        if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
-            return Intent(kind="details", russian=russian, detail=detail, subject=norm_words(named_before[0]))
-        return Intent(kind="details", russian=russian, detail=detail, reference=reference)
-    return None
-
-
-def _by_age(rest: str) -> str:
-    """"last", "newest" or "oldest" when the words besides the question are which title by age ("тот,
-    который постарше", "the older one"); "" otherwise."""
-    words = " ".join(w for w in rest.split() if w not in ("а", "и", "ну", "and", "so", "of", "about", "is", "was", "for"))
-    return next((name for name, pattern in _WHICH_BY_AGE if pattern.fullmatch(words)), "")
-
-
-def _several_details(raw: str, russian: bool) -> Intent | None:
-    """Two or more facts of the title talked about ("про что он вообще и какого года", "who directed
-    it and how long is it") or of a title named with them ("кто снял Сталкер и в каком году он
-    вышел?"), in their own sentence; any other word: the model's."""
-    holding = [part for part in re.findall(r"[^.?!]+[.?!]*", raw) if _DETAILS_ANYWHERE.search(part)]
-    raw = holding[0] if len(holding) == 1 else raw
-    found = sorted((match.start(), detail) for detail, pattern in _DETAIL_WORDS for match in [pattern.search(raw)] if match)
-    asked = [detail for _at, detail in found]  # in the order said
-    rest = raw
-    for _detail, pattern in _DETAIL_WORDS:
-        rest = pattern.sub(" ", rest)
-    words = [w for w in re.findall(r"[^\W_]+", rest) if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE and not casual(w)]
-    if len(words) > 4:
-        return None
-    subject = _FILLER.sub(" ", " ".join(words)).strip()  # "сталкер": searched, then asked of
-    return Intent(kind="details", russian=russian, detail=asked[0], more_details=tuple(asked[1:]), subject=subject,
-                  reference=None if subject else _reference(norm_words(rest)))
-
-
-_WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|мультик|мультфильм|просмотр|воспроизведение|it|that|this|"
-               r"the\s+movie|the\s+film|the\s+cartoon|"
-               r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
-_PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"
-# a stop with its reason after it: "выключи, не то настроение", "turn it off, it's boring"
-_A_REASON = (r"(?:[\s,.!—-]+(?:не\s+то(?:\s+\w+)?|не\s+тот|не\s+та|не\s+в\s+настроении|надоел\w*|скучно|скучн\w*|"
-             r"не\s+нравится|передумал\w*|не\s+интересно|it'?s\s+boring|boring|not\s+in\s+the\s+mood|"
-             r"(?:i\s+)?changed\s+my\s+mind|wrong\s+(?:one|movie|film)|хватит|enough|that'?s\s+enough)(?:\s+\w+){0,3})")
-_REASON = _A_REASON + "?"
-_PLAYBACK = (("pause", re.compile(LEAD + r"(?:(?:поставь|поставить)(?:\s+(?:его|ее|её|фильм|сериал|кино|мультик|мультфильм|это))?\s+на\s+паузу|"
-                                  r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
-                                  r"тормозни|притормози|придержи|останови\s+на\s+(?:минутку|минуту|секунду|секундочку)|pause)" + _WHAT_PLAYS + _PLEASE_END)),
-             ("resume", re.compile(LEAD + r"(?:продолжи(?:ть)?|продолжай|сними\s+с\s+паузы|сними\s+паузу|сними\s+(?:его|ее|её|фильм)\s+с\s+паузы|"
-                                   r"включи\s+(?:обратно|снова|дальше)|включай\s+(?:обратно|снова|дальше)|(?:давай|погнали|поехали)\s+дальше(?:\s+смотр\w+)?|"
-                                   r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
-                                   r"resume|unpause|keep\s+playing|keep\s+it\s+(?:going|playing|rolling)|"
-                                   r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)(?:\s+with\s+(?:the\s+)?(?:movie|film|show))?|"
-                                   r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
-             ("stop", re.compile(LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
-                                 + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END
-                                 + r"|" + LEAD + r"(?:stop\s+playing|(?:i(?:'ll|\s+will)\s+)?stop\s+watching\s+(?:the\s+)?(?:movie|film|show)|"
-                                 r"хватит\s+(?:смотреть|показывать)\s+(?:фильм|кино|сериал))" + _REASON + _PLEASE_END
-                                 # "выключи совсем", "turn it off", "выключай": what plays, as nothing else is named
-                                 + r"|" + LEAD + r"(?:выключи|выключай|выруби)" + _WHAT_PLAYS[:-1] + "+" + _REASON + _PLEASE_END
-                                 # "выключи, не то настроение": a bare stop is one only with its reason said
-                                 + r"|" + LEAD + r"(?:выключи|выключай|выруби)" + _A_REASON + _PLEASE_END
-                                 # "закрой фильм", "close the movie", "kill it": only with what plays named
-                                 + r"|" + LEAD + r"(?:убери|закрой|close|kill|end)\s+(?:(?:the\s+)?(?:фильм|кино|сериал|movie|film|show)|it|that)"
-                                 + _REASON + _PLEASE_END
-                                 + r"|" + LEAD + r"(?:turn\s+(?:it|that)\s+off|switch\s+(?:it|that)\s+off|shut\s+(?:it|that)\s+down|"
-                                 r"shut\s+(?:it|that)\s+off|stop\s+(?:it|that)|"
-                                 r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv|cartoon)\s+off)" + _WHAT_PLAYS + _REASON + _PLEASE_END)))
-
-
 _SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)(?:\s+очков)?|(?:up\s+)?on\s+(?:my|the)\s+(?:display|screen|glasses))"
 _SHOW = (re.compile(LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+" + _SCREEN
                     + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
@@ -899,254 +652,12 @@ def _quoted_text(said: str) -> bool:
     return re.search(r"[«\"“'].+[»\"”']", said) is not None
 
 
-# a stop said alone: while a turn runs the router takes it (it stops the turn, core.urgency); said
-# when none runs, it stops what plays (the session's: none played, the model answers)
-_STOP_ALONE = re.compile(r"(?:(?:вс[её]|ну|ok|okay|so)\s+)?(?:стоп|стой|хватит|stop|enough|that'?s\s+enough)"
-                        r"(?:\s+(?:стоп|stop|хватит|пожалуйста|please|now|уже))*")
-
-
-def _playback_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """"поставь на паузу", "resume", "выключи фильм", "стоп" said alone: control of what plays."""
-    text = " ".join(raw.replace(",", " ").split()).strip(" .!?")
-    if _STOP_ALONE.fullmatch(text.replace("-", " ")):
-        return Intent(kind="playback", russian=russian, action="stop")
-    last = raw.rsplit(",", 1)[-1].strip(" .!?") if "," in raw and len(raw.split()) <= 14 else ""
-    if _ENOUGH_THEN_OFF.match(text):
-        return Intent(kind="playback", russian=russian, action="stop")
-    for action, pattern in _PLAYBACK:
-        # "ой, звонят, пауза": the last clause, when nothing before it asks for anything
-        if pattern.match(text) or last and pattern.match(last) and not VERB_START.search(raw[:-len(last) - 1]):
-            return Intent(kind="playback", russian=russian, action=action)
-    words = text.split()
-    clauses = {len(part.split()) for part in itertools.accumulate(raw.split(","), lambda a, b: a + "," + b)}
-    for cut in range(len(words) - 1, 0, -1):  # "поставь на паузу, мне звонят": its reason after it
-        said_after = " ".join(words[cut:])
-        if ASKS_MORE.search(" " + said_after + " ") or len(words) > 16:
-            return None
-        if cut not in clauses and not _REASON_START.match(said_after):
-            continue  # "пауза между фильмами была долгой": a remark, no command
-        if len(words) - cut == 1 and not _REASON_START.match(said_after) and not _NAMES_WHAT_PLAYS.search(" ".join(words[:cut])):
-            continue  # "выключи, пожалуйста, свет": what to turn off, no reason ("stop the movie, bedtime" is one)
-        for action, pattern in (*_PLAYBACK, ("stop", _ENOUGH_THEN_OFF)):
-            if pattern.match(" ".join(words[:cut])):
-                return Intent(kind="playback", russian=russian, action=action)
-        if _BARE_STOP.match(" ".join(words[:cut])) and _REASON_START.match(said_after):  # "выключи, мы его уже смотрели"
-            return Intent(kind="playback", russian=russian, action="stop")
-    return None
-
-
-_NAMES_WHAT_PLAYS = re.compile(r"(?:^|\s)(?:его|ее|её|это|фильм|кино|сериал|мультик|it|that|this|movie|film|show)(?:\s|$)")
-# a stop that names nothing, followed by its reason ("выключи, мы его уже смотрели"); alone, or with
-# other words after it ("выключи, пожалуйста, свет"), it is none
-_BARE_STOP = re.compile(LEAD + r"(?:выключи|выключай|выруби|вырубай|останови|turn\s+it\s+off|switch\s+it\s+off|stop\s+it)$")
-
-
-# "ну всё, вырубай", "всё, хватит, выключай": a bare stop after the words that end watching
-_ENOUGH_THEN_OFF = re.compile(r"^(?:ну\s+|ладно\s+|ok\s+|okay\s+)?(?:всё|все|хватит|enough|that'?s\s+enough|i'?m\s+done|не|нет|nah|nope|no)"
-                              r"(?:\s+(?:всё|все|хватит|enough|пожалуйста|please))*\s+(?:выключ\w*|выруб\w*|turn\s+it\s+off|"
-                              r"(?:turn|switch|shut)\s+(?:the\s+)?(?:movie|film|show|tv)\s+off)"
-                              r"(?:\s+(?:его|фильм|кино|сериал|это))?(?:\s+(?:please|пожалуйста))?$")
-# how the reason after a playback command starts when no comma parts them
-_REASON_START = re.compile(r"(?:мне|меня|у\s+меня|я|мы|дети|он|она|они|там|we|we'?ve|they|he|she|the\s+kids|kids|звонят|звонок|спать|на\s+(?:минут|секунд)\w*|а\s+то|потому|"
-                           r"i'?m|im|i\s+have|i\s+need|my|someone\w*|somebody\w*|the\s+(?:phone|door)|for\s+a|"
-                           r"for\s+(?:one|two|five|ten|\d)|because|cause|it'?s|its)\b")
 # what said after a playback command asks for more: then the model takes the turn
 ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
                         r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|don'?t|not|"
                         # "не выключай": a command taken back; "что-то не идёт сегодня" is a reason
                         r"не\s+(?:включ|выключ|став|постав|останов|пауз|надо|нужно)\w*|"
                         r"таймер\w*|timer|alarm|будильник\w*|давай|лучше|instead)\s")
-
-
-# "хочу посмотреть Лару Крофт, найди": a search asked for after the title
-_THEN_SEARCH = re.compile(r"[\s,]+(?:найди|поищи|найти|find\s+it|find|search|look\s+it\s+up)[\s.!]*$")
-_THEN_PLAY = re.compile(r"[\s,]+(?:включи|включай|запусти|поставь|play|put\s+it\s+on|start)(?:\s+(?:его|ее|её|it))?[\s.!]*$")
-# "I want to watch a film tonight, find «Брат 2»": the wish is context, the request is the search
-_FIND_AFTER = re.compile(r"[\s,]+(?:найди|поищи|find|search\s+for|look\s+for|look\s+up)\s+(?P<title>.+)$")
-# "хочу посмотреть Брат 2 вечером": a film for later is not played now; the reflex finds it
-_LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|вечером|позже|потом|на\s+выходных)(?=[\s,.!?]|$)")
-
-
-# "давай его включим", "его включи": the title talked about, its pronoun first
-_PLAY_IT = re.compile(LEAD + r"(?:(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)|"
-                      r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
-                      r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
-                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас))*[\s.!]*$")
-
-
-# "put the second one on", "put Gladiator on": the title between the verb's words
-_PUT_ON = re.compile(LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
-                     r"(?:[\s,]+(?:would|will|could|can)\s+you|[\s,]+please)?[\s.!?]*$")
-
-
-# "давай вторую часть, включай", "Матрицу включай": the title first, the play word last
-_TITLE_THEN_PLAY = re.compile(LEAD + r"(?P<rest>[^,]+?|.+?(?=,\s*(?:play|put)\s))[\s,]+(?:включай|включи|врубай|запускай|"
-                              r"play\s+(?:it|that|this)(?:\s+one)?|put\s+(?:it|that|this)(?:\s+one)?\s+on)(?:\s+please)?[\s.!]*$")
-
-
-# "давай тот, что 1979 года", "let's go with the second one": one of the titles shown, chosen
-_CHOSEN = re.compile(r"^(?:(?:ну|а|ok|okay|so|ага|угу|да|yes|yeah|uh|um)[\s,]+)*(?:давай|давайте|let'?s\s+(?:do|go\s+with|have|take)|i'?ll\s+take|"
-                     r"go\s+with)[\s,]+(?P<rest>.+)$")
-
-
-def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _PLAY_IT.match(raw):
-        return Intent(kind="play", russian=russian, reference=Reference())
-    chosen = _CHOSEN.match(raw)
-    if chosen is not None and not VERB_START.match(chosen["rest"]):
-        titled = _titled("play", chosen["rest"], said, russian)
-        if titled is not None and titled.reference is not None and titled.reference != Reference():
-            return titled  # an ordinal, a year or a kind; "давай его" or a title alone is not plain
-    put_on = _PUT_ON.match(raw)
-    if put_on is not None:
-        return _titled("play", put_on["rest"], said, russian)
-    match = _PLAY.match(raw)
-    title_first = _TITLE_THEN_PLAY.match(raw) if match is None else None
-    if title_first is not None and (re.fullmatch(LEAD, title_first["rest"] + " ") or casual(title_first["rest"])):
-        return Intent(kind="play", russian=russian, reference=Reference())  # "ну давай, включай": it
-    if title_first is not None and not VERB_START.match(title_first["rest"]):
-        return _titled("play", title_first["rest"], said, russian)
-    if match is None:
-        return None
-    then_search = _THEN_SEARCH.search(match["rest"])
-    if then_search is not None:
-        return _titled("search", match["rest"][:then_search.start()], said, russian)
-    then_play = _THEN_PLAY.search(match["rest"])
-    if then_play is not None:
-        return _titled("play", match["rest"][:then_play.start()], said, russian)
-    find_after = _FIND_AFTER.search(match["rest"])
-    if find_after is not None:
-        return _titled("search", find_after["title"], said, russian)
-    later = _LATER.search(_REMARK_AFTER.sub("", match["rest"]))  # not the remark's: ", мы с дедом вечером посмотреть хотим"
-    if later is not None:
-        return _titled("search", _LATER.sub(" ", match["rest"]), said, russian)
-    return _titled("play", match["rest"], said, russian)
-
-
-def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
-    """"включи старый, семьдесят девятого года, новый я видел": which of the titles shown, its first
-    clause says (a year said after it says it best); None when the first clause names no such one."""
-    head_said, _, tail = rest.partition(",")
-    if not tail or any(VERB_START.match(part.strip()) for part in tail.split(",")):
-        return None
-    head = _titled(kind, head_said, said, russian)
-    if head is None or head.reference is None or head.subject:
-        return None
-    year = YEAR.search(tail)  # "the old one, from 1989"
-    return msgspec.structs.replace(head, reference=Reference(year=int(year["year"]))) if year else head
-
-
-_IN_CATALOG = re.compile(LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
-
-
-def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _SEARCH.match(raw) or _IN_CATALOG.match(raw)  # "is Titanic in the catalog?"
-    if match is None:
-        return None
-    plain = _FILLER.sub(" ", norm_words(match["rest"])).strip()
-    rest = re.sub(r"\s+(?:movies|films)$", "", re.sub(r"^(?:про|об?|about)\s+(?=\S)", "", plain))  # "got any star wars movies"
-    intent = _titled("search", rest if rest != plain else match["rest"], said, russian)
-    return intent if intent is None or intent.subject else None  # "найди его" asks nothing new
-
-
-_OF_KIND = re.compile(r"(?:the\s+)?(?P<kind>сериал|series|show|фильм|film|movie)(?:\s+(?:а|but)\s+не(?:\s+\w+)?|"
-                      r"\s+not\s+the\s+\w+|\s+version)?")
-# "есть что посмотреть?": a question, not a title
-_QUESTION_WORD = re.compile(r"(?:что|как|где|когда|почему|зачем|what|how|where|when|why)(?:\s|$)")
-# "my morning workout", "мою подборку": the user's own thing (a skill, a list), no catalog title
-_USERS_OWN = re.compile(r"(?:my|мой|моя|мою|мое|моё|мои|моих|наш|нашу|наше|our)\s")
-
-
-# a title and then which of its namesakes: the first, not the sequels or the remake
-_FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:one|film|movie|part))?"
-                       r"(?:\s+not\s+the\s+(?:sequels?|remakes?|new\s+ones?|later\s+ones?|other\s+ones?|new\s+one))?$|"
-                       r"\s+(?:самый\s+|самую\s+|самое\s+)?(?:перв(?:ый|ого|ую|ая|ое)|оригинал\w*)(?:\s+(?:часть|фильм|серию))?"
-                       r"(?:\s+(?:а\s+)?не\s+(?:продолжени\w*|сиквел\w*|ремейк\w*|втор\w+|нов\w+))?$")
-
-
-# a remark after a title and a comma: what the user feels or why, never the title's words
-_REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+меня|у\s+нас|мы|я|он|она|они)\s+\S.*$|"  # ", I need something mindless"
-                           r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
-                           r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
-                           r"haven'?t|been\s+a\s+while|because|cause)\b.*$"
-                           # "включи Ёжика в тумане, дочка просит": a clause with a verb of its own
-                           r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$", re.I)
-
-
-# "play part two": which part of the title talked about, not a title of its own
-_PART_ALONE = re.compile(r"^(?:the\s+)?(?:part|часть)\s+\w+$")
-
-
-_OTHER = re.compile(r"(?:the\s+|that\s+)?(?:other|another)(?:\s+one)?|(?:тот\s+|та\s+|ту\s+)?друг(?:ой|ую|ое|ая|ого)")
-
-
-def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | None:
-    """A play or search request: its title, or which title already shown it means."""
-    head = _which_then_why(kind, rest, said, russian)
-    if head is not None:
-        return head
-    if _PART_ALONE.match(norm_words(rest).strip(" .!?")):
-        return None  # the model (or the frame's "the second one") picks among those shown
-    if _ANOTHER_ACTION.search(" " + rest):
-        return None
-    of_kind = _OF_KIND.fullmatch(norm_words(rest))
-    if of_kind is not None:  # "включи сериал, а не фильм", "play the series"
-        series = of_kind["kind"] in ("сериал", "series", "show")
-        return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
-    remark = _REMARK_AFTER.search(rest)  # "поставь Мимино, хочется чего-то душевного": the title, then why
-    rest = rest[:remark.start()] if remark and not re.search(r"\d", rest[remark.start():]) else rest
-    # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
-    rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
-                  re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", norm_words(rest)))
-    # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
-    rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in)\s+(?=\S)", "", rest)
-    quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
-    first = None if quoted else _FIRST_OF.search(norm_words(rest))  # "Шрека, первого", "X, the first one, not the sequels"
-    if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
-                                                                _FILLER.sub(" ", norm_words(rest)[:first.start()]))):
-        titled = _titled(kind, norm_words(rest)[:first.start()], said, russian)
-        return titled if titled is None or not titled.subject else msgspec.structs.replace(titled, reference=Reference(oldest=True))
-    subject = norm_words(quoted.group(1)) if quoted else _FILLER.sub(" ", norm_words(rest)).strip()
-    subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
-    if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
-                                            or _QUESTION_WORD.match(subject))):
-        return None
-    subject = re.sub(r"\s+(?:из\s+списка|из\s+них|из\s+найденн\w+|from\s+the\s+list|on\s+the\s+list|of\s+them|"
-                     r"(?:that\s+)?you\s+found|result|результат|вариант|option|choice)$", "", subject)
-    # "номер два", "option two": the number as a digit the ordinal reads
-    subject = re.sub(r"^(?:номер|number|option|вариант)\s+(\w+)$", lambda m: f"номер {NUMBER_WORDS.get(m[1], m[1])}", subject)
-    which = "other" if _OTHER.fullmatch(subject) else next((name for name, pattern in _WHICH_BY_AGE
-                                                            if pattern.fullmatch(subject)), "")
-    if which:  # "the last one", "самый новый", "the older one", "the other one"
-        return Intent(kind=kind, russian=russian, reference=Reference(**{which: True}))
-    # "найди мне лучше Рататуй" (not «Лучше звоните Солу», a title that starts so)
-    subject = re.sub(r"^(?:лучше|instead|rather)\s+(?!звоните|позвоните)(?=\S)", "", subject)
-    # "put on Home Alone for the kids, would ya", "… instead", "включи X, ладно?": said after the title
-    subject = re.sub(r"(?:\s+(?:(?:would|will|could|can)\s+(?:ya|you)|ok|okay|yeah|alright|right|instead|then|ладно|"
-                     r"хорошо|вместо\s+этого|тогда))+$", "", subject)
-    part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
-    if part is not None and _ORDINAL.fullmatch(" " + part["word"]):
-        subject = part["word"]
-    around = norm_words(said).replace(subject, " ")  # "включи Back to the Future" is asked in Russian
-    if re.search(r"[^\W\d_]", around):
-        russian = is_russian(around)
-    if _PRONOUN.fullmatch(subject):
-        return Intent(kind=kind, russian=russian, reference=Reference())
-    ordinal = _ORDINAL.fullmatch(" " + subject.replace("one", "").strip()) if len(subject.split()) <= 3 else None
-    year = YEAR.search(subject)
-    if ordinal is not None:
-        return Intent(kind=kind, russian=russian, reference=Reference(ordinal=_ORDINALS.get(ordinal["word"], 0)
-                                                                      or int(ordinal["word"])))
-    if year and _YEAR_ONLY.fullmatch(subject) and not YEAR.fullmatch(subject):
-        return Intent(kind=kind, russian=russian, reference=Reference(year=int(year["year"])))
-    return Intent(kind=kind, russian=russian, subject=subject)
-
-
-def _reference(words: str) -> Reference:
-    ordinal = _ORDINAL.search(" " + words)
-    year = YEAR.search(words)
-    return Reference(ordinal=(_ORDINALS.get(ordinal["word"], 0) or int(ordinal["word"])) if ordinal else 0,
-                     year=int(year["year"]) if year else 0)
 
 
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
@@ -1326,12 +837,13 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="timer_change", russian=russian, when=when)
 
 
-def _correction_intent(raw: str, said: str, russian: bool) -> Intent | None:
+def _correction_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence[Phrasing]) -> Intent | None:
     """The title put right; which request it corrects is the session's to find (the last one)."""
     match = _CORRECTION.match(raw)
     if match is None or VERB_START.match(match["right"]) or TIMER_WORD.search(raw):
         return None
-    titled = _titled("play", match["right"], match["right"], russian)  # a title, or "второй", "the 1979 one"
+    # a title, or "второй", "the 1979 one"
+    titled = _request(phrasings, "play", match["right"], match["right"], russian)
     if titled is None:
         return None
     return Intent(kind="correction", russian=russian, subject=titled.subject, reference=titled.reference)
@@ -1372,7 +884,7 @@ _ACKNOWLEDGED = re.compile(r"^(?:(?:ага|угу|ок|окей|ok|okay|поня
                           r"cool|great|nice|отлично|класс)[\s,!.]+)+")
 
 
-def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
+def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence[Phrasing]) -> Intent | None:
     """A place said after a question about the time ("а в Дубае сколько?"), or "what's left"
     after timers: which request it follows is the session's to find (the last one); "here" is
     the user's own clock."""
@@ -1381,7 +893,7 @@ def _follow_up_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="follow_up", russian=russian, action="list")
     chosen = _BARE_CHOICE.match(raw)
     if chosen is not None and not VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
-        titled = _titled("play", chosen["rest"], said, russian)
+        titled = _request(phrasings, "play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference() and not titled.subject:
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)):
@@ -1487,5 +999,3 @@ _WATCHES_ASKED = re.compile(r"(?:which|what)\s+(?:messages|chats|channels|watche
                             r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)")
 
 
-# "Найди Брат. Кто его снял?": a details question anywhere in the words
-_DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))

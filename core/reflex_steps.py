@@ -14,6 +14,7 @@ import itertools
 import logging
 import re
 from collections.abc import Sequence
+from functools import partial
 
 import msgspec
 
@@ -22,6 +23,7 @@ from core import tracing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
+from core.fastpath import Phrasing
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
 from core.reflex import (Intent, corrected, followed, held_back, names_a_skill, put_right, recognise, recognise_both,
@@ -90,13 +92,15 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     return matched[0][0]
 
 
-def recognised(match: LocalMatch | None, said: str, *, typed_only: bool = False) -> Intent | None:
+def recognised(match: LocalMatch | None, said: str, *, typed_only: bool = False,
+               phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """What a plain request asks: a sentence a toolset declared, matched whole with typed slots
-    (`match`, core.local_intents), first; else the reflex's reading of the words (core.reflex),
-    which knows references ("включи его") a template does not. `typed_only`: the match alone."""
+    (`match`, core.local_intents), first; else the reflex's reading of the words (core.reflex,
+    with the toolsets' `phrasings`), which knows references ("включи его") a template does not.
+    `typed_only`: the match alone."""
     first = match is not None and (not match.wildcard or match.read_first)
     intent = _unheld(said, match) if first else None
-    return intent if intent is not None or typed_only else recognise(said)
+    return intent if intent is not None or typed_only else recognise(said, phrasings)
 
 
 def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:
@@ -141,11 +145,11 @@ def slot_words(match: LocalMatch) -> dict[str, str]:
     return {name: f"{value:g}" if isinstance(value, float) else value for name, value in match.slots.items()}
 
 
-def _plain_request(said: str) -> Intent | None:
+def _plain_request(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """A request as a reflex reads it, or its first sentence's when the rest is a remark ("Сколько
     сейчас в Дубае? Хочу коллеге написать": "а у нас тогда сколько?" then asks of here)."""
     sentences = [part for part in re.split(r"(?<=[.?!])\s+", said.strip()) if part.strip()]
-    return recognise(said) or (recognise(sentences[0]) if len(sentences) > 1 else None)
+    return recognise(said, phrasings) or (recognise(sentences[0], phrasings) if len(sentences) > 1 else None)
 
 
 class ReflexSteps:
@@ -169,9 +173,10 @@ class ReflexSteps:
         if not words:
             return False  # an event from the world (a channel, a monitor) is never a user request
         halves = said_again_otherwise(words)
-        first = recognised(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
+        read = partial(recognised, phrasings=self.s.phrasings)
+        first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
         if first is not None:  # "wake me up at 6 tomorrow, no wait, make it 6:30": as put right, or the model's
-            intent = put_right(first, recognised(self.s.local_intents.match(halves[1]), halves[1]))
+            intent = put_right(first, read(self.s.local_intents.match(halves[1]), halves[1]))
             return intent is not None and await self._carry_out(turn, (intent,))
         match = self.s.local_intents.match(words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
@@ -179,12 +184,12 @@ class ReflexSteps:
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self._reflex_call(turn, *call)
             return result is not None and self._answered(turn, declared_answer(match or aside, result), (match or aside).intent)
-        intent = recognised(match, words)
+        intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
-            intent = recognised(aside, words, typed_only=True)
+            intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
-        both = recognise_both(words) if intent is None else None
+        both = recognise_both(words, self.s.phrasings) if intent is None else None
         if intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
@@ -255,7 +260,7 @@ class ReflexSteps:
         said = self.trajectory.last()
         if len(self.trajectory) != taken_at + 1 or said is None or said.role != "user":
             return
-        intent = recognise("\n".join(user_lines(said.content)))
+        intent = recognise("\n".join(user_lines(said.content)), self.s.phrasings)
         if intent is None or intent.kind not in QUEUED_REFLEXES or await self._names_a_skill(intent):
             return
         answer = await self._carry_out_one(turn, intent)
@@ -489,7 +494,8 @@ class ReflexSteps:
         reads it (None: none of them is plain)."""
         said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
         earlier = itertools.islice((lines for lines in said if lines), back)  # no copy of the history
-        return next((intent for lines in earlier for intent in [_plain_request("\n".join(lines))] if intent is not None), None)
+        return next((intent for lines in earlier for intent in [_plain_request("\n".join(lines), self.s.phrasings)]
+                     if intent is not None), None)
 
     async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""

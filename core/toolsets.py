@@ -22,7 +22,7 @@ import msgspec
 
 from core.background import ToolRun
 from core.config import Config, ConfigError, decode_section
-from core.fastpath import Step
+from core.fastpath import Phrasing, Step
 from core.timers import TimerTable
 from core.toolcall import ArgumentError, bind_args
 from core.world import WorldPort
@@ -132,12 +132,14 @@ class _Record:
     """What every toolset record has: its spec, its settings, and where it runs, which its type
     says (`runs`) and which the spec it carries says too (stamped here, never written by hand).
     steps: the plain requests it carries out for the session's fast path, by the kind core.reflex
-    recognises ("play": a step, core.fastpath)."""
+    recognises ("play": a step, core.fastpath); phrasing: how they are said, read by core.reflex
+    (core.fastpath.Phrasing)."""
 
     runs: ClassVar[Literal["session", "executor"]]
     spec: ToolsetSpec
     settings: type | None = None
     steps: Mapping[str, Step] = field(default_factory=dict)
+    phrasing: Phrasing | None = None
 
     def __post_init__(self) -> None:
         if self.spec.runs != self.runs:  # the catalog (protocol.Catalog) tells the session where it runs

@@ -26,7 +26,8 @@ from typing import Literal, NamedTuple, get_args
 import msgspec
 
 from core.intent import same_word
-from core.reflex import Detail, Intent, ReflexKind, Reference, recognise
+from core.fastpath import Detail, Intent, Reference, ReflexKind
+from core.reflex import recognise
 from core.timers import TimerError, parse_duration
 
 PROBE_PATH = Path(__file__).resolve().parent.parent / "evals" / "reflex_probe.toml"

@@ -2,8 +2,8 @@
 the session. It declares what its tools are to the runtime (protocol.ToolSpec.serves), so the fast
 path plays a title with it exactly as with the media toolset: `toolsets.extra =
 ["kino_toolset:TOOLSET"]` with the media toolset left out. Its record takes the media toolset's
-title steps (toolsets.media.local), which call whatever tools serve the title requests, and its
-folder words the answers (intents.yaml)."""
+title steps and phrasing (toolsets.media.local, .phrasing), which call whatever tools serve the
+title requests, and its folder words the answers (intents.yaml)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -12,6 +12,7 @@ from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import Playing, TitleInfo, TitleRef, TitlesShown
 from toolsets.media.local import STEPS
+from toolsets.media.phrasing import PHRASING
 
 FILMS = (TitleRef(id="k-solaris", names=["Солярис", "Solaris"], year=1972),
          TitleRef(id="k-stalker", names=["Сталкер", "Stalker"], year=1979),
@@ -45,4 +46,4 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
                        data=Playing(media_id=film.id, action=action, state="started", title=film.names[0]))
 
 
-TOOLSET = SessionToolset(spec=SPEC, handler=_run, steps=STEPS)
+TOOLSET = SessionToolset(spec=SPEC, handler=_run, steps=STEPS, phrasing=PHRASING)

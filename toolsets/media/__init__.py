@@ -5,6 +5,7 @@ What it says and does without the model: intents.yaml (its sentences and respons
 """
 from core.toolsets import ExecutorToolset
 from toolsets.media.local import STEPS
+from toolsets.media.phrasing import PHRASING
 from toolsets.media.settings import MediaSettings
 from toolsets.media.tools import MEDIA_TOOLSET
 
@@ -15,5 +16,5 @@ def _executor(host, settings: MediaSettings):
     return MediaTools(host, settings=settings)
 
 
-# the plain requests about titles the session carries out itself (toolsets/media/local.py)
-TOOLSET = ExecutorToolset(spec=MEDIA_TOOLSET, factory=_executor, settings=MediaSettings, steps=STEPS)
+# the plain requests about titles the session carries out itself (local.py) and how they are said (phrasing.py)
+TOOLSET = ExecutorToolset(spec=MEDIA_TOOLSET, factory=_executor, settings=MediaSettings, steps=STEPS, phrasing=PHRASING)

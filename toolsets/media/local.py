@@ -14,9 +14,9 @@ import re
 
 import msgspec
 
-from core.fastpath import FastPath
+from core.fastpath import FastPath, Intent, Reference
 from core.local_intents import Say
-from core.reflex import FUNCTION_WORDS, YEAR, Intent, Reference, among, close_to, near_word, norm_words
+from core.reflex import FUNCTION_WORDS, YEAR, among, close_to, near_word, norm_words
 from core.timewords import numbers_said
 from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
