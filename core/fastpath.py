@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Literal, Protocol
 
 import msgspec
@@ -24,6 +25,7 @@ from protocol.tools import Serves
 
 if TYPE_CHECKING:
     from core.local_intents import Say
+    from core.timers import Timer
     from core.turn import TurnState
 
 # ---- a request, as the runtime and the toolsets' phrasings recognise it ----------------------
@@ -96,6 +98,24 @@ class FastPath(Protocol):
 
     def data_at(self, index: int) -> ToolData | None:
         """The typed payload of the result at `index` of `messages()`, if it has one."""
+
+    def results_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
+        """(tool, result's payload) of the calls the turn before this one made, oldest first."""
+
+    def turn_words(self, turn: TurnState) -> str:
+        """What the user said in this turn (their lines only)."""
+
+    def now(self) -> float:
+        """The session's clock (injectable: core.clock), epoch seconds."""
+
+    def timezone(self) -> tzinfo:
+        """The user's time zone."""
+
+    def clock_time(self, epoch: float) -> str:
+        """`epoch` as the user's clock shows it: "07:30"."""
+
+    def pending_timers(self) -> list[Timer]:
+        """The session's timers that are set, soonest first."""
 
 
 Step = Callable[[FastPath, "TurnState", Intent], Awaitable["str | None"]]

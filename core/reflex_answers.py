@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Container
-from typing import NamedTuple
 import zoneinfo
+from typing import NamedTuple
 
 from core.local_intents import Say
-from core.reflex import _PLACE_CLOCK, TIMER_WORD, Intent, among, is_russian, norm_words
+from core.reflex import _PLACE_CLOCK, Intent, is_russian
 from core.timewords import spoken_parts
-from protocol.results import ClockRead, TasksListed, TimerSet, ToolData
+from protocol.results import ClockRead, TasksListed
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -71,44 +70,6 @@ def day_answer(say: Say, day: dt.datetime, offset: int, russian: bool) -> str | 
     """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
     weekday, date, _clock = spoken_parts(day, russian)
     return say(_DAYS_FROM_TODAY.get(offset, "another_day"), weekday=weekday, date=date)
-
-
-def matching_timers(words: str, timers: list) -> list:
-    """The timers whose text shares a word with `words`, in any grammatical case: "отмени
-    таймер про маму" -> "позвонить маме"."""
-    said = ({w for w in norm_words(words).split() if len(w) >= 3 and not TIMER_WORD.match(w)}
-            - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
-    return [t for t in timers if any(among(w, set(norm_words(t.text).split())) for w in said)]
-
-
-def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = (),
-                     timer_tools: Container[str] = ()) -> list | None:
-    """The timers a cancel means: all, the one whose text its words name, or the only one when
-    the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
-    "kill the pizza one" names no timer word: it cancels only a timer about pizza. "cancel it"
-    (`intent.last_timer`) means the timer the turn before set, or the only one it listed; with
-    `results_before` the (tool, result's payload) pairs of that turn, `timer_tools` the tools
-    that set, list and cancel timers."""
-    if intent.last_timer:
-        return _timer_talked_about(results_before, pending, timer_tools)
-    if intent.all_timers or not pending:
-        return pending
-    chosen = matching_timers(intent.text, pending)
-    if not chosen and len(pending) == 1 and TIMER_WORD.search(intent.text):
-        return pending
-    return chosen if len(chosen) == 1 else None
-
-
-def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pending: list,
-                        timer_tools: Container[str]) -> list | None:
-    touched = [name for name, _data in results_before if name in timer_tools]
-    set_ids = [data.id for _name, data in results_before if isinstance(data, TimerSet)]
-    if set_ids:  # "set a 30 minute timer" … "actually cancel it": the one just set, if it still runs
-        chosen = [t for t in pending if t.timer_id == set_ids[-1]]
-        return chosen or None
-    if touched and len(pending) == 1:  # "what timers have I got?" … "scrap that one": the only one
-        return pending
-    return None
 
 
 def tells_place_time(summary: str) -> bool:

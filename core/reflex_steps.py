@@ -16,34 +16,30 @@ import re
 from collections.abc import Sequence
 from functools import partial
 
-import msgspec
-
 import protocol as p
 from core import tracing
+from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
-from core.fastpath import Phrasing
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
 from core.reflex import (Intent, corrected, followed, held_back, names_a_skill, put_right, recognise, recognise_both,
                          said_again_otherwise, second_thought, skill_named, tells_of_words, unwatch_answer,
                          watch_to_end, watches_answer, without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
-                                 show_answer, span_words, tasks_answer, tells_place_time, time_answer, timers_to_cancel,
-                                 watch_answer)
-from core.timers import TimerError, dial_nearest, parse_when
-from core.timewords import in_digits, spoken_parts
+                                 show_answer, tasks_answer, tells_place_time, time_answer, watch_answer)
+from core.timers import Timer
+from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, TasksListed, TimerSet, ToolData, WatchEnded, Watching, WatchesListed
+from protocol.results import ClockRead, TasksListed, ToolData, WatchEnded, Watching, WatchesListed
 from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
-ALARM_SPAN_S = 3 * 3600  # a timer set this far ahead is an alarm: a bare number putting it right is a clock hour
 REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
 MORE_PAGES = 3  # search pages past the first read for "the newest one" of a title's namesakes
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
@@ -54,10 +50,6 @@ QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "s
 QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
                       "the earlier request; in your answer, say this was done too.")
 
-# a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
-# ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
-_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
-
 
 @functools.lru_cache(maxsize=1)
 def builtin_local_intents() -> LocalIntents:
@@ -65,14 +57,6 @@ def builtin_local_intents() -> LocalIntents:
     from core.loading import intent_files  # core.loading imports every toolset: only when asked
 
     return LocalIntents.load(intent_files())
-
-
-def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
-    """A bare number said of a timer ("нет, давай на 25", "another one for 20") as a span in the
-    unit that timer was set in: seconds, minutes or hours by its length."""
-    span = timer.due - timer.set_at
-    unit = 0 if span < 120 else 1 if span < 3 * 3600 else 2
-    return f"in {number} {(('секунд', 'минут', 'часов') if russian else ('seconds', 'minutes', 'hours'))[unit]}"
 
 
 def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
@@ -245,6 +229,24 @@ class ReflexSteps:
     def data_at(self, index: int) -> ToolData | None:
         return self.trajectory.data_at(index)
 
+    def results_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
+        return self._results_of_turn_before(turn)
+
+    def turn_words(self, turn: TurnState) -> str:
+        return self._turn_words(turn.start)
+
+    def now(self) -> float:
+        return self.s.clock()
+
+    def timezone(self) -> dt.tzinfo:
+        return self.s.tz
+
+    def clock_time(self, epoch: float) -> str:
+        return self._clock_time(epoch)
+
+    def pending_timers(self) -> list[Timer]:
+        return self.timers.pending()
+
     def _answered(self, turn: TurnState, answer: str, kinds: str) -> bool:
         """The turn's answer recorded and shown as its final display: the turn is over."""
         self.trajectory.record_assistant(answer)
@@ -412,42 +414,6 @@ class ReflexSteps:
                  if t.read_only and t.args and tells_place_time(t.summary)]
         return min(tools, key=lambda t: sum(arg.required for arg in t.args), default=None)
 
-    async def _reflex_timer_set(self, turn: TurnState, intent: Intent) -> str | None:
-        if intent.when.isdigit():  # "and another one for 20": in the unit of the timer the turn before set
-            set_before = [data for _name, data in self._results_of_turn_before(turn) if isinstance(data, TimerSet)]
-            if not set_before:
-                return None
-            intent = msgspec.structs.replace(intent, when=_in_unit_of(set_before[-1], intent.when, intent.russian))
-        now = self.s.clock()
-        when = intent.when if _MORNING_SAID.search(self._turn_words(turn.start).casefold()) else \
-            dial_nearest(intent.when, now, self.s.tz)  # "в полвосьмого" at 18:00: 19:30
-        try:
-            due = parse_when(when, now, self.s.tz)
-        except TimerError:
-            return None  # the model asks what was meant
-        before = len(self.timers)
-        text = intent.text or ("таймер" if intent.russian else "timer")
-        every = f"; every={intent.every}" if intent.every else ""
-        if await self._reflex_call(turn, self._tool("timer_set"), f"{when}; {text}{every}") is None or len(self.timers) <= before:
-            return None
-        return self._timer_set_said(intent, now, due)
-
-    def _timer_set_said(self, intent: Intent, now: float, due: float) -> str | None:
-        """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
-        time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
-        25 hours 56 minutes 27 seconds"), and "every day" for a daily one."""
-        text = f": {intent.text}" if intent.text else ""
-        at, russian = self._clock_time(due), intent.russian
-        if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
-            return self._say("timer_set", russian, span=span_words(due - now, russian), at=at, text=text)
-        if intent.every:
-            return self._say("timer_set_daily", russian, at=at, text=text)
-        moment, today = (dt.datetime.fromtimestamp(t, self.s.tz) for t in (due, now))
-        days = (moment.date() - today.date()).days
-        day = (self._say("day_today", russian) if days == 0 else self._say("day_tomorrow", russian) if days == 1
-               else self._say("day_date", russian, date=spoken_parts(moment, russian)[1]))
-        return self._say("timer_set_for", russian, day=day, at=at, text=text) if day is not None else None
-
     def _say(self, response: str, russian: bool, /, **slots: object) -> str | None:
         """A toolset's words for what the session did itself (core.local_intents.respond); None
         when none words it: the model answers."""
@@ -455,39 +421,6 @@ class ReflexSteps:
 
     def _speaker(self, russian: bool) -> Say:
         return self.s.local_intents.speaker("ru" if russian else "en")
-
-    async def _reflex_timer_change(self, turn: TurnState, intent: Intent) -> str | None:
-        """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
-        again for the new time with its text (the new one first: if it cannot be set, the old one
-        stays), then the old one cancelled. A bare number is in the old timer's unit. With no
-        timer set the turn before, a length said ("сделай на 40 минут") is a new timer; else the
-        model's."""
-        set_before = [data for _name, data in self._results_of_turn_before(turn) if isinstance(data, TimerSet)]
-        old = set_before[-1] if len(set_before) == 1 else None
-        if old is None or old.every_s or not any(t.timer_id == old.id for t in self.timers.pending()):
-            plain = intent.when.startswith("in ") and not set_before
-            return await self._reflex_timer_set(turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
-        when = intent.when
-        if when.isdigit() and old.due - old.set_at >= ALARM_SPAN_S:  # an alarm's "make it 7": 7 o'clock of its day
-            when = self._same_day_hour(old.due, int(when))
-        elif when.isdigit():  # in the unit the timer it puts right was set in
-            when = _in_unit_of(old, when, intent.russian)
-        if not when:
-            return None
-        answer = await self._reflex_timer_set(turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))
-        if answer is None or await self._reflex_call(turn, self._tool("timer_cancel"), old.id) is None:
-            return None
-        return answer
-
-    def _same_day_hour(self, due: float, hour: int) -> str:
-        """The clock time `hour` on the day of `due`, in the same half of the day ("06:30
-        tomorrow" made 7: "tomorrow 07:00"); "" when that day is neither today nor tomorrow."""
-        moment = dt.datetime.fromtimestamp(due, self.s.tz)
-        days = (moment.date() - dt.datetime.fromtimestamp(self.s.clock(), self.s.tz).date()).days
-        if not 0 <= hour <= 23 or days not in (0, 1):
-            return ""
-        hour += 12 if moment.hour >= 12 and hour < 12 else 0
-        return f"{'tomorrow ' if days else ''}{hour:02d}:00"
 
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex
@@ -522,33 +455,8 @@ class ReflexSteps:
         running = await self._reflex_data(turn, self._tool("task_list"), "")
         return tasks_answer(self._speaker(intent.russian), running) if isinstance(running, TasksListed) else None
 
-    async def _reflex_timer_list(self, turn: TurnState, intent: Intent) -> str | None:
-        if await self._reflex_call(turn, self._tool("timer_list"), "") is None:
-            return None
-        listed = "; ".join(f"{self._clock_time(t.due)} — {t.text}" for t in self.timers.pending())
-        return self._say("timers_listed", intent.russian, listed=listed) if listed else self._say("no_timers", intent.russian)
-
-    async def _reflex_timer_cancel(self, turn: TurnState, intent: Intent) -> str | None:
-        pending = self.timers.pending()
-        timer_tools = {self._tool("timer_set"), self._tool("timer_list"), self._tool("timer_cancel")} - {""}
-        chosen = timers_to_cancel(intent, pending, self._results_of_turn_before(turn) if intent.last_timer else [], timer_tools)
-        if chosen is None:
-            return None  # the words name none or several of the timers: the model asks
-        target = "all" if intent.all_timers or not pending else chosen[0].timer_id
-        if await self._reflex_call(turn, self._tool("timer_cancel"), target) is None:
-            return None
-        return self._timers_cancelled_said([t.text for t in chosen], intent.russian)
-
-    def _timers_cancelled_said(self, texts: list[str], russian: bool) -> str | None:
-        if len(texts) <= 1:
-            return self._say("timer_cancelled", russian, name=texts[0]) if texts else self._say("nothing_to_cancel", russian)
-        quoted = [self._say("timer_quoted", russian, name=text) for text in texts]
-        return None if None in quoted else self._say("timers_cancelled", russian, listed=", ".join(quoted))
-
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""
         return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
-
-
 
 

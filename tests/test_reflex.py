@@ -979,7 +979,7 @@ def test_a_timer_named_by_its_text_alone_is_cancelled(said, words):
 def test_a_cancel_without_the_word_timer_cancels_only_a_timer_it_names():
     from types import SimpleNamespace
 
-    from core.reflex_answers import timers_to_cancel
+    from toolsets.timers.local import timers_to_cancel
 
     tea, pizza = SimpleNamespace(text="the tea"), SimpleNamespace(text="the pizza")
     assert timers_to_cancel(recognise("kill the pizza one"), [tea]) is None  # the only timer is not it

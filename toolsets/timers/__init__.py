@@ -2,6 +2,7 @@
 
 It runs in the session: the timers are the session's state (core.timers.TimerTable, journaled
 with it, woken by the session actor's timer wheel). Arguments arrive bound and checked.
+What it says and does without the model: intents.yaml (its sentences and responses) and local.py.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from core.timers import TimerError, TimerTable
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TimerRef, TimersListed, TimerSet
+from toolsets.timers.local import STEPS
 
 TIMERS_TOOLSET = ToolsetSpec(
     # placeholders: a worked example's "позвонить" was set as the timer of a thank-you (issue 33)
@@ -54,4 +56,5 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     return outcome
 
 
-TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run)
+# the plain timer requests the session carries out itself (local.py)
+TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run, steps=STEPS)
