@@ -30,8 +30,6 @@ from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
 from core.places import zone_of
 from core.timewords import in_digits
-from protocol.results import ToolData, WatchesListed, WatchRef
-
 
 
 # ---- the words --------------------------------------------------------------------------------
@@ -714,7 +712,7 @@ _WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сооб�
                     r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
 _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
                            r"replies|emails?|sends?|says|posts?)(?=[\s,.!?]|$)")
-_CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
+CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
              ("whatsapp", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:ватсап\w*|вотсап\w*|whatsapp)(?=[\s,.!?]|$)")),
              ("slack", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:слак\w*|slack)(?=[\s,.!?]|$)")),
              ("sms", re.compile(r"(?:^|\s)(?:по\s+|by\s+|in\s+an?\s+)?(?:смс|sms)(?=[\s,.!?]|$)")),
@@ -752,9 +750,9 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
     rest = rest[:reason.start()] if reason else rest  # "…, I'm waiting for his address": why, not what
     webhook = _WEBHOOK.search(rest)
-    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + rest)), "any")
+    channel = next((name for name, pattern in CHANNELS if pattern.search(" " + rest)), "any")
     if channel != "any":  # "в телеграме" says where, not what
-        rest = " ".join(dict(_CHANNELS)[channel].sub(" ", " " + rest).split())
+        rest = " ".join(dict(CHANNELS)[channel].sub(" ", " " + rest).split())
     if webhook is not None:
         channel = webhook["name"] or webhook["name_ru"]
         says = _WEBHOOK_SAYS.search(rest[webhook.end():])
@@ -958,33 +956,6 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
             not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", norm_words(named))):
         return None  # "stop watching the movie", "stop watching it": what plays, not a watch
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
-
-
-def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
-    """The watch `subject` names among those the watches' list showed (its payload): the only one, or
-    the only one sharing a word with it; None when not plain."""
-    watches = listed.watches if isinstance(listed, WatchesListed) else []
-    if len(watches) == 1:
-        return watches[0]
-    channel = next((name for name, pattern in _CHANNELS if pattern.search(" " + norm_words(subject))), "")
-    if channel:  # "перестань следить за почтой": the watches of that channel
-        of_channel = [watch for watch in watches if watch.channel == channel]
-        return of_channel[0] if len(of_channel) == 1 else None
-    words = [w for w in norm_words(subject).split() if len(w) > 2 and w not in FUNCTION_WORDS]
-    named = [watch for watch in watches
-             if any(near_word(w, x) or w == x for w in words for x in norm_words(f"{watch.channel} {watch.what}").split())]
-    return named[0] if len(named) == 1 else None
-
-
-def watches_answer(say, listed: WatchesListed) -> str | None:
-    """The watches the watches' list showed, said back: "Слежу: telegram — Dave texts me"."""
-    lines = [f"{watch.channel} — {watch.what.strip()}" for watch in listed.watches]
-    return say("watching", listed="; ".join(lines)) if lines else say("watching_nothing")
-
-
-def unwatch_answer(say, ended: WatchRef | None) -> str | None:
-    what = ended.what.strip() if ended is not None else ""
-    return say("watch_ended", what=what) if what else say("watch_ended_plain")
 
 
 def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:

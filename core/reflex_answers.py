@@ -15,7 +15,7 @@ from typing import NamedTuple
 from core.local_intents import Say
 from core.reflex import _PLACE_CLOCK, Intent, is_russian
 from core.timewords import spoken_parts
-from protocol.results import ClockRead, TasksListed
+from protocol.results import ClockRead
 
 
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
@@ -38,23 +38,6 @@ def span_words(seconds: float, russian: bool) -> str:
             word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
             parts.append(f"{number} {word}")
     return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
-
-
-_TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
-              "мои": "ваши"}
-_TO_YOU_EN = {"me": "you", "my": "your", "i": "you", "i'm": "you're", "mine": "yours", "myself": "yourself"}
-
-
-def watch_answer(say: Say, intent: Intent) -> str | None:
-    """"Хорошо, скажу, когда вам напишет Анна." - the user's condition, said back to them."""
-    swaps = _TO_YOU_RU if intent.russian else _TO_YOU_EN
-    condition = re.sub(r"[^\W\d_]+(?:'[a-z]+)?", lambda w: swaps.get(w.group(0).casefold(), w.group(0)), intent.text)
-    return say("watch_set", condition=condition)
-
-
-def tasks_answer(say: Say, listed: TasksListed) -> str | None:
-    """Nothing running, said plainly; a list is worded by the model (it names the tools)."""
-    return None if listed.tasks else say("nothing_running")
 
 
 def time_answer(say: Say, now: dt.datetime, russian: bool) -> str | None:

@@ -25,15 +25,14 @@ from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
 from core.reflex import (Intent, corrected, followed, held_back, names_a_skill, put_right, recognise, recognise_both,
-                         said_again_otherwise, second_thought, skill_named, tells_of_words, unwatch_answer,
-                         watch_to_end, watches_answer, without_polite_tail)
+                         said_again_otherwise, second_thought, skill_named, tells_of_words, without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
-                                 show_answer, tasks_answer, tells_place_time, time_answer, watch_answer)
+                                 show_answer, tells_place_time, time_answer)
 from core.timers import Timer
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, TasksListed, ToolData, WatchEnded, Watching, WatchesListed
+from protocol.results import ClockRead, ToolData
 from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
@@ -434,26 +433,6 @@ class ReflexSteps:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
         request = corrected(intent, self._request_before(turn))
         return None if request is None else await self._carry_out_one(turn, request)
-
-    async def _reflex_watch(self, turn: TurnState, intent: Intent) -> str | None:
-        what = " ".join(intent.subject.split())
-        result = await self._reflex_data(turn, self._tool("watch_set"), f"{intent.channel}; {what}")
-        return watch_answer(self._speaker(intent.russian), intent) if isinstance(result, Watching) and not result.already else None
-
-    async def _reflex_unwatch(self, turn: TurnState, intent: Intent) -> str | None:
-        """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
-        watch = watch_to_end(intent.subject, await self._reflex_data(turn, self._tool("watch_list"), ""))
-        if watch is None:
-            return None
-        ended = await self._reflex_data(turn, self._tool("watch_end"), watch.id)
-        return unwatch_answer(self._speaker(intent.russian), ended.watch) if isinstance(ended, WatchEnded) else None
-
-    async def _reflex_tasks(self, turn: TurnState, intent: Intent) -> str | None:
-        if intent.action == "watches":  # "which messages are you watching for?"
-            listed = await self._reflex_data(turn, self._tool("watch_list"), "")
-            return watches_answer(self._speaker(intent.russian), listed) if isinstance(listed, WatchesListed) else None
-        running = await self._reflex_data(turn, self._tool("task_list"), "")
-        return tasks_answer(self._speaker(intent.russian), running) if isinstance(running, TasksListed) else None
 
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""

@@ -10,6 +10,7 @@ from core.channels import Watch, channel_name, interest_words
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
+from toolsets.channels.local import STEPS
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
 
@@ -60,4 +61,5 @@ def _changed(before: dict[str, Watch], after: list[Watch], tool: str, args: Mapp
     return Watching(watch=_ref(same[0]), already=True) if same else None
 
 
-TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run)
+# the plain requests the session carries out itself (local.py)
+TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run, steps=STEPS)

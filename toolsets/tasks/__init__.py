@@ -1,14 +1,15 @@
 """The tasks toolset (E7 in full): the background calls and monitors of this session, by id;
-see one, stop one (the others keep running). Runs in the session (answers.py)."""
+see one, stop one (the others keep running). Runs in the session (answers.py); what it answers without the model: local.py."""
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from core.monitors import RUNNING
-from toolsets.tasks.answers import tasks_cancel, tasks_list, tasks_status
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TaskRef, TasksListed
+from toolsets.tasks.answers import tasks_cancel, tasks_list, tasks_status
+from toolsets.tasks.local import STEPS
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
@@ -40,4 +41,5 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     return CallOutcome(kind="ok", text=text)
 
 
-TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run)
+# the plain requests the session carries out itself (local.py)
+TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run, steps=STEPS)
