@@ -186,20 +186,20 @@ _RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:н
                            r"(?=(?:а\s+)?(?:кто|что|как|где|какой|какая|какое|какие|какого|сколько|who|what|how|where|which)(?!\w))")
 
 
-def _last_sentence_asked(raw: str) -> Intent | None:
+def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | None:
     """The request of the last sentence, or of the clause a request verb opens after a comma ("у
     меня руки все в масле, засеки минут двадцать пять"), when everything before it is a plain
     statement: no question, no request, no condition, nobody's words told ("she said", "он
     сказал"); else None."""
     sentences = [part.strip() for part in re.findall(r"[^.?!]+[.?!]*", raw) if part.strip(" .!?,")]
     if len(sentences) >= 2:
-        asked = _asked_after(" ".join(sentences[:-1]), sentences[-1], sentences[:-1])
+        asked = _asked_after(" ".join(sentences[:-1]), sentences[-1], sentences[:-1], phrasings)
         if asked is not None:
             return asked
     for comma in (m.start() for m in re.finditer(",", raw)):
         rest = raw[comma + 1:].strip()
         if _opens_a_request(rest) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
-            return _asked_after(raw[:comma], rest, raw[:comma].split(","))
+            return _asked_after(raw[:comma], rest, raw[:comma].split(","), phrasings)
     return None
 
 
@@ -209,11 +209,11 @@ def _opens_a_request(clause: str) -> bool:
                 or _UNWATCH.match(clause.rstrip(" .!?")))
 
 
-def _asked_after(before: str, request: str, parts: list[str]) -> Intent | None:
+def _asked_after(before: str, request: str, parts: list[str], phrasings: Sequence[Phrasing]) -> Intent | None:
     if "?" in before or _TOLD.search(before) or _CONDITION.search(before) or any(
-            VERB_START.match(part.strip()) or recognise(part) for part in parts):
+            VERB_START.match(part.strip()) or recognise(part, phrasings) for part in parts):
         return None
-    intent = recognise(request)  # a question's "it" may be the title said before: not here
+    intent = recognise(request, phrasings)  # a question's "it" may be the title said before: not here
     kinds = ("timer_set", "timer_cancel", "timer_list", "playback", "play", "search", "watch", "unwatch")
     return intent if intent is not None and intent.kind in kinds else None
 
@@ -275,7 +275,7 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and re.fullmatch(LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
-    last = _last_sentence_asked(raw)
+    last = _last_sentence_asked(raw, phrasings)
     if last is not None:  # "never mind, dinner's off, the kids ordered pizza. kill all my timers": the reasons first
         return last
     question = _own_sentence(_TIME_NOW, raw) if _TIME_NOW.search(raw) else None
@@ -356,7 +356,7 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
         first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
             return first, second
-    apart = _timers_apart(raw)
+    apart = _timers_apart(raw, phrasings)
     if apart is not None:  # "set a timer for 5 minutes for the eggs and 10 minutes for the rice"
         return apart
     instead = _STOP_THEN_OTHER.match(said.strip())
@@ -389,7 +389,7 @@ _SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один
                           r"(?:(?:for|in|на|через)\s*)?")
 
 
-def _timers_apart(raw: str) -> tuple[Intent, Intent] | None:
+def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
     """Two timers in one breath, each with its own length (and text): "set a timer for 5 minutes
     for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на 10 минут"; never one
     length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
@@ -406,8 +406,8 @@ def _timers_apart(raw: str) -> tuple[Intent, Intent] | None:
         return None  # one length said in parts
     russian = is_russian(raw)
     lead = ("поставь таймер на " if russian else "set a timer for ")
-    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"))
-    two = recognise(lead + raw[second.start():].strip())
+    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"), phrasings)
+    two = recognise(lead + raw[second.start():].strip(), phrasings)
     return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
 
 
