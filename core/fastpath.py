@@ -127,13 +127,18 @@ Recogniser = Callable[[str, str, bool], Intent | None]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Phrasing:
-    """How a toolset's plain requests are said, for core.reflex.recognise: `recognisers`, tried
-    in order after the runtime's own (the clock, timers, watches); `requests`, by kind, a request
+    """How a toolset's plain requests are said, for core.reflex.recognise: `first`, tried before
+    the runtime's own recognisers (the clock, watches, corrections), for requests whose words
+    those would misread ("remind me in 5 minutes what time it is" is a timer); `recognisers`, tried
+    in order after them; `pairs`, two of its requests in one breath (core.reflex.recognise_both:
+    "a timer for 5 minutes for the eggs and 10 for the rice"); `requests`, by kind, a request
     of that kind made from the words that name its object ("не Дюну, а Бегущего по лезвию": a play
     of "бегущего по лезвию"), for the runtime's corrections, follow-ups and two requests in one
     breath; `asks_anywhere`, whether the words hold one of its questions anywhere ("Найди Брат.
     Кто его снял?": two requests, the model's)."""
 
+    first: tuple[Recogniser, ...] = ()
     recognisers: tuple[Recogniser, ...] = ()
+    pairs: Callable[[str, str, Sequence[Phrasing]], tuple[Intent, Intent] | None] | None = None
     requests: Mapping[str, Callable[[str, str, str, bool], Intent | None]] = field(default_factory=dict)
     asks_anywhere: Callable[[str], bool] = lambda raw: False

@@ -61,67 +61,17 @@ _PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the mome
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
-_SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
-                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
-                        r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
-                        r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
-                        r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
-_TIMER_FIRST = re.compile(LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
-                          # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
-                          r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
-_BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
-# "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
-# timer, its time first and its text after
-_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|make|start|поставь|заведи)\s+)?"
-                       r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
-                       r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
-                       # "another one at 7", "another one, 9 minutes for …"
-                       r"[\s,:—-]+(?=(?:через|на|спустя|в|к|in|for|after|at)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*"
-                       r"(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")
-# "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
-_TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
-_EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
-_DURATION = re.compile(
-    r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
-    r"(?P<span>(?:an|one)\s+hour\s+and\s+a\s+half|one\s+and\s+a\s+half\s+hours|a\s+minute\s+and\s+a\s+half|час\s+с\s+половиной|(?:(?:\d+(?:[.,]\d+)?|одну|один|одна|две|два|три|четыре|пять|шесть|семь|восемь|девять|десять|"
-    r"пятнадцать|двадцать|тридцать|полтора|полторы|a|an|one|two|three|four|five|six|seven|eight|nine|"
-    r"ten|fifteen|twenty|thirty)\s*)?(?<![^\s\d])"
-    r"(?:секунд\w*|сек|минут\w*|мин|час(?:а|ов)?|seconds?|secs?|minutes?|mins?|hours?|hrs?)(?!\w)"
-    r"(?:\s+(?:и\s+|and\s+)?(?:\d+|\w+)\s+(?:минут\w*|minutes?))?"
-    r"|полчаса|пол\s+часа|half\s+an\s+hour)")
-_CLOCK = re.compile(r"(?:^|\s)(?:в|к|на|at|on|to|for)\s+(?:(?P<clock>\d{1,2}[:.]\d{2})\b(?!\s*(?:утра|вечера|am|pm))"
-                    r"|(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<half>утра|вечера|дня|ночи|am|pm|a\.m\.|p\.m\.))")
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
-_ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
+ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
                           r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
                           r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
-_LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан|напоминалк)|список\s+(?:таймер|напоминан|напоминалк)|"
-                          r"покажи\s+(?:мои\s+)?(?:таймер|напоминан|напоминалк)|сколько\s+(?:у\s+меня\s+)?таймер|"
-                          r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
-                          r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
-                          r"what'?s\s+on\s+my\s+(?:timers|reminders)|"
-                          r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан|напоминалк)|что\s+(?:(?:у\s+меня|там)\s+)*по\s+(?:таймер|напоминан|напоминалк)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан|напоминалк)|"
-                          r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|напоминалк|будильник)|"
-                          r"how\s+long\s+(?:till|until|before)\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
-                          r"how\s+(?:long|much\s+time|much\s+longer)\s+(?:is\s+)?(?:left\s+)?on\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
-                          r"когда\s+(?:там\s+)?(?:сработает|зазвонит|прозвенит|сработают)\s+(?:мой\s+|мои\s+)?(?:таймер|будильник|напомин)|"
-                          r"when\s+(?:does|will|do)\s+(?:my|the)\s+(?:\w+\s+)?(?:timers?|alarms?|reminders?)\s+go\s+off|"
-                          r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
-_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
-                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
-# "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
-_CANCEL_ONE = re.compile(LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
-                         r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
-                         r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
-                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
 # set or listed (core.reflex_answers.timers_to_cancel), else the model asks
-_CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
+CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
                         r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
                         r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"
                         r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
-_ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
 YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # ("и через час напомни …": the second request may open with its time)
 _TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
@@ -135,17 +85,17 @@ _NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to
                        r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|(?<!изменить\s)нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
                        r"не\s+нужен|не\s+нужна|не\s+нужно)")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
-_TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
+TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
          "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "шестьдесят": 60, "семьдесят": 70,
          "восемьдесят": 80, "девяносто": 90}
 NUMBER_WORDS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
           "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
           "seven": 7, "eight": 8, "nine": 9}
-_TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
+TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
           "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
           "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
-_COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(_TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(NUMBER_WORDS) + r"))?\b"
-                       r"|\b(?P<teen>" + "|".join(_TEENS) + r")\b")
+_COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(NUMBER_WORDS) + r"))?\b"
+                       r"|\b(?P<teen>" + "|".join(TEENS) + r")\b")
 
 
 _UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
@@ -154,13 +104,13 @@ _UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?
 _COUPLE = re.compile(r"(?<!\w)(?:пару|пара|a\s+couple(?:\s+of)?|couple\s+of)(?=\s+(?:минут|секунд|час|minutes|seconds|hours)(?!\w))")
 
 
-def _digits(text: str) -> str:
+def in_figures(text: str) -> str:
     """"двадцать пять минут" -> "25 минут", "twenty-five" -> "25", "a one minute timer" -> "a 1
     minute timer" (a lone "пять" with no unit after it stays a word)."""
     def value(match: re.Match[str]) -> str:
         if match["teen"]:
-            return str(_TEENS[match["teen"]])
-        return str(_TENS[match["tens"]] + (NUMBER_WORDS[match["unit"]] if match["unit"] else 0))
+            return str(TEENS[match["teen"]])
+        return str(TENS[match["tens"]] + (NUMBER_WORDS[match["unit"]] if match["unit"] else 0))
     text = _COUPLE.sub("2", text)  # "через пару минут", "in a couple of minutes"
     return _UNIT_WORD.sub(lambda m: str(NUMBER_WORDS[m["unit"]]), _COMPOUND.sub(value, text))
 
@@ -205,7 +155,7 @@ def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | No
 
 def _opens_a_request(clause: str) -> bool:
     """A clause that starts as a request does: a request verb, "kill that one", "you can stop watching for …"."""
-    return bool(VERB_START.match(clause) or _REQUEST_VERB.match(clause) or _CANCEL_IT.match(clause)
+    return bool(VERB_START.match(clause) or _REQUEST_VERB.match(clause) or CANCEL_IT.match(clause)
                 or _UNWATCH.match(clause.rstrip(" .!?")))
 
 
@@ -227,8 +177,8 @@ _TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|гов
 
 # a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
 # the words of a second thought that every reading of one shares (each adds its own around them)
-_NO_WAIT = r"no|nope|wait|actually|нет|хотя|подожди|погоди"
-_SECOND_THOUGHT = re.compile(r"^(?:" + _NO_WAIT + r"|nah|never\s+mind|forget\s+it|instead|rather|make\s+it|"
+NO_WAIT = r"no|nope|wait|actually|нет|хотя|подожди|погоди"
+_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|nah|never\s+mind|forget\s+it|instead|rather|make\s+it|"
                              r"не|стоп|лучше|на\s+самом\s+деле|отбой|давай)(?!\w)")
 
 
@@ -290,9 +240,10 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and any(phrasing.asks_anywhere(raw) for phrasing in phrasings):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    own = (_timer_change_intent, partial(_correction_intent, phrasings=phrasings), _unwatch_intent, _watch_intent,
-           _tasks_intent, _show_intent, _timer_intent, _time_intent, partial(_follow_up_intent, phrasings=phrasings))
-    for recognise_kind in itertools.chain(own, *(phrasing.recognisers for phrasing in phrasings)):
+    own = (partial(_correction_intent, phrasings=phrasings), _unwatch_intent, _watch_intent, _tasks_intent,
+           _show_intent, _time_intent, partial(_follow_up_intent, phrasings=phrasings))
+    first = (phrasing.first for phrasing in phrasings)
+    for recognise_kind in itertools.chain(*first, own, *(phrasing.recognisers for phrasing in phrasings)):
         intent = recognise_kind(raw, said, russian)
         if intent is not None:
             return intent
@@ -327,7 +278,7 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
         return True
     if kind in ("watch", "timer_cancel", "unwatch"):
         return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
-    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and not day_read and _ANOTHER_DAY.search(raw))
+    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
@@ -349,16 +300,10 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
         first, second = recognise(sentences[0], phrasings), recognise(sentences[1], phrasings)
         if first is not None and second is not None and first.kind != "follow_up" != second.kind:
             return first, second
-    two = _TWO_TIMERS.match(_digits(raw))
-    if two is not None and len(said) == len(raw):  # "два таймера: через 10 минут полить цветы и через 20 проверить стирку"
-        remind = "поставь таймер" if is_russian(said) else "set a timer"
-        second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
-        first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
-        if first is not None and second is not None and first.kind == second.kind == "timer_set":
-            return first, second
-    apart = _timers_apart(raw, phrasings)
-    if apart is not None:  # "set a timer for 5 minutes for the eggs and 10 minutes for the rice"
-        return apart
+    for pairs in (phrasing.pairs for phrasing in phrasings if phrasing.pairs is not None):
+        found = pairs(said, raw, phrasings)  # "set a timer for 5 minutes for the eggs and 10 minutes for the rice"
+        if found is not None:
+            return found
     instead = _STOP_THEN_OTHER.match(said.strip())
     if instead is not None:  # "не, выключай, это все видели, давай лучше Бриллиантовую руку"
         first = recognise(instead["stop"], phrasings)
@@ -373,42 +318,6 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
     if len(said) != len(raw) or first is None or second is None:
         return None
     return first, second
-
-
-# two timers in one request, the second's unit maybe left to the first's
-_SPAN_UNIT = r"(?:минут\w*|час\w*|секунд\w*|minutes?|hours?|seconds?|mins?|hrs?)"
-_TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напомни|timers?|reminders?|remind\s+me)[\s,:—-]+(?:.*?[\s,:—-])?"
-                         r"(?:one\s+|один\s+|одну\s+)?(?P<first>(?:через|in|for|на)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)"
-                         r"[\s,]+(?:и|and)\s+(?:one\s+|второй\s+|другой\s+|another\s+|the\s+other\s+)?"
-                         r"(?P<second>(?:через|in|for|на)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
-_SPAN = re.compile(r"(?<!\w)\d+(?:[.,]\d+)?\s*(?P<unit>" + _SPAN_UNIT + r")(?!\w)")
-_UNIT_RANK = (("сек", 0), ("sec", 0), ("мин", 1), ("min", 1), ("час", 2), ("hour", 2), ("hr", 2))
-_AND = re.compile(r"(?<!\w)(?:and|и)(?!\w)")
-# what may stand between "and" and the second timer's length: "and one for 8", "и ещё один на 10"
-_SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+)?"
-                          r"(?:(?:for|in|на|через)\s*)?")
-
-
-def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
-    """Two timers in one breath, each with its own length (and text): "set a timer for 5 minutes
-    for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на 10 минут"; never one
-    length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
-    raw = _digits(raw)
-    spans = list(_SPAN.finditer(raw))
-    if not TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
-        return None
-    first, second = spans
-    joints = list(_AND.finditer(raw, first.end(), second.start()))
-    if len(joints) != 1 or not _SECOND_LEAD.fullmatch(raw[joints[0].end():second.start()]):
-        return None
-    rank = [next(r for stem, r in _UNIT_RANK if span["unit"].startswith(stem)) for span in spans]
-    if not raw[first.end():joints[0].start()].strip(" ,") and rank[0] > rank[1]:
-        return None  # one length said in parts
-    russian = is_russian(raw)
-    lead = ("поставь таймер на " if russian else "set a timer for ")
-    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"), phrasings)
-    two = recognise(lead + raw[second.start():].strip(), phrasings)
-    return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
 
 
 _AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
@@ -493,131 +402,16 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="time_now", russian=russian)
 
 
-# "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
-_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+)?(?P<n>\d+|полтора|"
-                          r"(?:" + "|".join(_TENS) + r")(?:\s+(?:" + "|".join(NUMBER_WORDS) + r"))?|"
-                          + "|".join(sorted({*NUMBER_WORDS, *_TEENS}, key=len, reverse=True)) + r")(?!\w)")
-_TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
 _OTHER_DAY = re.compile(r"(?<!\w)(?:послезавтра|завтра|позавчера|вчера|the\s+day\s+after\s+tomorrow|tomorrow|yesterday)(?!\w)")
 _DAY_OFFSETS = {"послезавтра": "+2", "завтра": "+1", "позавчера": "-2", "вчера": "-1", "thedayaftertomorrow": "+2",
                 "tomorrow": "+1", "yesterday": "-1"}
-_ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
 
 
-# "at 7:15 tonight to take the chicken out for tomorrow": the day is today, tomorrow its purpose
-_TODAY_SAID = re.compile(r"(?<!\w)(?:tonight|today|this\s+evening|сегодня|вечером)(?!\w)")
-_FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(?!\w)")
-
-
-def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
-        return Intent(kind="timer_list", russian=russian)
-    cancel = _CANCEL_TIMER.match(raw)
-    if cancel:
-        return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
-                      text=cancel["rest"])
-    named = _CANCEL_ONE.match(raw)
-    if named and not (named["why"] and ASKS_MORE.search(" " + named["why"] + " ")):
-        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
-    it = _CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
-    if it and not (it["why"] and ASKS_MORE.search(" " + it["why"] + " ")):
-        return Intent(kind="timer_cancel", russian=russian, last_timer=True)
-    raw = _digits(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
-    one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
-    if one_more is not None and not one_more["bare"] and _CLOCK.match(" " + raw[one_more.end():]):
-        return _timer_intent("set a timer " + raw[one_more.end():], said, russian)  # "and another one at 19:00, dinner"
-    bare = re.fullmatch(r"(?:(?:for|in|на|через)\s+)?(\d+)[\s.!?]*", raw[one_more.end():]) if one_more else None
-    if bare is not None and not one_more["bare"]:  # "and another one for 20": in the unit of the one before (the session's)
-        return Intent(kind="timer_set", russian=russian, when=bare[1])
-    raw = raw[one_more.end():] if one_more else re.sub(LEAD, "", raw)  # "минут на двадцать": about 20
-    leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
-    said_after = raw[leading.end():].lstrip(" ,") if leading else raw
-    if one_more and one_more["bare"] and not re.search(r"[а-я]{2,}(?:ть|ться|чь|нести|вести|везти|идти)(?:\s|$)", said_after):
-        return None  # "а ещё через час придут гости": a remark; "и ещё через час цветы полить": a reminder
-    if one_more and leading and not VERB_START.match(said_after):
-        when, text = _when_and_text(raw)
-        return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said)) if when else None
-    if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
-        said_after = _TELL_ME.sub("напомни ", said_after, count=1)
-    start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
-             or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
-    if start is None or not (TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
-        return None
-    if _ANOTHER_DAY.search(_FOR_A_DAY.sub(" ", raw) if _TODAY_SAID.search(raw) else raw):
-        return None  # "напомни завтра в 9": not the next 9:00, which may be today ("tonight … for tomorrow" is today)
-    when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
-    if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
-        return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
-    return Intent(kind="timer_set", russian=russian, when=when, text=_as_said(text, said))
-
-
-def _as_said(found: str, said: str) -> str:
+def as_said(found: str, said: str) -> str:
     """`found` (cut from the lower-cased words) as the user wrote it: "позвонить Пете", "бельё"."""
     original = " ".join(said.split())
     at = original.casefold().replace("ё", "е").find(found)
     return original[at:at + len(found)] if at >= 0 and len(original.casefold()) == len(original) else found
-
-
-def _when_and_text(rest: str) -> tuple[str, str]:
-    """("in 5 minutes", "проверить чай") out of "таймер на 5 минут, чтобы проверить чай"; ("", "")
-    when no single duration or clock time is said."""
-    durations = list(_DURATION.finditer(rest))
-    clocks = list(_CLOCK.finditer(" " + rest))
-    if len(durations) + len(clocks) != 1:
-        return "", ""
-    if durations:
-        found = durations[0]
-        if re.fullmatch(r"(?:минут|секунд|часов|minutes|seconds|hours|mins|secs|hrs)", found["span"].strip()):
-            return "", ""  # "таймер минут на восемь": a unit with its number elsewhere, the frame's (core.frame)
-        when = "in " + _SPAN_IN_DIGITS.get(found["span"].strip(), found["span"].strip())
-        start, end = found.start(), found.end()
-    else:
-        found = clocks[0]
-        when = _clock_of(found)
-        start, end = max(found.start() - 1, 0), found.end() - 1
-        if not when:
-            return "", ""
-    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напоминалк\w*|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
-                    r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
-                    r"around|roughly|approximately|примерно|около|где-то|"
-                    r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
-    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
-    after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
-    # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
-    before, after = (_WHEN_WORDS.sub(" ", part) for part in (re.sub(r"^\s*(?:one|another)(?=\s|$)", "", before), after))
-    text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
-    text = " ".join(text.strip(" ,.!?;:—-").split())
-    return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
-
-
-# a span said in words, as the timer's argument shows it ("in 30 minutes", not "in half an hour")
-_SPAN_IN_DIGITS = {"half an hour": "30 minutes", "полчаса": "30 минут", "пол часа": "30 минут",
-                   "an hour and a half": "90 minutes", "one hour and a half": "90 minutes",
-                   "one and a half hours": "90 minutes", "a minute and a half": "90 seconds",
-                   "час с половиной": "90 минут", "полтора часа": "90 минут", "полторы минуты": "90 секунд",
-                   "an hour": "1 hour", "a minute": "1 minute", "час": "1 час", "минуту": "1 минуту"}
-
-
-_WHEN_WORDS = re.compile(r"(?:^|\s)(?:tonight|this\s+evening|this\s+morning|today|сегодня\s+вечером|вечером|сегодня|утром)(?=[\s,.!?]|$)")
-
-
-def _clock_of(found: re.Match[str]) -> str:
-    """"HH:MM" of "6:30", "7 утра", "7 pm", "3 дня"; "" for an hour no clock has."""
-    if found["clock"]:
-        return found["clock"].replace(".", ":")
-    hour, minute, half = int(found["hour"]), int(found["minute"] or 0), found["half"].replace(".", "")
-    if hour > 12 or minute > 59:
-        return ""
-    if half in ("вечера", "pm", "дня") and hour < 12:
-        hour += 12
-    elif half in ("утра", "am", "ночи") and hour == 12:
-        hour = 0
-    return f"{hour:02d}:{minute:02d}"
-
-
-# what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
-_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|для|о\s+том,?\s+что|о|об|а\s+то|потому\s+что|to|that|about|for|"
-                        r"so\s+i\s+can|so\s+that|because|cause|cos)?(?=\s|$)[\s,.:;—-]*")
 
 
 _SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)(?:\s+очков)?|(?:up\s+)?on\s+(?:my|the)\s+(?:display|screen|glasses))"
@@ -757,8 +551,8 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
         channel = webhook["name"] or webhook["name_ru"]
         says = _WEBHOOK_SAYS.search(rest[webhook.end():])
         rest = says["what"] if says else rest
-    return Intent(kind="watch", russian=russian, channel=channel, subject=_as_said(rest, said),
-                  text=_as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
+    return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(rest, said),
+                  text=as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
@@ -768,22 +562,9 @@ _CORRECTION = re.compile(LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[
                          r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
 
 
-# a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
-_CHANGE_OPENING = re.compile(
-    r"^(?:(?:" + _NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
-    r"(?:(?:make|change|set|move|switch|put)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)\s+(?:to|for|at|in)?|"
-    r"(?:давай|лучше|сделай|переставь|поменяй|измени)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
-    r"(?:\s+(?:на|через|в))?)?\s*")
-_NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
-                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*")
-
-
-_ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
-
-
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
 # "включи Шрека, ой, нет, лучше Шрека 2"
-_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|" + _NO_WAIT + r")"
+_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|" + NO_WAIT + r")"
                         r"(?:[\s,.!]+(?:wait|no|нет|лучше|rather|instead))*[\s,.!]+(?=\S)")
 
 
@@ -813,26 +594,6 @@ def put_right(first: Intent | None, second: Intent | None) -> Intent | None:
     if second.kind == "correction" and first.kind in ("play", "search", "details"):
         return corrected(second, first)
     return second if second.kind == first.kind else None
-
-
-def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """A new length or clock time for the timer just set, said as a second thought and nothing
-    else; which timer is the session's to find (the one the turn before set)."""
-    text = _digits(raw).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
-    opening = _CHANGE_OPENING.match(text)
-    if _ONE_MORE_SAID.search(text):
-        return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
-    if opening is None or not opening.group(0).strip():
-        return None  # a length alone ("20 minutes") may answer a question: no second thought said
-    changed = _NEW_TIME.fullmatch(text[opening.end():].strip(" ,.!?"))
-    if changed is None:
-        return None
-    when = changed["when"]
-    if re.fullmatch(r"\d+", when) and changed["prep"] in ("at", "в", "к"):
-        when = f"{when}:00"  # "а в 8?": a clock hour, not a length
-    elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
-        when = f"in {when}"
-    return Intent(kind="timer_change", russian=russian, when=when)
 
 
 def _correction_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence[Phrasing]) -> Intent | None:

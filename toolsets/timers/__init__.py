@@ -13,6 +13,7 @@ from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TimerRef, TimersListed, TimerSet
 from toolsets.timers.local import STEPS
+from toolsets.timers.phrasing import PHRASING
 
 TIMERS_TOOLSET = ToolsetSpec(
     # placeholders: a worked example's "позвонить" was set as the timer of a thank-you (issue 33)
@@ -56,5 +57,5 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     return outcome
 
 
-# the plain timer requests the session carries out itself (local.py)
-TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run, steps=STEPS)
+# the plain timer requests the session carries out itself (local.py) and how they are said (phrasing.py)
+TOOLSET = SessionToolset(spec=TIMERS_TOOLSET, handler=_run, steps=STEPS, phrasing=PHRASING)

@@ -1,0 +1,311 @@
+"""How the timers toolset's plain requests are said (issue 50): set a timer, an alarm or a
+reminder ("разбуди меня завтра в 6:45", "remind me every day at 8 to take my pills", "засеки минут
+двадцать пять"), put the one just set right ("actually make it 8 minutes", "нет, давай на 25"),
+list them, cancel one or all, two in one breath. core.reflex.recognise tries `first` before the
+runtime's own recognisers (their words hold times and numbers the clock's would misread) and
+`pairs` for two timers at once (`PHRASING`, declared by the toolset's record); the steps that carry
+them out are in toolsets/timers/local.py. Home Assistant's own timer sentences are matched first,
+as data (intents.yaml).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from core.fastpath import Intent, Phrasing
+from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
+                         VERB_START, as_said, in_figures, is_russian, recognise)
+
+_SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
+                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
+                        r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
+                        r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
+                        r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
+
+
+_TIMER_FIRST = re.compile(LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
+                          # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
+                          r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
+
+
+_BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|напоминание|напоминалк\w*|reminder)\b")
+
+
+# "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
+# timer, its time first and its text after
+_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|make|start|поставь|заведи)\s+)?"
+                       r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
+                       r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
+                       # "another one at 7", "another one, 9 minutes for …"
+                       r"[\s,:—-]+(?=(?:через|на|спустя|в|к|in|for|after|at)\s|\d+\s*(?:min|мин|sec|сек|hour|час|h\b)\w*"
+                       r"(?:\s+(?:for|to|на|для|про)\s|,\s*(?:for|to|на|для|про)\s|[\s,.!]*$))")
+
+
+# "через 40 минут полить цветы", "in 10 minutes to call mom": after the time, a thing to do
+_TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
+
+
+_EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
+
+
+_DURATION = re.compile(
+    r"(?<!\w)(?:(?:через|на|спустя|in|for|after)\s+)?"
+    r"(?P<span>(?:an|one)\s+hour\s+and\s+a\s+half|one\s+and\s+a\s+half\s+hours|a\s+minute\s+and\s+a\s+half|час\s+с\s+половиной|(?:(?:\d+(?:[.,]\d+)?|одну|один|одна|две|два|три|четыре|пять|шесть|семь|восемь|девять|десять|"
+    r"пятнадцать|двадцать|тридцать|полтора|полторы|a|an|one|two|three|four|five|six|seven|eight|nine|"
+    r"ten|fifteen|twenty|thirty)\s*)?(?<![^\s\d])"
+    r"(?:секунд\w*|сек|минут\w*|мин|час(?:а|ов)?|seconds?|secs?|minutes?|mins?|hours?|hrs?)(?!\w)"
+    r"(?:\s+(?:и\s+|and\s+)?(?:\d+|\w+)\s+(?:минут\w*|minutes?))?"
+    r"|полчаса|пол\s+часа|half\s+an\s+hour)")
+
+
+_CLOCK = re.compile(r"(?:^|\s)(?:в|к|на|at|on|to|for)\s+(?:(?P<clock>\d{1,2}[:.]\d{2})\b(?!\s*(?:утра|вечера|am|pm))"
+                    r"|(?P<hour>\d{1,2})(?:[:.](?P<minute>\d{2}))?\s*(?P<half>утра|вечера|дня|ночи|am|pm|a\.m\.|p\.m\.))")
+
+
+_LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|напоминан|напоминалк)|список\s+(?:таймер|напоминан|напоминалк)|"
+                          r"покажи\s+(?:мои\s+)?(?:таймер|напоминан|напоминалк)|сколько\s+(?:у\s+меня\s+)?таймер|"
+                          r"what\s+(?:timers|reminders)|which\s+(?:timers|reminders)|list\s+(?:my\s+|the\s+)?(?:timers|reminders)|"
+                          r"show\s+(?:me\s+)?(?:my\s+|the\s+)?(?:timers|reminders)|any\s+(?:timers|reminders)|"
+                          r"what'?s\s+on\s+my\s+(?:timers|reminders)|"
+                          r"что\s+(?:там\s+)?с\s+(?:таймер|напоминан|напоминалк)|что\s+(?:(?:у\s+меня|там)\s+)*по\s+(?:таймер|напоминан|напоминалк)|есть\s+(?:ли\s+)?у\s+меня\s+(?:таймер|напоминан|напоминалк)|"
+                          r"сколько\s+(?:(?:там|ещ[её]|еще)\s+)*осталось\s+(?:на\s+|до\s+|по\s+)?(?:\w+\s+)?(?:таймер|напоминан|напоминалк|будильник)|"
+                          r"how\s+long\s+(?:till|until|before)\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
+                          r"how\s+(?:long|much\s+time|much\s+longer)\s+(?:is\s+)?(?:left\s+)?on\s+(?:the|my)\s+(?:\w+\s+)?(?:timer|reminder|alarm)|"
+                          r"когда\s+(?:там\s+)?(?:сработает|зазвонит|прозвенит|сработают)\s+(?:мой\s+|мои\s+)?(?:таймер|будильник|напомин)|"
+                          r"when\s+(?:does|will|do)\s+(?:my|the)\s+(?:\w+\s+)?(?:timers?|alarms?|reminders?)\s+go\s+off|"
+                          r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
+
+
+_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
+                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+
+
+# "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
+_CANCEL_ONE = re.compile(LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
+                         r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
+                         r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
+                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
+
+
+_ALL = re.compile(r"(?:^|\s)(?:все|всё|all|every)(?:\s|$)")
+
+
+# two timers in one request, the second's unit maybe left to the first's
+_SPAN_UNIT = r"(?:минут\w*|час\w*|секунд\w*|minutes?|hours?|seconds?|mins?|hrs?)"
+
+
+_TWO_TIMERS = re.compile(r"^.*?(?:таймер\w*|напомина\w*|напомни|timers?|reminders?|remind\s+me)[\s,:—-]+(?:.*?[\s,:—-])?"
+                         r"(?:one\s+|один\s+|одну\s+)?(?P<first>(?:через|in|for|на)\s+\d+\s*(?P<unit>" + _SPAN_UNIT + r")\s+[^,]+?)"
+                         r"[\s,]+(?:и|and)\s+(?:one\s+|второй\s+|другой\s+|another\s+|the\s+other\s+)?"
+                         r"(?P<second>(?:через|in|for|на)\s+\d+(?:\s*(?P<unit2>" + _SPAN_UNIT + r"))?\s+.+?)[\s.!]*$")
+
+
+_SPAN = re.compile(r"(?<!\w)\d+(?:[.,]\d+)?\s*(?P<unit>" + _SPAN_UNIT + r")(?!\w)")
+
+
+_UNIT_RANK = (("сек", 0), ("sec", 0), ("мин", 1), ("min", 1), ("час", 2), ("hour", 2), ("hr", 2))
+
+
+_AND = re.compile(r"(?<!\w)(?:and|и)(?!\w)")
+
+
+# what may stand between "and" and the second timer's length: "and one for 8", "и ещё один на 10"
+_SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+)?"
+                          r"(?:(?:for|in|на|через)\s*)?")
+
+
+def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
+    """Two timers in one breath, each with its own length (and text): "set a timer for 5 minutes
+    for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на 10 минут"; never one
+    length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
+    raw = in_figures(raw)
+    spans = list(_SPAN.finditer(raw))
+    if not TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
+        return None
+    first, second = spans
+    joints = list(_AND.finditer(raw, first.end(), second.start()))
+    if len(joints) != 1 or not _SECOND_LEAD.fullmatch(raw[joints[0].end():second.start()]):
+        return None
+    rank = [next(r for stem, r in _UNIT_RANK if span["unit"].startswith(stem)) for span in spans]
+    if not raw[first.end():joints[0].start()].strip(" ,") and rank[0] > rank[1]:
+        return None  # one length said in parts
+    russian = is_russian(raw)
+    lead = ("поставь таймер на " if russian else "set a timer for ")
+    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"), phrasings)
+    two = recognise(lead + raw[second.start():].strip(), phrasings)
+    return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
+
+
+def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
+    """Two timers in one breath: "два таймера: через 10 минут полить цветы и через 20 проверить
+    стирку" (the second's unit left to the first's), "set a timer for 5 minutes for the eggs and
+    10 minutes for the rice"; None otherwise."""
+    two = _TWO_TIMERS.match(in_figures(raw))
+    if two is not None and len(said) == len(raw):
+        remind = "поставь таймер" if is_russian(said) else "set a timer"
+        second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
+        first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
+        if first is not None and second is not None and first.kind == second.kind == "timer_set":
+            return first, second
+    return _timers_apart(raw, phrasings)
+
+
+# "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
+_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+)?(?P<n>\d+|полтора|"
+                          r"(?:" + "|".join(TENS) + r")(?:\s+(?:" + "|".join(NUMBER_WORDS) + r"))?|"
+                          + "|".join(sorted({*NUMBER_WORDS, *TEENS}, key=len, reverse=True)) + r")(?!\w)")
+
+
+_TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
+
+
+_ABOUT_TIMERS = re.compile(r"(?:бывают|умеешь|можешь|виды|типы|can\s+you|kinds|types|how\s+do)")
+
+
+# "at 7:15 tonight to take the chicken out for tomorrow": the day is today, tomorrow its purpose
+_TODAY_SAID = re.compile(r"(?<!\w)(?:tonight|today|this\s+evening|сегодня|вечером)(?!\w)")
+
+
+_FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(?!\w)")
+
+
+def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
+        return Intent(kind="timer_list", russian=russian)
+    cancel = _CANCEL_TIMER.match(raw)
+    if cancel:
+        return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
+                      text=cancel["rest"])
+    named = _CANCEL_ONE.match(raw)
+    if named and not (named["why"] and ASKS_MORE.search(" " + named["why"] + " ")):
+        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
+    it = CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
+    if it and not (it["why"] and ASKS_MORE.search(" " + it["why"] + " ")):
+        return Intent(kind="timer_cancel", russian=russian, last_timer=True)
+    raw = in_figures(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
+    one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
+    if one_more is not None and not one_more["bare"] and _CLOCK.match(" " + raw[one_more.end():]):
+        return _timer_intent("set a timer " + raw[one_more.end():], said, russian)  # "and another one at 19:00, dinner"
+    bare = re.fullmatch(r"(?:(?:for|in|на|через)\s+)?(\d+)[\s.!?]*", raw[one_more.end():]) if one_more else None
+    if bare is not None and not one_more["bare"]:  # "and another one for 20": in the unit of the one before (the session's)
+        return Intent(kind="timer_set", russian=russian, when=bare[1])
+    raw = raw[one_more.end():] if one_more else re.sub(LEAD, "", raw)  # "минут на двадцать": about 20
+    leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
+    said_after = raw[leading.end():].lstrip(" ,") if leading else raw
+    if one_more and one_more["bare"] and not re.search(r"[а-я]{2,}(?:ть|ться|чь|нести|вести|везти|идти)(?:\s|$)", said_after):
+        return None  # "а ещё через час придут гости": a remark; "и ещё через час цветы полить": a reminder
+    if one_more and leading and not VERB_START.match(said_after):
+        when, text = _when_and_text(raw)
+        return Intent(kind="timer_set", russian=russian, when=when, text=as_said(text, said)) if when else None
+    if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
+        said_after = _TELL_ME.sub("напомни ", said_after, count=1)
+    start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
+             or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
+    if start is None or not (TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
+        return None
+    if ANOTHER_DAY.search(_FOR_A_DAY.sub(" ", raw) if _TODAY_SAID.search(raw) else raw):
+        return None  # "напомни завтра в 9": not the next 9:00, which may be today ("tonight … for tomorrow" is today)
+    when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
+    if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
+        return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
+    return Intent(kind="timer_set", russian=russian, when=when, text=as_said(text, said))
+
+
+def _when_and_text(rest: str) -> tuple[str, str]:
+    """("in 5 minutes", "проверить чай") out of "таймер на 5 минут, чтобы проверить чай"; ("", "")
+    when no single duration or clock time is said."""
+    durations = list(_DURATION.finditer(rest))
+    clocks = list(_CLOCK.finditer(" " + rest))
+    if len(durations) + len(clocks) != 1:
+        return "", ""
+    if durations:
+        found = durations[0]
+        if re.fullmatch(r"(?:минут|секунд|часов|minutes|seconds|hours|mins|secs|hrs)", found["span"].strip()):
+            return "", ""  # "таймер минут на восемь": a unit with its number elsewhere, the frame's (core.frame)
+        when = "in " + _SPAN_IN_DIGITS.get(found["span"].strip(), found["span"].strip())
+        start, end = found.start(), found.end()
+    else:
+        found = clocks[0]
+        when = _clock_of(found)
+        start, end = max(found.start() - 1, 0), found.end() - 1
+        if not when:
+            return "", ""
+    before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напоминалк\w*|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
+                    r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
+                    r"around|roughly|approximately|примерно|около|где-то|"
+                    r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
+    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
+    after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
+    # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
+    before, after = (_WHEN_WORDS.sub(" ", part) for part in (re.sub(r"^\s*(?:one|another)(?=\s|$)", "", before), after))
+    text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
+    text = " ".join(text.strip(" ,.!?;:—-").split())
+    return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
+
+
+# a span said in words, as the timer's argument shows it ("in 30 minutes", not "in half an hour")
+_SPAN_IN_DIGITS = {"half an hour": "30 minutes", "полчаса": "30 минут", "пол часа": "30 минут",
+                   "an hour and a half": "90 minutes", "one hour and a half": "90 minutes",
+                   "one and a half hours": "90 minutes", "a minute and a half": "90 seconds",
+                   "час с половиной": "90 минут", "полтора часа": "90 минут", "полторы минуты": "90 секунд",
+                   "an hour": "1 hour", "a minute": "1 minute", "час": "1 час", "минуту": "1 минуту"}
+
+
+_WHEN_WORDS = re.compile(r"(?:^|\s)(?:tonight|this\s+evening|this\s+morning|today|сегодня\s+вечером|вечером|сегодня|утром)(?=[\s,.!?]|$)")
+
+
+def _clock_of(found: re.Match[str]) -> str:
+    """"HH:MM" of "6:30", "7 утра", "7 pm", "3 дня"; "" for an hour no clock has."""
+    if found["clock"]:
+        return found["clock"].replace(".", ":")
+    hour, minute, half = int(found["hour"]), int(found["minute"] or 0), found["half"].replace(".", "")
+    if hour > 12 or minute > 59:
+        return ""
+    if half in ("вечера", "pm", "дня") and hour < 12:
+        hour += 12
+    elif half in ("утра", "am", "ночи") and hour == 12:
+        hour = 0
+    return f"{hour:02d}:{minute:02d}"
+
+
+# what joins a timer's time to its purpose: "..., чтобы проверить чай", "... to call mom"
+_CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|на|для|о\s+том,?\s+что|о|об|а\s+то|потому\s+что|to|that|about|for|"
+                        r"so\s+i\s+can|so\s+that|because|cause|cos)?(?=\s|$)[\s,.:;—-]*")
+
+
+# a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
+_CHANGE_OPENING = re.compile(
+    r"^(?:(?:" + NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
+    r"(?:(?:make|change|set|move|switch|put)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)\s+(?:to|for|at|in)?|"
+    r"(?:давай|лучше|сделай|переставь|поменяй|измени)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
+    r"(?:\s+(?:на|через|в))?)?\s*")
+
+
+_NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
+                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*")
+
+
+_ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
+
+
+def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """A new length or clock time for the timer just set, said as a second thought and nothing
+    else; which timer is the session's to find (the one the turn before set)."""
+    text = in_figures(raw).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
+    opening = _CHANGE_OPENING.match(text)
+    if _ONE_MORE_SAID.search(text):
+        return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
+    if opening is None or not opening.group(0).strip():
+        return None  # a length alone ("20 minutes") may answer a question: no second thought said
+    changed = _NEW_TIME.fullmatch(text[opening.end():].strip(" ,.!?"))
+    if changed is None:
+        return None
+    when = changed["when"]
+    if re.fullmatch(r"\d+", when) and changed["prep"] in ("at", "в", "к"):
+        when = f"{when}:00"  # "а в 8?": a clock hour, not a length
+    elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
+        when = f"in {when}"
+    return Intent(kind="timer_change", russian=russian, when=when)
+
+
+PHRASING = Phrasing(first=(_timer_change_intent, _timer_intent), pairs=_timer_pairs)
