@@ -131,7 +131,9 @@ class Phrasing:
     the runtime's own recognisers (the clock, watches, corrections), for requests whose words
     those would misread ("remind me in 5 minutes what time it is" is a timer); `recognisers`, tried
     in order after them; `pairs`, two of its requests in one breath (core.reflex.recognise_both:
-    "a timer for 5 minutes for the eggs and 10 for the rice"); `requests`, by kind, a request
+    "a timer for 5 minutes for the eggs and 10 for the rice"); `negated`, its requests whose words
+    hold a negation ("не надо за ним следить": an end of a watch; any other "не" is none);
+    `opens`, whether a clause after a remark opens one of its requests; `requests`, by kind, a request
     of that kind made from the words that name its object ("не Дюну, а Бегущего по лезвию": a play
     of "бегущего по лезвию"), for the runtime's corrections, follow-ups and two requests in one
     breath; `asks_anywhere`, whether the words hold one of its questions anywhere ("Найди Брат.
@@ -140,5 +142,7 @@ class Phrasing:
     first: tuple[Recogniser, ...] = ()
     recognisers: tuple[Recogniser, ...] = ()
     pairs: Callable[[str, str, Sequence[Phrasing]], tuple[Intent, Intent] | None] | None = None
+    negated: tuple[Recogniser, ...] = ()
+    opens: Callable[[str], bool] = lambda clause: False
     requests: Mapping[str, Callable[[str, str, str, bool], Intent | None]] = field(default_factory=dict)
     asks_anywhere: Callable[[str], bool] = lambda raw: False

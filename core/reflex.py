@@ -148,15 +148,16 @@ def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | No
             return asked
     for comma in (m.start() for m in re.finditer(",", raw)):
         rest = raw[comma + 1:].strip()
-        if _opens_a_request(rest) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
+        if _opens_a_request(rest, phrasings) and not _LEAD_ONLY.fullmatch(raw[:comma + 1]):
             return _asked_after(raw[:comma], rest, raw[:comma].split(","), phrasings)
     return None
 
 
-def _opens_a_request(clause: str) -> bool:
-    """A clause that starts as a request does: a request verb, "kill that one", "you can stop watching for …"."""
+def _opens_a_request(clause: str, phrasings: Sequence[Phrasing]) -> bool:
+    """A clause that starts as a request does: a request verb, "kill that one", or as a toolset's
+    phrasing says one of its requests opens ("you can stop watching for …")."""
     return bool(VERB_START.match(clause) or _REQUEST_VERB.match(clause) or CANCEL_IT.match(clause)
-                or _UNWATCH.match(clause.rstrip(" .!?")))
+                or any(phrasing.opens(clause) for phrasing in phrasings))
 
 
 def _asked_after(before: str, request: str, parts: list[str], phrasings: Sequence[Phrasing]) -> Intent | None:
@@ -233,15 +234,16 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
         asked_time = _time_intent(question, said, russian)  # "… в Токио? у меня там друг, не хочу разбудить"
         if asked_time is not None:
             return asked_time  # a lookup; the remark's "не" is not about it
-    if _NEGATION.search(" " + raw) and joint is None:
-        return _unwatch_intent(raw, said, russian)  # "не надо за ним следить": an end of a watch; other "не": none
+    if _NEGATION.search(" " + raw) and joint is None:  # "не надо за ним следить": an end of a watch; other "не": none
+        negated = (read for phrasing in phrasings for read in phrasing.negated)
+        return next((intent for read in negated for intent in [read(raw, said, russian)] if intent is not None), None)
     if joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
     asked = [sentence for sentence in re.split(r"[.?!]+", raw) if VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and any(phrasing.asks_anywhere(raw) for phrasing in phrasings):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
-    own = (partial(_correction_intent, phrasings=phrasings), _unwatch_intent, _watch_intent, _tasks_intent,
-           _show_intent, _time_intent, partial(_follow_up_intent, phrasings=phrasings))
+    own = (partial(_correction_intent, phrasings=phrasings), _show_intent, _time_intent,
+           partial(_follow_up_intent, phrasings=phrasings))
     first = (phrasing.first for phrasing in phrasings)
     for recognise_kind in itertools.chain(*first, own, *(phrasing.recognisers for phrasing in phrasings)):
         intent = recognise_kind(raw, said, russian)
@@ -498,14 +500,6 @@ def close_to(said: str, name: str) -> bool:
     return difflib.SequenceMatcher(None, norm_words(said), norm_words(name)).ratio() >= 0.8
 
 
-# "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
-# wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
-_WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
-                    r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
-                    r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
-                    r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
-_MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
-                           r"replies|emails?|sends?|says|posts?)(?=[\s,.!?]|$)")
 CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
              ("whatsapp", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:ватсап\w*|вотсап\w*|whatsapp)(?=[\s,.!?]|$)")),
              ("slack", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:слак\w*|slack)(?=[\s,.!?]|$)")),
@@ -513,46 +507,12 @@ CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:теле�
              ("mail", re.compile(r"(?:^|\s)(?:по\s+|на\s+|в\s+|by\s+|an?\s+|in\s+)?(?:почт\w*|e-?mail\w*|имейл\w*|мейл\w*|"
                                  r"gmail|mail)(?=[\s,.!?]|$)")))
 # said after the request, not what to wait for: "…, would you?", "…, please"
-_POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
+POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
 
 
 def without_polite_tail(said: str) -> str:
     """The words without ", would you?", ", please", ", ладно": said after a request, asking nothing more."""
-    return _POLITE_TAIL.sub("", said.rstrip())
-_WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
-_WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
-_TASKS = re.compile(r"(?:что\s+(?:(?:сейчас|у\s+меня|там|ещ[её])\s+)*(?:выполняется|работает|запущено|крутится)\s+в\s+фоне|"
-                    r"что\s+(?:(?:сейчас|у\s+меня|там|ещ[её])\s+)*в\s+фоне(?:\s+(?:сейчас\s+)?(?:выполняется|работает|запущено|крутится))?[\s?]*$|"
-                    r"what(?:'s|\s+is)\s+(?:still\s+)?(?:going\s+on|happening)\s+in\s+the\s+background|"
-                    r"как\w*\s+(?:фонов\w+\s+)?задач\w*\s+"
-                    r"(?:сейчас\s+)?(?:выполня|работа|запущен)|фонов\w+\s+задач|what(?:'s|\s+is)\s+running\s+in\s+the\s+background|"
-                    r"(?:any|which|what)\s+background\s+tasks|list\s+(?:the\s+|my\s+)?background\s+tasks)")
-
-
-# "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
-_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
-                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
-                          r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
-
-
-def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    asked = _POLITE_TAIL.sub("", raw.rstrip(" .!?"))
-    match = _WATCH.match(asked) or _WATCH_AFTER.match(asked)
-    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or TIMER_WORD.search(match["rest"]):
-        return None
-    rest = match["rest"]
-    reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
-    rest = rest[:reason.start()] if reason else rest  # "…, I'm waiting for his address": why, not what
-    webhook = _WEBHOOK.search(rest)
-    channel = next((name for name, pattern in CHANNELS if pattern.search(" " + rest)), "any")
-    if channel != "any":  # "в телеграме" says where, not what
-        rest = " ".join(dict(CHANNELS)[channel].sub(" ", " " + rest).split())
-    if webhook is not None:
-        channel = webhook["name"] or webhook["name_ru"]
-        says = _WEBHOOK_SAYS.search(rest[webhook.end():])
-        rest = says["what"] if says else rest
-    return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(rest, said),
-                  text=as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
+    return POLITE_TAIL.sub("", said.rstrip())
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
@@ -693,41 +653,5 @@ def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
     if earlier is None or earlier.kind not in ("play", "search", "details"):
         return None
     return msgspec.structs.replace(earlier, subject=intent.subject, reference=intent.reference, russian=intent.russian)
-
-
-# "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
-_UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
-                      r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
-                      r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
-                      r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
-                      r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
-                      r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
-                      r"не\s+надо\s+(?:больше\s+)?за\s+(?P<ru5>\S+)\s+следить(?:\s+больше)?(?:\s*,.*)?|"
-                      r"за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
-                      r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
-
-
-def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    match = _UNWATCH.match(raw.rstrip(" .!?"))
-    if match is None or TIMER_WORD.search(raw):
-        return None
-    named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
-    waited_for = re.search(r"(?:watching|monitoring|waiting|checking)\s+(?:out\s+)?for|следить\s+за|ждать", raw)
-    if re.search(r"(?:^|\s)(?:movie|film|show|series|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", norm_words(named)) or (
-            not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", norm_words(named))):
-        return None  # "stop watching the movie", "stop watching it": what plays, not a watch
-    return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
-
-
-def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _WATCHES_ASKED.search(raw):  # "which messages are you watching for?": the watches, a list
-        return Intent(kind="tasks", russian=russian, action="watches")
-    return Intent(kind="tasks", russian=russian) if _TASKS.search(raw) else None
-
-
-_WATCHES_ASKED = re.compile(r"(?:which|what)\s+(?:messages|chats|channels|watches)\s+(?:are\s+you|you'?re|do\s+you)\s+"
-                            r"(?:watching|monitoring|waiting|keeping)|what\s+are\s+you\s+(?:watching|waiting)\s+for|"
-                            r"(?:за\s+ч[её]м|за\s+какими\s+\w+)\s+(?:ты\s+)?(?:сейчас\s+)?(?:следишь|наблюдаешь)|"
-                            r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)")
 
 

@@ -11,6 +11,7 @@ from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
 from toolsets.channels.local import STEPS
+from toolsets.channels.phrasing import PHRASING
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
 
@@ -61,5 +62,5 @@ def _changed(before: dict[str, Watch], after: list[Watch], tool: str, args: Mapp
     return Watching(watch=_ref(same[0]), already=True) if same else None
 
 
-# the plain requests the session carries out itself (local.py)
-TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run, steps=STEPS)
+# the plain requests the session carries out itself (local.py) and how they are said (phrasing.py)
+TOOLSET = SessionToolset(spec=CHANNELS_TOOLSET, handler=_run, steps=STEPS, phrasing=PHRASING)

@@ -10,6 +10,7 @@ from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TaskRef, TasksListed
 from toolsets.tasks.answers import tasks_cancel, tasks_list, tasks_status
 from toolsets.tasks.local import STEPS
+from toolsets.tasks.phrasing import PHRASING
 
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
@@ -41,5 +42,5 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     return CallOutcome(kind="ok", text=text)
 
 
-# the plain requests the session carries out itself (local.py)
-TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run, steps=STEPS)
+# the plain requests the session carries out itself (local.py) and how they are said (phrasing.py)
+TOOLSET = SessionToolset(spec=TASKS_TOOLSET, handler=_run, steps=STEPS, phrasing=PHRASING)

@@ -1,0 +1,83 @@
+"""How the channels toolset's plain requests are said (issue 50): a watch for a message to wait for
+("скажи, когда Аня напишет в телеграм", "let me know if the deploy webhook says it failed") and
+the end of one ("stop watching for Dave", "не надо за ним следить"). core.reflex.recognise tries
+them before the runtime's own recognisers (`PHRASING`, declared by the toolset's record); the
+steps are in toolsets/channels/local.py.
+"""
+from __future__ import annotations
+
+import re
+
+from core.fastpath import Intent, Phrasing
+from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words
+
+# "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
+# wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
+_WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
+                    r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
+                    r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
+                    r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
+
+
+_MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
+                           r"replies|emails?|sends?|says|posts?)(?=[\s,.!?]|$)")
+
+
+_WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
+
+
+_WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
+
+
+# "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
+_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
+                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
+                          r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
+
+
+def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    asked = POLITE_TAIL.sub("", raw.rstrip(" .!?"))
+    match = _WATCH.match(asked) or _WATCH_AFTER.match(asked)
+    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or TIMER_WORD.search(match["rest"]):
+        return None
+    rest = match["rest"]
+    reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
+    rest = rest[:reason.start()] if reason else rest  # "…, I'm waiting for his address": why, not what
+    webhook = _WEBHOOK.search(rest)
+    channel = next((name for name, pattern in CHANNELS if pattern.search(" " + rest)), "any")
+    if channel != "any":  # "в телеграме" says where, not what
+        rest = " ".join(dict(CHANNELS)[channel].sub(" ", " " + rest).split())
+    if webhook is not None:
+        channel = webhook["name"] or webhook["name_ru"]
+        says = _WEBHOOK_SAYS.search(rest[webhook.end():])
+        rest = says["what"] if says else rest
+    return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(rest, said),
+                  text=as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
+
+
+# "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
+_UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
+                      r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
+                      r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
+                      r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
+                      r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
+                      r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
+                      r"не\s+надо\s+(?:больше\s+)?за\s+(?P<ru5>\S+)\s+следить(?:\s+больше)?(?:\s*,.*)?|"
+                      r"за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
+                      r"(?:отмени|убери|удали|сними|выключи)\s+(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*))[\s.!]*$")
+
+
+def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    match = _UNWATCH.match(raw.rstrip(" .!?"))
+    if match is None or TIMER_WORD.search(raw):
+        return None
+    named = next((group for group in match.groups() if group is not None), "").split(",")[0].strip()  # not its reason
+    waited_for = re.search(r"(?:watching|monitoring|waiting|checking)\s+(?:out\s+)?for|следить\s+за|ждать", raw)
+    if re.search(r"(?:^|\s)(?:movie|film|show|series|фильм\w*|кино|сериал\w*|мультфильм\w*)(?:\s|$)", norm_words(named)) or (
+            not waited_for and re.search(r"(?:^|\s)(?:it|this|that)(?:\s|$)", norm_words(named))):
+        return None  # "stop watching the movie", "stop watching it": what plays, not a watch
+    return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
+
+
+PHRASING = Phrasing(first=(_unwatch_intent, _watch_intent), negated=(_unwatch_intent,),
+                    opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None)
