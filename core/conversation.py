@@ -609,7 +609,8 @@ class Conversation(ReflexSteps):
                     if skill.name not in turn.read_this_turn]
         choices = arg_choices(self.s.registry, active, readable)
         for tool in ("enable_toolset", "read_skill"):  # the world's toolsets: only when the words are about them
-            choices[tool] = [name for name in choices.get(tool, []) if toolset_offerable(name, said)]
+            choices[tool] = [name for name in choices.get(tool, [])
+                             if toolset_offerable(self.s.registry.toolset(name), said)]
         choices.update(self._id_choices(tools))
         return _Step(history=history, messages=messages, tools=tools, choices=choices,
                      asked_notice=notice, plain_only=plain_only, closing=answered)

@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 
 from core.timewords import unsaid_number
-from protocol.tools import ToolSpec
+from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
 RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
@@ -417,34 +417,27 @@ def _offerable(kinds: frozenset[str], asks: str, said: str, offered: str) -> boo
     return not kinds or any(requested(kind, said, offered) for kind in kinds)  # type: ignore[arg-type]
 
 
-# The world's toolsets serve few requests and tempt a small model on many ("start my morning
-# workout" -> the tasks' list; "who are you?" -> the watches' list): each is offered to turn on (or its
-# skill to read) only when the turn's words are about what it does. Once on, its tools stay offered.
-_MESSAGE_WORDS = _stems("сообщ", "напис", "пишет", "написал", "уведомл", "вебхук", "телеграм", "почт", "письм", "чат",
-                        "канал", "звон", "message", "wrote", "writes", "write", "notification", "webhook", "telegram",
-                        "mail", "email", "chat", "channel", "call")
-_JOB_WORDS = _stems("сборк", "деплой", "выкатк", "сайт", "страниц", "команд", "скрипт", "сервер", "build", "deploy",
-                    "site", "page", "command", "script", "server", "job", "монитор", "monitor")
-_TASK_WORDS = _stems("задач", "фон", "работает", "запущен", "статус", "монитор", "наблюд", "слежк", "task",
-                     "background", "job", "running", "status", "monitor", "progress", "что ты сейчас делаешь",
-                     "what are you doing")
-_TOOLSET_WORDS: dict[str, tuple[re.Pattern[str], ...]] = {
-    "tasks": (_TASK_WORDS, _CANCEL_VERBS),
-    "monitors": (_WATCH_VERBS, _JOB_WORDS),
-    "channels": (_WATCH_VERBS, _MESSAGE_WORDS),
-    "notify": (_NOTIFY_VERBS,),
-}
+_VERBS_OF: dict[str, re.Pattern[str]] = {"cancel": _CANCEL_VERBS, "watch": _WATCH_VERBS, "notify": _NOTIFY_VERBS}
+
+
+def toolset_offerable(spec: ToolsetSpec | None, said: str) -> bool:
+    """Whether a step may offer to turn a toolset on (or read its skill) for these words: always,
+    but for a toolset that declares the words it is offered for (`ToolsetSpec.offered_for`: the
+    world's toolsets), which the words must hold."""
+    if spec is None or not (spec.offered_for or spec.offered_for_verbs) or not said.strip():
+        return True  # a world event's turn: whatever its recipe needs
+    return _offered_for(tuple(spec.offered_for), tuple(spec.offered_for_verbs), said)
 
 
 @functools.lru_cache(maxsize=1024)
-def toolset_offerable(name: str, said: str) -> bool:
-    """Whether a step may offer to turn toolset `name` on (or read its skill) for these words:
-    always, but for the world's toolsets, which need words about what they do."""
-    patterns = _TOOLSET_WORDS.get(name)
-    if patterns is None or not said.strip():  # a world event's turn: whatever its recipe needs
-        return True
+def _offered_for(words: tuple[str, ...], verbs: tuple[str, ...], said: str) -> bool:
     text = _norm(said)
-    return any(pattern.search(text) for pattern in patterns)
+    return bool(words and _word_starts(words).search(text)) or any(_VERBS_OF[kind].search(text) for kind in verbs)
+
+
+@functools.lru_cache(maxsize=64)
+def _word_starts(words: tuple[str, ...]) -> re.Pattern[str]:
+    return _stems(*words)
 
 
 # ---- a final answer that reports an action nobody made --------------------------------------

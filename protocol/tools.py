@@ -69,7 +69,11 @@ class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     declaration, and the Catalog carries it to the session. origin: where it comes from (the
     registry's built-in toolsets, `toolsets.extra`, an MCP server): the fast path (core.reflex)
     leaves to the model what its own toolsets have nothing for when any other is there. timeout_s: how long one call may take (0: session.tool_timeout_s). example: worked examples
-    for the prompt, one per line, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none)."""
+    for the prompt, one per line, `"what the user says" -> TOOL_CALL: … -> the answer` ("": none).
+    offered_for / offered_for_verbs: a toolset that serves few requests and tempts a small model on
+    many (the world's: "start my morning workout" -> the tasks' list) is offered to turn on (or its
+    skill to read) only when the turn's words hold one of these word starts (ru and en; a start
+    ending in a space is a whole word) or a verb of one of these kinds (core.intent); none: always."""
 
     name: str
     summary: str
@@ -78,6 +82,8 @@ class ToolsetSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timeout_s: float = 0.0
     example: str = ""
     origin: Literal["builtin", "extra", "mcp"] = "builtin"
+    offered_for: list[str] = []
+    offered_for_verbs: list[Literal["cancel", "watch", "notify"]] = []
 
 
 class CatalogRequest(Msg):

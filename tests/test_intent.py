@@ -195,3 +195,15 @@ def test_a_request_the_user_will_finish_later_asks_for_nothing_yet():
     assert not requested("timer_set", "next week I'll want a reminder for the vet, I'll tell you the day later")
     assert not requested("timer_set", "про стрижку напомнишь, а во сколько — скажу завтра")
     assert requested("timer_set", "remind me in 20 minutes to call back, I'll tell you why later")
+
+
+def test_a_world_toolset_is_offered_only_for_the_words_its_spec_declares():
+    from core.intent import toolset_offerable
+
+    registry = ToolsetRegistry(default_catalog())
+    channels, tasks, media = (registry.toolset(name) for name in ("channels", "tasks", "media"))
+    assert not toolset_offerable(channels, "who are you?") and not toolset_offerable(tasks, "start my morning workout")
+    assert toolset_offerable(channels, "tell me when Anna writes on telegram")  # its words
+    assert toolset_offerable(tasks, "отмени эту задачу")  # a verb of the kind it declares
+    assert toolset_offerable(media, "who are you?")  # a toolset that declares none: always
+    assert toolset_offerable(channels, "")  # a world event's turn has no words: whatever its recipe needs

@@ -19,6 +19,11 @@ CHANNELS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда напишет Анна\" -> TOOL_CALL: channels_watch|any; Анна -> \"Скажу, когда Анна напишет.\""),
     name="channels",
     summary="messages from outside (phone notifications, webhooks): watch for what matters",
+    # offered only for words about it ("who are you?" is no watch): protocol.ToolsetSpec
+    offered_for=["сообщ", "напис", "пишет", "написал", "уведомл", "вебхук", "телеграм", "почт", "письм", "чат",
+                 "канал", "звон", "message", "wrote", "writes", "write", "notification", "webhook", "telegram",
+                 "mail", "email", "chat", "channel", "call"],
+    offered_for_verbs=["watch"],
     tools=[
         ToolSpec(name="channels_watch",
                  summary="wake me when a message on a channel (an app like telegram, a webhook name, or any) matches what matters",

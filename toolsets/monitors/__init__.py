@@ -12,6 +12,10 @@ MONITORS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда сборка закончится\" -> TOOL_CALL: monitors_start|build; exit 0 -> \"Скажу, когда сборка пройдёт.\""),
     name="monitors",
     summary="watch an allowed command or web page and wake me when a condition holds",
+    # offered only for words about it: protocol.ToolsetSpec
+    offered_for=["сборк", "деплой", "выкатк", "сайт", "страниц", "команд", "скрипт", "сервер", "build", "deploy",
+                 "site", "page", "command", "script", "server", "job", "монитор", "monitor"],
+    offered_for_verbs=["watch"],
     tools=[
         ToolSpec(name="monitors_start",
                  summary="start an allowed monitor until: contains WORDS, exit N, or status N",

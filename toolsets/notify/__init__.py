@@ -17,6 +17,7 @@ SILENT_TOOL = "notify_nothing"
 NOTIFY_TOOLSET = ToolsetSpec(
     name="notify",
     summary="tell the user something now, even when the glasses are off",
+    offered_for_verbs=["notify"],  # offered only for words asking to be told: protocol.ToolsetSpec
     tools=[
         ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone)",
                  args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)], action="notify"),

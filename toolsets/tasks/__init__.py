@@ -15,6 +15,10 @@ from toolsets.tasks.phrasing import PHRASING
 TASKS_TOOLSET = ToolsetSpec(
     name="tasks",
     summary="what runs in the background (tool calls, monitors): list, status, cancel one",
+    # offered only for words about it ("start my morning workout" is no task): protocol.ToolsetSpec
+    offered_for=["задач", "фон", "работает", "запущен", "статус", "монитор", "наблюд", "слежк", "task", "background",
+                 "job", "running", "status", "monitor", "progress", "что ты сейчас делаешь", "what are you doing"],
+    offered_for_verbs=["cancel"],
     tools=[
         ToolSpec(name="tasks_list", summary="the background tasks and monitors running now", read_only=True,
                  serves="task_list"),
