@@ -359,7 +359,7 @@ async def test_a_choice_said_alone_with_no_search_before_it_plays_nothing(tmp_pa
 @pytest.mark.parametrize("said, answer", [
     ("set an alarm for tomorrow at 7", "Set for tomorrow at 07:00: alarm."),
     ("поставь будильник на завтра на 7", "Поставил на завтра, 07:00: будильник."),
-    ("remind me every day at 8 in the morning to take my pills", "Set for every day at 08:00: take my pills."),
+    ("remind me every day at 8 in the morning to take my pills", "I'll remind you every day at 08:00: take my pills."),
     ("remind me at 23:30 to lock the door", "Set for today at 23:30: lock the door."),
     ("set a timer for 10 minutes", "Timer set for 10 minutes, it goes off at 22:10."),
 ])

@@ -99,7 +99,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
     """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
     time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
-    25 hours 56 minutes 27 seconds"), and "every day" for a daily one."""
+    25 hours 56 minutes 27 seconds"), and "every day at 08:00" for a daily one."""
     text = f": {intent.text}" if intent.text else ""
     at, russian = fast.clock_time(due), intent.russian
     if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
