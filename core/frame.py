@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
 import msgspec
 
+from core.fastpath import Phrasing
 from core.frame_bank import Bank, default_bank
 from core.intent import ActionKind, remark, requested, same_word
 from core.timewords import numbers_said
@@ -120,14 +122,14 @@ def frame_messages(said: str, before: str = "", *, nearest: int = NEAREST_EXAMPL
     return messages + [ChatMessage(role="user", content=context + said)]
 
 
-def read_frame(reply: str, said: str, before: str = "") -> Frame:
+def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phrasing] | None = None) -> Frame:
     """The reply read as a command of the list whose every added word and number the user said,
     now or in the request `before` ("who directed it?" after "find Kin-dza-dza": "who directed
     Kin-dza-dza"); the answer's language is that of `said`. A reply of several lines is taken
     only when exactly one of them holds up (the local model put the request before on a line
     of its own); two that do are two requests, the model's to take."""
     lines = [line for line in reply.strip().splitlines() if line.strip()][:_MAX_LINES] or [NONE]
-    frames = [_read_line(line, said, before) for line in lines]
+    frames = [_read_line(line, said, before, phrasings) for line in lines]
     taken = [frame for frame in frames if frame.intent is not None]
     if len(taken) > 1:
         return Frame(reply.strip(), None, "several")
@@ -137,12 +139,12 @@ def read_frame(reply: str, said: str, before: str = "") -> Frame:
 _MAX_LINES = 3
 
 
-def _read_line(line: str, said: str, before: str) -> Frame:
+def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] | None) -> Frame:
     command = " ".join(line.split())
     command = command.strip(" \"'`«»")
     if command in (NONE, "", "none", "None"):
         return Frame(command, None, "none")
-    intent = recognise(command)
+    intent = recognise(command, phrasings)
     # the request before may name the title a question is about ("who directed it?"), never what
     # to do now: a timer or a play grounded in it is the last request said again
     unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said)

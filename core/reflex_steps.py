@@ -326,7 +326,7 @@ class ReflexSteps:
             reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300], nearest=self.s.config.frame_examples))
         except ModelUnavailable:
             return None  # the model's own step says so, or works again
-        frame = read_frame(reply, words, before[:300])
+        frame = read_frame(reply, words, before[:300], self.s.phrasings)
         turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
         _log.info("session=%s frame %r -> %s", self.sid, frame.command,
                   frame.intent.kind if frame.intent else f"the model ({frame.refused})")
