@@ -316,8 +316,13 @@ class ReflexSteps:
 
     async def _framed(self, turn: TurnState, words: str) -> Intent | None:
         """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
-        and taken only when every name and number in it is the user's; None: the model's turn."""
+        and taken only when every name and number in it is the user's; None: the model's turn.
+        Not asked when a toolset beyond the built-in ones or a user's skill could serve the words:
+        the model, which sees them all, reads them anyway, and a question about the built-in
+        commands first would cost the turn a model call more ("book a table for two tonight")."""
         if not (self.s.config.frame and self.s.model.frame) or not words.strip() or small_talk(words):
+            return None
+        if await self._others_could_serve():
             return None
         earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
         before = "\n".join(user_lines(earlier))

@@ -11,6 +11,7 @@ the prompt, the error texts and the activation texts all use (S11):
 from __future__ import annotations
 
 import collections
+import logging
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -30,6 +31,7 @@ from protocol.base import Msg
 from protocol.results import ToolData
 from protocol.tools import ArgSpec, CallOutcome, Serves, ToolOutcome, ToolsetSpec, ToolSpec
 
+_log = logging.getLogger("porfiry.toolsets")
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone; with a place, the time there",
              args=[ArgSpec(name="place", required=False)], action="none", asks="clock",
@@ -374,8 +376,10 @@ class ToolsetRegistry:
         problems = self._problems(toolset)
         for tool in toolset.tools:
             self._tools.setdefault(tool.name, tool)
-            if tool.serves:
-                self._serving.setdefault(tool.serves, tool.name)
+            serving = self._serving.setdefault(tool.serves, tool.name) if tool.serves else tool.name
+            if serving != tool.name:  # one tool per request, as one handler per intent: the first in catalog order
+                _log.warning("tool %s serves %s, which %s serves already: the fast path keeps %s", tool.name,
+                             tool.serves, serving, serving)
         self._toolsets.setdefault(toolset.name, toolset)
         return problems
 
@@ -395,10 +399,6 @@ class ToolsetRegistry:
             if tool.name in self._tools or tool.name in seen:
                 core = " (a core tool has that name)" if tool.name in CORE_TOOL_NAMES else ""
                 problems.append(f"tool {tool.name} is declared twice{core}")
-            serving = self._serving.get(tool.serves) or next(
-                (t.name for t in toolset.tools if t.serves == tool.serves and t.name in seen), None)
-            if tool.serves and serving:  # one tool per request, as one handler per intent: no guessing which
-                problems.append(f"tool {tool.name} serves {tool.serves}, which {serving} serves already")
             seen.add(tool.name)
         return problems
 

@@ -47,11 +47,26 @@ async def test_with_no_toolset_serving_a_play_the_model_answers_it(tmp_path, inp
     assert not [m for m in history if m["role"] == "tool"]  # the fast path called nothing
 
 
-def test_two_tools_serving_one_request_are_refused_by_name():
+def test_of_two_tools_serving_one_request_the_first_serves_and_the_second_is_named(caplog):
+    """A second films toolset beside the first (media and a user's own) starts: its tools are the
+    model's, the fast path keeps the first's, and the log says which."""
     def films(name: str) -> ToolsetSpec:
         return ToolsetSpec(name=name, summary="films", tools=[ToolSpec(name=f"{name}_play", summary="play", serves="title_play")])
 
-    with pytest.raises(ValueError, match="kinob_play serves title_play, which kinoa_play serves already"):
-        ToolsetRegistry([films("kinoa"), films("kinob")])
-    assert ToolsetRegistry([films("kinoa")]).serving("title_play") == "kinoa_play"
+    registry = ToolsetRegistry([films("kinoa"), films("kinob")])
+    assert registry.serving("title_play") == "kinoa_play" and registry.spec("kinob_play") is not None
+    assert "kinob_play serves title_play, which kinoa_play serves already" in caplog.text
     assert ToolsetRegistry([films("kinoa")]).serving("timer_set") == ""
+
+
+@pytest.mark.parametrize("extra, model_calls", [([], 2), (["kino_toolset:TOOLSET"], 1)])
+async def test_words_no_sentence_knows_cost_one_model_call_when_another_toolset_could_serve_them(
+        tmp_path, inproc_config, extra, model_calls):
+    """The frame (the built-in commands asked of the model first) is one call more; with a toolset
+    beyond the built-in ones the agent, which sees it, reads the words at once."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "-" if "command" in messages[0].content.casefold() else "Sure.")
+    config = override(inproc_config, toolsets={"extra": extra, "sections": inproc_config.toolsets.sections},
+                      session={"frame": True})
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await system.turn("s1", "book me a table for two tonight")
+    assert len(backend.calls) == model_calls
