@@ -66,7 +66,7 @@ ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(
                           r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
                           r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
-# set or listed (core.reflex_answers.timers_to_cancel), else the model asks
+# set or listed (the timers toolset's step says which), else the model asks
 CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
                         r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
                         r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"

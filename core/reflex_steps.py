@@ -40,9 +40,6 @@ _log = logging.getLogger("porfiry.session")
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
 REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
-MORE_PAGES = 3  # search pages past the first read for "the newest one" of a title's namesakes
-TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
-TRANSLATION_MAX_TOKENS = 120  # a film's description put in English (core.reflex_answers.translation_messages)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})

@@ -246,7 +246,7 @@ def refer(reference: Reference, titles: list[Shown], last_id: str) -> str:
         names = set(talked.names) if talked is not None else set()
         others = [t for t in titles if t.media_id != last_id and names & set(t.names)]
         return others[0].media_id if len(others) == 1 else ""
-    if reference.last:  # the last the answer named (core.reflex_answers.search_answer names the first few)
+    if reference.last:  # the last the answer named (search_answer names the first few)
         return titles[min(len(titles), ANSWER_TITLES) - 1].media_id if titles else ""
     if last_id:
         return last_id
@@ -399,7 +399,7 @@ async def _trimmed(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
     """The request with words said after its title left off ("бриллиантовую руку что ли", "the
     lion king for the kids", "ratatouille the kids are bored out of their minds"): the longest
     start of the words that the catalog plainly has as a title (asked aside, nothing recorded;
-    core.reflex.said_after_a_title says which ends may go); the request as said when the whole
+    said_after_a_title says which ends may go); the request as said when the whole
     of it is one, or none is."""
     words = intent.subject.split()
     if len(words) < 2:
