@@ -124,8 +124,8 @@ class SessionActor(Actor):
         self.settings = SessionSettings(
             registry=ToolsetRegistry(catalog.toolsets, catalog.starting), ports=self, spawn=self.spawn, config=cfg,
             records=records,
-            local_intents=LocalIntents.load(intent_files(self.config), on_error=self._bad_intents)
-            if cfg.reflexes else LocalIntents.empty(),
+            # loaded with the reflexes off too: the toolsets' responses word what a turn did (core.done_said)
+            local_intents=LocalIntents.load(intent_files(self.config), on_error=self._bad_intents),
             clock=self.clock, router=router, on_timer_set=self.wheel.wake,
             observer=Observer(self.subscribers.publish, self.subscribers.listening, self.subscribers.wants_prompt),
         )

@@ -659,7 +659,8 @@ class Conversation(ReflexSteps):
             results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
             ran = [(action_kind(self.s.registry.spec(tool)) or "", result, data, self._changes(tool))
                    for (tool, result, kind), data in results if kind in RAN_KINDS]
-            text = " ".join([text.strip(), *unsaid_done(text, ran, self._language() == "Russian", self.s.tz)]).strip()
+            russian = self._language() == "Russian"
+            text = " ".join([text.strip(), *unsaid_done(text, ran, russian, self._speaker(russian), self.s.tz)]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)

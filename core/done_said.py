@@ -6,8 +6,10 @@ of it ("Порridge готово.", "OK"): the glasses never show that a timer r
 For another tool's change (an MCP tool not read-only) only a bare "Done" gets its result's line.
 The guard against the opposite (an action claimed that no call made) asks again; here nothing is
 wrong with the action, only the words lack it, so the runtime adds the sentence a reflex would
-have said, in the user's language. Pure functions over the turn's results: a timer and a play are
-read from their payloads (protocol.results), another tool's change from its result's first line.
+have said, in the user's language, in the words of the toolsets' responses (`say`: the timers'
+and the media's intents.yaml; none worded, nothing added). Pure functions over the turn's results:
+a timer and a play are read from their payloads (protocol.results), another tool's change from its
+result's first line.
 """
 from __future__ import annotations
 
@@ -15,36 +17,39 @@ import datetime as dt
 import re
 
 from core.echo import first_line
+from core.local_intents import Say
 from core.timers import format_span
-from core.timewords import in_digits, numbers_said
+from core.timewords import in_digits, numbers_said, spoken_parts
 from protocol.results import Playing, TimerSet, ToolData
 
 _PLAYING = ("sent", "started", "resumed")  # a play under way: sent to the phone, or the phone says it plays
 _SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
+CLOCK_SAID_FROM_S = 3 * 3600  # a timer this far ahead is said by its day and clock time, as an alarm is
+DAY_S = 86400
 
 
-def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool]], russian: bool,
+def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool]], russian: bool, say: Say,
                 tz: dt.tzinfo = dt.timezone.utc) -> list[str]:
     """The sentences to add to `answer` for the timers set, films started and other changes made by
     the turn's calls that the answer does not mention; [] when it says each. `results`: (the kind
     of action its tool's spec declares (core.intent.action_kind; "" for a lookup), result, its
-    payload, whether the tool changes something) of the calls that ran, in order. `tz`: the
-    session's, for a timer's clock time."""
+    payload, whether the tool changes something) of the calls that ran, in order. `say`: the
+    toolsets' responses in the user's language. `tz`: the session's, for a timer's clock time."""
     said = in_digits(answer).casefold()
     missing = []
     for kind, result, data, changes in results:
         if kind == "timer_set":
             if isinstance(data, TimerSet) and not _says_timer(said, data, tz):
-                missing.append(_timer_sentence(data, russian, tz))
+                missing.append(_timer_sentence(data, russian, say, tz))
         elif kind == "play":
             if isinstance(data, Playing) and data.title and data.state in _PLAYING and \
                     not _says_title(said, data.title, data.media_id):
-                missing.append(f"Включаю «{data.title}»." if russian else f"Playing «{data.title}».")
+                missing.append(say("playing", title=f"«{data.title}»"))
         elif changes and _BARE.fullmatch(said.strip(" .!")) and not _shares_a_word(said, first_line(result)):
             # "Done" after an MCP tool's change: its result says what ("home city set: Berlin …")
             line = first_line(result).strip().rstrip(".")
             missing.append(line[:1].upper() + line[1:CHANGE_LINE_CHARS] + ".")
-    return missing
+    return [sentence for sentence in missing if sentence]  # what no toolset words is not added
 
 
 # an answer that says only that something was done; another tool's result is added to nothing else
@@ -82,10 +87,20 @@ def _says_title(said: str, title: str, title_id: str) -> bool:
     return bool(words) and any(w in said for w in words)
 
 
-def _timer_sentence(timer: TimerSet, russian: bool, tz: dt.tzinfo) -> str:
+def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> str | None:
+    """As the fast path says a timer it set: by its length ("Timer set for 7 min, it goes off at
+    18:07: каша готова."), by its day and clock time when that far ahead ("Set for tomorrow at
+    09:00: wake up."), "every day at 08:00" for a daily one."""
     text, clock, span = timer.text.strip(), _clock(timer, tz), _span(timer)
     about = f": {text}" if text and text not in ("таймер", "timer") else ""
+    if timer.every_s == DAY_S:
+        return say("timer_set_daily", at=clock, text=about)
+    if timer.due - timer.set_at >= CLOCK_SAID_FROM_S:
+        due, set_at = (dt.datetime.fromtimestamp(t, tz) for t in (timer.due, timer.set_at))
+        days = (due.date() - set_at.date()).days
+        day = (say("day_today") if days == 0 else say("day_tomorrow") if days == 1
+               else say("day_date", date=spoken_parts(due, russian)[1]))
+        return say("timer_set_for", day=day, at=clock, text=about) if day is not None else None
     if russian:
         span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], span)
-        return f"Таймер поставлен на {span}, сработает в {clock}{about}."
-    return f"Timer set for {span}, it goes off at {clock}{about}."
+    return say("timer_set", span=span, at=clock, text=about)

@@ -3,7 +3,10 @@ action its tool declares: core.intent.action_kind)."""
 import datetime as dt
 
 from core.done_said import unsaid_done
+from core.reflex_steps import builtin_local_intents
 from protocol.results import Playing, TimerSet
+
+RU, EN = builtin_local_intents().speaker("ru"), builtin_local_intents().speaker("en")  # the toolsets' responses
 
 AT_18 = dt.datetime(2026, 3, 14, 18, 0, tzinfo=dt.timezone.utc).timestamp()
 SET = ("timer_set", "(toolset timers was enabled on the way)\nTimer t3 set for 18:07 today (in 7 min): каша готова",
@@ -14,29 +17,29 @@ HOME = ("change", "home city set: Berlin (Europe/Berlin)", None, True)
 
 
 def test_an_answer_that_says_nothing_of_the_timer_or_the_film_gets_both_said():
-    assert unsaid_done("Порridge готово.", [SET, PLAYED], russian=True) == [
+    assert unsaid_done("Порridge готово.", [SET, PLAYED], russian=True, say=RU) == [
         "Таймер поставлен на 7 мин, сработает в 18:07: каша готова.", "Включаю «Матрица»."]
     morning = TimerSet(id="t1", due=AT_18 + 15 * 3600, text="wake up", set_at=AT_18)
     assert unsaid_done("OK", [("timer_set", "Timer t1 set for 09:00 tomorrow (in 15 h): wake up", morning, True)],
-                       russian=False) == [
-        "Timer set for 15 h, it goes off at 09:00: wake up."]
-    assert unsaid_done("Done", [HOME], russian=False) == ["Home city set: Berlin (Europe/Berlin)."]  # an MCP tool's change
+                       russian=False, say=EN) == [
+        "Set for tomorrow at 09:00: wake up."]  # far ahead: its day and time, as the fast path says it
+    assert unsaid_done("Done", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # an MCP tool's change
 
 
 def test_an_answer_that_says_when_or_how_long_or_which_film_in_any_case_gets_nothing_added():
-    assert unsaid_done("Поставила таймер на семь минут и включила Матрицу.", [SET, PLAYED], russian=True) == []
-    assert unsaid_done("Done, it rings at 18:07. Enjoy The Matrix!", [SET, PLAYED], russian=False) == []
-    assert unsaid_done("Berlin is your home city now.", [HOME], russian=False) == []
+    assert unsaid_done("Поставила таймер на семь минут и включила Матрицу.", [SET, PLAYED], russian=True, say=RU) == []
+    assert unsaid_done("Done, it rings at 18:07. Enjoy The Matrix!", [SET, PLAYED], russian=False, say=EN) == []
+    assert unsaid_done("Berlin is your home city now.", [HOME], russian=False, say=EN) == []
     notified = ("notify", "Sent to the user (high): call mum.", None, True)
-    assert unsaid_done("Told you.", [notified], russian=False) == []  # only a bare "Done" gets another tool's line
+    assert unsaid_done("Told you.", [notified], russian=False, say=EN) == []  # only a bare "Done" gets another tool's line
 
 
 def test_calls_that_failed_or_changed_nothing_are_not_said():
     refused = ("timer_set", "not executed (not_requested): timers_set was not run: the user did not ask for this", None, True)
     found = ("", "matrix-1999 — Матрица / The Matrix (1999)", None, False)
-    assert unsaid_done("Понятно.", [refused, found], russian=True) == []
+    assert unsaid_done("Понятно.", [refused, found], russian=True, say=RU) == []
 
 
 def test_a_play_the_phone_did_not_start_is_not_said_as_playing():
     paused = Playing(media_id="matrix-1999", action="play", state="paused", title="Матрица")
-    assert unsaid_done("OK", [("play", "«Матрица» (matrix-1999) is paused on the phone", paused, True)], russian=False) == []
+    assert unsaid_done("OK", [("play", "«Матрица» (matrix-1999) is paused on the phone", paused, True)], russian=False, say=EN) == []
