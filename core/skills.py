@@ -7,6 +7,7 @@ SkillRepository; sessions hold a SkillChangeTracker (core.skills_notice).
 import difflib
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,6 +88,10 @@ class SkillRepository:
         if user_dir is not None:
             self._sources.append((Path(user_dir), False))
         self._files: dict[Path, _FileState] = {}
+        # one look at the folders at a time: the store's watcher and a request both refresh from
+        # worker threads, and a slow look that read a half-written SKILL.md must not record its
+        # stale verdict over the one a later look made of the finished file
+        self._refreshing = threading.RLock()
         self._clock = clock
         self._refresh_interval_s = refresh_interval_s
         self._last_refresh: float | None = None
@@ -108,15 +113,16 @@ class SkillRepository:
     def refresh(self, force: bool = False) -> bool:
         """Pick up added, edited and removed SKILL.md files. Rate-limited unless `force`.
         Returns True when the served skills changed."""
-        if not force and not self.refresh_due():
-            return False
-        self._last_refresh = self._clock()
-        for directory, builtin in self._sources:
-            self._scan(directory, builtin)
-        changed = self._merge()
-        if changed:
-            self.generation += 1
-        return changed
+        with self._refreshing:
+            if not force and not self.refresh_due():
+                return False
+            self._last_refresh = self._clock()
+            for directory, builtin in self._sources:
+                self._scan(directory, builtin)
+            changed = self._merge()
+            if changed:
+                self.generation += 1
+            return changed
 
     def _scan(self, directory: Path, builtin: bool) -> None:
         try:

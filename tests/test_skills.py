@@ -350,3 +350,38 @@ def test_admin_ops_describe_state_and_never_raise(dirs, manual_clock):
     assert "unknown op" in run_admin(repo, "delete", "cooking")
     assert "not found; available: media, cooking" in run_admin(repo, "show", "nope")
     assert run_admin(repo, "reload").startswith("reloaded: 2 skills")
+
+
+def test_a_slow_look_at_a_half_written_skill_never_hides_the_finished_one(dirs, monkeypatch):
+    """The store's watcher and a request refresh from worker threads at once: a look that read
+    SKILL.md half written, and finished last, recorded its failure over the finished file's skill
+    (a skill just added missing from the index; seen once in CI). One look at a time now."""
+    import threading
+    import core.skills as skills_module
+
+    builtin, user = dirs
+    repo = SkillRepository(builtin, user, refresh_interval_s=3600)  # looks only when told: the index is the last look's
+    half = write_skill(user, "tea", raw="---\nname: tea\n")  # the writer has not finished
+    real_load, reading_half, let_go = skills_module.load_skill, threading.Event(), threading.Event()
+
+    def slow_load(path, *args, **kwargs):
+        if path != half or path.stat().st_size >= 40:
+            return real_load(path, *args, **kwargs)
+        try:  # the half-written file, read now and judged late (a slow disk)
+            return real_load(path, *args, **kwargs)
+        finally:
+            reading_half.set()
+            let_go.wait(5)
+
+    monkeypatch.setattr(skills_module, "load_skill", slow_load)
+    watcher = threading.Thread(target=repo.refresh, kwargs={"force": True})
+    watcher.start()
+    assert reading_half.wait(5)
+    write_skill(user, "tea", description="how to brew tea", body="Steep 3 minutes.", mtime=4_000_000)
+    request = threading.Thread(target=repo.refresh, kwargs={"force": True})
+    request.start()
+    request.join(0.5)  # a request's look at the finished file (without the lock it ends here, first)
+    let_go.set()
+    watcher.join(5)
+    request.join(5)
+    assert "tea" in names(repo)
