@@ -49,8 +49,14 @@ async def _up(root, env, nodes=2):
         base = free_port()
     up = await anyio.to_thread.run_sync(lambda: _run("cluster", "up", "--nodes", str(nodes), "--dir", str(root),
                                                      "--base-port", str(base), "--inproc", env=env))
-    assert up.returncode == 0, up.stderr
+    assert up.returncode == 0, up.stderr + _logs_tail(root)
     return json.loads((root / "cluster.json").read_text()), up.stdout
+
+
+def _logs_tail(root: Path) -> str:
+    """The nodes' last log lines: why one exited at start is in them, and the fixture removes them."""
+    return "".join(f"\n--- {log.parent.name}/node.log:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                   for log in sorted(root.glob("n*/node.log")))
 
 
 async def test_a_phone_through_haproxy_loses_nothing_when_its_node_is_killed(cluster_env):
