@@ -166,6 +166,20 @@ def _machine_line(machine: MachineLoad) -> str:
     return f"  the machine meanwhile    {machine.steal_pct:.1f} % of its {machine.cpus} CPUs' time stolen by the hypervisor, {others}"
 
 
+def _memory_lines(report: LoadReport) -> list[str]:
+    lines = ["memory, MB (peak RSS; RSS with every session idle):"]
+    for name, peak in report.rss_mb.items():
+        lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
+    lines.append(f"memory per idle session   {report.bytes_per_idle_session_marginal / 1024:.1f} KB marginal "
+                 f"(all processes' RSS growth over a baseline holding {report.marginal_base_sessions} idle sessions "
+                 f"/ the {report.sessions} sessions added: "
+                 + ", ".join(f"{name} {kb / 1024:+.1f}" for name, kb in report.rss_growth_kb.items()) + " MB)")
+    lines.append(f"                          {report.bytes_per_idle_session / 1024:.1f} KB over the one-session "
+                 f"baseline (growth / all {report.sessions + report.marginal_base_sessions} sessions, "
+                 f"fixed costs included)")
+    return lines
+
+
 def format_report(report: LoadReport) -> str:
     lines = [
         f"Porfiry load benchmark: {report.sessions} sessions x {report.turns} turns over {report.phones} phone "
@@ -198,16 +212,7 @@ def format_report(report: LoadReport) -> str:
         lines.append(f"chaos: a random actor process SIGKILLed every {report.chaos_s:g} s; kills "
                      + (", ".join(f"{k}: {v}" for k, v in sorted(report.chaos_kills.items())) or "none")
                      + f"; sessions recovered {report.sessions_recovered}; history intact {report.history_intact:.3f}")
-    lines.append("memory, MB (peak RSS; RSS with every session idle):")
-    for name, peak in report.rss_mb.items():
-        lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
-    lines.append(f"memory per idle session   {report.bytes_per_idle_session_marginal / 1024:.1f} KB marginal "
-                 f"(all processes' RSS growth over a baseline holding {report.marginal_base_sessions} idle sessions "
-                 f"/ the {report.sessions} sessions added: "
-                 + ", ".join(f"{name} {kb / 1024:+.1f}" for name, kb in report.rss_growth_kb.items()) + " MB)")
-    lines.append(f"                          {report.bytes_per_idle_session / 1024:.1f} KB over the one-session "
-                 f"baseline (growth / all {report.sessions + report.marginal_base_sessions} sessions, "
-                 f"fixed costs included)")
+    lines += _memory_lines(report)
     peer = report.peer
     if peer is not None:
         lines += [
