@@ -189,6 +189,7 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
         if warmup.lost or warmup.errors.total():
             raise RuntimeError(f"the warm-up session failed: {dict(warmup.errors.counts)} {warmup.errors.examples}")
         baseline = {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
+        held, held_kb = await _hold_sessions(endpoint, options, pids)
         cpu_before = {name: read_cpu_s(pid) for name, pid in pids.items()}
         say(f"warmed up; {options.sessions} sessions x {options.turns} turns starting")
         driver = LoadDriver(endpoint, options)
@@ -213,12 +214,32 @@ async def run_load_bench(config: Config, options, log_level: str = "INFO",
             say(f"the runtime's config and log are kept in {runtime.workdir}")
         phones = phone_count(options.sessions, options)
         report = build_report(options, result, phones=phones, log_level=log_level, nice=nice, peak_kb=peak, idle_kb=idle,
-                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used, machine=machine)
+                              baseline_kb=baseline, restarts=restarts, cpu_s=cpu_used, machine=machine,
+                              held_kb=held_kb, held_sessions=held)
         admission = await runtime.ask("session", p.AdmissionStatsRequest())
         if isinstance(admission, p.AdmissionStats):
             report.admission_waited, report.admission_lowest_limit = admission.waited, admission.lowest_limit
         return msgspec.structs.replace(report, chaos_s=chaos_s, chaos_kills=kills, sessions_recovered=recovered,
                                        history_intact=intact)
+
+
+async def _hold_sessions(endpoint: str, options, pids: dict[str, int]) -> tuple[int, dict[str, int]]:
+    """Play a tenth of the load's sessions (back to back, their own phones) before the load: the
+    RSS once they are idle is the base of the marginal memory per idle session, past what the
+    first sessions cost once (allocator arenas, caches filled to their bound, connections' buffers
+    reused). Returns (sessions held, each process's RSS in KiB)."""
+    import dataclasses
+
+    from bench.load import LoadDriver
+    from bench.runtime import read_rss_kb
+
+    held = max(1, options.sessions // 10)
+    driver = LoadDriver(endpoint, dataclasses.replace(options, sessions=held, think_ms=0, session_prefix="held"))
+    result = await driver.run()
+    if result.lost or result.errors.total():
+        raise RuntimeError(f"the sessions held before the load failed: {dict(result.errors.counts)} {result.errors.examples}")
+    await anyio.sleep(0.5)  # as before reading the idle figures: the last messages settle
+    return held, {name: read_rss_kb(pid)[0] for name, pid in pids.items()}
 
 
 async def _settled_figures(runtime, pids: dict[str, int], cpu_used: dict[str, float]):

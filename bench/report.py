@@ -35,7 +35,7 @@ class LoadReport(msgspec.Struct, kw_only=True):
     busy: int  # Busy answers (a session's queue was full)
     rss_mb: dict[str, float]  # peak RSS of each actor process (and the supervisor); a group: "a+b"
     rss_idle_mb: dict[str, float]  # RSS after the load, every session idle
-    bytes_per_idle_session: float
+    bytes_per_idle_session: float  # RSS growth over the one-session baseline / sessions (fixed costs included)
     restarts: dict[str, int]  # actor restarts during the run (should be all 0)
     mix: dict[str, float] = {}  # turn kinds played and their weights (--mix)
     turns_per_s: float = 0.0  # turns completed / duration
@@ -49,6 +49,11 @@ class LoadReport(msgspec.Struct, kw_only=True):
     machine: MachineLoad | None = None  # what else the machine's CPUs did during the load (None: unknown)
     admission_waited: int = 0  # turns that waited to start (turn admission, core/admission.py), warm-up included
     admission_lowest_limit: int = 0  # the lowest the admission limit was (its max_turns: never cut)
+    # RSS growth over a baseline already holding `marginal_base_sessions` idle sessions / the load's
+    # sessions: what one more idle session costs, without the first sessions' fixed costs
+    bytes_per_idle_session_marginal: float = 0.0
+    marginal_base_sessions: int = 0
+    rss_growth_kb: dict[str, int] = {}  # each process's RSS growth over the marginal baseline
     targets: list[Target] = []  # the cost targets this run measures (`judge_targets`), met or not
 
 
@@ -114,8 +119,13 @@ def _ms(samples: list[float]) -> Percentiles:
 
 def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_level: str, nice: int, peak_kb: dict[str, int],
                  idle_kb: dict[str, int], baseline_kb: dict[str, int], restarts: dict[str, int],
-                 cpu_s: dict[str, float] | None = None, machine: MachineLoad | None = None) -> LoadReport:
+                 cpu_s: dict[str, float] | None = None, machine: MachineLoad | None = None,
+                 held_kb: dict[str, int] | None = None, held_sessions: int = 0) -> LoadReport:
+    """`baseline_kb`: RSS after the one warm-up session; `held_kb`: after `held_sessions` more
+    sessions went idle (None: not measured), the base of the marginal figure."""
     grown_kb = sum(idle_kb.values()) - sum(baseline_kb.get(name, 0) for name in idle_kb)
+    held = held_kb if held_kb is not None else baseline_kb
+    growth = {name: kb - held.get(name, 0) for name, kb in idle_kb.items()}
     turns = max(1, result.turns_done)
     cpu_s = cpu_s or {}
     return LoadReport(
@@ -132,7 +142,9 @@ def build_report(options: LoadOptions, result: LoadResult, *, phones: int, log_l
         resends=result.resends, busy=result.busy,
         rss_mb={name: round(kb / 1024, 1) for name, kb in peak_kb.items()},
         rss_idle_mb={name: round(kb / 1024, 1) for name, kb in idle_kb.items()},
-        bytes_per_idle_session=round(max(0, grown_kb) * 1024 / max(1, options.sessions)),
+        bytes_per_idle_session=round(max(0, grown_kb) * 1024 / max(1, options.sessions + held_sessions)),
+        bytes_per_idle_session_marginal=round(max(0, sum(growth.values())) * 1024 / max(1, options.sessions)),
+        marginal_base_sessions=held_sessions, rss_growth_kb=growth,
         restarts=restarts,
         mix=dict(options.mix), turns_per_s=round(result.turns_done / result.duration_s, 1),
         cpu_ms_per_turn={name: round(seconds * 1000 / turns, 3) for name, seconds in cpu_s.items()},
@@ -152,6 +164,20 @@ def _machine_line(machine: MachineLoad) -> str:
     others = ("other processes' use unknown (killed processes took theirs)" if machine.others_cores < 0
               else f"{machine.others_cores:.2f} cores used by other processes")
     return f"  the machine meanwhile    {machine.steal_pct:.1f} % of its {machine.cpus} CPUs' time stolen by the hypervisor, {others}"
+
+
+def _memory_lines(report: LoadReport) -> list[str]:
+    lines = ["memory, MB (peak RSS; RSS with every session idle):"]
+    for name, peak in report.rss_mb.items():
+        lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
+    lines.append(f"memory per idle session   {report.bytes_per_idle_session_marginal / 1024:.1f} KB marginal "
+                 f"(all processes' RSS growth over a baseline holding {report.marginal_base_sessions} idle sessions "
+                 f"/ the {report.sessions} sessions added: "
+                 + ", ".join(f"{name} {kb / 1024:+.1f}" for name, kb in report.rss_growth_kb.items()) + " MB)")
+    lines.append(f"                          {report.bytes_per_idle_session / 1024:.1f} KB over the one-session "
+                 f"baseline (growth / all {report.sessions + report.marginal_base_sessions} sessions, "
+                 f"fixed costs included)")
+    return lines
 
 
 def format_report(report: LoadReport) -> str:
@@ -186,11 +212,7 @@ def format_report(report: LoadReport) -> str:
         lines.append(f"chaos: a random actor process SIGKILLed every {report.chaos_s:g} s; kills "
                      + (", ".join(f"{k}: {v}" for k, v in sorted(report.chaos_kills.items())) or "none")
                      + f"; sessions recovered {report.sessions_recovered}; history intact {report.history_intact:.3f}")
-    lines.append("memory, MB (peak RSS; RSS with every session idle):")
-    for name, peak in report.rss_mb.items():
-        lines.append(f"  {name:12} {peak:8.1f}   {report.rss_idle_mb.get(name, math.nan):8.1f}")
-    lines.append(f"memory per idle session   {report.bytes_per_idle_session / 1024:.1f} KB "
-                 f"(growth of all processes' RSS over the warmed-up baseline / sessions)")
+    lines += _memory_lines(report)
     peer = report.peer
     if peer is not None:
         lines += [

@@ -46,6 +46,8 @@ class CallDecision:
 
 
 class ToolsetActivity:
+    __slots__ = ("registry", "clock", "ttl", "max_tools", "_deadlines", "_tools")  # one per session
+
     def __init__(self, registry: ToolsetRegistry, clock: Callable[[], float] = time.monotonic,
                  ttl: float = DEFAULT_TTL_S, max_tools: int = DEFAULT_MAX_TOOLS):
         self.registry = registry

@@ -101,6 +101,7 @@ _CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 _log = logging.getLogger("porfiry.session")
 
 DEDUP_WINDOW = 256  # event ids remembered per session for at-least-once delivery
+_NO_IDS_READ = (None, 0, frozenset())  # Conversation._ids_read before a first read: shared, never updated
 STANDING_KEPT = 64  # events' standing requests remembered (Conversation.standing): a turn's batch holds fewer
 
 
@@ -156,6 +157,7 @@ class SessionSettings:
         self.on_timer_set = on_timer_set
         self.skills_epoch = 0  # +1 on SkillsChanged: every conversation's cached index is stale
         self.skill_bodies: dict[tuple[str, str], str] = {}  # (name, body_version) -> body, all sessions
+        self._skill_indexes: list[p.SkillIndex] = []  # the distinct indexes sessions hold (shared_skill_index)
         self.model = ModelContext()  # the active model's context, for the fold (core/fold.py)
         self.search_history: Callable[[str, str], Awaitable[str]] | None = None  # history_search; raises on failure
         self.world: WorldPort | None = None  # the world around sessions, for the session toolsets (actors/world.py)
@@ -167,6 +169,17 @@ class SessionSettings:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError):
             _log.warning("unknown time zone %r; using UTC", config.timezone)
             self.tz = dt.timezone.utc
+
+    def shared_skill_index(self, index: p.SkillIndex) -> p.SkillIndex:
+        """`index`, or an equal one a session already holds: every session keeps the index it was
+        given (mostly the same one, a kilobyte and more each), so equal ones are held once. The
+        few distinct ones (exclusions per session or phone) are remembered; a change of skills
+        makes new ones, the oldest are let go."""
+        for known in self._skill_indexes:
+            if known == index:
+                return known
+        self._skill_indexes = [index, *self._skill_indexes[:7]]
+        return index
 
 
 def _new_id() -> str:
@@ -252,8 +265,10 @@ class Conversation(ReflexSteps):
         self.timers = TimerTable(clock=settings.clock, tz=settings.tz)
         self.tracker = SkillChangeTracker()
         self.queue: list[p.Event] = []
-        self.routing: deque[_Routing] = deque()  # accepted events not yet applied, in arrival order
-        self._ids_read: tuple = (None, 0, set())  # (trajectory, messages read, ids seen): _seen_ids
+        # accepted events not yet applied, in arrival order (a few at most: a list, not a deque,
+        # whose first block costs an idle session 760 bytes)
+        self.routing: list[_Routing] = []
+        self._ids_read: tuple = _NO_IDS_READ  # (trajectory, messages read, ids seen): _seen_ids
         self.seen: OrderedDict[str, None] = OrderedDict()
         self.running = False
         self._step_scope: anyio.CancelScope | None = None
@@ -277,7 +292,8 @@ class Conversation(ReflexSteps):
         # (where in the history, the words): what the user asked earlier that events taken since
         # report on (a late result's call): an event's turn may carry it out (_guard_words)
         # and the tool whose late result it is (the answer may tell of that call: _reported)
-        self.standing: deque[tuple[int, str, str]] = deque(maxlen=STANDING_KEPT)
+        # made on the first event that has one (most sessions never do: an empty deque is 760 bytes)
+        self.standing: deque[tuple[int, str, str]] | tuple = ()
         self._feedback: anyio.CancelScope | None = None  # the turn's pending "thinking…" line (first_feedback_ms)
 
     # ---- intake ---------------------------------------------------------------------------
@@ -319,7 +335,7 @@ class Conversation(ReflexSteps):
         """Events are applied (queued, batched, run aside) in the order they arrived, whatever
         decided their strategy and however long it took: a batch never reads SECOND before FIRST."""
         while self.routing and self.routing[0].decision is not None:
-            slot = self.routing.popleft()
+            slot = self.routing.pop(0)
             self._apply(slot.event, slot.decision)
 
     def _apply(self, event: p.Event, decision: Decision) -> None:
@@ -463,8 +479,12 @@ class Conversation(ReflexSteps):
             if recorded:
                 self.trajectory.record_events(recorded)
                 at = len(self.trajectory) - 1
-                self.standing.extend((at, e.data.get(ASKED_KEY, ""), self._task_tool(e)) for e in recorded
-                                     if e.data.get(ASKED_KEY) or self._task_tool(e))
+                standing = [(at, e.data.get(ASKED_KEY, ""), self._task_tool(e)) for e in recorded
+                            if e.data.get(ASKED_KEY) or self._task_tool(e)]
+                if standing:
+                    if not isinstance(self.standing, deque):
+                        self.standing = deque(maxlen=STANDING_KEPT)
+                    self.standing.extend(standing)
         except Exception:  # noqa: BLE001 - a malformed event must not stop the session
             _log.exception("session=%s could not record events", self.sid)
         return any(e.kind not in ("session_start", "session_end", "glasses") for e in batch)
@@ -986,7 +1006,7 @@ class Conversation(ReflexSteps):
             return self._skills
         epoch = self.s.skills_epoch  # read first: a change announced meanwhile means ask again
         try:
-            self._skills = await self.s.ports.skills(self.sid, self.phone_key)
+            self._skills = self.s.shared_skill_index(await self.s.ports.skills(self.sid, self.phone_key))
             self._skills_epoch = epoch
         except Exception as exc:  # noqa: BLE001 - a skill store hiccup must not stop the session
             _log.warning("session=%s skill index unavailable: %s", self.sid, exc)

@@ -34,6 +34,8 @@ class SkillChangeTracker:
     session reads it again; one that vanished (removed, or excluded) is named once.
     """
 
+    __slots__ = ("seen_version", "_seen_names", "_read")  # one per session
+
     def __init__(self) -> None:
         self.seen_version: str | None = None
         self._seen_names: list[str] = []

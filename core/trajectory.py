@@ -100,7 +100,7 @@ class Trajectory:
         self._messages: list[ChatMessage] = []
         self._chars: list[int] = [0]  # _chars[i]: the content length of _messages[:i] (the fold's sizes)
         self._calls: dict[str, _Call] = {}
-        self._called: set[str] = set()  # every tool name a call used (called_tools)
+        self._called: dict[str, None] = {}  # every tool name a call used (called_tools); a dict: an empty set is 216 bytes
         self._open: list[str] = []  # calls asked but not yet answered, in order
         self._held: list[ChatMessage] = []  # side messages waiting for the open call to close
         self._taken_at: dict[str, int] = {}  # event id -> the message that holds it (answer_to)
@@ -120,7 +120,7 @@ class Trajectory:
                 continue
             if entry.role == "assistant" and entry.call_id and entry.tool:
                 trajectory._calls[entry.call_id] = _Call(entry.tool, len(trajectory._messages))
-                trajectory._called.add(entry.tool)
+                trajectory._called[entry.tool] = None
                 trajectory._open.append(entry.call_id)
             elif entry.role == "tool" and call is not None:
                 call.state = entry.call_state or _DONE
@@ -230,7 +230,7 @@ class Trajectory:
             if call_id in self._calls:
                 raise TrajectoryError(f"call id {call_id!r} was already used")
             self._calls[call_id] = _Call(tool, len(self._messages))
-            self._called.add(tool)
+            self._called[tool] = None
             self._open.append(call_id)
         return self._append(ChatMessage(role="assistant", content=text), call_id=call_id or "", tool=tool or "")
 
