@@ -387,6 +387,7 @@ async def _not_ours(fast: FastPath, turn: TurnState, subject: str) -> bool:
     reads no search that was never its own) while another toolset or a skill could serve them."""
     return bool(subject) and await fast.others_could_serve() and not await _names_a_title(fast, turn, subject)
 
+
 async def _names_a_title(fast: FastPath, turn: TurnState, words: str, *, every_word: bool = False) -> bool:
     """The catalog plainly has the title `words` name: asked aside, nothing recorded, so words
     that are no title leave no search in the history for the model to misread. `every_word`:
@@ -394,6 +395,7 @@ async def _names_a_title(fast: FastPath, turn: TurnState, words: str, *, every_w
     found = await fast.aside(turn, fast.tool("title_search"), words)
     titles = shown_titles(found.data) if found.kind == "ok" else []
     return pick(words, titles) is not None and not (every_word and names_none(words, titles))
+
 
 async def _trimmed(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
     """The request with words said after its title left off ("бриллиантовую руку что ли", "the
@@ -416,6 +418,7 @@ async def _trimmed(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
             return msgspec.structs.replace(intent, subject=subject)
     return intent
 
+
 async def _namesake(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
     """The request as its title and which of the title's namesakes ("Batman, the old one from
     1989", "включи сериал Фарго"), when the words around a title say which and the catalog has
@@ -427,6 +430,7 @@ async def _namesake(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
     if not await _names_a_title(fast, turn, split[0]):
         return intent
     return msgspec.structs.replace(intent, subject=split[0], reference=split[1])
+
 
 async def play(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     if intent.subject and intent.reference is None:
@@ -459,6 +463,7 @@ async def play(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
         return None  # not plain which one, or it did not start: the model goes on from the results
     return play_answer(fast.speaker(intent.russian), title, media_id)
 
+
 async def _more_pages(fast: FastPath, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
     """The titles of a search's next pages, up to MORE_PAGES (recorded: the one played must be
     a title a result showed): "Star Wars, the newest one" is the newest of all of them."""
@@ -473,6 +478,7 @@ async def _more_pages(fast: FastPath, turn: TurnState, subject: str, first: Tool
         more += titles
     return more
 
+
 async def playback(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     """Pause, resume or stop what the conversation last played."""
     media_id = next((found for m in reversed(fast.messages()) if m.role == "assistant"
@@ -480,6 +486,7 @@ async def playback(fast: FastPath, turn: TurnState, intent: Intent) -> str | Non
     if not media_id or await fast.call(turn, fast.tool("title_play"), f"{media_id}; action={intent.action}") is None:
         return None
     return playback_answer(fast.speaker(intent.russian), intent, _shown_media(fast)[2].get(media_id))
+
 
 async def search(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     """A search's results as the answer, or "not in the catalog" when it found nothing (words
@@ -496,6 +503,7 @@ async def search(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     if titles and by_title and not relevant(intent.subject, titles) or not titles and await fast.others_could_serve():
         return None
     return search_answer(fast.speaker(intent.russian), intent, titles, shown_total(result))
+
 
 async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     media_id = ""
@@ -515,6 +523,7 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
     translated = await _plot_in_english(fast, turn, info) if asks_plot_in_english(intent) else ""
     return details_answer(fast.speaker(intent.russian), intent, info, translated)
 
+
 async def _plot_in_english(fast: FastPath, turn: TurnState, info: TitleInfo) -> str:
     """The catalog's Russian description put in English by the model, asked aside ("" when it
     gave no translation, or is down: the answer then gives the Russian words, said as such)."""
@@ -526,6 +535,7 @@ async def _plot_in_english(fast: FastPath, turn: TurnState, info: TitleInfo) -> 
     except ModelUnavailable:
         return ""
     return plot_in_english(reply, russian)
+
 
 def _shown_media(fast: FastPath) -> tuple[list[Shown], str, dict[str, Shown]]:
     """What the conversation showed of the catalog: the last search's titles, the title

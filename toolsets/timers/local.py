@@ -96,6 +96,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         return None
     return _timer_set_said(fast, intent, now, due)
 
+
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
     """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
     time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
@@ -111,6 +112,7 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
     day = (_say(fast, "day_today", russian) if days == 0 else _say(fast, "day_tomorrow", russian) if days == 1
            else _say(fast, "day_date", russian, date=spoken_parts(moment, russian)[1]))
     return _say(fast, "timer_set_for", russian, day=day, at=at, text=text) if day is not None else None
+
 
 async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
@@ -135,6 +137,7 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
         return None
     return answer
 
+
 def _same_day_hour(fast: FastPath, due: float, hour: int) -> str:
     """The clock time `hour` on the day of `due`, in the same half of the day ("06:30
     tomorrow" made 7: "tomorrow 07:00"); "" when that day is neither today nor tomorrow."""
@@ -145,11 +148,13 @@ def _same_day_hour(fast: FastPath, due: float, hour: int) -> str:
     hour += 12 if moment.hour >= 12 and hour < 12 else 0
     return f"{'tomorrow ' if days else ''}{hour:02d}:00"
 
+
 async def timer_list(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     if await fast.call(turn, fast.tool("timer_list"), "") is None:
         return None
     listed = "; ".join(f"{fast.clock_time(t.due)} — {t.text}" for t in fast.pending_timers())
     return _say(fast, "timers_listed", intent.russian, listed=listed) if listed else _say(fast, "no_timers", intent.russian)
+
 
 async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     pending = fast.pending_timers()
@@ -161,6 +166,7 @@ async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     if await fast.call(turn, fast.tool("timer_cancel"), target) is None:
         return None
     return _timers_cancelled_said(fast, [t.text for t in chosen], intent.russian)
+
 
 def _timers_cancelled_said(fast: FastPath, texts: list[str], russian: bool) -> str | None:
     if len(texts) <= 1:
