@@ -69,14 +69,13 @@ from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
 from core.local_intents import LocalIntents
-from core.reflex import phrasings_of
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
 from core.intent import action_kind, same_word
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
-                           error_outcome, executed, failure_text, steps_of)
+                           error_outcome, executed, failure_text, phrasings_of, steps_of)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -613,7 +612,7 @@ class Conversation(ReflexSteps):
         # a remark is the frame's verdict over the built-in commands alone: with a toolset beyond
         # them (an MCP server's) or a skill of the user's, what it asks may be theirs
         plain_only = self.s.config.small_talk_plain and (
-            small_talk(said) or turn.remark and not await self._others_could_serve())
+            small_talk(said) or turn.remark and not await self.others_could_serve())
         if plain_only:
             tools = []  # thanks, praise, "хм, ладно": a plain answer; no toolset turned on, no search
         else:  # a change nobody asked for is not even offered (core.intent.offerable)
@@ -680,7 +679,7 @@ class Conversation(ReflexSteps):
             ran = [(action_kind(self.s.registry.spec(tool)) or "", result, data, self._changes(tool))
                    for (tool, result, kind), data in results if kind in RAN_KINDS]
             russian = self._language() == "Russian"
-            text = " ".join([text.strip(), *unsaid_done(text, ran, russian, self._speaker(russian), self.s.tz)]).strip()
+            text = " ".join([text.strip(), *unsaid_done(text, ran, russian, self.speaker(russian), self.s.tz)]).strip()
         if not text:
             text = "…"
         self.trajectory.record_assistant(text)

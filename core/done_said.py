@@ -24,7 +24,9 @@ from protocol.results import Playing, TimerSet, ToolData
 
 _PLAYING = ("sent", "started", "resumed")  # a play under way: sent to the phone, or the phone says it plays
 _SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
-CLOCK_SAID_FROM_S = 3 * 3600  # a timer this far ahead is said by its day and clock time, as an alarm is
+# a timer set this far ahead is an alarm: said by its day and clock time, and a bare number
+# putting it right is a clock hour (toolsets/timers)
+ALARM_SPAN_S = 3 * 3600
 DAY_S = 86400
 
 
@@ -87,6 +89,16 @@ def _says_title(said: str, title: str, title_id: str) -> bool:
     return bool(words) and any(w in said for w in words)
 
 
+def set_for_said(say: Say, due: float, since: float, tz: dt.tzinfo, russian: bool, text: str) -> str | None:
+    """"Set for tomorrow at 07:00: alarm.": a timer by the day it goes off (counted from `since`)
+    and its clock time, in the timers' words; `text` is ": its text" or ""."""
+    moment, start = (dt.datetime.fromtimestamp(t, tz) for t in (due, since))
+    days = (moment.date() - start.date()).days
+    day = (say("day_today") if days == 0 else say("day_tomorrow") if days == 1
+           else say("day_date", date=spoken_parts(moment, russian)[1]))
+    return say("timer_set_for", day=day, at=f"{moment:%H:%M}", text=text) if day is not None else None
+
+
 def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> str | None:
     """As the fast path says a timer it set: by its length ("Timer set for 7 min, it goes off at
     18:07: каша готова."), by its day and clock time when that far ahead ("Set for tomorrow at
@@ -95,12 +107,8 @@ def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> 
     about = f": {text}" if text and text not in ("таймер", "timer") else ""
     if timer.every_s == DAY_S:
         return say("timer_set_daily", at=clock, text=about)
-    if timer.due - timer.set_at >= CLOCK_SAID_FROM_S:
-        due, set_at = (dt.datetime.fromtimestamp(t, tz) for t in (timer.due, timer.set_at))
-        days = (due.date() - set_at.date()).days
-        day = (say("day_today") if days == 0 else say("day_tomorrow") if days == 1
-               else say("day_date", date=spoken_parts(due, russian)[1]))
-        return say("timer_set_for", day=day, at=clock, text=about) if day is not None else None
+    if timer.due - timer.set_at >= ALARM_SPAN_S:
+        return set_for_said(say, timer.due, timer.set_at, tz, russian, about)
     if russian:
         span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], span)
     return say("timer_set", span=span, at=clock, text=about)

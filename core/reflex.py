@@ -197,13 +197,9 @@ def tells_of_words(text: str) -> bool:
 def builtin_phrasings() -> tuple[Phrasing, ...]:
     """The phrasings of the built-in toolsets (core.loading), for callers that have no session."""
     from core.loading import load_toolsets  # core.loading imports every toolset: only when asked
+    from core.toolsets import phrasings_of
 
     return phrasings_of(load_toolsets())
-
-
-def phrasings_of(records) -> tuple[Phrasing, ...]:
-    """The phrasings toolset records declare (core.fastpath.Phrasing), in catalog order."""
-    return tuple(record.phrasing for record in records if record.phrasing is not None)
 
 
 def _request(phrasings: Sequence[Phrasing], kind: ReflexKind, words: str, said: str, russian: bool) -> Intent | None:

@@ -162,7 +162,7 @@ class ReflexSteps:
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
         call = declared_call(match or aside, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
-            result = await self._reflex_call(turn, *call)
+            result = await self.call(turn, *call)
             return result is not None and self._answered(turn, declared_answer(match or aside, result), (match or aside).intent)
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
@@ -198,35 +198,17 @@ class ReflexSteps:
         return None if step is None else await step(self, turn, intent)
 
     # ---- what a toolset's step may use of the session (core.fastpath.FastPath) ----------------
-    def tool(self, request: Serves) -> str:
-        return self._tool(request)
-
-    async def call(self, turn: TurnState, tool: str, args: str) -> str | None:
-        return await self._reflex_call(turn, tool, args)
-
-    async def data(self, turn: TurnState, tool: str, args: str) -> ToolData | None:
-        return await self._reflex_data(turn, tool, args)
-
     async def aside(self, turn: TurnState, tool: str, args: str) -> p.CallOutcome:
         return await self._run_side_call(turn.turn_id, tool, args)
 
-    async def others_could_serve(self) -> bool:
-        return await self._others_could_serve()
-
     async def ask_aside(self, turn: TurnState, messages: list[p.ChatMessage], max_tokens: int) -> str:
         return await self._ask_quietly(turn.turn_id, messages, max_tokens)
-
-    def speaker(self, russian: bool) -> Say:
-        return self._speaker(russian)
 
     def messages(self) -> Sequence[p.ChatMessage]:
         return self.trajectory.messages()
 
     def data_at(self, index: int) -> ToolData | None:
         return self.trajectory.data_at(index)
-
-    def results_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
-        return self._results_of_turn_before(turn)
 
     def turn_words(self, turn: TurnState) -> str:
         return self._turn_words(turn.start)
@@ -267,7 +249,7 @@ class ReflexSteps:
             self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=answer, final=False))
             turn.notice = QUEUED_DONE_NOTICE.format(answer=answer)
 
-    def _results_of_turn_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
+    def results_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
         """(tool, result's payload) of the calls the turn before this one made, oldest first."""
         results = []
         messages = self.trajectory.messages()
@@ -283,7 +265,7 @@ class ReflexSteps:
         """Whether the user has skills of their own (not the built-in ones)."""
         return any(not e.builtin for e in (await self._skill_index()).entries)
 
-    async def _others_could_serve(self) -> bool:
+    async def others_could_serve(self) -> bool:
         """Whether anything beyond the fast path's own toolsets could serve a request: a toolset of
         an MCP server or of `toolsets.extra` (protocol.ToolsetSpec.origin) that the fast path does
         not itself call (a world clock it asks a city's time of is one of its own), or the user's
@@ -308,7 +290,7 @@ class ReflexSteps:
         entries = (await self._skill_index()).entries
         name = skill_named("\n".join(user_lines(recorded)), [e.name for e in entries if not e.builtin])
         if name is not None:
-            await self._reflex_call(turn, "read_skill", name)
+            await self.call(turn, "read_skill", name)
         return name is not None
 
     async def _framed(self, turn: TurnState, words: str) -> Intent | None:
@@ -319,7 +301,7 @@ class ReflexSteps:
         commands first would cost the turn a model call more ("book a table for two tonight")."""
         if not (self.s.config.frame and self.s.model.frame) or not words.strip() or small_talk(words):
             return None
-        if await self._others_could_serve():
+        if await self.others_could_serve():
             return None
         earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
         before = "\n".join(user_lines(earlier))
@@ -348,17 +330,17 @@ class ReflexSteps:
             watching.done(pieces)
         return text
 
-    def _tool(self, request: Serves) -> str:
+    def tool(self, request: Serves) -> str:
         """The tool a toolset here declares for `request` (protocol.ToolSpec.serves); "": none, and
         the reflex that needs it leaves the turn to the model."""
         return self.s.registry.serving(request)
 
-    async def _reflex_call(self, turn: TurnState, tool: str, args: str) -> str | None:
+    async def call(self, turn: TurnState, tool: str, args: str) -> str | None:
         """One call of a reflex (`_reflex_outcome`): its result's text, or None unless it ran."""
         outcome = await self._reflex_outcome(turn, tool, args)
         return None if outcome is None else outcome.text
 
-    async def _reflex_data(self, turn: TurnState, tool: str, args: str) -> ToolData | None:
+    async def data(self, turn: TurnState, tool: str, args: str) -> ToolData | None:
         """One call of a reflex (`_reflex_outcome`): its result's typed payload (protocol.results),
         or None unless it ran and its tool gave one."""
         outcome = await self._reflex_outcome(turn, tool, args)
@@ -384,13 +366,13 @@ class ReflexSteps:
         return outcome if outcome is not None and outcome.kind == "ok" else None
 
     async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
-        clock = await self._reflex_data(turn, "get_current_time", "")
+        clock = await self.data(turn, "get_current_time", "")
         if not isinstance(clock, ClockRead):
             return None
         if intent.when:  # "а завтра какое число?": the date that many days from the user's today
             day = dt.datetime.fromtimestamp(self.s.clock(), self.s.tz) + dt.timedelta(days=int(intent.when))
-            return day_answer(self._speaker(intent.russian), day, int(intent.when), intent.russian)
-        return time_answer(self._speaker(intent.russian), dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
+            return day_answer(self.speaker(intent.russian), day, int(intent.when), intent.russian)
+        return time_answer(self.speaker(intent.russian), dt.datetime.fromtimestamp(clock.at, self.s.tz), intent.russian)
 
     async def _reflex_time_elsewhere(self, turn: TurnState, intent: Intent) -> str | None:
         """Another place's time: the user's own clock (get_current_time) is withheld this turn and
@@ -400,13 +382,13 @@ class ReflexSteps:
         tool wanted another form of place, asks again)."""
         tool = self._place_clock()
         if tool is None:  # no world clock configured: the built-in clock of the place, when the place is known
-            clock = await self._reflex_data(turn, "get_current_time", intent.subject) if zone_of(intent.subject) else None
-            return place_clock_answer(self._speaker(intent.russian), intent, clock) if isinstance(clock, ClockRead) and clock.place else None
+            clock = await self.data(turn, "get_current_time", intent.subject) if zone_of(intent.subject) else None
+            return place_clock_answer(self.speaker(intent.russian), intent, clock) if isinstance(clock, ClockRead) and clock.place else None
         turn.withheld.add("get_current_time")
         zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
         # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
-        result = await self._reflex_call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
-        return None if result is None else place_time_answer(self._speaker(intent.russian), intent, result)
+        result = await self.call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
+        return None if result is None else place_time_answer(self.speaker(intent.russian), intent, result)
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""
@@ -420,7 +402,7 @@ class ReflexSteps:
         when none words it: the model answers."""
         return self.s.local_intents.respond(response, "ru" if russian else "en", **slots)
 
-    def _speaker(self, russian: bool) -> Say:
+    def speaker(self, russian: bool) -> Say:
         return self.s.local_intents.speaker("ru" if russian else "en")
 
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
@@ -438,6 +420,6 @@ class ReflexSteps:
 
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer."""
-        return None if await self._reflex_call(turn, "show_text", intent.text) is None else show_answer(intent)
+        return None if await self.call(turn, "show_text", intent.text) is None else show_answer(intent)
 
 

@@ -198,6 +198,11 @@ class ExecutorToolset(_Record):
 Toolset = SessionToolset | ExecutorToolset
 
 
+def phrasings_of(records: Iterable[Toolset]) -> tuple[Phrasing, ...]:
+    """The phrasings the records declare (core.fastpath.Phrasing), in catalog order."""
+    return tuple(record.phrasing for record in records if record.phrasing is not None)
+
+
 def steps_of(records: Iterable[Toolset]) -> dict[str, Step]:
     """The fast path's steps the records declare, by kind; the first record in catalog order wins."""
     steps: dict[str, Step] = {}

@@ -13,16 +13,13 @@ from collections.abc import Container
 
 import msgspec
 
+from core.done_said import ALARM_SPAN_S, set_for_said
 from core.fastpath import FastPath, Intent
 from core.reflex import TIMER_WORD, among, norm_words
 from core.reflex_answers import span_words
 from core.timers import TimerError, dial_nearest, parse_when
-from core.timewords import spoken_parts
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
-
-ALARM_SPAN_S = 3 * 3600  # a timer set this far ahead is an alarm: a bare number putting it right is a clock hour
-
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
@@ -107,11 +104,7 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
         return _say(fast, "timer_set", russian, span=span_words(due - now, russian), at=at, text=text)
     if intent.every:
         return _say(fast, "timer_set_daily", russian, at=at, text=text)
-    moment, today = (dt.datetime.fromtimestamp(t, fast.timezone()) for t in (due, now))
-    days = (moment.date() - today.date()).days
-    day = (_say(fast, "day_today", russian) if days == 0 else _say(fast, "day_tomorrow", russian) if days == 1
-           else _say(fast, "day_date", russian, date=spoken_parts(moment, russian)[1]))
-    return _say(fast, "timer_set_for", russian, day=day, at=at, text=text) if day is not None else None
+    return set_for_said(fast.speaker(russian), due, now, fast.timezone(), russian, text)
 
 
 async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
