@@ -1,0 +1,62 @@
+"""The words the runtime itself reads in what users say, as data: one folder per language,
+one file per topic (core/words/<language>/<topic>.toml), as Home Assistant keeps a language's
+sentences per domain. A file holds named word lists ("set_verbs", "stop_phrases"); the code
+that reads them (the guards in core.intent, the router in core.urgency, the clock words in
+core.timewords) keeps the grammar and takes the words from here, so a translator adds a
+language by adding a folder, and a test checks that every language has every list.
+
+Toolsets' own words live in their folders (intents.yaml, phrasing.py); these are the runtime's:
+what asks for an action of a kind, what stops a turn, how a clock and a number are said.
+"""
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+LANGUAGES = ("ru", "en")  # the order lists are joined in (every reader matches all languages at once)
+_DIR = Path(__file__).with_name("words")
+
+
+class LexiconError(LookupError):
+    """A topic or list the code asks for that no language's file has: a programming mistake."""
+
+
+@lru_cache(maxsize=None)
+def topic(language: str, name: str) -> dict[str, object]:
+    """One language's file for a topic, read once; {} when that language has no such file."""
+    path = _DIR / language / f"{name}.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def topics(language: str) -> tuple[str, ...]:
+    """The topics a language has a file for."""
+    return tuple(sorted(p.stem for p in (_DIR / language).glob("*.toml")))
+
+
+def words_of(language: str, name: str, key: str) -> tuple[str, ...]:
+    """One language's list `key` of topic `name` (() when that language lacks it)."""
+    value = topic(language, name).get(key, ())
+    return tuple(value) if isinstance(value, list) else ()
+
+
+@lru_cache(maxsize=None)
+def words(name: str, key: str) -> tuple[str, ...]:
+    """The list `key` of topic `name` in every language, Russian first, duplicates once: what the
+    runtime reads whatever language the user speaks (people mix them mid-sentence)."""
+    if not any(key in topic(language, name) for language in LANGUAGES):
+        raise LexiconError(f"no language has the word list {key!r} in core/words/*/{name}.toml")
+    joined = [w for language in LANGUAGES for w in words_of(language, name, key)]
+    return tuple(dict.fromkeys(joined))
+
+
+def table(name: str, key: str) -> dict[str, object]:
+    """The mapping `key` of topic `name` (word -> value: "пять" -> 5) in every language, joined."""
+    if not any(key in topic(language, name) for language in LANGUAGES):
+        raise LexiconError(f"no language has the table {key!r} in core/words/*/{name}.toml")
+    joined: dict[str, object] = {}
+    for language in LANGUAGES:
+        value = topic(language, name).get(key, {})
+        if isinstance(value, dict):
+            joined.update(value)
+    return joined

@@ -1,0 +1,31 @@
+"""The runtime's own words are data (core/words/<language>/<topic>.toml): every language has every
+topic and list, and a list the code asks for that no file has is a clear error."""
+import pytest
+
+from core import lexicon
+
+
+def test_every_language_has_every_topic_and_list_of_the_same_kind():
+    topics = {language: lexicon.topics(language) for language in lexicon.LANGUAGES}
+    first, *others = lexicon.LANGUAGES
+    for language in others:
+        assert topics[language] == topics[first], f"{language} lacks or adds a topic"
+    for name in topics[first]:
+        shapes = {language: {key: type(value).__name__ for key, value in lexicon.topic(language, name).items()}
+                  for language in lexicon.LANGUAGES}
+        for language in others:
+            assert shapes[language] == shapes[first], f"core/words/{language}/{name}.toml differs in its lists"
+
+
+def test_lists_are_joined_across_languages_once_each():
+    for name in lexicon.topics("en"):
+        for key, value in lexicon.topic("en", name).items():
+            if isinstance(value, list):
+                joined = lexicon.words(name, key)
+                assert len(joined) == len(set(joined))
+                assert set(value) <= set(joined)
+
+
+def test_a_list_no_language_has_is_a_clear_error():
+    with pytest.raises(lexicon.LexiconError, match="no_such_list"):
+        lexicon.words("guards", "no_such_list")
