@@ -5,8 +5,9 @@ only exact IANA keys ("America/New_York"). A small model asked "который �
 passes "Нью-Йорк", gets an error and falls back to the user's own clock. The session's reflex
 (core.reflex) names the zone itself when it knows the place: the common cities and a few
 countries with one zone, in Russian (any grammatical case) and English, then any city the
-tz database itself names ("Buenos Aires" -> America/Argentina/Buenos_Aires). Pure, no I/O
-beyond the tz database's key list, read once.
+tz database itself names ("Buenos Aires" -> America/Argentina/Buenos_Aires). The names are data
+(core/words/<language>/places.toml). Pure, no I/O beyond those files and the tz database's key
+list, read once.
 """
 from __future__ import annotations
 
@@ -14,66 +15,22 @@ import functools
 import re
 import zoneinfo
 
+from core import lexicon
 from core.intent import same_word
 
-_ZONES: dict[str, tuple[str, ...]] = {
-    "Europe/Moscow": ("moscow", "москва", "мск", "saint petersburg", "st petersburg", "petersburg", "петербург",
-                      "санкт-петербург", "питер"),
-    "Europe/London": ("london", "лондон", "england", "англия", "britain", "великобритания", "uk"),
-    "Europe/Paris": ("paris", "париж", "france", "франция"),
-    "Europe/Berlin": ("berlin", "берлин", "germany", "германия", "munich", "мюнхен"),
-    "Europe/Rome": ("rome", "рим", "italy", "италия", "milan", "милан"),
-    "Europe/Madrid": ("madrid", "мадрид", "spain", "испания", "barcelona", "барселона"),
-    "Europe/Lisbon": ("lisbon", "лиссабон", "portugal", "португалия"),
-    "Europe/Amsterdam": ("amsterdam", "амстердам"),
-    "Europe/Vienna": ("vienna", "вена", "austria", "австрия"),
-    "Europe/Prague": ("prague", "прага"),
-    "Europe/Warsaw": ("warsaw", "варшава", "poland", "польша"),
-    "Europe/Kyiv": ("kyiv", "kiev", "киев"),
-    "Europe/Minsk": ("minsk", "минск"),
-    "Europe/Istanbul": ("istanbul", "стамбул", "turkey", "турция", "ankara", "анкара"),
-    "Europe/Helsinki": ("helsinki", "хельсинки", "finland", "финляндия"),
-    "Europe/Stockholm": ("stockholm", "стокгольм"),
-    "Europe/Oslo": ("oslo", "осло"),
-    "Europe/Athens": ("athens", "афины", "greece", "греция"),
-    "Europe/Kaliningrad": ("kaliningrad", "калининград"),
-    "Europe/Samara": ("samara", "самара"),
-    "Asia/Yekaterinburg": ("yekaterinburg", "екатеринбург"),
-    "Asia/Omsk": ("omsk", "омск"),
-    "Asia/Novosibirsk": ("novosibirsk", "новосибирск"),
-    "Asia/Krasnoyarsk": ("krasnoyarsk", "красноярск"),
-    "Asia/Irkutsk": ("irkutsk", "иркутск"),
-    "Asia/Yakutsk": ("yakutsk", "якутск"),
-    "Asia/Vladivostok": ("vladivostok", "владивосток", "khabarovsk", "хабаровск"),
-    "Asia/Kamchatka": ("kamchatka", "камчатка", "петропавловск-камчатский"),
-    "Asia/Dubai": ("dubai", "дубай", "абу-даби", "abu dhabi", "emirates", "эмираты"),
-    "Asia/Jerusalem": ("tel aviv", "тель-авив", "jerusalem", "иерусалим", "israel", "израиль"),
-    "Africa/Cairo": ("cairo", "каир", "egypt", "египет"),
-    "Asia/Kolkata": ("delhi", "new delhi", "дели", "нью-дели", "mumbai", "мумбаи", "india", "индия"),
-    "Asia/Bangkok": ("bangkok", "бангкок", "thailand", "таиланд", "пхукет", "phuket"),
-    "Asia/Singapore": ("singapore", "сингапур"),
-    "Asia/Hong_Kong": ("hong kong", "гонконг"),
-    "Asia/Shanghai": ("beijing", "пекин", "shanghai", "шанхай", "china", "китай"),
-    "Asia/Tokyo": ("tokyo", "токио", "japan", "япония", "osaka", "осака"),
-    "Asia/Seoul": ("seoul", "сеул", "korea", "корея"),
-    "Asia/Almaty": ("almaty", "алматы", "алма-ата"),
-    "Asia/Tashkent": ("tashkent", "ташкент", "uzbekistan", "узбекистан"),
-    "Asia/Tbilisi": ("tbilisi", "тбилиси", "georgia", "грузия"),
-    "Asia/Yerevan": ("yerevan", "ереван", "armenia", "армения"),
-    "Asia/Baku": ("baku", "баку"),
-    "Australia/Sydney": ("sydney", "сидней"),
-    "Australia/Melbourne": ("melbourne", "мельбурн"),
-    "America/New_York": ("new york", "нью-йорк", "нью йорк", "washington", "вашингтон", "boston", "бостон",
-                         "miami", "майами", "toronto", "торонто"),
-    "America/Chicago": ("chicago", "чикаго"),
-    "America/Denver": ("denver", "денвер"),
-    "America/Los_Angeles": ("los angeles", "лос-анджелес", "лос анджелес", "san francisco", "сан-франциско",
-                            "seattle", "сиэтл", "vancouver", "ванкувер", "las vegas", "лас-вегас"),
-    "America/Mexico_City": ("mexico city", "мехико"),
-    "America/Sao_Paulo": ("sao paulo", "сан-паулу", "rio de janeiro", "рио-де-жанейро", "brazil", "бразилия"),
-    "America/Argentina/Buenos_Aires": ("buenos aires", "буэнос-айрес", "argentina", "аргентина"),
-    "Pacific/Honolulu": ("honolulu", "гонолулу", "hawaii", "гавайи", "гавайях"),
-}
+
+def _zones() -> dict[str, tuple[str, ...]]:
+    """Each zone's names (core/words/<language>/places.toml), English first: the name a tool gets
+    when the said's script has none. Names of one script never match a word of the other, so
+    which language comes first changes no reading."""
+    zones: dict[str, list[str]] = {}
+    for language in ("en", "ru"):
+        for name, zone in lexicon.topic(language, "places").get("zones", {}).items():
+            zones.setdefault(zone, []).append(name)
+    return {zone: tuple(names) for zone, names in zones.items()}
+
+
+_ZONES = _zones()
 
 
 def _norm(text: str) -> str:
@@ -107,10 +64,9 @@ def place_name(place: str) -> str | None:
 
 
 # what people call a city in short ("what's the time in LA?"): exact words only, no near match
-_SHORT_NAMES = {"la": "America/Los_Angeles", "l a": "America/Los_Angeles", "sf": "America/Los_Angeles",
-                "vegas": "America/Los_Angeles", "nyc": "America/New_York", "ny": "America/New_York",
-                "dc": "America/New_York", "мск": "Europe/Moscow", "спб": "Europe/Moscow", "питер": "Europe/Moscow",
-                "питере": "Europe/Moscow", "нью йорк сити": "America/New_York"}
+_SHORT_NAMES = lexicon.table("places", "short_names")
+# "the city of London": removed in turn, as the English ones were first
+_CITY_PREFIXES = lexicon.words_of("en", "places", "city_prefixes") + lexicon.words_of("ru", "places", "city_prefixes")
 
 
 def _short_zone(said: str) -> str | None:
@@ -128,7 +84,7 @@ def zone_of(place: str) -> str | None:
     short = _short_zone(said)
     if short is not None:
         return short
-    for prefix in ("the city of ", "city of ", "город ", "городе "):
+    for prefix in _CITY_PREFIXES:
         said = said.removeprefix(prefix)
     if not said:
         return None
