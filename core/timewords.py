@@ -10,12 +10,25 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-_WEEKDAYS_RU = ("понедельник", "вторник", "среда", "четверг", "пятница", "суббота", "воскресенье")
-_MONTHS_RU = ("января", "февраля", "марта", "апреля", "мая", "июня", "июля", "августа", "сентября", "октября",
-              "ноября", "декабря")
-_WEEKDAYS_EN = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-_MONTHS_EN = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-              "November", "December")
+from core import lexicon, user_texts
+
+_CLOCK = "clock"  # the words: core/words/<language>/clock.toml
+
+
+def _of(language: str, key: str):
+    """One language's list, table or word of the clock topic, for the grammar of that language
+    (a "quarter to" reads English hours only; lexicon.words/table join every language)."""
+    return lexicon.topic(language, _CLOCK)[key]
+
+
+def _either(key: str) -> str:
+    """An alternation of the regex fragments of list `key` (every language)."""
+    return "|".join(lexicon.words(_CLOCK, key))
+
+
+_WEEKDAYS_RU, _MONTHS_RU = tuple(_of("ru", "weekdays")), tuple(_of("ru", "months"))
+_WEEKDAYS_EN, _MONTHS_EN = tuple(_of("en", "weekdays")), tuple(_of("en", "months"))
+_RU_AT, _EN_AT = _of("ru", "clock_preposition"), _of("en", "clock_preposition")  # "в 19:30", "at 19:30"
 
 
 def spoken_time(now: dt.datetime, russian: bool) -> str:
@@ -32,7 +45,6 @@ def spoken_parts(now: dt.datetime, russian: bool) -> tuple[str, str, str]:
 
 
 _PROGRESS_ARG_CHARS = 40
-_THINKING = ("думаю…", "thinking…")  # a turn's first line while the model has shown nothing yet
 
 
 def progress_line(spec, raw_args: str, russian: bool) -> str:
@@ -50,49 +62,60 @@ def progress_line(spec, raw_args: str, russian: bool) -> str:
 
 def thinking_line(russian: bool) -> str:
     """The line a turn shows while the model is still silent (session.first_feedback_ms)."""
-    return _THINKING[0 if russian else 1]
+    return user_texts.text("thinking", "ru" if russian else "en")
 
 
 # ---- a time of day said in words -> digits ------------------------------------------------------
-_EN_HOURS = {w: n for n, w in enumerate("one two three four five six seven eight nine ten eleven twelve".split(), 1)}
-_RU_HOURS = {w: n for n, w in enumerate("час два три четыре пять шесть семь восемь девять десять одиннадцать "
-                                        "двенадцать".split(), 1)} | {"одного": 1, "один": 1}
-_RU_ORDINAL = {w: n for n, w in enumerate("первого второго третьего четвертого пятого шестого седьмого восьмого "
-                                          "девятого десятого одиннадцатого двенадцатого".split(), 1)}
-_RU_BEFORE = {"четверти": 15, "пятнадцати": 15, "десяти": 10, "пяти": 5, "двадцати": 20}
-_EN_MINUTES = {"fifteen": 15, "thirty": 30, "forty-five": 45, "forty five": 45, "o'clock": 0, "oclock": 0}
+_EN_HOURS: dict[str, int] = _of("en", "hours")
+_RU_HOURS: dict[str, int] = _of("ru", "hours")
+_RU_ORDINAL: dict[str, int] = lexicon.table(_CLOCK, "ordinal_hours")
+_RU_BEFORE: dict[str, int] = lexicon.table(_CLOCK, "minutes_before")
+_EN_MINUTES: dict[str, int] = lexicon.table(_CLOCK, "clock_minutes")
+_HALVES: dict[str, str] = lexicon.table(_CLOCK, "day_halves")  # "вечера" -> "evening"
+_EVENING_MARKS = tuple(w for w, half in _HALVES.items() if half == "evening")
+_MORNING_MARKS = tuple(w for w, half in _HALVES.items() if half == "morning")
+_RU_EVENING_MARKS = tuple(w for w, half in _of("ru", "day_halves").items() if half == "evening")
+_MARKS = "|".join(map(re.escape, _HALVES))
 _N_EN = r"(?P<h>\d{1,2}|" + "|".join(_EN_HOURS) + ")"
 _N_RU = r"(?P<h>\d{1,2}|" + "|".join(sorted(_RU_HOURS, key=len, reverse=True)) + ")"
 _ORD_RU = r"(?P<o>" + "|".join(_RU_ORDINAL) + ")"
-_MARK = (r"(?:\s+(?P<mark>вечера|утра|дня|ночи|a\.m\.|p\.m\.|am|pm))?"
-         r"(?:\s+(?P<when>tonight|this\s+evening|сегодня\s+вечером|вечером))?")  # said with the hour: no timer text
+_MARK = (r"(?:\s+(?P<mark>" + _MARKS + "))?"
+         r"(?:\s+(?P<when>" + _either("tonight_patterns") + "))?")  # said with the hour: no timer text
 _SPOKEN_CLOCK = (
     (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+to\s+" + _N_EN + _MARK + r"(?!\w)"), -15),
     (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 15),
     (re.compile(r"(?<!\w)(?:at\s+)?half\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 30),
-    (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>fifteen|thirty|forty[\s-]five|o'?clock)" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>" + _either("clock_minute_patterns") + "|" + _either("oclock_patterns")
+                + ")" + _MARK + r"(?!\w)"), None),
     # "a timer for seven o'clock": a time of day, as "at"
-    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>o'?clock)" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns") + ")" + _MARK + r"(?!\w)"), None),
     (re.compile(r"(?<!\w)(?:в\s+)?(?:пол[-\s]?|половин[еуа]\s+)" + _ORD_RU + _MARK + r"(?!\w)"), -30),
     (re.compile(r"(?<!\w)(?:в\s+)?четверть\s+" + _ORD_RU + _MARK + r"(?!\w)"), -45),
     (re.compile(r"(?<!\w)(?:в\s+)?без\s+(?P<b>" + "|".join(_RU_BEFORE) + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
 )
-_EVENING = re.compile(r"(?<!\w)(?:tonight|this\s+evening|in\s+the\s+evening|вечером|сегодня\s+вечером)(?!\w)")
+_EVENING = re.compile(r"(?<!\w)(?:" + _either("evening_patterns") + r")(?!\w)")
 # an alarm, a wake-up: a morning's hour ("поставь будильник на полседьмого" is 6:30, not 18:30)
-_MORNING = re.compile(r"(?<!\w)(?:in\s+the\s+morning|this\s+morning|утром|ночью|at\s+night|будильник\w*|"
-                      r"разбуди\w*|alarm|wake\s+me)(?!\w)")
+_MORNING = re.compile(r"(?<!\w)(?:" + _either("morning_patterns") + r")(?!\w)")
 
 
 # "в пять минут седьмого", "в двадцать минут восьмого": minutes into the hour named by its ordinal
-_PAST_RU = {"пять": 5, "десять": 10, "пятнадцать": 15, "двадцать": 20, "двадцать пять": 25}
-_MINUTES_INTO = re.compile(r"(?<!\w)(?:в\s+)?(?P<m>\d{1,2}|двадцать\s+пять|пятнадцать|двадцать|десять|пять)\s+минут\w*\s+"
+_PAST_RU: dict[str, int] = lexicon.table(_CLOCK, "minutes_past")
+
+
+def _spaced(words) -> str:
+    """Words longest first as an alternation, a space between two words as any spaces."""
+    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
+
+
+_MINUTES_INTO = re.compile(r"(?<!\w)(?:в\s+)?(?P<m>\d{1,2}|" + _spaced(_PAST_RU) + r")\s+минут\w*\s+"
                            + _ORD_RU + _MARK + r"(?!\w)")
 
 
-_RU_SMALL = {w: n for n, w in enumerate("ноль один два три четыре пять шесть семь восемь девять десять одиннадцать "
-                                        "двенадцать тринадцать четырнадцать пятнадцать шестнадцать семнадцать "
-                                        "восемнадцать девятнадцать".split())} | {"одна": 1, "две": 2}
-_RU_NUMBER = (r"(?:(?:двадцать|тридцать|сорок|пятьдесят)(?:\s+(?:один|одна|два|две|три|четыре|пять|шесть|семь|восемь|девять))?|"
+_RU_SMALL: dict[str, int] = lexicon.table(_CLOCK, "clock_numbers")
+_RU_TENS: dict[str, int] = _of("ru", "tens")
+# tens under sixty and a unit after ("сорок пять"), or a number under twenty ("девятнадцать")
+_RU_NUMBER = (r"(?:(?:" + "|".join(w for w, n in _RU_TENS.items() if n < 60) + r")(?:\s+(?:"
+              + "|".join(w for w, n in sorted(_RU_SMALL.items(), key=lambda item: item[1]) if 1 <= n <= 9) + r"))?|"
               + "|".join(sorted(_RU_SMALL, key=len, reverse=True)) + ")")
 # "в девятнадцать сорок пять", "в семь тридцать утра": an hour and its minutes, each in words
 _RU_CLOCK_WORDS = re.compile(r"(?<!\w)в\s+(?P<h>" + _RU_NUMBER + r")(?:\s+час\w*)?\s+(?P<m>(?:ноль\s+)?" + _RU_NUMBER + r")"
@@ -111,7 +134,7 @@ def ru_clock_words(text: str) -> str:
     if words is None or _ru_number(words["h"]) >= 24 or _ru_number(words["m"]) >= 60:
         return text
     marks = " ".join(part for part in (words["mark"], words["when"]) if part)
-    clock = f"в {_ru_number(words['h'])}:{_ru_number(words['m']):02d}" + (f" {marks}" if marks else "")
+    clock = f"{_RU_AT} {_ru_number(words['h'])}:{_ru_number(words['m']):02d}" + (f" {marks}" if marks else "")
     return text[:words.start()] + clock + text[words.end():]
 
 
@@ -128,21 +151,21 @@ def spoken_clock(text: str) -> str:
         minute = int(into["m"]) if into["m"].isdigit() else _PAST_RU[" ".join(into["m"].split())]
         hour = (_RU_ORDINAL[into["o"]] - 1) or 12
         mark = into["mark"] or ""
-        if minute < 60 and hour < 12 and (mark in ("вечера", "дня") or into["when"] or not mark and 1 <= hour <= 6):
+        if minute < 60 and hour < 12 and (mark in _RU_EVENING_MARKS or into["when"] or not mark and 1 <= hour <= 6):
             hour += 12
         if minute < 60:
-            return text[:into.start()] + f"в {hour}:{minute:02d}" + text[into.end():]
+            return text[:into.start()] + f"{_RU_AT} {hour}:{minute:02d}" + text[into.end():]
     for pattern, shift in _SPOKEN_CLOCK:
         found = pattern.search(lowered)
         if found is None:
             continue
         hour, minute = _clock_said(found, shift)
         mark = found["mark"] or ""
-        evening = mark in ("вечера", "дня", "pm", "p.m.") or found["when"] or not mark and _EVENING.search(lowered)
-        morning = mark in ("утра", "ночи", "am", "a.m.") or not mark and _MORNING.search(lowered)
+        evening = mark in _EVENING_MARKS or found["when"] or not mark and _EVENING.search(lowered)
+        morning = mark in _MORNING_MARKS or not mark and _MORNING.search(lowered)
         if hour < 12 and (evening or not morning and 1 <= hour <= 6):
             hour += 12
-        word = "в" if re.search(r"[а-я]", found.group(0)) else "at"
+        word = _RU_AT if re.search(r"[а-я]", found.group(0)) else _EN_AT
         return text[:found.start()] + f"{word} {hour}:{minute:02d}" + text[found.end():]
     return text
 
@@ -163,29 +186,27 @@ def _clock_said(found: re.Match[str], shift: int | None) -> tuple[int, int]:
 
 
 # ---- a year said in words ----------------------------------------------------------------------
-_RU_DECADES = {"двадцат": 20, "тридцат": 30, "сороков": 40, "пятидесят": 50, "шестидесят": 60, "семидесят": 70,
-               "восьмидесят": 80, "девяност": 90}
-_RU_TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "шестьдесят": 60, "семьдесят": 70,
-            "восемьдесят": 80, "девяносто": 90}
-_RU_UNIT_STEMS = {"перв": 1, "втор": 2, "трет": 3, "четверт": 4, "пят": 5, "шест": 6, "седьм": 7, "восьм": 8, "девят": 9}
-_RU_ORD_END = r"(?:ого|ом|ый|ой|ий|ьего|ьем)"
-_EN_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_RU_DECADES: dict[str, int] = lexicon.table(_CLOCK, "year_decades")
+_RU_UNIT_STEMS: dict[str, int] = lexicon.table(_CLOCK, "ordinal_unit_stems")
+_RU_ORD_END = r"(?:" + "|".join(lexicon.words(_CLOCK, "ordinal_endings")) + ")"
+_CENTURIES: dict[str, int] = lexicon.table(_CLOCK, "centuries")  # "две тысячи" -> 2000
+_EN_TENS: dict[str, int] = _of("en", "tens")
 _EN_UNITS = {w: n for w, n in _EN_HOURS.items() if n < 10}
 _SPOKEN_YEAR_RU = re.compile(
-    r"(?<!\w)(?:(?P<century>тысяча\s+девятьсот|две\s+тысячи)\s+)?"
+    r"(?<!\w)(?:(?P<century>" + "|".join(w.replace(" ", r"\s+") for w in _CENTURIES) + r")\s+)?"
     r"(?:(?P<tens>" + "|".join(_RU_TENS) + r")\s+(?P<unit>" + "|".join(_RU_UNIT_STEMS) + r")" + _RU_ORD_END +
     r"|(?P<decade>" + "|".join(_RU_DECADES) + r")" + _RU_ORD_END + r")"
-    r"(?P<tail>\s+(?:год|года|году|годом)(?!\w))?", re.I)
-_EN_TEENS = {w: n for n, w in enumerate("ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split(), 10)}
+    r"(?P<tail>\s+(?:" + "|".join(lexicon.words(_CLOCK, "year_words")) + r")(?!\w))?", re.I)
+_EN_TEENS: dict[str, int] = _of("en", "teens")
 _SPOKEN_YEAR_EN = re.compile(
-    r"(?<!\w)(?P<lead>(?:from|in|of|the)\s+)(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
+    r"(?<!\w)(?P<lead>(?:" + "|".join(lexicon.words(_CLOCK, "year_leads")) + r")\s+)(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
     r"(?:[\s-]+(?P<unit>" + "|".join(_EN_UNITS) + r"))?|(?P<teen>" + "|".join(_EN_TEENS) + r")|"
     r"(?P<alone>" + "|".join(_EN_UNITS) + r"))(?!\w)", re.I)
 
 
 # "the one from eighty-nine", "the one from '79": a year without its century, after "one from"
 _SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>one,?\s+from\s+|one,?\s+(?:made|released)\s+in\s+)(?:['’]?(?P<digits>[3-9]\d)|"
-                            r"(?P<tens>thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+(?P<unit>"
+                            r"(?P<tens>" + "|".join(w for w, n in _EN_TENS.items() if n >= 30) + r")(?:[\s-]+(?P<unit>"
                             + "|".join(_EN_UNITS) + r"))?)(?!\w|['’]?s\b)", re.I)
 
 
@@ -198,10 +219,9 @@ def spoken_year(text: str) -> str:
     def russian(found: re.Match[str]) -> str:
         if not found["century"] and not found["tail"]:
             return found[0]
-        low = found[0].casefold()
         number = (_RU_TENS[found["tens"].casefold()] + _RU_UNIT_STEMS[found["unit"].casefold()] if found["tens"]
                   else _RU_DECADES[found["decade"].casefold()])
-        base = 2000 if "тысячи" in low else 1900
+        base = _CENTURIES[" ".join(found["century"].casefold().split())] if found["century"] else 1900
         return f"{base + number}{found['tail'] or ''}"
 
     def english(found: re.Match[str]) -> str:
@@ -221,22 +241,26 @@ def spoken_year(text: str) -> str:
 
 
 # "через часик", "минутку", "полчасика": the plain unit a pattern and the timer parser read
-_DIMINUTIVE = re.compile(r"(?<!\w)(?:(?P<half>полчасик\w*)|(?P<hour>часик\w*|часок|часочек|часочка)|"
-                         r"(?P<minute>минутк\w*|минуточк\w*))(?!\w)", re.I)
+_PLAIN_UNITS = tuple(lexicon.table(_CLOCK, "diminutive_patterns").items())  # ("час", ("часик\w*", ...))
+_DIMINUTIVE = re.compile(r"(?<!\w)(?:" + "|".join(f"(?P<u{i}>" + "|".join(said) + ")" for i, (_, said) in enumerate(_PLAIN_UNITS))
+                         + r")(?!\w)", re.I)
 
 
 # an alarm's hour said alone ("разбуди меня в восемь", "wake me up at 7", "будильник на семь тридцать"):
 # a wake-up is in the morning unless the words say otherwise
-_WAKE = re.compile(r"(?<!\w)(?:разбуди\w*|будильник\w*|подними\s+меня|wake\s+me|alarm)(?!\w)")
+_WAKE = re.compile(r"(?<!\w)(?:" + _either("wake_patterns") + r")(?!\w)")
 # a reminder's hour said alone ("напомни в девять позвонить бабушке"): the next time a dial shows it
-_REMIND = re.compile(r"(?<!\w)(?:напомни\w*|напоминани\w*|remind\w*|reminder)(?!\w)")
-_MINUTE_WORDS = {"ноль ноль": 0, "пятнадцать": 15, "тридцать": 30, "сорок пять": 45, "двадцать": 20, "десять": 10,
-                 "пятьдесят": 50, "сорок": 40, "fifteen": 15, "thirty": 30, "forty five": 45, "forty-five": 45,
-                 "twenty": 20, "ten": 10, "fifty": 50, "forty": 40, "o'clock": 0, "oclock": 0, "ровно": 0}
-_ALARM_HOUR = re.compile(r"(?<!\w)(?P<at>в|на|к|at|for)\s+" + _N_RU.replace("?P<h>", "?P<ru>") + r"?"
+_REMIND = re.compile(r"(?<!\w)(?:" + _either("remind_patterns") + r")(?!\w)")
+_MINUTE_WORDS: dict[str, int] = lexicon.table(_CLOCK, "minute_words")
+# "в" -> "at" (a time of day), "на" -> "for" (a span), "к" -> "by"; and the morning word of its language
+_ALARM_AT: dict[str, str] = lexicon.table(_CLOCK, "alarm_prepositions")
+_ALARM_MORNING = {at: _of(language, "alarm_morning") for language in lexicon.LANGUAGES for at in _of(language, "alarm_prepositions")}
+_UNIT_AFTER = re.compile(r"\s*(?:" + "|".join(lexicon.words(_CLOCK, "unit_stems")) + ")")
+_SPAN_HOURS = lexicon.words(_CLOCK, "span_hours")  # "будильник на час" is a span, not one o'clock
+_ALARM_HOUR = re.compile(r"(?<!\w)(?P<at>" + "|".join(_ALARM_AT) + r")\s+" + _N_RU.replace("?P<h>", "?P<ru>") + r"?"
                          r"(?:(?<=\s)" + _N_EN.replace("?P<h>", "?P<en>") + r")?"
                          r"(?:\s+(?P<m>\d{2}|" + "|".join(sorted(_MINUTE_WORDS, key=len, reverse=True)) + r"))?"
-                         r"(?P<mark>\s+(?:утра|вечера|дня|ночи|am|pm|a\.m\.|p\.m\.))?(?!\w|[:.]\d)")
+                         r"(?P<mark>\s+(?:" + _MARKS + r"))?(?!\w|[:.]\d)")
 
 
 def alarm_clock(text: str) -> str:
@@ -250,18 +274,18 @@ def alarm_clock(text: str) -> str:
         return text
     for found in _ALARM_HOUR.finditer(lowered):
         said = found["ru"] or found["en"]
-        if re.match(r"\s*(?:минут|секунд|час|min|sec|hour)", lowered[found.end():]):
+        if _UNIT_AFTER.match(lowered[found.end():]):
             continue  # "в 5 минут седьмого", "at 5 minutes past": no hour alone
-        if not said or found["mark"] or said == "час" and not found["m"]:
+        if not said or found["mark"] or said in _SPAN_HOURS and not found["m"]:
             continue  # "будильник на час" is a span, not one o'clock
         hour = int(said) if said.isdigit() else _EN_HOURS.get(said) or _RU_HOURS.get(said, 0)
         minute = int(found["m"]) if found["m"] and found["m"].isdigit() else _MINUTE_WORDS.get(found["m"] or "", 0)
         if not 1 <= hour <= 11 or minute > 59:
             continue  # "wake me at 12": noon or midnight, the model asks
-        if not wake and (found["at"] in ("на", "for") or found["at"] == "к" and not found["m"] and not said.isdigit()):
+        kind = _ALARM_AT[found["at"]]
+        if not wake and (kind == "for" or kind == "by" and not found["m"] and not said.isdigit()):
             continue  # "напомни на пять" is no clock; a reminder's clock is "в"/"at"
-        russian = found["at"] in ("в", "на", "к")
-        half = (" утра" if russian else " am") if wake else ""  # a reminder's hour: the session dials the nearest
+        half = f" {_ALARM_MORNING[found['at']]}" if wake else ""  # a reminder's hour: the session dials the nearest
         clock = f"{found['at']} {hour}:{minute:02d}" + half
         return text[:found.start()] + clock + text[found.end():]
     return text
@@ -269,37 +293,23 @@ def alarm_clock(text: str) -> str:
 
 # "in a quarter of an hour", "через три четверти часа": a span in minutes ("quarter of" was read as
 # a reminder's text and "an hour" as the span: an hour instead of 15 minutes)
-_PART_OF_HOUR = (
-    (re.compile(r"(?<!\w)three[\s-]+quarters\s+of\s+an\s+hour(?!\w)", re.IGNORECASE), "45 minutes"),
-    (re.compile(r"(?<!\w)(?:an?\s+|one\s+)?quarter(?:\s+of\s+an|\s+an|-)?\s*hour(?!\w)", re.IGNORECASE), "15 minutes"),
-    (re.compile(r"(?<!\w)(?:an?\s+)?half(?:\s+an|-)?\s*hour(?!\w)", re.IGNORECASE), "30 minutes"),  # "a half hour timer"
-    (re.compile(r"(?<!\w)три\s+четверти\s+часа(?!\w)", re.IGNORECASE), "45 минут"),
-    (re.compile(r"(?<!\w)(?:одну\s+)?четверть\s+часа(?!\w)", re.IGNORECASE), "15 минут"),
-)
+# (each language's in its order; no two languages' patterns read the same words)
+_PART_OF_HOUR = tuple((re.compile(r"(?<!\w)" + said + r"(?!\w)", re.IGNORECASE), minutes)
+                      for said, minutes in lexicon.table(_CLOCK, "part_of_hour_patterns").items())
 
 
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
     alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
     "минутку" as "минуту", "a quarter of an hour" as "15 minutes"."""
-    plain = _DIMINUTIVE.sub(lambda m: "полчаса" if m["half"] else "час" if m["hour"] else "минуту", text)
+    plain = _DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]), text)
     for pattern, minutes in _PART_OF_HOUR:
         plain = pattern.sub(minutes, plain)
     return spoken_year(spoken_clock(alarm_clock(ru_clock_words(plain))))
 
 
 # ---- which numbers words say ------------------------------------------------------------------
-_NUMBER_WORDS = {
-    "полтора": 1, "полторы": 1, "пару": 2, "пара": 2, "couple": 2, "часик": 1,
-    "один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6, "семь": 7,
-    "восемь": 8, "девять": 9, "десять": 10, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13,
-    "четырнадцать": 14, "пятнадцать": 15, "шестнадцать": 16, "семнадцать": 17, "восемнадцать": 18,
-    "девятнадцать": 19, "двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "полчаса": 30,
-    "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
-    "fifty": 50, "half": 30, "quarter": 15, "час": 1, "hour": 1, "минуту": 1, "minute": 1,
-}
+_NUMBER_WORDS: dict[str, int] = lexicon.table(_CLOCK, "said_numbers")  # "пару" -> 2, "quarter" -> 15
 
 
 def numbers_said(words: list[str]) -> set[int]:
