@@ -4,6 +4,9 @@ A small model copies what a tool says; given "2026-03-14T18:00:00+03:00 (MSK, Sa
 the ISO stamp on the glasses or translated the weekday wrongly. So get_current_time says the
 time the way the answer should, in the user's language; the year and zone come after, in
 parentheses, for the questions that need them.
+
+The words (weekdays, months, hours, minutes, halves of the day, years) are data in
+core/words/<language>/clock.toml; the patterns here say how they combine.
 """
 from __future__ import annotations
 
@@ -85,10 +88,11 @@ _SPOKEN_CLOCK = (
     (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+to\s+" + _N_EN + _MARK + r"(?!\w)"), -15),
     (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 15),
     (re.compile(r"(?<!\w)(?:at\s+)?half\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 30),
-    (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>" + _either("clock_minute_patterns") + "|" + _either("oclock_patterns")
-                + ")" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>" + _either("clock_minute_patterns") + "|"
+                + _either("oclock_patterns") + ")" + _MARK + r"(?!\w)"), None),
     # "a timer for seven o'clock": a time of day, as "at"
-    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns") + ")" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns") + ")" + _MARK
+                + r"(?!\w)"), None),
     (re.compile(r"(?<!\w)(?:в\s+)?(?:пол[-\s]?|половин[еуа]\s+)" + _ORD_RU + _MARK + r"(?!\w)"), -30),
     (re.compile(r"(?<!\w)(?:в\s+)?четверть\s+" + _ORD_RU + _MARK + r"(?!\w)"), -45),
     (re.compile(r"(?<!\w)(?:в\s+)?без\s+(?P<b>" + "|".join(_RU_BEFORE) + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
@@ -199,7 +203,8 @@ _SPOKEN_YEAR_RU = re.compile(
     r"(?P<tail>\s+(?:" + "|".join(lexicon.words(_CLOCK, "year_words")) + r")(?!\w))?", re.I)
 _EN_TEENS: dict[str, int] = _of("en", "teens")
 _SPOKEN_YEAR_EN = re.compile(
-    r"(?<!\w)(?P<lead>(?:" + "|".join(lexicon.words(_CLOCK, "year_leads")) + r")\s+)(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
+    r"(?<!\w)(?P<lead>(?:" + "|".join(lexicon.words(_CLOCK, "year_leads")) + r")\s+)"
+    r"(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
     r"(?:[\s-]+(?P<unit>" + "|".join(_EN_UNITS) + r"))?|(?P<teen>" + "|".join(_EN_TEENS) + r")|"
     r"(?P<alone>" + "|".join(_EN_UNITS) + r"))(?!\w)", re.I)
 
@@ -241,9 +246,9 @@ def spoken_year(text: str) -> str:
 
 
 # "через часик", "минутку", "полчасика": the plain unit a pattern and the timer parser read
-_PLAIN_UNITS = tuple(lexicon.table(_CLOCK, "diminutive_patterns").items())  # ("час", ("часик\w*", ...))
-_DIMINUTIVE = re.compile(r"(?<!\w)(?:" + "|".join(f"(?P<u{i}>" + "|".join(said) + ")" for i, (_, said) in enumerate(_PLAIN_UNITS))
-                         + r")(?!\w)", re.I)
+_PLAIN_UNITS = tuple(lexicon.table(_CLOCK, "diminutive_patterns").items())  # ("час", ["часик\\w*", ...]), ...
+_DIMINUTIVE = re.compile(r"(?<!\w)(?:" + "|".join(f"(?P<u{i}>" + "|".join(said) + ")"
+                                                   for i, (_, said) in enumerate(_PLAIN_UNITS)) + r")(?!\w)", re.I)
 
 
 # an alarm's hour said alone ("разбуди меня в восемь", "wake me up at 7", "будильник на семь тридцать"):
@@ -254,7 +259,8 @@ _REMIND = re.compile(r"(?<!\w)(?:" + _either("remind_patterns") + r")(?!\w)")
 _MINUTE_WORDS: dict[str, int] = lexicon.table(_CLOCK, "minute_words")
 # "в" -> "at" (a time of day), "на" -> "for" (a span), "к" -> "by"; and the morning word of its language
 _ALARM_AT: dict[str, str] = lexicon.table(_CLOCK, "alarm_prepositions")
-_ALARM_MORNING = {at: _of(language, "alarm_morning") for language in lexicon.LANGUAGES for at in _of(language, "alarm_prepositions")}
+_ALARM_MORNING = {at: _of(language, "alarm_morning")
+                  for language in lexicon.LANGUAGES for at in _of(language, "alarm_prepositions")}
 _UNIT_AFTER = re.compile(r"\s*(?:" + "|".join(lexicon.words(_CLOCK, "unit_stems")) + ")")
 _SPAN_HOURS = lexicon.words(_CLOCK, "span_hours")  # "будильник на час" is a span, not one o'clock
 _ALARM_HOUR = re.compile(r"(?<!\w)(?P<at>" + "|".join(_ALARM_AT) + r")\s+" + _N_RU.replace("?P<h>", "?P<ru>") + r"?"
