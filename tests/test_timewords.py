@@ -38,3 +38,21 @@ def test_an_alarms_hour_said_in_words_is_a_morning_hour():
     assert "6:30" in in_digits("поставь будильник на полседьмого") and "18:30" not in in_digits("поставь будильник на полседьмого")
     assert "6:30" in in_digits("wake me up at half past six")
     assert "18:30" in in_digits("напомни в полседьмого позвонить маме")  # a reminder's early hour: the evening
+
+
+def test_every_clock_word_of_every_language_is_read():
+    """The clock's words are data (core/words/<language>/clock.toml): each hour, ordinal, minute and
+    half-of-the-day word a file lists is read as what its table says."""
+    from core import lexicon
+
+    for word, hour in lexicon.topic("en", "clock")["hours"].items():
+        assert spoken_clock(f"at {word} fifteen in the morning") == f"at {hour}:15 in the morning", word
+    for word, hour in lexicon.topic("ru", "clock")["hours"].items():
+        assert spoken_clock(f"без четверти {word} утра") == f"в {(hour - 1) or 12}:45", word
+    for word, hour in lexicon.table("clock", "ordinal_hours").items():
+        assert spoken_clock(f"в пол{word} утра") == f"в {(hour - 1) or 12}:30", word
+    for word, minutes in lexicon.table("clock", "minutes_before").items():
+        assert spoken_clock(f"без {word} восемь утра") == f"в 7:{60 - minutes:02d}", word
+    for mark, half in lexicon.table("clock", "day_halves").items():
+        said = spoken_clock(f"at seven fifteen {mark}")  # "в 19:15" after a Russian half of the day
+        assert said.split()[-1] == f"{19 if half == 'evening' else 7}:15", mark
