@@ -29,6 +29,13 @@ def _either(key: str) -> str:
     return "|".join(lexicon.words(_CLOCK, key))
 
 
+def _one(key: str) -> str:
+    """The regex fragments of list `key` as one piece to put in a pattern: the fragment itself when
+    there is one, a group of the alternatives when more, one that never matches when none."""
+    fragments = lexicon.words(_CLOCK, key)
+    return fragments[0] if len(fragments) == 1 else f"(?:{'|'.join(fragments)})" if fragments else "(?!)"
+
+
 _WEEKDAYS_RU, _MONTHS_RU = tuple(_of("ru", "weekdays")), tuple(_of("ru", "months"))
 _WEEKDAYS_EN, _MONTHS_EN = tuple(_of("en", "weekdays")), tuple(_of("en", "months"))
 _RU_AT, _EN_AT = _of("ru", "clock_preposition"), _of("en", "clock_preposition")  # "в 19:30", "at 19:30"
@@ -84,18 +91,21 @@ _N_RU = r"(?P<h>\d{1,2}|" + "|".join(sorted(_RU_HOURS, key=len, reverse=True)) +
 _ORD_RU = r"(?P<o>" + "|".join(_RU_ORDINAL) + ")"
 _MARK = (r"(?:\s+(?P<mark>" + _MARKS + "))?"
          r"(?:\s+(?P<when>" + _either("tonight_patterns") + "))?")  # said with the hour: no timer text
+_LEAD_RU = r"(?:" + _one("clock_lead_patterns") + ")?"  # "(в) полвосьмого"
+# each phrase (core/words: ..._patterns) before the hour it names, and the minutes it moves the hour by
 _SPOKEN_CLOCK = (
-    (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+to\s+" + _N_EN + _MARK + r"(?!\w)"), -15),
-    (re.compile(r"(?<!\w)(?:at\s+)?(?:a\s+)?quarter\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 15),
-    (re.compile(r"(?<!\w)(?:at\s+)?half\s+past\s+" + _N_EN + _MARK + r"(?!\w)"), 30),
-    (re.compile(r"(?<!\w)at\s+" + _N_EN + r"\s+(?P<m>" + _either("clock_minute_patterns") + "|"
-                + _either("oclock_patterns") + ")" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)" + _one("quarter_to_patterns") + _N_EN + _MARK + r"(?!\w)"), -15),
+    (re.compile(r"(?<!\w)" + _one("quarter_past_patterns") + _N_EN + _MARK + r"(?!\w)"), 15),
+    (re.compile(r"(?<!\w)" + _one("half_past_patterns") + _N_EN + _MARK + r"(?!\w)"), 30),
+    (re.compile(r"(?<!\w)" + _one("hour_minutes_lead_patterns") + _N_EN + r"\s+(?P<m>" + _either("clock_minute_patterns")
+                + "|" + _either("oclock_patterns") + ")" + _MARK + r"(?!\w)"), None),
     # "a timer for seven o'clock": a time of day, as "at"
-    (re.compile(r"(?<!\w)(?:for|by)\s+" + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns") + ")" + _MARK
-                + r"(?!\w)"), None),
-    (re.compile(r"(?<!\w)(?:в\s+)?(?:пол[-\s]?|половин[еуа]\s+)" + _ORD_RU + _MARK + r"(?!\w)"), -30),
-    (re.compile(r"(?<!\w)(?:в\s+)?четверть\s+" + _ORD_RU + _MARK + r"(?!\w)"), -45),
-    (re.compile(r"(?<!\w)(?:в\s+)?без\s+(?P<b>" + "|".join(_RU_BEFORE) + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)" + _one("hour_oclock_lead_patterns") + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns")
+                + ")" + _MARK + r"(?!\w)"), None),
+    (re.compile(r"(?<!\w)" + _LEAD_RU + _one("half_of_ordinal_patterns") + _ORD_RU + _MARK + r"(?!\w)"), -30),
+    (re.compile(r"(?<!\w)" + _LEAD_RU + _one("quarter_of_ordinal_patterns") + _ORD_RU + _MARK + r"(?!\w)"), -45),
+    (re.compile(r"(?<!\w)" + _LEAD_RU + _one("minutes_before_lead_patterns") + r"(?P<b>" + "|".join(_RU_BEFORE)
+                + r")\s+" + _N_RU + _MARK + r"(?!\w)"), None),
 )
 _EVENING = re.compile(r"(?<!\w)(?:" + _either("evening_patterns") + r")(?!\w)")
 # an alarm, a wake-up: a morning's hour ("поставь будильник на полседьмого" is 6:30, not 18:30)
@@ -111,8 +121,8 @@ def _spaced(words) -> str:
     return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(words, key=len, reverse=True))
 
 
-_MINUTES_INTO = re.compile(r"(?<!\w)(?:в\s+)?(?P<m>\d{1,2}|" + _spaced(_PAST_RU) + r")\s+минут\w*\s+"
-                           + _ORD_RU + _MARK + r"(?!\w)")
+_MINUTES_INTO = re.compile(r"(?<!\w)" + _LEAD_RU + r"(?P<m>\d{1,2}|" + _spaced(_PAST_RU) + r")\s+"
+                           + _one("minute_word_patterns") + r"\s+" + _ORD_RU + _MARK + r"(?!\w)")
 
 
 _RU_SMALL: dict[str, int] = lexicon.table(_CLOCK, "clock_numbers")
@@ -122,8 +132,9 @@ _RU_NUMBER = (r"(?:(?:" + "|".join(w for w, n in _RU_TENS.items() if n < 60) + r
               + "|".join(w for w, n in sorted(_RU_SMALL.items(), key=lambda item: item[1]) if 1 <= n <= 9) + r"))?|"
               + "|".join(sorted(_RU_SMALL, key=len, reverse=True)) + ")")
 # "в девятнадцать сорок пять", "в семь тридцать утра": an hour and its minutes, each in words
-_RU_CLOCK_WORDS = re.compile(r"(?<!\w)в\s+(?P<h>" + _RU_NUMBER + r")(?:\s+час\w*)?\s+(?P<m>(?:ноль\s+)?" + _RU_NUMBER + r")"
-                             r"(?:\s+минут\w*)?" + _MARK + r"(?!\w)")
+_RU_CLOCK_WORDS = re.compile(r"(?<!\w)" + _one("clock_lead_patterns") + r"(?P<h>" + _RU_NUMBER + r")(?:\s+"
+                             + _one("hour_word_patterns") + r")?\s+(?P<m>(?:" + _one("minute_zero_patterns") + ")?"
+                             + _RU_NUMBER + r")(?:\s+" + _one("minute_word_patterns") + ")?" + _MARK + r"(?!\w)")
 
 
 def _ru_number(words: str) -> int:
@@ -204,13 +215,14 @@ _SPOKEN_YEAR_RU = re.compile(
 _EN_TEENS: dict[str, int] = _of("en", "teens")
 _SPOKEN_YEAR_EN = re.compile(
     r"(?<!\w)(?P<lead>(?:" + "|".join(lexicon.words(_CLOCK, "year_leads")) + r")\s+)"
-    r"(?:nineteen|(?P<new>two\s+thousand(?:\s+and)?))\s+(?:(?P<tens>" + "|".join(_EN_TENS) + r")"
+    r"(?:" + _either("century_1900_patterns") + r"|(?P<new>" + _either("century_2000_patterns") + r"))\s+(?:(?P<tens>"
+    + "|".join(_EN_TENS) + r")"
     r"(?:[\s-]+(?P<unit>" + "|".join(_EN_UNITS) + r"))?|(?P<teen>" + "|".join(_EN_TEENS) + r")|"
     r"(?P<alone>" + "|".join(_EN_UNITS) + r"))(?!\w)", re.I)
 
 
 # "the one from eighty-nine", "the one from '79": a year without its century, after "one from"
-_SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>one,?\s+from\s+|one,?\s+(?:made|released)\s+in\s+)(?:['’]?(?P<digits>[3-9]\d)|"
+_SHORT_YEAR_EN = re.compile(r"(?<!\w)(?P<lead>" + _either("short_year_lead_patterns") + r")(?:['’]?(?P<digits>[3-9]\d)|"
                             r"(?P<tens>" + "|".join(w for w, n in _EN_TENS.items() if n >= 30) + r")(?:[\s-]+(?P<unit>"
                             + "|".join(_EN_UNITS) + r"))?)(?!\w|['’]?s\b)", re.I)
 
