@@ -63,7 +63,7 @@ from core.fence import fence
 from core.parallel import parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time, thinking_line
 from core.done_said import unsaid_done
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
@@ -671,7 +671,7 @@ class Conversation(ReflexSteps):
                 turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
                 return False
-            text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
+            text = user_texts.text("not_done", user_texts.code_of(self._language()))
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
@@ -1279,7 +1279,7 @@ class Conversation(ReflexSteps):
                          p.ChatMessage(role="tool", name=call.name, content=result)]
         answer = answer or self._text("parallel_gave_up")
         if claimed_action(answer) is not None:  # it can run nothing that acts: a claim is made up
-            answer = NOT_DONE_TEXT["ru" if reply_language(event.content) == "Russian" else "en"]
+            answer = user_texts.text("not_done", user_texts.code_of(reply_language(event.content)))
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.open_events.discard(event.event_id)
