@@ -72,7 +72,8 @@ DEFAULT_PARALLEL_PATTERNS = lexicon.words("urgency", "light_question_patterns") 
 _NAMES = lexicon.words("urgency", "assistant_names")
 # Politeness around a light question does not make it a different request (the lead-in list
 # holds regex fragments: "скажи(?:те)?").
-_LEAD_IN = r"(?:(?:" + "|".join((*map(re.escape, _NAMES), *lexicon.words("urgency", "light_lead_in_patterns"))) + r")[\s,]+)*"
+_LEAD_IN = (r"(?:(?:" + "|".join((*map(re.escape, _NAMES), *lexicon.words("urgency", "light_lead_in_patterns")))
+            + r")[\s,]+)*")
 _TRAIL = r"(?:[\s,]+(?:" + "|".join(map(re.escape, lexicon.words("urgency", "light_trail_words"))) + "))?"
 _EDGE_PUNCT = string.punctuation.replace("'", "") + "«»„“”…—–¿¡ \t\r\n"
 
