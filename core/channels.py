@@ -20,24 +20,19 @@ from typing import Literal
 
 import msgspec
 
+from core import lexicon
 from core.fence import fence_field
 from core.background import ASKED_KEY
 from protocol import Event
 
 CHANNEL_KIND = "channel"  # Event.kind of everything that arrives on a channel
-ANY_CHANNEL = ("*", "any", "all", "любой", "все")
+ANY_CHANNEL = ("*", *lexicon.words("channels", "any_channel"))
 
 Wake = Literal["always", "watched"]
 
-# Words that say how, not what: "tell me when Anna writes" matters for "anna" alone.
-_FILLER = frozenset("""
-a an the me my i when if whenever tell let know notify alert about from by to of on in for and or
-writes write wrote sends send sent says say message messages mail email emails new any some there is
-comes arrives arrive anything something someone
-когда если скажи сообщи напомни уведоми мне меня о об от про в на и или что кто
-пишет напишет написал написала пришлёт пришлет пришло придёт придет сообщение сообщения письмо письма
-новое новые новый любое какое-нибудь будет
-""".split())
+# Words that say how, not what: "tell me when Anna writes" matters for "anna" alone (the words
+# are data: core/words/<language>/channels.toml).
+_FILLER = frozenset(lexicon.words("channels", "filler_words"))
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
