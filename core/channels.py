@@ -48,7 +48,7 @@ class Watch(msgspec.Struct, array_like=True):
 
 def interest_words(what: str) -> list[str]:
     """The words of "what matters" that say what, stemmed: "when Anna writes" -> ["anna"]."""
-    words = [w for w in _WORD.findall(what.casefold().replace("ё", "е")) if w not in _FILLER]
+    words = [w for w in _WORD.findall(lexicon.fold(what)) if w not in _FILLER]
     return list(dict.fromkeys(_stem(w) for w in words if len(w) >= 2))
 
 
@@ -62,7 +62,7 @@ def _matches(watch: Watch, channel: str, sender: str, text: str) -> bool:
         return False
     if not watch.words:
         return True  # "everything on this channel"
-    said = {_stem(w) for w in _WORD.findall(f"{sender} {text}".casefold().replace("ё", "е"))}
+    said = {_stem(w) for w in _WORD.findall(lexicon.fold(f"{sender} {text}"))}
     return any(word in said or (len(word) >= 4 and any(s.startswith(word) for s in said)) for word in watch.words)
 
 

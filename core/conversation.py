@@ -68,6 +68,7 @@ from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
+from core.lexicon import fold
 from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
@@ -898,12 +899,12 @@ class Conversation(ReflexSteps):
     def _said_or_shown(self, query: str) -> bool:
         """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
         result showed in this conversation: a search for the instructions' own words is not."""
-        words = [w for w in re.findall(r"[^\W_]{3,}|\d+", query.casefold().replace("ё", "е"))]
+        words = [w for w in re.findall(r"[^\W_]{3,}|\d+", fold(query))]
         if not words:
             return True  # "найди М", a number: nothing to judge by
         seen = " ".join("\n".join(user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
                         for m in self.trajectory.messages()[-40:] if m.role in ("user", "tool"))  # no label, no echo
-        known = set(re.findall(r"[^\W_]{3,}|\d+", seen.casefold().replace("ё", "е")))
+        known = set(re.findall(r"[^\W_]{3,}|\d+", fold(seen)))
         return any(w in known or any(same_word(w, k) for k in known) for w in words)
 
     def _turn_start(self) -> int:

@@ -23,7 +23,7 @@ from typing import Literal
 
 import msgspec
 
-from core.lexicon import words
+from core.lexicon import fold, words
 from core.timewords import unsaid_number
 from protocol.tools import ToolSpec, ToolsetSpec
 
@@ -45,7 +45,7 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
 
 def _norm(text: str) -> str:
     """Lower-cased, `ё` read as `е`, every run of white space one space, a space on either side."""
-    return " " + _squeeze(text.casefold().replace("ё", "е")) + " "
+    return " " + _squeeze(fold(text)) + " "
 
 
 def _squeeze(text: str) -> str:
