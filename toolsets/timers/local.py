@@ -15,8 +15,8 @@ import msgspec
 
 from core.done_said import ALARM_SPAN_S, set_for_said
 from core.fastpath import FastPath, Intent
+from core.local_intents import Say
 from core.reflex import TIMER_WORD, among, norm_words
-from core.reflex_answers import span_words
 from core.timers import TimerError, dial_nearest, parse_when
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
@@ -94,6 +94,15 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     return _timer_set_said(fast, intent, now, due)
 
 
+def span_said(say: Say, seconds: float) -> str | None:
+    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in this folder's words (`span_hours`,
+    `span_minutes`, `span_seconds`, `span_zero`); None when they are not worded."""
+    total = max(0, round(seconds))
+    counts = (("span_hours", total // 3600), ("span_minutes", total % 3600 // 60), ("span_seconds", total % 60))
+    parts = [say(name, n=n) for name, n in counts if n] or [say("span_zero")]
+    return None if None in parts else " ".join(parts)  # type: ignore[arg-type]
+
+
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
     """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
     time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
@@ -101,7 +110,8 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
     text = f": {intent.text}" if intent.text else ""
     at, russian = fast.clock_time(due), intent.russian
     if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
-        return _say(fast, "timer_set", russian, span=span_words(due - now, russian), at=at, text=text)
+        span = span_said(fast.speaker(russian), due - now)
+        return None if span is None else _say(fast, "timer_set", russian, span=span, at=at, text=text)
     if intent.every:
         return _say(fast, "timer_set_daily", russian, at=at, text=text)
     return set_for_said(fast.speaker(russian), due, now, fast.timezone(), russian, text)
