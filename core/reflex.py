@@ -28,80 +28,55 @@ import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
+from core.lexicon import table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
 
-# ---- the words --------------------------------------------------------------------------------
-LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
-         r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
-         r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
-         # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
-         r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|eh|meh|эх|блин|понятно|ясно|got\s+it|i\s+see|хотя|забей|right|"
-         r"(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
-         r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
-         r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
-         # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
-         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then|"
-         r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс|"
-         # "стоп-стоп, выключи", "лучше поставь вторую часть": a request put instead of the one before
-         r"лучше|а\s+лучше)(?:[\s,!.]+|-(?=стоп|stop|нет|no\b)))*")
-_TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
-                       r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
-                       r"время\s+не\s+подскажешь|what\s+time\s+is\s+it|what\s+time\s+it\s+is|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
-                       r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|(?:подскажи|скажи|подскажите|скажите)\s+время|"
-                       r"^(?:а\s+)?время(?=[\s?]*$)|"
-                       r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
-                       r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date|what\s+time\s+do\s+you\s+have|got\s+the\s+time|"
-                       r"^(?:the\s+)?time(?:\s+please)?(?=[\s?]*$)|^(?:the\s+)?time(?=\s+in\s)|(?:скажи|подскажи|назови)\s+(?:сегодняшнюю\s+)?дату|"
-                       r"какая\s+(?:сегодня\s+)?дата|what'?s\s+today(?=[\s?]*$)|what\s+is\s+today(?=[\s?]*$))")
+# ---- the words (core/words/<language>/requests.toml; the grammar that joins them stays here) ----
+def _any(key: str) -> str:
+    """The list `key` of the requests topic as one alternation: lists named *_patterns are regex
+    fragments, kept as written; other lists are plain words."""
+    found = words("requests", key)
+    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+
+
+LEAD = (r"^(?:(?:" + _any("lead_patterns") + r")(?:[\s,!.]+|-(?=" + _any("lead_hyphened_patterns") + r")))*")
+_TIME_NOW = re.compile(r"(?:" + _any("time_now_patterns") + r")")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
-_PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
+_PLACE = re.compile(r"(?:\s(?:" + _any("place_prepositions") + r")\s+(?!" + _any("here_now_patterns") + r")\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
+TIMER_WORD = re.compile(r"(?:" + _any("timer_word_patterns") + r")")
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
-ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
-                          r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-                          r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
+ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=\s|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
 # set or listed (the timers toolset's step says which), else the model asks
-CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
-                        r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
-                        r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"
-                        r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
+CANCEL_IT = re.compile(LEAD + r"(?:(?:" + _any("cancel_openers_patterns") + r")[\s,.!]+)*"
+                        r"(?:" + _any("cancel_it_patterns") + r")"
                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # ("и через час напомни …": the second request may open with its time)
-_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
-                           r"(?P<second>(?:another(?:\s+one)?|one\s+more|ещ[её]\s+(?:один|одну|одно))(?=\s+(?:for|in|на|через)\s)|"
-                           r"(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
-                           r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
-VERB_START = re.compile(LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
-                         r"remind|cancel|show|search|start|look|put)\b")
-_NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|выключ|выруб|"
-                       r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
-                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|(?<!изменить\s)нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
-                       r"не\s+нужен|не\s+нужна|не\s+нужно)")
+_TWO_REQUESTS = re.compile("".join(f"(?<!{re.escape(w)})" for w in words("requests", "two_requests_not_after"))
+                           + r"[\s,](?:" + _any("and_then_patterns") + r")\s+"
+                           r"(?P<second>(?:" + _any("one_more_patterns") + r")(?=\s+(?:" + _any("one_more_time_words")
+                           + r")\s)|(?:(?:" + _any("in_time_words") + r")\s+[\w:]+(?:\s+(?!(?:" + _any("and_words")
+                           + r")\s)\w+){0,2}\s+)?(?:" + _any("second_request_verbs") + r")\b)")
+VERB_START = re.compile(LEAD + r"(?:" + _any("opening_verbs") + r")\b")
+_NEGATION = re.compile(r"(?:^|\s)(?:(?:" + _any("negation_patterns") + r")\s+(?:\w+\s+)?(?:" + _any("negated_stems")
+                       + r")|" + _any("negation_phrases_patterns") + r")")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
-TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
-         "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "шестьдесят": 60, "семьдесят": 70,
-         "восемьдесят": 80, "девяносто": 90}
-NUMBER_WORDS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
-          "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-          "seven": 7, "eight": 8, "nine": 9}
-TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
-          "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
-          "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
+TENS: dict[str, int] = table("requests", "tens")  # type: ignore[assignment]
+NUMBER_WORDS: dict[str, int] = table("requests", "units")  # type: ignore[assignment]
+TEENS: dict[str, int] = table("requests", "teens")  # type: ignore[assignment]
 _COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(NUMBER_WORDS) + r"))?\b"
                        r"|\b(?P<teen>" + "|".join(TEENS) + r")\b")
 
 
-_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
+_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:" + _any("unit_stems") + r"))")
 
 
-_COUPLE = re.compile(r"(?<!\w)(?:пару|пара|a\s+couple(?:\s+of)?|couple\s+of)(?=\s+(?:минут|секунд|час|minutes|seconds|hours)(?!\w))")
+_COUPLE = re.compile(r"(?<!\w)(?:" + _any("couple_patterns") + r")(?=\s+(?:" + _any("couple_units") + r")(?!\w))")
 
 
 def in_figures(text: str) -> str:
@@ -132,8 +107,8 @@ def _plain_words(said: str) -> str:
 
 
 # "напомни, кто снял …", "remind me what year …": a fact asked for, opened by a reminder's word
-_RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:напомни(?:те)?(?:\s+мне)?|remind\s+me)[\s,]+"
-                           r"(?=(?:а\s+)?(?:кто|что|как|где|какой|какая|какое|какие|какого|сколько|who|what|how|where|which)(?!\w))")
+_RECALL_FIRST = re.compile(r"^(?:(?:" + _any("recall_lead") + r")[\s,]+)*(?:" + _any("recall_verb_patterns") + r")[\s,]+"
+                           r"(?=(?:а\s+)?(?:" + _any("question_words") + r")(?!\w))")
 
 
 def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | None:
@@ -169,18 +144,17 @@ def _asked_after(before: str, request: str, parts: list[str], phrasings: Sequenc
     return intent if intent is not None and intent.kind in kinds else None
 
 
-_CONDITION = re.compile(r"(?<!\w)(?:если|когда|пока|if|when|whenever|while|unless)(?!\w)")
+_CONDITION = re.compile(r"(?<!\w)(?:" + _any("condition_words") + r")(?!\w)")
 _LEAD_ONLY = re.compile(LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing said before the request
 
 
-_TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")
+_TOLD = re.compile(r"(?<!\w)(?:" + _any("told_patterns") + r")(?!\w)")
 
 
 # a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
 # the words of a second thought that every reading of one shares (each adds its own around them)
-NO_WAIT = r"no|nope|wait|actually|нет|хотя|подожди|погоди"
-_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|nah|never\s+mind|forget\s+it|instead|rather|make\s+it|"
-                             r"не|стоп|лучше|на\s+самом\s+деле|отбой|давай)(?!\w)")
+NO_WAIT = _any("no_wait_patterns")
+_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|" + _any("second_thought_patterns") + r")(?!\w)")
 
 
 def second_thought(text: str) -> bool:
@@ -249,16 +223,10 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
 
 
 # a condition, a later time or a thing already done: "если я усну", "maybe later", "i already paused it"
-_NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|когда\s+(?:приду|вернусь|усну|закончу)|"
-                      r"потом|позже|наверное|что\s+если|if(?!\s+you\s+(?:could|can|would|want|like|don'?t\s+mind))|what\s+if|"
-                      # a thing done ("i already paused it"), not a time ("it's already late")
-                      r"later|someday|(?:i|we|you)(?:'ve)?\s+already|already\s+(?:\w+ed|done|did|set|put)|"
-                      r"уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
+_NOT_NOW = re.compile(r"(?<!\w)(?:" + _any("not_now_patterns") + r")(?!\w)")
 
 
-_REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|выключи|засеки|засекай|"
-                           r"скажешь|скажи|tell\s+me|let\s+me\s+know|"
-                           r"play|set|find|remind|cancel|show|start|put|pause|stop|search)(?!\w)")
+_REQUEST_VERB = re.compile(r"(?<!\w)(?:" + _any("request_verb_patterns") + r")(?!\w)")
 
 
 def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
@@ -280,8 +248,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
-_STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:(?:а\s+)?давай\s+лучше|лучше\s+(?:включи|поставь)|(?:включи|поставь)\s+лучше|"
-                              r"(?:put\s+on|play)(?=.+\binstead[\s.!]*$))\s+(?P<title>.+?)(?:\s+instead)?[\s.!]*$", re.I)
+_STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:" + _any("instead_patterns") + r")\s+(?P<title>.+?)(?:\s+"
+                              + _any("instead_tail") + r")?[\s.!]*$", re.I)
 
 
 def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tuple[Intent, Intent] | None:
