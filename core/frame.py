@@ -155,6 +155,8 @@ def _any(key: str) -> str:
     """The list `key` of the frame topic (core/words/<language>/frame.toml) as one alternation:
     lists named *_patterns are regex fragments, kept as written; other lists are plain words."""
     found = words("frame", key)
+    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
+        return "(?!)"
     return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
 
 

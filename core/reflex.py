@@ -38,6 +38,8 @@ def _any(key: str, topic: str = "requests") -> str:
     """The list `key` of a topic (requests, follow_ups) as one alternation: lists named *_patterns
     are regex fragments, kept as written; other lists are plain words."""
     found = words(topic, key)
+    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
+        return "(?!)"
     return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
 
 
@@ -102,13 +104,16 @@ def is_russian(text: str) -> bool:
 
 
 def _plain_words(said: str) -> str:
-    """Lower case, ё as е, one space between words, the particle "-ка" dropped ("включи-ка")."""
-    return re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+    """Lower case, ё as е, one space between words, a particle dropped ("включи-ка")."""
+    return _PARTICLE.sub("", " ".join(said.casefold().replace("ё", "е").split()))
+
+
+_PARTICLE = re.compile(r"(?<=\w)[-\s](?:" + _any("particles") + r")(?=[\s,.!?]|$)")
 
 
 # "напомни, кто снял …", "remind me what year …": a fact asked for, opened by a reminder's word
 _RECALL_FIRST = re.compile(r"^(?:(?:" + _any("recall_lead") + r")[\s,]+)*(?:" + _any("recall_verb_patterns") + r")[\s,]+"
-                           r"(?=(?:а\s+)?(?:" + _any("question_words") + r")(?!\w))")
+                           r"(?=(?:(?:" + _any("question_lead") + r")\s+)?(?:" + _any("question_words") + r")(?!\w))")
 
 
 def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | None:
