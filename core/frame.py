@@ -300,7 +300,7 @@ def _timer_command(intent: Intent) -> str:
         head = f"remind me at {when}"
     else:
         number = re.fullmatch(r"(\d+)\s+(\w+)", when)
-        unit = number and ("hours" if number[2].startswith(("час", "hour")) else "minutes"
-                           if number[2].startswith(("мин", "minute")) else "")
+        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
+                           if number[2].startswith(words("frame", "minute_stems")) else "")
         head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
     return f"{head} to {intent.text}" if intent.text else head
