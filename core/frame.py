@@ -239,7 +239,8 @@ def _fold(text: str) -> str:
 _ORDINALS = ("", "first", "second", "third", "fourth", "fifth")
 _DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
                  "year": "what year is {} from", "about": "what is {} about"}
-_TIMER_WORD = re.compile(r"^(?:(?:" + _any("timer_article_words") + r")\s+)?(?:" + _any("timer_name_patterns")
+_TIMER_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
+                         + r")?(?:" + _any("timer_name_patterns")
                          + r")(?:\s+(?:" + _any("timer_about_words") + r"))?\b|"
                          r"\s*\b(?:" + _any("timer_name_last_patterns") + r")$", re.I)
 

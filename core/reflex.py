@@ -565,8 +565,8 @@ _BARE_CHOICE = re.compile(r"^(?:(?:" + _any("choice_lead_patterns", "follow_ups"
 # the place just asked about, said again as "there": "а день у них какой?", "is it still Saturday there?"
 _THERE_TOO = re.compile(r"(?<!\w)(?:" + _any("there_patterns", "follow_ups") + r")(?!\w)")
 _DAY_OR_TIME = re.compile(r"(?<!\w)(?:" + _any("day_or_time_patterns", "follow_ups") + r")(?!\w)")
-_ASKING_WORD = re.compile(r"^(?:(?:" + _any("asking_lead", "follow_ups") + r")\s+)?(?:" + _any("asking_words", "follow_ups")
-                          + r")(?!\w)")
+_ASKING_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("follow_ups", "asking_lead")) + r")?(?:"
+                          + _any("asking_words", "follow_ups") + r")(?!\w)")
 
 
 _ACKNOWLEDGED = re.compile(r"^(?:(?:" + _any("acknowledged_patterns", "follow_ups") + r")[\s,!.]+)+")
