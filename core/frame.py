@@ -39,7 +39,7 @@ from core.frame_bank import Bank, default_bank
 from core.loading import intent_files
 from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
-from core.lexicon import words
+from core.lexicon import fold, words
 from core.timewords import numbers_said
 from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
@@ -232,7 +232,7 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _fold(text: str) -> str:
-    return text.casefold().replace("ё", "е")
+    return fold(text)
 
 
 # ---- an intent said as the list's command (the frame bank's examples are written with it) ------

@@ -28,7 +28,7 @@ import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
-from core.lexicon import table, words
+from core.lexicon import fold, table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
@@ -93,7 +93,7 @@ def in_figures(text: str) -> str:
 
 
 def norm_words(text: str) -> str:
-    text = text.casefold().replace("ё", "е")
+    text = fold(text)
     text = re.sub(r"[«»\"“”„'`!?.,;:()\[\]]", " ", text)
     return " ".join(text.split())
 
@@ -104,8 +104,8 @@ def is_russian(text: str) -> bool:
 
 
 def _plain_words(said: str) -> str:
-    """Lower case, ё as е, one space between words, a particle dropped ("включи-ка")."""
-    return _PARTICLE.sub("", " ".join(said.casefold().replace("ё", "е").split()))
+    """Folded (core.lexicon.fold: lower case, ё as е), one space between words, a particle dropped ("включи-ка")."""
+    return _PARTICLE.sub("", " ".join(fold(said).split()))
 
 
 _PARTICLE = re.compile(r"(?<=\w)[-\s](?:" + _any("particles") + r")(?=[\s,.!?]|$)")
@@ -265,7 +265,7 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = in_digits(said)
-    raw = " ".join(said.casefold().replace("ё", "е").split())
+    raw = " ".join(fold(said).split())
     sentences = [part for part in re.split(r"(?<=[.!?;])\s+", said.strip()) if part.strip(" .!?;")]
     if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"
         first, second = recognise(sentences[0], phrasings), recognise(sentences[1], phrasings)
@@ -384,7 +384,7 @@ _DAY_OFFSETS: dict[str, str] = table("follow_ups", "day_offsets")  # type: ignor
 def as_said(found: str, said: str) -> str:
     """`found` (cut from the lower-cased words) as the user wrote it: "позвонить Пете", "бельё"."""
     original = " ".join(said.split())
-    at = original.casefold().replace("ё", "е").find(found)
+    at = fold(original).find(found)
     return original[at:at + len(found)] if at >= 0 and len(original.casefold()) == len(original) else found
 
 
