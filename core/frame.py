@@ -39,6 +39,7 @@ from core.frame_bank import Bank, default_bank
 from core.loading import intent_files
 from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
+from core.lexicon import fold, words
 from core.timewords import numbers_said
 from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
@@ -150,9 +151,17 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
     return Frame(command, msgspec.structs.replace(intent, russian=russian))
 
 
-_EVERY_TIMER = re.compile(r"(?<!\w)(?:все|всё|всех|оба|обе|каждый|all|every|everything|both|timers|reminders|alarms|"
-                          r"таймеры|напоминания|будильники)(?!\w)")
-_ADDRESS = frozenset({"порфирий", "porfiry", "пожалуйста", "please", "слушай", "hey", "эй"})
+def _any(key: str) -> str:
+    """The list `key` of the frame topic (core/words/<language>/frame.toml) as one alternation:
+    lists named *_patterns are regex fragments, kept as written; other lists are plain words."""
+    found = words("frame", key)
+    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
+        return "(?!)"
+    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+
+
+_EVERY_TIMER = re.compile(r"(?<!\w)(?:" + _any("every_timer_words") + r")(?!\w)")
+_ADDRESS = frozenset(words("frame", "address_words"))
 _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
     "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
     "show", "watch", "unwatch"})
@@ -166,13 +175,7 @@ _ACTION_OF: dict[ReflexKind, ActionKind] = {
 
 # which title shown a reference means, in the user's words: a number in a title ("Один дома 2")
 # is no ordinal, and a title said is no "the last one"
-_REFERENCE_CUES = {
-    "ordinal": re.compile(r"перв|втор|трет|четв|пят|шест|номер|вариант|част|first|second|third|fourth|fifth|sixth|part|"
-                          r"\d(?:st|nd|rd|th)\b|number|option|#", re.I),
-    "oldest": re.compile(r"стар|перв|оригинал|ранн|old|orig|first|earli|classic", re.I),
-    "newest": re.compile(r"нов|свеж|послед|new|latest|recent|last", re.I),
-    "last": re.compile(r"послед|last|latest|нов", re.I),
-}
+_REFERENCE_CUES = {cue: re.compile(_any(f"{cue}_cue_patterns"), re.I) for cue in ("ordinal", "oldest", "newest", "last")}
 
 
 def _reference_said(reference: Reference, said: str) -> bool:
@@ -181,7 +184,7 @@ def _reference_said(reference: Reference, said: str) -> bool:
     return not cue or bool(_REFERENCE_CUES[cue].search(said))
 
 
-_ANOTHER = re.compile(r"\b(?:another|one more|ещё|еще)\b", re.I)
+_ANOTHER = re.compile(r"\b(?:" + _any("another_patterns") + r")\b", re.I)
 
 
 def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
@@ -199,7 +202,7 @@ def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
 
 
 # where a text is put, said in any words: "кинь на экран очков", "throw it up on my screen"
-_SCREEN_WORD = re.compile(r"(?<!\w)(?:экран\w*|очк\w*|дисплей\w*|дисплее|screen|glasses|display|hud|lens)(?!\w)")
+_SCREEN_WORD = re.compile(r"(?<!\w)(?:" + _any("screen_word_patterns") + r")(?!\w)")
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
@@ -219,7 +222,7 @@ def _unsaid(command: str, said: str, own: frozenset[str]) -> str:
 
 
 # a unit said alone is one of it: "через минуту", "in an hour", "на часок"
-_ONE_UNIT = frozenset({"минуту", "минутку", "минутка", "час", "часик", "часок", "hour", "minute", "sec", "секунду"})
+_ONE_UNIT = frozenset(words("frame", "one_unit_words"))
 
 
 def _same_stem(a: str, b: str) -> bool:
@@ -229,15 +232,17 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _fold(text: str) -> str:
-    return text.casefold().replace("ё", "е")
+    return fold(text)
 
 
 # ---- an intent said as the list's command (the frame bank's examples are written with it) ------
 _ORDINALS = ("", "first", "second", "third", "fourth", "fifth")
 _DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
                  "year": "what year is {} from", "about": "what is {} about"}
-_TIMER_WORD = re.compile(r"^(?:the\s+|that\s+)?(?:timers?|reminders?|таймер\w*|напоминани\w*)(?:\s+(?:про|for|on))?\b|"
-                         r"\s*\b(?:timers?|reminders?)$", re.I)
+_TIMER_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
+                         + r")?(?:" + _any("timer_name_patterns")
+                         + r")(?:\s+(?:" + _any("timer_about_words") + r"))?\b|"
+                         r"\s*\b(?:" + _any("timer_name_last_patterns") + r")$", re.I)
 
 
 def command_of(intent: Intent) -> str | None:
@@ -296,7 +301,7 @@ def _timer_command(intent: Intent) -> str:
         head = f"remind me at {when}"
     else:
         number = re.fullmatch(r"(\d+)\s+(\w+)", when)
-        unit = number and ("hours" if number[2].startswith(("час", "hour")) else "minutes"
-                           if number[2].startswith(("мин", "minute")) else "")
+        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
+                           if number[2].startswith(words("frame", "minute_stems")) else "")
         head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
     return f"{head} to {intent.text}" if intent.text else head
