@@ -99,7 +99,7 @@ def test_a_reference_means_the_nth_result_the_years_one_or_the_title_talked_abou
 def test_spans_are_said_in_the_users_language():
     from core.loading import intent_files
     from core.local_intents import LocalIntents
-    from toolsets.timers.local import span_said
+    from core.done_said import span_said
 
     words = LocalIntents.load(intent_files())
     ru, en = words.speaker("ru"), words.speaker("en")

@@ -13,9 +13,8 @@ from collections.abc import Container
 
 import msgspec
 
-from core.done_said import ALARM_SPAN_S, set_for_said
+from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
-from core.local_intents import Say
 from core.reflex import TIMER_WORD, among, norm_words
 from core.timers import TimerError, dial_nearest, parse_when
 from core.turn import TurnState
@@ -92,15 +91,6 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
     return _timer_set_said(fast, intent, now, due)
-
-
-def span_said(say: Say, seconds: float) -> str | None:
-    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in this folder's words (`span_hours`,
-    `span_minutes`, `span_seconds`, `span_zero`); None when they are not worded."""
-    total = max(0, round(seconds))
-    counts = (("span_hours", total // 3600), ("span_minutes", total % 3600 // 60), ("span_seconds", total % 60))
-    parts = [say(name, n=n) for name, n in counts if n] or [say("span_zero")]
-    return None if None in parts else " ".join(parts)  # type: ignore[arg-type]
 
 
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
