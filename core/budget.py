@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from core.config import Config
-from core.loading import default_catalog
+from core.loading import default_catalog, intent_files
+from core.local_intents import read_frame_spec
 from core.frame import frame_messages
 from core.prompt import Scope, build_prompt, build_system_prompt, layout
 from core.skills import SkillRepository
@@ -34,5 +35,5 @@ def warmup_requests(config: Config) -> list[list[ChatMessage]]:
     prompt = build_prompt(registry, [], repo.index("warmup"), SKILLS_HOWTO, scope=scope)
     requests = [layout(prompt, [ChatMessage(role="user", content=WARMUP_WORDS)], 1, [])]
     if config.session.frame and config.session.reflexes:
-        requests.append(frame_messages(WARMUP_WORDS, nearest=0))
+        requests.append(frame_messages(WARMUP_WORDS, nearest=0, spec=read_frame_spec(intent_files(config))))
     return requests

@@ -20,24 +20,19 @@ from typing import Literal
 
 import msgspec
 
+from core import lexicon
 from core.fence import fence_field
 from core.background import ASKED_KEY
 from protocol import Event
 
 CHANNEL_KIND = "channel"  # Event.kind of everything that arrives on a channel
-ANY_CHANNEL = ("*", "any", "all", "любой", "все")
+ANY_CHANNEL = ("*", *lexicon.words("channels", "any_channel"))
 
 Wake = Literal["always", "watched"]
 
-# Words that say how, not what: "tell me when Anna writes" matters for "anna" alone.
-_FILLER = frozenset("""
-a an the me my i when if whenever tell let know notify alert about from by to of on in for and or
-writes write wrote sends send sent says say message messages mail email emails new any some there is
-comes arrives arrive anything something someone
-когда если скажи сообщи напомни уведоми мне меня о об от про в на и или что кто
-пишет напишет написал написала пришлёт пришлет пришло придёт придет сообщение сообщения письмо письма
-новое новые новый любое какое-нибудь будет
-""".split())
+# Words that say how, not what: "tell me when Anna writes" matters for "anna" alone (the words
+# are data: core/words/<language>/channels.toml).
+_FILLER = frozenset(lexicon.words("channels", "filler_words"))
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -53,7 +48,7 @@ class Watch(msgspec.Struct, array_like=True):
 
 def interest_words(what: str) -> list[str]:
     """The words of "what matters" that say what, stemmed: "when Anna writes" -> ["anna"]."""
-    words = [w for w in _WORD.findall(what.casefold().replace("ё", "е")) if w not in _FILLER]
+    words = [w for w in _WORD.findall(lexicon.fold(what)) if w not in _FILLER]
     return list(dict.fromkeys(_stem(w) for w in words if len(w) >= 2))
 
 
@@ -67,7 +62,7 @@ def _matches(watch: Watch, channel: str, sender: str, text: str) -> bool:
         return False
     if not watch.words:
         return True  # "everything on this channel"
-    said = {_stem(w) for w in _WORD.findall(f"{sender} {text}".casefold().replace("ё", "е"))}
+    said = {_stem(w) for w in _WORD.findall(lexicon.fold(f"{sender} {text}"))}
     return any(word in said or (len(word) >= 4 and any(s.startswith(word) for s in said)) for word in watch.words)
 
 

@@ -63,11 +63,12 @@ from core.fence import fence
 from core.parallel import parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time, thinking_line
 from core.done_said import unsaid_done
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, NOT_DONE_TEXT, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
+from core.lexicon import fold
 from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
@@ -671,7 +672,7 @@ class Conversation(ReflexSteps):
                 turn.claim_retried, turn.notice = True, CLAIM_NOTICE.format(kind=claimed, language=self._language())
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
                 return False
-            text = NOT_DONE_TEXT["ru" if self._language() == "Russian" else "en"]
+            text = user_texts.text("not_done", user_texts.code_of(self._language()))
         if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
@@ -898,12 +899,12 @@ class Conversation(ReflexSteps):
     def _said_or_shown(self, query: str) -> bool:
         """Whether a word of `query` (3 letters or more, in any case) is in what the user said or a
         result showed in this conversation: a search for the instructions' own words is not."""
-        words = [w for w in re.findall(r"[^\W_]{3,}|\d+", query.casefold().replace("ё", "е"))]
+        words = [w for w in re.findall(r"[^\W_]{3,}|\d+", fold(query))]
         if not words:
             return True  # "найди М", a number: nothing to judge by
         seen = " ".join("\n".join(user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
                         for m in self.trajectory.messages()[-40:] if m.role in ("user", "tool"))  # no label, no echo
-        known = set(re.findall(r"[^\W_]{3,}|\d+", seen.casefold().replace("ё", "е")))
+        known = set(re.findall(r"[^\W_]{3,}|\d+", fold(seen)))
         return any(w in known or any(same_word(w, k) for k in known) for w in words)
 
     def _turn_start(self) -> int:
@@ -1279,7 +1280,7 @@ class Conversation(ReflexSteps):
                          p.ChatMessage(role="tool", name=call.name, content=result)]
         answer = answer or self._text("parallel_gave_up")
         if claimed_action(answer) is not None:  # it can run nothing that acts: a claim is made up
-            answer = NOT_DONE_TEXT["ru" if reply_language(event.content) == "Russian" else "en"]
+            answer = user_texts.text("not_done", user_texts.code_of(reply_language(event.content)))
         self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=answer, final=True))
         self.s.ports.send(self.sid, p.TurnDone(turn_id=turn_id, event_ids=[event.event_id], model_calls=model_calls))
         self.open_events.discard(event.event_id)

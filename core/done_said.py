@@ -17,13 +17,13 @@ import datetime as dt
 import re
 
 from core.echo import first_line
+from core.lexicon import words
 from core.local_intents import Say
 from core.timers import format_span
 from core.timewords import in_digits, numbers_said, spoken_parts
 from protocol.results import Playing, TimerSet, ToolData
 
 _PLAYING = ("sent", "started", "resumed")  # a play under way: sent to the phone, or the phone says it plays
-_SPAN_UNITS_RU = {"s": "сек", "min": "мин", "h": "ч", "d": "дн"}
 # a timer set this far ahead is an alarm: said by its day and clock time, and a bare number
 # putting it right is a clock hour (toolsets/timers)
 ALARM_SPAN_S = 3 * 3600
@@ -55,7 +55,7 @@ def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool
 
 
 # an answer that says only that something was done; another tool's result is added to nothing else
-_BARE = re.compile(r"(?:done|ok|okay|sure|all\s+set|готово|сделано|выполнено|хорошо|ок)")
+_BARE = re.compile("(?:" + "|".join(words("guards", "bare_done_patterns")) + ")")
 CHANGE_LINE_CHARS = 160  # of another tool's result, said when the answer names nothing of it
 
 
@@ -99,6 +99,16 @@ def set_for_said(say: Say, due: float, since: float, tz: dt.tzinfo, russian: boo
     return say("timer_set_for", day=day, at=f"{moment:%H:%M}", text=text) if day is not None else None
 
 
+def span_said(say: Say, seconds: float) -> str | None:
+    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in the timers toolset's words
+    (`span_hours`, `span_minutes`, `span_seconds`, `span_zero`: counts in their form); None when
+    no toolset words them."""
+    total = max(0, round(seconds))
+    counts = (("span_hours", total // 3600), ("span_minutes", total % 3600 // 60), ("span_seconds", total % 60))
+    parts = [say(name, n=n) for name, n in counts if n] or [say("span_zero")]
+    return None if None in parts else " ".join(parts)  # type: ignore[arg-type]
+
+
 def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> str | None:
     """As the fast path says a timer it set: by its length ("Timer set for 7 min, it goes off at
     18:07: каша готова."), by its day and clock time when that far ahead ("Set for tomorrow at
@@ -109,6 +119,4 @@ def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> 
         return say("timer_set_daily", at=clock, text=about)
     if timer.due - timer.set_at >= ALARM_SPAN_S:
         return set_for_said(say, timer.due, timer.set_at, tz, russian, about)
-    if russian:
-        span = re.sub(r"\b(s|min|h|d)\b", lambda m: _SPAN_UNITS_RU[m.group(1)], span)
-    return say("timer_set", span=span, at=clock, text=about)
+    return say("timer_set", span=span_said(say, timer.due - timer.set_at) or span, at=clock, text=about)

@@ -12,6 +12,7 @@ import functools
 import itertools
 import re
 
+from core import user_texts
 from core.intent import small_talk
 from core.prompt import ACTIVE_HEADER
 from core.skills_notice import SKILLS_HOWTO
@@ -121,13 +122,13 @@ def wrong_language(reply: str, said: str) -> str:
     return "English" if not _LATIN_LETTER.search(own) else ""
 
 
-# shown instead of a reply that, asked once more, is still a call line or the tool list
-NOT_AN_ANSWER_TEXT = {"ru": "Не понял просьбу. Скажите, пожалуйста, иначе.",
-                      "en": "Sorry, I didn't get that. Could you say it another way?"}
+# shown instead of a reply that, asked once more, is still a call line or the tool list, by
+# language (the runtime's texts: core/texts/<language>.toml)
+NOT_AN_ANSWER_TEXT = {language: user_texts.table(language)["not_an_answer"] for language in user_texts.LANGUAGES}
 
 
 # ...and in place of a remark's reply that, asked once more, still repeats the user's words
-ACKNOWLEDGED_TEXT = {"ru": "Понимаю.", "en": "I see."}
+ACKNOWLEDGED_TEXT = {language: user_texts.table(language)["acknowledged"] for language in user_texts.LANGUAGES}
 
 
 def never_shown(reply: str) -> bool:

@@ -7,7 +7,9 @@ there?"). Letting the small model act on such a turn means three or four free st
 is where the wrong film, the missing last step and the made-up id came from. So the model is
 asked one narrow question first: say this as one command of a short fixed list, or "-". The
 command is read by the same reflex patterns and carried out by the session; the model decides
-nothing else.
+nothing else. The list and its worked examples are the loaded intents files' (`frame:` in
+core/intents.yaml and in each toolset's intents.yaml, core.local_intents.FrameSpec): a toolset
+added brings its commands, and one left out takes its commands away.
 
 A guarantee, not luck: a command is taken only when every word it adds beyond the list's own
 words is the user's (a title, a city, a timer's text, in any grammatical case; said now, or for a
@@ -28,76 +30,49 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 import msgspec
 
 from core.fastpath import Phrasing
 from core.frame_bank import Bank, default_bank
+from core.loading import intent_files
+from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
+from core.lexicon import fold, words
 from core.timewords import numbers_said
 from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
 
 FRAME_MAX_TOKENS = 48
 NEAREST_EXAMPLES = 4  # the bank's requests shown after the fixed examples (the default of session.frame_examples)
-NONE = "-"
-
-# the commands the model may answer with; the reflex patterns read each of them
-_COMMANDS = """\
-play <title> | play it | play the second one | play the one from <year>
-find <title>
-what time is it | what time is it in <city>
-set a timer for <N> minutes to <what> | set a timer for <N> hours to <what> | remind me at <HH:MM> to <what>
-list my timers | cancel the timer <what> | cancel all timers
-play the last one | play the oldest one | play the newest one
-pause | resume | stop the movie
-how long is <title or it> | who directed <title or it> | how many episodes does <title or it> have | what year is <title or it> from | what is <title or it> about
-what is the date tomorrow | what is the date yesterday
-tell me when <who> writes in <telegram, whatsapp, slack or sms> | stop watching for <who>
-show on the screen: <text>"""
-
-# worked examples: titles, cities and names in them are none the catalog or the eval uses, and
-# a command copied from here names words the user did not say, so the guard refuses it
-_EXAMPLES = (
-    ("а вруби-ка мне Весёлых ребят", "play Весёлых ребят"),
-    ("could you throw on Groundhog Day for me", "play Groundhog Day"),
-    ("Бриллиантовую руку есть у тебя?", "find Бриллиантовую руку"),
-    ("давай первую, включай", "play the first one"),
-    ("that one from 1995, put it on", "play the one from 1995"),
-    ("у нас брат в Омске, у них там сейчас утро уже?", "what time is it in Омске"),
-    ("my friend is in Lima, is it late there?", "what time is it in Lima"),
-    ("so what's the time where I am?", "what time is it"),
-    ("(before that the user said: what time is it in Lima?)\nand back home?", "what time is it"),
-    ("минут через двадцать напомни снять чайник", "set a timer for 20 minutes to снять чайник"),
-    ("ставь таймер минут на семь, яйца варю", "set a timer for 7 minutes to яйца варю"),
-    ("ping me in three minutes to stir the soup", "set a timer for 3 minutes to stir the soup"),
-    ("at half past nine tonight remind me to lock the garage", "remind me at 21:30 to lock the garage"),
-    ("а что у меня там натикало по напоминаниям?", "list my timers"),
-    ("про чайник уже не надо напоминать", "cancel the timer чайник"),
-    ("hold it a sec, the phone's ringing", "pause"),
-    ("all right, go on with it", "resume"),
-    ("всё, хватит, вырубай", "stop the movie"),
-    ("а четвёртая часть сколько по времени?", "how long is the fourth one"),
-    ("who's the director of that?", "who directed it"),
-    ("как Петя ответит в вотсапе, маякни", "tell me when Петя writes in whatsapp"),
-    ("напиши мне на очках код от подъезда 4512", "show on the screen: код от подъезда 4512"),
-    ("спасибо, ты очень помог", NONE),
-    ("вчера я поставил таймер на чай и забыл про него", NONE),
-    ("what is a timer good for?", NONE),
-    ("о чём вообще фильм Солярис?", "what is Солярис about"),
-    ("найди Сталкер и поставь таймер на 10 минут", NONE),
-    ("как дела?", NONE),
-)
+NONE = NO_COMMAND
 
 _SYSTEM = ("You turn what a user of a voice assistant said into ONE command from this list, in English, "
            "copying titles, names, cities and reminder texts exactly as the user said them (in their "
            "language and case). Answer with the command only. If it is none of these, or several at once, "
            "or small talk, a story, or a question about the assistant, answer " + NONE + ".\n\n"
-           "Commands:\n" + _COMMANDS)
+           "Commands:\n")
 
-# the list's own words: a word of a command outside these must be the user's
-_COMMAND_WORDS = frozenset(re.findall(r"[a-z']+", _COMMANDS.casefold() + " first third fourth fifth one on the "
-                                      "screen a an in at to for minute hour"))
+
+@lru_cache(maxsize=1)
+def builtin_frame() -> FrameSpec:
+    """The commands and examples of the runtime's own and the built-in toolsets' intents files."""
+    return read_frame_spec(intent_files())
+
+
+@lru_cache(maxsize=8)
+def _system(spec: FrameSpec) -> str:
+    return _SYSTEM + "\n".join(spec.commands)
+
+
+@lru_cache(maxsize=8)
+def _command_words(spec: FrameSpec) -> frozenset[str]:
+    """The list's own words: a word of a command outside these must be the user's."""
+    return frozenset(re.findall(r"[a-z']+", "\n".join(spec.commands).casefold() + " first third fourth fifth one on "
+                                "the screen a an in at to for minute hour"))
+
+
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
@@ -110,26 +85,30 @@ class Frame(msgspec.Struct, frozen=True):
 
 
 def frame_messages(said: str, before: str = "", *, nearest: int = NEAREST_EXAMPLES,
-                   bank: Bank | None = None) -> list[ChatMessage]:
-    """The question: the fixed instructions and examples (a prefix the backend can keep), the
-    `nearest` requests of the bank most like `said` with their commands (core.frame_bank), then the
-    user's words (and the request before them, which "and what about here?" needs)."""
-    messages = [ChatMessage(role="system", content=_SYSTEM)]
+                   bank: Bank | None = None, spec: FrameSpec | None = None) -> list[ChatMessage]:
+    """The question: the instructions with the commands and examples of the loaded intents files
+    (`spec`, the built-in ones by default: a prefix the backend can keep), the `nearest` requests of
+    the bank most like `said` with their commands (core.frame_bank), then the user's words (and the
+    request before them, which "and what about here?" needs)."""
+    spec = spec or builtin_frame()
+    messages = [ChatMessage(role="system", content=_system(spec))]
     chosen = (bank or default_bank()).nearest(said, nearest) if nearest > 0 else []
-    for asked, command in (*_EXAMPLES, *chosen):
+    for asked, command in (*spec.examples, *chosen):
         messages += [ChatMessage(role="user", content=asked), ChatMessage(role="assistant", content=command)]
     context = f"(before that the user said: {before})\n" if before else ""
     return messages + [ChatMessage(role="user", content=context + said)]
 
 
-def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phrasing] | None = None) -> Frame:
+def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phrasing] | None = None,
+               spec: FrameSpec | None = None) -> Frame:
     """The reply read as a command of the list whose every added word and number the user said,
     now or in the request `before` ("who directed it?" after "find Kin-dza-dza": "who directed
     Kin-dza-dza"); the answer's language is that of `said`. A reply of several lines is taken
     only when exactly one of them holds up (the local model put the request before on a line
     of its own); two that do are two requests, the model's to take."""
     lines = [line for line in reply.strip().splitlines() if line.strip()][:_MAX_LINES] or [NONE]
-    frames = [_read_line(line, said, before, phrasings) for line in lines]
+    own = _command_words(spec or builtin_frame())
+    frames = [_read_line(line, said, before, phrasings, own) for line in lines]
     taken = [frame for frame in frames if frame.intent is not None]
     if len(taken) > 1:
         return Frame(reply.strip(), None, "several")
@@ -139,7 +118,8 @@ def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phra
 _MAX_LINES = 3
 
 
-def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] | None) -> Frame:
+def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] | None,
+               own: frozenset[str]) -> Frame:
     command = " ".join(line.split())
     command = command.strip(" \"'`«»")
     if command in (NONE, "", "none", "None"):
@@ -147,7 +127,7 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
     intent = recognise(command, phrasings)
     # the request before may name the title a question is about ("who directed it?"), never what
     # to do now: a timer or a play grounded in it is the last request said again
-    unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said)
+    unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said, own)
     if unsaid:
         return Frame(command, None, f"unsaid: {unsaid}")
     if intent is None or intent.kind not in _FRAMED_KINDS:
@@ -171,9 +151,17 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
     return Frame(command, msgspec.structs.replace(intent, russian=russian))
 
 
-_EVERY_TIMER = re.compile(r"(?<!\w)(?:все|всё|всех|оба|обе|каждый|all|every|everything|both|timers|reminders|alarms|"
-                          r"таймеры|напоминания|будильники)(?!\w)")
-_ADDRESS = frozenset({"порфирий", "porfiry", "пожалуйста", "please", "слушай", "hey", "эй"})
+def _any(key: str) -> str:
+    """The list `key` of the frame topic (core/words/<language>/frame.toml) as one alternation:
+    lists named *_patterns are regex fragments, kept as written; other lists are plain words."""
+    found = words("frame", key)
+    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
+        return "(?!)"
+    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+
+
+_EVERY_TIMER = re.compile(r"(?<!\w)(?:" + _any("every_timer_words") + r")(?!\w)")
+_ADDRESS = frozenset(words("frame", "address_words"))
 _FRAMED_KINDS: frozenset[ReflexKind] = frozenset({
     "time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "play", "playback", "search", "details",
     "show", "watch", "unwatch"})
@@ -187,13 +175,7 @@ _ACTION_OF: dict[ReflexKind, ActionKind] = {
 
 # which title shown a reference means, in the user's words: a number in a title ("Один дома 2")
 # is no ordinal, and a title said is no "the last one"
-_REFERENCE_CUES = {
-    "ordinal": re.compile(r"перв|втор|трет|четв|пят|шест|номер|вариант|част|first|second|third|fourth|fifth|sixth|part|"
-                          r"\d(?:st|nd|rd|th)\b|number|option|#", re.I),
-    "oldest": re.compile(r"стар|перв|оригинал|ранн|old|orig|first|earli|classic", re.I),
-    "newest": re.compile(r"нов|свеж|послед|new|latest|recent|last", re.I),
-    "last": re.compile(r"послед|last|latest|нов", re.I),
-}
+_REFERENCE_CUES = {cue: re.compile(_any(f"{cue}_cue_patterns"), re.I) for cue in ("ordinal", "oldest", "newest", "last")}
 
 
 def _reference_said(reference: Reference, said: str) -> bool:
@@ -202,7 +184,7 @@ def _reference_said(reference: Reference, said: str) -> bool:
     return not cue or bool(_REFERENCE_CUES[cue].search(said))
 
 
-_ANOTHER = re.compile(r"\b(?:another|one more|ещё|еще)\b", re.I)
+_ANOTHER = re.compile(r"\b(?:" + _any("another_patterns") + r")\b", re.I)
 
 
 def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
@@ -220,13 +202,13 @@ def _asked_for(kind: ActionKind, said: str, before: str) -> bool:
 
 
 # where a text is put, said in any words: "кинь на экран очков", "throw it up on my screen"
-_SCREEN_WORD = re.compile(r"(?<!\w)(?:экран\w*|очк\w*|дисплей\w*|дисплее|screen|glasses|display|hud|lens)(?!\w)")
+_SCREEN_WORD = re.compile(r"(?<!\w)(?:" + _any("screen_word_patterns") + r")(?!\w)")
 
 
 _ASKING: frozenset[ReflexKind] = frozenset({"details", "search"})
 
 
-def _unsaid(command: str, said: str) -> str:
+def _unsaid(command: str, said: str, own: frozenset[str]) -> str:
     """The first word or number of `command` that is neither the list's nor the user's; "" if none."""
     words = [w for w in _WORD.findall(_fold(said))]
     numbers = numbers_said(words) | ({1} if _ONE_UNIT.intersection(words) else set())
@@ -234,13 +216,13 @@ def _unsaid(command: str, said: str) -> str:
         if word.isdigit():
             if int(word) not in numbers and not (int(word) > 12 and int(word) - 12 in numbers):
                 return word  # "20" of 21:30 may be said as "eight"/"восемь ... вечера"; "00" is a clock's
-        elif word not in _COMMAND_WORDS and not any(_same_stem(word, w) for w in words):
+        elif word not in own and not any(_same_stem(word, w) for w in words):
             return word
     return ""
 
 
 # a unit said alone is one of it: "через минуту", "in an hour", "на часок"
-_ONE_UNIT = frozenset({"минуту", "минутку", "минутка", "час", "часик", "часок", "hour", "minute", "sec", "секунду"})
+_ONE_UNIT = frozenset(words("frame", "one_unit_words"))
 
 
 def _same_stem(a: str, b: str) -> bool:
@@ -250,15 +232,17 @@ def _same_stem(a: str, b: str) -> bool:
 
 
 def _fold(text: str) -> str:
-    return text.casefold().replace("ё", "е")
+    return fold(text)
 
 
 # ---- an intent said as the list's command (the frame bank's examples are written with it) ------
 _ORDINALS = ("", "first", "second", "third", "fourth", "fifth")
 _DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
                  "year": "what year is {} from", "about": "what is {} about"}
-_TIMER_WORD = re.compile(r"^(?:the\s+|that\s+)?(?:timers?|reminders?|таймер\w*|напоминани\w*)(?:\s+(?:про|for|on))?\b|"
-                         r"\s*\b(?:timers?|reminders?)$", re.I)
+_TIMER_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
+                         + r")?(?:" + _any("timer_name_patterns")
+                         + r")(?:\s+(?:" + _any("timer_about_words") + r"))?\b|"
+                         r"\s*\b(?:" + _any("timer_name_last_patterns") + r")$", re.I)
 
 
 def command_of(intent: Intent) -> str | None:
@@ -317,7 +301,7 @@ def _timer_command(intent: Intent) -> str:
         head = f"remind me at {when}"
     else:
         number = re.fullmatch(r"(\d+)\s+(\w+)", when)
-        unit = number and ("hours" if number[2].startswith(("час", "hour")) else "minutes"
-                           if number[2].startswith(("мин", "minute")) else "")
+        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
+                           if number[2].startswith(words("frame", "minute_stems")) else "")
         head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
     return f"{head} to {intent.text}" if intent.text else head

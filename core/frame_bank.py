@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+from core.lexicon import fold
+
 BANK_PATH = Path(__file__).with_name("frame_bank.tsv")
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
@@ -31,7 +33,7 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 def features(text: str) -> Counter[str]:
     """A text's words ("w:" and the word) and the 3-grams of each word with its ends marked."""
     found: Counter[str] = Counter()
-    for word in _WORD.findall(text.casefold().replace("ё", "е")):
+    for word in _WORD.findall(fold(text)):
         found["w:" + word] += 1
         marked = f"<{word}>"
         found.update(marked[i:i + 3] for i in range(len(marked) - 2))

@@ -8,9 +8,10 @@ otherwise the call is not made and the model is told why (`Refusal`). It also ca
 opposite lie: a final answer that says an action was done ("Таймер установлен", "Playing …")
 in a turn where no call did it (`claimed_action`).
 
-Lexicons are stems, matched on word starts, lower-cased, `ё` read as `е`; Russian and English.
-Each kind has its verbs; a request to *explain* ("объясни, как работает таймер", "what is a
-timer") asks for no action whatever verb it holds.
+The words are data (core/words/<language>/guards.toml, read through core.lexicon): stems,
+matched on word starts, lower-cased, `ё` read as `е`, every language at once. Each kind has its
+verbs; a request to *explain* ("объясни, как работает таймер", "what is a timer") asks for no
+action whatever verb it holds.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import Literal
 
 import msgspec
 
+from core.lexicon import fold, words
 from core.timewords import unsaid_number
 from protocol.tools import ToolSpec, ToolsetSpec
 
@@ -43,7 +45,7 @@ class Refusal(msgspec.Struct, frozen=True, kw_only=True):
 
 def _norm(text: str) -> str:
     """Lower-cased, `ё` read as `е`, every run of white space one space, a space on either side."""
-    return " " + _squeeze(text.casefold().replace("ё", "е")) + " "
+    return " " + _squeeze(fold(text)) + " "
 
 
 def _squeeze(text: str) -> str:
@@ -60,55 +62,44 @@ def _stems(*words: str) -> re.Pattern[str]:
     return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(w) for w in words) + ")")
 
 
+def _listed(key: str) -> re.Pattern[str]:
+    """The stems of the guards' word list `key` (core/words/*/guards.toml) as one pattern."""
+    return _stems(*words("guards", key))
+
+
+def _grammar(key: str, frame: str = "{}") -> re.Pattern[str]:
+    """The guards' regular expressions `key` (each language's alternatives, core/words/*/guards.toml)
+    as one pattern, set in `frame`; a list no language fills matches nothing (not everything)."""
+    alternatives = words("guards", key)
+    return re.compile(frame.format("|".join(alternatives)) if alternatives else "(?!)")
+
+
+def _alternation(key: str) -> str:
+    """The guards' word list `key` as a regex alternation; a space in a word is any white space."""
+    return "|".join(r"\s+".join(map(re.escape, w.split())) for w in words("guards", key))
+
+
 # a duration or clock time: "через 5 минут", "in 10 minutes", "на 1 минуту", "at 9:30", "в 7 утра"
-_WHEN = re.compile(r"(?:через|in|на|for|at|в|к)\s+(?:\d+|одну|минуту|час|полчаса|пару|a |an |half|one|two|five|ten)"
-                   r"|\d+\s*(?:мин|сек|час|min|sec|hour|h\b|m\b)|\b\d{1,2}[:.]\d{2}\b|через (?:минуту|час|полчаса)"
-                   # a number in words with its unit: "пятнадцать минут", "three minutes"
-                   r"|\b[^\W\d_]+\s+(?:минут|секунд|час(?:а|ов)?\b|minutes?\b|hours?\b|seconds?\b)")
-_TIMER_WORDS = _stems("таймер", "напомн", "напоминан", "будильник", "разбуд", "засеки", "засечь", "timer", "remind",
-                      "alarm", "wake me", "countdown")
-_SET_VERBS = _stems("постав", "ставь", "установ", "заведи", "завед", "засеки", "засекай", "засечь", "напомн", "разбуд", "скажи мне",
-                    "запусти обратный", "set ", "set a", "start", "remind", "wake", "timer for", "таймер на",
-                    "minute timer", "hour timer", "timer please", "ping me", "countdown", "give me a shout", "heads up", "heads-up", "nudge me", "buzz me",
-                    "shout", "nudge me", "buzz me", "could you time", "can you time", "time it", "позови", "крикни")
-_CANCEL_VERBS = _stems("отмен", "удали", "убери", "сними", "выключи", "останови", "сбрось", "не надо", "брось",
-                       "прекрати", "забудь", "отключи", "не нужно", "отбой", "cancel", "drop", "delete", "remove", "stop", "clear", "turn off", "forget",
-                       "get rid", "scrap", "ditch", "kill")
+_WHEN = _grammar("when_patterns", r"{}|\b\d{{1,2}}[:.]\d{{2}}\b")  # and a clock time: "at 9:30", "в 7.30"
+_TIMER_WORDS = _listed("timer_words")
+_SET_VERBS = _listed("set_verbs")
+_CANCEL_VERBS = _listed("cancel_verbs")
 # a cancel that is no stop of what plays: with one of these no timer word is needed ("отмени его", "cancel it")
-_PLAIN_CANCEL = _stems("отмен", "удали", "сбрось", "не надо", "брось", "забудь", "не нужно", "отбой", "cancel", "delete",
-                       "remove", "clear", "forget", "get rid", "scrap", "ditch", "kill that", "kill the")
-_PLAY_VERBS = _stems("включ", "запуст", "воспроизв", "поставь фильм", "поставь сериал", "покажи фильм", "врубай",
-                     "вруби", "хочу посмотреть", "давай посмотрим", "play", "put on", "start", "turn on", "watch it now",
-                     "stream", "let's watch", "lets watch", "i want to watch", "i'd like to watch",
-                     # asked in other words: "давай второй", "поставь Аватар", "throw on X", "I'm in the mood for X"
-                     "давай", "поставь", "запускай", "глянем", "глянуть", "я бы посмотрел", "throw on", "throw it on",
-                     "fire up", "put it on", "i'd love to watch", "in the mood for", "feel like watching")
-_PLAYBACK_VERBS = _stems("пауз", "останови", "стоп", "хватит", "продолж", "возобнов", "выключи", "pause", "resume",
-                         "continue", "stop", "unpause", "turn off", "hold", "закрой", "выруб", "тормозни", "убери", "дальше",
-                         "погнали", "turn it off", "switch it off", "switch off", "shut it", "kill it", "close",
-                         "carry on", "keep going", "keep it going", "go on")
-_SHOW_VERBS = _stems("покажи", "выведи", "выводи", "напиши", "запиши", "кинь", "закинь", "throw", "pop", "отобраз", "show", "display", "put", "write")
-_SHOW_PLACE = _stems("экран", "очк", "на очки", "текст", "screen", "glasses", "display", "text")
-_CHANGE_VERBS = _stems("добав", "созда", "запиши", "сохрани", "удали", "отправ", "измени", "постав", "установ",
-                       "сделай", "переведи", "конверт", "отмет", "add", "create", "save", "write", "delete", "send",
-                       "set", "make", "change", "update", "convert", "mark", "remove", "book", "order", "put")
+_PLAIN_CANCEL = _listed("plain_cancel")
+_PLAY_VERBS = _listed("play_verbs")
+_PLAYBACK_VERBS = _listed("playback_verbs")
+_SHOW_VERBS = _listed("show_verbs")
+_SHOW_PLACE = _listed("show_place")
+_CHANGE_VERBS = _listed("change_verbs")
 # "tell me when Anna writes", "следи за сборкой": a watch or a monitor the user asks for
-_WATCH_VERBS = _stems("скажи, когда", "скажи когда", "скажи, если", "скажи если", "сообщи", "дай знать", "предупреди",
-                      "уведоми", "напиши мне, когда", "напиши мне когда", "следи", "отслеж", "мониторь", "наблюдай",
-                      "как только", "жди ", "маякни", "свистни", "tell me when", "tell me if", "let me know", "notify me", "alert me",
-                      # "watch for …", "watch my inbox", never "I want to watch something with Tom Hanks"
-                      "ping me", "watch for", "watch out", "watch my", "monitor", "keep an eye", "as soon as", "wait for")
-_EXPLAIN = _stems("объясни", "расскажи", "как работает", "как устроен", "что такое", "что значит", "зачем нужен",
-                  "quick question", "does it ", "do they ",
-                  "explain", "how does", "how do ", "what is a", "what's a", "what are", "tell me about",
-                  "describe")
+_WATCH_VERBS = _listed("watch_verbs")
+_EXPLAIN = _listed("explain")
 # "send it to my phone", "сообщи мне": a notification the user asks for (a world event's turn,
 # with no user words, may notify: the channels recipe says to when the user is away)
 # ("tell me when Anna writes" asks for a watch, not a notification now)
-_NOTIFY_VERBS = _stems("сообщи", "уведоми", "оповести", "пришли", "отправь", "на телефон", "уведомлени", "notify",
-                       "notification", "send me", "send it", "push", "to my phone", "on my phone", "alert me", "ping me")
+_NOTIFY_VERBS = _listed("notify_verbs")
 # "yes" to the assistant's own offer ("Включить?") asks for what was offered
-_YES = re.compile(r"^\s*(?:да|ага|давай|конечно|ок|окей|хорошо|угу|yes|yeah|yep|sure|ok|okay|please do|go ahead)\b")
+_YES = re.compile(r"^\s*(?:" + _alternation("yes_words") + r")\b")
 
 
 def action_kind(spec: ToolSpec | None, args: Mapping[str, str] | None = None) -> ActionKind | None:
@@ -125,50 +116,32 @@ def action_kind(spec: ToolSpec | None, args: Mapping[str, str] | None = None) ->
 
 # the user will ask later: "I'll need a reminder for the dentist, but I'll tell you the time in the
 # morning", "скажу потом, во сколько"
-_ASKS_LATER = re.compile(r"(?:i'?ll|i\s+will|i'?m\s+going\s+to)\s+(?:tell|ask|let\s+you\s+know|give\s+you)|"
-                         r"(?:скажу|попрошу|напишу|уточню)\s+(?:тебе\s+)?(?:потом|позже|утром|вечером|завтра)|"
-                         r"(?:потом|позже|утром|вечером|завтра)\s+(?:тебе\s+)?(?:скажу|попрошу|уточню)")
+_ASKS_LATER = _grammar("asks_later_patterns")
 
 
 # what another person says the user should do: told, not asked for ("my friend keeps telling me
 # to set reminders", "мама всё время говорит, что надо ставить будильник")
-_REPORTED = re.compile(r"(?:keeps?|kept)\s+(?:telling|asking|reminding|nagging)\s+me\s+to|(?:told|tells|asked|asks|wants|wanted|"
-                       r"reminded|nags?|nagged)\s+me\s+to|says?\s+(?:that\s+)?i\s+should|said\s+(?:that\s+)?i\s+should|"
-                       r"(?:telling|tell|tells|told)\s+me\s+(?:that\s+)?i\s+(?:should|need\s+to|ought\s+to|have\s+to)|"
-                       r"говорит|говорят|говорил\w*|советует|советовал\w*|велит|велел\w*|просит\s+меня|просил\w*\s+меня|"
-                       r"сказал\w*\s+(?:мне\s+)?(?:что\s+)?(?:надо|нужно|стоит)|"
-                       # someone's words quoted: "my wife just yelled 'remind me to buy milk!'"
-                       r"(?:yell\w*|said|says|shout\w*|asked|told\s+me|screamed|крикнул\w*|сказал\w*|говорит|"
-                       r"попросил\w*|кричит)[\s,:]*['\"«“„]")
+_REPORTED = _grammar("reported_patterns")
 
 
-_WATCH_ENDED = re.compile(r"не\s+(?:\w+\s+)?(?:след|жди|ждать|сообщ)|больше\s+не|перестань|stop\s+(?:watching|waiting|monitoring)|"
-                          r"don'?t\s+(?:need\s+to\s+)?(?:watch|wait|tell)|no\s+longer|forget\s+(?:it|about)")
+_WATCH_ENDED = _grammar("watch_ended_patterns")
 
 
 # the user telling of their own doing ("if I set a timer for every single thing …", "I always put
 # on a cartoon for them", "я сам поставлю таймер"): no request to the assistant; "can I set …" is one
-_SELF_DOES = re.compile(r"(?<!can\s)(?<!could\s)(?<!may\s)(?<![\w'])(?:i|i'?ll|i'?ve|we|we'?ll|я|мы)\s+"
-                        r"(?:(?:always|usually|just|never|sometimes|often|already|myself|обычно|всегда|сам|сама|сами|"
-                        r"иногда|часто|уже|тоже|also)\s+)*"
-                        r"(?:set|put|start|play|use|used|ставлю|ставим|ставил\w*|поставлю|поставим|поставил\w*|завожу|заведу|"
-                        r"завел\w*|завёл\w*|включаю|включил\w*|включу)(?!\w)"
-                        r"(?:\s+(?:a|an|the|my)?\s*(?:timers?|reminders?|alarms?|таймер\w*|будильник\w*|напоминани\w*)(?:\s+for)?)?")
+_SELF_DOES = _grammar("self_does_patterns")
 
 
 # "напомни, кто снял Кин-дза-дзу?", "remind me what year Alien came out": a fact recalled, no reminder
-_RECALL = re.compile(r"(?<!\w)(?:напомни(?:те)?(?:-ка)?(?:\s+мне)?|remind\s+me)[\s,]+(?:а\s+)?(?:кто|что|как|где|какой|какая|"
-                     r"какое|какие|какого|сколько|откуда|почему|who|what|how|where|which|why)(?!\w)")  # not "when": a reminder's
+_RECALL = _grammar("recall_patterns")  # not "when": a reminder's
 
 
 # a condition: what it holds is not asked for now ("если я попрошу тебя включить Титаник, …", "if I
 # asked you to set a timer, …"); "если можешь", "if you could" are requests all the same
-_IF_CLAUSE = re.compile(r"(?<!\w)(?:а\s+)?(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|"
-                        r"if(?!\s+you\s+(?:could|can|would|want|like|don'?t\s+mind))|"
-                        # "… or only when I ask you to watch for something?": a request told of, not made
-                        r"when(?:ever)?(?=\s+i\s+(?:ask|tell))|когда(?=\s+я\s+(?:прошу|попрошу|скажу|говорю)))\s+[^,?.!]*")
+_IF_CLAUSE = _grammar("if_clause_patterns", r"(?<!\w)(?:(?:" + (_alternation("if_clause_lead_words") or "(?!)")
+                      + r")\s+)?(?:{})\s+[^,?.!]*")
 # a verb in its reflexive form: "запустится", "включается", "turns on" said of a thing
-_REFLEXIVE = re.compile(r"(?<!\w)[а-яё]+(?:тся|ться|ется|ится|ются|ятся|лся|лась|лось|лись)(?!\w)")
+_REFLEXIVE = _grammar("reflexive_patterns")
 
 
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
@@ -210,19 +183,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     return bool(_CHANGE_VERBS.search(text)) or not casual(said)
 
 
-_CASUAL = _stems("спасибо", "благодар", "привет", "здравств", "доброе утро", "добрый", "доброй", "доброго",
-                 "спокойной ночи", "пока", "молодец", "умница",
-                 "отлично", "класс", "супер", "круто", "ладно", "хм", "ок ", "окей", "понятно", "ясно", "угу", "ага",
-                 "хорошо", "вчера", "шутк", "пошути", "рассмеши", "анекдот", "как дела", "как тебя", "кто ты", "ты ", "thank", "hello",
-                 "hi ", "hey", "good morning", "good night", "bye", "great", "awesome", "cool", "nice", "you're",
-                 "you are", "ok", "hmm", "got it", "i see", "haha", "lol", "yesterday", "joke", "how are you",
-                 "who are you", "what can you",
-                 # how the user feels: "мне скучно", "I'm so tired" asks for a kind word, no action
-                 "скучн", "грустн", "устал", "одинок", "весело", "радост", "счастлив", "бесит", "надоел",
-                 "bored", "boring", "tired", "sad ", "lonely", "happy", "sleepy", "annoyed",
-                 # words taken back ("стоп, я неправильно сказал"): nothing to do until the user says what
-                 "неправильно сказал", "не то сказал", "оговорил", "я ошибся", "said it wrong", "misspoke",
-                 "said the wrong", "never mind", "nevermind")
+_CASUAL = _listed("casual")
 
 
 def same_word(a: str, b: str) -> bool:
@@ -245,13 +206,10 @@ def casual(said: str) -> bool:
     return bool(_CASUAL.search(text)) and not any(v.search(text) for v in _ACTION_VERBS) or bool(_EXPLAIN.search(text))
 
 
-_STOP_FIRST = re.compile(r"^\s*(?:стоп|stop|подожди|погоди|wait)[\s,!.]+(?=\S)")
+_STOP_FIRST = re.compile(r"^\s*(?:" + _alternation("stop_first") + r")[\s,!.]+(?=\S)")
 
 
-_LOOKUP = _stems("найд", "найти", "поищ", "ищи", "покаж", "который час", "сколько врем", "время", "врем", "дата",
-                 "число", "погод", "find", "search", "look", "date", "weather", "check",
-                 # the time, not a timer: "lol i forgot about the timer" is a story
-                 "time ", "time?", "time,", "time.", "time!", "times ")
+_LOOKUP = _listed("lookup")
 
 
 @functools.lru_cache(maxsize=1024)  # asked at every step of a turn, with the same words
@@ -267,29 +225,18 @@ def small_talk(said: str) -> bool:
     return casual(said) and ("?" not in said or bool(_EXPLAIN_FIRST.match(text)))  # "объясни, чем … ?"
 
 
-_EXPLAIN_FIRST = re.compile(r"^\s*(?:объясни|поясни|explain)\b")
+_EXPLAIN_FIRST = re.compile(r"^\s*(?:" + _alternation("explain_first") + r")\b")
 
 
 # a question about the assistant itself ("какой твой любимый фильм?", "do you like music?"): its
 # answer is the assistant's own, never a search
-_ABOUT_YOU = _stems("твой", "твоя", "твое", "твои", "тебе нрав", "ты любишь", "ты кто", "ты вообще кто", "кто ты",
-                    "кто такой", "как тебя зовут", "your ", "do you like", "do you love", "are you", "who are you",
-                    "who made you", "who built you", "what can you do", "can you do for me", "can you actually do",
-                    "can you help me with", "что ты умеешь", "что умеешь", "как дела",
-                    "как ты", "как поживаешь", "how are you", "how's it going", "how are things")
+_ABOUT_YOU = _listed("about_you")
 
 
 # words that ask about the time or the date, or need the clock to answer ("через 20 минут",
 # "до Нового года"): greetings that name a part of the day ("доброе утро") are read out first
-_GREETING_TIMES = re.compile(r"\b(?:good (?:morning|afternoon|evening|night|day)|(?:доброе|доброго) утр\w*"
-                             r"|добр\w+ (?:день|дня|вечер\w*|ноч\w*)|спокойной ночи)\b")
-_CLOCK_WORDS = _stems("час", "врем", "дат", "числ", "день", "дня", "дне", "недел", "месяц", "год", "поздн", "рано",
-                      "когда", "скольк", "утр", "вечер", "ноч", "полдень", "полноч", "мин", "сек", "понедельн",
-                      "вторн", "сред", "четверг", "пятниц", "суббот", "воскресен", "выходн", "праздн", "новый год",
-                      "нового года", "time", "date", "day", "week", "month", "year", "late", "early", "when",
-                      "o'clock", "until", "till", "morning", "afternoon", "evening", "night", "noon", "midnight",
-                      "hour", "min", "sec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday",
-                      "sunday", "weekend", "holiday", "new year", "how long", "zone", "пояс")
+_GREETING_TIMES = _grammar("greeting_time_patterns", r"\b(?:{})\b")
+_CLOCK_WORDS = _listed("clock_words")
 
 
 def asks_clock(said: str) -> bool:
@@ -310,23 +257,21 @@ def unasked_lookup(spec: ToolSpec, said: str) -> Refusal | None:
 
 
 # how the assistant does a thing, asked: "а ты таймеры как отменяешь — по номеру?", "как ты ставишь будильник"
-_HOW_YOU_DO = re.compile(r"(?<!\w)как\s+(?:ты\s+)?(?:[а-я]+\s+)?[а-я]+(?:ешь|ишь)(?![а-я])|"
-                         r"(?<!\w)ты\s+(?:[а-я]+\s+){0,2}как\s+[а-я]+(?:ешь|ишь)(?![а-я])|"
-                         r"(?<!\w)how\s+do\s+you\s+(?:even\s+|actually\s+|really\s+)?(?:know|understand|decide|tell|"
-                         r"see|hear|figure|pick|work)(?!\w)")
-_SECOND_PERSON = re.compile(r"(?<![а-я])[а-я]+(?:ешь|ишь)(?![а-я])")
+_HOW_YOU_DO = _grammar("how_you_do_patterns")
+_SECOND_PERSON = _grammar("second_person_patterns")
 
 
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
     """"расскажи про фильм и включи его": an explain word and an action verb of the kind (not the
     question's own "отменяешь")."""
     text = _INFINITIVE.sub(" ", _SECOND_PERSON.sub(" ", text))  # "… как понимаешь, что мне надо напоминание поставить?"
-    verbs = {"play": _PLAY_VERBS, "timer_set": _stems("постав", "ставь", "установ", "заведи", "set ", "set a"),
+    verbs = {"play": _PLAY_VERBS, "timer_set": _TIMER_SET_IMPERATIVE,
              "timer_cancel": _CANCEL_VERBS}.get(kind)
     return bool(verbs and verbs.search(text))
 
 
-_INFINITIVE = re.compile(r"(?<![а-я])[а-я]+(?:ть|ти)(?:ся)?(?![а-я])|(?<![a-z])[a-z]+ing(?![a-z])")  # and "playing"
+_TIMER_SET_IMPERATIVE = _listed("timer_set_imperative")
+_INFINITIVE = _grammar("infinitive_patterns")  # and "playing"
 
 
 def _quoted(text: str) -> bool:
@@ -334,8 +279,7 @@ def _quoted(text: str) -> bool:
 
 
 _WORD = re.compile(r"[^\W\d_]{3,}|\d+")
-GENERIC_TIMER_TEXT = frozenset({"таймер", "timer", "reminder", "напоминание", "напомнить", "время", "time", "alarm",
-                                "будильник"})
+GENERIC_TIMER_TEXT = frozenset(words("guards", "generic_timer_text"))
 
 
 def grounded(text: str, *sources: str) -> bool:
@@ -350,9 +294,7 @@ def grounded(text: str, *sources: str) -> bool:
 
 
 # words that ask for a timer again and again: "every day", "каждые 2 часа", "daily", "по будням"
-_REPEATED = re.compile(r"(?<!\w)(?:every|each|daily|hourly|weekly|weekdays|repeat\w*|again\s+and\s+again|кажд\w*|"
-                       r"ежедневно|ежечасно|по\s+(?:будням|утрам|вечерам|понедельникам|вторникам|средам|четвергам|"
-                       r"пятницам|субботам|воскресеньям)|постоянно|регулярно)(?!\w)")
+_REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
 
 
 def check_call(spec: ToolSpec, args: dict[str, str], *, said: str, offered: str = "",
@@ -441,26 +383,14 @@ def _word_starts(words: tuple[str, ...]) -> re.Pattern[str]:
 
 
 # ---- a final answer that reports an action nobody made --------------------------------------
-_CLAIM_STEMS: dict[str, tuple[str, ...]] = {
-    "timer_set": ("таймер установлен", "таймер поставлен", "таймер запущен", "установил таймер",
-                  "поставил таймер", "напомню ", "напомню,", "будильник установлен", "timer set",
-                  "timer is set", "timer has been set", "i've set", "i have set", "i set a", "i'll remind",
-                  "i will remind", "reminder set", "reminder is set", "alarm set"),
-    "timer_cancel": ("таймер отменен", "отменил таймер", "таймер удален", "timer cancelled", "timer canceled",
-                     "cancelled the timer", "canceled the timer", "timer deleted", "timer removed"),
-    "play": ("включаю", "включил", "запускаю", "запустил", "воспроизвожу", "уже играет", "now playing",
-             "playing ", "i've started", "started playing", "is playing"),
-    "playback": ("поставил на паузу", "поставлено на паузу", "остановил воспроизв", "остановил фильм",
-                 "продолжаю воспроизв", "paused the", "playback paused", "playback stopped", "stopped the film",
-                 "stopped the movie", "stopped playback", "resumed the", "playback resumed"),
-    "show": ("вывел на экран", "показал на экране", "на экране:", "shown on", "displayed on", "put it on"),
-}
+_CLAIMED_KINDS = ("timer_set", "timer_cancel", "play", "playback", "show")  # tried in this order
+_CLAIM_STEMS: dict[str, tuple[str, ...]] = {kind: words("guards", f"claimed_{kind}") for kind in _CLAIMED_KINDS}
 _CLAIMS: dict[str, re.Pattern[str]] = {kind: _stems(*stems) for kind, stems in _CLAIM_STEMS.items()}
 
 
 # every claim of every kind in one pattern: an answer without any (most answers) is judged by one search
 _ANY_CLAIM = _stems(*(stem for stems in _CLAIM_STEMS.values() for stem in stems))
-_NEGATED = re.compile(r"(?:не|not|n't|cannot|can't|couldn't)\s+(?:\w+\s+)?(?:установ|включ|set|play|start)")
+_NEGATED = _grammar("negated_claim_patterns")
 
 
 def claimed_action(answer: str) -> ActionKind | None:
@@ -481,8 +411,6 @@ SMALL_TALK_NOTICE = ("The user's last message is small talk: it needs no tool. R
                      "in {language}.")
 CLAIM_NOTICE = ("Your last reply said an action was done ({kind}), but no tool call did it in this turn. If the "
                 "user asked for it, make the call now; otherwise answer without claiming it, in {language}.")
-NOT_DONE_TEXT = {"ru": "Я этого не сделал: ни один инструмент не был вызван. Повторите просьбу, если это нужно.",
-                 "en": "I did not do that: no tool was called. Please ask again if you want it."}
 
 
 def executed_kind(spec, raw_args: str) -> ActionKind | None:
@@ -506,21 +434,10 @@ def covers(claimed: ActionKind, acted: set[str]) -> bool:
 
 
 # ---- a remark: words that ask for nothing ------------------------------------------------------
-_REQUEST_MARKS = _stems("пожалуйста", "можешь", "можете", "мог бы", "могла бы", "не мог", "не могла", "нужн", "нужен",
-                        "нужна", "хочу", "хотел бы", "хотела бы", "давай", "надо", "please", "can you", "could you",
-                        "would you", "will you", "i want", "i need", "i'd like", "let's", "lets ", "let me", "tell me",
-                        "show me", "help me", "remind", "напомн")
-_OPENING_FILLERS = re.compile(r"^\s*(?:(?:ну|так|короче|слушай|ладно|а|и|ок|окей|ok|okay|so|hey|um+|uh+|and|well|oh|"
-                              r"lol|honestly|actually|блин|кстати)[\s,!.]+)*")
+_REQUEST_MARKS = _listed("request_marks")
+_OPENING_FILLERS = re.compile(r"^\s*(?:(?:" + _alternation("opening_fillers") + r"|um+|uh+)[\s,!.]+)*")  # um, uhh
 # an order opens with its verb; a statement with its subject ("я", "my mom", "пробки")
-_ORDER_FIRST = _stems("включ", "постав", "найд", "найти", "поищ", "покаж", "выведи", "напомн", "отмен", "запуст", "скажи",
-                      "расскажи", "дай ", "сделай", "открой", "выключ", "останов", "убери", "удали", "добавь", "отправь",
-                      "позвони", "набери", "засеки", "разбуди", "продолж", "выруби", "вруби", "переведи", "посчитай",
-                      "проверь", "сними", "перемотай", "сохрани", "запиши", "подскажи", "пауз", "стоп", "set ", "play",
-                      "find", "search", "show", "put ", "turn ", "stop", "cancel", "remind", "tell ", "start", "open",
-                      "give", "make", "add ", "send", "look", "check", "pause", "resume", "wake", "what", "how",
-                      "which", "who", "when", "where", "что", "как", "какой", "какая", "какие", "который", "сколько",
-                      "кто", "когда", "где")
+_ORDER_FIRST = _listed("order_first")
 
 
 def remark(said: str) -> bool:
@@ -536,19 +453,18 @@ def remark(said: str) -> bool:
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
 
 
-_NEGATED_ORDER = re.compile(r"(?<!\w)(?:не\s+надо|не\s+нужно|не|don'?t|do\s+not|never|no\s+need\s+to)\s+[^\W\d_]+")
+_NEGATED_ORDER = _grammar("negated_order_patterns", r"(?<!\w)(?:{})\s+[^\W\d_]+")
 # a Russian imperative opening the words, by its form, not its verb ("узнай", "сыграй", "нарисуй",
 # "подготовь", "поставь"): an order to the assistant, never a remark. A noun of that form ("случай
 # был смешной", "трамвай опять опоздал") opens a statement, whose verb is finite: its past tense shows it
-_IMPERATIVE_OPENING = re.compile(r"^(?:[а-я]{3,}(?:ай|яй|уй|юй)|[а-я]*(?:авь|готовь))(?:те)?(?:-ка)?(?=[\s,!.])")
-_PAST_VERB = re.compile(r"(?<![а-я])[а-я]{2,}(?:л|ла|ло|ли)(?![а-я])")
+_IMPERATIVE_OPENING = _grammar("imperative_opening_patterns")
+_PAST_VERB = _grammar("past_verb_patterns")
 
 
 # a Russian order to do something for the speaker: "завари мне чай …", "приготовь нам …", "сыграй-ка"
 # (the dev set's recipe turn was taken for a remark, and the model offered no tool for it)
-_IMPERATIVE_FOR_ME = re.compile(r"[а-яё]{3,}(?:и|ай|яй|ей|ь)(?:-ка)?\s+(?:мне|нам|пожалуйста|себе)\s")
+_IMPERATIVE_FOR_ME = _grammar("imperative_for_me_patterns")
 
 
 # the plainest orders, wherever they stand ("Матрицу включай", "the tea one, cancel it")
-_ORDER_ANYWHERE = re.compile(r"(?<!\w)(?:включи|включай|поставь|найди|покажи|выведи|напомни|отмени|запусти|выключи|"
-                             r"выключай|play|pause|resume|cancel|remind\s+me|set\s+a|find|search)(?!\w)")
+_ORDER_ANYWHERE = re.compile(r"(?<!\w)(?:" + _alternation("order_anywhere") + r")(?!\w)")

@@ -60,3 +60,14 @@ def table(name: str, key: str) -> dict[str, object]:
         if isinstance(value, dict):
             joined.update(value)
     return joined
+
+
+@lru_cache(maxsize=1)
+def _folding() -> dict[int, str]:
+    return {ord(letter): str(plain) for letter, plain in table("letters", "fold").items()}
+
+
+def fold(text: str) -> str:
+    """`text` as every reader compares words: case-folded, and each language's letters written at
+    will read as one ("ё" as "е": core/words/<language>/letters.toml)."""
+    return text.casefold().translate(_folding())

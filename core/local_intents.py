@@ -29,6 +29,11 @@ A toolset says what it answers in its folder's `intents.yaml`:
     responses:
       en:
         timer_set: "Timer set for {span}, it goes off at {at}{text}."
+    # and what the frame (core.frame) may put other words as: its commands, one line of
+    # alternatives each, in English, and worked examples (what was said, the command, "-" for none)
+    frame:
+      commands: ["set a timer for <N> minutes to <what> | remind me at <HH:MM> to <what>"]
+      examples: [["ping me in three minutes to stir the soup", "set a timer for 3 minutes to stir the soup"]]
 
 Nothing here knows a toolset: `LocalIntents.load` reads the files it is given (core.loading
 finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
@@ -93,13 +98,40 @@ class DeclaredCall(msgspec.Struct, frozen=True):
     answer: str = "{result}"
 
 
+class FrameSpec(msgspec.Struct, frozen=True):
+    """What the frame (core.frame) may put words no sentence matched as: the loaded files' `frame`
+    commands, in their order (the runtime's own, then the toolsets' in catalog order), and their
+    worked examples, those that ask for nothing ("-") last of all, so the last thing the model
+    reads before the user's words is that nothing is an answer too."""
+
+    commands: tuple[str, ...] = ()
+    examples: tuple[tuple[str, str], ...] = ()
+
+
+NO_COMMAND = "-"  # the frame's answer for words that ask for none of its commands
+
+
+def frame_spec(specs: Iterable[dict]) -> FrameSpec:
+    """The frame of the read intents files `specs`, in their order."""
+    frames = [spec.get("frame", {}) for spec in specs]
+    examples = [(said, command) for frame in frames for said, command in frame.get("examples", [])]
+    return FrameSpec(commands=tuple(line for frame in frames for line in frame.get("commands", [])),
+                     examples=tuple([e for e in examples if e[1] != NO_COMMAND] + [e for e in examples if e[1] == NO_COMMAND]))
+
+
+def read_frame_spec(files: Iterable[Path]) -> FrameSpec:
+    """The frame the intents `files` declare, read without compiling their sentences (tools, warm-up)."""
+    return frame_spec(_read(path) for path in files)
+
+
 class LocalIntents:
     """The loaded intents of every language, the action each one means and the calls declared."""
 
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
                  read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset(),
-                 responses: dict[tuple[str, str], str] | None = None) -> None:
+                 responses: dict[tuple[str, str], str] | None = None, frame: FrameSpec | None = None) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self.frame = frame or FrameSpec()  # what the frame may answer with (core.frame)
         self.responses = responses or {}  # (response name, language) -> its template
         self.actions = actions  # intent name -> action
         self.calls = calls  # (intent name, language) -> the call an intent of action "call" makes
@@ -147,7 +179,8 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-        return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses)
+        return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
+                   frame_spec(spec for _path, spec in declared))
 
     def respond(self, name: str, language: str, /, **slots: object) -> str | None:
         """What the user is told, from the toolsets' `responses` (as Home Assistant keeps its
@@ -245,8 +278,9 @@ def _read(path: Path) -> dict:
         spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise IntentFileError(f"{path}: cannot read it: {exc}") from None
-    if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences", "responses"}:
-        raise IntentFileError(f"{path}: expected a mapping with 'home_assistant', 'sentences' and/or 'responses'")
+    if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences", "responses", "frame"}:
+        raise IntentFileError(f"{path}: expected a mapping with 'home_assistant', 'sentences', 'responses' and/or 'frame'")
+    _check_frame(path, spec.get("frame", {}))
     for language, own in spec.get("responses", {}).items():
         if not isinstance(own, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in own.items()):
             raise IntentFileError(f"{path}: responses.{language}: expected response names, each a template text")
@@ -256,6 +290,16 @@ def _read(path: Path) -> dict:
         if not isinstance(own, dict) or not set(own) <= {"intents", "lists", "expansion_rules"}:
             raise IntentFileError(f"{path}: sentences.{language}: expected 'intents' (and 'lists', 'expansion_rules')")
     return spec
+
+
+def _check_frame(path: Path, frame) -> None:
+    if not isinstance(frame, dict) or not set(frame) <= {"commands", "examples"}:
+        raise IntentFileError(f"{path}: frame: expected 'commands' and/or 'examples'")
+    if not all(isinstance(line, str) and line.strip() for line in frame.get("commands", [])):
+        raise IntentFileError(f"{path}: frame.commands: expected a list of command lines")
+    if not all(isinstance(e, list) and len(e) == 2 and all(isinstance(t, str) and t.strip() for t in e)
+               for e in frame.get("examples", [])):
+        raise IntentFileError(f"{path}: frame.examples: expected a list of [what was said, the command] pairs")
 
 
 def _checked(path: Path, spec: dict, languages: tuple[str, ...]) -> dict:

@@ -28,80 +28,57 @@ import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
+from core.lexicon import fold, table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
 
-# ---- the words --------------------------------------------------------------------------------
-LEAD = (r"^(?:(?:ну|а|и|так|теперь|тогда|давай|пожалуйста|можешь|можете|слушай|послушай|ок|окей|привет|эй|"
-         r"хм|эм|мм|порфирий|yo|будь\s+добр[аы]?|please|now|ok|okay|so|hey|hi|then|and|um+|uh+|er|hmm+|hold\s+on|"
-         r"porfiry|could you|can you|would you|will you|you\s+can|you\s+may|"
-         # interjections and the words of a cut request: "ой", "nah just", "стоп, не то, найди …"
-         r"maybe|perhaps|just|actually|nah|nope|well|wait|oh|ah|ой|ох|ладно|короче|кстати|ещё|еще|also|может|просто|"
-         r"ugh|argh|oops|whoops|eh|meh|эх|блин|понятно|ясно|got\s+it|i\s+see|хотя|забей|right|"
-         r"(?:мне|нам)(?=\s+(?:тогда\s+)?(?:найди|включи|включай|поставь|покажи|запусти))|"
-         r"стоп|stop|нет|no|не(?=[,!.])|не\s+то|not\s+that(?:\s+one)?|погоди|подожди|never\s+mind|всё|все|"
-         r"i'?m\s+back|im\s+back|я\s+вернул(?:ся|ась)|"
-         # a yes before the request: "yeah, play it", "да, включай", "go ahead and play it"
-         r"да|ага|угу|конечно|yes|yeah|yep|yup|sure|go\s+ahead(?:\s+and)?|alright|all\s+right|fine|go\s+on\s+then|"
-         r"sounds\s+(?:good|great)|perfect|great|cool|nice|отлично|супер|класс|"
-         # "стоп-стоп, выключи", "лучше поставь вторую часть": a request put instead of the one before
-         r"лучше|а\s+лучше)(?:[\s,!.]+|-(?=стоп|stop|нет|no\b)))*")
-_TIME_NOW = re.compile(r"(?:который\s+(?:сейчас\s+)?час|сколько\s+(?:сейчас\s+)?времени|сколько\s+время|"
-                       r"какое\s+(?:сегодня\s+)?число|какой\s+(?:сегодня\s+)?день(?:\s+недели)?|"
-                       r"время\s+не\s+подскажешь|what\s+time\s+is\s+it|what\s+time\s+it\s+is|what'?s\s+the\s+time|what\s+is\s+the\s+time|"
-                       r"tell\s+me\s+the\s+time|сколько\s+щас\s+времени|(?:подскажи|скажи|подскажите|скажите)\s+время|"
-                       r"^(?:а\s+)?время(?=[\s?]*$)|"
-                       r"what\s+day\s+(?:of\s+the\s+week\s+)?is\s+(?:it|today)|what'?s\s+the\s+day|what'?s\s+the\s+date|what\s+is\s+the\s+date|"
-                       r"what'?s\s+today'?s\s+date|what\s+is\s+today'?s\s+date|what\s+time\s+do\s+you\s+have|got\s+the\s+time|"
-                       r"^(?:the\s+)?time(?:\s+please)?(?=[\s?]*$)|^(?:the\s+)?time(?=\s+in\s)|(?:скажи|подскажи|назови)\s+(?:сегодняшнюю\s+)?дату|"
-                       r"какая\s+(?:сегодня\s+)?дата|what'?s\s+today(?=[\s?]*$)|what\s+is\s+today(?=[\s?]*$))")
+# ---- the words (core/words/<language>/requests.toml; the grammar that joins them stays here) ----
+def _any(key: str, topic: str = "requests") -> str:
+    """The list `key` of a topic (requests, follow_ups) as one alternation: lists named *_patterns
+    are regex fragments, kept as written; other lists are plain words."""
+    found = words(topic, key)
+    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
+        return "(?!)"
+    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+
+
+LEAD = (r"^(?:(?:" + _any("lead_patterns") + r")(?:[\s,!.]+|-(?=" + _any("lead_hyphened_patterns") + r")))*")
+_TIME_NOW = re.compile(r"(?:" + _any("time_now_patterns") + r")")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
-_PLACE = re.compile(r"(?:\s(?:в|во|на|in|at)\s+(?!сейчас|now|the moment|моем|моём|my\b|here|здесь)\w)")
+_PLACE = re.compile(r"(?:\s(?:" + _any("place_prepositions") + r")\s+(?!" + _any("here_now_patterns") + r")\w)")
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
-TIMER_WORD = re.compile(r"(?:таймер|напомн|напоминалк|будильник|разбуд|отсч[её]т|timer|remind|alarm|wake|countdown)")
+TIMER_WORD = re.compile(r"(?:" + _any("timer_word_patterns") + r")")
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
-ANOTHER_DAY = re.compile(r"(?:^|\s)(?:завтра|послезавтра|в\s+(?:понедельник|вторник|среду|четверг|пятницу|субботу|"
-                          r"воскресенье)|tomorrow|on\s+(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-                          r"|next\s+week|на\s+следующей\s+неделе)(?=\s|$)")
+ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=\s|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
 # set or listed (the timers toolset's step says which), else the model asks
-CANCEL_IT = re.compile(LEAD + r"(?:(?:actually|wait|no|nah|oh|never\s+mind|на\s+самом\s+деле|не|нет|стоп|хотя)[\s,.!]+)*"
-                        r"(?:(?:cancel|scrap|drop|delete|remove|ditch|get\s+rid\s+of|call\s+off)\s+"
-                        r"(?:it|that(?:\s+one)?|this(?:\s+one)?)(?:\s+off)?|kill\s+(?:that|this)\s+one|"
-                        r"(?:отмени|отменяй|убери|удали|сними|сбрось|давай\s+отменим)(?:\s+(?:его|е[её]|это|этот|тот|его\s+тоже))?)"
+CANCEL_IT = re.compile(LEAD + r"(?:(?:" + _any("cancel_openers_patterns") + r")[\s,.!]+)*"
+                        r"(?:" + _any("cancel_it_patterns") + r")"
                         r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 YEAR = re.compile(r"(?<!\d)(?P<year>19\d\d|20\d\d)(?!\d)")
 # ("и через час напомни …": the second request may open with its time)
-_TWO_REQUESTS = re.compile(r"(?<!найди)(?<!find)(?<!ahead)[\s,](?:и|а|а\s+потом|потом|затем|and|then|and\s+then)\s+"
-                           r"(?P<second>(?:another(?:\s+one)?|one\s+more|ещ[её]\s+(?:один|одну|одно))(?=\s+(?:for|in|на|через)\s)|"
-                           r"(?:(?:через|in)\s+[\w:]+(?:\s+(?!(?:и|and)\s)\w+){0,2}\s+)?(?:поставь|включи|найди|напомни|"
-                           r"отмени|покажи|запусти|поищи|скажи|set|play|find|remind|cancel|show|start|search|tell)\b)")
-VERB_START = re.compile(LEAD + r"(?:найди|включи|поставь|напомни|отмени|покажи|запусти|поищи|выведи|find|play|set|"
-                         r"remind|cancel|show|search|start|look|put)\b")
-_NEGATION = re.compile(r"(?:^|\s)(?:(?:не|don'?t|do\s+not|never|no\s+need\s+to)\s+(?:\w+\s+)?(?:став|постав|включ|выключ|выруб|"
-                       r"запуск|запуст|ищи|иска|найд|напомин|напомн|буди|разбуд|показ|покаж|выв|отмен|надо|нужн|"
-                       r"play|set|start|search|find|look|remind|wake|show|put|cancel|need|want)|(?<!изменить\s)нельзя|never\s+mind(?![\s,]+(?:cancel|scrap|kill|drop|delete|remove|play|find|search|set|put))|"
-                       r"не\s+нужен|не\s+нужна|не\s+нужно)")
+_TWO_REQUESTS = re.compile("".join(f"(?<!{re.escape(w)})" for w in words("requests", "two_requests_not_after"))
+                           + r"[\s,](?:" + _any("and_then_patterns") + r")\s+"
+                           r"(?P<second>(?:" + _any("one_more_patterns") + r")(?=\s+(?:" + _any("one_more_time_words")
+                           + r")\s)|(?:(?:" + _any("in_time_words") + r")\s+[\w:]+(?:\s+(?!(?:" + _any("and_words")
+                           + r")\s)\w+){0,2}\s+)?(?:" + _any("second_request_verbs") + r")\b)")
+VERB_START = re.compile(LEAD + r"(?:" + _any("opening_verbs") + r")\b")
+_NEGATION = re.compile(r"(?:^|\s)(?:(?:" + _any("negation_patterns") + r")\s+(?:\w+\s+)?(?:" + _any("negated_stems")
+                       + r")|" + _any("negation_phrases_patterns") + r")")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
-TENS = {"двадцать": 20, "тридцать": 30, "сорок": 40, "пятьдесят": 50, "twenty": 20, "thirty": 30, "forty": 40,
-         "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "шестьдесят": 60, "семьдесят": 70,
-         "восемьдесят": 80, "девяносто": 90}
-NUMBER_WORDS = {"один": 1, "одну": 1, "одна": 1, "два": 2, "две": 2, "три": 3, "четыре": 4, "пять": 5, "шесть": 6,
-          "семь": 7, "восемь": 8, "девять": 9, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-          "seven": 7, "eight": 8, "nine": 9}
-TEENS = {"десять": 10, "пятнадцать": 15, "ten": 10, "fifteen": 15, "одиннадцать": 11, "двенадцать": 12, "тринадцать": 13, "четырнадцать": 14, "шестнадцать": 16,
-          "семнадцать": 17, "восемнадцать": 18, "девятнадцать": 19, "eleven": 11, "twelve": 12, "thirteen": 13,
-          "fourteen": 14, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19}
+TENS: dict[str, int] = table("requests", "tens")  # type: ignore[assignment]
+NUMBER_WORDS: dict[str, int] = table("requests", "units")  # type: ignore[assignment]
+TEENS: dict[str, int] = table("requests", "teens")  # type: ignore[assignment]
 _COMPOUND = re.compile(r"\b(?P<tens>" + "|".join(TENS) + r")(?:[\s-]+(?P<unit>" + "|".join(NUMBER_WORDS) + r"))?\b"
                        r"|\b(?P<teen>" + "|".join(TEENS) + r")\b")
 
 
-_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:секунд|минут|час|second|minute|hour))")
+_UNIT_WORD = re.compile(r"\b(?P<unit>" + "|".join(NUMBER_WORDS) + r")(?=[\s-]+(?:" + _any("unit_stems") + r"))")
 
 
-_COUPLE = re.compile(r"(?<!\w)(?:пару|пара|a\s+couple(?:\s+of)?|couple\s+of)(?=\s+(?:минут|секунд|час|minutes|seconds|hours)(?!\w))")
+_COUPLE = re.compile(r"(?<!\w)(?:" + _any("couple_patterns") + r")(?=\s+(?:" + _any("couple_units") + r")(?!\w))")
 
 
 def in_figures(text: str) -> str:
@@ -116,7 +93,7 @@ def in_figures(text: str) -> str:
 
 
 def norm_words(text: str) -> str:
-    text = text.casefold().replace("ё", "е")
+    text = fold(text)
     text = re.sub(r"[«»\"“”„'`!?.,;:()\[\]]", " ", text)
     return " ".join(text.split())
 
@@ -127,13 +104,16 @@ def is_russian(text: str) -> bool:
 
 
 def _plain_words(said: str) -> str:
-    """Lower case, ё as е, one space between words, the particle "-ка" dropped ("включи-ка")."""
-    return re.sub(r"(?<=\w)[-\s]ка(?=[\s,.!?]|$)", "", " ".join(said.casefold().replace("ё", "е").split()))
+    """Folded (core.lexicon.fold: lower case, ё as е), one space between words, a particle dropped ("включи-ка")."""
+    return _PARTICLE.sub("", " ".join(fold(said).split()))
+
+
+_PARTICLE = re.compile(r"(?<=\w)[-\s](?:" + _any("particles") + r")(?=[\s,.!?]|$)")
 
 
 # "напомни, кто снял …", "remind me what year …": a fact asked for, opened by a reminder's word
-_RECALL_FIRST = re.compile(r"^(?:(?:а|и|ну|слушай|hey|so)[\s,]+)*(?:напомни(?:те)?(?:\s+мне)?|remind\s+me)[\s,]+"
-                           r"(?=(?:а\s+)?(?:кто|что|как|где|какой|какая|какое|какие|какого|сколько|who|what|how|where|which)(?!\w))")
+_RECALL_FIRST = re.compile(r"^(?:(?:" + _any("recall_lead") + r")[\s,]+)*(?:" + _any("recall_verb_patterns") + r")[\s,]+"
+                           r"(?=(?:(?:" + _any("question_lead") + r")\s+)?(?:" + _any("question_words") + r")(?!\w))")
 
 
 def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | None:
@@ -169,18 +149,17 @@ def _asked_after(before: str, request: str, parts: list[str], phrasings: Sequenc
     return intent if intent is not None and intent.kind in kinds else None
 
 
-_CONDITION = re.compile(r"(?<!\w)(?:если|когда|пока|if|when|whenever|while|unless)(?!\w)")
+_CONDITION = re.compile(r"(?<!\w)(?:" + _any("condition_words") + r")(?!\w)")
 _LEAD_ONLY = re.compile(LEAD + r"[\s,]*")  # "слушай," "ok so,": nothing said before the request
 
 
-_TOLD = re.compile(r"(?<!\w)(?:said|says|told|tells|asked|сказал\w*|говорит|говорил\w*|просил\w*|велел\w*)(?!\w)")
+_TOLD = re.compile(r"(?<!\w)(?:" + _any("told_patterns") + r")(?!\w)")
 
 
 # a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
 # the words of a second thought that every reading of one shares (each adds its own around them)
-NO_WAIT = r"no|nope|wait|actually|нет|хотя|подожди|погоди"
-_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|nah|never\s+mind|forget\s+it|instead|rather|make\s+it|"
-                             r"не|стоп|лучше|на\s+самом\s+деле|отбой|давай)(?!\w)")
+NO_WAIT = _any("no_wait_patterns")
+_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|" + _any("second_thought_patterns") + r")(?!\w)")
 
 
 def second_thought(text: str) -> bool:
@@ -249,16 +228,10 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
 
 
 # a condition, a later time or a thing already done: "если я усну", "maybe later", "i already paused it"
-_NOT_NOW = re.compile(r"(?<!\w)(?:если(?!\s+(?:можешь|сможешь|не\s+(?:сложно|трудно)))|когда\s+(?:приду|вернусь|усну|закончу)|"
-                      r"потом|позже|наверное|что\s+если|if(?!\s+you\s+(?:could|can|would|want|like|don'?t\s+mind))|what\s+if|"
-                      # a thing done ("i already paused it"), not a time ("it's already late")
-                      r"later|someday|(?:i|we|you)(?:'ve)?\s+already|already\s+(?:\w+ed|done|did|set|put)|"
-                      r"уже\s+(?!не\b)\w+л[аи]?|did\s+you|have\s+you)(?!\w)")
+_NOT_NOW = re.compile(r"(?<!\w)(?:" + _any("not_now_patterns") + r")(?!\w)")
 
 
-_REQUEST_VERB = re.compile(r"(?<!\w)(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|выключи|засеки|засекай|"
-                           r"скажешь|скажи|tell\s+me|let\s+me\s+know|"
-                           r"play|set|find|remind|cancel|show|start|put|pause|stop|search)(?!\w)")
+_REQUEST_VERB = re.compile(r"(?<!\w)(?:" + _any("request_verb_patterns") + r")(?!\w)")
 
 
 def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
@@ -280,8 +253,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"
-_STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:(?:а\s+)?давай\s+лучше|лучше\s+(?:включи|поставь)|(?:включи|поставь)\s+лучше|"
-                              r"(?:put\s+on|play)(?=.+\binstead[\s.!]*$))\s+(?P<title>.+?)(?:\s+instead)?[\s.!]*$", re.I)
+_STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:" + _any("instead_patterns") + r")\s+(?P<title>.+?)(?:\s+"
+                              + _any("instead_tail") + r")?[\s.!]*$", re.I)
 
 
 def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tuple[Intent, Intent] | None:
@@ -292,7 +265,7 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = in_digits(said)
-    raw = " ".join(said.casefold().replace("ё", "е").split())
+    raw = " ".join(fold(said).split())
     sentences = [part for part in re.split(r"(?<=[.!?;])\s+", said.strip()) if part.strip(" .!?;")]
     if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"
         first, second = recognise(sentences[0], phrasings), recognise(sentences[1], phrasings)
@@ -318,24 +291,25 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
     return first, second
 
 
-_AROUND_TIME = frozenset("""а ну и так скажи подскажи подскажешь пожалуйста не сейчас уже у тебя вас там слушай эй
-    привет порфирий please tell me do you know now right currently hey so um ok okay today сегодня could would can
-    you здесь тут нас here in where i am день недели число дата какое какой date day and for me then тогда мне""".split())  # "который час у нас", "what time is it here"
+_AROUND_TIME = frozenset(words("follow_ups", "around_time_words"))  # "который час у нас", "what time is it here"
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day
-_TIME_WORDS = re.compile(r"(?:^|\s)(?:время|времени|час\w*|день|число|утро|утра|вечер\w*|ночь|ночи|полдень|"
-                         r"понедельник|вторник|среда|среду|четверг|пятница|пятницу|суббота|субботу|воскресенье|"
-                         r"time|day|date|morning|evening|night|noon|o'?clock|hour|late|early|поздно|рано|"
-                         r"monday|tuesday|wednesday|thursday|friday|"
-                         r"saturday|sunday|weekend|выходные)(?=[\s,.!?]|$)")
-_PLACE_NAMED = re.compile(r"(?:^|\s)(?:в|во|на|in|at)\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
+_TIME_WORDS = re.compile(r"(?:^|\s)(?:" + _any("time_words_patterns", "follow_ups") + r")(?=[\s,.!?]|$)")
+_PLACE_NAMED = re.compile(r"(?:^|\s)(?:" + _any("place_prepositions") + r")\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
+# what asks at all: "is it already sunday in sydney", "сколько …"
+_ASKED = re.compile(r"(?:.*\s)?(?:" + _any("asked_patterns", "follow_ups") + r")\s")
 
 
 # "сколько сейчас в Нью-Йорке", "а в Дубае щас сколько": "how much" of a place, said alone, is its time
-_HOW_MUCH_THERE = re.compile(LEAD + r"(?:(?:скажи|подскажи)\s+)?(?:лучше\s+)?(?:сколько(?:\s+(?:сейчас|щас|там))*\s+(?:в|во)\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
-                             r"(?:в|во)\s+(?P<p2>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)(?:\s+(?:сейчас|щас|там))*\s+сколько)"
-                             r"(?:\s+(?:сейчас|щас|там))*[\s?.!]*$")
+_NOW_THERE = r"(?:\s+(?:" + _any("how_much_now_words", "follow_ups") + r"))*"
+_HOW_MUCH = _any("how_much_words", "follow_ups")
+_HOW_MUCH_THERE = re.compile(LEAD + r"(?:(?:" + _any("how_much_tell_words", "follow_ups") + r")\s+)?(?:(?:"
+                             + _any("how_much_rather_words", "follow_ups") + r")\s+)?"
+                             r"(?:(?:" + _HOW_MUCH + ")" + _NOW_THERE + r"\s+(?:" + _any("how_much_in_words", "follow_ups")
+                             + r")\s+(?P<p1>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)|"
+                             r"(?:" + _any("how_much_in_words", "follow_ups") + r")\s+(?P<p2>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?)"
+                             + _NOW_THERE + r"\s+(?:" + _HOW_MUCH + r"))" + _NOW_THERE + r"[\s?.!]*$")
 
 
 def _place_time(raw: str, russian: bool) -> Intent | None:
@@ -344,7 +318,7 @@ def _place_time(raw: str, russian: bool) -> Intent | None:
     how_much = _HOW_MUCH_THERE.match(raw)
     if how_much is not None and zone_of(how_much["p1"] or how_much["p2"]) is not None:
         return Intent(kind="time_elsewhere", russian=russian, subject=how_much["p1"] or how_much["p2"])
-    asked = "?" in raw or re.match(r"(?:.*\s)?(?:is\s+it|what|сколько|который|какой|какое)\s", raw + " ")
+    asked = "?" in raw or _ASKED.match(raw + " ")
     if not asked or not _TIME_WORDS.search(raw) or VERB_START.match(raw) or TIMER_WORD.search(raw):
         return None
     for found in _PLACE_NAMED.finditer(raw):
@@ -379,17 +353,16 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return _place_time(raw, russian)
     place = _PLACE.search(raw[match.end():] + " ")
     if place is not None:  # "what time is it in New York": a toolset that knows places, if one does
-        where = re.sub(r"(?:\s+(?:сейчас|щас|now|right\s+now|rn|currently|at\s+the\s+moment|atm|today|сегодня|please|"
-                       r"пожалуйста|then|тогда))+$", "", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
+        where = _PLACE_TAIL.sub("", raw[match.end() + place.end() - 1:].strip(" ?!.,"))
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if where else None
     before = _PLACE.search(" " + raw[:match.start()])
     if before is not None:  # "а в Париже сколько времени?"
-        where = re.sub(r"\s+(?:сейчас|now|today|сегодня|уже|already)$", "", raw[before.end() - 2:match.start()].strip(" ,"))
+        where = _PLACE_HEAD_TAIL.sub("", raw[before.end() - 2:match.start()].strip(" ,"))
         known = 0 < len(where.split()) <= 3 and zone_of(where) is not None  # not "в общем, который час?"
         return Intent(kind="time_elsewhere", russian=russian, subject=where) if known else None
     other_day = _OTHER_DAY.search(raw)
     if other_day is not None:  # "а завтра у нас какое число будет?": that day's date, not today's
-        if not re.search(r"числ|день|дат|date|day", raw):
+        if not _DATE_ASKED.search(raw):
             return None  # "который час будет завтра в это время": the model's
         return Intent(kind="time_now", russian=russian, when=_DAY_OFFSETS[other_day.group(0).replace(" ", "")])
     rest = (raw[:match.start()] + " " + raw[match.end():]).strip(" ,!?.")
@@ -400,27 +373,29 @@ def _time_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="time_now", russian=russian)
 
 
-_OTHER_DAY = re.compile(r"(?<!\w)(?:послезавтра|завтра|позавчера|вчера|the\s+day\s+after\s+tomorrow|tomorrow|yesterday)(?!\w)")
-_DAY_OFFSETS = {"послезавтра": "+2", "завтра": "+1", "позавчера": "-2", "вчера": "-1", "thedayaftertomorrow": "+2",
-                "tomorrow": "+1", "yesterday": "-1"}
+_OTHER_DAY = re.compile(r"(?<!\w)(?:" + _any("other_day_patterns", "follow_ups") + r")(?!\w)")
+# the words said after a place's name, or between it and the question, that are no part of it
+_PLACE_TAIL = re.compile(r"(?:\s+(?:" + _any("place_tail_patterns", "follow_ups") + r"))+$")
+_PLACE_HEAD_TAIL = re.compile(r"\s+(?:" + _any("place_head_tail_words", "follow_ups") + r")$")
+_DATE_ASKED = re.compile(_any("date_stems", "follow_ups"))
+_DAY_OFFSETS: dict[str, str] = table("follow_ups", "day_offsets")  # type: ignore[assignment]
 
 
 def as_said(found: str, said: str) -> str:
     """`found` (cut from the lower-cased words) as the user wrote it: "позвонить Пете", "бельё"."""
     original = " ".join(said.split())
-    at = original.casefold().replace("ё", "е").find(found)
+    at = fold(original).find(found)
     return original[at:at + len(found)] if at >= 0 and len(original.casefold()) == len(original) else found
 
 
-_SCREEN = r"(?:на\s+(?:очках|очки|экране|экран|дисплее|дисплей)(?:\s+очков)?|(?:up\s+)?on\s+(?:my|the)\s+(?:display|screen|glasses))"
-_SHOW = (re.compile(LEAD + r"(?:выведи|выводи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+" + _SCREEN
+_SCREEN = r"(?:" + _any("screen_patterns") + r")"
+_SHOW = (re.compile(LEAD + r"(?:" + _any("show_verbs") + r")\s+" + _SCREEN
                     + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
-         re.compile(LEAD + r"(?:выведи|покажи|напиши|запиши|отобрази|кинь|закинь|put|show|display|write|throw|pop)\s+(?P<text>.+?)\s+" + _SCREEN
+         re.compile(LEAD + r"(?:" + _any("show_text_verbs") + r")\s+(?P<text>.+?)\s+" + _SCREEN
                     + r"[\s.!]*$"))
 # a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
 # "что ты думаешь о …", "который час"), not a text to put there: the model's
-_NOT_DICTATED = re.compile(r"^(?:что|как|кто|какой|какая|какие|который|сколько|где|когда|почему|мои|мой|моё|мое|"
-                           r"мою|свои|what|how|who|which|where|when|why|my|the\s+time|the\s+weather|weather|погод)")
+_NOT_DICTATED = re.compile(r"^(?:" + _any("not_dictated_patterns") + r")")
 
 
 def _show_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -443,15 +418,11 @@ def _quoted_text(said: str) -> bool:
 
 
 # what said after a playback command asks for more: then the model takes the turn
-ASKS_MORE = re.compile(r"\s(?:найди|включи|включай|поставь|напомни|отмени|покажи|запусти|поищи|скажи|play|find|set|"
-                        r"remind|cancel|show|search|start|put|tell|и|and|then|потом|затем|а\s+потом|don'?t|not|"
-                        # "не выключай": a command taken back; "что-то не идёт сегодня" is a reason
-                        r"не\s+(?:включ|выключ|став|постав|останов|пауз|надо|нужно)\w*|"
-                        r"таймер\w*|timer|alarm|будильник\w*|давай|лучше|instead)\s")
+ASKS_MORE = re.compile(r"\s(?:" + _any("asks_more_patterns") + r")\s")
 
 
 # words a title shares with any speech ("matrix for" the kids, "кин-дза-дзу что" ли): no word of it
-FUNCTION_WORDS = frozenset("""the and for with while from that this что как для или это там вот are was""".split())
+FUNCTION_WORDS = frozenset(words("requests", "function_words"))
 
 
 def near_word(word: str, other: str) -> bool:
@@ -482,10 +453,9 @@ def skill_named(said: str, names: list[str]) -> str | None:
     return named[0] if len(named) == 1 else None
 
 
-_MY = frozenset({"my", "мою", "мой", "моя", "моё", "мое", "мои", "моего", "моей"})
+_MY = frozenset(words("requests", "my_words"))
 # words of many skills' names that say nothing of which ("morning", "routine"): never enough alone
-_GENERIC_SKILL_WORDS = frozenset("""morning evening night daily weekly routine workout exercise exercises check list
-    утро утренняя вечерняя вечер зарядка рутина""".split())
+_GENERIC_SKILL_WORDS = frozenset(words("requests", "generic_skill_words"))
 
 
 def among(word: str, words: set[str]) -> bool:
@@ -496,14 +466,13 @@ def close_to(said: str, name: str) -> bool:
     return difflib.SequenceMatcher(None, norm_words(said), norm_words(name)).ratio() >= 0.8
 
 
-CHANNELS = (("telegram", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:телеграм\w*|телег[еау]|telegram)(?=[\s,.!?]|$)")),
-             ("whatsapp", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:ватсап\w*|вотсап\w*|whatsapp)(?=[\s,.!?]|$)")),
-             ("slack", re.compile(r"(?:^|\s)(?:в\s+|on\s+|in\s+)?(?:слак\w*|slack)(?=[\s,.!?]|$)")),
-             ("sms", re.compile(r"(?:^|\s)(?:по\s+|by\s+|in\s+an?\s+)?(?:смс|sms)(?=[\s,.!?]|$)")),
-             ("mail", re.compile(r"(?:^|\s)(?:по\s+|на\s+|в\s+|by\s+|an?\s+|in\s+)?(?:почт\w*|e-?mail\w*|имейл\w*|мейл\w*|"
-                                 r"gmail|mail)(?=[\s,.!?]|$)")))
+_CHANNEL_END = r")(?=[\s,.!?]|$)"
+CHANNELS = tuple((name, re.compile(r"(?:^|\s)(?:" + _any(by) + r")?(?:" + _any(f"{name}_patterns") + _CHANNEL_END))
+                 for name, by in (("telegram", "channel_in_patterns"), ("whatsapp", "channel_in_patterns"),
+                                  ("slack", "channel_in_patterns"), ("sms", "channel_by_patterns"),
+                                  ("mail", "mail_by_patterns")))
 # said after the request, not what to wait for: "…, would you?", "…, please"
-POLITE_TAIL = re.compile(r"[\s,]+(?:would\s+you|will\s+you|could\s+you|please|ok|okay|пожалуйста|ладно|хорошо)[\s?.!]*$")
+POLITE_TAIL = re.compile(r"[\s,]+(?:" + _any("polite_tail_patterns") + r")[\s?.!]*$")
 
 
 def without_polite_tail(said: str) -> str:
@@ -512,16 +481,17 @@ def without_polite_tail(said: str) -> str:
 
 
 # "стоп, не Дюну, а Бегущего по лезвию", "no, not Gravity, Arrival": the last request, another title
-_CORRECTION = re.compile(LEAD + r"(?:(?:не|not)\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:а|but|i\s+meant|я\s+про)?|"
+_CORRECTION = re.compile(LEAD + r"(?:(?:" + _any("not_words") + r")\s+(?P<wrong>[^,.!?]{2,40})\s*[,—-]+\s*(?:"
+                         + _any("but_patterns") + r")?|"
                          # "I meant the series", "no, I meant Dune", "я имел в виду сериал"
-                         r"(?:(?:no|nope|нет)[\s,]+)?(?:i\s+meant|i\s+mean|я\s+имел[аи]?\s+в\s+виду|я\s+про))\s*"
+                         r"(?:(?:" + _any("correction_no_patterns") + r")[\s,]+)?(?:" + _any("meant_patterns") + r"))\s*"
                          r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
 
 
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
 # "включи Шрека, ой, нет, лучше Шрека 2"
-_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:oh|sorry|ой|ah)[\s,.!]+)?(?:no\s+wait|wait\s+no|" + NO_WAIT + r")"
-                        r"(?:[\s,.!]+(?:wait|no|нет|лучше|rather|instead))*[\s,.!]+(?=\S)")
+_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:" + _any("oops_words") + r")[\s,.!]+)?(?:" + _any("put_right_patterns")
+                        + r"|" + NO_WAIT + r")(?:[\s,.!]+(?:" + _any("put_right_again_words") + r"))*[\s,.!]+(?=\S)")
 
 
 def said_again_otherwise(said: str) -> tuple[str, str] | None:
@@ -565,38 +535,41 @@ def _correction_intent(raw: str, said: str, russian: bool, *, phrasings: Sequenc
 
 
 # "а в Дубае сколько?", "and what about here?": the last question again, of another place
-_HERE = r"(?P<here>(?:у\s+нас\s+|у\s+меня\s+)(?:тут|здесь|дома)|here(?:\s+at\s+home)?|здесь|тут|у\s+нас|у\s+меня|back\s+home|at\s+home|дома)"
-_FOLLOW_UP = re.compile(r"^(?:а|и|and|so|ok|ну)?[\s,]*(?:(?:what|how)\s+about|как\s+насч[её]т|что\s+насч[её]т|"
-                        r"what'?s\s+it|what\s+is\s+it|а)?[\s,]*"
-                        r"(?:" + _HERE + r"|(?:(?:в|во|in|at|for)\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
-                        r"(?:[\s,]+(?:сколько|там|now|сейчас|then|right\s+now|тогда|local\s+time|(?:по\s+)?местному(?:\s+времени)?|"
-                        r"where\s+i\s+am|где\s+я(?:\s+сейчас)?))*[\s?.!]*$")
+_HERE = r"(?P<here>" + _any("here_patterns", "follow_ups") + r")"
+_FOLLOW_UP = re.compile(r"^(?:" + _any("follow_up_lead", "follow_ups") + r")?[\s,]*(?:"
+                        + _any("follow_up_what_about_patterns", "follow_ups") + r")?[\s,]*"
+                        r"(?:" + _HERE + r"|(?:(?:" + _any("follow_up_prepositions", "follow_ups")
+                        + r")\s+)?(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2}?))"
+                        r"(?:[\s,]+(?:" + _any("follow_up_tail_patterns", "follow_ups") + r"))*[\s?.!]*$")
+# what opens a follow-up at all: a place alone ("в Дубае") asks nothing
+_FOLLOW_UP_OPENS = re.compile(r"(?:" + _any("follow_up_open_patterns", "follow_ups") + r")(?:\W|$)")
 
 
 # "а какие ещё остались?", "what's still running?": after timers were set or cancelled, the timers left
-_WHATS_LEFT = re.compile(r"^(?:а|и|ну|and|so|ok)?[\s,]*(?:(?:какие|что|which|what'?s|what\s+is|what\s+are|what)\s+"
-                         r"(?:(?:ещ[её]|у\s+меня|там|else|still|now|then)\s+)*(?:остал\w*|осталось|left|running|going|remain\w*|"
-                         r"(?:are\s+)?still\s+(?:on|set))|"
+_WHATS_LEFT = re.compile(r"^(?:" + _any("follow_up_lead", "follow_ups") + r")?[\s,]*(?:(?:"
+                         + _any("whats_left_which_patterns", "follow_ups") + r")\s+"
+                         r"(?:(?:" + _any("whats_left_still_patterns", "follow_ups") + r")\s+)*(?:"
+                         + _any("whats_left_left_patterns", "follow_ups") + r")|"
                          # "how much time is left?", "сколько ещё осталось?": of the timer just talked about
-                         r"(?:how\s+much(?:\s+time)?|how\s+long|сколько(?:\s+времени)?)\s+(?:(?:is|do\s+i\s+have|have\s+i\s+got|"
-                         r"ещ[её]|там|у\s+меня)\s+)*(?:left|remaining|to\s+go|остал\w*))(?:\s+(?:ещ[её]|там|then|now))*[\s?.!]*$")
+                         r"(?:" + _any("whats_left_how_much_patterns", "follow_ups") + r")\s+(?:(?:"
+                         + _any("whats_left_have_patterns", "follow_ups") + r")\s+)*(?:"
+                         + _any("whats_left_time_left_patterns", "follow_ups") + r"))(?:\s+(?:"
+                         + _any("whats_left_tail_patterns", "follow_ups") + r"))*[\s?.!]*$")
 
 
 # "the second one", "первый", "а тот, что 2010 года?": one of the titles shown, said alone
-_BARE_CHOICE = re.compile(r"^(?:(?:а|и|ну|ok|okay|so|and|um|uh|hmm|maybe|then|тогда|может|наверное|no|nope|нет|what\s+about|"
-                          r"how\s+about|как\s+насч[её]т|а\s+как\s+же)[\s,]+)*(?P<rest>.{2,40}?)"
-                          r"(?:[\s,]+(?:please|пожалуйста|then|тогда|наверное|probably))*[\s?.!]*$")
+_BARE_CHOICE = re.compile(r"^(?:(?:" + _any("choice_lead_patterns", "follow_ups") + r")[\s,]+)*(?P<rest>.{2,40}?)"
+                          r"(?:[\s,]+(?:" + _any("choice_tail_words", "follow_ups") + r"))*[\s?.!]*$")
 
 
 # the place just asked about, said again as "there": "а день у них какой?", "is it still Saturday there?"
-_THERE_TOO = re.compile(r"(?<!\w)(?:у\s+них|там\s+у\s+них|there|over\s+there|for\s+them)(?!\w)")
-_DAY_OR_TIME = re.compile(r"(?<!\w)(?:день|число|дата|час|времени|время|сколько|утро|ночь|вечер|day|date|time|morning|night|"
-                          r"evening|saturday|sunday|суббота|воскресенье|завтра\w*|tomorrow)(?!\w)")
-_ASKING_WORD = re.compile(r"^(?:а\s+|и\s+|and\s+|so\s+)?(?:какой|какое|какая|который|сколько|is|what|which|how)(?!\w)")
+_THERE_TOO = re.compile(r"(?<!\w)(?:" + _any("there_patterns", "follow_ups") + r")(?!\w)")
+_DAY_OR_TIME = re.compile(r"(?<!\w)(?:" + _any("day_or_time_patterns", "follow_ups") + r")(?!\w)")
+_ASKING_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("follow_ups", "asking_lead")) + r")?(?:"
+                          + _any("asking_words", "follow_ups") + r")(?!\w)")
 
 
-_ACKNOWLEDGED = re.compile(r"^(?:(?:ага|угу|ок|окей|ok|okay|понятно|ясно|got\s+it|i\s+see|хорошо|ладно|thanks|спасибо|"
-                          r"cool|great|nice|отлично|класс)[\s,!.]+)+")
+_ACKNOWLEDGED = re.compile(r"^(?:(?:" + _any("acknowledged_patterns", "follow_ups") + r")[\s,!.]+)+")
 
 
 def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence[Phrasing]) -> Intent | None:
@@ -613,7 +586,7 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)):
         return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
-    if not re.match(r"(?:а|и|and|so|ok|ну|what\s+about|how\s+about|как\s+насч|что\s+насч)(?:\W|$)", raw):
+    if not _FOLLOW_UP_OPENS.match(raw):
         return None  # a place alone ("в Дубае") asks nothing
     match = _FOLLOW_UP.match(raw)
     if match is None or match["place"] is not None and zone_of(match["place"]) is None:

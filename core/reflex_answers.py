@@ -18,28 +18,6 @@ from core.timewords import spoken_parts
 from protocol.results import ClockRead
 
 
-def plural_ru(n: int, one: str, few: str, many: str) -> str:
-    if n % 10 == 1 and n % 100 != 11:
-        return one
-    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
-        return few
-    return many
-
-
-def span_words(seconds: float, russian: bool) -> str:
-    """"1 минуту", "1 час 30 минут", "45 seconds": how long, in the user's words."""
-    total = max(0, round(seconds))
-    hours, minutes, secs = total // 3600, total % 3600 // 60, total % 60
-    units = ((hours, ("час", "часа", "часов"), "hour"), (minutes, ("минуту", "минуты", "минут"), "minute"),
-             (secs, ("секунду", "секунды", "секунд"), "second"))
-    parts = []
-    for number, ru, en in units:
-        if number:
-            word = plural_ru(number, *ru) if russian else en + ("s" if number != 1 else "")
-            parts.append(f"{number} {word}")
-    return " ".join(parts) or ("0 секунд" if russian else "0 seconds")
-
-
 def time_answer(say: Say, now: dt.datetime, russian: bool) -> str | None:
     """"Сейчас 18:00, суббота, 14 марта.": the moment a clock read (aware), in words."""
     weekday, date, clock = spoken_parts(now, russian)

@@ -301,16 +301,17 @@ class ReflexSteps:
         commands first would cost the turn a model call more ("book a table for two tonight")."""
         if not (self.s.config.frame and self.s.model.frame) or not words.strip() or small_talk(words):
             return None
-        if await self.others_could_serve():
+        if not self.s.local_intents.frame.commands or await self.others_could_serve():  # nothing to put them as
             return None
         earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
         before = "\n".join(user_lines(earlier))
         words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
-            reply = await self._ask_quietly(turn.turn_id, frame_messages(words, before[:300], nearest=self.s.config.frame_examples))
+            reply = await self._ask_quietly(turn.turn_id, frame_messages(
+                words, before[:300], nearest=self.s.config.frame_examples, spec=self.s.local_intents.frame))
         except ModelUnavailable:
             return None  # the model's own step says so, or works again
-        frame = read_frame(reply, words, before[:300], self.s.phrasings)
+        frame = read_frame(reply, words, before[:300], self.s.phrasings, self.s.local_intents.frame)
         turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
         _log.info("session=%s frame %r -> %s", self.sid, frame.command,
                   frame.intent.kind if frame.intent else f"the model ({frame.refused})")

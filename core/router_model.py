@@ -27,17 +27,16 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
+from core import lexicon
+
 LABELS = ("cancel", "interrupt", "queue", "parallel")
 WEIGHTS_PATH = Path(__file__).with_name("router_weights.json")
 
-# Said around a request without changing what it asks for.
-FILLERS = frozenset({
-    "пожалуйста", "плиз", "ну", "ой", "ай", "эй", "эм", "ээ", "эээ", "хм", "блин", "вот", "же", "ка", "то",
-    "порфирий", "порфирия", "слушай", "слушайте", "please", "pls", "um", "umm", "uh", "uhh", "er", "erm",
-    "hmm", "oh", "hey", "porfiry", "like", "ah", "oops", "whoa",
-})
-_NEGATORS = frozenset({"не", "не надо", "don't", "dont", "not", "never", "do not"})
-_PARTICLES = frozenset({"ка", "то", "нибудь", "таки"})
+# The normaliser's words are data (core/words/<language>/urgency.toml, every language joined).
+# Said around a request without changing what it asks for (the assistant's names among them).
+FILLERS = frozenset((*lexicon.words("urgency", "fillers"), *lexicon.words("urgency", "assistant_names")))
+_NEGATORS = frozenset(lexicon.words("urgency", "negators"))
+_PARTICLES = frozenset(lexicon.words("urgency", "hyphen_particles"))  # "погоди-ка", "что-нибудь"
 _TOKEN = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 _DIGITS = re.compile(r"^\d+(?:[.,]\d+)?$")
 _DECIMAL_MARK = re.compile(r"(\d)[.,](\d)")

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone, tzinfo
 
+from core import lexicon
 from protocol import Event
 
 LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
@@ -25,31 +26,18 @@ class TimerError(ValueError):
     """A time or timer request that cannot be honoured; the message says what to send instead."""
 
 
+# the words of a length and a moment are data (core/words/<language>/durations.toml)
 _UNITS: dict[str, float] = {}
-for _names, _seconds in (
-    ("s sec secs second seconds с сек секунда секунду секунды секунд", 1.0),
-    ("m min mins minute minutes мин минута минуту минуты минут минутку минуточку", 60.0),
-    ("h hr hrs hour hours ч час часа часов часик часика часок часочек", 3600.0),
-    ("d day days день дня дней сутки суток", 86400.0),
-    ("w wk week weeks неделя неделю недели недель", 604800.0),
-):
-    _UNITS.update(dict.fromkeys(_names.split(), _seconds))
+for _unit, _seconds in (("second", 1.0), ("minute", 60.0), ("hour", 3600.0), ("day", 86400.0), ("week", 604800.0)):
+    _UNITS.update(dict.fromkeys(lexicon.words("durations", f"{_unit}_words"), _seconds))
 
-_WORD_NUMBERS = {
-    "a": "1", "an": "1", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5",
-    "six": "6", "seven": "7", "eight": "8", "nine": "9", "ten": "10", "fifteen": "15",
-    "twenty": "20", "thirty": "30", "один": "1", "одну": "1", "одна": "1", "две": "2", "два": "2",
-    "три": "3", "четыре": "4", "пять": "5", "шесть": "6", "семь": "7", "восемь": "8",
-    "девять": "9", "десять": "10", "пятнадцать": "15", "двадцать": "20", "тридцать": "30",
-    "полтора": "1.5", "полторы": "1.5",
-}
-_PHRASES = (("an hour and a half", "90 minutes"), ("one hour and a half", "90 minutes"),
-            ("one and a half hours", "90 minutes"), ("a minute and a half", "90 seconds"),
-            ("час с половиной", "90 минут"), ("half an hour", "30 minutes"), ("полчасика", "30 минут"), ("полчаса", "30 минут"), ("пол часа", "30 минут"))
-_FILLER = {"in", "after", "через", "спустя", "and", "и", "from", "now", "later", "every", "each",
-           "каждые", "каждый", "каждую", "каждое", "раз", "в"}
+_WORD_NUMBERS: dict[str, str] = {word: str(n) for word, n in lexicon.table("durations", "number_words").items()}
+_PHRASES = tuple((phrase, str(plain)) for phrase, plain in lexicon.table("durations", "phrases").items())
+_FILLER = frozenset(lexicon.words("durations", "filler_words"))
+_ALL = frozenset(lexicon.words("durations", "all_words"))
 _TOKEN = re.compile(r"(\d+(?:\.\d+)?)?\s*([^\W\d_]+)")
-_CLOCK = re.compile(r"(?:at |в |к )?(\d{1,2})[:.](\d{2})")
+_CLOCK = re.compile(r"(?:(?:" + "|".join(map(re.escape, lexicon.words("durations", "clock_prepositions"))) + r") )?"
+                    r"(\d{1,2})[:.](\d{2})")
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DAY_CLOCK = re.compile(r"(today|tomorrow)\s+(?:at\s+)?(\d{1,2})[:.](\d{2})")  # "tomorrow 07:00": that day's
 
@@ -258,7 +246,7 @@ class TimerTable:
     def cancel(self, timer_id: str) -> str:
         """Remove a timer ("all" removes every one). Idempotent: an unknown id is explained."""
         wanted = " ".join((timer_id or "").casefold().split())
-        if wanted in ("all", "все", "всё"):
+        if wanted in _ALL:
             count = len(self._timers)
             self._timers.clear()
             self._changed()

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 import msgspec
 
+from core import user_texts
 from core.background import ToolRun
 from core.config import Config, ConfigError, decode_section
 from core.fastpath import Phrasing, Step
@@ -35,13 +36,13 @@ _log = logging.getLogger("porfiry.toolsets")
 CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone; with a place, the time there",
              args=[ArgSpec(name="place", required=False)], action="none", asks="clock",
-             progress={"ru": "смотрю на часы…", "en": "checking the clock…"}),
+             progress=user_texts.by_language("clock_progress")),
     ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")],
              action="show"),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")],
              action="none"),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")],
-             action="none", progress={"ru": "вспоминаю…", "en": "looking back…"}),
+             action="none", progress=user_texts.by_language("history_progress")),
     # shown only while the catalog or a toolset is too big for the prompt (core.discovery, issue 53)
     ToolSpec(name="discover_tools", summary="find the toolsets, tools and skills for a need, said in any words; "
              "the tools found become callable", args=[ArgSpec(name="need")], read_only=True, action="none"),

@@ -1,16 +1,19 @@
-"""A Russian text spelled in Latin letters ('брат 2' -> 'brat 2'): how a Latin keyboard, or a
-speech recogniser set to English, writes a Russian title. Used by the catalog's index and by the
-reflexes that compare what was asked with the titles a search showed."""
+"""A text spelled in Latin letters ('брат 2' -> 'brat 2'): how a Latin keyboard, or a speech
+recogniser set to English, writes a Russian title. Used by the catalog's index and by the
+reflexes that compare what was asked with the titles a search showed. The letters are each
+language's (core/words/<language>/letters.toml, `latin`)."""
 from __future__ import annotations
 
-_TRANSLIT = str.maketrans({
-    "а": "a", "б": "b", "в": "v", "г": "g", "д": "d", "е": "e", "ё": "e", "ж": "zh", "з": "z", "и": "i",
-    "й": "i", "к": "k", "л": "l", "м": "m", "н": "n", "о": "o", "п": "p", "р": "r", "с": "s", "т": "t",
-    "у": "u", "ф": "f", "х": "kh", "ц": "ts", "ч": "ch", "ш": "sh", "щ": "shch", "ъ": "", "ы": "y",
-    "ь": "", "э": "e", "ю": "yu", "я": "ya",
-})
+from functools import lru_cache
+
+from core import lexicon
+
+
+@lru_cache(maxsize=1)
+def _latin() -> dict[int, str]:
+    return str.maketrans({letter: str(latin) for letter, latin in lexicon.table("letters", "latin").items()})
 
 
 def transliterate(lowered: str) -> str:
-    """Latin spelling of a lower-case Russian text; other letters are kept."""
-    return lowered.translate(_TRANSLIT)
+    """Latin spelling of a lower-case text; letters no language spells otherwise are kept."""
+    return lowered.translate(_latin())

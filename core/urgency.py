@@ -33,8 +33,8 @@ E3-E6 and the SPEC's clarification: two different urgent strategies, plus the qu
 
 The phrase rules are the fast path and the fallback (classifier off: `classifier = false`, or
 its weights missing). The default phrase lists (`DEFAULT_STOP_PHRASES`,
-`DEFAULT_INTERRUPT_PHRASES`, both languages) live here and only here; the config's defaults are
-these tuples. `LLMRouter` may also ask a model about user text the rules would not cancel; any
+`DEFAULT_INTERRUPT_PHRASES`, every language joined) are read from core/words/<language>/urgency.toml
+and only there; the config's defaults are these tuples. `LLMRouter` may also ask a model about user text the rules would not cancel; any
 answer it cannot use, or none within its timeout, falls back to the rules' verdict.
 docs/interruptions.md has the design and the figures (`python run.py eval-router`).
 """
@@ -47,7 +47,7 @@ from typing import NamedTuple, Protocol
 
 import anyio
 
-from core import router_model
+from core import lexicon, router_model
 from protocol import Event
 from protocol.session import Strategy
 
@@ -57,46 +57,24 @@ QUEUE: Strategy = "queue"
 PARALLEL: Strategy = "parallel"
 NOW: Strategy = "now"
 
+# The phrase lists and the words around them are data (core/words/<language>/urgency.toml, every
+# language joined); the grammar - where a phrase must stand, what may surround it - is here.
 # An utterance that STARTS with one of these cancels (whatever follows is the new request).
-DEFAULT_STOP_PHRASES = (
-    "стоп", "стой", "хватит", "отмена", "остановись", "прекрати", "перестань", "замолчи", "забудь",
-    "stop", "stop it", "cancel", "enough", "halt", "never mind", "nevermind", "forget it",
-    "отмени", "отменяй", "отбой", "отставить", "проехали", "прекращай", "забей",
-    "abort", "scrap that", "scrap it", "forget about it", "drop it", "shut up",
-)
+DEFAULT_STOP_PHRASES = lexicon.words("urgency", "stop_phrases")
 # An utterance made ONLY of these (and the stop phrases, and GLUE words) cancels: "всё, хватит",
 # "нет, не надо", "отмени это". As a lead they would be too eager ("не надо так официально").
-DEFAULT_STOP_ONLY_PHRASES = (
-    "не надо", "не нужно", "достаточно", "я передумал", "я передумала", "передумал", "хорош", "брось",
-    "ну его", "молчи", "тихо", "уже не нужно", "ничего не надо", "не продолжай",
-    "that's enough", "i changed my mind", "don't bother", "cut it out", "be quiet", "call it off", "kill it",
-    "no don't", "don't", "nope", "quit it", "skip it", "stop that", "forget that", "don't do that", "don't do it",
-)
-_GLUE = frozenset({"нет", "все", "уже", "ладно", "так", "да", "это", "этого", "его", "спасибо", "давай", "ну", "вообще",
-                   "no", "nah", "okay", "ok", "now", "that", "it", "this", "all", "just", "right", "already",
-                   "thanks", "then", "oh", "wait", "sorry", "actually", "everything"})
+DEFAULT_STOP_ONLY_PHRASES = lexicon.words("urgency", "stop_only_phrases")
+_GLUE = frozenset(lexicon.words("urgency", "stop_glue_words"))
 # While a tool runs, an utterance that STARTS with one of these is a priority request (interrupt).
-DEFAULT_INTERRUPT_PHRASES = (
-    "подожди", "погоди", "сначала", "а сначала", "но сначала", "прежде всего", "секунду", "срочно",
-    "wait", "hold on", "but first", "first of all", "before that", "one moment", "one sec", "urgent",
-    "секундочку", "минутку", "минуточку", "до этого", "перед этим", "сперва", "первым делом",
-    "hang on", "before you do that", "before anything else", "just a moment", "one second",
-)
+DEFAULT_INTERRUPT_PHRASES = lexicon.words("urgency", "interrupt_phrases")
 DEFAULT_URGENT_WORDS = DEFAULT_STOP_PHRASES  # the name the config key `session.urgent_words` keeps
-DEFAULT_PARALLEL_PATTERNS = (
-    r"который (?:сейчас )?час",
-    r"сколько (?:сейчас )?времени",
-    r"какое (?:сегодня |сейчас )?число(?: сегодня)?",
-    r"какая (?:сегодня )?дата(?: сегодня)?",
-    r"какой (?:сегодня )?день(?: недели)?(?: сегодня)?",
-    r"what time is it(?: now)?",
-    r"what(?:'s| is) the time(?: now)?",
-    r"what(?:'s| is) (?:the |today's )?date(?: today)?",
-    r"what day is (?:it|today)(?: today)?",
-)
-# Politeness around a light question does not make it a different request.
-_LEAD_IN = r"(?:(?:порфирий|porfiry|скажи(?:те)?|подскажи(?:те)?|пожалуйста|а|и|hey|ok|okay|please|tell me|so)[\s,]+)*"
-_TRAIL = r"(?:[\s,]+(?:пожалуйста|please))?"
+DEFAULT_PARALLEL_PATTERNS = lexicon.words("urgency", "light_question_patterns")  # regexes
+_NAMES = lexicon.words("urgency", "assistant_names")
+# Politeness around a light question does not make it a different request (the lead-in list
+# holds regex fragments: "скажи(?:те)?").
+_LEAD_IN = (r"(?:(?:" + "|".join((*map(re.escape, _NAMES), *lexicon.words("urgency", "light_lead_in_patterns")))
+            + r")[\s,]+)*")
+_TRAIL = r"(?:[\s,]+(?:" + "|".join(map(re.escape, lexicon.words("urgency", "light_trail_words"))) + "))?"
 _EDGE_PUNCT = string.punctuation.replace("'", "") + "«»„“”…—–¿¡ \t\r\n"
 
 
@@ -108,7 +86,7 @@ def normalize_utterance(text: str) -> str:
 
 _WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*")
 # Who the user addresses before the stop phrase does not change it: "Порфирий, стоп!"
-_ADDRESS = frozenset({"порфирий", "porfiry", "эй", "hey", "ok", "okay", "ну", "а", "so", "oh"})
+_ADDRESS = frozenset((*_NAMES, *lexicon.words("urgency", "address_words")))
 
 
 def utterance_words(text: str) -> list[str]:
@@ -365,10 +343,19 @@ parallel - an independent quick question, answered now while the task goes on;
 queue - anything else: more details for the task or a request that can wait.
 Answer:"""
 
-_ANSWERS: dict[str, Strategy] = {
-    "cancel": CANCEL, "interrupt": INTERRUPT, "queue": QUEUE, "parallel": PARALLEL,
-    "отмена": CANCEL, "прервать": INTERRUPT, "очередь": QUEUE, "параллельно": PARALLEL,
-}
+
+def _answers() -> dict[str, Strategy]:
+    """A model's one-word answer in any language -> the strategy it names ("отмена" -> cancel)."""
+    strategies: dict[str, Strategy] = {CANCEL: CANCEL, INTERRUPT: INTERRUPT, QUEUE: QUEUE, PARALLEL: PARALLEL}
+    answers = {}
+    for word, name in lexicon.table("urgency", "route_answers").items():
+        if name not in strategies:
+            raise ValueError(f"core/words/*/urgency.toml: route_answers {word!r} names {name!r}, not a strategy")
+        answers[word] = strategies[name]
+    return answers
+
+
+_ANSWERS = _answers()
 
 
 def parse_route_answer(reply: str) -> Strategy | None:

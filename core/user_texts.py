@@ -33,6 +33,11 @@ def text(key: str, language: str = "en", **fields: object) -> str:
     return table(language if language in LANGUAGES else "en")[key].format(**fields)
 
 
+def by_language(key: str) -> dict[str, str]:
+    """`key` in every language, unfilled, by language code (a tool spec's progress line)."""
+    return {language: table(language)[key] for language in LANGUAGES}
+
+
 def variants(key: str) -> tuple[str, ...]:
     """`key` in every language, unfilled (evals recognise a runtime text whatever its language)."""
     return tuple(table(language)[key] for language in LANGUAGES)

@@ -18,7 +18,7 @@ HOME = ("change", "home city set: Berlin (Europe/Berlin)", None, True)
 
 def test_an_answer_that_says_nothing_of_the_timer_or_the_film_gets_both_said():
     assert unsaid_done("Порridge готово.", [SET, PLAYED], russian=True, say=RU) == [
-        "Таймер поставлен на 7 мин, сработает в 18:07: каша готова.", "Включаю «Матрица»."]
+        "Таймер поставлен на 7 минут, сработает в 18:07: каша готова.", "Включаю «Матрица»."]
     morning = TimerSet(id="t1", due=AT_18 + 15 * 3600, text="wake up", set_at=AT_18)
     assert unsaid_done("OK", [("timer_set", "Timer t1 set for 09:00 tomorrow (in 15 h): wake up", morning, True)],
                        russian=False, say=EN) == [

@@ -63,17 +63,17 @@ def test_the_answer_is_in_the_language_the_user_spoke():
 
 
 def test_every_command_of_the_list_is_one_a_reflex_reads():
-    from core.frame import _EXAMPLES, NONE
+    from core.frame import NONE, builtin_frame
 
-    for _said, command in _EXAMPLES:
+    for _said, command in builtin_frame().examples:
         assert command == NONE or recognise(command) is not None, command
 
 
 def test_the_question_keeps_its_fixed_part_first_so_a_backend_can_keep_it():
-    from core.frame import _EXAMPLES
+    from core.frame import builtin_frame
 
     one, two = frame_messages("первое"), frame_messages("второе", before="первое")
-    fixed = 1 + 2 * len(_EXAMPLES)  # the instructions, then each example's request and command
+    fixed = 1 + 2 * len(builtin_frame().examples)  # the instructions, then each example's request and command
     assert one[:fixed] == two[:fixed] and "первое" in two[-1].content
 
 

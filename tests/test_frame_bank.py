@@ -5,7 +5,7 @@ The phrasings are written for these tests, in no eval set."""
 import pytest
 
 import protocol as p
-from core.frame import _EXAMPLES, NONE, command_of, frame_messages, read_frame
+from core.frame import NONE, builtin_frame, command_of, frame_messages, read_frame
 from core.frame_bank import BANK_PATH, Bank, read_bank
 from core.reflex import recognise
 from core.timewords import in_digits
@@ -58,7 +58,7 @@ def test_a_request_said_as_the_lists_command_is_read_as_the_same_request(said):
 def test_the_question_shows_the_nearest_requests_after_the_fixed_examples():
     bank = Bank([("засеки минут десять на чай", "set a timer for 10 minutes to чай"), ("спасибо", NONE)])
     messages = frame_messages("засеки минут пять на кофе", nearest=1, bank=bank)
-    fixed = 1 + 2 * len(_EXAMPLES)
+    fixed = 1 + 2 * len(builtin_frame().examples)
     assert [m.content for m in messages[fixed:]] == [
         "засеки минут десять на чай", "set a timer for 10 minutes to чай", "засеки минут пять на кофе"]
     assert len(frame_messages("засеки минут пять на кофе", nearest=0, bank=bank)) == fixed + 1

@@ -10,7 +10,6 @@ import pytest
 
 import protocol as p
 from core.reflex import Intent, Reference, followed, recognise, recognise_both
-from core.reflex_answers import span_words
 from core.reflex_steps import builtin_local_intents
 from core.timers import parse_duration
 from harness import ToolsSeen, inproc_system
@@ -98,10 +97,17 @@ def test_a_reference_means_the_nth_result_the_years_one_or_the_title_talked_abou
 
 
 def test_spans_are_said_in_the_users_language():
-    assert span_words(60, True) == "1 минуту"
-    assert span_words(5 * 60, True) == "5 минут"
-    assert span_words(90 * 60, True) == "1 час 30 минут"
-    assert span_words(22 * 60, False) == "22 minutes"
+    from core.loading import intent_files
+    from core.local_intents import LocalIntents
+    from core.done_said import span_said
+
+    words = LocalIntents.load(intent_files())
+    ru, en = words.speaker("ru"), words.speaker("en")
+    assert span_said(ru, 60) == "1 минуту" and span_said(ru, 0) == "0 секунд" and span_said(en, 1) == "1 second"
+    assert span_said(ru, 3 * 3600 + 22) == "3 часа 22 секунды" and span_said(en, 3600) == "1 hour"
+    assert span_said(LocalIntents.empty().speaker("ru"), 60) is None  # not worded: the model says it
+    assert span_said(ru, 5 * 60) == "5 минут" and span_said(ru, 90 * 60) == "1 час 30 минут"
+    assert span_said(en, 22 * 60) == "22 minutes"
 
 
 # ---- through the real session loop -------------------------------------------------------------

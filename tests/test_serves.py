@@ -70,3 +70,25 @@ async def test_words_no_sentence_knows_cost_one_model_call_when_another_toolset_
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         await system.turn("s1", "book me a table for two tonight")
     assert len(backend.calls) == model_calls
+
+
+@pytest.mark.parametrize("registry, offered, not_offered", [
+    (core.loading.REGISTRY, ["play <title>", "set a timer for"], []),
+    (WITHOUT_MEDIA, ["set a timer for", "what time is it"], ["play <title>", "find <title>", "pause"]),
+])
+async def test_the_frame_offers_the_commands_of_the_loaded_toolsets_only(
+        tmp_path, inproc_config, monkeypatch, registry, offered, not_offered):
+    """The frame's commands and examples are the loaded intents files' (`frame:`): with the media
+    toolset left out the model is never asked to put words as a play it has no tool for."""
+    with_media = registry != WITHOUT_MEDIA
+    monkeypatch.setattr(core.loading, "REGISTRY", registry)
+    backend = ScriptedBackend(reply_fn=lambda messages: "-" if "command" in messages[0].content.casefold() else "Sure.")
+    sections = inproc_config.toolsets.sections if with_media else {}
+    config = override(inproc_config, toolsets={"sections": sections}, session={"frame": True})
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await system.turn("s1", "book me a table for two tonight")
+    frame = backend.calls[0]
+    asked = frame[0].content + "\n".join(m.content for m in frame[1:])
+    assert all(command in asked for command in offered), asked
+    assert not any(command in frame[0].content for command in not_offered), frame[0].content
+    assert ("Groundhog Day" in asked) == with_media  # the media toolset's examples go with it

@@ -2,10 +2,11 @@
 import anyio
 import pytest
 
+from core import lexicon, router_model
 from core.config import SessionConfig
 from core.urgency import (
     DEFAULT_INTERRUPT_PHRASES, DEFAULT_STOP_PHRASES, DEFAULT_CONFIG, LLMRouter, RuleRouter, UrgencyConfig,
-    decide, decide_why, parse_route_answer,
+    decide, decide_why, normalize_utterance, parse_route_answer,
 )
 from protocol import Event
 
@@ -179,3 +180,36 @@ def test_without_the_classifier_the_phrase_rules_decide():
     assert decide_why(said("scrap that, wrong one"), True, plain) == ("cancel", "stop_phrase")
     assert decide(said("сколько будет девять на шесть?"), True, plain) == "queue"
     assert decide(said("сколько будет девять на шесть?"), True) == "parallel"
+
+
+# the router's words are data, a file per language (core/words/<language>/urgency.toml): a word
+# written otherwise than the router compares it (capitals, «ё», "’") would never match
+_COMPARED_AS_WRITTEN = ("stop_glue_words", "address_words", "assistant_names", "fillers", "negators", "hyphen_particles")
+_REGEXES = ("light_question_patterns", "light_lead_in_patterns", "light_trail_words")
+
+
+@pytest.mark.parametrize("language", lexicon.LANGUAGES)
+def test_every_languages_router_words_are_written_as_the_router_compares_them(language):
+    for key in _COMPARED_AS_WRITTEN:
+        for word in lexicon.words_of(language, "urgency", key):
+            assert " ".join(router_model.tokens(word)) == word or word in router_model.FILLERS, (key, word)
+            assert word == normalize_utterance(word), (key, word)
+    for key in _REGEXES:
+        for pattern in lexicon.words_of(language, "urgency", key):
+            assert pattern == pattern.casefold() and "ё" not in pattern and "’" not in pattern, (key, pattern)
+    assert set(lexicon.table("urgency", "route_answers").values()) == {"cancel", "interrupt", "queue", "parallel"}
+
+
+@pytest.mark.parametrize("language", lexicon.LANGUAGES)
+def test_every_languages_stop_and_interrupt_phrases_work_alone_and_leading(language):
+    rules = UrgencyConfig(classifier=False)
+    stops = lexicon.words_of(language, "urgency", "stop_phrases")
+    only_stops = lexicon.words_of(language, "urgency", "stop_only_phrases")
+    interrupts = lexicon.words_of(language, "urgency", "interrupt_phrases")
+    assert stops and only_stops and interrupts
+    for phrase in (*stops, *only_stops):
+        assert decide_why(said(phrase.capitalize() + "!"), True, rules) == ("cancel", "only_stop"), phrase
+    for phrase in stops:
+        assert rules.after_stop(f"{phrase}, the weather") == "the weather", phrase
+    for phrase in interrupts:
+        assert rules.is_priority(f"{phrase.capitalize()}, the weather first"), phrase

@@ -13,10 +13,9 @@ from collections.abc import Container
 
 import msgspec
 
-from core.done_said import ALARM_SPAN_S, set_for_said
+from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.reflex import TIMER_WORD, among, norm_words
-from core.reflex_answers import span_words
 from core.timers import TimerError, dial_nearest, parse_when
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
@@ -101,7 +100,8 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
     text = f": {intent.text}" if intent.text else ""
     at, russian = fast.clock_time(due), intent.russian
     if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
-        return _say(fast, "timer_set", russian, span=span_words(due - now, russian), at=at, text=text)
+        span = span_said(fast.speaker(russian), due - now)
+        return None if span is None else _say(fast, "timer_set", russian, span=span, at=at, text=text)
     if intent.every:
         return _say(fast, "timer_set_daily", russian, at=at, text=text)
     return set_for_said(fast.speaker(russian), due, now, fast.timezone(), russian, text)
