@@ -34,7 +34,7 @@ _ZONES = _zones()
 
 
 def _norm(text: str) -> str:
-    return " ".join(text.casefold().replace("ё", "е").replace("_", " ").strip(" ?!.,").split())
+    return " ".join(lexicon.fold(text).replace("_", " ").strip(" ?!.,").split())
 
 
 def _names(said: str, name: str) -> bool:

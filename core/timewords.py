@@ -144,7 +144,7 @@ def _ru_number(words: str) -> int:
 def ru_clock_words(text: str) -> str:
     """"в девятнадцать сорок пять" -> "в 19:45", "в семь тридцать утра" -> "в 7:30 утра": the digits,
     the half of the day as said (the alarm and reminder rules read them after)."""
-    lowered = text.casefold().replace("ё", "е")
+    lowered = lexicon.fold(text)
     words = _RU_CLOCK_WORDS.search(lowered) if len(lowered) == len(text) else None
     if words is None or _ru_number(words["h"]) >= 24 or _ru_number(words["m"]) >= 60:
         return text
@@ -158,7 +158,7 @@ def spoken_clock(text: str) -> str:
     "без четверти два" -> "в 13:45": a time of day said in words, in digits the timer patterns
     read. A morning or night word keeps the hour; an evening one, or an hour from 1 to 6 said
     with neither (a reminder at a quarter to two is rarely for the night), is after noon."""
-    lowered = text.casefold().replace("ё", "е")
+    lowered = lexicon.fold(text)
     if len(lowered) != len(text):
         return text
     into = _MINUTES_INTO.search(lowered)
@@ -286,7 +286,7 @@ def alarm_clock(text: str) -> str:
     7:00 am": an hour said with a wake-up word, as a clock time of the morning; with a reminder's
     word ("напомни в девять …") as a clock time the session puts on the nearest dial (text
     unchanged without such a word, or with a half of the day already said)."""
-    lowered = text.casefold().replace("ё", "е")
+    lowered = lexicon.fold(text)
     wake = _WAKE.search(lowered)
     if len(lowered) != len(text) or not (wake or _REMIND.search(lowered)):
         return text
@@ -354,7 +354,7 @@ def unsaid_number(when: str, *texts: str) -> str:
     say "завтра", not the date)."""
     said: set[int] = set()
     for text in texts:
-        said |= numbers_said(re.findall(r"[^\W_]+", spoken_clock(text).casefold().replace("ё", "е")))
+        said |= numbers_said(re.findall(r"[^\W_]+", lexicon.fold(spoken_clock(text))))
     for number in re.findall(r"\d+", _DATE.sub(" ", when.casefold())):
         value = int(number)
         other_unit = {value * 60} | ({value // 60} if value % 60 == 0 else set())
