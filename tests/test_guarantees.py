@@ -382,7 +382,7 @@ async def test_a_timer_set_or_a_film_started_is_said_when_the_models_answer_does
         return "Порridge готово." if last.name == "timers_set" else "Готово!"
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False, frame=False) as system:
         answer = finals(await system.turn("s", "поставь таймер на 7 минут на кашу"))[-1]
-        assert answer.startswith("Порridge готово. Таймер поставлен на 7 мин, сработает в ") and answer.endswith(": на кашу.")
+        assert answer.startswith("Порridge готово. Таймер поставлен на 7 минут, сработает в ") and answer.endswith(": на кашу.")
         assert finals(await system.turn("s", "включи Матрицу"))[-1] == "Готово! Включаю «Матрица»."
 
 
