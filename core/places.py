@@ -24,7 +24,7 @@ def _zones() -> dict[str, tuple[str, ...]]:
     when the said's script has none. Names of one script never match a word of the other, so
     which language comes first changes no reading."""
     zones: dict[str, list[str]] = {}
-    for language in ("en", "ru"):
+    for language in sorted(lexicon.LANGUAGES, key=lambda language: language != "en"):
         for name, zone in lexicon.topic(language, "places").get("zones", {}).items():
             zones.setdefault(zone, []).append(name)
     return {zone: tuple(names) for zone, names in zones.items()}
