@@ -39,7 +39,7 @@ from core.frame_bank import Bank, default_bank
 from core.loading import intent_files
 from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
-from core.lexicon import fold, words
+from core.lexicon import alternation, fold, words
 from core.timewords import numbers_said
 from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
 from protocol import ChatMessage
@@ -152,12 +152,8 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
 
 
 def _any(key: str) -> str:
-    """The list `key` of the frame topic (core/words/<language>/frame.toml) as one alternation:
-    lists named *_patterns are regex fragments, kept as written; other lists are plain words."""
-    found = words("frame", key)
-    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
-        return "(?!)"
-    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+    """The list `key` of the frame topic (core/words/<language>/frame.toml) as one alternation."""
+    return alternation("frame", key)
 
 
 _EVERY_TIMER = re.compile(r"(?<!\w)(?:" + _any("every_timer_words") + r")(?!\w)")

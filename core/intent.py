@@ -23,7 +23,7 @@ from typing import Literal
 
 import msgspec
 
-from core.lexicon import fold, words
+from core.lexicon import alternation, fold, words
 from core.timewords import unsaid_number
 from protocol.tools import ToolSpec, ToolsetSpec
 
@@ -68,15 +68,13 @@ def _listed(key: str) -> re.Pattern[str]:
 
 
 def _grammar(key: str, frame: str = "{}") -> re.Pattern[str]:
-    """The guards' regular expressions `key` (each language's alternatives, core/words/*/guards.toml)
-    as one pattern, set in `frame`; a list no language fills matches nothing (not everything)."""
-    alternatives = words("guards", key)
-    return re.compile(frame.format("|".join(alternatives)) if alternatives else "(?!)")
+    """The guards' list `key` (core/words/*/guards.toml: each language's regular expressions when
+    named *_patterns, else words) as one alternation, set in `frame`."""
+    return re.compile(frame.format(alternation("guards", key)))
 
 
 def _alternation(key: str) -> str:
-    """The guards' word list `key` as a regex alternation; a space in a word is any white space."""
-    return "|".join(r"\s+".join(map(re.escape, w.split())) for w in words("guards", key))
+    return alternation("guards", key)
 
 
 # a duration or clock time: "через 5 минут", "in 10 minutes", "на 1 минуту", "at 9:30", "в 7 утра"
@@ -138,7 +136,7 @@ _RECALL = _grammar("recall_patterns")  # not "when": a reminder's
 
 # a condition: what it holds is not asked for now ("если я попрошу тебя включить Титаник, …", "if I
 # asked you to set a timer, …"); "если можешь", "if you could" are requests all the same
-_IF_CLAUSE = _grammar("if_clause_patterns", r"(?<!\w)(?:(?:" + (_alternation("if_clause_lead_words") or "(?!)")
+_IF_CLAUSE = _grammar("if_clause_patterns", r"(?<!\w)(?:(?:" + _alternation("if_clause_lead_words")
                       + r")\s+)?(?:{})\s+[^,?.!]*")
 # a verb in its reflexive form: "запустится", "включается", "turns on" said of a thing
 _REFLEXIVE = _grammar("reflexive_patterns")

@@ -10,6 +10,7 @@ what asks for an action of a kind, what stops a turn, how a clock and a number a
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -48,6 +49,17 @@ def words(name: str, key: str) -> tuple[str, ...]:
         raise LexiconError(f"no language has the word list {key!r} in core/words/*/{name}.toml")
     joined = [w for language in LANGUAGES for w in words_of(language, name, key)]
     return tuple(dict.fromkeys(joined))
+
+
+def alternation(name: str, key: str) -> str:
+    """The list `key` of topic `name` as one regex alternation, for the code that sets it in its
+    grammar: lists named `*_patterns` are regular expressions, kept as written; other lists are
+    words, matched as written. A list no language fills matches nothing (an empty alternation would
+    match everywhere)."""
+    found = words(name, key)
+    if not found:
+        return "(?!)"
+    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
 
 
 def table(name: str, key: str) -> dict[str, object]:

@@ -28,19 +28,15 @@ import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual, same_word
-from core.lexicon import fold, table, words
+from core.lexicon import alternation, fold, table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
 
 # ---- the words (core/words/<language>/requests.toml; the grammar that joins them stays here) ----
 def _any(key: str, topic: str = "requests") -> str:
-    """The list `key` of a topic (requests, follow_ups) as one alternation: lists named *_patterns
-    are regex fragments, kept as written; other lists are plain words."""
-    found = words(topic, key)
-    if not found:  # a list no language fills matches nothing (an empty alternation would match anywhere)
-        return "(?!)"
-    return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
+    """The list `key` of a topic (requests, follow_ups) as one alternation (core.lexicon.alternation)."""
+    return alternation(topic, key)
 
 
 LEAD = (r"^(?:(?:" + _any("lead_patterns") + r")(?:[\s,!.]+|-(?=" + _any("lead_hyphened_patterns") + r")))*")
