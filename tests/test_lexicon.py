@@ -29,3 +29,21 @@ def test_lists_are_joined_across_languages_once_each():
 def test_a_list_no_language_has_is_a_clear_error():
     with pytest.raises(lexicon.LexiconError, match="no_such_list"):
         lexicon.words("guards", "no_such_list")
+
+
+def test_a_list_every_language_leaves_empty_matches_nothing_and_words_match_as_written(tmp_path, monkeypatch):
+    import re
+
+    for language, said in (("ru", '"да ладно"'), ("en", '"a.k.a"')):
+        (tmp_path / language).mkdir()
+        (tmp_path / language / "t.toml").write_text(f"none = []\nsaid = [{said}]\nsaid_patterns = ['x+']\n", encoding="utf-8")
+    monkeypatch.setattr(lexicon, "_DIR", tmp_path)
+    for cached in (lexicon.topic, lexicon.words):
+        cached.cache_clear()
+    try:
+        assert re.search(lexicon.alternation("t", "none"), "anything at all") is None
+        assert re.fullmatch(lexicon.alternation("t", "said"), "a.k.a") and not re.fullmatch(lexicon.alternation("t", "said"), "abkca")
+        assert re.fullmatch(lexicon.alternation("t", "said_patterns"), "xxx")
+    finally:
+        for cached in (lexicon.topic, lexicon.words):
+            cached.cache_clear()
