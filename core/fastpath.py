@@ -137,7 +137,9 @@ class Phrasing:
     of that kind made from the words that name its object ("не Дюну, а Бегущего по лезвию": a play
     of "бегущего по лезвию"), for the runtime's corrections, follow-ups and two requests in one
     breath; `asks_anywhere`, whether the words hold one of its questions anywhere ("Найди Брат.
-    Кто его снял?": two requests, the model's)."""
+    Кто его снял?": two requests, the model's); `commanded`, one of its requests said as a command
+    of its `frame` list (intents.yaml), None where the list has none for it (the frame bank's
+    commands, core.frame.command_of)."""
 
     first: tuple[Recogniser, ...] = ()
     recognisers: tuple[Recogniser, ...] = ()
@@ -146,3 +148,4 @@ class Phrasing:
     opens: Callable[[str], bool] = lambda clause: False
     requests: Mapping[str, Callable[[str, str, str, bool], Intent | None]] = field(default_factory=dict)
     asks_anywhere: Callable[[str], bool] = lambda raw: False
+    commanded: Callable[[Intent], str | None] = lambda intent: None

@@ -41,7 +41,7 @@ from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
 from core.lexicon import alternation, fold, words
 from core.timewords import numbers_said
-from core.reflex import Intent, Reference, ReflexKind, held_back, is_russian, recognise
+from core.reflex import Intent, Reference, ReflexKind, builtin_phrasings, held_back, is_russian, recognise
 from protocol import ChatMessage
 
 FRAME_MAX_TOKENS = 48
@@ -232,72 +232,22 @@ def _fold(text: str) -> str:
 
 
 # ---- an intent said as the list's command (the frame bank's examples are written with it) ------
-_ORDINALS = ("", "first", "second", "third", "fourth", "fifth")
-_DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
-                 "year": "what year is {} from", "about": "what is {} about"}
-_TIMER_WORD = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
-                         + r")?(?:" + _any("timer_name_patterns")
-                         + r")(?:\s+(?:" + _any("timer_about_words") + r"))?\b|"
-                         r"\s*\b(?:" + _any("timer_name_last_patterns") + r")$", re.I)
-
-
-def command_of(intent: Intent) -> str | None:
-    """The command of the list that says `intent`, or None where the list has none for it (a
-    correction, a follow-up, a reference only the reflexes know)."""
-    command = _command_of(intent)
+def command_of(intent: Intent, phrasings: Sequence[Phrasing] | None = None) -> str | None:
+    """The command of the frame's list that says `intent`: the runtime's own (the clock, the
+    screen), else the one its toolset's phrasing says (`Phrasing.commanded`); None where the list
+    has none for it (a correction, a follow-up, a reference only the reflexes know)."""
+    command = _own_command(intent) or next(
+        filter(None, (phrasing.commanded(intent) for phrasing in (phrasings or builtin_phrasings()))), None)
     return " ".join(command.split()) if command else None
 
 
-def _command_of(intent: Intent) -> str | None:
+def _own_command(intent: Intent) -> str | None:
     match intent.kind:
         case "time_now":
             return {"": "what time is it", "+1": "what is the date tomorrow", "-1": "what is the date yesterday"}.get(
                 intent.when)
         case "time_elsewhere":
             return f"what time is it in {intent.subject}"
-        case "timer_set":
-            return _timer_command(intent)
-        case "timer_list":
-            return "list my timers"
-        case "timer_cancel":
-            return "cancel all timers" if intent.all_timers else f"cancel the timer {_TIMER_WORD.sub('', intent.text)}".strip()
-        case "playback":
-            return {"pause": "pause", "resume": "resume", "stop": "stop the movie"}.get(intent.action)
-        case "play" | "details":
-            said = intent.subject or _reference_words(intent.reference)
-            if not said:
-                return None
-            return f"play {said}" if intent.kind == "play" else _DETAIL_ASKED[intent.detail or "about"].format(said)
-        case "search":
-            return f"find {intent.subject}"
         case "show":
             return f"show on the screen: {intent.text}"
-        case "watch":
-            who = re.sub(r"\s*\b(?:writes|напишет)\b.*", "", intent.subject).strip()
-            return f"tell me when {who} writes in {intent.channel}" if who and intent.channel != "any" else None
-        case "unwatch":
-            return f"stop watching for {intent.subject}" if intent.subject else None
     return None
-
-
-def _reference_words(reference: Reference | None) -> str:
-    if reference is None or reference.kind:
-        return ""
-    if reference.year:
-        return f"the one from {reference.year}"
-    if 0 < reference.ordinal < len(_ORDINALS):
-        return f"the {_ORDINALS[reference.ordinal]} one"
-    flags = [name for name in ("last", "oldest", "newest") if getattr(reference, name)]
-    return f"the {flags[0]} one" if len(flags) == 1 else "" if flags or reference.ordinal else "it"
-
-
-def _timer_command(intent: Intent) -> str:
-    when = intent.when.removeprefix("in ").strip()
-    if re.fullmatch(r"\d{1,2}:\d{2}", when):
-        head = f"remind me at {when}"
-    else:
-        number = re.fullmatch(r"(\d+)\s+(\w+)", when)
-        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
-                           if number[2].startswith(words("frame", "minute_stems")) else "")
-        head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
-    return f"{head} to {intent.text}" if intent.text else head

@@ -79,5 +79,15 @@ def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="unwatch", russian=russian, subject=" ".join(named.strip(" ,").split()))
 
 
+def _commanded(intent: Intent) -> str | None:
+    """A watch or its end as a command of the frame's list (intents.yaml: frame), for the frame bank."""
+    if intent.kind == "watch":
+        who = re.sub(r"\s*\b(?:writes|напишет)\b.*", "", intent.subject).strip()
+        return f"tell me when {who} writes in {intent.channel}" if who and intent.channel != "any" else None
+    if intent.kind == "unwatch":
+        return f"stop watching for {intent.subject}" if intent.subject else None
+    return None
+
+
 PHRASING = Phrasing(first=(_unwatch_intent, _watch_intent), negated=(_unwatch_intent,),
-                    opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None)
+                    opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None, commanded=_commanded)

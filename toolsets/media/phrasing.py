@@ -547,6 +547,37 @@ def _reference(words: str) -> Reference:
 _DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))
 
 
+# ---- its requests as commands of its frame list (intents.yaml: frame), for the frame bank ----------
+_ORDINALS_SAID = ("", "first", "second", "third", "fourth", "fifth")  # as a command says them
+_DETAIL_ASKED = {"runtime": "how long is {}", "director": "who directed {}", "episodes": "how many episodes does {} have",
+                 "year": "what year is {} from", "about": "what is {} about"}
+
+
+def _commanded(intent: Intent) -> str | None:
+    match intent.kind:
+        case "playback":
+            return {"pause": "pause", "resume": "resume", "stop": "stop the movie"}.get(intent.action)
+        case "play" | "details":
+            said = intent.subject or _reference_words(intent.reference)
+            if not said:
+                return None
+            return f"play {said}" if intent.kind == "play" else _DETAIL_ASKED[intent.detail or "about"].format(said)
+        case "search":
+            return f"find {intent.subject}"
+    return None
+
+
+def _reference_words(reference: Reference | None) -> str:
+    if reference is None or reference.kind:
+        return ""
+    if reference.year:
+        return f"the one from {reference.year}"
+    if 0 < reference.ordinal < len(_ORDINALS_SAID):
+        return f"the {_ORDINALS_SAID[reference.ordinal]} one"
+    flags = [name for name in ("last", "oldest", "newest") if getattr(reference, name)]
+    return f"the {flags[0]} one" if len(flags) == 1 else "" if flags or reference.ordinal else "it"
+
+
 PHRASING = Phrasing(recognisers=(_playback_intent, _details_intent, _play_intent, _search_intent),
                     requests={"play": _titled, "search": _titled},
-                    asks_anywhere=lambda raw: _DETAILS_ANYWHERE.search(raw) is not None)
+                    asks_anywhere=lambda raw: _DETAILS_ANYWHERE.search(raw) is not None, commanded=_commanded)

@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 
 from core.fastpath import Intent, Phrasing
+from core.lexicon import alternation, words
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
                          VERB_START, as_said, in_figures, is_russian, recognise)
 
@@ -308,4 +309,35 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="timer_change", russian=russian, when=when)
 
 
-PHRASING = Phrasing(first=(_timer_change_intent, _timer_intent), pairs=_timer_pairs)
+# ---- its requests as commands of its frame list (intents.yaml: frame), for the frame bank ----------
+# a timer's name as a cancel says it ("the timer for the tea"): the words that name a timer, not which
+_TIMER_NAMED = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
+                          + r")?(?:" + alternation("frame", "timer_name_patterns")
+                          + r")(?:\s+(?:" + alternation("frame", "timer_about_words") + r"))?\b|"
+                          r"\s*\b(?:" + alternation("frame", "timer_name_last_patterns") + r")$", re.I)
+
+
+def _commanded(intent: Intent) -> str | None:
+    match intent.kind:
+        case "timer_set":
+            return _timer_command(intent)
+        case "timer_list":
+            return "list my timers"
+        case "timer_cancel":
+            return "cancel all timers" if intent.all_timers else f"cancel the timer {_TIMER_NAMED.sub('', intent.text)}".strip()
+    return None
+
+
+def _timer_command(intent: Intent) -> str:
+    when = intent.when.removeprefix("in ").strip()
+    if re.fullmatch(r"\d{1,2}:\d{2}", when):
+        head = f"remind me at {when}"
+    else:
+        number = re.fullmatch(r"(\d+)\s+(\w+)", when)
+        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
+                           if number[2].startswith(words("frame", "minute_stems")) else "")
+        head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
+    return f"{head} to {intent.text}" if intent.text else head
+
+
+PHRASING = Phrasing(first=(_timer_change_intent, _timer_intent), pairs=_timer_pairs, commanded=_commanded)
