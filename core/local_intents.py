@@ -100,9 +100,10 @@ class DeclaredCall(msgspec.Struct, frozen=True):
 
 class FrameSpec(msgspec.Struct, frozen=True):
     """What the frame (core.frame) may put words no sentence matched as: the loaded files' `frame`
-    commands, in their order (the runtime's own, then the toolsets' in catalog order), and their
-    worked examples, those that ask for nothing ("-") last of all, so the last thing the model
-    reads before the user's words is that nothing is an answer too."""
+    commands, the toolsets' in catalog order and then the runtime's own (the clock, the screen:
+    the order the embedded model was tuned with), and their worked examples in the same order,
+    those that ask for nothing ("-") last of all, so the last thing the model reads before the
+    user's words is that nothing is an answer too."""
 
     commands: tuple[str, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
@@ -111,9 +112,15 @@ class FrameSpec(msgspec.Struct, frozen=True):
 NO_COMMAND = "-"  # the frame's answer for words that ask for none of its commands
 
 
-def frame_spec(specs: Iterable[dict]) -> FrameSpec:
-    """The frame of the read intents files `specs`, in their order."""
-    frames = [spec.get("frame", {}) for spec in specs]
+RUNTIME_INTENTS = Path(__file__).with_name(INTENTS_FILE)  # the runtime's own (the clock, the screen)
+
+
+def frame_spec(declared: Iterable[tuple[Path, dict]]) -> FrameSpec:
+    """The frame of the read intents files (path, contents): the toolsets' in their order, then
+    the runtime's own."""
+    declared = list(declared)
+    own = [spec for path, spec in declared if path == RUNTIME_INTENTS]
+    frames = [spec.get("frame", {}) for spec in [*(spec for path, spec in declared if path != RUNTIME_INTENTS), *own]]
     examples = [(said, command) for frame in frames for said, command in frame.get("examples", [])]
     return FrameSpec(commands=tuple(line for frame in frames for line in frame.get("commands", [])),
                      examples=tuple([e for e in examples if e[1] != NO_COMMAND] + [e for e in examples if e[1] == NO_COMMAND]))
@@ -121,7 +128,7 @@ def frame_spec(specs: Iterable[dict]) -> FrameSpec:
 
 def read_frame_spec(files: Iterable[Path]) -> FrameSpec:
     """The frame the intents `files` declare, read without compiling their sentences (tools, warm-up)."""
-    return frame_spec(_read(path) for path in files)
+    return frame_spec((path, _read(path)) for path in files)
 
 
 class LocalIntents:
@@ -180,7 +187,7 @@ class LocalIntents:
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
-                   frame_spec(spec for _path, spec in declared))
+                   frame_spec(declared))
 
     def respond(self, name: str, language: str, /, **slots: object) -> str | None:
         """What the user is told, from the toolsets' `responses` (as Home Assistant keeps its
