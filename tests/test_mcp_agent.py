@@ -13,7 +13,6 @@ import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import anyio
 import msgspec
 
 import protocol as p
