@@ -69,7 +69,7 @@ def _clock(timer: TimerSet, tz: dt.tzinfo) -> str:
 
 
 def _span(timer: TimerSet) -> str:
-    """"7 min": how long from when it was set, as its result said it."""
+    """"7 min": how long from when it was set, as its result said it (core.timers.format_span)."""
     return format_span(timer.due - timer.set_at)
 
 
@@ -110,13 +110,17 @@ def span_said(say: Say, seconds: float) -> str | None:
 
 
 def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> str | None:
-    """As the fast path says a timer it set: by its length ("Timer set for 7 min, it goes off at
-    18:07: каша готова."), by its day and clock time when that far ahead ("Set for tomorrow at
-    09:00: wake up."), "every day at 08:00" for a daily one."""
+    """As the fast path says a timer it set: by its length ("Таймер поставлен на 7 минут,
+    сработает в 18:07: каша готова."; whole minutes from a minute on, as its result says it: a
+    timer set for a clock time is not "2 hours 22 minutes 5 seconds" away), by its day and clock
+    time when that far ahead ("Set for tomorrow at 09:00: wake up."), "every day at 08:00" for a
+    daily one."""
     text, clock, span = timer.text.strip(), _clock(timer, tz), _span(timer)
     about = f": {text}" if text and text not in ("таймер", "timer") else ""
     if timer.every_s == DAY_S:
         return say("timer_set_daily", at=clock, text=about)
     if timer.due - timer.set_at >= ALARM_SPAN_S:
         return set_for_said(say, timer.due, timer.set_at, tz, russian, about)
-    return say("timer_set", span=span_said(say, timer.due - timer.set_at) or span, at=clock, text=about)
+    seconds = max(0, round(timer.due - timer.set_at))
+    whole = seconds - seconds % 60 if seconds >= 60 else seconds
+    return say("timer_set", span=span_said(say, whole) or span, at=clock, text=about)

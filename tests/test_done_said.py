@@ -23,6 +23,11 @@ def test_an_answer_that_says_nothing_of_the_timer_or_the_film_gets_both_said():
     assert unsaid_done("OK", [("timer_set", "Timer t1 set for 09:00 tomorrow (in 15 h): wake up", morning, True)],
                        russian=False, say=EN) == [
         "Set for tomorrow at 09:00: wake up."]  # far ahead: its day and time, as the fast path says it
+    by_clock = TimerSet(id="t2", due=AT_18 + 2 * 3600 + 22 * 60 + 5, text="кино", set_at=AT_18)  # "в 20:22"
+    assert unsaid_done("Ок.", [("timer_set", "Timer t2 set for 20:22 today (in 2 h 22 min): кино", by_clock, True)],
+                       russian=True, say=RU) == ["Таймер поставлен на 2 часа 22 минуты, сработает в 20:22: кино."]
+    assert unsaid_done("OK", [("timer_set", "Timer t3 …", TimerSet(id="t3", due=AT_18 + 45, text="tea", set_at=AT_18), True)],
+                       russian=False, say=EN) == ["Timer set for 45 seconds, it goes off at 18:00: tea."]
     assert unsaid_done("Done", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # an MCP tool's change
 
 
