@@ -78,7 +78,9 @@ def _alternation(key: str) -> str:
 
 
 # a duration or clock time: "через 5 минут", "in 10 minutes", "на 1 минуту", "at 9:30", "в 7 утра"
-_WHEN = _grammar("when_patterns", r"{}|\b\d{{1,2}}[:.]\d{{2}}\b")  # and a clock time: "at 9:30", "в 7.30"
+_WHEN = re.compile(r"(?:" + _alternation("when_prepositions") + r")\s+(?:\d+|" + _alternation("when_amount_patterns")
+                   + r")|\d+\s*(?:" + _alternation("when_unit_abbreviation_patterns") + r")|\b\d{1,2}[:.]\d{2}\b|"
+                   + _alternation("when_soon_patterns") + r"|\b[^\W\d_]+\s+(?:" + _alternation("when_unit_patterns") + ")")
 _TIMER_WORDS = _listed("timer_words")
 _SET_VERBS = _listed("set_verbs")
 _CANCEL_VERBS = _listed("cancel_verbs")
@@ -127,11 +129,17 @@ _WATCH_ENDED = _grammar("watch_ended_patterns")
 
 # the user telling of their own doing ("if I set a timer for every single thing …", "I always put
 # on a cartoon for them", "я сам поставлю таймер"): no request to the assistant; "can I set …" is one
-_SELF_DOES = _grammar("self_does_patterns")
+_SELF_DOES = re.compile("".join(rf"(?<!{re.escape(word)}\s)" for word in words("guards", "self_does_not_after"))
+                        + r"(?<![\w'])(?:" + _alternation("self_does_subject_patterns") + r")\s+"
+                        r"(?:(?:" + _alternation("self_does_adverbs") + r")\s+)*"
+                        r"(?:" + _alternation("self_does_verb_patterns") + r")(?!\w)"
+                        r"(?:\s+(?:" + _alternation("self_does_articles") + r")?\s*(?:" + _alternation("self_does_noun_patterns")
+                        + r")(?:\s+(?:" + _alternation("self_does_noun_tails") + r"))?)?")
 
 
 # "напомни, кто снял Кин-дза-дзу?", "remind me what year Alien came out": a fact recalled, no reminder
-_RECALL = _grammar("recall_patterns")  # not "when": a reminder's
+_RECALL = re.compile(r"(?<!\w)(?:" + _alternation("recall_verb_patterns") + r")[\s,]+(?:(?:" + _alternation("recall_particles")
+                     + r")\s+)?(?:" + _alternation("recall_question_words") + r")(?!\w)")  # not "when": a reminder's
 
 
 # a condition: what it holds is not asked for now ("если я попрошу тебя включить Титаник, …", "if I
@@ -388,7 +396,8 @@ _CLAIMS: dict[str, re.Pattern[str]] = {kind: _stems(*stems) for kind, stems in _
 
 # every claim of every kind in one pattern: an answer without any (most answers) is judged by one search
 _ANY_CLAIM = _stems(*(stem for stems in _CLAIM_STEMS.values() for stem in stems))
-_NEGATED = _grammar("negated_claim_patterns")
+_NEGATED = re.compile(r"(?:" + _alternation("claim_negator_patterns") + r")\s+(?:\w+\s+)?(?:"
+                      + _alternation("claim_verb_stems") + ")")
 
 
 def claimed_action(answer: str) -> ActionKind | None:
