@@ -92,11 +92,21 @@ def frame_messages(said: str, before: str = "", *, nearest: int = NEAREST_EXAMPL
     request before them, which "and what about here?" needs)."""
     spec = spec or builtin_frame()
     messages = [ChatMessage(role="system", content=_system(spec))]
-    chosen = (bank or default_bank()).nearest(said, nearest) if nearest > 0 else []
+    chosen = _bank_of(spec, bank or default_bank()).nearest(said, nearest) if nearest > 0 else []
     for asked, command in (*spec.examples, *chosen):
         messages += [ChatMessage(role="user", content=asked), ChatMessage(role="assistant", content=command)]
     context = f"(before that the user said: {before})\n" if before else ""
     return messages + [ChatMessage(role="user", content=context + said)]
+
+
+@lru_cache(maxsize=8)
+def _bank_of(spec: FrameSpec, bank: Bank) -> Bank:
+    """The bank's requests whose command is one of `spec`'s list (or "-"): a toolset left out takes
+    its examples away with its commands."""
+    starts = tuple(alternative.split("<")[0].strip().casefold() for line in spec.commands
+                   for alternative in line.split(" | "))
+    kept = [(said, command) for said, command in bank.pairs if command == NONE or command.casefold().startswith(starts)]
+    return bank if len(kept) == len(bank.pairs) else Bank(kept)
 
 
 def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phrasing] | None = None,

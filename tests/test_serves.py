@@ -91,4 +91,5 @@ async def test_the_frame_offers_the_commands_of_the_loaded_toolsets_only(
     asked = frame[0].content + "\n".join(m.content for m in frame[1:])
     assert all(command in asked for command in offered), asked
     assert not any(command in frame[0].content for command in not_offered), frame[0].content
-    assert ("Groundhog Day" in asked) == with_media  # the media toolset's examples go with it
+    assert ("Groundhog Day" in asked) == with_media  # the media toolset's examples go with it, the bank's too
+    assert any(m.role == "assistant" and m.content.startswith(("play ", "find ")) for m in frame) == with_media
