@@ -5,7 +5,7 @@ the same things in endless other ways ("could you put Back to the Future on for 
 на восемь поставь, а то макароны варю", "my sister lives in Tokyo, what time is it over
 there?"). Letting the small model act on such a turn means three or four free steps, and that
 is where the wrong film, the missing last step and the made-up id came from. So the model is
-asked one narrow question first: say this as one command of a short fixed list, or "-". The
+asked one narrow question first: say this as one command of a short list, or "-". The
 command is read by the same reflex patterns and carried out by the session; the model decides
 nothing else. The list and its worked examples are the loaded intents files' (`frame:` in
 core/intents.yaml and in each toolset's intents.yaml, core.local_intents.FrameSpec): a toolset

@@ -3,7 +3,8 @@ one file per topic (core/words/<language>/<topic>.toml), as Home Assistant keeps
 sentences per domain. A file holds named word lists ("set_verbs", "stop_phrases"); the code
 that reads them (the guards in core.intent, the router in core.urgency, the clock words in
 core.timewords) keeps the grammar and takes the words from here, so a translator adds a
-language by adding a folder, and a test checks that every language has every list.
+language by adding a folder and its code to LANGUAGES (the texts the runtime shows are
+core/texts, core.user_texts), and a test checks that every language has every list.
 
 Toolsets' own words live in their folders (intents.yaml, phrasing.py); these are the runtime's:
 what asks for an action of a kind, what stops a turn, how a clock and a number are said.
@@ -25,9 +26,25 @@ class LexiconError(LookupError):
 
 @lru_cache(maxsize=None)
 def topic(language: str, name: str) -> dict[str, object]:
-    """One language's file for a topic, read once; {} when that language has no such file."""
+    """One language's file for a topic, read once; {} when that language has no such file. A file
+    that is not TOML is a LexiconError naming it."""
     path = _DIR / language / f"{name}.toml"
-    return tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if not path.exists():
+        return {}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise LexiconError(f"{path}: cannot read it: {exc}") from None
+
+
+def _every_language_has(name: str, key: str) -> None:
+    """A list the code reads must be in every language's file: one missing would leave that
+    language's speakers unheard without a word ("стоп" no longer a stop)."""
+    lacking = [language for language in LANGUAGES if key not in topic(language, name)]
+    if len(lacking) == len(LANGUAGES):
+        raise LexiconError(f"no language has the list {key!r} in core/words/*/{name}.toml")
+    if lacking:
+        raise LexiconError(f"core/words/{lacking[0]}/{name}.toml lacks {key!r}, which another language has")
 
 
 def topics(language: str) -> tuple[str, ...]:
@@ -45,8 +62,7 @@ def words_of(language: str, name: str, key: str) -> tuple[str, ...]:
 def words(name: str, key: str) -> tuple[str, ...]:
     """The list `key` of topic `name` in every language, Russian first, duplicates once: what the
     runtime reads whatever language the user speaks (people mix them mid-sentence)."""
-    if not any(key in topic(language, name) for language in LANGUAGES):
-        raise LexiconError(f"no language has the word list {key!r} in core/words/*/{name}.toml")
+    _every_language_has(name, key)
     joined = [w for language in LANGUAGES for w in words_of(language, name, key)]
     return tuple(dict.fromkeys(joined))
 
@@ -64,8 +80,7 @@ def alternation(name: str, key: str) -> str:
 
 def table(name: str, key: str) -> dict[str, object]:
     """The mapping `key` of topic `name` (word -> value: "пять" -> 5) in every language, joined."""
-    if not any(key in topic(language, name) for language in LANGUAGES):
-        raise LexiconError(f"no language has the table {key!r} in core/words/*/{name}.toml")
+    _every_language_has(name, key)
     joined: dict[str, object] = {}
     for language in LANGUAGES:
         value = topic(language, name).get(key, {})

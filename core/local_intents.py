@@ -119,16 +119,24 @@ def frame_spec(declared: Iterable[tuple[Path, dict]]) -> FrameSpec:
     """The frame of the read intents files (path, contents): the toolsets' in their order, then
     the runtime's own."""
     declared = list(declared)
-    own = [spec for path, spec in declared if path == RUNTIME_INTENTS]
-    frames = [spec.get("frame", {}) for spec in [*(spec for path, spec in declared if path != RUNTIME_INTENTS), *own]]
+    own = [spec for path, spec in declared if path.resolve() == RUNTIME_INTENTS.resolve()]
+    frames = [spec.get("frame", {}) for spec in
+              [*(spec for path, spec in declared if path.resolve() != RUNTIME_INTENTS.resolve()), *own]]
     examples = [(said, command) for frame in frames for said, command in frame.get("examples", [])]
     return FrameSpec(commands=tuple(line for frame in frames for line in frame.get("commands", [])),
                      examples=tuple([e for e in examples if e[1] != NO_COMMAND] + [e for e in examples if e[1] == NO_COMMAND]))
 
 
-def read_frame_spec(files: Iterable[Path]) -> FrameSpec:
-    """The frame the intents `files` declare, read without compiling their sentences (tools, warm-up)."""
-    return frame_spec((path, _read(path)) for path in files)
+def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> FrameSpec:
+    """The frame the intents `files` declare (the warm-up's, the tools'), of the files a session
+    loads: one that cannot be used is left out, as `LocalIntents.load` leaves it out."""
+    declared = []
+    for path in files:
+        try:
+            declared.append((path, _checked(path, _read(path), tuple(languages))))
+        except IntentFileError as exc:
+            _log.warning("%s; its frame commands are left out", exc)
+    return frame_spec(declared)
 
 
 class LocalIntents:
@@ -302,10 +310,11 @@ def _read(path: Path) -> dict:
 def _check_frame(path: Path, frame) -> None:
     if not isinstance(frame, dict) or not set(frame) <= {"commands", "examples"}:
         raise IntentFileError(f"{path}: frame: expected 'commands' and/or 'examples'")
-    if not all(isinstance(line, str) and line.strip() for line in frame.get("commands", [])):
+    commands, examples = frame.get("commands", []), frame.get("examples", [])
+    if not isinstance(commands, list) or not all(isinstance(line, str) and line.strip() for line in commands):
         raise IntentFileError(f"{path}: frame.commands: expected a list of command lines")
-    if not all(isinstance(e, list) and len(e) == 2 and all(isinstance(t, str) and t.strip() for t in e)
-               for e in frame.get("examples", [])):
+    if not isinstance(examples, list) or not all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(t, str) and t.strip() for t in e) for e in examples):
         raise IntentFileError(f"{path}: frame.examples: expected a list of [what was said, the command] pairs")
 
 

@@ -50,7 +50,7 @@ QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carr
 @functools.lru_cache(maxsize=1)
 def builtin_local_intents() -> LocalIntents:
     """The built-in toolsets' local intents, loaded once per process (for callers with no config)."""
-    from core.loading import intent_files  # core.loading imports every toolset: only when asked
+    from core.loading import intent_files
 
     return LocalIntents.load(intent_files())
 
@@ -294,7 +294,7 @@ class ReflexSteps:
         return name is not None
 
     async def _framed(self, turn: TurnState, words: str) -> Intent | None:
-        """Words no reflex recognises, put by the model as one command of a fixed list (core.frame)
+        """Words no reflex recognises, put by the model as one command of the loaded toolsets' list (core.frame)
         and taken only when every name and number in it is the user's; None: the model's turn.
         Not asked when a toolset beyond the built-in ones or a user's skill could serve the words:
         the model, which sees them all, reads them anyway, and a question about the built-in

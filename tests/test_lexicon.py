@@ -47,3 +47,21 @@ def test_a_list_every_language_leaves_empty_matches_nothing_and_words_match_as_w
     finally:
         for cached in (lexicon.topic, lexicon.words):
             cached.cache_clear()
+
+
+def test_a_list_one_language_lacks_or_a_file_that_is_not_toml_is_a_clear_error(tmp_path, monkeypatch):
+    for language, body in (("ru", "said = []\nbroken = ["), ("en", "said = []\nonly_here = []\n")):
+        (tmp_path / language).mkdir()
+        (tmp_path / language / "t.toml").write_text(body.replace("broken = [", ""), encoding="utf-8")
+        (tmp_path / language / "bad.toml").write_text("x = [", encoding="utf-8")
+    monkeypatch.setattr(lexicon, "_DIR", tmp_path)
+    for cached in (lexicon.topic, lexicon.words):
+        cached.cache_clear()
+    try:
+        with pytest.raises(lexicon.LexiconError, match="ru/t.toml lacks 'only_here'"):
+            lexicon.words("t", "only_here")
+        with pytest.raises(lexicon.LexiconError, match="bad.toml: cannot read it"):
+            lexicon.words("bad", "x")
+    finally:
+        for cached in (lexicon.topic, lexicon.words):
+            cached.cache_clear()

@@ -72,6 +72,9 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     ("nonsense: 1\n", "expected a mapping"),
     ("home_assistant: {HassStartTimer: [\n", "cannot read"),
     ("responses:\n  en: [Found it]\n", "responses.en: expected response names"),
+    ("frame:\n  commands: pause\n", "frame.commands: expected a list"),
+    ("frame:\n  examples: [[only what was said]]\n", "frame.examples: expected a list of"),
+    ("frame:\n  order: last\n", "frame: expected 'commands'"),
 ])
 def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
     bad = tmp_path / "intents.yaml"
@@ -305,3 +308,14 @@ async def test_a_sentence_among_words_that_tell_or_hold_it_back_sets_nothing(tmp
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
+
+
+def test_the_frame_of_files_leaves_out_a_bad_one_as_a_session_does(tmp_path):
+    """The warm-up reads the frame's list from the files a session loads; a broken toolset file is
+    left out of both (the session logs it), never a failed start."""
+    from core.loading import intent_files
+    from core.local_intents import read_frame_spec
+
+    bad = tmp_path / "intents.yaml"
+    bad.write_text("frame:\n  commands: pause\n", encoding="utf-8")
+    assert read_frame_spec([*intent_files(), bad]) == read_frame_spec(intent_files())
