@@ -1,9 +1,10 @@
 """`python -m tools.core_words [REV]`: how much of what users say is still written into core/'s
 Python (issue 50: phrasing is data, in core/words/ and the toolsets' folders, not literals in
 core/). For each core/*.py: its lines, and the lines of its code (docstrings and comments aside)
-that hold a string literal in Russian, or any string literal of a regular expression or word list
-made of words (three letters or more, two words or more). REV reads the files as a git revision
-has them (to compare before and after)."""
+that hold a string literal in Russian, or a string literal of alternatives ("a|b") with two words
+or more of three letters or more (a regular expression of words). English words in a literal
+without "|" (a tuple of words, a space-separated list) are not counted: the figure is a floor,
+comparable between revisions. REV reads the files as a git revision has them."""
 from __future__ import annotations
 
 import ast
