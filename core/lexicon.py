@@ -21,7 +21,8 @@ _DIR = Path(__file__).with_name("words")
 
 
 class LexiconError(LookupError):
-    """A topic or list the code asks for that no language's file has: a programming mistake."""
+    """A list the code asks for that a language's file lacks, or a word file that cannot be read:
+    a mistake in the files or the code, named with the file, found at import."""
 
 
 @lru_cache(maxsize=None)
