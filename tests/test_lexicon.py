@@ -65,3 +65,13 @@ def test_a_list_one_language_lacks_or_a_file_that_is_not_toml_is_a_clear_error(t
     finally:
         for cached in (lexicon.topic, lexicon.words):
             cached.cache_clear()
+
+
+def test_no_list_is_empty_in_every_language():
+    """A reader that sets a list in its grammar by hand would match everywhere with an empty one (an
+    empty alternation); a list no language fills has no reason to be in the files."""
+    for name in lexicon.topics("en"):
+        for key, value in lexicon.topic("en", name).items():
+            if isinstance(value, (list, dict)):  # a single word ("at") is read per language
+                joined = lexicon.words(name, key) if isinstance(value, list) else lexicon.table(name, key)
+                assert joined, f"core/words/*/{name}.toml: {key} is empty in every language"
