@@ -25,8 +25,8 @@ def _of(language: str, key: str):
 
 
 def _either(key: str) -> str:
-    """An alternation of the regex fragments of list `key` (every language)."""
-    return "|".join(lexicon.words(_CLOCK, key))
+    """An alternation of the regex fragments of list `key` (every language; core.lexicon.alternation)."""
+    return lexicon.alternation(_CLOCK, key)
 
 
 def _one(key: str) -> str:
