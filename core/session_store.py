@@ -343,11 +343,13 @@ class SessionStore:
         assert self.leases is not None
         if self.leases.serving():
             return None
+        # the tokens first: `let_go` forgets a session's token, and a lease left unreleased stays
+        # this node's once it renews, so no node would adopt what the session had accepted
+        held = self.leases.forget(list(self.leases.epochs))
         dropped = list(self.sessions)
         for sid in dropped:
             self.let_go(sid)
         self._stale.update(self._loading)  # taken before the lapse: taken anew once read
-        held = self.leases.forget(list(self.leases.epochs))
         if held:
             await self.leases.release(held)
         self.leases.recovered()

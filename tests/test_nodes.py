@@ -174,6 +174,32 @@ async def test_a_node_whose_lease_lapsed_lets_go_of_the_sessions_another_node_to
         assert [text for content in users for text in said if text in content] == said, users  # each once, in order
 
 
+async def test_a_turn_a_lapsed_lease_stopped_is_answered_once_the_node_serves_again(tmp_path, pg_url, manual_clock):
+    """A node's lease lapses in the middle of a turn: the turn stops and the session leaves memory,
+    and its lease is released with it, so the event it had accepted is adopted (here, by the same
+    node once it renewed) and answered without a resend, once."""
+    gate = anyio.Event()
+
+    async def model_time(_seconds):
+        await gate.wait()
+
+    config = override(make_config(tmp_path), storage={"backend": "postgres", "url": pg_url},
+                      node={"name": "b", "heartbeat_s": 0.05, "handover_poll_s": 0.02, "lease_s": 10.0})
+    backend = ScriptedBackend(first_token_delay_s=0.001, sleep=model_time)
+    async with inproc_system(tmp_path, backend=backend, clock=manual_clock, config=config) as b:
+        sessions = b.actors["session"].sessions
+        assert isinstance(await b.deliver("s", "tell me a long story"), p.EventAccepted)
+        await until(lambda: "s" in sessions and sessions["s"].running)
+        in_the_model = sessions["s"]
+        manual_clock.advance(30)  # the lease lapsed by the database's clock while the turn waits
+        await until(lambda: sessions.get("s") is not in_the_model)  # dropped, the turn stopped
+        gate.set()
+        await until(lambda: _answered(b, "s"))
+        users = [m["content"] for m in await b.history("s") if m["role"] == "user"]
+        assert users == ["[User said] tell me a long story"], users
+        assert _lease(pg_url, "s") == "b"
+
+
 async def test_an_event_a_dead_node_accepted_is_answered_by_a_live_node_without_a_resend(tmp_path, pg_url, manual_clock):
     """The node acked the event (it is in the journal) and died in the middle of its turn: a live
     node adopts the session once the dead node's lease expired and answers, unasked."""
