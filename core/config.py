@@ -93,6 +93,7 @@ class SessionConfig(_Section):
     frame_examples: Annotated[int, Meta(ge=0, le=32, description="requests of the frame bank most like the user's words shown to the frame after its fixed examples (core.frame_bank); each costs the local model about 0.6 s of prompt; 0: the fixed examples alone")] = 4
     queue_limit: Annotated[int, Meta(ge=1, description="events waiting in a session before it answers Busy (timer firings excepted)")] = 32
     index_budget_tokens: Annotated[int, Meta(ge=0, description="the toolsets catalog and the skills index together, in the embedded model's tokens: past it the prompt lists what is most relevant to the conversation and says how many more discover_tools finds (issue 53); 0: no bound")] = 400
+    discover_rewording: Annotated[bool, Meta(description="discover_tools also searches by the model's short English rewording of the need (one short model call, REWORDING_MAX_TOKENS tokens): words no word list knows find their tool; off: the need's own words alone")] = True
     max_active_tools: Annotated[int, Meta(ge=1, description="a toolset with more tools shows only some (discovered, called, relevant); the tools made active per session, the least recently used dropped first")] = 24
     toolset_first_tools: Annotated[int, Meta(ge=1, description="tools of a toolset bigger than max_active_tools shown when it is turned on: those most like the conversation's words")] = 8
     max_steps: Annotated[int, Meta(ge=1, le=1000, description="model calls per turn before giving up politely")] = 8

@@ -1169,7 +1169,7 @@ class Conversation(ReflexSteps):
         if tool == "history_search":
             return await self._search_history(args["query"])
         if tool == DISCOVER_TOOL:
-            return await self._discover(args["need"])
+            return await self._discover(turn_id, args["need"])
         return p.CallOutcome(kind="invalid", text=self.s.registry.unknown_tool_text(tool))
 
     async def _scope(self, skills: p.SkillIndex) -> Scope:
@@ -1188,18 +1188,20 @@ class Conversation(ReflexSteps):
         return Scope(config.index_budget_tokens, config.max_active_tools, config.toolset_first_tools,
                      recent[-discovery.MAX_NEED_CHARS:], tuple(sorted(used)), self.activity.made_active())
 
-    async def _discover(self, need: str) -> p.CallOutcome:
-        """discover_tools (issue 53): the best matches for the need, as a tool result at the end
-        of the conversation; each tool found is made callable: its toolset turned on (invisibly,
-        as enable_toolset does) and the tool shown by the prompt from the next step on."""
+    async def _discover(self, turn_id: str, need: str) -> p.CallOutcome:
+        """discover_tools (issue 53): the best matches for the need (by its words and the model's
+        rewording), as a tool result at the end of the conversation; each tool found is made
+        callable: its toolset turned on (invisibly, as enable_toolset does) and the tool shown by
+        the prompt from the next step on."""
         need = need[:discovery.MAX_NEED_CHARS]
         if not discovery.stems(need):  # "?", "мне нужно": nothing to search by
             return p.CallOutcome(kind="invalid", text=discovery.EMPTY_NEED_TEXT)
+        reworded = await self._reworded(turn_id, need)
         skills = await self._skill_index()
         every = tuple((s.name, s.description) for s in skills.entries)
         index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, every)
         visible = {s.name for s in visible_skills(self.s.registry, self.activity.active(), skills.entries)}
-        found = [entry for entry in index.search(need, limit=discovery.MAX_RESULTS + 2)
+        found = [entry for entry in index.search(need, limit=discovery.MAX_RESULTS + 2, reworded=reworded)
                  if entry.kind != "skill" or entry.name in visible][:discovery.MAX_RESULTS]
         callable_now = []
         for entry in found:
@@ -1210,6 +1212,20 @@ class Conversation(ReflexSteps):
                 callable_now.append(entry.name)
         self._discovered = bool(callable_now)
         return _ok(discovery.result_text(need, found, callable_now))
+
+    async def _reworded(self, turn_id: str, need: str) -> str:
+        """The model's short English rewording of a need (core.discovery.rewording_messages); ""
+        when it is off (`session.discover_rewording`) or the model does not answer: the need's
+        own words still search."""
+        if not self.s.config.discover_rewording:
+            return ""
+        try:
+            reply = await self._ask_quietly(turn_id, discovery.rewording_messages(need), discovery.REWORDING_MAX_TOKENS)
+        except ModelUnavailable:
+            return ""
+        reworded = discovery.reworded(reply)
+        _log.info("session=%s discover_tools need %r reworded %r", self.sid, need[:80], reworded[:80])
+        return reworded
 
     async def _search_history(self, words: str) -> p.CallOutcome:
         if self.s.search_history is None:

@@ -5,7 +5,10 @@ the rest is found by need.
   and English words (PyStemmer), with a word list (discovery_words.tsv) that adds the English
   words a Russian one may mean, so a need said in Russian finds a tool an MCP server described in
   English. `discover_tools|<need>` asks it; the answer is a tool result, at the end of the
-  conversation, never in the prompt's static prefix (prefix caching).
+  conversation, never in the prompt's static prefix (prefix caching). The need is searched by
+  its own words and, with a smaller weight, by the model's short English rewording of it
+  (`rewording_messages`, `session.discover_rewording`): the word list cannot know every way
+  people say a thing ("скинь эсэмэску", "телега"), the model that reads the user does.
 - `disclose`: which toolsets and skills the prompt lists under `session.index_budget_tokens`
   (the rest: one line saying how many and how to find them), and which tools of a big active
   toolset are shown. The static part's catalog depends on the registry and the budget alone;
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from core.toolsets import ToolsetRegistry
+from protocol import ChatMessage
 from core.translit import transliterate
 
 WORDS_FILE = Path(__file__).with_name("discovery_words.tsv")
@@ -31,6 +35,8 @@ MAX_NEED_CHARS = 300  # a need longer than this is cut (its first words say what
 MAX_RESULTS = 5
 MIN_RESULTS = 3
 CLOSE_ENOUGH = 0.35  # past the first MIN_RESULTS, a match scoring under this share of the best is left out
+REWORDED_WEIGHT = 0.3  # the rewording adds what the need's own words miss; it never outweighs them
+REWORDING_MAX_TOKENS = 24
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*|\d+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -138,11 +144,22 @@ class DiscoveryIndex:
             return []
         return [float(score) for score in self._bm25.get_scores(stems(text[:MAX_NEED_CHARS]))]
 
-    def search(self, need: str, limit: int = MAX_RESULTS, kinds: Iterable[Kind] | None = None) -> list[Entry]:
-        """The best matches for `need`, best first: at most `limit`, at least MIN_RESULTS when
-        that many match at all, the ones past that only while they score close to the best."""
+    def fused_scores(self, need: str, reworded: str = "") -> list[float]:
+        """The need's own scores, each a share of the best, plus REWORDED_WEIGHT times the
+        rewording's the same way: either side's scale (BM25 grows with a text's length) cannot
+        drown the other, and the need's own words rank first when both find something."""
+        own = _shares(self.scores(need))
+        if not reworded.strip():
+            return own
+        return [mine + REWORDED_WEIGHT * theirs for mine, theirs in zip(own, _shares(self.scores(reworded)))]
+
+    def search(self, need: str, limit: int = MAX_RESULTS, kinds: Iterable[Kind] | None = None,
+               reworded: str = "") -> list[Entry]:
+        """The best matches for `need` (and its rewording, `fused_scores`), best first: at most
+        `limit`, at least MIN_RESULTS when that many match at all, the ones past that only while
+        they score close to the best."""
         allowed = set(kinds) if kinds is not None else None
-        ranked = sorted(((score, index) for index, score in enumerate(self.scores(need))
+        ranked = sorted(((score, index) for index, score in enumerate(self.fused_scores(need, reworded))
                          if score > 0 and (allowed is None or self.entries[index].kind in allowed)),
                         key=lambda pair: (-pair[0], pair[1]))
         if not ranked:
@@ -151,6 +168,32 @@ class DiscoveryIndex:
         kept = [index for rank, (score, index) in enumerate(ranked[:limit])
                 if rank < MIN_RESULTS or score >= CLOSE_ENOUGH * best]
         return [self.entries[index] for index in kept]
+
+
+def _shares(scores: list[float]) -> list[float]:
+    best = max(scores, default=0.0)
+    return [score / best for score in scores] if best > 0 else [0.0] * len(scores)
+
+
+# what the model is asked: an instruction to the model, not words shown to a user
+REWORDING_INSTRUCTION = (
+    "You turn a user's request into a short English search query for a tool catalog: the action "
+    "and the kind of thing or service, in plain words (5-10 words). Reply with the query only.")
+
+
+def rewording_messages(need: str) -> list[ChatMessage]:
+    """One short question to the model: the need as a plain English query (`reworded`)."""
+    return [ChatMessage(role="system", content=REWORDING_INSTRUCTION),
+            ChatMessage(role="user", content=need[:MAX_NEED_CHARS])]
+
+
+def reworded(reply: str) -> str:
+    """The query in the model's reply: its first line, without quotes; "" when the reply is
+    not one (empty, or a tool call the model wrote out of habit)."""
+    line = next((line.strip() for line in reply.splitlines() if line.strip()), "")
+    if not line or "TOOL_CALL" in line or "|" in line:
+        return ""
+    return line.strip("\"'`«»“” ")[:MAX_NEED_CHARS]
 
 
 def entries_of(registry: ToolsetRegistry, skills: Iterable[tuple[str, str]]) -> tuple[list[Entry], list[str]]:

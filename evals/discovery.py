@@ -4,16 +4,19 @@ apart from the descriptions, split dev/test by intent) over a catalog of the bui
 the 120 tools of the test MCP server "hub" (evals/discovery/hub_tools.tsv) and 16 skills the size
 of the public Agent Skills (evals/discovery/skills/) beside the built-in ones.
 
-No model is involved: this measures the retrieval alone. The same files make the fixtures of
-tests/test_discovery.py (the real MCP server reads hub_tools.tsv).
+Without `--profile` no model is involved: this measures the need's own words alone. With it,
+each need is also reworded by that profile's model, as discover_tools does in a session
+(`session.discover_rewording`: core.discovery.rewording_messages), and both figures are printed.
+The same files make the fixtures of tests/test_discovery.py (the real MCP server reads hub_tools.tsv).
 """
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.discovery import index_for
+from core.discovery import REWORDING_MAX_TOKENS, index_for, reworded, rewording_messages
 from core.loading import default_catalog
 from core.skills import SkillRepository
 from core.toolsets import ToolsetRegistry
@@ -81,8 +84,9 @@ class Score:
         return self.hits / self.total if self.total else 0.0
 
 
-def score(split: str, lang: str = "", top: int = 3) -> Score:
-    """Top-`top` hit rate of discover_tools on one split (and language, "" for both)."""
+def score(split: str, lang: str = "", top: int = 3, rewordings: Mapping[str, str] | None = None) -> Score:
+    """Top-`top` hit rate of discover_tools on one split (and language, "" for both); with
+    `rewordings` (need -> the model's rewording), searched as a session searches."""
     registry, skills = catalog()
     index = index_for(registry, skills)
     hits, total, misses = 0, 0, []
@@ -90,7 +94,8 @@ def score(split: str, lang: str = "", top: int = 3) -> Score:
         if need.split != split or (lang and need.lang != lang):
             continue
         total += 1
-        found = tuple(entry.name for entry in index.search(need.text, limit=top))
+        also = (rewordings or {}).get(need.text, "")
+        found = tuple(entry.name for entry in index.search(need.text, limit=top, reworded=also))
         if set(found) & set(need.expect):
             hits += 1
         else:
@@ -98,37 +103,79 @@ def score(split: str, lang: str = "", top: int = 3) -> Score:
     return Score(hits, total, tuple(misses))
 
 
-def report(splits=("dev", "test", "holdout", "holdout2"), verbose: bool = False) -> str:
+def report(splits=("dev", "test", "holdout", "holdout2"), verbose: bool = False,
+           rewordings: Mapping[str, str] | None = None, model: str = "") -> str:
     registry, skills = catalog()
     tools = sum(len(spec.tools) for spec in registry.specs())
     lines = [f"catalog: {len(registry.toolset_names())} toolsets, {tools} tools, {len(skills)} skills"]
+    searches = [("words", None)] + ([(f"+{model}", rewordings)] if rewordings is not None else [])
     for split in splits:
         for lang in ("ru", "en", ""):
-            result = score(split, lang)
-            lines.append(f"{split:7} {lang or 'all':4} top-3 hit rate {result.rate:6.1%} ({result.hits}/{result.total})")
-            if verbose and lang == "":
-                lines += [f"    miss: {text!r} expected {'/'.join(expect)}; found {', '.join(found) or '-'}"
-                          for text, expect, found in result.misses]
+            for label, reworded_by in searches:
+                result = score(split, lang, rewordings=reworded_by)
+                lines.append(f"{split:8} {lang or 'all':4} {label:12} top-3 hit rate {result.rate:6.1%} "
+                             f"({result.hits}/{result.total})")
+                if verbose and lang == "":
+                    lines += [f"    miss: {text!r}{_reworded_as(reworded_by, text)} expected {'/'.join(expect)}; "
+                              f"found {', '.join(found) or '-'}" for text, expect, found in result.misses]
     return "\n".join(lines)
+
+
+def _reworded_as(rewordings: Mapping[str, str] | None, text: str) -> str:
+    return f" (reworded {rewordings.get(text, '')!r})" if rewordings is not None else ""
+
+
+async def reword_all(backend, texts) -> dict[str, str]:
+    """Each need reworded by the model, as discover_tools asks it in a session."""
+    rewordings = {}
+    for text in texts:
+        async with backend.stream(rewording_messages(text), tools=[], max_tokens=REWORDING_MAX_TOKENS) as pieces:
+            rewordings[text] = reworded("".join([piece async for piece in pieces]))
+    return rewordings
 
 
 SPLITS = ("dev", "test", "holdout", "holdout2")
 
 
 def register(sub, load_config) -> None:
-    parser = sub.add_parser("discover-eval", help="top-3 hit rate of discover_tools on the labelled needs (no model)")
+    parser = sub.add_parser("discover-eval", help="top-3 hit rate of discover_tools on the labelled needs "
+                                                  "(words alone; with --profile, also with that model's rewording)")
     _arguments(parser)
-    parser.set_defaults(func=_run)
+    parser.set_defaults(func=lambda args: _run(args, load_config))
 
 
 def _arguments(parser) -> None:
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all",
                         help="dev: tuned on; test: the figure to report; holdout: written last, never tuned on; holdout2: written blind, never tuned on")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the needs missed")
+    parser.add_argument("--profile", default="", help="also search with this model profile's rewording of each "
+                                                      "need (e.g. local: the embedded model, a few minutes on CPU)")
 
 
-def _run(args) -> int:
-    print(report(SPLITS if args.split == "all" else (args.split,), args.verbose))
+def _run(args, load_config=None) -> int:
+    splits = SPLITS if args.split == "all" else (args.split,)
+    rewordings = None
+    if args.profile:
+        import sys
+
+        import anyio
+
+        from core.loading import load_config as default_loader
+        from llm.backends import make_backend
+
+        config = (load_config or (lambda _args: default_loader(None)))(args)
+        if args.profile not in config.llm.profiles:
+            sys.exit(f"porfiry: no profile {args.profile!r}; profiles: {', '.join(sorted(config.llm.profiles))}")
+        backend = make_backend(config.llm.profiles[args.profile], name=args.profile)
+
+        async def reword() -> dict[str, str]:
+            try:
+                return await reword_all(backend, [need.text for need in needs() if need.split in splits])
+            finally:
+                await backend.aclose()
+
+        rewordings = anyio.run(reword)
+    print(report(splits, args.verbose, rewordings, args.profile))
     return 0
 
 

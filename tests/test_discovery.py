@@ -48,13 +48,13 @@ def model_tokens(text: str) -> int:
 
 
 @asynccontextmanager
-async def system_with(tmp_path, servers, *, wait_for=(), mcp=None, **session):
+async def system_with(tmp_path, servers, *, wait_for=(), mcp=None, reply_fn=None, **session):
     shutil.copytree(needs_eval.SKILLS_DIR, tmp_path / "user-skills")
     # the words are for the scripted model: no reflex takes them, none is judged small talk
     config = make_config(tmp_path, **{"reflexes": False, "small_talk_plain": False, **session})
     config = msgspec.structs.replace(config, mcp=McpConfig(servers=servers, restart_backoff_s=0.1,
                                                            check_interval_s=5.0, **(mcp or {})))
-    backend = ToolsSeen(reply_fn=model)
+    backend = ToolsSeen(reply_fn=reply_fn or model)
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         system.backend = backend
         for name in wait_for:
@@ -171,6 +171,39 @@ async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_sa
         assert f"hub: {120 - len(shown)} more tools not shown" in prompt
         offered = system.backend.offered[-1]  # the grammar offers the tools shown, not all 120
         assert set(shown) <= set(offered) and "hub_stock_quote" not in offered and "discover_tools" in offered
+
+
+def rewords_umbrella(messages) -> str:
+    """A scripted model that, asked to reword a need, says it plainly; otherwise `model`."""
+    if messages[0].content == discovery.REWORDING_INSTRUCTION:
+        return "weather forecast: will it rain" if "зонтик" in messages[-1].content else "TOOL_CALL: timers_set|5 min"
+    return model(messages)
+
+
+@pytest.mark.parametrize("rewording", [True, False])
+async def test_a_need_in_words_no_word_list_knows_is_found_by_the_models_rewording(tmp_path, rewording):
+    """«мне нужен зонтик» has no word any description or the word list has: the model's
+    rewording finds the forecast, and the tool is callable; with the rewording off, nothing is
+    found. A rewording that is a tool call is no query: the need's own words decide."""
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=rewords_umbrella,
+                           discover_rewording=rewording) as system:
+        found = await say(system, "call discover_tools|мне нужен зонтик")
+        if rewording:
+            assert found.startswith("ok: 3 match(es) for «мне нужен зонтик»") and "hub_weather_forecast|" in found
+            assert await say(system, "call hub_weather_forecast|Oslo") == "ok: weather_forecast: place=Oslo"
+        else:
+            assert found == "ok: nothing matches «мне нужен зонтик»; say it in other words, or answer the user without a tool"
+        asked = [call for call in system.backend.calls if call[0].content == discovery.REWORDING_INSTRUCTION]
+        assert len(asked) == rewording
+        plain = await say(system, "call discover_tools|a timer for tea")
+        assert "timers_set|" in plain and "hub_weather" not in plain
+
+
+def test_a_rewording_is_the_first_line_of_the_reply_and_never_a_tool_call():
+    assert discovery.reworded('"weather forecast"\nThis finds the weather.') == "weather forecast"
+    assert discovery.reworded("TOOL_CALL: discover_tools|weather") == ""
+    assert discovery.reworded("   \n  ") == ""
+    assert len(discovery.reworded("word " * 200)) == discovery.MAX_NEED_CHARS
 
 
 async def test_an_empty_need_gets_a_clear_answer_and_the_session_goes_on(tmp_path):
