@@ -20,6 +20,7 @@ import difflib
 import functools
 import math
 import re
+import tomllib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ MAX_NEED_CHARS = 300  # a need longer than this is cut (its first words say what
 MAX_RESULTS = 5
 MIN_RESULTS = 3
 CLOSE_ENOUGH = 0.35  # past the first MIN_RESULTS, a match scoring under this share of the best is left out
-REWORDED_WEIGHT = 0.3  # the rewording adds what the need's own words miss; it never outweighs them
+REWORDED_WEIGHT = 0.5  # the rewording adds what the need's own words miss; the need's words count more
 REWORDING_MAX_TOKENS = 24
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*|\d+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -140,18 +141,19 @@ class DiscoveryIndex:
 
     def scores(self, text: str) -> list[float]:
         """Each entry's BM25 score for `text` (0: no term in common)."""
-        if not self.entries:
-            return []
-        return [float(score) for score in self._bm25.get_scores(stems(text[:MAX_NEED_CHARS]))]
+        terms = stems(text[:MAX_NEED_CHARS])
+        if not terms:  # stop words only ("the", "мне нужно"): bm25s would fail on an empty query
+            return [0.0] * len(self.entries)
+        return [float(score) for score in self._bm25.get_scores(terms)]
 
     def fused_scores(self, need: str, reworded: str = "") -> list[float]:
-        """The need's own scores, each a share of the best, plus REWORDED_WEIGHT times the
-        rewording's the same way: either side's scale (BM25 grows with a text's length) cannot
-        drown the other, and the need's own words rank first when both find something."""
-        own = _shares(self.scores(need))
-        if not reworded.strip():
+        """The need's own BM25 scores plus REWORDED_WEIGHT times the rewording's: both on one
+        index, so a word rare among the entries counts more whichever side said it ("director"
+        in a rewording outweighs "long" in the need)."""
+        own = self.scores(need)
+        if not reworded.strip():  # nothing more to search by (also the rewording off)
             return own
-        return [mine + REWORDED_WEIGHT * theirs for mine, theirs in zip(own, _shares(self.scores(reworded)))]
+        return [mine + REWORDED_WEIGHT * theirs for mine, theirs in zip(own, self.scores(reworded))]
 
     def search(self, need: str, limit: int = MAX_RESULTS, kinds: Iterable[Kind] | None = None,
                reworded: str = "") -> list[Entry]:
@@ -170,20 +172,23 @@ class DiscoveryIndex:
         return [self.entries[index] for index in kept]
 
 
-def _shares(scores: list[float]) -> list[float]:
-    best = max(scores, default=0.0)
-    return [score / best for score in scores] if best > 0 else [0.0] * len(scores)
+REWORDING_FILE = Path(__file__).with_name("discovery_rewording.toml")
 
 
-# what the model is asked: an instruction to the model, not words shown to a user
-REWORDING_INSTRUCTION = (
-    "You turn a user's request into a short English search query for a tool catalog: the action "
-    "and the kind of thing or service, in plain words (5-10 words). Reply with the query only.")
+@functools.cache
+def _rewording() -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The instruction and worked examples (need, query) of `rewording_messages`, from REWORDING_FILE."""
+    data = tomllib.loads(REWORDING_FILE.read_text(encoding="utf-8"))
+    return data["instruction"], tuple((example["need"], example["query"]) for example in data.get("example", ()))
 
 
 def rewording_messages(need: str) -> list[ChatMessage]:
-    """One short question to the model: the need as a plain English query (`reworded`)."""
-    return [ChatMessage(role="system", content=REWORDING_INSTRUCTION),
+    """One short question to the model: the need as a plain English query (`reworded`), after
+    worked examples (the form: the kind of tool, never an answer)."""
+    instruction, examples = _rewording()
+    shown = [ChatMessage(role=role, content=text) for example in examples
+             for role, text in zip(("user", "assistant"), example)]
+    return [ChatMessage(role="system", content=instruction), *shown,
             ChatMessage(role="user", content=need[:MAX_NEED_CHARS])]
 
 

@@ -175,7 +175,7 @@ async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_sa
 
 def rewords_umbrella(messages) -> str:
     """A scripted model that, asked to reword a need, says it plainly; otherwise `model`."""
-    if messages[0].content == discovery.REWORDING_INSTRUCTION:
+    if messages[0].content == discovery.rewording_messages("")[0].content:
         return "weather forecast: will it rain" if "зонтик" in messages[-1].content else "TOOL_CALL: timers_set|5 min"
     return model(messages)
 
@@ -193,7 +193,7 @@ async def test_a_need_in_words_no_word_list_knows_is_found_by_the_models_rewordi
             assert await say(system, "call hub_weather_forecast|Oslo") == "ok: weather_forecast: place=Oslo"
         else:
             assert found == "ok: nothing matches «мне нужен зонтик»; say it in other words, or answer the user without a tool"
-        asked = [call for call in system.backend.calls if call[0].content == discovery.REWORDING_INSTRUCTION]
+        asked = [call for call in system.backend.calls if call[0].content == discovery.rewording_messages("")[0].content]
         assert len(asked) == rewording
         plain = await say(system, "call discover_tools|a timer for tea")
         assert "timers_set|" in plain and "hub_weather" not in plain
@@ -204,6 +204,9 @@ def test_a_rewording_is_the_first_line_of_the_reply_and_never_a_tool_call():
     assert discovery.reworded("TOOL_CALL: discover_tools|weather") == ""
     assert discovery.reworded("   \n  ") == ""
     assert len(discovery.reworded("word " * 200)) == discovery.MAX_NEED_CHARS
+    registry, skills = needs_eval.catalog()
+    index = discovery.index_for(registry, skills)  # a rewording of stop words alone adds nothing
+    assert index.search("weather forecast", reworded="the and of") == index.search("weather forecast")
 
 
 async def test_an_empty_need_gets_a_clear_answer_and_the_session_goes_on(tmp_path):
