@@ -1196,7 +1196,8 @@ class Conversation(ReflexSteps):
         need = need[:discovery.MAX_NEED_CHARS]
         if not discovery.stems(need):  # "?", "мне нужно": nothing to search by
             return p.CallOutcome(kind="invalid", text=discovery.EMPTY_NEED_TEXT)
-        reworded = await self._reworded(turn_id, need)
+        # a thin need ("weather") is reworded from the request it came from, which says the task too
+        reworded = await self._reworded(turn_id, (discovery.thin(need) and self._last_request()) or need)
         skills = await self._skill_index()
         every = tuple((s.name, s.description) for s in skills.entries)
         index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, every)
@@ -1212,6 +1213,11 @@ class Conversation(ReflexSteps):
                 callable_now.append(entry.name)
         self._discovered = bool(callable_now)
         return _ok(discovery.result_text(need, found, callable_now))
+
+    def _last_request(self) -> str:
+        """What the user said last (their lines only), cut as a need is."""
+        said = next((m.content for m in reversed(self.trajectory.messages()) if m.role == "user"), "")
+        return " ".join(user_lines(said))[:discovery.MAX_NEED_CHARS]
 
     async def _reworded(self, turn_id: str, need: str) -> str:
         """The model's short English rewording of a need (core.discovery.rewording_messages); ""

@@ -38,6 +38,7 @@ MIN_RESULTS = 3
 CLOSE_ENOUGH = 0.35  # past the first MIN_RESULTS, a match scoring under this share of the best is left out
 REWORDED_WEIGHT = 0.5  # the rewording adds what the need's own words miss; the need's words count more
 REWORDING_MAX_TOKENS = 24
+THIN_NEED_WORDS = 2
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*|\d+")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -97,6 +98,18 @@ def stems(text: str) -> list[str]:
         if "-" in word:  # "веб-приложение": its parts too
             terms += [part for piece in word.split("-") for part in stems(piece) if part != stem]
     return terms
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that say what is needed (stop words left out), as said."""
+    words = _words()
+    return [word for word in _split(text) if word not in words.stop and _stem(word) not in words.stop]
+
+
+def thin(need: str) -> bool:
+    """A need of THIN_NEED_WORDS words or fewer ("weather", "transformer"): a small model's
+    need often names the topic and drops the task, so the request it came from is reworded."""
+    return len(set(content_words(need))) <= THIN_NEED_WORDS
 
 
 COGNATE_RATIO = 0.75  # how alike a Russian stem spelled in Latin letters and an English one must be

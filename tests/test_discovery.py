@@ -199,6 +199,28 @@ async def test_a_need_in_words_no_word_list_knows_is_found_by_the_models_rewordi
         assert "timers_set|" in plain and "hub_weather" not in plain
 
 
+def asks_for_papers(messages) -> str:
+    """A small model's way with discovery: the need it writes names the topic, not the task."""
+    last = messages[-1].content
+    if messages[0].content == discovery.rewording_messages("")[0].content:
+        return "search scientific papers on arXiv" if "архиве" in last else "transformer neural networks"
+    if last.startswith("[User said] найди на архиве"):
+        return "TOOL_CALL: discover_tools|трансформеры"
+    return model(messages)
+
+
+async def test_a_need_of_one_word_is_reworded_from_the_request_it_came_from(tmp_path):
+    """«трансформеры» alone finds nothing; the request it came from («найди на архиве свежие статьи
+    про трансформеры») says the task: reworded from it, the papers' tools are found."""
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=asks_for_papers) as system:
+        await say(system, "найди на архиве свежие статьи про трансформеры")
+        found = [m["content"] for m in await system.history("s1") if m["role"] == "tool"]
+        assert len(found) == 1 and "hub_arxiv_" in found[0] and "Callable now:" in found[0], found
+        asked = [call[-1].content for call in system.backend.calls
+                 if call[0].content == discovery.rewording_messages("")[0].content]
+        assert asked == ["найди на архиве свежие статьи про трансформеры"]
+
+
 def test_a_rewording_is_the_first_line_of_the_reply_and_never_a_tool_call():
     assert discovery.reworded('"weather forecast"\nThis finds the weather.') == "weather forecast"
     assert discovery.reworded("TOOL_CALL: discover_tools|weather") == ""
