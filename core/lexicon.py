@@ -6,8 +6,9 @@ core.timewords) keeps the grammar and takes the words from here, so a translator
 language by adding a folder and its code to LANGUAGES (the texts the runtime shows are
 core/texts, core.user_texts), and a test checks that every language has every list.
 
-Toolsets' own words live in their folders (intents.yaml, phrasing.py); these are the runtime's:
-what asks for an action of a kind, what stops a turn, how a clock and a number are said.
+These are the runtime's: what asks for an action of a kind, what stops a turn, how a clock and a
+number are said. A toolset's own words live in its folder (intents.yaml; words/<language>/<topic>.toml
+read through the same functions with `root=`: toolsets/timers/words).
 """
 from __future__ import annotations
 
@@ -25,11 +26,20 @@ class LexiconError(LookupError):
     a mistake in the files or the code, named with the file, found at import."""
 
 
+def _folder(root: Path | None) -> Path:
+    return _DIR if root is None else root
+
+
+def _shown(root: Path | None) -> str:
+    return "core/words" if root is None else str(root)
+
+
 @lru_cache(maxsize=None)
-def topic(language: str, name: str) -> dict[str, object]:
-    """One language's file for a topic, read once; {} when that language has no such file. A file
-    that is not TOML is a LexiconError naming it."""
-    path = _DIR / language / f"{name}.toml"
+def topic(language: str, name: str, root: Path | None = None) -> dict[str, object]:
+    """One language's file for a topic (under `root`, a toolset's words folder; None: the
+    runtime's), read once; {} when that language has no such file. A file that is not TOML is a
+    LexiconError naming it."""
+    path = _folder(root) / language / f"{name}.toml"
     if not path.exists():
         return {}
     try:
@@ -38,53 +48,53 @@ def topic(language: str, name: str) -> dict[str, object]:
         raise LexiconError(f"{path}: cannot read it: {exc}") from None
 
 
-def _every_language_has(name: str, key: str) -> None:
+def _every_language_has(name: str, key: str, root: Path | None = None) -> None:
     """A list the code reads must be in every language's file: one missing would leave that
     language's speakers unheard without a word ("стоп" no longer a stop)."""
-    lacking = [language for language in LANGUAGES if key not in topic(language, name)]
+    lacking = [language for language in LANGUAGES if key not in topic(language, name, root)]
     if len(lacking) == len(LANGUAGES):
-        raise LexiconError(f"no language has the list {key!r} in core/words/*/{name}.toml")
+        raise LexiconError(f"no language has the list {key!r} in {_shown(root)}/*/{name}.toml")
     if lacking:
-        raise LexiconError(f"core/words/{lacking[0]}/{name}.toml lacks {key!r}, which another language has")
+        raise LexiconError(f"{_shown(root)}/{lacking[0]}/{name}.toml lacks {key!r}, which another language has")
 
 
-def topics(language: str) -> tuple[str, ...]:
+def topics(language: str, root: Path | None = None) -> tuple[str, ...]:
     """The topics a language has a file for."""
-    return tuple(sorted(p.stem for p in (_DIR / language).glob("*.toml")))
+    return tuple(sorted(p.stem for p in (_folder(root) / language).glob("*.toml")))
 
 
-def words_of(language: str, name: str, key: str) -> tuple[str, ...]:
+def words_of(language: str, name: str, key: str, root: Path | None = None) -> tuple[str, ...]:
     """One language's list `key` of topic `name` (() when that language lacks it)."""
-    value = topic(language, name).get(key, ())
+    value = topic(language, name, root).get(key, ())
     return tuple(value) if isinstance(value, list) else ()
 
 
 @lru_cache(maxsize=None)
-def words(name: str, key: str) -> tuple[str, ...]:
+def words(name: str, key: str, root: Path | None = None) -> tuple[str, ...]:
     """The list `key` of topic `name` in every language, Russian first, duplicates once: what the
     runtime reads whatever language the user speaks (people mix them mid-sentence)."""
-    _every_language_has(name, key)
-    joined = [w for language in LANGUAGES for w in words_of(language, name, key)]
+    _every_language_has(name, key, root)
+    joined = [w for language in LANGUAGES for w in words_of(language, name, key, root)]
     return tuple(dict.fromkeys(joined))
 
 
-def alternation(name: str, key: str) -> str:
+def alternation(name: str, key: str, root: Path | None = None) -> str:
     """The list `key` of topic `name` as one regex alternation, for the code that sets it in its
     grammar: lists named `*_patterns` are regular expressions, kept as written; other lists are
     words, matched as written. A list no language fills matches nothing (an empty alternation would
     match everywhere)."""
-    found = words(name, key)
+    found = words(name, key, root)
     if not found:
         return "(?!)"
     return "|".join(found if key.endswith("_patterns") else map(re.escape, found))
 
 
-def table(name: str, key: str) -> dict[str, object]:
+def table(name: str, key: str, root: Path | None = None) -> dict[str, object]:
     """The mapping `key` of topic `name` (word -> value: "пять" -> 5) in every language, joined."""
-    _every_language_has(name, key)
+    _every_language_has(name, key, root)
     joined: dict[str, object] = {}
     for language in LANGUAGES:
-        value = topic(language, name).get(key, {})
+        value = topic(language, name, root).get(key, {})
         if isinstance(value, dict):
             joined.update(value)
     return joined

@@ -1,27 +1,35 @@
 """The runtime's own words are data (core/words/<language>/<topic>.toml): every language has every
 topic and list, and a list the code asks for that no file has is a clear error."""
+from pathlib import Path
+
 import pytest
 
 from core import lexicon
 
+# the runtime's words (None: core/words) and each toolset's own (toolsets/<name>/words)
+ROOTS = [None, *sorted((Path(__file__).resolve().parent.parent / "toolsets").glob("*/words"))]
 
-def test_every_language_has_every_topic_and_list_of_the_same_kind():
-    topics = {language: lexicon.topics(language) for language in lexicon.LANGUAGES}
+
+@pytest.mark.parametrize("root", ROOTS, ids=str)
+def test_every_language_has_every_topic_and_list_of_the_same_kind(root):
+    topics = {language: lexicon.topics(language, root) for language in lexicon.LANGUAGES}
     first, *others = lexicon.LANGUAGES
+    assert topics[first], f"{root}: no word file"
     for language in others:
-        assert topics[language] == topics[first], f"{language} lacks or adds a topic"
+        assert topics[language] == topics[first], f"{root}: {language} lacks or adds a topic"
     for name in topics[first]:
-        shapes = {language: {key: type(value).__name__ for key, value in lexicon.topic(language, name).items()}
+        shapes = {language: {key: type(value).__name__ for key, value in lexicon.topic(language, name, root).items()}
                   for language in lexicon.LANGUAGES}
         for language in others:
-            assert shapes[language] == shapes[first], f"core/words/{language}/{name}.toml differs in its lists"
+            assert shapes[language] == shapes[first], f"{root}: {language}/{name}.toml differs in its lists"
 
 
-def test_lists_are_joined_across_languages_once_each():
-    for name in lexicon.topics("en"):
-        for key, value in lexicon.topic("en", name).items():
+@pytest.mark.parametrize("root", ROOTS, ids=str)
+def test_lists_are_joined_across_languages_once_each(root):
+    for name in lexicon.topics("en", root):
+        for key, value in lexicon.topic("en", name, root).items():
             if isinstance(value, list):
-                joined = lexicon.words(name, key)
+                joined = lexicon.words(name, key, root)
                 assert len(joined) == len(set(joined))
                 assert set(value) <= set(joined)
 
@@ -67,11 +75,12 @@ def test_a_list_one_language_lacks_or_a_file_that_is_not_toml_is_a_clear_error(t
             cached.cache_clear()
 
 
-def test_no_list_is_empty_in_every_language():
+@pytest.mark.parametrize("root", ROOTS, ids=str)
+def test_no_list_is_empty_in_every_language(root):
     """A reader that sets a list in its grammar by hand would match everywhere with an empty one (an
     empty alternation); a list no language fills has no reason to be in the files."""
-    for name in lexicon.topics("en"):
-        for key, value in lexicon.topic("en", name).items():
+    for name in lexicon.topics("en", root):
+        for key, value in lexicon.topic("en", name, root).items():
             if isinstance(value, (list, dict)):  # a single word ("at") is read per language
-                joined = lexicon.words(name, key) if isinstance(value, list) else lexicon.table(name, key)
-                assert joined, f"core/words/*/{name}.toml: {key} is empty in every language"
+                joined = lexicon.words(name, key, root) if isinstance(value, list) else lexicon.table(name, key, root)
+                assert joined, f"{root or 'core/words'}/*/{name}.toml: {key} is empty in every language"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from core.fastpath import Intent, Phrasing
 from core.lexicon import alternation, words
@@ -309,12 +310,15 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     return Intent(kind="timer_change", russian=russian, when=when)
 
 
+WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
+
+
 # ---- its requests as commands of its frame list (intents.yaml: frame), for the frame bank ----------
 # a timer's name as a cancel says it ("the timer for the tea"): the words that name a timer, not which
-_TIMER_NAMED = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("frame", "timer_article_words"))
-                          + r")?(?:" + alternation("frame", "timer_name_patterns")
-                          + r")(?:\s+(?:" + alternation("frame", "timer_about_words") + r"))?\b|"
-                          r"\s*\b(?:" + alternation("frame", "timer_name_last_patterns") + r")$", re.I)
+_TIMER_NAMED = re.compile(r"^(?:" + "|".join(re.escape(w) + r"\s+" for w in words("naming", "timer_article_words", WORDS))
+                          + r")?(?:" + alternation("naming", "timer_name_patterns", WORDS)
+                          + r")(?:\s+(?:" + alternation("naming", "timer_about_words", WORDS) + r"))?\b|"
+                          r"\s*\b(?:" + alternation("naming", "timer_name_last_patterns", WORDS) + r")$", re.I)
 
 
 def _commanded(intent: Intent) -> str | None:
@@ -334,8 +338,8 @@ def _timer_command(intent: Intent) -> str:
         head = f"remind me at {when}"
     else:
         number = re.fullmatch(r"(\d+)\s+(\w+)", when)
-        unit = number and ("hours" if number[2].startswith(words("frame", "hour_stems")) else "minutes"
-                           if number[2].startswith(words("frame", "minute_stems")) else "")
+        unit = number and ("hours" if number[2].startswith(words("naming", "hour_stems", WORDS)) else "minutes"
+                           if number[2].startswith(words("naming", "minute_stems", WORDS)) else "")
         head = f"set a timer for {number[1]} {unit}" if unit else f"set a timer for {when}"
     return f"{head} to {intent.text}" if intent.text else head
 
