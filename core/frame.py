@@ -69,8 +69,7 @@ def _system(spec: FrameSpec) -> str:
 @lru_cache(maxsize=8)
 def _command_words(spec: FrameSpec) -> frozenset[str]:
     """The list's own words: a word of a command outside these must be the user's."""
-    return frozenset(re.findall(r"[a-z']+", "\n".join(spec.commands).casefold() + " first third fourth fifth one on "
-                                "the screen a an in at to for minute hour"))
+    return frozenset(re.findall(r"[a-z']+", "\n".join((*spec.commands, *spec.own_words)).casefold()))
 
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")

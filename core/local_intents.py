@@ -30,10 +30,12 @@ A toolset says what it answers in its folder's `intents.yaml`:
       en:
         timer_set: "Timer set for {span}, it goes off at {at}{text}."
     # and what the frame (core.frame) may put other words as: its commands, one line of
-    # alternatives each, in English, and worked examples (what was said, the command, "-" for none)
+    # alternatives each, in English, worked examples (what was said, the command, "-" for none),
+    # and the words a command may add that its lines do not spell ("1 minute" of "<N> minutes")
     frame:
       commands: ["set a timer for <N> minutes to <what> | remind me at <HH:MM> to <what>"]
       examples: [["ping me in three minutes to stir the soup", "set a timer for 3 minutes to stir the soup"]]
+      own_words: [minute, hour]
 
 Nothing here knows a toolset: `LocalIntents.load` reads the files it is given (core.loading
 finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
@@ -107,6 +109,7 @@ class FrameSpec(msgspec.Struct, frozen=True):
 
     commands: tuple[str, ...] = ()
     examples: tuple[tuple[str, str], ...] = ()
+    own_words: tuple[str, ...] = ()  # words a command may hold that no line spells (the frame's own, not the user's)
 
 
 NO_COMMAND = "-"  # the frame's answer for words that ask for none of its commands
@@ -124,7 +127,8 @@ def frame_spec(declared: Iterable[tuple[Path, dict]]) -> FrameSpec:
               [*(spec for path, spec in declared if path.resolve() != RUNTIME_INTENTS.resolve()), *own]]
     examples = [(said, command) for frame in frames for said, command in frame.get("examples", [])]
     return FrameSpec(commands=tuple(line for frame in frames for line in frame.get("commands", [])),
-                     examples=tuple([e for e in examples if e[1] != NO_COMMAND] + [e for e in examples if e[1] == NO_COMMAND]))
+                     examples=tuple([e for e in examples if e[1] != NO_COMMAND] + [e for e in examples if e[1] == NO_COMMAND]),
+                     own_words=tuple(dict.fromkeys(word for frame in frames for word in frame.get("own_words", []))))
 
 
 def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> FrameSpec:
@@ -308,8 +312,11 @@ def _read(path: Path) -> dict:
 
 
 def _check_frame(path: Path, frame) -> None:
-    if not isinstance(frame, dict) or not set(frame) <= {"commands", "examples"}:
-        raise IntentFileError(f"{path}: frame: expected 'commands' and/or 'examples'")
+    if not isinstance(frame, dict) or not set(frame) <= {"commands", "examples", "own_words"}:
+        raise IntentFileError(f"{path}: frame: expected 'commands', 'examples' and/or 'own_words'")
+    own_words = frame.get("own_words", [])
+    if not isinstance(own_words, list) or not all(isinstance(w, str) and w.strip() and " " not in w.strip() for w in own_words):
+        raise IntentFileError(f"{path}: frame.own_words: expected a list of single words")
     commands, examples = frame.get("commands", []), frame.get("examples", [])
     if not isinstance(commands, list) or not all(isinstance(line, str) and line.strip() for line in commands):
         raise IntentFileError(f"{path}: frame.commands: expected a list of command lines")

@@ -75,6 +75,7 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     ("frame:\n  commands: pause\n", "frame.commands: expected a list"),
     ("frame:\n  examples: [[only what was said]]\n", "frame.examples: expected a list of"),
     ("frame:\n  order: last\n", "frame: expected 'commands'"),
+    ("frame:\n  own_words: [on, in]\n", "frame.own_words: expected a list of single words"),  # YAML's `on` is true
 ])
 def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
     bad = tmp_path / "intents.yaml"
@@ -82,6 +83,22 @@ def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, 
     with pytest.raises(IntentFileError, match=says) as refused:
         LocalIntents.load([bad])
     assert str(bad) in str(refused.value)
+
+
+def test_a_frames_own_words_are_the_loaded_files_and_a_toolset_left_out_takes_its_own(tmp_path):
+    """A word a command may add beyond its lines ("1 minute" of "<N> minutes") is the list's, not
+    one the user must have said; it comes with its toolset's file."""
+    from core.frame import _command_words, _unsaid
+    from core.local_intents import read_frame_spec
+
+    timers = tmp_path / "timers.yaml"
+    timers.write_text('frame:\n  commands: ["set a timer for <N> minutes"]\n  own_words: ["minute"]\n', encoding="utf-8")
+    unowned = tmp_path / "unowned.yaml"
+    unowned.write_text('frame:\n  commands: ["set a timer for <N> minutes"]\n', encoding="utf-8")
+    owned, alone = read_frame_spec([timers]), read_frame_spec([unowned])
+    assert owned.own_words == ("minute",) and alone.own_words == ()
+    assert _unsaid("set a timer for 1 minute", "таймер на минутку", _command_words(owned)) == ""
+    assert _unsaid("set a timer for 1 minute", "таймер на минутку", _command_words(alone)) == "minute"
 
 
 def test_a_toolsets_responses_are_worded_in_its_language_with_counts_in_their_form(tmp_path):
