@@ -17,7 +17,7 @@ import datetime as dt
 import re
 
 from core.echo import first_line
-from core.lexicon import words
+from core.lexicon import alternation
 from core.local_intents import Say
 from core.timers import format_span
 from core.timewords import in_digits, numbers_said, spoken_parts
@@ -55,7 +55,7 @@ def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool
 
 
 # an answer that says only that something was done; another tool's result is added to nothing else
-_BARE = re.compile("(?:" + "|".join(words("guards", "bare_done_patterns")) + ")")
+_BARE = re.compile("(?:" + alternation("guards", "bare_done_patterns") + ")")
 CHANGE_LINE_CHARS = 160  # of another tool's result, said when the answer names nothing of it
 
 

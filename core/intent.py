@@ -442,7 +442,8 @@ def covers(claimed: ActionKind, acted: set[str]) -> bool:
 
 # ---- a remark: words that ask for nothing ------------------------------------------------------
 _REQUEST_MARKS = _listed("request_marks")
-_OPENING_FILLERS = re.compile(r"^\s*(?:(?:" + _alternation("opening_fillers") + r"|um+|uh+)[\s,!.]+)*")  # um, uhh
+_OPENING_FILLERS = re.compile(r"^\s*(?:(?:" + _alternation("opening_fillers") + r"|"
+                              + _alternation("opening_filler_sound_patterns") + r")[\s,!.]+)*")
 # an order opens with its verb; a statement with its subject ("я", "my mom", "пробки")
 _ORDER_FIRST = _listed("order_first")
 

@@ -74,7 +74,7 @@ _NAMES = lexicon.words("urgency", "assistant_names")
 # holds regex fragments: "скажи(?:те)?").
 _LEAD_IN = (r"(?:(?:" + "|".join((*map(re.escape, _NAMES), *lexicon.words("urgency", "light_lead_in_patterns")))
             + r")[\s,]+)*")
-_TRAIL = r"(?:[\s,]+(?:" + "|".join(map(re.escape, lexicon.words("urgency", "light_trail_words"))) + "))?"
+_TRAIL = r"(?:[\s,]+(?:" + lexicon.alternation("urgency", "light_trail_words") + "))?"
 _EDGE_PUNCT = string.punctuation.replace("'", "") + "«»„“”…—–¿¡ \t\r\n"
 
 
