@@ -673,7 +673,10 @@ class Conversation(ReflexSteps):
                 _log.info("session=%s the reply claimed %s, which no call did; asking again", self.sid, claimed)
                 return False
             text = user_texts.text("not_done", user_texts.code_of(self._language()))
-        if turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
+        if turn.echo_retried and refused(text):  # asked again and still refusing: never the answer (core/echo.py);
+            # after an action that ran, what was done is (core.done_said), else the runtime's own line
+            text = "" if turn.acted else self._not_an_answer(turn)
+        elif turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
             results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
@@ -706,8 +709,9 @@ class Conversation(ReflexSteps):
         return self._kept_quiet(turn, "(handled silently)")
 
     def _not_an_answer(self, turn: TurnState) -> str:
-        """Shown in place of a reply that, asked again, is still no answer: a remark ("я сегодня
-        встал в семь утра …") is acknowledged; a request is asked for in other words."""
+        """Shown in place of a reply that, asked again, is still no answer (an echo, a call line, a
+        stock refusal): a remark ("я сегодня встал в семь утра …") is acknowledged; a request is
+        asked for in other words, in the user's language (the stock refusal is the model's English)."""
         language = "ru" if self._language() == "Russian" else "en"
         return (ACKNOWLEDGED_TEXT if turn.remark else NOT_AN_ANSWER_TEXT)[language]
 

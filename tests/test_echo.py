@@ -70,6 +70,36 @@ async def _play(tmp_path, said: str, model):
     return await record_conversation(config, [Turn(said)], backend=ScriptedBackend(reply_fn=model))
 
 
+async def _finals(tmp_path, said: str, model) -> tuple[list[str], int]:
+    """One turn through the real actors on a scripted model (no reflex): the final displays, and
+    how many times the model was asked."""
+    import protocol as p
+    from harness import inproc_system, make_config
+    from llm.scripted import ScriptedBackend
+
+    backend = ScriptedBackend(reply_fn=model)
+    async with inproc_system(tmp_path, backend=backend, config=make_config(tmp_path, reflexes=False)) as system:
+        shown = await system.turn("r1", said)
+    return [m.text for m in shown if isinstance(m, p.Display) and m.final], len(backend.calls)
+
+
+async def test_a_stock_refusal_asked_again_and_given_again_never_reaches_the_user(tmp_path):
+    """The small model's English "I can't assist" to a Russian remark, twice: the user is asked
+    to say it another way in Russian, not refused in English."""
+    finals, asked = await _finals(tmp_path, "что-то ты сегодня медленный", lambda messages: "I'm sorry, but I can't assist with that.")
+    assert finals == ["Не понял просьбу. Скажите, пожалуйста, иначе."] and asked == 2
+
+
+async def test_a_stock_refusal_after_a_play_that_ran_leaves_the_word_to_what_was_done(tmp_path):
+    def model(messages):
+        if messages[-1].role == "tool" or "System notice" in messages[-1].content:
+            return "I'm sorry, but I can't assist with that."
+        return "TOOL_CALL: media_play|Матрица"
+
+    finals, _ = await _finals(tmp_path, "включи матрицу", model)
+    assert len(finals) == 1 and "can't assist" not in finals[0] and "Матриц" in finals[0], finals
+
+
 def test_a_canned_refusal_is_told_apart_from_an_answer():
     assert refused("I'm sorry, but I can't assist with that.")
     assert not refused("Sorry, «Матрица» is not in the catalog.")

@@ -53,12 +53,20 @@ async def test_a_model_that_echoes_the_request_twice_shows_that_it_did_not_under
     assert "Не понял просьбу" in report.per_scenario[0].why  # the echo never reached the glasses
 
 
-async def test_a_canned_refusal_after_a_play_that_worked_fails():
+def test_a_canned_refusal_on_the_glasses_fails_even_after_a_call_that_worked():
+    from evals.scenarios import PlayedTurn, judge_turn
+
+    refusal = PlayedTurn(calls=[("media_play", "titanic-1997")], displays=[], steps=2, gave_up=False,
+                         final="I'm sorry, but I can't assist with that.")
+    assert any("canned refusal" in why for why in judge_turn(PLAY.turns[0], refusal))
+
+
+async def test_a_model_that_refuses_twice_fails_and_its_refusal_never_reaches_the_glasses():
     refusal = "I'm sorry, but I can't assist with that."  # asked again (core/echo.py), whatever the notice: again
     report = await _run([Rule(r"", refusal, role="tool", tool="media_play"), Rule(r"refus", refusal, role="user"),
                          Rule(r"Титаник", "TOOL_CALL: media_play|titanic-1997", role="user")])
-    assert report.per_scenario[0].calls == ["media_play|titanic-1997"]
-    assert "canned refusal" in report.per_scenario[0].why
+    assert report.per_scenario[0].calls == ["media_play|titanic-1997"]  # an id no result showed: refused, not run
+    assert report.passed == 0 and "Не понял просьбу" in report.per_scenario[0].why
 
 
 CRASH = [Scenario(id=f"restart-{at}", lang="en", turns=[Turn(say="search inception", restart_at=at,
