@@ -579,6 +579,9 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
     if chosen is not None and not VERB_START.match(chosen["rest"]):  # "the second one", "а тот, что 2010 года?"
         titled = _request(phrasings, "play", chosen["rest"], said, russian)
         if titled is not None and titled.reference is not None and titled.reference != Reference() and not titled.subject:
+            asked = _question_about(raw, said, russian, phrasings)
+            if asked is not None:  # "the older one, who directed it?": the question, of the one chosen
+                return msgspec.structs.replace(asked, subject="", reference=titled.reference)
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)):
         return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
@@ -588,6 +591,16 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
     if match is None or match["place"] is not None and zone_of(match["place"]) is None:
         return None
     return Intent(kind="follow_up", russian=russian, subject="" if match["here"] else match["place"])
+
+
+def _question_about(raw: str, said: str, russian: bool, phrasings: Sequence[Phrasing]) -> Intent | None:
+    """A toolset's question about a title in the same words as a choice of one ("the second one,
+    how long is it?"): a choice said with a question is no bare choice (which plays after a search)."""
+    for recognise_kind in (read for phrasing in phrasings for read in phrasing.recognisers):
+        intent = recognise_kind(raw, said, russian)
+        if intent is not None and intent.kind == "details":
+            return intent
+    return None
 
 
 def followed(intent: Intent, earlier: Intent | None) -> Intent | None:

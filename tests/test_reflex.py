@@ -1397,6 +1397,22 @@ async def test_forms_the_seventeenth_blind_block_showed_through_the_session(tmp_
 
 
 
+async def test_a_choice_said_with_a_question_asks_about_the_one_chosen_and_plays_nothing(tmp_path):
+    """A held-out block: after "do you have Batman?", "the older one, who directed it?" played the
+    1989 film (a bare choice plays after a search). A choice with a question is the question."""
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "do you have Batman?")
+        answer = finals(await system.turn("s", "the older one, who directed it?"))[-1]
+        assert "Burton" in answer or "Бёртон" in answer or "Бертон" in answer, answer
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert not any("media_play" in call for call in calls), calls
+        await system.turn("s2", "do you have Batman?")
+        runtime = finals(await system.turn("s2", "the second one, how long is it?"))[-1]
+        assert "min" in runtime or "мин" in runtime, runtime
+        assert not backend.calls
+
+
 async def test_two_timers_in_english_and_a_year_in_a_title_is_not_its_year(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
