@@ -150,11 +150,33 @@ _IF_CLAUSE = _grammar("if_clause_patterns", r"(?<!\w)(?:(?:" + _alternation("if_
 _REFLEXIVE = _grammar("reflexive_patterns")
 
 
+# "…, а, нет, забудь", "oh wait, never mind": what was asked before it is taken back
+_TAKEN_BACK = _grammar("taken_back_patterns", r"(?<!\w)(?:{})(?!\w)")
+
+
+def _taken_back(kind: ActionKind, text: str) -> bool:
+    """Whether the words take back a request of `kind` they made: a retraction ("never mind",
+    "забудь") after which nothing asks for that kind again nor says a new time or number ("…
+    forget it, make it 10 minutes" corrects, not retracts). For a cancel the same words are the
+    request itself ("забудь про таймер")."""
+    if kind in ("timer_cancel", "task_cancel"):
+        return False
+    last = None
+    for last in _TAKEN_BACK.finditer(text):
+        pass
+    if last is None:
+        return False
+    after = text[last.end():]
+    return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
     "да" then asks for what the question offered."""
     text = _norm(said)
+    if _taken_back(kind, text):  # "поставь будильник на семь… а, нет, забудь, завтра ж воскресенье"
+        return False
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]

@@ -75,6 +75,32 @@ async def test_the_clock_read_after_a_greeting_is_refused_on_an_unconstrained_mo
         assert finals(shown)[-1] == "Добрый вечер! У меня всё отлично."
 
 
+@pytest.mark.parametrize("said, call", [
+    ("поставь будильник на семь... а, нет, стоп, забудь, завтра ж воскресенье, отосплюсь нормально",
+     "timers_set|07:00; будильник"),
+    ("put 'happy birthday Sam' up on the glasses... oh wait, no, he's already gone home, never mind",
+     "show_text|Happy Birthday Sam"),
+])
+async def test_a_request_taken_back_in_the_same_breath_is_not_carried_out(tmp_path, said, call):
+    """The local model carried out what the user had just taken back (a held-out block's traps):
+    the guard reads the retraction, and nothing is set or shown."""
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "tool":
+            return "ok: " + last.content
+        if "[User said] call " in last.content:
+            return "TOOL_CALL: " + last.content.split("[User said] call ", 1)[1]
+        return f"TOOL_CALL: {call}" if "System notice" not in last.content else "Хорошо."
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False) as system:
+        shown = await system.turn("s", said)
+        results = tool_results(await system.history("s"))
+        assert results and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert not any(isinstance(m, p.Display) and not m.final and "Happy" in m.text for m in shown)
+        timers = await system.turn("s", "call timers_list")
+        assert "no timers" in finals(timers)[-1].lower(), finals(timers)
+
+
 async def test_a_timer_asked_for_is_set(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
         await system.turn("s", "call timers_set|in 2 minutes; проверить чай — поставь таймер через 2 минуты")

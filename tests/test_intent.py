@@ -197,6 +197,22 @@ def test_a_request_the_user_will_finish_later_asks_for_nothing_yet():
     assert requested("timer_set", "remind me in 20 minutes to call back, I'll tell you why later")
 
 
+@pytest.mark.parametrize("kind, said, asked", [
+    ("timer_set", "поставь будильник на семь... а, нет, стоп, забудь, завтра ж воскресенье", False),
+    ("show", "put 'happy birthday Sam' up on the glasses... oh wait, never mind", False),
+    ("timer_set", "set an alarm for 7. Actually never mind.", False),
+    ("play", "включи Брата... а, забей", False),
+    ("timer_set", "set a timer for 5 minutes... no, forget it, make it 10 minutes", True),  # corrected, not taken back
+    ("timer_set", "never mind the last one, set a timer for 10 minutes", True),
+    ("play", "ладно, забей, включи Брата", True),
+    ("play", "play Batman, never mind the popcorn", True),  # of a thing, not the request
+    ("change", "forget that I like jazz", True),
+    ("timer_cancel", "забудь про таймер", True),  # a cancel's own words
+])
+def test_a_request_taken_back_in_the_same_breath_asks_for_nothing(kind, said, asked):
+    assert requested(kind, said) is asked
+
+
 def test_a_world_toolset_is_offered_only_for_the_words_its_spec_declares():
     from core.intent import toolset_offerable
 
