@@ -565,7 +565,7 @@ class Conversation(ReflexSteps):
                 return
             if reply is _STEP_AGAIN:
                 continue
-            parsed = parse_reply(reply)
+            parsed = parse_reply(reply, self.s.registry.tool_names)  # a call line without its marker too
             call = parsed.call
             if call is not None and step.plain_only and not turn.echo_retried:  # an unconstrained model called anyway
                 turn.echo_retried, turn.notice = True, SMALL_TALK_NOTICE.format(language=self._language())
@@ -1293,7 +1293,7 @@ class Conversation(ReflexSteps):
             except ModelUnavailable as exc:
                 answer = self._text("model_unavailable", detail=exc)
                 break
-            parsed = parse_reply(reply)
+            parsed = parse_reply(reply, self.s.registry.tool_names)
             answer = parsed.text_before.strip()
             if parsed.call is None:
                 break

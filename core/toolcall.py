@@ -18,6 +18,10 @@ around it, text before it (kept: it is what the user sees) and after it (dropped
 `|`, `name args` with a space, `name(args)` in function style, `|` or `;` between values, quotes
 around values, `key: value`, and a `<think>…</think>` block (ignored). Only the first call counts:
 one call per turn; `extra_calls` says how many more were ignored so the result can say so.
+
+Given the names of the catalog's tools (`tools`), a line with no marker that opens with one of
+them in capitals and `:` is a call too ("TIMERS_SET: in 23:00; торт", "TIMERS_CANCEL: t1"): the
+small model writes the name where the marker goes, and the line would otherwise reach the glasses.
 """
 from __future__ import annotations
 
@@ -135,12 +139,20 @@ def _unwrap(prefix: str, args: str, bold: bool) -> tuple[str, str]:
     return trimmed, args
 
 
-def parse_reply(text: str) -> ParsedReply:
-    """Split a model reply into visible text and at most one tool call."""
+# a call line without the marker: a tool's name in capitals, as the marker is written, then `:`
+# ("TIMERS_SET: …"); not `name|…`, the form every catalog and discover_tools line shows, which a
+# reply quoting them would make a call
+_NAMED_LINE = re.compile(r"^[ \t>*•·`\"'-]*(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)\**[ \t]*:(?P<args>[^\n]*)$",
+                         re.MULTILINE)
+
+
+def parse_reply(text: str, tools: Collection[str] = ()) -> ParsedReply:
+    """Split a model reply into visible text and at most one tool call; `tools`: the catalog's
+    tool names, whose call lines may come without the marker (`_named_call`)."""
     text = _strip_think(text)
     marker = _find_marker_with_name(text) if _may_hold_marker(text) else None
     if marker is None:
-        return ParsedReply(text_before=text.strip(), call=None)
+        return (_named_call(text, tools) if tools else None) or ParsedReply(text_before=text.strip(), call=None)
     line_start = _line_bounds(text, marker.start())[0]
     name_match = _NAME.match(text, marker.end())
     line_end = _line_bounds(text, name_match.start())[1]  # the name may sit on the next line
@@ -166,6 +178,18 @@ def parse_reply(text: str) -> ParsedReply:
         position = _line_bounds(text, found.start())[1]
     return ParsedReply(text_before=before.strip(), call=ToolCall(name, args),
                        extra_calls=extra, text_after=after)
+
+
+def _named_call(text: str, tools: Collection[str]) -> ParsedReply | None:
+    """The first line that opens with a tool's name in capitals and `:` ("TIMERS_SET: in
+    23:00; торт"), as the call it means; None when there is none."""
+    for line in _NAMED_LINE.finditer(text):
+        name = line["name"].lower()
+        if name in tools:
+            args = line["args"].strip().strip("`*").strip()
+            return ParsedReply(text_before=text[:line.start()].strip(), call=ToolCall(name, args),
+                               text_after=text[line.end():].strip())
+    return None
 
 
 def find_call_start(text: str) -> int | None:

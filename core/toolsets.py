@@ -14,7 +14,7 @@ import collections
 import logging
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, KeysView, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, ClassVar, Literal, Protocol
@@ -445,6 +445,11 @@ class ToolsetRegistry:
 
     def is_core(self, tool: str) -> bool:
         return tool in CORE_TOOL_NAMES
+
+    @property
+    def tool_names(self) -> KeysView[str]:
+        """Every tool's name, the core tools' too (a view: `in` is a dict lookup)."""
+        return self._tools.keys()
 
     def toolset_of(self, tool: str) -> str | None:
         """The toolset a tool name routes to, by prefix alone (notes_* -> notes), even for a tool

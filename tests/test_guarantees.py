@@ -101,6 +101,25 @@ async def test_a_request_taken_back_in_the_same_breath_is_not_carried_out(tmp_pa
         assert "no timers" in finals(timers)[-1].lower(), finals(timers)
 
 
+async def test_a_call_written_as_the_tools_name_runs_and_never_reaches_the_glasses_as_text(tmp_path):
+    """A held-out block: the local model answered "TIMERS_SET: in 23:00; забрать торт …", and the
+    glasses showed the line. The name of an offered tool opening a line is a call: it runs through
+    the guards like any other (here: 23 is a number nobody said), and the line is never shown."""
+    def model(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "tool" and "not executed" in last.content:
+            return "TIMERS_SET: 21:00; забрать торт в кондитерской"
+        if last.role == "tool":
+            return "Напомню в 21:00 забрать торт."
+        return "TIMERS_SET: in 23:00; забрать торт в кондитерской"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model), reflexes=False) as system:
+        shown = await system.turn("s", "напомни сегодня в девять вечера торт забрать в кондитерской")
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "21:00" in results[-1], results
+        assert not any("TIMERS_SET" in m.text for m in shown if isinstance(m, p.Display) and m.final), finals(shown)
+
+
 async def test_a_timer_asked_for_is_set(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
         await system.turn("s", "call timers_set|in 2 minutes; проверить чай — поставь таймер через 2 минуты")

@@ -73,6 +73,26 @@ def test_explanation_after_the_call_is_not_shown_but_kept_for_logs():
     assert reply.text_after == "This gets details."
 
 
+@pytest.mark.parametrize("text, call, before", [
+    ("TIMERS_SET: in 23:00; забрать торт", ToolCall("timers_set", "in 23:00; забрать торт"), ""),
+    ("Хорошо.\n**TIMERS_CANCEL**: t1", ToolCall("timers_cancel", "t1"), "Хорошо."),
+    ("- MEDIA_PLAY: brother-1997", ToolCall("media_play", "brother-1997"), ""),
+])
+def test_a_call_line_without_the_marker_named_by_an_offered_tool_is_a_call(text, call, before):
+    parsed = parse_reply(text, ["timers_set", "timers_cancel", "media_play"])
+    assert parsed.call == call and parsed.text_before == before
+
+
+def test_a_line_that_names_no_offered_tool_or_none_given_is_text():
+    assert parse_reply("TIMERS_SET: in 5 minutes").call is None  # no tools given: as before
+    assert parse_reply("NOT_A_TOOL: x", ["timers_set"]).call is None
+    assert parse_reply("Try MEDIA_PLAY: it plays", ["media_play"]).call is None  # not at the line's start
+    assert parse_reply("Напомню: в 18:30", ["timers_set"]).call is None
+    # a discover_tools or catalog line quoted back is no call: `name|…` without the marker is text
+    assert parse_reply("3 matches:\n- hub_stock_quote|<symbol> — Get the price", ["hub_stock_quote"]).call is None
+    assert parse_reply("timers_set: sets a timer", ["timers_set"]).call is None
+
+
 def test_a_call_inside_thinking_is_ignored():
     reply = parse_reply("<think>TOOL_CALL: media_info|x</think>The answer is 42.")
     assert reply.call is None
