@@ -223,3 +223,16 @@ def test_a_world_toolset_is_offered_only_for_the_words_its_spec_declares():
     assert toolset_offerable(tasks, "отмени эту задачу")  # a verb of the kind it declares
     assert toolset_offerable(media, "who are you?")  # a toolset that declares none: always
     assert toolset_offerable(channels, "")  # a world event's turn has no words: whatever its recipe needs
+
+
+@pytest.mark.parametrize("said, is_remark", [
+    ("convert twenty-six point two miles to kilometers", False),  # a held-out block's "I see." to an order
+    ("translate 'good luck' into Italian", False),
+    ("calculate a 15% tip on 80 dollars", False),
+    ("ugh, you've been kinda slow today", True),
+    ("i read that book yesterday", True),  # the verb after a subject: a statement
+])
+def test_an_english_order_opens_with_its_verb_and_a_statement_does_not(said, is_remark):
+    from core.intent import remark
+
+    assert remark(said) is is_remark
