@@ -47,8 +47,9 @@ def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool
             if isinstance(data, Playing) and data.title and data.state in _PLAYING and \
                     not _says_title(said, data.title, data.media_id):
                 missing.append(say("playing", title=f"«{data.title}»"))
-        elif changes and _BARE.fullmatch(said.strip(" .!")) and not _shares_a_word(said, first_line(result)):
-            # "Done" after an MCP tool's change: its result says what ("home city set: Berlin …")
+        elif changes and (not said.strip(" .!…") or _BARE.fullmatch(said.strip(" .!"))) \
+                and not _shares_a_word(said, first_line(result)):
+            # "Done" (or nothing: a refusal left out) after an MCP tool's change: its result says what
             line = first_line(result).strip().rstrip(".")
             missing.append(line[:1].upper() + line[1:CHANGE_LINE_CHARS] + ".")
     return [sentence for sentence in missing if sentence]  # what no toolset words is not added

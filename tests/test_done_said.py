@@ -29,6 +29,7 @@ def test_an_answer_that_says_nothing_of_the_timer_or_the_film_gets_both_said():
     assert unsaid_done("OK", [("timer_set", "Timer t3 …", TimerSet(id="t3", due=AT_18 + 45, text="tea", set_at=AT_18), True)],
                        russian=False, say=EN) == ["Timer set for 45 seconds, it goes off at 18:00: tea."]
     assert unsaid_done("Done", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # an MCP tool's change
+    assert unsaid_done("", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # nothing said
 
 
 def test_an_answer_that_says_when_or_how_long_or_which_film_in_any_case_gets_nothing_added():
