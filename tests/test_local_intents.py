@@ -193,6 +193,10 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # the sentence among remarks that ask for nothing
     ("convert 10 miles to km, I'm training for a race", "10 mi = 16.09 km."),
     ("сколько будет 5 фунтов в килограммах? рецепт американский", "5 lb = 2.268 kg."),
+    # whole numbers as words, and the amount said first
+    ("тридцать шесть дюймов это сколько в сантиметрах?", "36 in = 91.44 cm."),
+    ("what's twenty six miles in kilometers", "26 mi = 41.84 km."),
+    ("350 fahrenheit is how many celsius", "350 F = 176.7 C."),
 ])
 async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
     backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")

@@ -166,6 +166,9 @@ def test_one_length_said_in_parts_or_a_second_request_is_no_second_timer(said):
     ("set a timer for 5 minutes for the tea", "actually make it 8 minutes", 480),
     ("поставь таймер на 20 минут, пельмени", "нет, давай на 25", 1500),  # a bare number: the old timer's unit
     ("start a 2 minute timer for the eggs", "no wait, 3 minutes", 180),
+    ("set a timer for ten minutes, I'm boiling eggs", "actually no, make it seven", 420),  # a lone number word
+    # the second thought after remarks that ask for nothing
+    ("поставь таймер на двадцать минут, стирку достать", "ой, машинка пишет ещё сорок минут. переставь на сорок", 2400),
 ])
 async def test_a_timer_just_set_put_right_is_set_anew_with_its_text_and_the_old_one_goes(tmp_path, first, second, length):
     backend = ScriptedBackend(reply_fn=_liar)

@@ -2,7 +2,7 @@
 for every user turn of the eval sets (evals/dev.toml, test.toml, traps.toml), without a model.
 
 Per turn: the toolsets' sentences (core.local_intents), a request put right in one breath, a
-request among remarks, `core.reflex.recognise` and `recognise_both` - the request's kind and its
+request among remarks, a toolset's declared call, `core.reflex.recognise` and `recognise_both` - the request's kind and its
 fields (subject, time, text, reference), or none: the model's turn. Written as JSON by turn
 ("test/<scenario>/<turn>": [words, decision]). With `--compare`, the turns whose decision differs
 from an earlier run's are printed: the oracle for a change that must not change what the fast path
@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from core.reflex import put_right, recognise_both, said_again_otherwise
-from core.reflex_steps import builtin_local_intents, recognised, request_among_remarks
+from core.reflex_steps import builtin_local_intents, declared_call, recognised, request_among_remarks
 
 SETS = ("dev", "test", "traps")
 
@@ -35,9 +35,13 @@ def decision(said: str) -> str | None:
         intent = put_right(first, recognised(local.match(halves[1]), halves[1]))
         return f"PUT_RIGHT {_described(intent)}" if intent else "PUT_RIGHT None"
     match = local.match(said)
+    aside = request_among_remarks(local, said) if match is None else None
+    call = declared_call(match or aside, said)
+    if call is not None:  # a toolset's own sentence that calls its tool ("convert 5 miles to km")
+        return "CALL " + "|".join(call)
     intent = recognised(match, said)
-    if intent is None and match is None:
-        intent = recognised(request_among_remarks(local, said), said, typed_only=True)
+    if intent is None and aside is not None:
+        intent = recognised(aside, said, typed_only=True)
     if intent is not None:
         return _described(intent)
     both = recognise_both(said)

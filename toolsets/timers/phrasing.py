@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.fastpath import Intent, Phrasing
+from core.intent import remark
 from core.lexicon import alternation, words
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
                          VERB_START, as_said, in_figures, is_russian, recognise)
@@ -292,14 +293,20 @@ _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|в�
 
 def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A new length or clock time for the timer just set, said as a second thought and nothing
-    else; which timer is the session's to find (the one the turn before set)."""
-    text = in_figures(raw).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
+    else, or after remarks that ask for nothing ("ой, машинка пишет ещё 35 минут. переставь на
+    35"); which timer is the session's to find (the one the turn before set)."""
+    *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
+    if before and not all(remark(sentence) for sentence in before):
+        return None
+    text = in_figures(last).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
         return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
     if opening is None or not opening.group(0).strip():
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
-    changed = _NEW_TIME.fullmatch(text[opening.end():].strip(" ,.!?"))
+    rest = text[opening.end():].strip(" ,.!?")
+    rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
+    changed = _NEW_TIME.fullmatch(rest)
     if changed is None:
         return None
     when = changed["when"]
