@@ -73,7 +73,7 @@ from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
-from core.intent import action_kind, same_word
+from core.intent import action_kind, same_word, unshown_id
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
                            error_outcome, executed, failure_text, phrasings_of, steps_of)
@@ -94,6 +94,7 @@ _SLUG = re.compile(r"(?=.*[-\d])[a-z0-9]+(?:-[a-z0-9]+)*")  # id-like: a dash or
 _INSTRUCTION_WORDS = re.compile(r"(?i)(?:название|title|user|query|запрос|пример|example|[<>\[\]()])")
 _PLACEHOLDER = re.compile(r"[<\[][^<>\[\]]{2,80}[>\]]")  # "<title>", "[title as the user said it]"
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d(?:[t ]\d\d:\d\d(?::\d\d)?)?(?:z|[+-]\d\d:?\d\d)?", re.I)
+SHOWN_MESSAGES = 40  # the messages whose user side and results may give a call's words or ids (a cheap, bounded read)
 RECENT_MESSAGES = 12  # the messages whose user words and calls rank the prompt's index (issue 53)
 _CALL_LINE = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)\|?(.*)")
 
@@ -885,6 +886,8 @@ class Conversation(ReflexSteps):
                 return Refusal(kind="unseen_id", tool=tool, reason=(
                     f"the {name} «{given}» was not in any result of this conversation. Use an {name} exactly as a "
                     "result shows it, or the exact title (search first)."))
+        if spec.id_args and (refusal := unshown_id(spec, args, self._shown_text())):  # an MCP tool's made-up id
+            return refusal
         if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
             return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))
         said = self._turn_words(turn_start)
@@ -907,9 +910,18 @@ class Conversation(ReflexSteps):
         if not words:
             return True  # "найди М", a number: nothing to judge by
         seen = " ".join("\n".join(user_lines(m.content)) if m.role == "user" else re.sub(r"“[^”]*”", " ", m.content)
-                        for m in self.trajectory.messages()[-40:] if m.role in ("user", "tool"))  # no label, no echo
+                        for m in self.trajectory.messages()[-SHOWN_MESSAGES:] if m.role in ("user", "tool"))  # no label, no echo
         known = set(re.findall(r"[^\W_]{3,}|\d+", fold(seen)))
         return any(w in known or any(same_word(w, k) for k in known) for w in words)
+
+    def _shown_text(self) -> str:
+        """The text the last SHOWN_MESSAGES brought from outside the model (core.intent.unshown_id):
+        the user side (the user's words, events, late results) and the results, less those of
+        calls that failed or were refused, which may echo the model's own made-up id."""
+        messages = self.trajectory.messages()
+        start = max(0, len(messages) - SHOWN_MESSAGES)
+        return "\n".join(m.content for at, m in enumerate(messages[start:], start) if m.role == "user"
+                         or m.role == "tool" and self.trajectory.kind_at(at) not in FAILED_KINDS)
 
     def _turn_start(self) -> int:
         """Where the current turn's messages begin: after the last assistant answer (no call)."""

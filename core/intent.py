@@ -321,6 +321,28 @@ def grounded(text: str, *sources: str) -> bool:
     return bool(words & seen)
 
 
+# an id rather than words: no space, and a digit or an id's punctuation ("2301.01234", "m2", "hep-th/9901001");
+# "latest" or a title is words a tool looks up by, which no id rule may judge
+_ID_VALUE = re.compile(r"(?=\S*[\d._:/-])\S+")
+
+
+def unshown_id(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal | None:
+    """An id-like value of one of `spec.id_args` (an item of it: "a, b" or ["a", "b"] lists
+    several) that `shown` does not hold as a whole token, in any case: the model made it up (a
+    small model calls an arXiv tool with an id no search listed). `shown`: the text of the
+    conversation's results and of its user side (the user's words, the events), where an id a
+    search listed, an id the user dictated and a mail's id in its message all are. None: the
+    call may run."""
+    for name in spec.id_args:
+        for item in args.get(name, "").strip().strip("[]").split(","):
+            item = item.strip().strip("\"'")
+            if _ID_VALUE.fullmatch(item) and not re.search(rf"(?<!\w){re.escape(item)}(?!\w)", shown, re.I):
+                return Refusal(kind="unseen_id", tool=spec.name, reason=(
+                    f"the {name} «{item}» is in no result of this conversation and the user did not say it: it is "
+                    f"made up. Take the {name} exactly as a result shows it (search or list first), or ask the user."))
+    return None
+
+
 # words that ask for a timer again and again: "every day", "каждые 2 часа", "daily", "по будням"
 _REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
 

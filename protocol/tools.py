@@ -40,7 +40,11 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     (media_play's `action=pause` is a "playback"). asks: the words a call needs even as a lookup
     ("clock": words about the time or the date). grounded_args: arguments whose text must come
     from the user's words or a result shown (a reminder's text). seen_args: arguments that must
-    be an id a result of the conversation showed. destructive: MCP's destructiveHint.
+    be an id a result of the conversation showed, read from the results' typed payloads
+    (protocol.results). id_args: arguments naming an id whose id-like value must appear in the
+    text of a result or of the user's side of the conversation (an MCP tool's: its results are
+    text, with no payload to read ids from, and the user may dictate one: core.intent.unshown_id).
+    destructive: MCP's destructiveHint.
     serves: what the tool is to the runtime itself (Serves above).
     progress: the line the glasses show while a call runs, by language ("ru", "en"; {arg}: its
     first argument), e.g. {"en": "searching for “{arg}”…"}; none: no line."""
@@ -58,6 +62,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     asks: Literal["", "clock"] = ""
     grounded_args: list[str] = []
     seen_args: list[str] = []
+    id_args: list[str] = []
     destructive: bool = False
     progress: dict[str, str] = {}
     serves: Serves = ""

@@ -4,6 +4,7 @@
 End to end: the real actors over inproc ZeroMQ, a real MCP server over stdio with 120 tools
 (tests/mcp_hub_server.py), 16 user skills the size of the public Agent Skills
 (evals/discovery/skills/), and a scripted model that calls what the user tells it to."""
+import re
 import shutil
 import sys
 from contextlib import asynccontextmanager
@@ -27,6 +28,7 @@ HERE = Path(__file__).resolve().parent
 HUB = str(HERE / "mcp_hub_server.py")
 NOTES = str(HERE / "mcp_notes_server.py")
 MANY = str(HERE / "mcp_many_server.py")
+PAPERS = str(HERE / "mcp_papers_server.py")
 STATE_1_MAX_TOKENS = 800  # the issue's bound on the state-1 prompt with the 16 skills and the hub
 
 
@@ -276,6 +278,58 @@ async def test_a_server_with_10000_tools_is_cut_to_the_hard_cap_and_the_rest_is_
         assert await say(system, "call many_t1999|hi") == "ok: t1999 hi"
         assert await say(system, "call notes_add|milk") == "ok: note 1 added"  # the neighbour is undisturbed
         assert len(system.backend.offered[-1]) < 100  # the grammar is not 2,000 names long
+
+
+# --- a made-up id ---------------------------------------------------------------------------------------
+def knows_the_paper_by_heart(messages) -> str:
+    """The eval's small model: asked for an abstract, it calls the tool with the id the user said,
+    or else with one of its own, whatever any result showed (the one it "remembers"); otherwise `model`."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "user" and "abstract" in last.content:
+        return "TOOL_CALL: papers_abstract|" + (re.findall(r"\d{4}\.\d{5}", last.content) or ["1706.03762"])[0]
+    if last.role == "tool" and last.content.startswith("not executed (unseen_id)"):
+        return "I need the paper's exact id: let me search for it first."
+    return model(messages)
+
+
+@asynccontextmanager
+async def papers_system(tmp_path):
+    """The papers server (`search` lists ids, `abstract` by `paperId`) over stdio; its log: the ids it was asked for."""
+    log = tmp_path / "papers.log"
+    log.write_text("")
+    server = McpServerConfig(command=[sys.executable, PAPERS], env={"PAPERS_LOG": str(log)}, timeout_s=20.0)
+    async with system_with(tmp_path, {"papers": server}, wait_for=("papers",), reply_fn=knows_the_paper_by_heart) as system:
+        system.papers_log = log
+        yield system
+
+
+async def test_an_id_no_result_showed_and_no_user_said_never_reaches_the_server_and_the_model_is_told_why(tmp_path):
+    async with papers_system(tmp_path) as system:
+        answer = await say(system, "show me the abstract of the attention paper")
+        assert system.papers_log.read_text() == ""  # the server never saw the call
+        results = [m["content"] for m in await system.history("s1") if m["role"] == "tool"]
+        assert len(results) == 1 and answer == "I need the paper's exact id: let me search for it first."
+        assert [m.content for m in system.backend.calls[-1] if m.role == "tool"] == results  # the model read why
+        assert results[0].startswith("not executed (unseen_id): papers_abstract was not run: the paper_id "
+                                     "«1706.03762» is in no result of this conversation and the user did not say it")
+        assert "exactly as a result shows it (search or list first)" in results[0]
+
+
+async def test_an_id_a_search_result_listed_reaches_the_server(tmp_path):
+    async with papers_system(tmp_path) as system:
+        await say(system, "show me the abstract of the attention paper")  # made up: refused
+        assert (await say(system, "call papers_search|attention")).endswith("1706.03762 Attention Is All You Need")
+        answer = await say(system, "show me the abstract of the attention paper")
+        assert answer == "ok: 1706.03762: Attention Is All You Need: the abstract."
+        assert system.papers_log.read_text().split() == ["1706.03762"]
+
+
+async def test_an_id_the_user_dictated_reaches_the_server_with_no_search_first(tmp_path):
+    async with papers_system(tmp_path) as system:
+        await say(system, "show me the abstract of the attention paper")  # made up: refused
+        answer = await say(system, "and the abstract of paper 1810.04805?")
+        assert answer.endswith("1810.04805: BERT: Pre-training of Deep Bidirectional Transformers: the abstract.")
+        assert system.papers_log.read_text().split() == ["1810.04805"]
 
 
 def test_the_three_mode_eval_plays_30_needs_over_the_hub_in_flat_toolsets_and_discovery_modes():

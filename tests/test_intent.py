@@ -1,9 +1,10 @@
 """core.intent: which words ask for an action, which answers claim one (pure, no model)."""
 import pytest
 
-from core.intent import Refusal, check_call, claimed_action, grounded, requested
+from core.intent import Refusal, check_call, claimed_action, grounded, requested, unshown_id
 from core.loading import default_catalog
 from core.toolsets import ToolsetRegistry
+from protocol import ArgSpec, ToolSpec
 
 spec = ToolsetRegistry(default_catalog()).spec  # the tools as their toolsets declare them (what they do)
 
@@ -236,3 +237,15 @@ def test_an_english_order_opens_with_its_verb_and_a_statement_does_not(said, is_
     from core.intent import remark
 
     assert remark(said) is is_remark
+
+
+def test_an_id_like_value_must_appear_whole_in_what_was_shown_and_words_are_not_judged():
+    abstract = ToolSpec(name="papers_abstract", summary="", args=[ArgSpec(name="paper_id")], id_args=["paper_id"])
+    shown = "[User said] open arXiv:2301.01234, please\n1706.03762v2 Attention Is All You Need"
+    for given in ("2301.01234", "ARXIV:2301.01234", "latest", "Attention Is All You Need", "GPT-4 report", ""):
+        assert unshown_id(abstract, {"paper_id": given}, shown) is None, given
+    made_up = {"1010.1234": "1010.1234", "2301.0123": "2301.0123", "1706.03762": "1706.03762",  # a part is not the id
+               "2301.01234, 1010.1234": "1010.1234", '["2301.01234", "1010.1234"]': "1010.1234"}
+    for given, item in made_up.items():
+        refusal = unshown_id(abstract, {"paper_id": given}, shown)
+        assert refusal is not None and refusal.kind == "unseen_id" and f"«{item}»" in refusal.reason, given

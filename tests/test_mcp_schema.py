@@ -99,3 +99,10 @@ def test_the_servers_read_only_and_idempotent_hints_say_which_lost_calls_are_mad
     assert problems == []
     assert [(t.spec.read_only, t.spec.idempotent, repeatable(t.spec)) for t in tools] == [
         (True, False, True), (False, True, True), (False, False, False), (False, False, False)]
+
+
+def test_arguments_named_as_ids_must_be_ids_the_conversation_showed_and_words_are_free():
+    [read], _ = listing(tool("read", properties={name: {"type": "string"} for name in (
+        "paperId", "message_ids", "id", "slug", "ref", "query", "text", "city", "key", "grid", "valid")}
+        | {"ref": {"type": "string", "format": "uuid"}}))
+    assert read.spec.id_args == ["paper_id", "message_ids", "id", "slug", "ref"]

@@ -20,6 +20,10 @@ from protocol import ArgSpec, ToolSpec
 
 _ARG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+# an argument that names a thing by its id (our snake names: `id`, `paperId` -> paper_id, `message_ids`,
+# `uuid`, `slug`), or a string of format uuid: its value must be one the conversation showed
+# (core.intent.unshown_id). Not `key`: a note's or a setting's key is often new, chosen by the model.
+_ID_ARG = re.compile(r"(?:[a-z0-9_]*_)?(?:id|uuid|guid|slug)s?")
 
 
 def snake(name: str) -> str:
@@ -92,7 +96,8 @@ def tools_from_listing(toolset: str, listed: list[Any], *, long_running: set[str
         destructive = not read_only and getattr(annotations, "destructive_hint", None) is not False
         spec = ToolSpec(name=name, summary=summary, args=args, long_running=bool({name, tool.name} & long_running),
                         read_only=read_only, idempotent=bool(getattr(annotations, "idempotent_hint", False)),
-                        destructive=destructive, action="none" if read_only else "change")
+                        destructive=destructive, action="none" if read_only else "change",
+                        id_args=[a.name for a in args if _ID_ARG.fullmatch(a.name) or types[a.name].get("format") == "uuid"])
         tools[name] = McpTool(spec, tool.name, names, types)
     if surplus:  # one problem, however many: a server listing 10,000 tools is one line, not 9,936
         more = f" and {len(surplus) - 1} more" if len(surplus) > 1 else ""
