@@ -1,6 +1,7 @@
 """A real MCP server (the SDK's `MCPServer`, stdio) with the 120 tools of evals/discovery/hub_tools.tsv
 (issue 53: a server too big to show whole). Each tool answers `<tool>: <its arguments>`, so a test
-sees the call arrived with what the model gave it.
+sees the call arrived with what the model gave it; a service's tools that take no id list two
+(`found: arxiv-1, arxiv-2`) for its tools that take one.
 
     python tests/mcp_hub_server.py
 """
@@ -16,10 +17,10 @@ from evals.discovery import HUB_SUMMARY, hub_rows  # noqa: E402 - the catalog is
 server = MCPServer("hub", instructions=f"Tools of many services: {HUB_SUMMARY.split(': ', 1)[1]}.")
 
 
-def make_tool(name: str, args: list[tuple[str, bool]]):
+def make_tool(name: str, args: list[tuple[str, bool]], listed: str = ""):
     def tool(**kwargs: str) -> str:
         given = "; ".join(f"{key}={value}" for key, value in kwargs.items() if value)
-        return f"{name}: {given}"
+        return f"{name}: {given}{listed}"
     tool.__signature__ = inspect.Signature([
         inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, annotation=str,
                           default=inspect.Parameter.empty if required else "") for arg, required in args])
@@ -27,8 +28,18 @@ def make_tool(name: str, args: list[tuple[str, bool]]):
     return tool
 
 
-for tool_name, arguments, description in hub_rows():
-    server.add_tool(make_tool(tool_name, arguments), name=tool_name, description=description)
+def _takes_id(arguments: list[tuple[str, bool]]) -> bool:
+    return any(arg == "id" or arg.endswith("_id") for arg, _required in arguments)
+
+
+ROWS = hub_rows()
+# a service whose tools take an id (arxiv_abstract|paper_id) has its other tools (arxiv_search) list
+# two, as a real search would: the model may only name an id a result showed (core.intent.unshown_id)
+WITH_IDS = {name.split("_")[0] for name, arguments, _description in ROWS if _takes_id(arguments)}
+for tool_name, arguments, description in ROWS:
+    service = tool_name.split("_")[0]
+    listed = f"; found: {service}-1, {service}-2" if service in WITH_IDS and not _takes_id(arguments) else ""
+    server.add_tool(make_tool(tool_name, arguments, listed), name=tool_name, description=description)
 
 
 if __name__ == "__main__":
