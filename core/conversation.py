@@ -75,7 +75,7 @@ from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
 from core.intent import action_kind, same_word, unshown_id
 from core.toolcall import find_call_start, parse_reply
-from core.toolsets import (CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
+from core.toolsets import (CATALOG_TOOL_NAMES, CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
                            error_outcome, executed, failure_text, phrasings_of, steps_of)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
@@ -893,7 +893,7 @@ class Conversation(ReflexSteps):
         said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
-        sources = tuple(m.content for m in messages[-20:] if m.role == "tool")
+        sources = tuple(m.content for m in messages[-20:] if m.role == "tool" and m.name not in CATALOG_TOOL_NAMES)
         toolset = self.s.registry.toolset_of(tool) or ""
         refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources,
                              words_name_it=discovery.words_name_tool(spec, toolset, said))

@@ -53,6 +53,9 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
              args=[ArgSpec(name="name", required=False)], action="none"),
 )
 CORE_TOOL_NAMES: tuple[str, ...] = tuple(tool.name for tool in CORE_TOOLS)
+# the core tools whose results are the catalog's own words (a recipe, a toolset's tool lines with their
+# example arguments: "every=1 day"), never a fact of the user's: no call may take its words or numbers from them
+CATALOG_TOOL_NAMES = frozenset({"read_skill", "discover_tools", "enable_toolset", "disable_toolset"})
 _NAMED_CORE = ", ".join(name for name in CORE_TOOL_NAMES if name != "discover_tools")  # the ones always offered
 
 _TOOLSET_NAME = re.compile(r"[a-z][a-z0-9]*")  # no `_`: the first `_` of a tool name ends the prefix

@@ -143,6 +143,22 @@ async def test_a_timer_at_a_time_the_user_never_said_is_refused_and_the_one_said
         assert len(results) == 2  # one timer, at the time said
 
 
+async def test_a_number_in_the_catalogs_own_words_is_no_number_the_user_said(tmp_path):
+    def reader(messages):  # the toolset's skill numbers its steps ("1. …"): "in 1 hour" got through on its "1"
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user":
+            return "TOOL_CALL: read_skill|timers"
+        if last.content.startswith("not executed") and "timers_set" in last.content:
+            return "TOOL_CALL: timers_set|19:45; позвонить бабушке"
+        return "TOOL_CALL: timers_set|in 1 hour; позвонить бабушке" if last.name == "read_skill" else "Готово."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=reader), reflexes=False) as system:
+        await system.turn("s", "напомни без четверти восемь бабушке позвонить, у неё сегодня юбилей")
+        history = await system.history("s")
+        assert "1" in [r["content"] for r in tool_results(history) if r.get("name") == "read_skill"][0]
+        results = [r["content"] for r in tool_results(history) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "19:45" in results[-1]
+
+
 async def test_a_timer_claimed_but_never_set_is_asked_again_then_said_plainly(tmp_path):
     backend = ScriptedBackend(reply_fn=_copycat)
     async with inproc_system(tmp_path, backend=backend) as system:
