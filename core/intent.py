@@ -175,7 +175,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
     "да" then asks for what the question offered."""
     text = _norm(said)
-    if _taken_back(kind, text):  # "поставь будильник на семь… а, нет, забудь, завтра ж воскресенье"
+    if _taken_back(kind, text) or addressed_elsewhere(said):  # "… а, нет, забудь", "Jake, can you set …"
         return False
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
@@ -225,6 +225,19 @@ def same_word(a: str, b: str) -> bool:
 
 
 _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VERBS)
+
+
+# a person of the room called at the start of the words, before a comma ("Маш, включи …", "Jake, can you …")
+_ADDRESSED = re.compile(r"^\W*(?:(?:эй|hey|oi)\s+)?(?:" + "|".join(map(re.escape, words("guards", "addressee_words")))
+                        + r")\s*,", re.IGNORECASE)
+
+
+def addressed_elsewhere(said: str) -> bool:
+    """Whether the words are said to someone else in the room: they open by calling a person by
+    name or by kin, then a comma ("Маш, включи детям «Морозко»", "Jake, can you set the oven timer
+    for twenty minutes?"). The assistant on the glasses is not called so: what follows is that
+    person's to do, not the assistant's."""
+    return bool(_ADDRESSED.match(fold(said)))
 
 
 def casual(said: str) -> bool:

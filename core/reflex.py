@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import casual, same_word
+from core.intent import addressed_elsewhere, casual, same_word
 from core.lexicon import alternation, fold, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -234,9 +234,12 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
     ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
-    or a cancel's reason aside), a thing already done ("i already paused it"). core.frame refuses a
+    or a cancel's reason aside), a thing already done ("i already paused it"), words said to
+    someone else ("Маш, включи …"). core.frame refuses a
     changing command on them. `day_read`: a template read the day said ("tomorrow at 7"), so
     another day holds nothing back."""
+    if addressed_elsewhere(said):  # "Маш, включи детям «Морозко»": someone else in the room is asked
+        return True
     raw = _plain_words(in_digits(said))
     joint = _TWO_REQUESTS.search(raw)
     if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):

@@ -20,7 +20,7 @@ import protocol as p
 from core import tracing
 from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import remark, small_talk
+from core.intent import addressed_elsewhere, remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
@@ -152,6 +152,8 @@ class ReflexSteps:
             return reminder is not None and self._answered(turn, reminder, "timer")
         if not words:
             return False  # an event from the world (a channel, a monitor) is never a user request
+        if addressed_elsewhere(words):
+            return False  # "Маш, включи детям «Морозко»": said to someone in the room; the guards hold back any change
         halves = said_again_otherwise(words)
         read = partial(recognised, phrasings=self.s.phrasings)
         first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None

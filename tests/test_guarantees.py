@@ -496,6 +496,23 @@ async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path
         assert len(results) == 2 and all(r["content"].startswith("not executed (not_requested)") for r in results)
 
 
+async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
+    # the twenty-third blind block's traps: a request to a person in the room, and one quoted from a chat,
+    # were carried out (the fast path played «Морозко» and set Jake's oven timer; the model set Igor's)
+    calls = {"Маш, включи детям «Морозко» на ноутбуке, а я пока посуду домою, ладно?": "TOOL_CALL: media_play|jack-frost-1964",
+             "Jake, can you set the oven timer for twenty minutes? I'm running out to grab the kids":
+                 "TOOL_CALL: timers_set|in 20 minutes; oven",
+             "представляешь, Игорь мне в чате пишет: «напомни мне в пять позвонить бухгалтеру». я ему что, секретарь?":
+                 "TOOL_CALL: timers_set|17:00; позвонить бухгалтеру"}
+    async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
+        await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
+        for said in calls:
+            await system.turn("s", said)
+        results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
+        assert len(results) == 3 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert not system.actors["session"].sessions["s"].timers.pending()
+
+
 async def test_a_model_turning_a_toolset_on_and_off_is_stopped_and_answers(tmp_path):
     # the nineteenth blind block's traps: the local model turned media on and off until the turn gave up
     def model(messages):

@@ -16,6 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from core.intent import addressed_elsewhere
 from core.reflex import put_right, recognise_both, said_again_otherwise
 from core.reflex_steps import builtin_local_intents, declared_call, recognised, request_among_remarks
 
@@ -28,6 +29,8 @@ def _described(intent) -> str:
 
 def decision(said: str) -> str | None:
     """The fast path's reading of one turn's words, as a line; None when the model takes it."""
+    if addressed_elsewhere(said):
+        return None  # said to someone in the room (core.reflex_steps)
     local = builtin_local_intents()
     halves = said_again_otherwise(said)
     first = recognised(local.match(halves[0]), halves[0]) if halves else None
