@@ -24,7 +24,7 @@ from typing import Literal
 import msgspec
 
 from core.lexicon import alternation, fold, words
-from core.timewords import unsaid_number
+from core.timewords import unsaid_length, unsaid_number
 from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
@@ -399,6 +399,10 @@ def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[st
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "в полвосьмого" set "in 1 hour"
             f"the time «{args.get('when', '')}» has the number {number}, which the user did not say. Write the time "
             "from the user's own words (\"in 10 minutes\", \"19:30\"), or ask the user when."))
+    if length := unsaid_length(args.get("when", ""), said, *sources):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "полтора часа" set "in 1 hour"
+            f"the time «{args.get('when', '')}» is not the length the user said ({length}). Set the timer for "
+            "the whole length the user said."))
     return None
 
 

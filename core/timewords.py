@@ -14,6 +14,7 @@ import datetime as dt
 import re
 
 from core import lexicon, user_texts
+from core.timers import TimerError, parse_duration
 
 _CLOCK = "clock"  # the words: core/words/<language>/clock.toml
 
@@ -361,3 +362,101 @@ def unsaid_number(when: str, *texts: str) -> str:
         if not ({value, value - 12, value + 12} | other_unit) & said and not (value == 90 and 1 in said):
             return number
     return ""
+
+
+# ---- which lengths of time words say -------------------------------------------------------
+_SPAN_UNITS: dict[str, float] = {word: seconds for unit, seconds in (("second", 1.0), ("minute", 60.0), ("hour", 3600.0),
+                                                                     ("day", 86400.0), ("week", 604800.0))
+                                 for word in lexicon.words("durations", f"{unit}_words")}
+_BARE_UNITS = frozenset(lexicon.words("durations", "bare_unit_words"))
+_SPAN_PHRASES = tuple(lexicon.table("durations", "phrases").items())
+_COUNT_WORDS: dict[str, str] = {**{w: str(n) for key in ("units", "teens", "tens") for w, n in lexicon.table("requests", key).items()},
+                                **{w: str(n) for w, n in lexicon.table("durations", "number_words").items()}}
+_JOINERS = frozenset(lexicon.words("durations", "filler_words")) & {"and", "и"}
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def spans_said(text: str) -> frozenset[float] | None:
+    """The lengths of time `text` says, in seconds, each as the whole of it: "полтора часа" is
+    5400, "5 minutes and 10 seconds" 310, "через час" 3600. None when a length is said whose count
+    cannot be read ("a few minutes", "two and a half hours", "минут через двадцать") or a number
+    stands apart from any unit ("10 minutes, actually 15", "at 7:30"): then no length can be judged."""
+    said = lexicon.fold(text)
+    for pattern, minutes in _PART_OF_HOUR:  # "a quarter of an hour": 15 minutes
+        said = pattern.sub(minutes, said)
+    for phrase, plain in _SPAN_PHRASES:
+        said = said.replace(phrase, plain)
+    tokens = _counted(re.findall(r"\d+(?:[.,/:]\d+)*|[^\W\d_]+", said))
+    spans: list[float] = []
+    last_unit = -9
+    for at, token in enumerate(tokens):
+        unit = _SPAN_UNITS.get(token) if len(token) > 1 or at and _NUMBER.fullmatch(tokens[at - 1]) else None
+        if unit is None:
+            if _NUMBER.fullmatch(token) and not (at + 1 < len(tokens) and tokens[at + 1] in _SPAN_UNITS):
+                return None  # a number no unit follows
+            if not _NUMBER.fullmatch(token) and token not in _SPAN_UNITS and re.fullmatch(r"[\d.,/:]+", token):
+                return None  # "1/2", "7:30"
+            continue
+        counted = at > 0 and bool(_NUMBER.fullmatch(tokens[at - 1]))
+        if _VAGUE_COUNTS.intersection(tokens[max(0, at - 3):at]):
+            return None  # "half a minute", "three quarters of an hour": a count not read
+        if not counted and (token not in _BARE_UNITS or at > 0 and tokens[at - 1] in _VAGUE_COUNTS):
+            return None  # "minutes" alone, "half an hour" unread, "a few minutes"
+        value = (float(tokens[at - 1]) if counted else 1.0) * unit
+        start = at - 1 if counted else at
+        if spans and all(t in _JOINERS for t in tokens[last_unit + 1:start]):
+            spans[-1] += value  # "1 hour 15 minutes", "5 minutes and 10 seconds": one length
+        else:
+            spans.append(value)
+        last_unit = at
+    return frozenset(spans)
+
+
+# a count said but not read: "half", "пару", "quarter" (the clock's words for a number, less units and plain counts)
+_VAGUE_COUNTS = frozenset(word for word in lexicon.table(_CLOCK, "said_numbers")
+                          if word not in _SPAN_UNITS and word not in _COUNT_WORDS) | {"few", "несколько"}
+
+
+_ARTICLES = frozenset(word for word in lexicon.table("durations", "number_words") if not word.isdigit()) - frozenset(
+    w for key in ("units", "teens", "tens") for w in lexicon.table("requests", key))  # "a", "an": a count only before a unit
+
+
+def _counted(tokens: list[str]) -> list[str]:
+    """Number words as digits, a compound as one ("двадцать пять" -> "25", "полтора" -> "1.5")."""
+    out: list[str] = []
+    for at, token in enumerate(tokens):
+        value = _COUNT_WORDS.get(token)
+        if token in _ARTICLES and not (at + 1 < len(tokens) and tokens[at + 1] in _SPAN_UNITS):
+            value = None  # "a timer": no count; "an hour": one
+        if value is None:
+            out.append(token.replace(",", "."))
+        elif out and out[-1].isdigit() and int(out[-1]) % 10 == 0 and int(out[-1]) >= 20 and value.isdigit() and int(value) < 10:
+            out[-1] = str(int(out[-1]) + int(value))
+        else:
+            out.append(value)
+    return out
+
+
+def unsaid_length(when: str, said: str, *sources: str) -> str:
+    """The length of a timer's `when` ("in 1 hour") when the user's words say lengths and none is
+    it ("тесто … полтора часа": 5400 s, not 3600), nor one a result showed: the length as said,
+    e.g. "1 h 30 min". "" when it is one of them, or nothing can be judged (a clock time, no
+    length said, a count not read: core.timewords.spans_said)."""
+    try:
+        length = parse_duration(when.strip().removeprefix("in ").removeprefix("через "))
+    except TimerError:
+        return ""  # a clock time, an ISO moment: the numbers are judged one by one (unsaid_number)
+    lengths = spans_said(said)
+    if not lengths:
+        return ""
+    shown = frozenset(span for source in sources for span in spans_said(source) or ())
+    # "10 minutes before the film ends" with a result's "136 min": a length counted from both
+    allowed = lengths | shown | {a + b for a in lengths for b in shown} | {abs(a - b) for a in lengths for b in shown}
+    return "" if any(abs(length - other) < 1 for other in allowed) else _spoken_span(min(lengths, key=lambda s: abs(s - length)))
+
+
+def _spoken_span(seconds: float) -> str:
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return " ".join(part for part in (f"{hours} h" if hours else "", f"{minutes} min" if minutes else "",
+                                      f"{secs} s" if secs else "") if part) or "0 s"

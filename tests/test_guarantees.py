@@ -143,6 +143,23 @@ async def test_a_timer_at_a_time_the_user_never_said_is_refused_and_the_one_said
         assert len(results) == 2  # one timer, at the time said
 
 
+async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_length_is_set(tmp_path):
+    def part(messages):  # h23: "полтора часа" set as "in 1 hour" (its "1" is in "полтора")
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user":
+            return "TOOL_CALL: timers_set|in 1 hour; тесто"
+        if last.content.startswith("not executed") and "timers_set" in last.content:
+            return "TOOL_CALL: timers_set|in 90 minutes; тесто"
+        return "Готово."
+    moment = 1_773_500_400.0
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=part), reflexes=False, clock=lambda: moment) as system:
+        await system.turn("s", "тесто поставила подходить, в рецепте сказано полтора часа. засеки, пожалуйста")
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "1 h 30 min" in results[0]
+        pending = system.actors["session"].sessions["s"].timers.pending()
+        assert [round(timer.due - moment) for timer in pending] == [5400], pending
+
+
 async def test_a_number_in_the_catalogs_own_words_is_no_number_the_user_said(tmp_path):
     def reader(messages):  # the toolset's skill numbers its steps ("1. …"): "in 1 hour" got through on its "1"
         last = [m for m in messages if m.role != "system"][-1]

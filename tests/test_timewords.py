@@ -2,7 +2,7 @@
 (core/timewords.py)."""
 import pytest
 
-from core.timewords import in_digits, spoken_clock, spoken_year
+from core.timewords import in_digits, spans_said, spoken_clock, spoken_year, unsaid_length
 
 
 @pytest.mark.parametrize("said, read", [
@@ -56,3 +56,30 @@ def test_every_clock_word_of_every_language_is_read():
     for mark, half in lexicon.table("clock", "day_halves").items():
         said = spoken_clock(f"at seven fifteen {mark}")  # "в 19:15" after a Russian half of the day
         assert said.split()[-1] == f"{19 if half == 'evening' else 7}:15", mark
+
+
+@pytest.mark.parametrize("said, lengths", [
+    ("тесто поставила подходить, в рецепте сказано полтора часа. засеки, пожалуйста", {5400}),
+    ("timer for 5 minutes and 10 seconds", {310}),
+    ("1 hour 15 minute 30 second timer", {4530}),
+    ("start a 1 hour and 30 second timer", {3630}),
+    ("поставь таймер на двадцать пять минут", {1500}),
+    ("in an hour", {3600}),
+    ("set a timer for an hour and a half", {5400}),
+    ("напомни через полчаса и ещё через 10 минут", {1800, 600}),
+    # a count not read, or a number apart from a unit: nothing is judged
+    ("in a few minutes", None), ("минут через двадцать", None), ("set a timer for half a minute", None),
+    ("set a timer for 10 minutes, actually 15", None), ("two and a half hours", None),
+    ("set a timer for 1 and a 1/2 hours", None), ("remind me at 7:30 to call mum", None),
+])
+def test_the_lengths_words_say_are_read_whole_or_not_at_all(said, lengths):
+    found = spans_said(said)
+    assert (None if found is None else set(found)) == lengths
+
+
+def test_a_length_is_judged_against_the_whole_length_said():
+    dough = "тесто поставила подходить, в рецепте сказано полтора часа. засеки, пожалуйста"
+    assert unsaid_length("in 1 hour", dough) == "1 h 30 min"
+    assert unsaid_length("in 90 minutes", dough) == unsaid_length("in 1 hours 30 minutes", dough) == ""
+    assert unsaid_length("19:30", dough) == ""  # a clock time: its numbers are judged one by one
+    assert unsaid_length("in 126 minutes", "remind me 10 minutes before the film ends", "runtime 136 min") == ""
