@@ -227,7 +227,11 @@ def entries_of(registry: ToolsetRegistry, skills: Iterable[tuple[str, str]]) -> 
             entries.append(Entry("tool", tool.name, spec.name, f"{registry.tool_line(tool.name)} (toolset {spec.name})"))
             verb = tool.name[len(spec.name) + 1:]
             texts.append(" ".join([verb, verb, tool.summary, *(arg.name for arg in tool.args), spec.name]))
+    toolsets = {entry.name: at for at, entry in enumerate(entries) if entry.kind == "toolset"}
     for name, description in skills:
+        if name in toolsets:  # a toolset's own skill: found as the toolset (one line, enable_toolset), by its words too
+            texts[toolsets[name]] += f" {description}"
+            continue
         entries.append(Entry("skill", name, "", f"{name}: {description} (skill: read_skill|{name})"))
         texts.append(f"{name.replace('-', ' ')} {description}")
     return entries, texts
