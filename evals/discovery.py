@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent / "discovery"
 HUB_TOOLS = HERE / "hub_tools.tsv"
 SKILLS_DIR = HERE / "skills"
 NEEDS = HERE / "needs.toml"
-SPLITS = ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4")
+SPLITS = ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
 HUB = "hub"
 HUB_SUMMARY = "tools of many services: markets, web, papers, code, files, weather, maps, mail, travel"
 
@@ -146,7 +146,7 @@ def register(sub, load_config) -> None:
 
 def _arguments(parser) -> None:
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="all",
-                        help="dev: tuned on; test: the figure to report; holdout: written last, never tuned on; holdout2: written blind (the rewording tuned on it since); holdout3: written blind (the word list pruned on it since); holdout4: written blind, never tuned on")
+                        help="dev: tuned on; test: the figure to report; holdout: written last, never tuned on; holdout2: written blind (the rewording tuned on it since); holdout3: written blind (the word list pruned on it since); holdout4: written blind (seen since); holdout5: written blind, never tuned on")
     parser.add_argument("-v", "--verbose", action="store_true", help="list the needs missed")
     parser.add_argument("--profile", default="", help="also search with this model profile's rewording of each "
                                                       "need (e.g. local: the embedded model, a few minutes on CPU)")
