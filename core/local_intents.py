@@ -148,8 +148,10 @@ class LocalIntents:
 
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
                  read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset(),
-                 responses: dict[tuple[str, str], str] | None = None, frame: FrameSpec | None = None) -> None:
+                 responses: dict[tuple[str, str], str] | None = None, frame: FrameSpec | None = None,
+                 contexts: dict | None = None) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self._contexts = contexts or {}  # language -> (hassil Intents of the `context` templates, slot lists)
         self.frame = frame or FrameSpec()  # what the frame may answer with (core.frame)
         self.responses = responses or {}  # (response name, language) -> its template
         self.actions = actions  # intent name -> action
@@ -182,7 +184,7 @@ class LocalIntents:
         borrowed = frozenset(actions)
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
-        compiled = {}
+        compiled, contexts = {}, {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
             for path, spec in declared:
@@ -198,8 +200,33 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
+            context = {name: {"data": [{"sentences": [intent["context"]]}]} for _path, spec in declared
+                       for name, intent in spec.get("sentences", {}).get(language, {}).get("intents", {}).items()
+                       if isinstance(intent.get("context"), str)}
+            if context:
+                contexts[language] = _compile({**merged, "intents": context})
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
-                   frame_spec(declared))
+                   frame_spec(declared), contexts)
+
+    def match_in_context(self, text: str) -> LocalMatch | None:
+        """The last sentence or clause of `text` matched whole by an intent that declares a
+        `context` (the template of what the words before it give, "<amount> {unit:unit_from}"),
+        its slots completed by the last run of the words before that the template matches:
+        "this recipe wants eight ounces of butter. how many grams is that?" converts 8 oz to g.
+        None when no such intent matches the end, or nothing before gives its context, or a
+        number word stands just before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
+        for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+"):  # the last sentence, else the last clause
+            *before, last = re.split(ends, text.strip()) or [""]
+            match = self.match(last.strip(" .!?")) if before else None
+            if match is not None:
+                break
+        if match is None or match.language not in self._contexts:
+            return None
+        intents, lists = self._contexts[match.language]
+        if match.intent not in intents.intents:
+            return None
+        given = _context_slots(" ".join(before), match.intent, intents, lists, match.language)
+        return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
 
     def respond(self, name: str, language: str, /, **slots: object) -> str | None:
         """What the user is told, from the toolsets' `responses` (as Home Assistant keeps its
@@ -339,6 +366,11 @@ def _checked(path: Path, spec: dict, languages: tuple[str, ...]) -> dict:
         data["expansion_rules"].update(own.get("expansion_rules", {}))
         data["intents"] = {name: {"data": [{"sentences": list(intent["sentences"])}]}
                            for name, intent in own.get("intents", {}).items()}
+        for name, intent in own.get("intents", {}).items():
+            if "context" in intent and not isinstance(intent["context"], str):
+                raise IntentFileError(f"{path}: intent {name}: 'context' must be one template")
+            if "context" in intent:
+                data["intents"][f"{name}.context"] = {"data": [{"sentences": [intent["context"]]}]}
         try:
             _compile(data)  # templates parse on their first match: one is made here
         except Exception as exc:  # noqa: BLE001 - hassil's parse errors have no common base
@@ -382,3 +414,31 @@ def _compile(merged: dict):
     lists = {name: TextSlotList.from_strings([]) for name in _EMPTY_LISTS}
     recognize("warm up", intents, slot_lists=lists, intent_context=_HERE)  # parses every template, builds caches
     return intents, lists
+
+
+CONTEXT_WORDS_MAX = 5  # the longest run of words a `context` template is tried on
+
+
+def _context_slots(before: str, intent: str, intents, lists, language: str) -> dict[str, str | float] | None:
+    """The slots of the last run of words in `before` (longest first) that `intent`'s context
+    template matches whole; None when none does, or a number is said just before it."""
+    from hassil import recognize_all
+
+    from core.lexicon import fold, table
+    from core.lexicon import words as words_of_all
+
+    counts = {w for key in ("units", "teens", "tens") for w in table("requests", key)} | set(words_of_all("requests", "decimal_point_words"))
+    words = [word.strip("«»\"“”'.,!?;:()") for word in before.split()]
+    words = [word for word in words if word]
+    for end in range(len(words), 0, -1):
+        for start in range(max(0, end - CONTEXT_WORDS_MAX), end):
+            found = next((result for result in recognize_all(" ".join(words[start:end]), intents, slot_lists=lists,
+                                                             intent_context=_HERE, language=language)
+                          if result.intent.name == intent), None)
+            if found is None:
+                continue
+            said_before = fold(words[start - 1]) if start else ""
+            if said_before.replace(".", "").replace(",", "").isdigit() or said_before in counts:
+                return None  # "four twenty-five Fahrenheit", "thirteen point one miles": more number than was read
+            return {name: _value(entity.value) for name, entity in found.entities.items() if name not in _EMPTY_LISTS}
+    return None

@@ -162,10 +162,14 @@ class ReflexSteps:
             return intent is not None and await self._carry_out(turn, (intent,))
         match = self.s.local_intents.match(words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
-        call = declared_call(match or aside, words)
+        declared = match or aside
+        call = declared_call(declared, words)
+        if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
+            declared = self.s.local_intents.match_in_context(words)
+            call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self.call(turn, *call)
-            return result is not None and self._answered(turn, declared_answer(match or aside, result), (match or aside).intent)
+            return result is not None and self._answered(turn, declared_answer(declared, result), declared.intent)
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)

@@ -197,6 +197,9 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("тридцать шесть дюймов это сколько в сантиметрах?", "36 in = 91.44 cm."),
     ("what's twenty six miles in kilometers", "26 mi = 41.84 km."),
     ("350 fahrenheit is how many celsius", "350 F = 176.7 C."),
+    # the amount said before the question
+    ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
+    ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
 ])
 async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
     backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
@@ -204,6 +207,17 @@ async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_mo
         answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
         assert answer == shown and not backend.calls
         assert _calls(await system.history("s"))[0].startswith("units_convert|")
+
+
+@pytest.mark.parametrize("said", [
+    "my app says I did thirteen point one miles today. how many kilometers is that?",  # more number than was read
+    "how many grams is that?",  # nothing said before it
+])
+async def test_a_question_whose_amount_was_not_read_goes_to_the_model(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "About 21 km.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        assert backend.calls and not [c for c in _calls(await system.history("s")) if c.startswith("units_convert|")]
 
 
 async def test_a_conversion_the_tool_refuses_goes_to_the_model(tmp_path):

@@ -40,6 +40,8 @@ def decision(said: str) -> str | None:
     match = local.match(said)
     aside = request_among_remarks(local, said) if match is None else None
     call = declared_call(match or aside, said)
+    if call is None and match is None:
+        call = declared_call(local.match_in_context(said), said)
     if call is not None:  # a toolset's own sentence that calls its tool ("convert 5 miles to km")
         return "CALL " + "|".join(call)
     intent = recognised(match, said)
