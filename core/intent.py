@@ -399,11 +399,36 @@ def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[st
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # "в полвосьмого" set "in 1 hour"
             f"the time «{args.get('when', '')}» has the number {number}, which the user did not say. Write the time "
             "from the user's own words (\"in 10 minutes\", \"19:30\"), or ask the user when."))
+    if hour := _wrong_half_of_day(args.get("when", ""), said):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "seven thirty tonight" set for 07:30
+            f"the time «{args.get('when', '')}» is in the other half of the day from the one the user said. "
+            f"Write it as {hour}."))
     if length := unsaid_length(args.get("when", ""), said, *sources):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "полтора часа" set "in 1 hour"
             f"the time «{args.get('when', '')}» is not the length the user said ({length}). Set the timer for "
             "the whole length the user said."))
     return None
+
+
+_EVENING = _grammar("evening_patterns", r"(?<!\w)(?:{})(?!\w)")
+_MORNING = _grammar("morning_patterns", r"(?<!\w)(?:{})(?!\w)")
+_CLOCK_WHEN = re.compile(r"(?:(?:today|tomorrow)\s+)?(\d{1,2}):(\d{2})")
+
+
+def _wrong_half_of_day(when: str, said: str) -> str:
+    """The clock time `when` meant ("19:30") when the user's words name one half of the day
+    ("tonight", "вечера"; "утра", "in the morning") and `when` is in the other (07:30); "" else."""
+    clock = _CLOCK_WHEN.fullmatch(when.strip().casefold())
+    if clock is None:
+        return ""
+    text = _norm(said)
+    evening, morning = bool(_EVENING.search(text)), bool(_MORNING.search(text))
+    hour = int(clock[1])
+    if evening and not morning and 1 <= hour <= 11:
+        return f"{hour + 12:02d}:{clock[2]}"
+    if morning and not evening and 13 <= hour <= 23:
+        return f"{hour - 12:02d}:{clock[2]}"
+    return ""
 
 
 def offerable(spec: ToolSpec | None, said: str, offered: str = "") -> bool:

@@ -160,6 +160,23 @@ async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_leng
         assert [round(timer.due - moment) for timer in pending] == [5400], pending
 
 
+async def test_a_clock_time_in_the_other_half_of_the_day_from_the_one_said_is_refused(tmp_path):
+    def morning(messages):  # h23: "at seven thirty tonight" set for 07:30 (tomorrow morning)
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "user":
+            return "TOOL_CALL: timers_set|7:30; call mum"
+        if last.content.startswith("not executed") and "timers_set" in last.content:
+            return "TOOL_CALL: timers_set|19:30; call mum"
+        return "Done."
+    moment = 1_773_500_400.0  # 15:00 UTC
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=morning), reflexes=False, clock=lambda: moment,
+                             timezone="UTC") as system:
+        await system.turn("s", "yeah, no, not calling him then. just remind me to call mum at seven thirty tonight instead")
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "19:30" in results[0]
+        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [4.5 * 3600]
+
+
 async def test_a_number_in_the_catalogs_own_words_is_no_number_the_user_said(tmp_path):
     def reader(messages):  # the toolset's skill numbers its steps ("1. …"): "in 1 hour" got through on its "1"
         last = [m for m in messages if m.role != "system"][-1]
