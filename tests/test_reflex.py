@@ -1466,3 +1466,15 @@ async def test_forms_the_twentieth_blind_block_showed_through_the_session(tmp_pa
     assert recognise("remind me at 7:15 tonight to take the chicken out of the freezer for tomorrow").when == "7:15"
     assert recognise("напомни завтра в 9 про врача") is None  # another day: the model's
     assert recognise("I'm about to ping a client in Tokyo, is it still a decent hour over there or should I wait?").subject == "tokyo"
+
+
+@pytest.mark.parametrize("said", ["снимай все таймеры", "всё, отбой, у нас тут всё сгорело, пиццу заказали. снимай все таймеры"])
+async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
+    # h23: "снимай все таймеры" (the imperfective of "сними") was no cancel: the timers stayed
+    backend = ScriptedBackend(reply_fn=lambda messages: "Хорошо.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "поставь таймер на 8 минут, макароны")
+        await system.turn("s", "и ещё один на 25 минут, курица")
+        assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
+        await system.turn("s", said)
+        assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls

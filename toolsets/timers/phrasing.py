@@ -79,7 +79,9 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
                           r"how\s+(?:much\s+time|long)\s+(?:is\s+)?left\s+(?:on|for|till|until)\s+(?:the|my)\s+(?:timer|reminder|alarm))")
 
 
-_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|удали|убери|сними|сбрось|выключи|отключи|забудь\s+про|cancel|delete|"
+# the perfective imperative and the imperfective ("сними", "снимай": both ask it now)
+_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|отменяй|удали|удаляй|убери|убирай|сними|снимай|сбрось|сбрасывай|выключи|"
+                           r"выключай|отключи|отключай|забудь\s+про|cancel|delete|"
                            r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 
 
