@@ -42,6 +42,7 @@ finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import string
@@ -50,6 +51,8 @@ from typing import Callable, Iterable
 
 import msgspec
 import yaml
+
+from core import lexicon
 
 _log = logging.getLogger("porfiry.intents")
 
@@ -419,15 +422,19 @@ def _compile(merged: dict):
 CONTEXT_WORDS_MAX = 5  # the longest run of words a `context` template is tried on
 
 
+@functools.cache
+def _number_words() -> frozenset[str]:
+    """The words of a number and of its decimal point, every language (core/words/*/requests.toml)."""
+    return frozenset({w for key in ("units", "teens", "tens") for w in lexicon.table("requests", key)}
+                     | set(lexicon.words("requests", "decimal_point_words")))
+
+
 def _context_slots(before: str, intent: str, intents, lists, language: str) -> dict[str, str | float] | None:
     """The slots of the last run of words in `before` (longest first) that `intent`'s context
     template matches whole; None when none does, or a number is said just before it."""
     from hassil import recognize_all
 
-    from core.lexicon import fold, table
-    from core.lexicon import words as words_of_all
-
-    counts = {w for key in ("units", "teens", "tens") for w in table("requests", key)} | set(words_of_all("requests", "decimal_point_words"))
+    counts = _number_words()
     words = [word.strip("«»\"“”'.,!?;:()") for word in before.split()]
     words = [word for word in words if word]
     for end in range(len(words), 0, -1):
@@ -437,7 +444,7 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
                           if result.intent.name == intent), None)
             if found is None:
                 continue
-            said_before = fold(words[start - 1]) if start else ""
+            said_before = lexicon.fold(words[start - 1]) if start else ""
             if said_before.replace(".", "").replace(",", "").isdigit() or said_before in counts:
                 return None  # "four twenty-five Fahrenheit", "thirteen point one miles": more number than was read
             return {name: _value(entity.value) for name, entity in found.entities.items() if name not in _EMPTY_LISTS}
