@@ -143,16 +143,22 @@ async def test_a_timer_at_a_time_the_user_never_said_is_refused_and_the_one_said
         assert len(results) == 2  # one timer, at the time said
 
 
-async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_length_is_set(tmp_path):
-    def part(messages):  # h23: "полтора часа" set as "in 1 hour" (its "1" is in "полтора")
+def _timer_then_retried(first: str, retried: str):
+    """A model that sets a timer with `first`, and once refused, with `retried`; then says done."""
+    def model(messages):
         last = [m for m in messages if m.role != "system"][-1]
         if last.role == "user":
-            return "TOOL_CALL: timers_set|in 1 hour; тесто"
+            return f"TOOL_CALL: timers_set|{first}"
         if last.content.startswith("not executed") and "timers_set" in last.content:
-            return "TOOL_CALL: timers_set|in 90 minutes; тесто"
-        return "Готово."
-    moment = 1_773_500_400.0
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=part), reflexes=False, clock=lambda: moment) as system:
+            return f"TOOL_CALL: timers_set|{retried}"
+        return "Done."
+    return ScriptedBackend(reply_fn=model)
+
+
+async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_length_is_set(tmp_path):
+    # h23: "полтора часа" set as "in 1 hour" (its "1" is in "полтора")
+    backend, moment = _timer_then_retried("in 1 hour; тесто", "in 90 minutes; тесто"), 1_773_500_400.0
+    async with inproc_system(tmp_path, backend=backend, reflexes=False, clock=lambda: moment) as system:
         await system.turn("s", "тесто поставила подходить, в рецепте сказано полтора часа. засеки, пожалуйста")
         results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
         assert results[0].startswith("not executed (ungrounded_text)") and "1 h 30 min" in results[0]
@@ -161,16 +167,9 @@ async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_leng
 
 
 async def test_a_clock_time_in_the_other_half_of_the_day_from_the_one_said_is_refused(tmp_path):
-    def morning(messages):  # h23: "at seven thirty tonight" set for 07:30 (tomorrow morning)
-        last = [m for m in messages if m.role != "system"][-1]
-        if last.role == "user":
-            return "TOOL_CALL: timers_set|7:30; call mum"
-        if last.content.startswith("not executed") and "timers_set" in last.content:
-            return "TOOL_CALL: timers_set|19:30; call mum"
-        return "Done."
-    moment = 1_773_500_400.0  # 15:00 UTC
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=morning), reflexes=False, clock=lambda: moment,
-                             timezone="UTC") as system:
+    # h23: "at seven thirty tonight" set for 07:30 (tomorrow morning); the clock reads 15:00 UTC
+    backend, moment = _timer_then_retried("7:30; call mum", "19:30; call mum"), 1_773_500_400.0
+    async with inproc_system(tmp_path, backend=backend, reflexes=False, clock=lambda: moment, timezone="UTC") as system:
         await system.turn("s", "yeah, no, not calling him then. just remind me to call mum at seven thirty tonight instead")
         results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
         assert results[0].startswith("not executed (ungrounded_text)") and "19:30" in results[0]
