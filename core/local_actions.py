@@ -69,6 +69,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         return Intent(kind="time_now", russian=russian)
     if action in ("pause", "resume", "stop"):
         return Intent(kind="playback", russian=russian, action=action)
+    if action == "tasks":  # "is anything running in the background?": a question with no slot
+        return Intent(kind="tasks", russian=russian)
     if action == "play" and match.slots.get("search_query"):
         return Intent(kind="play", russian=russian, subject=str(match.slots["search_query"]).casefold())
     return None

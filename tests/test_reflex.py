@@ -1478,3 +1478,14 @@ async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
         assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
         await system.turn("s", said)
         assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls
+
+
+@pytest.mark.parametrize("said, shown", [
+    ("is anything running in the background right now? the glasses feel kind of warm", "Nothing is running in the background right now."),
+    ("что-нибудь сейчас крутится в фоне?", "Сейчас в фоне ничего не выполняется."),
+])
+async def test_the_plain_question_what_runs_in_the_background_is_answered_by_its_sentences(tmp_path, said, shown):
+    # h23: "is anything running in the background right now?" went to the model (it searched the history)
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert finals(await system.turn("s", said))[-1] == shown and not backend.calls
