@@ -90,6 +90,8 @@ _PLAY_VERBS = _listed("play_verbs")
 _PLAYBACK_VERBS = _listed("playback_verbs")
 _SHOW_VERBS = _listed("show_verbs")
 _SHOW_PLACE = _listed("show_place")
+_PHONE_PLACE = _listed("phone_place")
+_SCREEN_PLACE = _listed("screen_place")
 _CHANGE_VERBS = _listed("change_verbs")
 # "tell me when Anna writes", "следи за сборкой": a watch or a monitor the user asks for
 _WATCH_VERBS = _listed("watch_verbs")
@@ -206,7 +208,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     if kind == "playback":
         return bool(_PLAYBACK_VERBS.search(text) or _PLAY_VERBS.search(text))
     if kind == "show":
-        return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said)))
+        return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said))) \
+            and not sent_to_phone(said)
     # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk
     return bool(_CHANGE_VERBS.search(text)) or not casual(said)
 
@@ -230,6 +233,23 @@ _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VE
 # a person of the room called at the start of the words, before a comma ("Маш, включи …", "Jake, can you …")
 _ADDRESSED = re.compile(r"^\W*(?:(?:эй|hey|oi)\s+)?(?:" + "|".join(map(re.escape, words("guards", "addressee_words")))
                         + r")\s*,", re.IGNORECASE)
+
+
+_BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
+
+
+def counted_back(said: str) -> bool:
+    """Whether the words count a length back from an event ("напомни за полчаса до начала", "30
+    minutes before the match"): no length from now is what they ask."""
+    return bool(_BEFORE_EVENT.search(_norm(said)))
+
+
+def sent_to_phone(said: str) -> bool:
+    """Whether the words send something to the phone, not to the glasses' screen ("скинь мне на
+    телефон код домофона: 147", "send my locker number to my phone"): a notification's words,
+    never a show on the screen, unless the screen is named too."""
+    text = _norm(said)
+    return bool(_PHONE_PLACE.search(text)) and not _SCREEN_PLACE.search(text)
 
 
 def addressed_elsewhere(said: str) -> bool:
@@ -403,6 +423,10 @@ def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[st
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "seven thirty tonight" set for 07:30
             f"the time «{args.get('when', '')}» is in the other half of the day from the one the user said. "
             f"Write it as {hour}."))
+    if counted_back(said) and args.get("when", "").strip().startswith(("in ", "через ")):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "за полчаса до начала" set "in 30 minutes"
+            f"«{args.get('when', '')}» counts from now, but the user asked for a time before an event. Set the "
+            "clock time (the event's time less that), or ask the user when it starts."))
     if length := unsaid_length(args.get("when", ""), said, *sources):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "полтора часа" set "in 1 hour"
             f"the time «{args.get('when', '')}» is not the length the user said ({length}). Set the timer for "

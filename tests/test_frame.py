@@ -182,3 +182,12 @@ async def test_the_frame_is_the_profiles_choice_on_for_a_local_model_off_for_a_s
         await system.turn("s", "было бы здорово сейчас включить Мастера и Маргариту Локшина")
         framed = [call for call in backend.calls if "ONE command from this list" in call[0].content]
         assert len(framed) == questions
+
+
+async def test_words_sent_to_the_phone_are_never_shown_on_the_screen(tmp_path):
+    # h23: "скинь мне на телефон код домофона…" was put as "show on the screen: …" and shown
+    said = "я сейчас очки сниму, скинь мне на телефон код домофона: сто сорок семь, вызов, два-два-восемь"
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("show on the screen: код домофона: сто сорок семь, вызов, два-два-восемь"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", said)
+        assert not [m for m in await system.history("s") if m["role"] == "tool" and m.get("name") == "show_text"]

@@ -1489,3 +1489,20 @@ async def test_the_plain_question_what_runs_in_the_background_is_answered_by_its
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
         assert finals(await system.turn("s", said))[-1] == shown and not backend.calls
+
+
+async def test_a_length_before_an_event_is_no_timer_from_now(tmp_path):
+    # h23: "напомни мне за полчаса до начала" (a match at 20:00 Kaliningrad time) was set for 30 minutes from now
+    backend = ScriptedBackend(reply_fn=lambda messages: "Во сколько начало по Москве?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "финал начинается в восемь вечера по их времени. напомни мне за полчаса до начала")
+        assert not system.actors["session"].sessions["s"].timers.pending() and backend.calls
+
+
+@pytest.mark.parametrize("said", ["remind me to call mum at seven thirty tonight", "remind me to call mum at 7:30 tonight"])
+async def test_a_clock_time_said_for_tonight_is_tonights(tmp_path, said):
+    # h23: "tonight" read as "night" (a morning word) set the reminder for 07:30 tomorrow
+    moment = calendar.timegm((2026, 3, 14, 18, 0, 0))
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_liar), clock=lambda: moment, timezone="UTC") as system:
+        await system.turn("s", said)
+        assert [t.due - moment for t in system.actors["session"].sessions["s"].timers.pending()] == [90 * 60]

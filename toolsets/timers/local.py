@@ -15,6 +15,7 @@ import msgspec
 
 from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
+from core.intent import counted_back
 from core.reflex import TIMER_WORD, among, norm_words
 from core.timers import TimerError, dial_nearest, parse_when
 from core.turn import TurnState
@@ -22,7 +23,7 @@ from protocol.results import TimerSet, ToolData
 
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
-_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
+_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|(?<!to)night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
 def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
@@ -73,6 +74,8 @@ def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pendi
 
 # ---- the steps ------------------------------------------------------------------------------
 async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
+    if counted_back(fast.turn_words(turn)):
+        return None  # "за полчаса до начала": counted back from an event only the model can place
     if intent.when.isdigit():  # "and another one for 20": in the unit of the timer the turn before set
         set_before = [data for _name, data in fast.results_before(turn) if isinstance(data, TimerSet)]
         if not set_before:
