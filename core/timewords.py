@@ -372,7 +372,7 @@ _BARE_UNITS = frozenset(lexicon.words("durations", "bare_unit_words"))
 _SPAN_PHRASES = tuple(lexicon.table("durations", "phrases").items())
 _COUNT_WORDS: dict[str, str] = {**{w: str(n) for key in ("units", "teens", "tens") for w, n in lexicon.table("requests", key).items()},
                                 **{w: str(n) for w, n in lexicon.table("durations", "number_words").items()}}
-_JOINERS = frozenset(lexicon.words("durations", "filler_words")) & {"and", "и"}
+_JOINERS = frozenset(lexicon.words("durations", "joining_words"))
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -414,7 +414,7 @@ def spans_said(text: str) -> frozenset[float] | None:
 
 # a count said but not read: "half", "пару", "quarter" (the clock's words for a number, less units and plain counts)
 _VAGUE_COUNTS = frozenset(word for word in lexicon.table(_CLOCK, "said_numbers")
-                          if word not in _SPAN_UNITS and word not in _COUNT_WORDS) | {"few", "несколько"}
+                          if word not in _SPAN_UNITS and word not in _COUNT_WORDS) | set(lexicon.words("durations", "vague_count_words"))
 
 
 _ARTICLES = frozenset(word for word in lexicon.table("durations", "number_words") if not word.isdigit()) - frozenset(
