@@ -24,6 +24,13 @@ A toolset says what it answers in its folder's `intents.yaml`:
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
             answer: "{result}."
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
+          # a question whose slots the words before it give ("eight ounces of butter. how many
+          # grams is that?"): `context` is matched on the last run of those words (match_in_context)
+          ConvertThat:
+            action: call
+            call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
+            context: "{value} {unit:unit_from}"
+            sentences: ["how many {unit:unit_to} is that"]
     # and what the session says when it carried out one of its requests itself, per language,
     # by name (`LocalIntents.respond`); a response no toolset words is left to the model
     responses:
