@@ -209,6 +209,9 @@ def test_a_request_the_user_will_finish_later_asks_for_nothing_yet():
     ("play", "play Batman, never mind the popcorn", True),  # of a thing, not the request
     ("change", "forget that I like jazz", True),
     ("timer_cancel", "забудь про таймер", True),  # a cancel's own words
+    ("timer_set", "поставь таймер на... хотя нет, ладно, не надо, я сам у плиты постою", False),  # h23
+    ("timer_set", "set a timer for 5 minutes... actually no need, I'll watch it", False),
+    ("timer_set", "поставь таймер на 5 минут, не надо будить", True),  # of a thing, not the request
 ])
 def test_a_request_taken_back_in_the_same_breath_asks_for_nothing(kind, said, asked):
     assert requested(kind, said) is asked
