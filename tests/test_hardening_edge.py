@@ -240,6 +240,26 @@ def test_a_weak_web_token_is_refused_at_config_load_in_one_line(tmp_path):
     assert done.returncode != 0 and done.stderr.strip().count("\n") == 0 and "web.token" in done.stderr
 
 
+def test_a_console_port_already_taken_is_one_clear_line(tmp_path):
+    # the CI once saw `run.py web` exit 1 with a traceback (the bind fails inside the server's task groups)
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    run_py = Path(__file__).resolve().parent.parent / "run.py"
+    try:
+        done = subprocess.run([sys.executable, str(run_py), "web", "--port", str(port)], capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path)
+    finally:
+        taken.close()
+    assert done.returncode == 1 and done.stderr.strip() == f"porfiry web: cannot listen on 127.0.0.1:{port}: [Errno 98] Address already in use"
+
+
 async def test_a_tool_name_the_model_made_up_is_counted_as_unknown_not_as_a_new_label(tmp_path):
     from web.metrics import Metrics
 

@@ -28,18 +28,37 @@ if not os.path.exists(CHROMIUM):  # the Makefile installs it; say so plainly ins
 
 def _wait_for_line(proc: subprocess.Popen, pattern: str, timeout: float) -> str:
     deadline = time.monotonic() + timeout
+    seen: list[str] = []
     for line in proc.stdout:  # type: ignore[union-attr]
         if re.search(pattern, line):
             return line
+        seen.append(line)
         if time.monotonic() > deadline:
             break
-    raise RuntimeError(f"no line matching {pattern!r} within {timeout} s (exit code {proc.poll()})")
+    said = "".join(seen[-5:]).strip()
+    raise RuntimeError(f"no line matching {pattern!r} within {timeout} s (exit code {proc.poll()}): {said}")
+
+
+def _start_web(base: list[str], cwd, env) -> tuple[subprocess.Popen, str]:
+    """The console on a free port: a port found free may be taken (an outgoing connection's
+    ephemeral port) before the console binds it; then another is tried (the CI saw it once)."""
+    for attempt in range(3):
+        web = subprocess.Popen(base + ["web", "--port", str(free_port()), "--session", "browser"], cwd=cwd, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            return web, _wait_for_line(web, r"^web console: http://", 30)
+        except RuntimeError as exc:
+            web.kill()
+            web.wait()
+            if "cannot listen" not in str(exc) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="module")
 def console(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("web")
-    phone_port, web_port = free_port(), free_port()
+    phone_port = free_port()
     config = tmp / "porfiry.toml"
     config.write_text(f"""
 [topology]
@@ -72,9 +91,7 @@ token_delay_s = 0.04
     web = None
     try:
         _wait_for_line(serve, r"all actors started", 60)
-        web = subprocess.Popen(base + ["web", "--port", str(web_port), "--session", "browser"], cwd=tmp, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        line = _wait_for_line(web, r"^web console: http://", 30)
+        web, line = _start_web(base, tmp, env)
         url = line.split("web console: ", 1)[1].split()[0]
         with playwright_sync.sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -56,13 +56,18 @@ def cmd_web(args: argparse.Namespace, load_config: Callable[[argparse.Namespace]
                     tg.cancel_scope.cancel()
                     return
 
+    failed: list[OSError] = []
     try:
         anyio.run(main, backend="trio")
-    except OSError as exc:
-        print(f"porfiry web: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+    except* OSError as group:  # the server's bind fails inside its task groups: one clear line, not a traceback
+        while isinstance(group, BaseExceptionGroup):
+            group = group.exceptions[0]
+        failed.append(group)
+    except* KeyboardInterrupt:
         pass
+    if failed:
+        print(f"porfiry web: cannot listen on {host}:{port}: {failed[0]}", file=sys.stderr)
+        return 1
     return 0
 
 
