@@ -1506,3 +1506,22 @@ async def test_a_clock_time_said_for_tonight_is_tonights(tmp_path, said):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_liar), clock=lambda: moment, timezone="UTC") as system:
         await system.turn("s", said)
         assert [t.due - moment for t in system.actors["session"].sessions["s"].timers.pending()] == [90 * 60]
+
+
+@pytest.mark.parametrize("said, channel", [
+    ("если в телеге Олег Петрович что-нибудь про отчёт напишет — сразу дёрни меня", "telegram"),  # h23
+    ("if anything comes in on Slack from Priya about the deploy, ping me right away", "slack"),  # h23
+])
+async def test_a_watch_said_as_a_condition_then_a_nudge_is_set(tmp_path, said, channel):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        watch = tool_results(await system.history("s"))[-1]
+        assert watch["name"] == "channels_watch" and f"on {channel}" in watch["content"] and not backend.calls, watch
+
+
+async def test_someone_arriving_is_no_message_to_watch_for(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Хорошо.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "когда мама придёт, маякни")
+        assert not [r for r in tool_results(await system.history("s")) if r["name"] == "channels_watch" and "set" in r["content"]]

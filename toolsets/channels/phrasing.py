@@ -20,7 +20,7 @@ _WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сооб�
 
 
 _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
-                           r"replies|emails?|sends?|says|posts?)(?=[\s,.!?]|$)")
+                           r"replies|emails?|sends?|says|posts?|comes\s+in)(?=[\s,.!?]|$)")
 
 
 _WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
@@ -30,9 +30,10 @@ _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|�
 
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
-_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,]+?)[\s,]+"
-                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|tell\s+me|"
-                          r"let\s+me\s+know|ping\s+me|notify\s+me)(?:\s+(?:мне|сразу|right\s+away))*$")
+_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,—–]+?)[\s,—–-]+"
+                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|"
+                          r"дёрни\s+меня|дерни\s+меня|маякни|свистни|tell\s+me|let\s+me\s+know|ping\s+me|notify\s+me|buzz\s+me|"
+                          r"give\s+me\s+a\s+shout)(?:\s+(?:мне|сразу|right\s+away|immediately))*$")
 
 
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
