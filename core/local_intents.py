@@ -225,6 +225,8 @@ class LocalIntents:
         "this recipe wants eight ounces of butter. how many grams is that?" converts 8 oz to g.
         None when no such intent matches the end, or nothing before gives its context, or a
         number word stands just before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
+        if language_of(text) not in self._contexts:
+            return None  # no toolset declares a context in this language: no match to try (the per-event path)
         for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+"):  # the last sentence, else the last clause
             *before, last = re.split(ends, text.strip()) or [""]
             match = self.match(last.strip(" .!?")) if before else None

@@ -27,12 +27,12 @@ class TimerError(ValueError):
 
 
 # the words of a length and a moment are data (core/words/<language>/durations.toml)
-_UNITS: dict[str, float] = {}
+UNIT_SECONDS: dict[str, float] = {}  # a unit's word -> its seconds (core.timewords reads lengths with it too)
 for _unit, _seconds in (("second", 1.0), ("minute", 60.0), ("hour", 3600.0), ("day", 86400.0), ("week", 604800.0)):
-    _UNITS.update(dict.fromkeys(lexicon.words("durations", f"{_unit}_words"), _seconds))
+    UNIT_SECONDS.update(dict.fromkeys(lexicon.words("durations", f"{_unit}_words"), _seconds))
 
 _WORD_NUMBERS: dict[str, str] = {word: str(n) for word, n in lexicon.table("durations", "number_words").items()}
-_PHRASES = tuple((phrase, str(plain)) for phrase, plain in lexicon.table("durations", "phrases").items())
+LENGTH_PHRASES = tuple((phrase, str(plain)) for phrase, plain in lexicon.table("durations", "phrases").items())
 _FILLER = frozenset(lexicon.words("durations", "filler_words"))
 _ALL = frozenset(lexicon.words("durations", "all_words"))
 _TOKEN = re.compile(r"(\d+(?:\.\d+)?)?\s*([^\W\d_]+)")
@@ -46,7 +46,7 @@ def parse_duration(text: str) -> float:
     """Seconds in "5 minutes", "через 2 часа", "1h30m", "полчаса", "every hour" (a unit alone = 1)."""
     said = re.sub(r"(\d),(\d)", r"\1.\2", text.casefold()).replace(",", " ")
     said = " ".join(said.split()).strip(".!?;: ")
-    for phrase, plain in _PHRASES:
+    for phrase, plain in LENGTH_PHRASES:
         said = said.replace(phrase, plain)
     words = [_WORD_NUMBERS.get(w, w) for w in said.split() if w not in _FILLER]
     rest = " ".join(words).replace(",", ".")
@@ -55,9 +55,9 @@ def parse_duration(text: str) -> float:
         if rest[pos:match.start()].strip():
             break
         number, unit = match.groups()
-        if unit not in _UNITS:
+        if unit not in UNIT_SECONDS:
             raise TimerError(f"cannot understand {text!r} ({unit!r} is not a time unit): use {EXAMPLES}")
-        total += float(number or 1) * _UNITS[unit]
+        total += float(number or 1) * UNIT_SECONDS[unit]
         pos = match.end()
     if rest.replace(".", "").isdigit():
         raise TimerError(f"the duration {text!r} has no unit: say e.g. '{rest} minutes'")

@@ -14,7 +14,7 @@ import datetime as dt
 import re
 
 from core import lexicon, user_texts
-from core.timers import TimerError, parse_duration
+from core.timers import LENGTH_PHRASES, UNIT_SECONDS, TimerError, parse_duration
 
 _CLOCK = "clock"  # the words: core/words/<language>/clock.toml
 
@@ -365,11 +365,8 @@ def unsaid_number(when: str, *texts: str) -> str:
 
 
 # ---- which lengths of time words say -------------------------------------------------------
-_SPAN_UNITS: dict[str, float] = {word: seconds for unit, seconds in (("second", 1.0), ("minute", 60.0), ("hour", 3600.0),
-                                                                     ("day", 86400.0), ("week", 604800.0))
-                                 for word in lexicon.words("durations", f"{unit}_words")}
+_SPAN_UNITS = UNIT_SECONDS  # the timer table's own words of a length: what it reads, the guard reads
 _BARE_UNITS = frozenset(lexicon.words("durations", "bare_unit_words"))
-_SPAN_PHRASES = tuple(lexicon.table("durations", "phrases").items())
 _COUNT_WORDS: dict[str, str] = {**{w: str(n) for key in ("units", "teens", "tens") for w, n in lexicon.table("requests", key).items()},
                                 **{w: str(n) for w, n in lexicon.table("durations", "number_words").items()}}
 _JOINERS = frozenset(lexicon.words("durations", "joining_words"))
@@ -384,7 +381,7 @@ def spans_said(text: str) -> frozenset[float] | None:
     said = lexicon.fold(text)
     for pattern, minutes in _PART_OF_HOUR:  # "a quarter of an hour": 15 minutes
         said = pattern.sub(minutes, said)
-    for phrase, plain in _SPAN_PHRASES:
+    for phrase, plain in LENGTH_PHRASES:
         said = said.replace(phrase, plain)
     tokens = _counted(re.findall(r"\d+(?:[.,/:]\d+)*|[^\W\d_]+", said))
     spans: list[float] = []
