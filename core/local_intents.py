@@ -429,6 +429,7 @@ def _compile(merged: dict):
 
 
 CONTEXT_WORDS_MAX = 5  # the longest run of words a `context` template is tried on
+CONTEXT_LOOKBACK_WORDS = 30  # how far back from the question it is looked for (a long remark costs no more)
 
 
 @functools.cache
@@ -445,7 +446,7 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
 
     counts = _number_words()
     words = [word.strip("«»\"“”'.,!?;:()") for word in before.split()]
-    words = [word for word in words if word]
+    words = [word for word in words if word][-CONTEXT_LOOKBACK_WORDS:]
     for end in range(len(words), 0, -1):
         for start in range(max(0, end - CONTEXT_WORDS_MAX), end):
             found = next((result for result in recognize_all(" ".join(words[start:end]), intents, slot_lists=lists,
