@@ -317,11 +317,26 @@ _PART_OF_HOUR = tuple((re.compile(r"(?<!\w)" + said + r"(?!\w)", re.IGNORECASE),
                       for said, minutes in lexicon.table(_CLOCK, "part_of_hour_patterns").items())
 
 
+# "два с половиной часа", "two and a half hours": a count and a half before its unit, in figures
+# ("2.5 часа"), as the timer table reads it; else "часа" alone was read as the length, an hour
+# (a half said after the unit, "an hour and a half", is a length phrase: core.timers.LENGTH_PHRASES)
+_HALF_COUNTS = {word: str(n) for key in ("units", "teens", "tens") for word, n in lexicon.table("requests", key).items()}
+_AND_A_HALF = re.compile(r"(?<![\w.,])(?P<count>\d+|" + "|".join(sorted(_HALF_COUNTS, key=len, reverse=True)) + r")\s+(?:"
+                         + lexicon.alternation("durations", "and_a_half_patterns") + r")\s+(?=(?:"
+                         + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
+
+
+def with_halves(text: str) -> str:
+    """"два с половиной часа" -> "2.5 часа", "two and a half hours" -> "2.5 hours"."""
+    return _AND_A_HALF.sub(lambda m: _HALF_COUNTS.get(m["count"].casefold(), m["count"]) + ".5 ", text)
+
+
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
     alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
-    "минутку" as "минуту", "a quarter of an hour" as "15 minutes"."""
-    plain = _DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]), text)
+    "минутку" as "минуту", "a quarter of an hour" as "15 minutes", "два с половиной часа" as
+    "2.5 часа"."""
+    plain = with_halves(_DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]), text))
     for pattern, minutes in _PART_OF_HOUR:
         plain = pattern.sub(minutes, plain)
     return spoken_year(spoken_clock(alarm_clock(ru_clock_words(plain))))
@@ -376,9 +391,9 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 def spans_said(text: str) -> frozenset[float] | None:
     """The lengths of time `text` says, in seconds, each as the whole of it: "полтора часа" is
     5400, "5 minutes and 10 seconds" 310, "через час" 3600. None when a length is said whose count
-    cannot be read ("a few minutes", "two and a half hours", "минут через двадцать") or a number
+    cannot be read ("a few minutes", "half a minute", "минут через двадцать") or a number
     stands apart from any unit ("10 minutes, actually 15", "at 7:30"): then no length can be judged."""
-    said = lexicon.fold(text)
+    said = with_halves(lexicon.fold(text))
     for pattern, minutes in _PART_OF_HOUR:  # "a quarter of an hour": 15 minutes
         said = pattern.sub(minutes, said)
     for phrase, plain in LENGTH_PHRASES:

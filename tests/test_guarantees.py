@@ -166,6 +166,21 @@ async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_leng
         assert [round(timer.due - moment) for timer in pending] == [5400], pending
 
 
+async def test_a_count_and_a_half_is_the_whole_length_both_on_the_fast_path_and_from_the_model(tmp_path):
+    # "на два с половиной часа": the fast path read "часа" alone as the length (an hour, the count
+    # its text), and the guard could not read the length, so a model's "in 2 hours" passed as well
+    said, moment = "поставь таймер на два с половиной часа, пирог проверить", 1_773_500_400.0
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda _messages: "Хорошо."), clock=lambda: moment) as system:
+        await system.turn("s", said)
+        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [9000]
+    backend = _timer_then_retried("in 2 hours; пирог", "in 150 minutes; пирог")
+    async with inproc_system(tmp_path / "model", backend=backend, reflexes=False, clock=lambda: moment) as system:
+        await system.turn("s", said)
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "2 h 30 min" in results[0]
+        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [9000]
+
+
 async def test_a_clock_time_in_the_other_half_of_the_day_from_the_one_said_is_refused(tmp_path):
     # h23: "at seven thirty tonight" set for 07:30 (tomorrow morning); the clock reads 15:00 UTC
     backend, moment = _timer_then_retried("7:30; call mum", "19:30; call mum"), 1_773_500_400.0

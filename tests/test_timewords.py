@@ -67,9 +67,10 @@ def test_every_clock_word_of_every_language_is_read():
     ("in an hour", {3600}),
     ("set a timer for an hour and a half", {5400}),
     ("напомни через полчаса и ещё через 10 минут", {1800, 600}),
+    ("поставь таймер на два с половиной часа", {9000}), ("two and a half hours", {9000}), ("3 and a half minutes", {210}),
     # a count not read, or a number apart from a unit: nothing is judged
     ("in a few minutes", None), ("минут через двадцать", None), ("set a timer for half a minute", None),
-    ("set a timer for 10 minutes, actually 15", None), ("two and a half hours", None),
+    ("set a timer for 10 minutes, actually 15", None), ("half past two", None),
     ("set a timer for 1 and a 1/2 hours", None), ("remind me at 7:30 to call mum", None),
 ])
 def test_the_lengths_words_say_are_read_whole_or_not_at_all(said, lengths):

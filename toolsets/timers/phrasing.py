@@ -225,9 +225,10 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         return "", ""
     if durations:
         found = durations[0]
-        if re.fullmatch(r"(?:минут|секунд|часов|minutes|seconds|hours|mins|secs|hrs)", found["span"].strip()):
-            return "", ""  # "таймер минут на восемь": a unit with its number elsewhere, the frame's (core.frame)
-        when = "in " + _SPAN_IN_DIGITS.get(found["span"].strip(), found["span"].strip())
+        span = found["span"].strip()
+        if re.fullmatch(r"[^\W\d]+", span) and span not in _ONE_OF_A_UNIT and span not in _SPAN_IN_DIGITS:
+            return "", ""  # "таймер минут на восемь", "на два с лишним часа": a unit whose count is not read
+        when = "in " + _SPAN_IN_DIGITS.get(span, span)
         start, end = found.start(), found.end()
     else:
         found = clocks[0]
@@ -246,6 +247,10 @@ def _when_and_text(rest: str) -> tuple[str, str]:
     text = _CONNECTOR.sub("", _CONNECTOR.sub("", before).strip(" ,.!?;:—-") + " " + after)
     text = " ".join(text.strip(" ,.!?;:—-").split())
     return when, "" if text.casefold() in ("таймер", "timer", "напоминание", "reminder", "будильник", "alarm") else text
+
+
+# a unit said alone that means one of it ("через час", "in a minute"); "часа", "minutes" alone say no count
+_ONE_OF_A_UNIT = frozenset(words("durations", "bare_unit_words"))
 
 
 # a span said in words, as the timer's argument shows it ("in 30 minutes", not "in half an hour")
