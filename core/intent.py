@@ -232,7 +232,7 @@ _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VE
 
 # a person of the room called at the start of the words, before a comma ("Маш, включи …", "Jake, can you …")
 _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", "addressee_openers"))) + r")[\s,]+)?(?:"
-                        + "|".join(map(re.escape, words("guards", "addressee_words"))) + r")\s*,", re.IGNORECASE)
+                        + "|".join((re.escape(fold(word)) for word in words("guards", "addressee_words"))) + r")\s*,", re.IGNORECASE)
 
 
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")

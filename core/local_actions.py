@@ -7,6 +7,7 @@ hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
 """
 from __future__ import annotations
 
+from core.lexicon import table
 from core.local_intents import LocalMatch
 from core.reflex import Intent
 
@@ -44,6 +45,14 @@ def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:
     return " ".join(parts)
 
 
+_NUMBER_WORDS = frozenset(word for key in ("units", "teens", "tens") for word in table("requests", key))
+
+
+def _first_word_a_number(text: str) -> bool:
+    first = text.split(maxsplit=1)[0].casefold() if text.strip() else ""
+    return first.isdigit() or first in _NUMBER_WORDS
+
+
 def reflex_intent(match: LocalMatch) -> Intent | None:
     """The request a matched action means, or None when this runtime has no such action (the
     model then reads the words)."""
@@ -56,6 +65,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
     if action == "alarm":  # a clock time, its day, its repeat: "wake me tomorrow at 6:45"
         when = clock_words(match.slots)
         text = str(match.slots.get("reminder") or _ALARM_WORD[russian])
+        if _first_word_a_number(text):
+            return None  # "в девять ноль пять вечера полить …": a part of the time not read, left in the text
         every = "1 day" if match.slots.get("repeat") == "day" else ""
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
     if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named

@@ -551,13 +551,16 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
              "Jake, can you set the oven timer for twenty minutes? I'm running out to grab the kids":
                  "TOOL_CALL: timers_set|in 20 minutes; oven",
              "представляешь, Игорь мне в чате пишет: «напомни мне в пять позвонить бухгалтеру». я ему что, секретарь?":
-                 "TOOL_CALL: timers_set|17:00; позвонить бухгалтеру"}
+                 "TOOL_CALL: timers_set|17:00; позвонить бухгалтеру",
+             # h24: a familiar name, and a verb of anything ("включи голову") with a length: the fast path set a timer
+             "серёга, включи голову, куда ты столько цемента замешал, он же за час встанет":
+                 "TOOL_CALL: timers_set|in 1 hour; цемент"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 3 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 4 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 

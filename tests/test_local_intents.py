@@ -50,6 +50,13 @@ def test_words_outside_every_toolsets_sentences_match_nothing_typed(said):
     assert match is None or match.wildcard
 
 
+def test_a_clock_time_whose_minutes_were_left_in_the_reminders_text_sets_nothing():
+    # h24: "в девять тридцать вечера" was read as 9 with "тридцать вечера" the reminder (a timer at 21:00)
+    assert reflex_intent(builtin_local_intents().match("напоминай каждый день в девять ноль пять вечера полить цветы")) is None
+    said = reflex_intent(builtin_local_intents().match("напоминай каждый день в девять тридцать вечера полить цветы"))
+    assert (said.when, said.text, said.every) == ("21:30", "полить цветы", "1 day")
+
+
 def test_a_status_question_about_a_timer_of_a_length_sets_none():
     intent = reflex_intent(builtin_local_intents().match("1 hour timer status"))
     assert intent.kind == "timer_list"

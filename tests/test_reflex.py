@@ -370,6 +370,9 @@ async def test_a_choice_said_alone_with_no_search_before_it_plays_nothing(tmp_pa
     ("поставь будильник на завтра на 7", "Поставил на завтра, 07:00: будильник."),
     ("remind me every day at 8 in the morning to take my pills", "I'll remind you every day at 08:00: take my pills."),
     ("remind me at 23:30 to lock the door", "Set for today at 23:30: lock the door."),
+    # h24: the minutes said in words were left in the reminder's text, the timer set for 21:00
+    ("напоминай мне каждый день в девять тридцать вечера полить рассаду", "Буду напоминать каждый день в 21:30: полить рассаду."),
+    ("remind me every day at nine forty five pm to water the plants", "I'll remind you every day at 21:45: water the plants."),
     ("set a timer for 10 minutes", "Timer set for 10 minutes, it goes off at 22:10."),
 ])
 async def test_a_timer_for_a_clock_time_is_said_by_its_day_and_time_and_a_length_by_its_length(tmp_path, said, answer):

@@ -26,6 +26,10 @@ _SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|устан
                         r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
 
 
+# verbs that ask for a timer only when one is named ("включи таймер на час"); else their object is anything
+_ANY_OBJECT = re.compile(LEAD + r"(?:включи|сделай|нужен|нужна|запусти)(?![\w-])")
+
+
 _TIMER_FIRST = re.compile(LEAD + r"(?:таймер|timer|будильник|alarm|напоминание|reminder|countdown|обратный\s+отсч[её]т|"
                           # "и ещё один на 25 минут пирог проверить", "and another one for 10 minutes"
                           r"(?:ещ[её]\s+)?(?:один|одну)|(?:another|one\s+more)(?:\s+one)?)(?=\s+(?:на|через|in|for)\s|\s+\d)")
@@ -208,6 +212,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
              or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
     if start is None or not (TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
+    if _ANY_OBJECT.match(said_after) and not TIMER_WORD.search(said_after):
+        return None  # "серёга, включи голову, … он же за час встанет": a verb of anything, no timer named
     if ANOTHER_DAY.search(_FOR_A_DAY.sub(" ", raw) if _TODAY_SAID.search(raw) else raw):
         return None  # "напомни завтра в 9": not the next 9:00, which may be today ("tonight … for tomorrow" is today)
     when, text = _when_and_text((leading.group(0) + " " if leading else "") + said_after[start.end():])
