@@ -51,6 +51,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     more_details: tuple[Detail, ...] = ()  # "про что он и какого года": asked together, answered together
     all_timers: bool = False
     last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
+    both_timers: bool = False  # "scratch both of them": the two timers there are, when there are two
     action: Literal["pause", "resume", "stop", ""] = ""
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
     every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"

@@ -295,10 +295,12 @@ def alarm_clock(text: str) -> str:
         said = found["ru"] or found["en"]
         if _UNIT_AFTER.match(lowered[found.end():]):
             continue  # "в 5 минут седьмого", "at 5 minutes past": no hour alone
-        if not said or found["mark"] or said in _SPAN_HOURS and not found["m"]:
-            continue  # "будильник на час" is a span, not one o'clock
+        if not said or found["mark"] and said.isdigit() or said in _SPAN_HOURS and not found["m"]:
+            continue  # "будильник на час" is a span, not one o'clock; "в 7 вечера" the timer patterns read
         hour = int(said) if said.isdigit() else _EN_HOURS.get(said) or _RU_HOURS.get(said, 0)
         minute = int(found["m"]) if found["m"] and found["m"].isdigit() else _MINUTE_WORDS.get(found["m"] or "", 0)
+        if found["mark"] and 1 <= hour <= 12 and minute <= 59:  # "в семь вечера": "в 7:00 вечера", its half kept
+            return text[:found.start()] + f"{found['at']} {hour}:{minute:02d}{found['mark']}" + text[found.end():]
         if not 1 <= hour <= 11 or minute > 59:
             continue  # "wake me at 12": noon or midnight, the model asks
         kind = _ALARM_AT[found["at"]]

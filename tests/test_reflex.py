@@ -182,6 +182,23 @@ async def test_a_timer_just_set_put_right_is_set_anew_with_its_text_and_the_old_
         assert pending[0].text == calls[0].rsplit("; ", 1)[1], "the text goes with it"
 
 
+@pytest.mark.parametrize("first, second, at", [
+    # h24: the put-right among clauses that ask for nothing, before it and after it
+    ("remind me at 8 pm to call grandpa it's his birthday", "hmm push that to half past eight, he's at choir practice until eight", "20:30"),
+    ("напомни в семь вечера забрать куртку из химчистки",
+     "ой нет, не на семь, они до восьми работают, давай на полвосьмого", "19:30"),
+])
+async def test_a_clock_time_put_right_among_remarks_moves_the_reminder(tmp_path, first, second, at):
+    moment = calendar.timegm((2026, 3, 14, 15, 0, 0))  # 18:00 in Moscow
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="Europe/Moscow") as system:
+        await system.turn("s", first)
+        shown = finals(await system.turn("s", second))[-1]
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert at in shown and not backend.calls, shown
+    assert [timer.due - moment for timer in pending] == [(int(at[:2]) - 18) * 3600 + int(at[3:]) * 60], pending
+
+
 async def test_an_alarm_put_right_with_a_bare_hour_rings_at_that_hour_of_its_day(tmp_path):
     moment = calendar.timegm((2026, 3, 14, 22, 0, 0))  # 22:00: "6:30 tomorrow", then "make it 7"
     backend = ScriptedBackend(reply_fn=_liar)
@@ -1481,6 +1498,20 @@ async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
         assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
         await system.turn("s", said)
         assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls
+
+
+async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tmp_path):
+    # h24: "actually scratch both of them, I'm rinsing it out now and …" cancelled nothing
+    backend = ScriptedBackend(reply_fn=lambda messages: "Which two?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "set a timer for twelve minutes, hair dye")
+        await system.turn("s", "and another one for forty five minutes for the laundry")
+        shown = finals(await system.turn("s", "actually scratch both of them, I'm rinsing it out now and my flatmate's doing the laundry"))[-1]
+        assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls, (shown, system.actors["session"].sessions["s"].timers.pending())
+        for said in ("поставь таймер на 5 минут", "и ещё один на 10 минут", "и ещё один на 15 минут"):
+            await system.turn("s", said)
+        assert finals(await system.turn("s", "убери оба"))[-1] == "Which two?"  # three are set: the model asks
+        assert len(system.actors["session"].sessions["s"].timers.pending()) == 3
 
 
 @pytest.mark.parametrize("said, shown", [

@@ -84,3 +84,14 @@ def test_a_length_is_judged_against_the_whole_length_said():
     assert unsaid_length("in 90 minutes", dough) == unsaid_length("in 1 hours 30 minutes", dough) == ""
     assert unsaid_length("19:30", dough) == ""  # a clock time: its numbers are judged one by one
     assert unsaid_length("in 126 minutes", "remind me 10 minutes before the film ends", "runtime 136 min") == ""
+
+
+@pytest.mark.parametrize("said, digits", [
+    ("напомни в семь вечера позвонить", "напомни в 7:00 вечера позвонить"),  # h24: an hour word with its half of the day
+    ("remind me at seven pm to call", "remind me at 7:00 pm to call"),
+    ("разбуди в семь утра", "разбуди в 7:00 утра"),
+    ("напомни в 7 вечера позвонить", "напомни в 7 вечера позвонить"),  # in digits already: as the timer patterns read it
+    ("поставь таймер на два с половиной часа", "поставь таймер на 2.5 часа"),
+])
+def test_an_hour_said_in_words_with_its_half_of_the_day_is_put_in_digits(said, digits):
+    assert in_digits(said) == digits

@@ -52,6 +52,8 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
     that set, list and cancel timers."""
     if intent.last_timer:
         return _timer_talked_about(results_before, pending, timer_tools)
+    if intent.both_timers:  # "scratch both of them": which two is plain only when two are set
+        return pending if len(pending) == 2 else None
     if intent.all_timers or not pending:
         return pending
     chosen = matching_timers(intent.text, pending)
@@ -158,9 +160,10 @@ async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     chosen = timers_to_cancel(intent, pending, fast.results_before(turn) if intent.last_timer else [], timer_tools)
     if chosen is None:
         return None  # the words name none or several of the timers: the model asks
-    target = "all" if intent.all_timers or not pending else chosen[0].timer_id
-    if await fast.call(turn, fast.tool("timer_cancel"), target) is None:
-        return None
+    every = intent.all_timers or not pending or len(chosen) == len(pending)
+    for target in ["all"] if every else [timer.timer_id for timer in chosen]:  # never one said as several
+        if await fast.call(turn, fast.tool("timer_cancel"), target) is None:
+            return None
     return _timers_cancelled_said(fast, [t.text for t in chosen], intent.russian)
 
 

@@ -17,7 +17,7 @@ from core.fastpath import Intent, Phrasing
 from core.intent import remark
 from core.lexicon import alternation, words
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
-                         VERB_START, as_said, in_figures, is_russian, recognise)
+                         VERB_START, as_said, in_figures, is_russian, recognise, second_thought)
 
 _SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
@@ -183,13 +183,17 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="timer_list", russian=russian)
     cancel = _CANCEL_TIMER.match(raw)
     if cancel:
-        return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(" " + cancel["rest"] + " ")),
-                      text=cancel["rest"])
+        rest = " " + cancel["rest"] + " "
+        return Intent(kind="timer_cancel", russian=russian, all_timers=bool(_ALL.search(rest)),
+                      both_timers=bool(_BOTH.search(rest)), text=cancel["rest"])
     named = _CANCEL_ONE.match(raw)
-    if named and not (named["why"] and ASKS_MORE.search(" " + named["why"] + " ")):
+    if named and not _asks_more(named["why"]):
         return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
+    both = _CANCEL_BOTH.match(raw)
+    if both and not _asks_more(both["why"]):
+        return Intent(kind="timer_cancel", russian=russian, both_timers=True)
     it = CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
-    if it and not (it["why"] and ASKS_MORE.search(" " + it["why"] + " ")):
+    if it and not _asks_more(it["why"]):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     raw = in_figures(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
@@ -220,6 +224,12 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
         return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
     return Intent(kind="timer_set", russian=russian, when=when, text=as_said(text, said))
+
+
+def _asks_more(why: str | None) -> bool:
+    """Whether the words after a cancel ask for more than it ("…, and set one for 10"), not give
+    its reason ("…, I'm rinsing it out now and my flatmate's doing the laundry")."""
+    return bool(why) and bool(ASKS_MORE.search(" " + why + " ")) and not remark(why)
 
 
 def _when_and_text(rest: str) -> tuple[str, str]:
@@ -292,8 +302,9 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 # a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
 _CHANGE_OPENING = re.compile(
     r"^(?:(?:" + NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
-    r"(?:(?:make|change|set|move|switch|put)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)\s+(?:to|for|at|in)?|"
-    r"(?:давай|лучше|сделай|переставь|поменяй|измени)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
+    r"(?:(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
+    r"(?:\s+back)?\s+(?:to|for|at|in)?|"
+    r"(?:давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
     r"(?:\s+(?:на|через|в))?)?\s*")
 
 
@@ -304,14 +315,32 @@ _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<wh
 _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
 
 
+# a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
+_NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
+
+
 def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    """A new length or clock time for the timer just set, said as a second thought and nothing
-    else, or after remarks that ask for nothing ("ой, машинка пишет ещё 35 минут. переставь на
-    35"); which timer is the session's to find (the one the turn before set)."""
+    """A new length or clock time for the timer just set, said as a second thought, among
+    clauses that ask for nothing: before it remarks, a no, the time that was wrong ("ой нет, не
+    на семь, они до восьми работают, давай на полвосьмого"), after it remarks only ("push that to
+    half past eight, he's at choir practice until eight"); which timer is the session's to find
+    (the one the turn before set)."""
     *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
-    if before and not all(remark(sentence) for sentence in before):
+    if all(remark(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
+        return changed  # "нет, давай на 25", "wait, 15": the opening's no and comma are its own
+    clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
+    changes = [at for at, clause in enumerate(clauses) if _changed_to(clause, russian) is not None]
+    if len(changes) != 1:
         return None
-    text = in_figures(last).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
+    at = changes[0]
+    before_ok = all(remark(c) or second_thought(c) or _NOT_THAT.match(c.strip(" .!?")) for c in clauses[:at])
+    after_ok = all(remark(c) and not second_thought(c) for c in clauses[at + 1:])
+    return _changed_to(clauses[at], russian) if before_ok and after_ok else None
+
+
+def _changed_to(clause: str, russian: bool) -> Intent | None:
+    """The put-right a clause says alone ("давай на 25", "make it seven"), or None."""
+    text = in_figures(clause).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
         return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
@@ -331,6 +360,11 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
+# "actually scratch both of them, I'm rinsing it out now": the two timers there are, a reason after
+_CANCEL_BOTH = re.compile(LEAD + r"(?:(?:" + alternation("requests", "cancel_openers_patterns") + r")[\s,.!]+)*(?:"
+                          + alternation("naming", "cancel_both_patterns", WORDS) + r")"
+                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
+_BOTH = re.compile(r"(?<!\w)(?:" + alternation("naming", "both_words", WORDS) + r")(?!\w)")
 
 
 # ---- its requests as commands of its frame list (intents.yaml: frame), for the frame bank ----------
