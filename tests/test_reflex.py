@@ -14,7 +14,7 @@ from core.reflex_steps import builtin_local_intents
 from core.timers import parse_duration
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
-from toolsets.media.local import Shown, pick, refer
+from toolsets.media.local import Shown, pick, refer, subtitle
 
 
 # ---- what the words ask ------------------------------------------------------------------------
@@ -1498,6 +1498,18 @@ async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
         assert len(system.actors["session"].sessions["s"].timers.pending()) == 2
         await system.turn("s", said)
         assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls
+
+
+@pytest.mark.parametrize("said, shown", [
+    # h24: a part of a series called by its subtitle was no title (the model answered "300 days")
+    ("how long is the fellowship of the ring", "“The Lord of the Rings: The Fellowship of the Ring” runs 178 minutes (2 h 58 min)."),
+    ("кто снял Братство кольца", "Режиссёр «Властелин колец: Братство кольца» — Peter Jackson."),
+])
+async def test_a_title_called_by_its_subtitle_is_answered_in_the_questions_language(tmp_path, said, shown):
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert finals(await system.turn("s", said))[-1] == shown and not backend.calls
+    assert subtitle("Ирония судьбы. Продолжение") == ""  # one word names no film
 
 
 async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tmp_path):

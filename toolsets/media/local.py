@@ -64,6 +64,15 @@ def main_title(name: str) -> str:
     return _SUBTITLE.split(name, maxsplit=1)[0].strip() or name
 
 
+def subtitle(name: str) -> str:
+    """A title's subtitle when it names the film alone, as people call a part of a series: "The
+    Fellowship of the Ring" of "The Lord of the Rings: The Fellowship of the Ring", «Братство
+    кольца»; "" for none, or one of a single word («Ирония судьбы. Продолжение»: no name)."""
+    parts = _SUBTITLE.split(name, maxsplit=1)
+    rest = parts[1].strip(" :.!?()—–-") if len(parts) == 2 else ""
+    return rest if len(set(norm_words(rest).split()) - _NAME_GLUE) >= 2 else ""
+
+
 def pick(subject: str, titles: list[Shown]) -> Shown | None:
     """The title a request names among a search's results, when one is plainly it: its name is
     the request (or the request is its name plus the director's or the year's words); the most
@@ -72,7 +81,8 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     words = set(norm_words(subject).split()) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
-        names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name))
+        names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name),
+                 *(sub for name in title.names for sub in [subtitle(name)] if sub))
         name_words = [set(norm_words(name).split()) - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
         if not any(n and all(among(w, words) or any(near_word(x, w) for x in words) for w in n) for n in name_words):
             continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
@@ -89,7 +99,7 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     return None
 
 
-_NAME_GLUE = frozenset({"the", "a", "an", "и", "в", "с", "к", "у", "о"})
+_NAME_GLUE = frozenset({"the", "a", "an", "of", "и", "в", "с", "к", "у", "о"})
 
 
 def _opens(subject: str, name: str) -> bool:
@@ -324,6 +334,7 @@ def plot_in_english(reply: str, russian: str) -> str:
 
 def _one_detail(say: Say, intent: Intent, info: TitleInfo, translated: str = "") -> str | None:
     name, year = info.title.names[0] if info.title.names else info.title.id, info.title.year
+    name = name if intent.russian else _english_name(info) or name  # an English question: the English name
     if intent.detail == "year" and year:
         return say("came_out", name=name, year=year)
     plot = russian_plot(info)
