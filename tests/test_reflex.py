@@ -1512,6 +1512,17 @@ async def test_a_title_called_by_its_subtitle_is_answered_in_the_questions_langu
     assert subtitle("Ирония судьбы. Продолжение") == ""  # one word names no film
 
 
+async def test_how_long_is_it_opened_by_a_wait_and_followed_by_a_remark_is_the_film_playing(tmp_path):
+    # h24: "wait how long is it? they have to be in bed by eight" searched "wait it", then the model told the clock
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "put on the goonies for the kids")
+        assert finals(await system.turn("s", "wait how long is it? they have to be in bed by eight"))[-1] == \
+            "“The Goonies” runs 114 minutes (1 h 54 min)."
+        assert finals(await system.turn("s", "yeah that's too long, stop it"))[-1] == "Stopped «The Goonies»."
+        assert not backend.calls
+
+
 async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tmp_path):
     # h24: "actually scratch both of them, I'm rinsing it out now and …" cancelled nothing
     backend = ScriptedBackend(reply_fn=lambda messages: "Which two?")

@@ -381,7 +381,8 @@ _PLAYBACK_DONE = {"pause": "paused", "resume": "resumed", "stop": "stopped"}
 
 
 def playback_answer(say: Say, intent: Intent, title: Shown | None) -> str | None:
-    return say(_PLAYBACK_DONE[intent.action or "pause"], name=f" «{title.names[0]}»" if title is not None else "")
+    name = "" if title is None else title.names[0] if intent.russian or len(title.names) < 2 else title.names[1]
+    return say(_PLAYBACK_DONE[intent.action or "pause"], name=f" «{name}»" if name else "")
 
 
 def info_title(data: ToolData | None) -> Shown | None:

@@ -134,7 +134,8 @@ _ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее э�
     из года год г го там по минутам минут времени сейчас тогда вообще вкратце кратко коротко двух словах в двух
     briefly short nutshell quickly the it is was does this that one film movie series show of
     from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
-    подробно про о об скажи tell me more about часть части part""".split())
+    подробно про о об скажи tell me more about часть части part
+    wait oh ok okay actually hmm ой погоди подожди стоп слушай""".split())  # an opener: "wait how long is it?"
 
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
