@@ -22,7 +22,7 @@ A toolset says what it answers in its folder's `intents.yaml`:
           ConvertUnits:
             action: call
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
-            answer: "{result}."
+            answer: "{result}."     # "" : the call is made, and the model words its result
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
           # a question whose slots the words before it give ("eight ounces of butter. how many
           # grams is that?"): `context` is matched on the last run of those words (match_in_context)
@@ -103,7 +103,8 @@ def language_of(text: str) -> str:
 class DeclaredCall(msgspec.Struct, frozen=True):
     """An intent that calls one tool of its toolset: `args` a template of the match's slots
     ("{value}; {unit_from}; {unit_to}"), `answer` what the user is told, a template of the slots
-    and `{result}` (the tool's text), in the language of the sentences it was declared with."""
+    and `{result}` (the tool's text), in the language of the sentences it was declared with; ""
+    when the model words the result (a list only the model can say well: the call is made first)."""
 
     tool: str
     args: str

@@ -169,7 +169,9 @@ class ReflexSteps:
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self.call(turn, *call)
-            return result is not None and self._answered(turn, declared_answer(declared, result), declared.intent)
+            if result is None or not declared.call.answer:
+                return False  # `answer: ""`: the model words the result the history now holds
+            return self._answered(turn, declared_answer(declared, result), declared.intent)
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)

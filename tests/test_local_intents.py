@@ -50,6 +50,21 @@ def test_words_outside_every_toolsets_sentences_match_nothing_typed(said):
     assert match is None or match.wildcard
 
 
+@pytest.mark.parametrize("said", ["а какие мониторы ты вообще умеешь запускать?", "what monitors can you run"])
+async def test_a_sentence_whose_answer_the_model_words_makes_its_call_first(tmp_path, said):
+    # h24: the model searched the history for "allowed_monitors"; a declared call with `answer: ""` is
+    # made by the session, and the model words the list from its result
+    seen = []
+
+    def model(messages):
+        seen.append([m.content for m in messages if m.role == "tool"])
+        return "Могу следить за сборкой." if "мониторы" in said else "I can watch the build."
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        await system.turn("s", said)
+        history = await system.history("s")
+    assert _calls(history) == ["monitors_list|"] and len(seen) == 1 and any("allowed:" in r for r in seen[0])
+
+
 def test_a_clock_time_whose_minutes_were_left_in_the_reminders_text_sets_nothing():
     # h24: "в девять тридцать вечера" was read as 9 with "тридцать вечера" the reminder (a timer at 21:00)
     assert reflex_intent(builtin_local_intents().match("напоминай каждый день в девять ноль пять вечера полить цветы")) is None
