@@ -328,9 +328,33 @@ _AND_A_HALF = re.compile(r"(?<![\w.,])(?P<count>\d+|" + "|".join(sorted(_HALF_CO
                          + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
 
 
+# "через час пятнадцать", "на два часа двадцать", "in an hour fifteen": minutes said with no unit after
+# the hours of a length (after a word that opens a length, so "в час пятнадцать", a clock time, is not one)
+_TENS = {word: n for word, n in lexicon.table("requests", "tens").items()}
+_ONES = {word: n for key in ("units", "teens") for word, n in lexicon.table("requests", key).items()}
+_ALT = lambda table: "|".join(sorted(table, key=len, reverse=True))  # noqa: E731 - a pattern's alternatives
+_HOUR_AND_MINUTES = re.compile(
+    r"(?<!\w)(?P<opens>(?:" + lexicon.alternation("durations", "length_openers") + r")\s+)"
+    r"(?:(?P<h>\d+|" + _ALT(_ONES) + r")\s+)?(?:an?\s+)?(?P<unit>час(?:а|ов)?|hours?)"
+    r"\s+(?:(?:и|and)\s+)?(?P<m>\d{1,2}|(?:" + _ALT(_TENS) + r")(?:[\s-]+(?:" + _ALT(_ONES) + r"))?|" + _ALT(_ONES) + r")"
+    r"(?![\w-]|\s+(?:" + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
+
+
+def _minutes_said(words: str) -> int:
+    parts = re.split(r"[\s-]+", words.casefold())
+    return int(parts[0]) if parts[0].isdigit() else sum(_TENS.get(w, 0) or _ONES.get(w, 0) for w in parts)
+
+
 def with_halves(text: str) -> str:
-    """"два с половиной часа" -> "2.5 часа", "two and a half hours" -> "2.5 hours"."""
-    return _AND_A_HALF.sub(lambda m: _HALF_COUNTS.get(m["count"].casefold(), m["count"]) + ".5 ", text)
+    """"два с половиной часа" -> "2.5 часа", "two and a half hours" -> "2.5 hours"; and the
+    minutes of a length said with no unit: "через час пятнадцать" -> "через 1 час 15 минут"."""
+    text = _AND_A_HALF.sub(lambda m: _HALF_COUNTS.get(m["count"].casefold(), m["count"]) + ".5 ", text)
+
+    def whole(m: re.Match[str]) -> str:
+        hours = m["h"] if m["h"] is None or m["h"].isdigit() else str(_ONES[m["h"].casefold()])
+        minutes = "минут" if re.match(r"[а-я]", m["unit"], re.I) else "minutes"
+        return f"{m['opens']}{hours or 1} {m['unit']} {_minutes_said(m['m'])} {minutes}"
+    return _HOUR_AND_MINUTES.sub(whole, text)
 
 
 def in_digits(text: str) -> str:

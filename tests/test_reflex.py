@@ -1523,6 +1523,20 @@ async def test_how_long_is_it_opened_by_a_wait_and_followed_by_a_remark_is_the_f
         assert not backend.calls
 
 
+async def test_an_hour_and_its_minutes_said_with_no_unit_are_one_length(tmp_path):
+    # h24: "и через час пятнадцать позвонить рустаму" reached the model ("Привет!"); alone, "напомни через час
+    # пятнадцать …" was a timer for an hour with "15 …" its text
+    moment = 1_773_500_400.0
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment) as system:
+        await system.turn("s", "напомни через сорок минут снять самокат с зарядки")
+        await system.turn("s", "и через час пятнадцать позвонить рустаму насчёт машины")
+        await system.turn("s", "а про самокат убери, сам сниму")
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert [(round(t.due - moment), t.text) for t in pending] == [(4500, "позвонить рустаму насчёт машины")]
+    assert not backend.calls
+
+
 async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tmp_path):
     # h24: "actually scratch both of them, I'm rinsing it out now and …" cancelled nothing
     backend = ScriptedBackend(reply_fn=lambda messages: "Which two?")

@@ -68,6 +68,7 @@ def test_every_clock_word_of_every_language_is_read():
     ("set a timer for an hour and a half", {5400}),
     ("напомни через полчаса и ещё через 10 минут", {1800, 600}),
     ("поставь таймер на два с половиной часа", {9000}), ("two and a half hours", {9000}), ("3 and a half minutes", {210}),
+    ("напомни через час пятнадцать позвонить", {4500}),
     # a count not read, or a number apart from a unit: nothing is judged
     ("in a few minutes", None), ("минут через двадцать", None), ("set a timer for half a minute", None),
     ("set a timer for 10 minutes, actually 15", None), ("half past two", None),
@@ -92,6 +93,11 @@ def test_a_length_is_judged_against_the_whole_length_said():
     ("разбуди в семь утра", "разбуди в 7:00 утра"),
     ("напомни в 7 вечера позвонить", "напомни в 7 вечера позвонить"),  # in digits already: as the timer patterns read it
     ("поставь таймер на два с половиной часа", "поставь таймер на 2.5 часа"),
+    # h24: the minutes of a length said with no unit ("15" was a reminder's text, the timer an hour)
+    ("напомни через час пятнадцать позвонить", "напомни через 1 час 15 минут позвонить"),
+    ("remind me in an hour fifteen to call", "remind me in 1 hour 15 minutes to call"),
+    ("поставь таймер на два часа тридцать пять", "поставь таймер на 2 часа 35 минут"),
+    ("напомни в час пятнадцать позвонить", "напомни в 1:15 позвонить"),  # a clock time, not a length (the nearest 1:15)
 ])
 def test_an_hour_said_in_words_with_its_half_of_the_day_is_put_in_digits(said, digits):
     assert in_digits(said) == digits
