@@ -397,7 +397,11 @@ class ReflexSteps:
         zone = zone_of(intent.subject) if re.search(r"zone|tz", tool.args[0].name) else None
         # a city tool gets the city as a dictionary names it: "дубае" is "дубай"
         result = await self.call(turn, tool.name, zone or place_name(intent.subject) or intent.subject)
-        return None if result is None else place_time_answer(self.speaker(intent.russian), intent, result)
+        answer = None if result is None else place_time_answer(self.speaker(intent.russian), intent, result)
+        if answer is None and zone_of(intent.subject):  # the world clock does not know the place; the built-in clock does
+            clock = await self.data(turn, "get_current_time", intent.subject)
+            return place_clock_answer(self.speaker(intent.russian), intent, clock) if isinstance(clock, ClockRead) and clock.place else None
+        return answer
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""

@@ -469,13 +469,16 @@ async def test_another_places_time_asks_the_world_clock_not_the_users_clock(tmp_
         return "It is " + last.content.splitlines()[0] if last.role == "tool" else "TOOL_CALL: get_current_time"
 
     backend = ToolsSeen(reply_fn=model)
-    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+    async with inproc_system(tmp_path, backend=backend, config=config, clock=lambda: 1773500400.0) as system:
         await session_knows(system, "worldclock")
         answer = finals(await system.turn("s", "What time is it in New York?", timeout=30))[-1]
         results = tool_results(await system.history("s"))
         assert [r["name"] for r in results] == ["worldclock_time_now"]
         assert answer == "In New York it's 11:00, Saturday, 14 March."  # worded from the result
         assert all("get_current_time" not in tools for tools in backend.offered)
+        # h24: a city the world clock does not know, and the built-in clock does: answered, not "I don't know"
+        far = finals(await system.turn("s", "у мамы в екатеринбурге день рождения, сколько там сейчас, не поздно?", timeout=30))[-1]
+        assert "20:00" in far and not backend.calls, far
 
 
 async def test_a_place_said_after_a_time_question_asks_that_place_and_here_is_the_users_clock(tmp_path):
