@@ -7,9 +7,18 @@ steps are in toolsets/channels/local.py.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import msgspec
+
+from core.channels import interest_words
 from core.fastpath import Intent, Phrasing
-from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words
+from core.intent import remark
+from core.lexicon import words
+from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words, tells_of_words
+
+WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
+_PRONOUNS = frozenset(words("watching", "pronoun_words", WORDS))
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
 # wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
@@ -56,6 +65,42 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
                   text=as_said(f"{match['when']} {match['rest'][:reason.start()] if reason else match['rest']}", said))
 
 
+def _by_pronoun(intent: Intent) -> bool:
+    """Whether the watch waits for someone said by a pronoun only ("когда она напишет")."""
+    said = interest_words(intent.subject)
+    return bool(said) and all(word in _PRONOUNS for word in said)
+
+
+def _watch_named(raw: str, said: str, russian: bool) -> Intent | None:
+    """A watch, unless it waits for "she" alone: then the model, which reads who from the conversation."""
+    intent = _watch_intent(raw, said, russian)
+    return None if intent is None or _by_pronoun(intent) else intent
+
+
+def _watch_after_remarks(raw: str, said: str, russian: bool) -> Intent | None:
+    """A watch said after remarks that name who and where: "хозяйка квартиры обещала скинуть
+    реквизиты в телеграме, а я весь вечер на тренировке, дай знать, когда она напишет" waits on
+    telegram for the words of the remark that names it; None when a remark asks for something,
+    tells someone's words, or names no channel or more than one."""
+    clauses = [part.strip() for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
+    for at in range(1, len(clauses)):
+        intent = _watch_intent(", ".join(clauses[at:]), said, russian)
+        if intent is None:
+            continue
+        before = clauses[:at]
+        if not all(remark(clause) and not tells_of_words(clause) for clause in before):
+            return None
+        named = [(clause, name) for clause in before for name, pattern in CHANNELS if pattern.search(" " + clause)]
+        if not _by_pronoun(intent):
+            return intent if intent.channel != "any" or not named else None
+        if len(named) != 1 or intent.channel not in ("any", named[0][1]):
+            return None
+        clause, channel = named[0]
+        who = " ".join(dict(CHANNELS)[channel].sub(" ", " " + clause).split())
+        return msgspec.structs.replace(intent, channel=channel, subject=as_said(who, said))
+    return None
+
+
 # "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
 _UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
@@ -90,5 +135,5 @@ def _commanded(intent: Intent) -> str | None:
     return None
 
 
-PHRASING = Phrasing(first=(_unwatch_intent, _watch_intent), negated=(_unwatch_intent,),
+PHRASING = Phrasing(first=(_unwatch_intent, _watch_named, _watch_after_remarks), negated=(_unwatch_intent,),
                     opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None, commanded=_commanded)
