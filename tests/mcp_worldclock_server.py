@@ -23,6 +23,10 @@ CITIES = {
     "сидней": "Australia/Sydney", "beijing": "Asia/Shanghai", "пекин": "Asia/Shanghai", "dubai": "Asia/Dubai",
     "дубай": "Asia/Dubai", "novosibirsk": "Asia/Novosibirsk", "новосибирск": "Asia/Novosibirsk",
     "vladivostok": "Asia/Vladivostok", "владивосток": "Asia/Vladivostok",
+    "yekaterinburg": "Asia/Yekaterinburg", "ekaterinburg": "Asia/Yekaterinburg", "екатеринбург": "Asia/Yekaterinburg",
+    "kaliningrad": "Europe/Kaliningrad", "калининград": "Europe/Kaliningrad", "istanbul": "Europe/Istanbul",
+    "стамбул": "Europe/Istanbul", "rome": "Europe/Rome", "chicago": "America/Chicago",
+    "чикаго": "America/Chicago", "seoul": "Asia/Seoul", "сеул": "Asia/Seoul",
 }
 HOME = ["Europe/Moscow"]
 
