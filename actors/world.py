@@ -215,7 +215,7 @@ class World:
         note = world.notes.add(text, notice.urgency, notice.source, self.actor.clock(), read=world.glasses_on)
         if world.glasses_on:
             self._show(sid, delivery_text(note))
-        elif notice.urgency == "high":
+        if notice.to_phone or not world.glasses_on and notice.urgency == "high":
             note.pushed = True
             self.actor.send(sid, p.PushNotification(note_id=note.note_id, text=text, ts=note.ts))  # backpressure-safe
         self.save(sid)

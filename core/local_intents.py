@@ -23,6 +23,7 @@ A toolset says what it answers in its folder's `intents.yaml`:
             action: call
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
             answer: "{result}."     # "" : the call is made, and the model words its result
+            # free_text: true           # a wildcard slot is the tool's free text ("send {message} to my phone")
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
           # a question whose slots the words before it give ("eight ounces of butter. how many
           # grams is that?"): `context` is matched on the last run of those words (match_in_context)
@@ -109,6 +110,7 @@ class DeclaredCall(msgspec.Struct, frozen=True):
     tool: str
     args: str
     answer: str = "{result}"
+    free_text: bool = False  # its wildcard is the tool's free text (a message to send), not a name to resolve
 
 
 class FrameSpec(msgspec.Struct, frozen=True):
@@ -395,7 +397,8 @@ def _declared_call(path: Path, name: str, intent: dict) -> DeclaredCall:
     call = intent["call"]
     if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not isinstance(call.get("args", ""), str):
         raise IntentFileError(f"{path}: intent {name}: 'call' needs 'tool' (a tool's name) and 'args' (a template)")
-    return DeclaredCall(tool=call["tool"], args=call.get("args", ""), answer=str(intent.get("answer", "{result}")))
+    return DeclaredCall(tool=call["tool"], args=call.get("args", ""), answer=str(intent.get("answer", "{result}")),
+                        free_text=intent.get("free_text") is True)
 
 
 def _own_action(path: Path, name: str, intent) -> str:

@@ -101,10 +101,10 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
 
 def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
     """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
-    miles to km": the converter's call with 5; mi; km), matched whole with typed slots and held back by
-    nothing; else None."""
-    if match is None or match.call is None or match.wildcard or held_back(said, "search"):
-        return None
+    miles to km": the converter's call with 5; mi; km), matched whole with typed slots (or free text
+    the intent declares is the tool's own: a message) and held back by nothing; else None."""
+    if match is None or match.call is None or match.wildcard and not match.call.free_text or held_back(said, "search"):
+        return None  # free text stands for a name only the model resolves, unless it is the message itself
     try:
         return match.call.tool, match.call.args.format_map(slot_words(match))
     except (KeyError, ValueError, IndexError):  # a template naming a slot this sentence left empty

@@ -25,11 +25,13 @@ class PhoneNotification(Msg):
 class UserNotice(Msg):
     """A conversation -> its glasses edge (through the SessionActor): something to tell the user
     (notify_user, a finished background task). Shown when the glasses are on, else kept unread;
-    a `high` one also goes to the phone as a PushNotification."""
+    a `high` one also goes to the phone as a PushNotification, and so does one `to_phone` (the
+    user asked for it there: "send it to my phone") whether the glasses are on or off."""
 
     text: str
     urgency: Urgency = "normal"
     source: str = "assistant"
+    to_phone: bool = False
 
 
 # --- runtime -> phone -------------------------------------------------------------------------

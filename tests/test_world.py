@@ -294,6 +294,23 @@ class Phone(RecordingGlasses):
             await super().handle(msg)
 
 
+@pytest.mark.parametrize("said, sent", [
+    # h23, h24: "send it to my phone" was shown on the glasses (or not done): now it reaches the phone, said truly
+    ("скинь мне на телефон код от домофона у гоши 4471 решётка а то очки сядут", "код от домофона у гоши 4471 решётка"),
+    ("send the wifi password abc123 to my phone", "the wifi password abc123"),
+])
+async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"glasses": Phone}) as system:
+        answer = finals(await system.turn("s", said))[-1]
+        glasses = system.actors["glasses"]
+        with anyio.fail_after(10):
+            while not glasses.pushed:
+                await glasses.changed.wait()
+    assert [n.text for n in glasses.pushed] == [sent] and not backend.calls
+    assert sent in answer and ("телефон" in answer or "phone" in answer), answer
+
+
 async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_on_return(tmp_path, capsys):
     backend = ScriptedBackend(reply_fn=world_model)
     async with inproc_system(tmp_path, backend=backend, stand_ins={"glasses": Phone}) as system:

@@ -19,8 +19,10 @@ NOTIFY_TOOLSET = ToolsetSpec(
     summary="tell the user something now, even when the glasses are off",
     offered_for_verbs=["notify"],  # offered only for words asking to be told: protocol.ToolsetSpec
     tools=[
-        ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone)",
-                 args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False)], action="notify"),
+        ToolSpec(name="notify_user", summary="notify the user; urgency=low, normal or high (high also reaches the phone); "
+                 "to=phone: sent to the phone now (the user asked for it there)",
+                 args=[ArgSpec(name="text"), ArgSpec(name="urgency", required=False), ArgSpec(name="to", required=False)],
+                 action="notify"),
         ToolSpec(name=SILENT_TOOL, summary="an event from outside needs nothing from the user: end the turn, show nothing; "
                  "say why (kept in the journal)", args=[ArgSpec(name="reason")], read_only=True, action="none",
                  serves="event_silent"),
@@ -40,16 +42,19 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     urgency = urgency_of(args.get("urgency") or "")
     if urgency is None:
         return CallOutcome(kind="error", text=f"Not sent: urgency {args.get('urgency')!r} is not low, normal or high.")
+    to = " ".join((args.get("to") or "").casefold().split())
+    if to not in ("", "phone"):
+        return CallOutcome(kind="error", text=f"Not sent: to={args.get('to')!r}; the only place is phone (or leave it out).")
     glasses_on = context.world is None or context.world.of(context.sid).glasses_on
-    context.tell_user(p.UserNotice(text=text, urgency=urgency))
-    return CallOutcome(kind="ok", text=delivered(urgency, text, glasses_on))
+    context.tell_user(p.UserNotice(text=text, urgency=urgency, to_phone=to == "phone"))
+    return CallOutcome(kind="ok", text=delivered(urgency, text, glasses_on, to_phone=to == "phone"))
 
 
-def delivered(urgency: str, text: str, glasses_on: bool) -> str:
+def delivered(urgency: str, text: str, glasses_on: bool, *, to_phone: bool = False) -> str:
     """What happened to the notice, truthfully (actors/world.py delivers it so)."""
     if glasses_on:
-        return f"Shown to the user now ({urgency}): {text}"
-    pushed = "; pushed to the phone now" if urgency == "high" else ""
+        return f"Shown to the user now{'; pushed to the phone now' if to_phone else ''} ({urgency}): {text}"
+    pushed = "; pushed to the phone now" if urgency == "high" or to_phone else ""
     return f"Kept unread: the glasses are off; shown when they are back{pushed} ({urgency}): {text}"
 
 
