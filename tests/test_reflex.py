@@ -1599,11 +1599,11 @@ async def test_a_watch_for_she_after_remarks_that_name_her_and_the_app_waits_for
     # h24: the remark named who and where, the request said "she": the model searched the history instead
     backend = ScriptedBackend(reply_fn=lambda messages: "Кто она?")
     async with inproc_system(tmp_path, backend=backend) as system:
-        await system.turn("s", "хозяйка квартиры обещала скинуть реквизиты в телеграме, а я весь вечер на тренировке, "
-                               "дай знать когда она напишет")
+        shown = finals(await system.turn("s", "хозяйка квартиры обещала скинуть реквизиты в телеграме, а я весь вечер на "
+                                              "тренировке, дай знать когда она напишет"))[-1]
         watch = tool_results(await system.history("s"))[-1]
         assert watch["name"] == "channels_watch" and "on telegram" in watch["content"] and "хозяй" in watch["content"], watch
-        assert not backend.calls
+        assert shown == "Хорошо, скажу, когда она напишет в телеграме." and not backend.calls
         # with nothing said of who she is, the model reads the conversation (no watch for the word "she")
         assert finals(await system.turn("t", "дай знать когда она напишет"))[-1] == "Кто она?"
 

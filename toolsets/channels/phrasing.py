@@ -96,8 +96,10 @@ def _watch_after_remarks(raw: str, said: str, russian: bool) -> Intent | None:
         if len(named) != 1 or intent.channel not in ("any", named[0][1]):
             return None
         clause, channel = named[0]
-        who = " ".join(dict(CHANNELS)[channel].sub(" ", " " + clause).split())
-        return msgspec.structs.replace(intent, channel=channel, subject=as_said(who, said))
+        where = dict(CHANNELS)[channel]
+        who = " ".join(where.sub(" ", " " + clause).split())
+        told = f"{intent.text} {where.search(' ' + clause).group(0).strip()}"  # "когда она напишет в телеграме"
+        return msgspec.structs.replace(intent, channel=channel, subject=as_said(who, said), text=as_said(told, said))
     return None
 
 
