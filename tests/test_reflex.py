@@ -1516,6 +1516,18 @@ async def test_a_title_called_by_its_subtitle_is_answered_in_the_questions_langu
     assert subtitle("Ирония судьбы. Продолжение") == ""  # one word names no film
 
 
+async def test_the_second_one_of_a_part_of_a_series_shown_alone_is_the_series_second_part(tmp_path):
+    # h24: "and the second one?" after the first part's runtime was answered with the first part again
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "how long is the fellowship of the ring")
+        assert "179 minutes" in finals(await system.turn("s", "and the second one?"))[-1]
+        assert "The Two Towers" in finals(await system.turn("s", "ok play that one"))[-1]
+        await system.turn("s", "кто снял Ирония судьбы, или С лёгким паром")
+        assert finals(await system.turn("s", "а вторую часть?"))[-1] == "Режиссёр «Ирония судьбы. Продолжение» — Тимур Бекмамбетов."
+        assert not backend.calls
+
+
 async def test_how_long_is_it_opened_by_a_wait_and_followed_by_a_remark_is_the_film_playing(tmp_path):
     # h24: "wait how long is it? they have to be in bed by eight" searched "wait it", then the model told the clock
     backend = ScriptedBackend(reply_fn=_liar)

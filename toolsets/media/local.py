@@ -527,8 +527,11 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
         title = pick(intent.subject, shown_titles(result)) if result is not None else None
         media_id = title.media_id if title is not None else ""
     if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
-        titles, last_id, _known = _shown_media(fast)
-        media_id = refer(intent.reference or Reference(), titles, last_id)
+        titles, last_id, known = _shown_media(fast)
+        reference = intent.reference or Reference()
+        media_id = refer(reference, titles, last_id)
+        if not media_id and reference.ordinal > len(titles):  # "and the second one?" of a part of a series
+            media_id = await _part_of_series(fast, turn, reference.ordinal, known.get(last_id))
     info = await fast.data(turn, fast.tool("title_info"), media_id) if media_id else None
     if not isinstance(info, TitleInfo):
         return None  # the model reads what there is
@@ -547,6 +550,20 @@ async def _plot_in_english(fast: FastPath, turn: TurnState, info: TitleInfo) -> 
     except ModelUnavailable:
         return ""
     return plot_in_english(reply, russian)
+
+
+async def _part_of_series(fast: FastPath, turn: TurnState, ordinal: int, talked: Shown | None) -> str:
+    """The n-th part, by year, of the series the title talked about belongs to ("how long is the
+    fellowship of the ring?" … "and the second one?": The Two Towers), found by the series' name
+    (its name before the subtitle); "" when it is no part of a series or has no n-th part."""
+    series = next((main for name in (talked.names if talked is not None else ()) for main in [main_title(name)]
+                   if main != name), "")
+    if not series:
+        return ""
+    found = await fast.data(turn, fast.tool("title_search"), series)
+    parts = sorted((t for t in (shown_titles(found) if found is not None else []) if t.year
+                    and any(main_title(name) == series for name in t.names)), key=lambda t: t.year)
+    return parts[ordinal - 1].media_id if ordinal <= len(parts) else ""
 
 
 def _shown_media(fast: FastPath) -> tuple[list[Shown], str, dict[str, Shown]]:
