@@ -221,18 +221,26 @@ class LocalIntents:
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
                    frame_spec(declared), contexts)
 
-    def match_in_context(self, text: str) -> LocalMatch | None:
+    def match_in_context(self, text: str, *, remark: Callable[[str], bool] | None = None) -> LocalMatch | None:
         """The last sentence or clause of `text` matched whole by an intent that declares a
         `context` (the template of what the words before it give, "<amount> {unit:unit_from}"),
         its slots completed by the last run of the words before that the template matches:
         "this recipe wants eight ounces of butter. how many grams is that?" converts 8 oz to g.
-        None when no such intent matches the end, or nothing before gives its context, or a
-        number word stands just before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
+        With `remark` (whether a sentence asks for nothing), the matched one may be followed by
+        remarks ("… how many liters is that? the bottle only talks in liters"). None when no
+        such intent matches, or nothing before gives its context, or a number word stands just
+        before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
         if language_of(text) not in self._contexts:
             return None  # no toolset declares a context in this language: no match to try (the per-event path)
+        match, before = None, []
         for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+"):  # the last sentence, else the last clause
-            *before, last = re.split(ends, text.strip()) or [""]
-            match = self.match(last.strip(" .!?")) if before else None
+            parts = re.split(ends, text.strip()) or [""]
+            for at in range(len(parts) - 1, 0, -1):
+                if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):
+                    break  # what follows the question asks for something: not this one
+                match, before = self.match(parts[at].strip(" .!?")), parts[:at]
+                if match is not None:
+                    break
             if match is not None:
                 break
         if match is None or match.language not in self._contexts:

@@ -165,7 +165,7 @@ class ReflexSteps:
         declared = match or aside
         call = declared_call(declared, words)
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
-            declared = self.s.local_intents.match_in_context(words)
+            declared = self.s.local_intents.match_in_context(words, remark=remark)
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             result = await self.call(turn, *call)

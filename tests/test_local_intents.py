@@ -222,6 +222,9 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
+    # h24: and a remark after the question
+    ("the guy at the pet store said my tank is forty gallons, how many liters is that? the water conditioner bottle "
+     "only talks in liters", "40 gal = 151.4 l."),
 ])
 async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
     backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
@@ -234,6 +237,7 @@ async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_mo
 @pytest.mark.parametrize("said", [
     "my app says I did thirteen point one miles today. how many kilometers is that?",  # more number than was read
     "how many grams is that?",  # nothing said before it
+    "this recipe wants eight ounces of butter. how many grams is that? and set a timer for 10 minutes",  # more asked after
 ])
 async def test_a_question_whose_amount_was_not_read_goes_to_the_model(tmp_path, said):
     backend = ScriptedBackend(reply_fn=lambda messages: "About 21 km.")

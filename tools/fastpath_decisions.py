@@ -16,7 +16,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from core.intent import addressed_elsewhere
+from core.intent import addressed_elsewhere, remark
 from core.reflex import put_right, recognise_both, said_again_otherwise
 from core.reflex_steps import builtin_local_intents, declared_call, recognised, request_among_remarks
 
@@ -41,7 +41,7 @@ def decision(said: str) -> str | None:
     aside = request_among_remarks(local, said) if match is None else None
     call = declared_call(match or aside, said)
     if call is None and match is None:
-        call = declared_call(local.match_in_context(said), said)
+        call = declared_call(local.match_in_context(said, remark=remark), said)
     if call is not None:  # a toolset's own sentence that calls its tool ("convert 5 miles to km")
         return "CALL " + "|".join(call)
     intent = recognised(match, said)
