@@ -26,7 +26,8 @@ A toolset says what it answers in its folder's `intents.yaml`:
             # free_text: true           # a wildcard slot is the tool's free text ("send {message} to my phone")
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
           # a question whose slots the words before it give ("eight ounces of butter. how many
-          # grams is that?"): `context` is matched on the last run of those words (match_in_context)
+          # grams is that?"): `context` is matched on the last run of those words (match_in_context);
+          # a context of free text alone ("{message}") takes all the words before
           ConvertThat:
             action: call
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
@@ -459,6 +460,10 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
     counts = _number_words()
     words = [word.strip("«»\"“”'.,!?;:()") for word in before.split()]
     words = [word for word in words if word][-CONTEXT_LOOKBACK_WORDS:]
+    whole = next((result for result in recognize_all(" ".join(words), intents, slot_lists=lists, intent_context=_HERE,
+                                                     language=language) if result.intent.name == intent), None)
+    if whole is not None and all(entity.is_wildcard for entity in whole.entities.values()):
+        return {name: entity.value for name, entity in whole.entities.items()}  # free text: all that was said before
     for end in range(len(words), 0, -1):
         for start in range(max(0, end - CONTEXT_WORDS_MAX), end):
             found = next((result for result in recognize_all(" ".join(words[start:end]), intents, slot_lists=lists,

@@ -18,6 +18,7 @@ from functools import partial
 
 import protocol as p
 from core import tracing
+from core.lexicon import fold, words
 from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, remark, small_talk
@@ -43,6 +44,7 @@ REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart 
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
+_POINTING = frozenset(fold(word) for word in words("requests", "pointing_words"))  # "that", "это": no message
 QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
                       "the earlier request; in your answer, say this was done too.")
 
@@ -105,6 +107,8 @@ def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None
     the intent declares is the tool's own: a message) and held back by nothing; else None."""
     if match is None or match.call is None or match.wildcard and not match.call.free_text or held_back(said, "search"):
         return None  # free text stands for a name only the model resolves, unless it is the message itself
+    if match.wildcard and all(fold(str(value)).strip(" .,!?") in _POINTING for value in match.slots.values() if isinstance(value, str)):
+        return None  # "send that to my phone": the message is what was said before (a `context`), or the model's
     try:
         return match.call.tool, match.call.args.format_map(slot_words(match))
     except (KeyError, ValueError, IndexError):  # a template naming a slot this sentence left empty

@@ -298,6 +298,9 @@ class Phone(RecordingGlasses):
     # h23, h24: "send it to my phone" was shown on the glasses (or not done): now it reaches the phone, said truly
     ("скинь мне на телефон код от домофона у гоши 4471 решётка а то очки сядут", "код от домофона у гоши 4471 решётка"),
     ("send the wifi password abc123 to my phone", "the wifi password abc123"),
+    # what was said before "send that to my phone", with a remark after
+    ("I parked on level minus three spot c 27, send that to my phone, I always forget where I left it in this mall",
+     "I parked on level minus three spot c 27"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
@@ -309,6 +312,14 @@ async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_gl
                 await glasses.changed.wait()
     assert [n.text for n in glasses.pushed] == [sent] and not backend.calls
     assert sent in answer and ("телефон" in answer or "phone" in answer), answer
+
+
+@pytest.mark.parametrize("said", ["send it to my phone", "скинь мне на телефон это"])
+async def test_send_that_to_the_phone_with_nothing_said_before_is_the_models(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "What should I send?")
+    async with inproc_system(tmp_path, backend=backend, stand_ins={"glasses": Phone}) as system:
+        assert finals(await system.turn("s", said))[-1] == "What should I send?"
+        assert not system.actors["glasses"].pushed  # never "it" sent as the message
 
 
 async def test_a_notice_while_the_glasses_are_off_is_pushed_kept_and_delivered_on_return(tmp_path, capsys):
