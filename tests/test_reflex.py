@@ -1510,10 +1510,17 @@ async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
     ("кто снял Братство кольца", "Режиссёр «Властелин колец: Братство кольца» — Peter Jackson."),
 ])
 async def test_a_title_called_by_its_subtitle_is_answered_in_the_questions_language(tmp_path, said, shown):
+    assert await _answered_without_the_model(tmp_path, said) == shown
+    assert subtitle("Ирония судьбы. Продолжение") == ""  # one word names no film
+
+
+async def _answered_without_the_model(tmp_path, said: str) -> str:
+    """The final display of one turn in a fresh session; the scripted model must not be asked."""
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
-        assert finals(await system.turn("s", said))[-1] == shown and not backend.calls
-    assert subtitle("Ирония судьбы. Продолжение") == ""  # one word names no film
+        shown = finals(await system.turn("s", said))[-1]
+    assert not backend.calls, shown
+    return shown
 
 
 async def test_the_second_one_of_a_part_of_a_series_shown_alone_is_the_series_second_part(tmp_path):
@@ -1573,9 +1580,7 @@ async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tm
 ])
 async def test_the_plain_question_what_runs_in_the_background_is_answered_by_its_sentences(tmp_path, said, shown):
     # h23: "is anything running in the background right now?" went to the model (it searched the history)
-    backend = ScriptedBackend(reply_fn=_liar)
-    async with inproc_system(tmp_path, backend=backend) as system:
-        assert finals(await system.turn("s", said))[-1] == shown and not backend.calls
+    assert await _answered_without_the_model(tmp_path, said) == shown
 
 
 async def test_a_length_before_an_event_is_no_timer_from_now(tmp_path):
