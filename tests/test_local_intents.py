@@ -219,6 +219,8 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("тридцать шесть дюймов это сколько в сантиметрах?", "36 in = 91.44 cm."),
     ("what's twenty six miles in kilometers", "26 mi = 41.84 km."),
     ("350 fahrenheit is how many celsius", "350 F = 176.7 C."),
+    ("пять с половиной миль это сколько в километрах", "5.5 mi = 8.851 km."),  # h24: a whole and a half
+    ("convert two and a half cups to ml", "2.5 cup = 591.5 ml."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
