@@ -335,9 +335,13 @@ _ONES = {word: n for key in ("units", "teens") for word, n in lexicon.table("req
 _ALT = lambda table: "|".join(sorted(table, key=len, reverse=True))  # noqa: E731 - a pattern's alternatives
 _HOUR_AND_MINUTES = re.compile(
     r"(?<!\w)(?P<opens>(?:" + lexicon.alternation("durations", "length_openers") + r")\s+)"
-    r"(?:(?P<h>\d+|" + _ALT(_ONES) + r")\s+)?(?:an?\s+)?(?P<unit>час(?:а|ов)?|hours?)"
+    r"(?:(?P<h>\d+|" + _ALT(_ONES) + r")\s+)?(?:an?\s+)?(?P<unit>" + _ALT(w for w in lexicon.words("durations", "hour_words") if len(w) >= 3) + r")"
     r"\s+(?:(?:и|and)\s+)?(?P<m>\d{1,2}|(?:" + _ALT(_TENS) + r")(?:[\s-]+(?:" + _ALT(_ONES) + r"))?|" + _ALT(_ONES) + r")"
     r"(?![\w-]|\s+(?:" + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
+
+
+# the word a length's minutes take after a number, in each language: "минут", "minutes" (the reflexes read it)
+_MINUTES = {language: lexicon.topic(language, "durations")["minutes_after_count"] for language in lexicon.LANGUAGES}
 
 
 def _minutes_said(words: str) -> int:
@@ -352,7 +356,7 @@ def with_halves(text: str) -> str:
 
     def whole(m: re.Match[str]) -> str:
         hours = m["h"] if m["h"] is None or m["h"].isdigit() else str(_ONES[m["h"].casefold()])
-        minutes = "минут" if re.match(r"[а-я]", m["unit"], re.I) else "minutes"
+        minutes = _MINUTES["ru" if re.match(r"[а-яё]", m["unit"], re.I) else "en"]
         return f"{m['opens']}{hours or 1} {m['unit']} {_minutes_said(m['m'])} {minutes}"
     return _HOUR_AND_MINUTES.sub(whole, text)
 
