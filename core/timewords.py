@@ -355,6 +355,8 @@ def with_halves(text: str) -> str:
     text = _AND_A_HALF.sub(lambda m: _HALF_COUNTS.get(m["count"].casefold(), m["count"]) + ".5 ", text)
 
     def whole(m: re.Match[str]) -> str:
+        if _minutes_said(m["m"]) % 5:
+            return m.group(0)  # bare minutes after the hours are said in fives: "на час три раза" is no 1 h 3 min
         hours = m["h"] if m["h"] is None or m["h"].isdigit() else str(_ONES[m["h"].casefold()])
         minutes = _MINUTES["ru" if re.match(r"[а-яё]", m["unit"], re.I) else "en"]
         return f"{m['opens']}{hours or 1} {m['unit']} {_minutes_said(m['m'])} {minutes}"

@@ -98,6 +98,7 @@ def test_a_length_is_judged_against_the_whole_length_said():
     ("remind me in an hour fifteen to call", "remind me in 1 hour 15 minutes to call"),
     ("поставь таймер на два часа тридцать пять", "поставь таймер на 2 часа 35 минут"),
     ("напомни в час пятнадцать позвонить", "напомни в 1:15 позвонить"),  # a clock time, not a length (the nearest 1:15)
+    ("поставь таймер на час три раза", "поставь таймер на час три раза"),  # bare minutes are said in fives
 ])
 def test_an_hour_said_in_words_with_its_half_of_the_day_is_put_in_digits(said, digits):
     assert in_digits(said) == digits
