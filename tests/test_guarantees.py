@@ -554,13 +554,15 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
                  "TOOL_CALL: timers_set|17:00; позвонить бухгалтеру",
              # h24: a familiar name, and a verb of anything ("включи голову") with a length: the fast path set a timer
              "серёга, включи голову, куда ты столько цемента замешал, он же за час встанет":
-                 "TOOL_CALL: timers_set|in 1 hour; цемент"}
+                 "TOOL_CALL: timers_set|in 1 hour; цемент",
+             # h25: a name the list lacked ("даня"), the fast path set the oven timer
+             "даня, поставь таймер на духовке на сорок минут, я в душ": "TOOL_CALL: timers_set|in 40 minutes; духовка"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 4 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 5 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 

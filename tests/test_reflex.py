@@ -1508,6 +1508,9 @@ async def test_an_imperfective_cancel_cancels_every_timer(tmp_path, said):
     # h24: a part of a series called by its subtitle was no title (the model answered "300 days")
     ("how long is the fellowship of the ring", "“The Lord of the Rings: The Fellowship of the Ring” runs 178 minutes (2 h 58 min)."),
     ("кто снял Братство кольца", "Режиссёр «Властелин колец: Братство кольца» — Peter Jackson."),
+    # h25: "godfather two" was answered with The Godfather's runtime (a part's number said in words, or in Roman figures)
+    ("how long is godfather two", "“The Godfather Part II” runs 202 minutes (3 h 22 min)."),
+    ("how long is the godfather part ii", "“The Godfather Part II” runs 202 minutes (3 h 22 min)."),
 ])
 async def test_a_title_called_by_its_subtitle_is_answered_in_the_questions_language(tmp_path, said, shown):
     assert await _answered_without_the_model(tmp_path, said) == shown

@@ -16,7 +16,7 @@ import msgspec
 
 from core.fastpath import FastPath, Intent, Reference
 from core.local_intents import Say
-from core.reflex import FUNCTION_WORDS, YEAR, among, close_to, near_word, norm_words
+from core.reflex import FUNCTION_WORDS, NUMBER_WORDS, YEAR, among, close_to, near_word, norm_words
 from core.timewords import numbers_said
 from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
@@ -78,12 +78,15 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     the request (or the request is its name plus the director's or the year's words); the most
     such words win, the catalog's order breaks a tie. A lone result close to the words (a typo)
     too. None when it is not plain: the model chooses."""
-    words = set(norm_words(subject).split()) - {"the", "a", "an"}
+    # a part's number said last, in words or in Roman figures, is its number: "godfather two" is "The Godfather Part II"
+    said = norm_words(subject).split()
+    part = _ROMAN.get(said[-1], str(NUMBER_WORDS.get(said[-1], ""))) if said else ""
+    words = (set(said) | ({part} if part not in ("", "1") else set())) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
         names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name),
                  *(sub for name in title.names for sub in [subtitle(name)] if sub))
-        name_words = [set(norm_words(name).split()) - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
+        name_words = [{_ROMAN.get(w, w) for w in norm_words(name).split()} - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
         if not any(n and all(among(w, words) or any(near_word(x, w) for x in words) for w in n) for n in name_words):
             continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
         facts = set(norm_words(title.facts).split())
@@ -99,7 +102,8 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     return None
 
 
-_NAME_GLUE = frozenset({"the", "a", "an", "of", "и", "в", "с", "к", "у", "о"})
+_NAME_GLUE = frozenset({"the", "a", "an", "of", "part", "и", "в", "с", "к", "у", "о"})
+_ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6"}  # "The Godfather Part II"
 
 
 def _opens(subject: str, name: str) -> bool:
