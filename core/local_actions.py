@@ -7,9 +7,8 @@ hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
 """
 from __future__ import annotations
 
-from core.lexicon import table
 from core.local_intents import LocalMatch
-from core.reflex import Intent
+from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent
 
 _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
 # a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
@@ -45,7 +44,7 @@ def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:
     return " ".join(parts)
 
 
-_NUMBER_WORDS = frozenset(word for key in ("units", "teens", "tens") for word in table("requests", key))
+_NUMBER_WORDS = frozenset({*NUMBER_WORDS, *TEENS, *TENS})
 
 
 def _first_word_a_number(text: str) -> bool:

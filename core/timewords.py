@@ -319,25 +319,36 @@ _PART_OF_HOUR = tuple((re.compile(r"(?<!\w)" + said + r"(?!\w)", re.IGNORECASE),
                       for said, minutes in lexicon.table(_CLOCK, "part_of_hour_patterns").items())
 
 
+# the counts said in words ("пятнадцать", "twenty") and a length's unit words (the timer table's own)
+_TENS: dict[str, int] = lexicon.table("requests", "tens")
+_ONES: dict[str, int] = {word: n for key in ("units", "teens") for word, n in lexicon.table("requests", key).items()}
+_COUNTS: dict[str, int] = {**_ONES, **_TENS}
+
+
+def _alternatives(words) -> str:
+    """A pattern's alternatives, the longest first (so "двадцать" is never read as "два")."""
+    return "|".join(sorted(words, key=len, reverse=True))
+
+
+_UNIT = r"(?:" + _alternatives(map(re.escape, UNIT_SECONDS)) + r")(?!\w)"
+
+
 # "два с половиной часа", "two and a half hours": a count and a half before its unit, in figures
 # ("2.5 часа"), as the timer table reads it; else "часа" alone was read as the length, an hour
 # (a half said after the unit, "an hour and a half", is a length phrase: core.timers.LENGTH_PHRASES)
-_HALF_COUNTS = {word: str(n) for key in ("units", "teens", "tens") for word, n in lexicon.table("requests", key).items()}
-_AND_A_HALF = re.compile(r"(?<![\w.,])(?P<count>\d+|" + "|".join(sorted(_HALF_COUNTS, key=len, reverse=True)) + r")\s+(?:"
-                         + lexicon.alternation("durations", "and_a_half_patterns") + r")\s+(?=(?:"
-                         + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
+_AND_A_HALF = re.compile(r"(?<![\w.,])(?P<count>\d+|" + _alternatives(_COUNTS) + r")\s+(?:"
+                         + lexicon.alternation("durations", "and_a_half_patterns") + r")\s+(?=" + _UNIT + ")", re.IGNORECASE)
 
 
 # "через час пятнадцать", "на два часа двадцать", "in an hour fifteen": minutes said with no unit after
 # the hours of a length (after a word that opens a length, so "в час пятнадцать", a clock time, is not one)
-_TENS = {word: n for word, n in lexicon.table("requests", "tens").items()}
-_ONES = {word: n for key in ("units", "teens") for word, n in lexicon.table("requests", key).items()}
-_ALT = lambda table: "|".join(sorted(table, key=len, reverse=True))  # noqa: E731 - a pattern's alternatives
 _HOUR_AND_MINUTES = re.compile(
     r"(?<!\w)(?P<opens>(?:" + lexicon.alternation("durations", "length_openers") + r")\s+)"
-    r"(?:(?P<h>\d+|" + _ALT(_ONES) + r")\s+)?(?:an?\s+)?(?P<unit>" + _ALT(w for w in lexicon.words("durations", "hour_words") if len(w) >= 3) + r")"
-    r"\s+(?:(?:и|and)\s+)?(?P<m>\d{1,2}|(?:" + _ALT(_TENS) + r")(?:[\s-]+(?:" + _ALT(_ONES) + r"))?|" + _ALT(_ONES) + r")"
-    r"(?![\w-]|\s+(?:" + "|".join(sorted(map(re.escape, UNIT_SECONDS), key=len, reverse=True)) + r")(?!\w))", re.IGNORECASE)
+    r"(?:(?P<h>\d+|" + _alternatives(_ONES) + r")\s+)?(?:an?\s+)?"
+    r"(?P<unit>" + _alternatives(w for w in lexicon.words("durations", "hour_words") if len(w) >= 3) + r")"
+    r"\s+(?:(?:" + lexicon.alternation("durations", "joining_words") + r")\s+)?"
+    r"(?P<m>\d{1,2}|(?:" + _alternatives(_TENS) + r")(?:[\s-]+(?:" + _alternatives(_ONES) + r"))?|" + _alternatives(_ONES) + r")"
+    r"(?![\w-]|\s+" + _UNIT + ")", re.IGNORECASE)
 
 
 # the word a length's minutes take after a number, in each language: "минут", "minutes" (the reflexes read it)
@@ -346,13 +357,13 @@ _MINUTES = {language: lexicon.topic(language, "durations")["minutes_after_count"
 
 def _minutes_said(words: str) -> int:
     parts = re.split(r"[\s-]+", words.casefold())
-    return int(parts[0]) if parts[0].isdigit() else sum(_TENS.get(w, 0) or _ONES.get(w, 0) for w in parts)
+    return int(parts[0]) if parts[0].isdigit() else sum(_COUNTS.get(w, 0) for w in parts)
 
 
 def with_halves(text: str) -> str:
     """"два с половиной часа" -> "2.5 часа", "two and a half hours" -> "2.5 hours"; and the
     minutes of a length said with no unit: "через час пятнадцать" -> "через 1 час 15 минут"."""
-    text = _AND_A_HALF.sub(lambda m: _HALF_COUNTS.get(m["count"].casefold(), m["count"]) + ".5 ", text)
+    text = _AND_A_HALF.sub(lambda m: str(_COUNTS.get(m["count"].casefold(), m["count"])) + ".5 ", text)
 
     def whole(m: re.Match[str]) -> str:
         if _minutes_said(m["m"]) % 5:
@@ -414,7 +425,7 @@ def unsaid_number(when: str, *texts: str) -> str:
 # ---- which lengths of time words say -------------------------------------------------------
 _SPAN_UNITS = UNIT_SECONDS  # the timer table's own words of a length: what it reads, the guard reads
 _BARE_UNITS = frozenset(lexicon.words("durations", "bare_unit_words"))
-_COUNT_WORDS: dict[str, str] = {**{w: str(n) for key in ("units", "teens", "tens") for w, n in lexicon.table("requests", key).items()},
+_COUNT_WORDS: dict[str, str] = {**{w: str(n) for w, n in _COUNTS.items()},
                                 **{w: str(n) for w, n in lexicon.table("durations", "number_words").items()}}
 _JOINERS = frozenset(lexicon.words("durations", "joining_words"))
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
