@@ -63,15 +63,50 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     sentence or clause matches, and every other one is a remark that asks for nothing, tells of
     nobody's words and has no second thought ("no, I'm off", "wait, 15"); else None. The
     whole words are then read for a negation or a condition (core.reflex.held_back)."""
+    parts = _clauses(said)
+    matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
+    return matched[0][0] if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) else None
+
+
+def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
+    """The same for a request the reflex reads in one clause, where no toolset's sentence
+    matches it whole: "хотя знаешь, убери вообще все таймеры, сам послежу"; held back, as a
+    request said alone, by a negation or a condition in the whole words."""
+    parts = _clauses(said)
+    read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
+    if len(read) != 1 or not _only_remarks_beside(parts, read[0][1]):
+        return None
+    intent, request = read[0]
+    if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.reference is not None or held_back(said, intent.kind):
+        return None  # "the second Back to the Future, the one with the hoverboard. can you put it on?"
+    if intent.subject and _POINTING & set(fold(intent.subject).split()):
+        return None  # "во, её и запускай": a title pointed at, not named
+    if intent.kind.startswith("timer") and any(re.search(r"\d", in_digits(part)) for part in parts if part != request):
+        return None  # "one timer for 25 minutes for the laundry and, um, another for an hour": two timers
+    return intent
+
+
+# the kinds whose request one clause says whole; not a text to show or a watch's words (what to
+# show or watch for may be in the remarks: "put the wifi password up. it's sunflower42"), nor a
+# reading that points back ("а в Дубае?", "put it on"): what it points at may be in the remarks
+_WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change",
+                        "play", "playback", "search", "details")
+
+
+def _clauses(said: str) -> list[str]:
+    """Its sentences and comma clauses, when there are 2 to REMARK_PARTS_MAX of them; else []."""
     parts = [part.strip(" ,.!?") for part in re.split(r"(?<=[.!?])\s+|,\s*", without_polite_tail(said))]
     parts = [part for part in parts if part]
-    if len(parts) < 2 or len(parts) > REMARK_PARTS_MAX:
-        return None
-    matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
-    others = [part for part in parts if part != matched[0][1]] if len(matched) == 1 else []
-    if not others or not all(remark(part) and not tells_of_words(part) and not second_thought(part) for part in others):
-        return None
-    return matched[0][0]
+    return parts if 2 <= len(parts) <= REMARK_PARTS_MAX else []
+
+
+def _only_remarks_beside(parts: list[str], request: str) -> bool:
+    """Every clause but the request's asks for nothing and tells of nobody's words, and none
+    after it takes anything back ("set it for 10, no wait, 15"); one before it may ("хотя
+    знаешь, убери все таймеры": the change of mind is the request)."""
+    at = parts.index(request)
+    return len(parts) > 1 and all(remark(part) and not tells_of_words(part) and (index < at or not second_thought(part))
+                                  for index, part in enumerate(parts) if index != at)
 
 
 def recognised(match: LocalMatch | None, said: str, *, typed_only: bool = False,
@@ -179,6 +214,8 @@ class ReflexSteps:
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
+        if intent is None and aside is None:  # "хотя знаешь, убери вообще все таймеры, сам послежу"
+            intent = intent_among_remarks(words, self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words, self.s.phrasings) if intent is None else None

@@ -70,6 +70,12 @@ def parse_duration(text: str) -> float:
     return total
 
 
+def said_as_clock(text: str) -> bool:
+    """Whether `when` names a moment ("21:00", "tomorrow 07:00", an ISO time), not a span from now."""
+    said = " ".join((text or "").split()).casefold()
+    return bool(_ISO_START.match(said) or _DAY_CLOCK.fullmatch(said) or _CLOCK.fullmatch(said))
+
+
 def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
     """The epoch time meant by `text`: a relative duration, a time of day (the next one), or an
     ISO 8601 moment (naive ones are in `tz`). Raises TimerError with what to send instead."""
@@ -161,6 +167,13 @@ def format_span(seconds: float) -> str:
         if len(parts) == 2:
             break
     return " ".join(parts)
+
+
+def set_order(timer: "Timer") -> int:
+    """Its place in the order the timers were set (its id's number: t1, t2, ...): "the second
+    one" of what the user asked for, whatever goes off first."""
+    number = timer.timer_id[1:]
+    return int(number) if number.isdigit() else 0
 
 
 @dataclass(slots=True)

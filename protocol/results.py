@@ -83,13 +83,15 @@ class Playing(_Data, tag="playing"):
 
 class TimerSet(_Data, tag="timer_set"):
     """A timer set: its id, when it fires and when it was set (epoch seconds: it runs `due -
-    set_at`), its text, and its period when it repeats."""
+    set_at`), its text, its period when it repeats, and whether it was set for a clock time
+    ("21:00") rather than a span ("in 2 hours"): "make it 10" is then 10 o'clock."""
 
     id: str
     due: float
     text: str
     set_at: float = 0.0
     every_s: float | None = None
+    by_clock: bool = False
 
     def shown_ids(self) -> tuple[str, ...]:
         return (self.id,)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from core.intent import addressed_elsewhere, remark
 from core.reflex import put_right, recognise_both, said_again_otherwise
-from core.reflex_steps import builtin_local_intents, declared_call, recognised, request_among_remarks
+from core.reflex_steps import builtin_local_intents, declared_call, intent_among_remarks, recognised, request_among_remarks
 
 SETS = ("dev", "test", "traps")
 
@@ -47,6 +47,8 @@ def decision(said: str) -> str | None:
     intent = recognised(match, said)
     if intent is None and aside is not None:
         intent = recognised(aside, said, typed_only=True)
+    if intent is None and aside is None:
+        intent = intent_among_remarks(said)
     if intent is not None:
         return _described(intent)
     both = recognise_both(said)

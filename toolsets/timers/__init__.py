@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.timers import TimerError, TimerTable
+from core.timers import TimerError, TimerTable, said_as_clock
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TimerRef, TimersListed, TimerSet
@@ -41,7 +41,7 @@ def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> Cal
             timer_id, due, text = table.set(args["when"], args["text"], args.get("every"))
             timer = next(t for t in table.pending() if t.timer_id == timer_id)
             return CallOutcome(kind="ok", text=text, data=TimerSet(id=timer_id, due=due, text=timer.text, set_at=now,
-                                                                   every_s=timer.every))
+                                                                   every_s=timer.every, by_clock=said_as_clock(args["when"])))
         if tool == "timers_list":
             listed = [TimerRef(id=t.timer_id, due=t.due, text=t.text) for t in table.pending()]
             return CallOutcome(kind="ok", text=table.list(), data=TimersListed(timers=listed))

@@ -10,14 +10,16 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Container
+from pathlib import Path
 
 import msgspec
 
 from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.intent import counted_back
+from core.lexicon import alternation, table, words
 from core.reflex import TIMER_WORD, among, norm_words
-from core.timers import TimerError, dial_nearest, parse_when
+from core.timers import TimerError, dial_nearest, parse_when, set_order
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
 
@@ -42,24 +44,68 @@ def matching_timers(words: str, timers: list) -> list:
     return [t for t in timers if any(among(w, set(norm_words(t.text).split())) for w in said)]
 
 
+_WORDS = Path(__file__).with_name("words")
+_PLACES: dict[str, int] = table("naming", "ordinals", _WORDS)  # type: ignore[assignment]
+# "убери второе напоминание", "cancel the last one": a place said before a timer word, "one" or
+# nothing more ("отмени второй завтрак" names a timer's text, no place)
+_PLACE_SAID = re.compile(r"(?<!\w)(?P<word>" + "|".join(re.escape(word) for word in sorted(_PLACES, key=len, reverse=True))
+                         + r")(?=\s*$|\s+(?:" + TIMER_WORD.pattern + "|" + alternation("naming", "timer_name_patterns", _WORDS) + "|"
+                         + "|".join(re.escape(word) for word in words("naming", "ordinal_followers", _WORDS)) + r")(?!\w))")
+_KEEP_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "keep_patterns", _WORDS) + r")(?!\w)")
+
+
 def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[str, ToolData | None]] = (),
                      timer_tools: Container[str] = ()) -> list | None:
-    """The timers a cancel means: all, the one whose text its words name, or the only one when
-    the words say "timer" ("отмени таймер"); None when that is not plain (the model asks).
-    "kill the pizza one" names no timer word: it cancels only a timer about pizza. "cancel it"
-    (`intent.last_timer`) means the timer the turn before set, or the only one it listed; with
-    `results_before` the (tool, result's payload) pairs of that turn, `timer_tools` the tools
-    that set, list and cancel timers."""
+    """The timers a cancel means: all, the one whose text its words name, the one at the place
+    said in the order they were set ("убери второе напоминание"), or the only one when the words
+    say "timer" ("отмени таймер"); None when that is not plain (the model asks), or when it
+    would take one the words keep ("…, про маму оставь"). "kill the pizza one" names no timer
+    word: it cancels only a timer about pizza. "cancel it" (`intent.last_timer`) means the timer
+    the turn before set, or the only one it listed; with `results_before` the (tool, result's
+    payload) pairs of that turn, `timer_tools` the tools that set, list and cancel timers."""
     if intent.last_timer:
         return _timer_talked_about(results_before, pending, timer_tools)
     if intent.both_timers:  # "scratch both of them": which two is plain only when two are set
         return pending if len(pending) == 2 else None
     if intent.all_timers or not pending:
         return pending
-    chosen = matching_timers(intent.text, pending)
-    if not chosen and len(pending) == 1 and TIMER_WORD.search(intent.text):
-        return pending
+    said, kept_said = _kept_apart(intent.text)
+    place = _PLACE_SAID.search(norm_words(said))
+    if place is not None:
+        chosen = _at_place(pending, _PLACES[place["word"]])
+    else:
+        chosen = matching_timers(said, pending)
+        if not chosen and len(pending) == 1 and TIMER_WORD.search(said):
+            chosen = pending
+    kept = matching_timers(kept_said, pending) if kept_said else []
+    return chosen if len(chosen) == 1 and chosen[0] not in kept else None
+
+
+_PRONOUNS = frozenset(words("naming", "pronoun_words", _WORDS))
+
+
+def _named_in_remark(intent: Intent, said: str, pending: list) -> list | None:
+    """"а, вика сама написала. убери тот, что про неё": a cancel that names its timer by a
+    pronoun, whose person or thing the sentences before it name: the one timer their words name."""
+    if not _PRONOUNS & set(norm_words(intent.text).split()) or intent.all_timers or intent.both_timers:
+        return None
+    before = said[: max(said.rfind(". "), said.rfind("! "), said.rfind("? "))].strip()
+    chosen = matching_timers(before, pending) if before else []
     return chosen if len(chosen) == 1 else None
+
+
+def _kept_apart(text: str) -> tuple[str, str]:
+    """A cancel's words apart from the words of what is to stay: "второе напоминание, про маму
+    оставь" -> ("второе напоминание", "про маму оставь")."""
+    clauses = [clause for clause in re.split(r",\s*|\s+(?:а|но|but)\s+", text) if clause.strip()]
+    kept = [clause for clause in clauses if _KEEP_SAID.search(norm_words(clause))]
+    return " ".join(c for c in clauses if c not in kept), " ".join(kept)
+
+
+def _at_place(pending: list, place: int) -> list:
+    """The timer at a place (1-based; -1 the last) in the order they were set; [] past the end."""
+    in_order = sorted(pending, key=set_order)
+    return [in_order[place - 1]] if 0 < place <= len(in_order) else in_order[-1:] if place == -1 else []
 
 
 def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pending: list,
@@ -91,7 +137,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     except TimerError:
         return None  # the model asks what was meant
     before = len(fast.pending_timers())
-    text = intent.text or ("таймер" if intent.russian else "timer")
+    text = intent.text or _UNNAMED[0 if intent.russian else 1]
     every = f"; every={intent.every}" if intent.every else ""
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
@@ -113,27 +159,59 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
 
 
 async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
-    """"actually make it 10 minutes", "нет, давай на 25": the timer the turn before set, set
-    again for the new time with its text (the new one first: if it cannot be set, the old one
-    stays), then the old one cancelled. A bare number is in the old timer's unit. With no
-    timer set the turn before, a length said ("сделай на 40 минут") is a new timer; else the
-    model's."""
-    set_before = [data for _name, data in fast.results_before(turn) if isinstance(data, TimerSet)]
-    old = set_before[-1] if len(set_before) == 1 else None
-    if old is None or old.every_s or not any(t.timer_id == old.id for t in fast.pending_timers()):
-        plain = intent.when.startswith("in ") and not set_before
+    """"actually make it 10 minutes", "нет, давай на 25", "push the orchid one to ten": the timer
+    the words name, else the one the turn before set, set again for the new time with its text
+    (the new one first: if it cannot be set, the old one stays), then the old one cancelled. A
+    bare number is an hour for a timer set for a clock time, else in the old timer's unit. With
+    no timer set the turn before and none named, a length said ("сделай на 40 минут") is a new
+    timer; else the model's."""
+    old = _timer_to_change(fast, turn, intent)
+    if old is None:
+        plain = intent.when.startswith("in ") and not intent.text and not _set_before(fast, turn)
         return await timer_set(fast, turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
     when = intent.when
-    if when.isdigit() and old.due - old.set_at >= ALARM_SPAN_S:  # an alarm's "make it 7": 7 o'clock of its day
+    if when.isdigit() and (old.by_clock or old.due - old.set_at >= ALARM_SPAN_S):  # "make it 7": 7 o'clock of its day
         when = _same_day_hour(fast, old.due, int(when))
     elif when.isdigit():  # in the unit the timer it puts right was set in
         when = _in_unit_of(old, when, intent.russian)
     if not when:
         return None
-    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=old.text))
+    text = "" if old.text in _UNNAMED else old.text
+    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text))
     if answer is None or await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
+
+
+# the text a timer gets when none was said (timer_set): no text to say back
+_UNNAMED = ("таймер", "timer")
+
+
+def _set_before(fast: FastPath, turn: TurnState) -> list[TimerSet]:
+    return [data for _name, data in fast.results_before(turn) if isinstance(data, TimerSet)]
+
+
+def _timer_to_change(fast: FastPath, turn: TurnState, intent: Intent) -> TimerSet | None:
+    """The still-running, one-shot timer a put-right means: the one its words name among those
+    set ("the orchid one"), as set in this conversation; else the one the turn before set."""
+    pending_ids = {t.timer_id for t in fast.pending_timers()}
+    if intent.text:
+        named = matching_timers(intent.text, fast.pending_timers())
+        chosen = _as_set(fast, named[0].timer_id) if len(named) == 1 else None
+    else:
+        set_before = _set_before(fast, turn)
+        chosen = set_before[-1] if len(set_before) == 1 else None
+    return chosen if chosen is not None and not chosen.every_s and chosen.id in pending_ids else None
+
+
+def _as_set(fast: FastPath, timer_id: str) -> TimerSet | None:
+    """The result that set timer `timer_id` in this conversation, the latest first."""
+    messages = fast.messages()
+    for index in range(len(messages) - 1, -1, -1):
+        data = fast.data_at(index)
+        if isinstance(data, TimerSet) and data.id == timer_id:
+            return data
+    return None
 
 
 def _same_day_hour(fast: FastPath, due: float, hour: int) -> str:
@@ -158,6 +236,8 @@ async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     pending = fast.pending_timers()
     timer_tools = {fast.tool("timer_set"), fast.tool("timer_list"), fast.tool("timer_cancel")} - {""}
     chosen = timers_to_cancel(intent, pending, fast.results_before(turn) if intent.last_timer else [], timer_tools)
+    if chosen is None:
+        chosen = _named_in_remark(intent, fast.turn_words(turn), pending)
     if chosen is None:
         return None  # the words name none or several of the timers: the model asks
     every = intent.all_timers or not pending or len(chosen) == len(pending)

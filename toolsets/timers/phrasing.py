@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
-from core.lexicon import alternation, words
+from core.lexicon import alternation, table, words
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
                          VERB_START, as_said, in_figures, is_russian, recognise, second_thought)
 
@@ -302,7 +302,12 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 # a timer just set, put right: "actually make it 10 minutes", "нет, давай на 25", "change it to 7:30"
 _CHANGE_OPENING = re.compile(
     r"^(?:(?:" + NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
-    r"(?:(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
+    # one of several, by its words: "push the orchid one to ten", "перенеси напоминание про маму на восемь"
+    r"(?:(?:move|push|bump|shift|change)\s+the\s+(?P<named>[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+(?:one|timer|reminder|alarm)"
+    r"(?:\s+back)?\s+(?:to|for|at|in)|"
+    r"(?:перенеси|передвинь|сдвинь|переставь|поменяй)\s+(?:(?:таймер|напоминание|будильник|тот|то)[\s,]+(?:что\s+)?)?"
+    r"(?:про|с|со|для)\s+(?P<named_ru>\w+(?:\s+\w+){0,2}?)\s+(?:на|в)|"
+    r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
     r"(?:\s+back)?\s+(?:to|for|at|in)?|"
     r"(?:давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
     r"(?:\s+(?:на|через|в))?)?\s*")
@@ -316,6 +321,7 @@ _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|в�
 
 
 # a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
+_DIGITS: dict[str, str] = table("naming", "digits", Path(__file__).with_name("words"))  # type: ignore[assignment]
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
 
@@ -329,22 +335,39 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if all(remark(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
         return changed  # "нет, давай на 25", "wait, 15": the opening's no and comma are its own
     clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
-    changes = [at for at, clause in enumerate(clauses) if _changed_to(clause, russian) is not None]
+    changed = [_changed_to(clause, russian, after_no=at > 0 and _says_no(clauses[at - 1]))
+               for at, clause in enumerate(clauses)]
+    changes = [at for at, change in enumerate(changed) if change is not None]
     if len(changes) != 1:
         return None
     at = changes[0]
-    before_ok = all(remark(c) or second_thought(c) or _NOT_THAT.match(c.strip(" .!?")) for c in clauses[:at])
-    after_ok = all(remark(c) and not second_thought(c) for c in clauses[at + 1:])
-    return _changed_to(clauses[at], russian) if before_ok and after_ok else None
+    before_ok = all(remark(c) or _says_no(c) for c in clauses[:at])
+    after_ok = all(remark(c) and not second_thought(c) or _same_number(c, changed[at]) for c in clauses[at + 1:])
+    return changed[at] if before_ok and after_ok else None
 
 
-def _changed_to(clause: str, russian: bool) -> Intent | None:
-    """The put-right a clause says alone ("давай на 25", "make it seven"), or None."""
+def _says_no(clause: str) -> bool:
+    """A clause that takes back what was asked: a no, a wait ("ой нет", "no no"), or the time
+    that was wrong ("не в семь", "not seven")."""
+    return second_thought(clause) or _NOT_THAT.match(clause.strip(" .!?")) is not None
+
+
+def _same_number(clause: str, change: Intent | None) -> bool:
+    """"no no, fifty. five oh.": the new number said again digit by digit, as people make sure of it."""
+    digits = [_DIGITS.get(word) for word in clause.casefold().strip(" .!?").split()]
+    return (change is not None and len(digits) > 1 and None not in digits
+            and "".join(digits) == re.sub(r"\D", "", change.when))
+
+
+def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent | None:
+    """The put-right a clause says alone ("давай на 25", "make it seven"), or None. `after_no`:
+    the clause before took the old time back ("ой нет, не в семь, в полвосьмого", "no no,
+    fifty"), so the new time alone is the put-right."""
     text = in_figures(clause).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
         return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
-    if opening is None or not opening.group(0).strip():
+    if opening is None or not (opening.group(0).strip() or after_no):
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
@@ -356,7 +379,7 @@ def _changed_to(clause: str, russian: bool) -> Intent | None:
         when = f"{when}:00"  # "а в 8?": a clock hour, not a length
     elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
         when = f"in {when}"
-    return Intent(kind="timer_change", russian=russian, when=when)
+    return Intent(kind="timer_change", russian=russian, when=when, text=opening["named"] or opening["named_ru"] or "")
 
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)

@@ -1,0 +1,120 @@
+"""Follow-ups about timers already set, through the real session loop (issue 50; the kinds of
+turn the held-out blocks h22-h25 failed most): which of several timers a cancel or a move means
+(by its place in the order they were set, by its words, by a person the sentence before names,
+never one the words keep), a new time said after a no, a request among remarks that only the
+reflex reads, and the toolset's sentences for a reminder at a clock time and "what is set"."""
+from __future__ import annotations
+
+import calendar
+
+import pytest
+
+import protocol as p
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+AT_18 = calendar.timegm((2026, 3, 14, 15, 0, 0))  # 18:00 in Moscow, a Saturday
+
+
+def _liar(messages):
+    """A small model at its worst: it claims a timer and cancels them all. Turns the session
+    carries out itself never reach it."""
+    return "Готово! TOOL_CALL: timers_cancel|all"
+
+
+def _asks(messages):
+    return "Which one?"
+
+
+async def _play(tmp_path, turns: list[str], reply_fn=_liar):
+    """Plays `turns` in one session at 18:00 Moscow time: (the last final display, the timers
+    left as (HH:MM, text), soonest first, whether the model was asked)."""
+    backend = ScriptedBackend(reply_fn=reply_fn)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: AT_18, timezone="Europe/Moscow") as system:
+        for said in turns:
+            shown = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final]
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    left = [(f"{18 + int(t.due - AT_18) // 3600:02d}:{int(t.due - AT_18) % 3600 // 60:02d}", t.text) for t in pending]
+    return shown[-1], left, bool(backend.calls)
+
+
+async def test_the_second_reminder_is_the_second_set_and_the_one_the_words_keep_stays(tmp_path):
+    # h22: "убери второе напоминание, про маму оставь" with only mum's reminder set cancelled mum's
+    shown, left, asked = await _play(tmp_path, [
+        "напомни завтра в семь утра маме позвонить, у неё день рождения",
+        "и ещё сегодня в девять вечера — торт забрать в кондитерской",
+        "а, не, торт Лена заберёт. убери второе напоминание, про маму оставь"])
+    assert [text for _at, text in left] == ["маме позвонить у неё день рождения"] and not asked, shown
+    assert "торт" in shown
+
+
+async def test_a_place_past_the_timers_set_or_a_kept_one_is_the_models_to_ask(tmp_path):
+    shown, left, asked = await _play(tmp_path, [
+        "напомни завтра в семь утра маме позвонить",
+        "убери второе напоминание, про маму оставь"], reply_fn=_asks)
+    assert len(left) == 1 and asked and shown == "Which one?"
+    shown, left, asked = await _play(tmp_path / "kept", [
+        "поставь таймер на 10 минут, макароны", "и ещё один на 20 минут, курица",
+        "убери первый таймер, макароны оставь"], reply_fn=_asks)
+    assert len(left) == 2 and asked, left  # the first is the pasta, which the words keep
+
+
+@pytest.mark.parametrize("turns, left", [
+    # h25: a new time after a no, no verb before it
+    (["напомни в семь забрать лёву с плавания", "ой нет, не в семь, в полвосьмого, у них сегодня тренировка дольше"],
+     [("19:30", "забрать лёву с плавания")]),
+    # h25: the new length said again digit by digit
+    (["set a timer for fifteen minutes", "no no, fifty. five oh. it's a big roast"], [("18:50", "timer")]),
+    # h25: one of two, by its words, to a bare hour of a reminder set for a clock time
+    (["set a reminder for eight thirty tonight to water nadia's orchids", "and one at nine to text jeremy about sunday's hike",
+      "push the orchid one to ten"], [("21:00", "text jeremy about sunday's hike"), ("22:00", "water nadia's orchids")]),
+])
+async def test_a_timer_put_right_is_moved_without_the_model(tmp_path, turns, left):
+    shown, timers, asked = await _play(tmp_path, turns)
+    assert timers == left and not asked, (shown, timers)
+    assert "timer." not in shown  # a timer set with no text says none when it is moved
+
+
+@pytest.mark.parametrize("turns, left", [
+    # h25: the person the sentence before names
+    (["засеки сорок минут, грунтовка на стене сохнет", "и ещё один на пятнадцать минут, перезвонить вике из бухгалтерии",
+      "а, вика сама написала. убери тот, что про неё"], [("18:40", "грунтовка на стене сохнет")]),
+    # h25: a change of mind before the request, a remark after it
+    (["засеки сорок минут, грунтовка", "и ещё один на пятнадцать минут, вика",
+      "хотя знаешь, убери вообще все таймеры, сам послежу"], []),
+])
+async def test_a_cancel_among_remarks_takes_the_timers_its_words_mean(tmp_path, turns, left):
+    shown, timers, asked = await _play(tmp_path, turns)
+    assert timers == left and not asked, (shown, timers)
+
+
+@pytest.mark.parametrize("turns, shown_has", [
+    (["поставь напоминание на семь вечера забрать куртку из химчистки", "так, и что у меня сейчас стоит?"],
+     "19:00 — забрать куртку из химчистки"),
+    (["set a reminder for eight thirty tonight to water the plants", "and one at nine to text jeremy"], "21:00"),
+])
+async def test_a_reminder_at_a_clock_time_and_what_is_set_are_the_toolsets_sentences(tmp_path, turns, shown_has):
+    shown, _timers, asked = await _play(tmp_path, turns)
+    assert shown_has in shown and not asked, shown
+
+
+@pytest.mark.parametrize("said", [
+    "sorry, quick one, what's the time right now? my phone's dead and I'm on the bus",
+    "а какой сегодня день недели, я после смен совсем потерялся",
+])
+async def test_a_request_only_the_reflex_reads_among_remarks_is_answered_without_the_model(tmp_path, said):
+    shown, _timers, asked = await _play(tmp_path, [said])
+    assert not asked and ("18:00" in shown or "суббот" in shown.casefold()), shown
+
+
+@pytest.mark.parametrize("said", [
+    # two timers asked in clauses: one set alone would be a wrong action
+    "ok so, one timer for 25 minutes for the laundry and, um, another for an hour for the roast",
+    # the title to play is in the remark; "it" is not the last one shown
+    "my son wants the second Back to the Future, the one with the hoverboard. can you put it on?",
+    # what to show is in the remark
+    "can you pop the gate code up on my glasses? it's 4471",
+])
+async def test_among_remarks_a_request_whose_object_may_be_in_them_is_the_models(tmp_path, said):
+    _shown, timers, asked = await _play(tmp_path, [said], reply_fn=_asks)
+    assert asked and not timers
