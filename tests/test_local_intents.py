@@ -221,6 +221,8 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("350 fahrenheit is how many celsius", "350 F = 176.7 C."),
     ("пять с половиной миль это сколько в километрах", "5.5 mi = 8.851 km."),  # h24: a whole and a half
     ("convert two and a half cups to ml", "2.5 cup = 591.5 ml."),
+    ("convert twenty-six point two miles to kilometers", "26.2 mi = 42.16 km."),  # h22, h25: a fraction in words
+    ("my app says I did thirteen point one miles today. how many kilometers is that?", "13.1 mi = 21.08 km."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
@@ -237,7 +239,7 @@ async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_mo
 
 
 @pytest.mark.parametrize("said", [
-    "my app says I did thirteen point one miles today. how many kilometers is that?",  # more number than was read
+    "the oven's supposed to be at four twenty-five Fahrenheit. what's that in Celsius?",  # more number than was read
     "how many grams is that?",  # nothing said before it
     "this recipe wants eight ounces of butter. how many grams is that? and set a timer for 10 minutes",  # more asked after
 ])

@@ -14,7 +14,7 @@ import msgspec
 from core.channels import interest_words
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
-from core.lexicon import words
+from core.lexicon import alternation, words
 from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words, tells_of_words
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -103,6 +103,87 @@ def _watch_after_remarks(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
+def _any(name: str) -> re.Pattern[str]:
+    return re.compile(r"(?<!\w)(?:" + alternation("watching", name, WORDS) + r")(?!\w)")
+
+
+_NOTIFY, _EXTRA = _any("notify_patterns"), _any("watch_extra_patterns")
+_CONDITION = re.compile(r"(?<!\w)(?P<when>" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s+(?P<rest>.+)$")
+
+
+def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
+    """A watch said in clauses among remarks, the call to tell before or after the condition:
+    "I'm under a car right now, so give me a shout when my landlord messages me on WhatsApp,
+    okay?", "я в бассейн на час. если в телеге Олег Петрович напишет — сразу дёрни меня, а всё
+    остальное пусть ждёт". One clause holds the condition (an opener, then a message verb), one
+    the call to tell (it may be the same); every other clause is a remark that tells nobody's
+    words, or what goes with a watch ("ignore everything else", "даже если я сплю"). Who said
+    by a pronoun is read from the one remark that names the app, as `_watch_after_remarks` does."""
+    clauses = _what_is_written_joined([c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*", raw.strip())
+                                       if c.strip(" .!?—–-")])
+    found = [(at, condition) for at, clause in enumerate(clauses) for condition in [_CONDITION.search(clause)]
+             if condition is not None and _MESSAGE_VERB.search(" " + condition["rest"])]
+    if not 2 <= len(clauses) <= 6 or len(found) != 1:
+        return None
+    at, condition = found[0]
+    told = [index for index, clause in enumerate(clauses) if _NOTIFY.search(clause)]
+    lead = clauses[at][: condition.start()]
+    if not told or lead.strip() and not _NOTIFY.search(lead) and not remark(lead):
+        return None
+    if not all(_beside_a_watch(clause) for index, clause in enumerate(clauses) if index != at and index not in told):
+        return None
+    if any(tells_of_words(clause) for clause in clauses):
+        return None  # "она мне говорит: дай знать, если Петя напишет": her words, no request
+    when = condition["when"] if _WATCH.match(f"tell me {condition['when']} x") else "когда" if russian else "when"
+    rest = condition["rest"]
+    if (tell := _NOTIFY.search(rest)) is not None:  # "если она напишет в телеграм сразу дай знать": no comma before it
+        rest = " ".join(word for word in rest[: tell.start()].split() if not _EXTRA.fullmatch(word))
+    intent = _watch_intent(f"tell me {when} {rest}", said, russian)  # "как Катя напишет", "the moment he writes"
+    if intent is None:
+        return None
+    remarks = [clause for index, clause in enumerate(clauses) if index != at]
+    return _who_from_remarks(intent, remarks, said) if _by_pronoun(intent) else _where_from_remarks(intent, remarks)
+
+
+# what the message says, in the clause after the condition: "если Света напишет, что ключи у консьержа оставила"
+_WHAT_IS_WRITTEN = re.compile(r"^(?:что|про|о\s+том|that|about)\s")
+
+
+def _what_is_written_joined(clauses: list[str]) -> list[str]:
+    joined: list[str] = []
+    for clause in clauses:
+        if joined and _WHAT_IS_WRITTEN.match(clause.casefold()) and _MESSAGE_VERB.search(" " + joined[-1]):
+            joined[-1] = f"{joined[-1]} {clause}"
+        else:
+            joined.append(clause)
+    return joined
+
+
+def _beside_a_watch(clause: str) -> bool:
+    return bool(_EXTRA.fullmatch(clause.strip().casefold())) or remark(clause) and not tells_of_words(clause)
+
+
+def _where_from_remarks(intent: Intent, remarks: list[str]) -> Intent | None:
+    """The app a remark names when the condition names none ("жду от Серёги в вотсапе адрес");
+    None when remarks name more than one."""
+    named = {name for clause in remarks for name, pattern in CHANNELS if pattern.search(" " + clause)}
+    if intent.channel != "any" or not named:
+        return intent
+    return msgspec.structs.replace(intent, channel=named.pop()) if len(named) == 1 else None
+
+
+def _who_from_remarks(intent: Intent, remarks: list[str], said: str) -> Intent | None:
+    """"she" of a watch, read from the one remark that names the app: its words are who."""
+    named = [(clause, name) for clause in remarks for name, pattern in CHANNELS if pattern.search(" " + clause)]
+    if len(named) != 1 or intent.channel not in ("any", named[0][1]):
+        return None
+    clause, channel = named[0]
+    where = dict(CHANNELS)[channel]
+    who = " ".join(where.sub(" ", " " + clause).split())
+    text = intent.text if intent.channel != "any" else f"{intent.text} {where.search(' ' + clause).group(0).strip()}"
+    return msgspec.structs.replace(intent, channel=channel, subject=as_said(who, said), text=as_said(text, said))
+
+
 # "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
 _UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
@@ -137,5 +218,5 @@ def _commanded(intent: Intent) -> str | None:
     return None
 
 
-PHRASING = Phrasing(first=(_unwatch_intent, _watch_named, _watch_after_remarks), negated=(_unwatch_intent,),
+PHRASING = Phrasing(first=(_unwatch_intent, _watch_named, _watch_after_remarks, _watch_in_clauses), negated=(_unwatch_intent,),
                     opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None, commanded=_commanded)

@@ -1,0 +1,59 @@
+"""A watch said in clauses among remarks (issue 50: the held-out blocks h20-h25 lost six watches
+this way), through the real session loop: the condition and the call to tell in either order,
+openers people use ("the moment", "как"), what goes with a watch ("ignore everything else",
+"даже если я сплю"), the app named in a remark; and never a watch for someone else's words or
+a watch refused."""
+from __future__ import annotations
+
+import pytest
+
+import protocol as p
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+
+def _liar(messages):
+    return "Готово! TOOL_CALL: channels_watch|any; everything"
+
+
+async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
+    """(the watches' calls the turn made, its final display, whether the model was asked)."""
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final]
+        history = await system.history("s")
+    calls = [m["content"].removeprefix("TOOL_CALL: ") for m in history
+             if m["role"] == "assistant" and m["content"].startswith("TOOL_CALL: channels_watch")]
+    return calls, shown[-1], bool(backend.calls)
+
+
+@pytest.mark.parametrize("said, channel, who", [
+    ("I'm under a car right now, so give me a shout when my landlord messages me on WhatsApp, okay?", "whatsapp", "landlord"),
+    ("I'm waiting on the contract, so ping me the moment my boss emails back", "mail", "boss"),
+    ("как Катя напишет в телеге, сразу скажи мне", "telegram", "катя"),
+    ("я в бассейн на час. если в телеге Олег Петрович что-нибудь про отчёт напишет — сразу дёрни меня, а всё остальное пусть ждёт",
+     "telegram", "петрович"),
+    ("I'm heading into a long meeting. if anything comes in on Slack from Priya about the deploy, ping me right away. "
+     "ignore everything else", "slack", "priya"),
+    ("сестра сегодня рожает, я весь на нервах. если она или артём её муж напишут в телеграм сразу дай знать, даже если я сплю",
+     "telegram", "арт"),
+    # "he" of the remark that names the app
+    ("I'm heading into the gym, but my boss might ping me on Telegram about Monday's meeting. let me know when he writes? "
+     "don't bug me with anything else though", "telegram", "boss"),
+    ("последи за вотсапом, ага? если Света напишет, что ключи у консьержа оставила, — сразу скажи мне", "whatsapp", "свет"),
+])
+async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
+    calls, shown, asked = await _watched(tmp_path, said)
+    assert len(calls) == 1 and not asked, (calls, shown)
+    where, _, what = calls[0].partition("|")[2].partition("; ")
+    assert where == channel and who in what.casefold(), calls
+
+
+@pytest.mark.parametrize("said", [
+    "она мне вчера говорит: дай знать, если Петя напишет в телегу",
+    "my sister always says, let me know when mum texts on whatsapp, and I never do",
+    "не говори мне, если Петя напишет в телегу, мне всё равно",
+])
+async def test_someone_elses_words_or_a_refusal_set_no_watch_by_the_fast_path(tmp_path, said):
+    calls, _shown, asked = await _watched(tmp_path, said)
+    assert asked  # the model reads it (its own call then meets the guards)
