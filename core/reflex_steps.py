@@ -64,6 +64,11 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     nobody's words and has no second thought ("no, I'm off", "wait, 15"); else None. The
     whole words are then read for a negation or a condition (core.reflex.held_back)."""
     parts = _clauses(said)
+    for at in range(len(parts) - 1):  # a declared call and what it is, in the clause after it: "…, it's two fourteen"
+        joined = [*parts[:at], f"{parts[at]}, {parts[at + 1]}", *parts[at + 2:]]
+        match = local.match(joined[at])
+        if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]):
+            return match
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
     return matched[0][0] if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) else None
 

@@ -301,6 +301,10 @@ class Phone(RecordingGlasses):
     # what was said before "send that to my phone", with a remark after
     ("I parked on level minus three spot c 27, send that to my phone, I always forget where I left it in this mall",
      "I parked on level minus three spot c 27"),
+    # h23: what it is, in the clause after it (the message was "my locker number" alone)
+    ("I'm about to take the glasses off for the gym. send my locker number to my phone, it's two fourteen, I always forget it",
+     "my locker number: two fourteen"),
+    ("скинь мне на телефон номер шкафчика, это двести четырнадцать, а то забуду", "номер шкафчика это двести четырнадцать"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
