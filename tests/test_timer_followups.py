@@ -118,3 +118,17 @@ async def test_a_request_only_the_reflex_reads_among_remarks_is_answered_without
 async def test_among_remarks_a_request_whose_object_may_be_in_them_is_the_models(tmp_path, said):
     _shown, timers, asked = await _play(tmp_path, [said], reply_fn=_asks)
     assert asked and not timers
+
+
+@pytest.mark.parametrize("said", ["поставь его на паузу на минутку", "поставь пока на паузу",
+                                  "о, в дверь звонят, это наверно сосед за дрелью пришёл. поставь пока на паузу",
+                                  "cool. pause it a sec, pizza's here"])
+async def test_a_pause_for_a_moment_pauses_what_plays_and_sets_no_timer(tmp_path, said):
+    # h25: "поставь пока на паузу" searched the catalog for "пока на паузу"; "… на минутку" set a 1-minute timer
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "включи Шрека")
+        await system.turn("s", said)
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
+        assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls, calls
+    assert calls[-1] == "TOOL_CALL: media_play|shrek-2001; action=pause", calls

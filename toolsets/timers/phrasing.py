@@ -178,7 +178,13 @@ _TODAY_SAID = re.compile(r"(?<!\w)(?:tonight|today|this\s+evening|сегодня
 _FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(?!\w)")
 
 
+# what plays put on pause ("поставь его на паузу на минутку"): "на минутку" there is no timer's length
+_PAUSE_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "pause_patterns", Path(__file__).with_name("words")) + r")(?!\w)")
+
+
 def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if _PAUSE_SAID.search(raw):
+        return None
     if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
         return Intent(kind="timer_list", russian=russian)
     cancel = _CANCEL_TIMER.match(raw)
