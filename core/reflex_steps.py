@@ -82,7 +82,8 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     if len(read) != 1 or not _only_remarks_beside(parts, read[0][1]):
         return None
     intent, request = read[0]
-    if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.reference is not None or held_back(said, intent.kind):
+    if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.kind == "play" and intent.reference is not None \
+            or held_back(said, intent.kind):
         return None  # "the second Back to the Future, the one with the hoverboard. can you put it on?"
     if intent.subject and _POINTING & set(fold(intent.subject).split()):
         return None  # "во, её и запускай": a title pointed at, not named
@@ -93,7 +94,9 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
 
 # the kinds whose request one clause says whole; not a text to show or a watch's words (what to
 # show or watch for may be in the remarks: "put the wifi password up. it's sunflower42"), nor a
-# reading that points back ("а в Дубае?", "put it on"): what it points at may be in the remarks
+# reading that points back ("а в Дубае?"), nor a play of "it" ("… can you put it on?"): what it
+# points at may be in the remarks. A question about "it" reads the title shown last ("cool. is it
+# long? I've only got about two hours before bed"): at worst a look-up of another title
 _WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change",
                         "play", "playback", "search", "details")
 

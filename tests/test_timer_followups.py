@@ -132,3 +132,22 @@ async def test_a_pause_for_a_moment_pauses_what_plays_and_sets_no_timer(tmp_path
         calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
         assert not system.actors["session"].sessions["s"].timers.pending() and not backend.calls, calls
     assert calls[-1] == "TOOL_CALL: media_play|shrek-2001; action=pause", calls
+
+
+async def test_a_reminder_that_must_not_be_forgotten_is_no_negation(tmp_path):
+    # h23: "…, нельзя забыть" read as a negation: the reminder went to the model, set for 1 hour
+    shown, left, asked = await _play(tmp_path, [
+        "напомни мне без четверти восемь бабушке позвонить, у неё сегодня юбилей, нельзя забыть"])
+    assert [at for at, _text in left] == ["19:45"] and not asked, shown
+    _shown, left, asked = await _play(tmp_path / "no", ["нельзя ставить таймер на 10 минут, я на совещании"], reply_fn=_asks)
+    assert not left and asked
+
+
+async def test_a_question_about_it_among_remarks_reads_the_title_shown(tmp_path):
+    # h23: "cool. is it long? I've only got about two hours before bed" went to the model
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "play Shrek")
+        shown = [m.text for m in await system.turn("s", "cool. is it long? I've only got about two hours before bed")
+                 if isinstance(m, p.Display) and m.final][-1]
+    assert ("90" in shown or "1 h 30" in shown) and not backend.calls, shown
