@@ -109,3 +109,18 @@ def fold(text: str) -> str:
     """`text` as every reader compares words: case-folded, and each language's letters written at
     will read as one ("ё" as "е": core/words/<language>/letters.toml)."""
     return text.casefold().translate(_folding())
+
+
+@lru_cache(maxsize=1)
+def _spoken() -> tuple[re.Pattern[str], dict[str, str]]:
+    forms = {str(said).casefold(): str(plain) for said, plain in table("spoken", "spoken_forms").items()}
+    said = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+    return re.compile(r"(?<![\w'-])(?:" + said + r")(?![\w'-])", re.IGNORECASE), forms
+
+
+def plainly_spoken(text: str) -> str:
+    """`text` with the spoken forms of common words as written ("скока" -> "сколько", "gimme" ->
+    "give me": core/words/<language>/spoken.toml), so a sentence or a reader that knows the
+    written word knows the said one."""
+    pattern, forms = _spoken()
+    return pattern.sub(lambda m: forms[m.group(0).casefold()], text)

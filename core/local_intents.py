@@ -277,6 +277,7 @@ class LocalIntents:
         from hassil import recognize_all
         from hassil.errors import HassilError
 
+        text = lexicon.plainly_spoken(text)  # "скока", "gimme": as the sentences write them
         language = language_of(text)
         if language not in self._compiled or not text.strip():
             return None

@@ -28,7 +28,7 @@ import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
 from core.intent import addressed_elsewhere, casual, counted_back, same_word, sent_to_phone
-from core.lexicon import alternation, fold, table, words
+from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
@@ -191,7 +191,7 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
     phrasings = builtin_phrasings() if phrasings is None else phrasings
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
-    said = in_digits(said)  # "в полвосьмого", "семьдесят девятого года", "через часик": as patterns read them
+    said = in_digits(plainly_spoken(said))  # "в полвосьмого", "семьдесят девятого года", "через часик", "скока": as patterns read them
     russian = is_russian(said)
     raw = _RECALL_FIRST.sub("", _plain_words(said))  # "напомни, кто снял Кин-дза-дзу?": the question
     joint = _TWO_REQUESTS.search(raw)
@@ -267,7 +267,7 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
     phrasings = builtin_phrasings() if phrasings is None else phrasings
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
-    said = in_digits(said)
+    said = in_digits(plainly_spoken(said))
     raw = " ".join(fold(said).split())
     sentences = [part for part in re.split(r"(?<=[.!?;])\s+", said.strip()) if part.strip(" .!?;")]
     if len(sentences) == 2 and not _NEGATION.search(" " + raw):  # "turn it off, too scary. put on Toy Story instead"

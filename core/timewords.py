@@ -374,15 +374,48 @@ def with_halves(text: str) -> str:
     return _HOUR_AND_MINUTES.sub(whole, text)
 
 
+_ABBREVIATED: dict[str, str] = lexicon.table("durations", "unit_abbreviations")  # type: ignore[assignment]
+_HOURS = set(lexicon.words("durations", "hour_words"))
+# one letter apart from its count is a unit only for hours ("1 h 15 min"; "5 m" may be metres, "с" a preposition)
+_SHORT_UNIT = re.compile(r"(?<![\d.,])(?P<count>\d+(?:[.,]\d+)?)(?:(?P<glued>" + _alternatives(_ABBREVIATED) + r")|\s+(?P<spaced>"
+                         + _alternatives(w for w, full in _ABBREVIATED.items() if len(w) > 1 or full in _HOURS) + r"))"
+                         r"(?=[\s\d,.!?]|$)", re.IGNORECASE)
+
+
+def units_said_out(text: str) -> str:
+    """"timer 1h 15 min" -> "timer 1 hours 15 minutes", "1h30m" -> "1 hours 30 minutes": a unit
+    written short after a count, said out."""
+    said = _SHORT_UNIT.sub(lambda m: f" {m['count']} {_ABBREVIATED[(m['glued'] or m['spaced']).casefold()]} ", text)
+    return " ".join(said.split()) if said != text else text
+
+
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
     alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
     "минутку" as "минуту", "a quarter of an hour" as "15 minutes", "два с половиной часа" as
     "2.5 часа"."""
-    plain = with_halves(_DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]), text))
+    plain = with_halves(_DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]),
+                                        units_said_out(text)))
+    return spoken_year(spoken_clock(alarm_clock(ru_clock_words(parts_of_hour_said(plain)))))
+
+
+def parts_of_hour_said(text: str) -> str:
+    """"три четверти часа", "a quarter of an hour" as "45 минут", "15 minutes"."""
     for pattern, minutes in _PART_OF_HOUR:
-        plain = pattern.sub(minutes, plain)
-    return spoken_year(spoken_clock(alarm_clock(ru_clock_words(plain))))
+        text = pattern.sub(minutes, text)
+    return text
+
+
+_LENGTH_PHRASES = tuple((re.compile(r"(?<!\w)" + re.escape(said) + r"(?!\w)", re.IGNORECASE), plainly)
+                        for said, plainly in lexicon.table("durations", "phrases").items())
+
+
+def lengths_in_units(text: str) -> str:
+    """Every length said in a phrase put as a count and its unit: "полчаса" -> "30 минут", "an
+    hour and a half" -> "90 minutes" (the timer table's own phrases), "a quarter of an hour"."""
+    for pattern, plainly in _LENGTH_PHRASES:
+        text = pattern.sub(plainly, text)
+    return parts_of_hour_said(text)
 
 
 # ---- which numbers words say ------------------------------------------------------------------

@@ -223,6 +223,7 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("пять с половиной миль это сколько в километрах", "5.5 mi = 8.851 km."),  # h24: a whole and a half
     ("convert two and a half cups to ml", "2.5 cup = 591.5 ml."),
     ("convert twenty-six point two miles to kilometers", "26.2 mi = 42.16 km."),  # h22, h25: a fraction in words
+    ("сто восемьдесят фунтов это скока в килограммах", "180 lb = 81.65 kg."),  # h26: a word as it is said
     ("my app says I did thirteen point one miles today. how many kilometers is that?", "13.1 mi = 21.08 km."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),

@@ -1579,6 +1579,7 @@ async def test_cancel_both_cancels_the_two_timers_there_are_and_of_three_asks(tm
 
 @pytest.mark.parametrize("said, shown", [
     ("is anything running in the background right now? the glasses feel kind of warm", "Nothing is running in the background right now."),
+    ("чёт телефон греется как печка. глянь что у тебя там в фоне крутится", "Сейчас в фоне ничего не выполняется."),  # h26
     ("что-нибудь сейчас крутится в фоне?", "Сейчас в фоне ничего не выполняется."),
 ])
 async def test_the_plain_question_what_runs_in_the_background_is_answered_by_its_sentences(tmp_path, said, shown):

@@ -151,3 +151,45 @@ async def test_a_question_about_it_among_remarks_reads_the_title_shown(tmp_path)
         shown = [m.text for m in await system.turn("s", "cool. is it long? I've only got about two hours before bed")
                  if isinstance(m, p.Display) and m.final][-1]
     assert ("90" in shown or "1 h 30" in shown) and not backend.calls, shown
+
+
+@pytest.mark.parametrize("turns, left", [
+    # h26: a unit written short was read as 15 minutes with "1h" for its text
+    (["timer 1h 15 min"], [("19:15", "timer")]),
+    (["таймер на 1ч 15 мин"], [("19:15", "таймер")]),
+    (["set a timer for 1h30m"], [("19:30", "timer")]),
+    # h26: two timers or reminders in one breath, each with its own time and purpose
+    (["поставь два таймера: на десять минут духовку глянуть и на полчаса бельё вытащить"],
+     [("18:10", "духовку глянуть"), ("18:30", "белье вытащить")]),
+    (["remind me at 9 pm to call grandma, and at 10 to take the trash out"],
+     [("21:00", "call grandma"), ("22:00", "take the trash out")]),
+    (["напомни в семь позвонить маме и в восемь забрать сына"], [("19:00", "позвонить маме"), ("20:00", "забрать сына")]),
+    # h26: one more said with its length before "one"; one of two moved by its words, to "an hour"
+    (["set a timer for the laundry, 45 minutes", "and a 20 minute one for the bread",
+      "actually make the laundry one an hour, it's on the long cycle"], [("18:20", "the bread"), ("19:00", "laundry")]),
+    # h26: a daily reminder put right keeps its repeat and its half of the day
+    (["напоминай мне каждый день в восемь утра пить таблетки", "хотя не, давай в полдевятого, в восемь я ещё дрыхну"],
+     [("32:30", "пить таблетки")]),
+    # h26: the one a word of its text names, said first; all of them after the list
+    (["поставь таймер на 10 минут, духовку глянуть", "и ещё один на 30 минут, бельё", "духовку убери, я её уже выключил"],
+     [("18:30", "бельё")]),
+    (["remind me at 9 pm to call grandma", "what have I got set right now?", "ugh plans changed, cancel all of them"], []),
+])
+async def test_h26_timer_forms_are_carried_out_without_the_model(tmp_path, turns, left):
+    shown, timers, asked = await _play(tmp_path, turns)
+    assert timers == left and not asked, (shown, timers)
+
+
+async def test_cancel_all_of_them_with_no_timers_talked_about_is_the_models(tmp_path):
+    _shown, _timers, asked = await _play(tmp_path, ["cancel all of them"], reply_fn=_asks)
+    assert asked
+
+
+@pytest.mark.parametrize("said, film", [("врубай гараж рязанова", "garage-1979"), ("play jaws by spielberg", "jaws-1975")])
+async def test_a_title_said_with_its_director_plays_it(tmp_path, said, film):
+    # h26: "врубай гараж рязанова" found «Гараж» and was answered "not in the catalog" (the director's name is no title word)
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
+    assert calls[-1] == f"TOOL_CALL: media_play|{film}" and not backend.calls, calls

@@ -41,6 +41,10 @@ async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
     ("I'm heading into the gym, but my boss might ping me on Telegram about Monday's meeting. let me know when he writes? "
      "don't bug me with anything else though", "telegram", "boss"),
     ("последи за вотсапом, ага? если Света напишет, что ключи у консьержа оставила, — сразу скажи мне", "whatsapp", "свет"),
+    # h26: the app, then what to wait for
+    ("watch telegram for messages from Oleg about the car", "telegram", "oleg"),
+    ("also keep an eye on whatsapp for anything from my landlord", "whatsapp", "landlord"),
+    ("последи в телеге за сообщениями от Олега", "telegram", "олег"),
 ])
 async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
     calls, shown, asked = await _watched(tmp_path, said)

@@ -14,7 +14,7 @@ import msgspec
 from core.channels import interest_words
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
-from core.lexicon import alternation, words
+from core.lexicon import alternation, topic, words
 from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words, tells_of_words
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -159,6 +159,32 @@ def _what_is_written_joined(clauses: list[str]) -> list[str]:
     return joined
 
 
+# "watch telegram for messages from Oleg about the car", "also keep an eye on whatsapp for anything
+# from my landlord", "последи в телеге за сообщениями от Олега": the app, then what to wait for
+_WATCH_APP = re.compile(LEAD + r"(?:also\s+|и\s+ещ[её]\s+|ещ[её]\s+|и\s+)?(?:" + alternation("watching", "watch_app_patterns", WORDS)
+                        + r")\s+(?P<app>[\w-]+)\s+(?:" + alternation("watching", "watch_for_patterns", WORDS) + r")\s+(?P<what>.+)$")
+
+
+def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
+    """A watch said as "watch <app> for <what>", after remarks at most, what goes with a watch after."""
+    clauses = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if c.strip(" .!?")]
+    for at, clause in enumerate(clauses):
+        asked = _WATCH_APP.match(clause)
+        if asked is None:
+            continue
+        channel = next((name for name, pattern in CHANNELS if pattern.search(" " + asked["app"])), "")
+        rest = [c for index, c in enumerate(clauses) if index != at]
+        if not channel or not all(_beside_a_watch(c) for c in rest) or any(tells_of_words(c) for c in clauses):
+            return None
+        what = asked["what"]
+        if _by_pronoun(Intent(kind="watch", russian=russian, subject=what)) or TIMER_WORD.search(what):
+            return None  # "watch whatsapp for anything from her": who she is, the model reads
+        told = str(topic("ru" if russian else "en", "watching", WORDS)["watch_app_said"])
+        return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(what, said),
+                      text=told.format(what=as_said(what, said), app=as_said(asked["app"], said)))
+    return None
+
+
 def _beside_a_watch(clause: str) -> bool:
     return bool(_EXTRA.fullmatch(clause.strip().casefold())) or remark(clause) and not tells_of_words(clause)
 
@@ -218,5 +244,5 @@ def _commanded(intent: Intent) -> str | None:
     return None
 
 
-PHRASING = Phrasing(first=(_unwatch_intent, _watch_named, _watch_after_remarks, _watch_in_clauses), negated=(_unwatch_intent,),
+PHRASING = Phrasing(first=(_unwatch_intent, _watch_named, _watch_after_remarks, _watch_in_clauses, _watch_app_for), negated=(_unwatch_intent,),
                     opens=lambda clause: _UNWATCH.match(clause.rstrip(" .!?")) is not None, commanded=_commanded)

@@ -197,12 +197,14 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
     written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
     answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
     words = [w for w in norm_words(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in FUNCTION_WORDS]
-    def has_all(name: str, year: int) -> bool:
-        name_words = norm_words(name).split()
-        return all(any(near_word(w, other) for other in name_words) for w in words if w != str(year))
+    def has_all(name: str, title: Shown) -> bool:  # its name's words, and its director's ("гараж рязанова")
+        name_words, fact_words = norm_words(name).split(), norm_words(title.facts).split()
+        in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) for other in name_words)]
+        by_facts = [w for w in words if w not in in_name and w != str(title.year) and any(near_word(w, f) for f in fact_words)]
+        return bool(in_name) and len(in_name) + len(by_facts) == len([w for w in words if w != str(title.year)])
     def same_numbers(name: str, year: int) -> bool:  # "брат 3" is not close to «Брат 2»
         return {w for w in words if w.isdigit()} <= set(norm_words(name).split()) | {str(year)}
-    return not any(has_all(name, title.year) or same_numbers(name, title.year) and close_to(subject, name)
+    return not any(has_all(name, title) or same_numbers(name, title.year) and close_to(subject, name)
                    for title in titles for name in title.names)
 
 

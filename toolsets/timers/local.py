@@ -63,6 +63,8 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
     word: it cancels only a timer about pizza. "cancel it" (`intent.last_timer`) means the timer
     the turn before set, or the only one it listed; with `results_before` the (tool, result's
     payload) pairs of that turn, `timer_tools` the tools that set, list and cancel timers."""
+    if intent.last_timer and intent.all_timers:  # "cancel all of them": the timers the turn before was about
+        return pending if any(name in timer_tools for name, _data in results_before) else None
     if intent.last_timer:
         return _timer_talked_about(results_before, pending, timer_tools)
     if intent.both_timers:  # "scratch both of them": which two is plain only when two are set
@@ -169,15 +171,18 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     if old is None:
         plain = intent.when.startswith("in ") and not intent.text and not _set_before(fast, turn)
         return await timer_set(fast, turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
-    when = intent.when
+    when, clock = intent.when, re.fullmatch(r"(\d{1,2}):(\d{2})", intent.when)
     if when.isdigit() and (old.by_clock or old.due - old.set_at >= ALARM_SPAN_S):  # "make it 7": 7 o'clock of its day
-        when = _same_day_hour(fast, old.due, int(when))
+        when = _same_day_time(fast, old.due, int(when), 0)
+    elif clock is not None and old.by_clock:  # "давай в полдевятого" of "каждый день в восемь утра": 08:30, not 20:30
+        when = _same_day_time(fast, old.due, int(clock[1]), int(clock[2]))
     elif when.isdigit():  # in the unit the timer it puts right was set in
         when = _in_unit_of(old, when, intent.russian)
     if not when:
         return None
     text = "" if old.text in _UNNAMED else old.text
-    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text))
+    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text,
+                                                every=_period(old.every_s)))
     if answer is None or await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
@@ -192,7 +197,7 @@ def _set_before(fast: FastPath, turn: TurnState) -> list[TimerSet]:
 
 
 def _timer_to_change(fast: FastPath, turn: TurnState, intent: Intent) -> TimerSet | None:
-    """The still-running, one-shot timer a put-right means: the one its words name among those
+    """The still-running timer a put-right means: the one its words name among those
     set ("the orchid one"), as set in this conversation; else the one the turn before set."""
     pending_ids = {t.timer_id for t in fast.pending_timers()}
     if intent.text:
@@ -201,7 +206,7 @@ def _timer_to_change(fast: FastPath, turn: TurnState, intent: Intent) -> TimerSe
     else:
         set_before = _set_before(fast, turn)
         chosen = set_before[-1] if len(set_before) == 1 else None
-    return chosen if chosen is not None and not chosen.every_s and chosen.id in pending_ids else None
+    return chosen if chosen is not None and chosen.id in pending_ids else None
 
 
 def _as_set(fast: FastPath, timer_id: str) -> TimerSet | None:
@@ -214,15 +219,22 @@ def _as_set(fast: FastPath, timer_id: str) -> TimerSet | None:
     return None
 
 
-def _same_day_hour(fast: FastPath, due: float, hour: int) -> str:
-    """The clock time `hour` on the day of `due`, in the same half of the day ("06:30
+def _same_day_time(fast: FastPath, due: float, hour: int, minute: int) -> str:
+    """The clock time `hour`:`minute` on the day of `due`, in the same half of the day ("06:30
     tomorrow" made 7: "tomorrow 07:00"); "" when that day is neither today nor tomorrow."""
     moment = dt.datetime.fromtimestamp(due, fast.timezone())
     days = (moment.date() - dt.datetime.fromtimestamp(fast.now(), fast.timezone()).date()).days
-    if not 0 <= hour <= 23 or days not in (0, 1):
+    if not 0 <= hour <= 23 or not 0 <= minute <= 59 or days not in (0, 1):
         return ""
     hour += 12 if moment.hour >= 12 and hour < 12 else 0
-    return f"{'tomorrow ' if days else ''}{hour:02d}:00"
+    return f"{'tomorrow ' if days else ''}{hour:02d}:{minute:02d}"
+
+
+def _period(every_s: float | None) -> str:
+    """A repeat as the timer tool takes it: "1 day"; "" for none."""
+    if not every_s:
+        return ""
+    return f"{every_s / 86400:g} day" if every_s % 86400 == 0 else f"{every_s:g} seconds"
 
 
 async def timer_list(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:

@@ -17,7 +17,8 @@ from core.fastpath import Intent, Phrasing
 from core.intent import remark
 from core.lexicon import alternation, table, words
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
-                         VERB_START, as_said, in_figures, is_russian, recognise, second_thought)
+                         VERB_START, as_said, in_figures, is_russian, recognise, second_thought, tells_of_words)
+from core.timewords import in_digits, lengths_in_units
 
 _SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
@@ -92,7 +93,9 @@ _CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|отменяй|удали|у
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
 _CANCEL_ONE = re.compile(LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
-                         r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?)\s+(?:отмени|убери|удали|сними|сбрось))"
+                         r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?|(?:напоминание|таймер)\s+на\s+[^,]+?|"
+                         # "духовку убери, я её уже выключил": the timer by one word of its text, said first
+                         r"(?!(?:это|всё|все|его|её|ее|их|тот|эту|этот|оба|обе)\s)[а-яё]{4,})\s+(?:отмени|убери|удали|сними|сбрось))"
                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 
 
@@ -125,9 +128,9 @@ _SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один
 
 def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
     """Two timers in one breath, each with its own length (and text): "set a timer for 5 minutes
-    for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на 10 минут"; never one
+    for the eggs and 10 minutes for the rice", "два таймера: на 5 минут и на полчаса"; never one
     length said in parts ("1 hour and 30 minutes"), nor a second request with a verb of its own."""
-    raw = in_figures(raw)
+    raw = in_figures(lengths_in_units(raw))
     spans = list(_SPAN.finditer(raw))
     if not TIMER_WORD.search(raw) or len(spans) != 2 or _EVERY.search(raw):
         return None
@@ -156,7 +159,26 @@ def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[In
         first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
             return first, second
-    return _timers_apart(raw, phrasings)
+    return _timers_apart(raw, phrasings) or _reminders_apart(raw, phrasings)
+
+
+# "remind me at 9 pm to call grandma, and at 10 to take the trash out": the request's verb, then two
+# times, each with its own purpose; the second said with its preposition only
+_REMINDERS_APART = re.compile(r"^(?P<verb>.*?)(?P<first>(?:at|in|for|в|к|через|на)\s+\S.*?),?\s+(?:and|и)\s+(?:also\s+|ещё\s+|еще\s+)?"
+                              r"(?P<second>(?:at|in|for|в|к|через|на)\s+\d.*)$")
+
+
+def _reminders_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
+    """Two reminders in one breath, each with its own time and purpose, the verb said once; both
+    must read as timers with the verb alone, as the first is said whole."""
+    apart = _REMINDERS_APART.match(in_digits(raw))
+    if apart is None or not TIMER_WORD.search(apart["verb"]) or _EVERY.search(raw):
+        return None
+    one = recognise(apart["verb"] + apart["first"], phrasings)
+    two = recognise(apart["verb"] + apart["second"], phrasings)
+    if one is None or two is None or not one.kind == two.kind == "timer_set" or not one.text or not two.text:
+        return None  # each has its own purpose: "in 1 hour and 30 minutes" is one length
+    return one, two
 
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
@@ -182,7 +204,33 @@ _FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(
 _PAUSE_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "pause_patterns", Path(__file__).with_name("words")) + r")(?!\w)")
 
 
+# "cancel all of them": every timer the turn before set or listed (toolsets/timers/local.py)
+_CANCEL_THEM_ALL = re.compile(r"(?<!\w)(?:" + alternation("naming", "cancel_them_all_patterns", Path(__file__).with_name("words"))
+                              + r")(?!\w)")
+
+
+def _cancel_them_all(raw: str) -> bool:
+    """"ugh plans changed, cancel all of them": a remark before it at most, a reason after it."""
+    said = _CANCEL_THEM_ALL.search(raw)
+    if said is None or _asks_more(raw[said.end():].strip(" ,.!")):
+        return False
+    before = raw[: said.start()].strip(" ,.!")
+    return not before or remark(before) and not tells_of_words(before)
+
+
+# a second time in a timer's text: "напомни в 7 позвонить маме и в 8 забрать сына" is two reminders
+_ANOTHER_TIME = re.compile(r"(?<!\w)(?:and|и)\s+(?:also\s+|ещ[её]\s+)?(?:at|in|в|к|через)\s+(?:\d|(?:"
+                           + "|".join(sorted({*NUMBER_WORDS, *TEENS, *TENS}, key=len, reverse=True)) + r")(?!\w))")
+
+
 def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    intent = _timer_intent_read(raw, said, russian)
+    if intent is not None and intent.kind == "timer_set" and _ANOTHER_TIME.search(in_digits(intent.text)):
+        return None  # two reminders, read apart by _timer_pairs, or the model's
+    return intent
+
+
+def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
     if _PAUSE_SAID.search(raw):
         return None
     if _LIST_TIMERS.search(raw) and not _ABOUT_TIMERS.search(raw):
@@ -198,6 +246,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     both = _CANCEL_BOTH.match(raw)
     if both and not _asks_more(both["why"]):
         return Intent(kind="timer_cancel", russian=russian, both_timers=True)
+    if _cancel_them_all(raw):
+        return Intent(kind="timer_cancel", russian=russian, all_timers=True, last_timer=True)
     it = CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
     if it and not _asks_more(it["why"]):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
@@ -309,8 +359,8 @@ _CONNECTOR = re.compile(r"^[\s,.:;—-]*(?:чтобы|чтоб|что|про|н�
 _CHANGE_OPENING = re.compile(
     r"^(?:(?:" + NO_WAIT + r"|nah|oh|sorry|hmm|ой|стоп|а)[\s,.!]+)*"
     # one of several, by its words: "push the orchid one to ten", "перенеси напоминание про маму на восемь"
-    r"(?:(?:move|push|bump|shift|change)\s+the\s+(?P<named>[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+(?:one|timer|reminder|alarm)"
-    r"(?:\s+back)?\s+(?:to|for|at|in)|"
+    r"(?:(?:move|push|bump|shift|change|make)\s+the\s+(?P<named>[\w'-]+(?:\s+[\w'-]+){0,3}?)\s+(?:one|timer|reminder|alarm)"
+    r"(?:\s+back)?(?:\s+(?:to|for|at|in))?|"
     r"(?:перенеси|передвинь|сдвинь|переставь|поменяй)\s+(?:(?:таймер|напоминание|будильник|тот|то)[\s,]+(?:что\s+)?)?"
     r"(?:про|с|со|для)\s+(?P<named_ru>\w+(?:\s+\w+){0,2}?)\s+(?:на|в)|"
     r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
@@ -369,7 +419,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     """The put-right a clause says alone ("давай на 25", "make it seven"), or None. `after_no`:
     the clause before took the old time back ("ой нет, не в семь, в полвосьмого", "no no,
     fifty"), so the new time alone is the put-right."""
-    text = in_figures(clause).replace("полчаса", "30 минут").replace("half an hour", "30 minutes").strip(" .!?")
+    text = in_figures(lengths_in_units(clause)).strip(" .!?")  # "make it an hour", "давай на полчаса"
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
         return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
