@@ -70,7 +70,13 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
         if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]):
             return match
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
-    return matched[0][0] if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) else None
+    if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]):
+        return matched[0][0]
+    sentences = _clauses(said, commas=False)  # "…, а очки уже почти сели. скинь мне на телефон списком: мука, яйца"
+    whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
+    if len(whole) == 1 and whole[0][0].call is not None and _only_remarks_beside(sentences, whole[0][1]):
+        return whole[0][0]
+    return None
 
 
 def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
@@ -101,9 +107,11 @@ _WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list",
                         "play", "playback", "search", "details")
 
 
-def _clauses(said: str) -> list[str]:
-    """Its sentences and comma clauses, when there are 2 to REMARK_PARTS_MAX of them; else []."""
-    parts = [part.strip(" ,.!?") for part in re.split(r"(?<=[.!?])\s+|,\s*", without_polite_tail(said))]
+def _clauses(said: str, *, commas: bool = True) -> list[str]:
+    """Its sentences and comma clauses (`commas`; else its sentences alone), when there are 2 to
+    REMARK_PARTS_MAX of them; else []."""
+    ends = r"(?<=[.!?])\s+|,\s*" if commas else r"(?<=[.!?])\s+"
+    parts = [part.strip(" ,.!?") for part in re.split(ends, without_polite_tail(said))]
     parts = [part for part in parts if part]
     return parts if 2 <= len(parts) <= REMARK_PARTS_MAX else []
 

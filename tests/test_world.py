@@ -305,6 +305,9 @@ class Phone(RecordingGlasses):
     ("I'm about to take the glasses off for the gym. send my locker number to my phone, it's two fourteen, I always forget it",
      "my locker number: two fourteen"),
     ("скинь мне на телефон номер шкафчика, это двести четырнадцать, а то забуду", "номер шкафчика это двести четырнадцать"),
+    # h26: a list with its commas, after a sentence that asks for nothing (each comma was a clause of its own)
+    ("я щас в магаз выхожу, а очки уже почти сели. скинь мне на телефон списком: мука, яйца, дрожжи и молоко",
+     "списком мука яйца дрожжи и молоко"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
