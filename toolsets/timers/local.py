@@ -91,7 +91,8 @@ def _named_in_remark(intent: Intent, said: str, pending: list) -> list | None:
     pronoun, whose person or thing the sentences before it name: the one timer their words name."""
     if not _PRONOUNS & set(norm_words(intent.text).split()) or intent.all_timers or intent.both_timers:
         return None
-    before = said[: max(said.rfind(". "), said.rfind("! "), said.rfind("? "))].strip()
+    end = max(said.rfind(". "), said.rfind("! "), said.rfind("? "))
+    before = said[:end].strip() if end > 0 else ""  # no sentence before it: nothing names whom
     chosen = matching_timers(before, pending) if before else []
     return chosen if len(chosen) == 1 else None
 

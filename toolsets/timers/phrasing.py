@@ -376,8 +376,9 @@ _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<wh
 _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
 
 
-# a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
+# "five oh": a number said again digit by digit
 _DIGITS: dict[str, str] = table("naming", "digits", Path(__file__).with_name("words"))  # type: ignore[assignment]
+# a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
 
