@@ -193,3 +193,19 @@ async def test_a_title_said_with_its_director_plays_it(tmp_path, said, film):
         await system.turn("s", said)
         calls = [m["content"] for m in await system.history("s") if m["content"].startswith("TOOL_CALL: ")]
     assert calls[-1] == f"TOOL_CALL: media_play|{film}" and not backend.calls, calls
+
+
+@pytest.mark.parametrize("turns, left", [
+    # h23: the length in the sentence before a bare "засеки" / "give me a shout when it's done"
+    (["тесто поставила подходить, в рецепте сказано полтора часа. засеки, пожалуйста"], [("19:30", "тесто поставила подходить")]),
+    (["the recipe says 20 minutes. set a timer"], [("18:20", "timer")]),
+])
+async def test_a_bare_timer_request_takes_the_one_length_said_before_it(tmp_path, turns, left):
+    shown, timers, asked = await _play(tmp_path, turns)
+    assert timers == left and not asked, (shown, timers)
+
+
+async def test_a_bare_timer_request_with_no_length_or_two_before_it_is_the_models(tmp_path):
+    for n, said in enumerate(["засеки, пожалуйста", "the pasta takes 10 minutes and the sauce 20 minutes. set a timer"]):
+        _shown, timers, asked = await _play(tmp_path / str(n), [said], reply_fn=_asks)
+        assert asked and not timers, said

@@ -478,4 +478,26 @@ def _timer_command(intent: Intent) -> str:
     return f"{head} to {intent.text}" if intent.text else head
 
 
-PHRASING = Phrasing(first=(_timer_change_intent, _timer_intent), pairs=_timer_pairs, commanded=_commanded)
+# a timer asked for with no length, the length said in the sentences before it ("в рецепте сказано
+# полтора часа. засеки, пожалуйста", "it needs two and a half hours in the oven. give me a shout when it's done")
+_START_BARE = re.compile(r"^(?:" + alternation("naming", "start_bare_patterns", WORDS) + r")(?:[\s,]+(?:please|пожалуйста))?[\s.!]*$")
+
+
+def _timer_for_length_before(raw: str, said: str, russian: bool) -> Intent | None:
+    """A timer for the one length the sentences before the bare request say, each a remark; its
+    text the first clause of them that says no length."""
+    sentences = [part for part in re.split(r"(?<=[.!?…])\s+", raw.strip()) if part.strip(" .!?…")]
+    if len(sentences) < 2 or not _START_BARE.match(sentences[-1].strip()):
+        return None
+    before = sentences[:-1]
+    spans = [span for sentence in before for span in _SPAN.finditer(in_figures(lengths_in_units(in_digits(sentence))))]
+    if len(spans) != 1 or not all(remark(s) for s in before):
+        return None  # "в рецепте сказано полтора часа": words told may give the length; the request is the user's
+    clauses = [c.strip(" .!?…") for sentence in before for c in sentence.split(",")]
+    text = next((c for c in clauses if c and not _SPAN.search(in_figures(lengths_in_units(in_digits(c))))
+                 and not second_thought(c)), "")
+    return Intent(kind="timer_set", russian=russian, when=f"in {spans[0].group(0)}", text=as_said(text, said))
+
+
+PHRASING = Phrasing(first=(_timer_change_intent, _timer_intent, _timer_for_length_before), pairs=_timer_pairs,
+                    commanded=_commanded)
