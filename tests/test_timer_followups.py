@@ -209,3 +209,10 @@ async def test_a_bare_timer_request_with_no_length_or_two_before_it_is_the_model
     for n, said in enumerate(["засеки, пожалуйста", "the pasta takes 10 minutes and the sauce 20 minutes. set a timer"]):
         _shown, timers, asked = await _play(tmp_path / str(n), [said], reply_fn=_asks)
         assert asked and not timers, said
+
+
+async def test_a_length_put_with_its_verb_after_it_among_remarks_sets_the_timer(tmp_path):
+    # h22: "… давай на полтора часа поставим, а то я щас за сериал сяду" went to the model (set for 19:00)
+    shown, timers, asked = await _play(tmp_path, [
+        "ох, засунула пирог в духовку, в рецепте написано час-полтора... давай на полтора часа поставим, а то я щас за сериал сяду"])
+    assert [at for at, _text in timers] == ["19:30"] and not asked, (shown, timers)

@@ -61,3 +61,16 @@ async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tm
 async def test_someone_elses_words_or_a_refusal_set_no_watch_by_the_fast_path(tmp_path, said):
     calls, _shown, asked = await _watched(tmp_path, said)
     assert asked  # the model reads it (its own call then meets the guards)
+
+
+async def test_this_watch_is_the_one_there_is_and_what_is_watched_is_listed(tmp_path):
+    # h23, h25: "а что у тебя вообще сейчас на слежке стоит?", "убери эту слежку", "эту слежку можно убирать"
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "если гоша напишет в вотсап про ключи от дачи, разбуди меня")
+        listed = [m.text for m in await system.turn("s", "а что у тебя вообще сейчас на слежке стоит?")
+                  if isinstance(m, p.Display) and m.final][-1]
+        await system.turn("s", "о, вон он сам идёт с ключами. эту слежку можно убирать")
+        history = await system.history("s")
+    assert "whatsapp" in listed and "гоша" in listed.casefold() and not backend.calls, listed
+    assert [m["content"] for m in history if m["content"].startswith("TOOL_CALL: channels_unwatch")]

@@ -26,7 +26,10 @@ def _tasks_intent(raw: str, said: str, russian: bool) -> Intent | None:
 _WATCHES_ASKED = re.compile(r"(?:which|what)\s+(?:messages|chats|channels|watches)\s+(?:are\s+you|you'?re|do\s+you)\s+"
                             r"(?:watching|monitoring|waiting|keeping)|what\s+are\s+you\s+(?:watching|waiting)\s+for|"
                             r"(?:за\s+ч[её]м|за\s+какими\s+\w+)\s+(?:ты\s+)?(?:сейчас\s+)?(?:следишь|наблюдаешь)|"
-                            r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)")
+                            r"(?:какие|чьи)\s+сообщения\s+(?:ты\s+)?(?:сейчас\s+)?(?:ждешь|ждёшь|отслеживаешь|караулишь)|"
+                            # "а что у тебя вообще сейчас на слежке стоит?", "what watches have you got"
+                            r"что\s+(?:у\s+тебя\s+)?(?:вообще\s+|сейчас\s+|там\s+)*на\s+слежке|какие\s+(?:у\s+тебя\s+)?слежки|"
+                            r"what\s+watches\s+(?:do\s+you\s+have|have\s+you\s+got|are\s+(?:on|set|running))")
 
 
 PHRASING = Phrasing(first=(_tasks_intent,))

@@ -370,7 +370,7 @@ _CHANGE_OPENING = re.compile(
 
 
 _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
-                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*")
+                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*")
 
 
 _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
