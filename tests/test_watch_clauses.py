@@ -57,6 +57,9 @@ async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tm
     "она мне вчера говорит: дай знать, если Петя напишет в телегу",
     "my sister always says, let me know when mum texts on whatsapp, and I never do",
     "не говори мне, если Петя напишет в телегу, мне всё равно",
+    # a message to pass on, not a watch for the user
+    "если Петя напишет, скажи ему, что я опоздаю",
+    "если Петя напишет в телегу, разбуди его",
 ])
 async def test_someone_elses_words_or_a_refusal_set_no_watch_by_the_fast_path(tmp_path, said):
     calls, _shown, asked = await _watched(tmp_path, said)
