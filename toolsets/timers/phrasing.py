@@ -178,7 +178,12 @@ def _reminders_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, I
     two = recognise(apart["verb"] + apart["second"], phrasings)
     if one is None or two is None or not one.kind == two.kind == "timer_set" or not one.text or not two.text:
         return None  # each has its own purpose: "in 1 hour and 30 minutes" is one length
+    if two.text.casefold().split()[0] in _PLAN_OPENERS:
+        return None  # "…, and at 10 I'll take the trash out": a plan told, not a second reminder
     return one, two
+
+
+_PLAN_OPENERS = frozenset(words("naming", "plan_openers", Path(__file__).with_name("words")))
 
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
