@@ -216,3 +216,9 @@ async def test_a_length_put_with_its_verb_after_it_among_remarks_sets_the_timer(
     shown, timers, asked = await _play(tmp_path, [
         "ох, засунула пирог в духовку, в рецепте написано час-полтора... давай на полтора часа поставим, а то я щас за сериал сяду"])
     assert [at for at, _text in timers] == ["19:30"] and not asked, (shown, timers)
+
+
+async def test_a_plan_told_after_a_reminder_is_no_second_reminder(tmp_path):
+    _shown, timers, asked = await _play(tmp_path, ["remind me at 9 pm to call grandma, and at 10 I'll take the trash out"],
+                                        reply_fn=_asks)
+    assert asked and not timers
