@@ -47,7 +47,7 @@ _PLACE = re.compile(r"(?:\s(?:" + _any("place_prepositions") + r")\s+(?!" + _any
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 TIMER_WORD = re.compile(r"(?:" + _any("timer_word_patterns") + r")")
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
-ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=\s|$)")
+ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=[\s,.!?;:]|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before
 # set or listed (the timers toolset's step says which), else the model asks
 CANCEL_IT = re.compile(LEAD + r"(?:(?:" + _any("cancel_openers_patterns") + r")[\s,.!]+)*"

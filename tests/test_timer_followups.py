@@ -222,3 +222,16 @@ async def test_a_plan_told_after_a_reminder_is_no_second_reminder(tmp_path):
     _shown, timers, asked = await _play(tmp_path, ["remind me at 9 pm to call grandma, and at 10 I'll take the trash out"],
                                         reply_fn=_asks)
     assert asked and not timers
+
+
+@pytest.mark.parametrize("turns, left", [
+    # h27: "make it quarter to six" of a 06:30 alarm, read at 18:00 as 17:45, moved the alarm to the evening
+    (["wake me up at six thirty tomorrow, I've got an early flight", "actually make it quarter to six, I still haven't packed"],
+     [("29:45", "alarm")]),
+    # the day said after the clock time, before a remark: set for today at 19:00 (a wrong day)
+    (["remind me at 7 pm tomorrow, I have a meeting"], [("43:00", "alarm")]),
+    (["напомни в семь вечера завтра, у меня встреча"], [("43:00", "у меня встреча")]),
+])
+async def test_a_time_keeps_its_half_of_the_day_and_its_day(tmp_path, turns, left):
+    shown, timers, asked = await _play(tmp_path, turns)
+    assert timers == left and not asked, (shown, timers)

@@ -28,6 +28,10 @@ from protocol.results import TimerSet, ToolData
 _MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|(?<!to)night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
 
 
+# a half of the day said with a time ("5:45 pm", "в шесть вечера"): a put-right keeps it as said
+_HALF_SAID = re.compile(r"утр|вечер|дня|ночи|\bam\b|\bpm\b|a\.m\.|p\.m\.|morning|evening|afternoon|tonight|night")
+
+
 def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
     """A bare number said of a timer ("нет, давай на 25", "another one for 20") as a span in the
     unit that timer was set in: seconds, minutes or hours by its length."""
@@ -176,7 +180,10 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     if when.isdigit() and (old.by_clock or old.due - old.set_at >= ALARM_SPAN_S):  # "make it 7": 7 o'clock of its day
         when = _same_day_time(fast, old.due, int(when), 0)
     elif clock is not None and old.by_clock:  # "давай в полдевятого" of "каждый день в восемь утра": 08:30, not 20:30
-        when = _same_day_time(fast, old.due, int(clock[1]), int(clock[2]))
+        hour = int(clock[1])
+        if not _HALF_SAID.search(fast.turn_words(turn).casefold()) and 12 < hour < 24:
+            hour -= 12  # "make it quarter to six" of a 06:30 alarm, read at 18:00 as 17:45: the alarm's half of the day
+        when = _same_day_time(fast, old.due, hour, int(clock[2]))
     elif when.isdigit():  # in the unit the timer it puts right was set in
         when = _in_unit_of(old, when, intent.russian)
     if not when:
