@@ -17,19 +17,25 @@ import msgspec
 from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.intent import counted_back
-from core.lexicon import alternation, table, words
+from core.lexicon import alternation, table, words, words_of
 from core.reflex import TIMER_WORD, among, norm_words
 from core.timers import TimerError, dial_nearest, parse_when, set_order
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
 
+_WORDS = Path(__file__).with_name("words")
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
-_MORNING_SAID = re.compile(r"утр|ночи|ночью|morning|(?<!to)night|\bam\b|a\.m\.|разбуд|будильник|wake|alarm")
-
-
+_MORNING_SAID = re.compile(alternation("naming", "morning_patterns", _WORDS))
 # a half of the day said with a time ("5:45 pm", "в шесть вечера"): a put-right keeps it as said
-_HALF_SAID = re.compile(r"утр|вечер|дня|ночи|\bam\b|\bpm\b|a\.m\.|p\.m\.|morning|evening|afternoon|tonight|night")
+_HALF_SAID = re.compile(alternation("naming", "half_of_day_patterns", _WORDS))
+_FILLER = frozenset(words("naming", "naming_filler_words", _WORDS))  # "тот, что про маму": no timer's words
+# "второе напоминание, а про маму оставь": the cancel's clause and the kept one's
+_CONTRAST = re.compile(r",\s*|\s+(?:" + alternation("naming", "contrast_words", _WORDS) + r")\s+")
+
+
+def _language(russian: bool) -> str:
+    return "ru" if russian else "en"
 
 
 def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
@@ -37,18 +43,17 @@ def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
     unit that timer was set in: seconds, minutes or hours by its length."""
     span = timer.due - timer.set_at
     unit = 0 if span < 120 else 1 if span < 3 * 3600 else 2
-    return f"in {number} {(('секунд', 'минут', 'часов') if russian else ('seconds', 'minutes', 'hours'))[unit]}"
+    return f"in {number} {words_of(_language(russian), 'naming', 'bare_number_units', _WORDS)[unit]}"
 
 
 def matching_timers(words: str, timers: list) -> list:
     """The timers whose text shares a word with `words`, in any grammatical case: "отмени
     таймер про маму" -> "позвонить маме"."""
     said = ({w for w in norm_words(words).split() if len(w) >= 3 and not TIMER_WORD.match(w)}
-            - {"про", "the", "about", "for", "one", "тот", "тот", "что", "который", "которая", "that"})
+            - _FILLER)
     return [t for t in timers if any(among(w, set(norm_words(t.text).split())) for w in said)]
 
 
-_WORDS = Path(__file__).with_name("words")
 _PLACES: dict[str, int] = table("naming", "ordinals", _WORDS)  # type: ignore[assignment]
 # "убери второе напоминание", "cancel the last one": a place said before a timer word, "one" or
 # nothing more ("отмени второй завтрак" names a timer's text, no place)
@@ -104,7 +109,7 @@ def _named_in_remark(intent: Intent, said: str, pending: list) -> list | None:
 def _kept_apart(text: str) -> tuple[str, str]:
     """A cancel's words apart from the words of what is to stay: "второе напоминание, про маму
     оставь" -> ("второе напоминание", "про маму оставь")."""
-    clauses = [clause for clause in re.split(r",\s*|\s+(?:а|но|but)\s+", text) if clause.strip()]
+    clauses = [clause for clause in _CONTRAST.split(text) if clause.strip()]
     kept = [clause for clause in clauses if _KEEP_SAID.search(norm_words(clause))]
     return " ".join(c for c in clauses if c not in kept), " ".join(kept)
 
@@ -144,7 +149,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     except TimerError:
         return None  # the model asks what was meant
     before = len(fast.pending_timers())
-    text = intent.text or _UNNAMED[0 if intent.russian else 1]
+    text = intent.text or words_of(_language(intent.russian), "naming", "unnamed_timer", _WORDS)[0]
     every = f"; every={intent.every}" if intent.every else ""
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
@@ -197,7 +202,7 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
 
 
 # the text a timer gets when none was said (timer_set): no text to say back
-_UNNAMED = ("таймер", "timer")
+_UNNAMED = frozenset(words("naming", "unnamed_timer", _WORDS))
 
 
 def _set_before(fast: FastPath, turn: TurnState) -> list[TimerSet]:
