@@ -60,7 +60,8 @@ def place_name(place: str) -> str | None:
     if short is not None and short in _ZONES:
         cyrillic = bool(re.search(r"[а-я]", said))
         return next((name for name in _ZONES[short] if bool(re.search(r"[а-я]", name)) == cyrillic), _ZONES[short][0])
-    return None
+    clipped = _clipped(said)
+    return clipped[1] if clipped is not None else None
 
 
 # what people call a city in short ("what's the time in LA?"): exact words only, no near match
@@ -71,6 +72,24 @@ _CITY_PREFIXES = lexicon.words_of("en", "places", "city_prefixes") + lexicon.wor
 
 def _short_zone(said: str) -> str | None:
     return _SHORT_NAMES.get(" ".join(said.replace(".", " ").split()))  # "L.A." is "l a"
+
+
+# the letters a clipped name keeps at least ("в новосибе"): a shorter stem begins too many words
+CLIPPED_MIN_LETTERS = 6
+# a case ending a clipped name takes ("новосиб-е", "новосиб-а"): up to two letters
+_CASE_ENDING_MAX = 2
+
+
+def _clipped(said: str) -> tuple[str, str] | None:
+    """(zone, name) of a long one-word name said clipped, as people say it ("в новосибе" ->
+    "новосибирск"): the word, or it less a case ending, begins exactly one zone's one-word name
+    that is at least three letters longer; None when no zone or several do."""
+    if " " in said or any(c.isdigit() for c in said):
+        return None
+    stems = {said[:len(said) - cut] for cut in range(_CASE_ENDING_MAX + 1) if len(said) - cut >= CLIPPED_MIN_LETTERS}
+    found = {zone: name for zone, names in _ZONES.items() for name in names
+             if " " not in name and any(name.startswith(stem) and len(name) >= len(stem) + 3 for stem in stems)}
+    return next(iter(found.items())) if len(found) == 1 else None
 
 
 def known_names() -> tuple[str, ...]:
@@ -91,4 +110,5 @@ def zone_of(place: str) -> str | None:
     for zone, names in _ZONES.items():
         if any(_names(said, name) for name in names):
             return zone
-    return _tz_cities().get(said)
+    clipped = _clipped(said)
+    return clipped[0] if clipped is not None else _tz_cities().get(said)

@@ -297,6 +297,7 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
     ("включи Иронию судьбы", "irony-of-fate-1975"),  # a title called by its name before the subtitle
     ("play No Country for Old Men", "no-country-for-old-men-2007"),  # a title with an age word inside
     ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
+    ("врубни кавказскую пленницу", "kidnapping-caucasian-style-1967"),  # h27: "врубни" was no play word
 ])
 async def test_which_of_a_titles_namesakes_is_said_around_it_and_that_one_plays(tmp_path, said, played):
     backend = ScriptedBackend(reply_fn=_liar)
@@ -429,7 +430,9 @@ async def test_with_reflexes_off_the_model_takes_every_turn(tmp_path):
 
 
 @pytest.mark.parametrize("said, shown", [("сколько сейчас времени в Токио?", "В Токио сейчас 20:00"),
-                                         ("what time is it in New York right now? my sister lives there", "In New York it's 07:00")])
+                                         ("what time is it in New York right now? my sister lives there", "In New York it's 07:00"),
+                                         # h27: a long name said clipped ("новосиб") was "New York" to the model
+                                         ("а в новосибе щас сколько времени", "В Новосибе сейчас 18:00")])
 async def test_with_no_world_clock_another_places_time_is_the_built_in_clocks_for_that_place(tmp_path, said, shown):
     moment = calendar.timegm((2026, 3, 14, 11, 0, 0))  # 11:00 UTC: 20:00 in Tokyo, 07:00 in New York (summer time)
     backend = ScriptedBackend(reply_fn=_liar)

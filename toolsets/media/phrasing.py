@@ -16,7 +16,7 @@ from core.fastpath import Detail, Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual
 from core.reflex import ASKS_MORE, LEAD, NUMBER_WORDS, TIMER_WORD, VERB_START, YEAR, is_russian, norm_words
 
-_PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|вруби|"
+_PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|врубни|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
                    r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
