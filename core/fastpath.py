@@ -144,7 +144,7 @@ class Phrasing:
 
     first: tuple[Recogniser, ...] = ()
     recognisers: tuple[Recogniser, ...] = ()
-    pairs: Callable[[str, str, Sequence[Phrasing]], tuple[Intent, Intent] | None] | None = None
+    pairs: Callable[[str, str, Sequence[Phrasing]], tuple[Intent, ...] | None] | None = None
     negated: tuple[Recogniser, ...] = ()
     opens: Callable[[str], bool] = lambda clause: False
     requests: Mapping[str, Callable[[str, str, str, bool], Intent | None]] = field(default_factory=dict)

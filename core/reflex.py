@@ -260,7 +260,7 @@ _STOP_THEN_OTHER = re.compile(r"^(?P<stop>.+?),\s*(?:" + _any("instead_patterns"
                               + _any("instead_tail") + r")?[\s.!]*$", re.I)
 
 
-def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tuple[Intent, Intent] | None:
+def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tuple[Intent, ...] | None:
     """Two plain requests in one breath ("stop that and set a timer for 25 minutes", "найди
     Солярис и включи его"): both, in order, when each half alone is one a reflex takes; else
     None (the model takes the turn)."""

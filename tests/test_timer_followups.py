@@ -235,3 +235,39 @@ async def test_a_plan_told_after_a_reminder_is_no_second_reminder(tmp_path):
 async def test_a_time_keeps_its_half_of_the_day_and_its_day(tmp_path, turns, left):
     shown, timers, asked = await _play(tmp_path, turns)
     assert timers == left and not asked, (shown, timers)
+
+
+@pytest.mark.parametrize("said, left", [
+    # h27: one timer "in 10 minutes; three timers for the rice, 25 for the chicken and 40 for the cake" was set
+    ("set three timers: 10 min for the rice, 25 for the chicken and 40 for the cake",
+     [("18:10", "the rice"), ("18:25", "the chicken"), ("18:40", "the cake")]),
+    ("поставь два таймера: на пельмени семь минут и на компот полчаса", [("18:07", "пельмени"), ("18:30", "компот")]),
+    ("set two timers: one for 5 minutes and one for 10 minutes", [("18:05", "timer"), ("18:10", "timer")]),
+])
+async def test_timers_named_in_the_plural_and_listed_are_each_set_with_its_length_and_purpose(tmp_path, said, left):
+    shown, timers, asked = await _play(tmp_path, [said])
+    assert timers == left and not asked, shown
+
+
+@pytest.mark.parametrize("said", ["поставь три таймера: на пельмени семь минут и на компот полчаса",  # three said, two listed
+                                  "set timers: 1 hour and 30 minutes"])  # one length said in parts
+async def test_a_list_of_timers_that_does_not_add_up_is_the_models_and_no_timer_is_set_for_it(tmp_path, said):
+    shown, timers, asked = await _play(tmp_path, [said], reply_fn=_asks)
+    assert timers == [] and asked and shown == "Which one?"
+
+
+async def test_a_timer_named_by_its_purpose_is_given_the_length_it_needs_and_the_wrong_one_said_is_no_new_timer(tmp_path):
+    # h27: "hmm, the chicken actually needs thirty-five minutes, not twenty-five" was the model's (which set nothing)
+    shown, left, asked = await _play(tmp_path, [
+        "set three timers: 10 min for the rice, 25 for the chicken and 40 for the cake",
+        "hmm, the chicken actually needs thirty-five minutes, not twenty-five"])
+    assert left == [("18:10", "the rice"), ("18:35", "the chicken"), ("18:40", "the cake")] and not asked, shown
+    shown, left, asked = await _play(tmp_path / "ru", ["поставь таймер на 20 минут на курицу",
+                                                       "курице на самом деле нужно 35 минут, а не 20"])
+    assert left == [("18:35", "курицу")] and not asked, shown
+
+
+@pytest.mark.parametrize("said", ["the chicken needs 35 minutes", "the recipe says it takes 40 minutes"])
+async def test_a_length_something_needs_with_no_timer_for_it_sets_and_changes_nothing_itself(tmp_path, said):
+    shown, left, asked = await _play(tmp_path, ["поставь таймер на 10 минут на рис", said], reply_fn=_asks)
+    assert left == [("18:10", "рис")] and asked and shown == "Which one?"

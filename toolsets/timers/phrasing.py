@@ -148,7 +148,7 @@ def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Inte
     return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
 
 
-def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
+def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, ...] | None:
     """Two timers in one breath: "два таймера: через 10 минут полить цветы и через 20 проверить
     стирку" (the second's unit left to the first's), "set a timer for 5 minutes for the eggs and
     10 minutes for the rice"; None otherwise."""
@@ -159,7 +159,49 @@ def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[In
         first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
             return first, second
-    return _timers_apart(raw, phrasings) or _reminders_apart(raw, phrasings)
+    return _timers_listed(raw, phrasings) or _timers_apart(raw, phrasings) or _reminders_apart(raw, phrasings)
+
+
+# "set three timers: 10 min for the rice, 25 for the chicken and 40 for the cake", "поставь два таймера:
+# на пельмени семь минут и на компот полчаса": timers in the plural (maybe counted), then the list
+_TIMERS_PLURAL = r"(?:" + alternation("naming", "timers_plural_patterns", Path(__file__).with_name("words")) + r")"
+_TIMERS_LISTED = re.compile(r"^(?P<verb>.*?)(?:(?P<count>\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
+                            + r")\s+)?" + _TIMERS_PLURAL + r"\s*[:,—-]+\s*(?P<items>.+?)[\s.!]*$")
+_LIST_JOINT = re.compile(r",\s*(?:(?:and|и)\s+)?|\s+(?:and|и)\s+")
+_BARE_NUMBER = re.compile(r"(?<![\w.,])\d+(?![\w.,])")
+_TIMERS_LISTED_MAX = 5  # a longer list is read back by the model, one it can ask about
+
+
+def _timers_listed(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, ...] | None:
+    """Timers named in the plural and listed, each item with its one length and its purpose, the
+    unit of a bare number the item's before it ("…, 25 for the chicken"); as many items as a
+    count says, if one is said. None when an item has no length or two, or reads as no timer."""
+    raw = in_figures(lengths_in_units(raw))
+    listed = _TIMERS_LISTED.match(raw)
+    if listed is None or not _SET_TIMER.match(listed["verb"] or "set") or _EVERY.search(raw):
+        return None
+    count = listed["count"]
+    said_count = int(count) if count and count.isdigit() else NUMBER_WORDS.get(count) if count else None
+    items = [item.strip() for item in _LIST_JOINT.split(listed["items"]) if item.strip()]
+    if not 2 <= len(items) <= _TIMERS_LISTED_MAX or said_count not in (None, len(items)):
+        return None
+    lead, unit, timers = ("поставь таймер на" if is_russian(raw) else "set a timer for"), "", []
+    for item in items:
+        item = item[_SECOND_LEAD.match(item).end():] if re.match(r"\S+\s+(?:for|in|на|через)\s", item) else item
+        spans, bare = list(_SPAN.finditer(item)), list(_BARE_NUMBER.finditer(item))
+        if len(spans) == 1 and len(bare) <= 1:
+            unit, length = spans[0]["unit"], spans[0]
+        elif not spans and len(bare) == 1 and unit:
+            length = bare[0]
+        else:
+            return None
+        rest = (item[:length.start()] + " " + item[length.end():]).split()
+        said = f"{lead} {length.group(0) if spans else length.group(0) + ' ' + unit} {' '.join(rest)}"
+        intent = recognise(said, phrasings)
+        if intent is None or intent.kind != "timer_set" or not intent.when.startswith("in ") or not (intent.text or count):
+            return None  # with no count said, each item has its purpose: "timers: 1 hour and 30 minutes" is one length
+        timers.append(intent)
+    return tuple(timers)
 
 
 # "remind me at 9 pm to call grandma, and at 10 to take the trash out": the request's verb, then two
@@ -232,6 +274,8 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     intent = _timer_intent_read(raw, said, russian)
     if intent is not None and intent.kind == "timer_set" and _ANOTHER_TIME.search(in_digits(intent.text)):
         return None  # two reminders, read apart by _timer_pairs, or the model's
+    if intent is not None and intent.kind == "timer_set" and re.search(r"(?<!\w)" + _TIMERS_PLURAL + r"(?!\w)", raw):
+        return None  # "set three timers: …": several, read apart by _timer_pairs, or the model's
     return intent
 
 
@@ -368,6 +412,8 @@ _CHANGE_OPENING = re.compile(
     r"(?:\s+back)?(?:\s+(?:to|for|at|in))?|"
     r"(?:перенеси|передвинь|сдвинь|переставь|поменяй)\s+(?:(?:таймер|напоминание|будильник|тот|то)[\s,]+(?:что\s+)?)?"
     r"(?:про|с|со|для)\s+(?P<named_ru>\w+(?:\s+\w+){0,2}?)\s+(?:на|в)|"
+    r"(?:the\s+)?(?P<named_needs>[^\W\d]+(?:\s+[^\W\d]+){0,2}?)\s+(?:"
+    + alternation("naming", "needs_patterns", Path(__file__).with_name("words")) + r")(?:\s+(?:на|in|for))?|"
     r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
     r"(?:\s+back)?\s+(?:to|for|at|in)?|"
     r"(?:давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
@@ -404,7 +450,8 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return None
     at = changes[0]
     before_ok = all(remark(c) or _says_no(c) for c in clauses[:at])
-    after_ok = all(remark(c) and not second_thought(c) or _same_number(c, changed[at]) for c in clauses[at + 1:])
+    after_ok = all(remark(c) and not second_thought(c) or _same_number(c, changed[at]) or _NOT_THAT.match(c.strip(" .!?"))
+                   for c in clauses[at + 1:])  # "…, not twenty-five": the time that was wrong
     return changed[at] if before_ok and after_ok else None
 
 
@@ -419,6 +466,9 @@ def _same_number(clause: str, change: Intent | None) -> bool:
     digits = [_DIGITS.get(word) for word in clause.casefold().strip(" .!?").split()]
     return (change is not None and len(digits) > 1 and None not in digits
             and "".join(digits) == re.sub(r"\D", "", change.when))
+
+
+_NOT_A_NAME = frozenset(words("naming", "not_a_name_words", Path(__file__).with_name("words")))
 
 
 def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent | None:
@@ -441,7 +491,10 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
         when = f"{when}:00"  # "а в 8?": a clock hour, not a length
     elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
         when = f"in {when}"
-    return Intent(kind="timer_change", russian=russian, when=when, text=opening["named"] or opening["named_ru"] or "")
+    named = opening["named"] or opening["named_ru"] or opening["named_needs"] or ""
+    if opening["named_needs"] and _NOT_A_NAME & set(named.casefold().split()):
+        return None  # "the recipe says it takes 40 minutes": told, no timer named
+    return Intent(kind="timer_change", russian=russian, when=when, text=named)
 
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
