@@ -205,6 +205,7 @@ class LocalIntents:
                 own = spec.get("sentences", {}).get(language, {})
                 merged["lists"].update(own.get("lists", {}))
                 merged["expansion_rules"].update(own.get("expansion_rules", {}))
+                merged["skip_words"] += own.get("skip_words", [])  # said around any request: "anyway", "кстати"
                 for name, intent in own.get("intents", {}).items():
                     actions[name] = _own_action(path, name, intent)
                     if "call" in intent:
@@ -358,8 +359,12 @@ def _read(path: Path) -> dict:
     if not isinstance(spec.get("home_assistant", {}), dict) or not isinstance(spec.get("sentences", {}), dict):
         raise IntentFileError(f"{path}: 'home_assistant' maps intent names to actions; 'sentences' maps languages")
     for language, own in spec.get("sentences", {}).items():
-        if not isinstance(own, dict) or not set(own) <= {"intents", "lists", "expansion_rules"}:
-            raise IntentFileError(f"{path}: sentences.{language}: expected 'intents' (and 'lists', 'expansion_rules')")
+        if not isinstance(own, dict) or not set(own) <= {"intents", "lists", "expansion_rules", "skip_words"}:
+            raise IntentFileError(f"{path}: sentences.{language}: expected 'intents' (and 'lists', 'expansion_rules', "
+                                  "'skip_words')")
+        skip = own.get("skip_words", [])
+        if not isinstance(skip, list) or not all(isinstance(word, str) and word.strip() for word in skip):
+            raise IntentFileError(f"{path}: sentences.{language}.skip_words: expected a list of words or phrases")
     return spec
 
 

@@ -99,6 +99,7 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     ("frame:\n  examples: [[only what was said]]\n", "frame.examples: expected a list of"),
     ("frame:\n  order: last\n", "frame: expected 'commands'"),
     ("frame:\n  own_words: [on, in]\n", "frame.own_words: expected a list of single words"),  # YAML's `on` is true
+    ("sentences:\n  en:\n    skip_words: anyway\n", "skip_words: expected a list of words"),
 ])
 def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
     bad = tmp_path / "intents.yaml"
@@ -225,6 +226,7 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("convert twenty-six point two miles to kilometers", "26.2 mi = 42.16 km."),  # h22, h25: a fraction in words
     ("сто восемьдесят фунтов это скока в килограммах", "180 lb = 81.65 kg."),  # h26: a word as it is said
     ("my app says I did thirteen point one miles today. how many kilometers is that?", "13.1 mi = 21.08 km."),
+    ("how many miles is 21.1 km anyway?", "21.1 km = 13.11 mi."),  # h27: a word said around it, the runtime's skip words
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),

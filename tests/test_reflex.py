@@ -814,15 +814,18 @@ def test_waiting_for_no_message_is_no_watch(said):
     assert intent is None or intent.kind != "watch"
 
 
-async def test_a_watch_asked_for_is_set_and_said_back_and_nothing_running_is_said_plainly(tmp_path):
+async def test_a_watch_asked_for_is_set_and_said_back_and_is_what_runs_in_the_background(tmp_path):
     backend = ScriptedBackend(reply_fn=_liar)
     async with inproc_system(tmp_path, backend=backend) as system:
+        shown = await system.turn("s", "what's running in the background?")
+        assert finals(shown)[-1] == "Nothing is running in the background right now."
         shown = await system.turn("s", "сообщи, когда мне придёт письмо от банка")
         assert finals(shown)[-1] == "Хорошо, скажу, когда вам придёт письмо от банка."
         watch = tool_results(await system.history("s"))[-1]
         assert watch["name"] == "channels_watch" and watch["content"].startswith("Watch w1 set: messages on any matching")
-        shown = await system.turn("s", "what's running in the background?")
-        assert finals(shown)[-1] == "Nothing is running in the background right now."
+        # h22: "а что у тебя сейчас вообще в фоне крутится?" with a watch on was told nothing runs
+        shown = await system.turn("s", "а что у тебя сейчас вообще в фоне крутится?")
+        assert finals(shown)[-1].startswith("Слежу: any — ") and "банка" in finals(shown)[-1]
         assert not backend.calls
 
 

@@ -27,7 +27,15 @@ async def tasks(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
         listed = await fast.data(turn, fast.tool("watch_list"), "")
         return watches_answer(fast.speaker(intent.russian), listed) if isinstance(listed, WatchesListed) else None
     running = await fast.data(turn, fast.tool("task_list"), "")
-    return tasks_answer(fast.speaker(intent.russian), running) if isinstance(running, TasksListed) else None
+    if not isinstance(running, TasksListed):
+        return None
+    if not running.tasks and fast.tool("watch_list"):  # "что у тебя в фоне крутится?" with a watch on: the watch
+        watching = await fast.data(turn, fast.tool("watch_list"), "")
+        if not isinstance(watching, WatchesListed):
+            return None
+        if watching.watches:
+            return watches_answer(fast.speaker(intent.russian), watching)
+    return tasks_answer(fast.speaker(intent.russian), running)
 
 
 STEPS = {"tasks": tasks}
