@@ -51,7 +51,10 @@ def test_words_outside_every_toolsets_sentences_match_nothing_typed(said):
 
 
 @pytest.mark.parametrize("said", ["а какие мониторы ты вообще умеешь запускать?", "what monitors can you run",
-                                  "and which monitors are you actually allowed to run for me?"])  # h23
+                                  "and which monitors are you actually allowed to run for me?",  # h23
+                                  # h27: answered with the timers by the model
+                                  "I've been setting stuff up all afternoon and totally lost track. which monitors have I "
+                                  "got running right now?", "какие мониторы у меня сейчас запущены?"])
 async def test_a_sentence_whose_answer_the_model_words_makes_its_call_first(tmp_path, said):
     # h24: the model searched the history for "allowed_monitors"; a declared call with `answer: ""` is
     # made by the session, and the model words the list from its result
