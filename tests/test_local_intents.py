@@ -230,6 +230,11 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("сто восемьдесят фунтов это скока в килограммах", "180 lb = 81.65 kg."),  # h26: a word as it is said
     ("my app says I did thirteen point one miles today. how many kilometers is that?", "13.1 mi = 21.08 km."),
     ("how many miles is 21.1 km anyway?", "21.1 km = 13.11 mi."),  # h27: a word said around it, the runtime's skip words
+    # h27: the unit asked is the metric one ("по-нашему"), a speed's length is that length per hour
+    ("пеку чизкейк по американскому рецепту, а у них там духовка на триста пятьдесят по фаренгейту. это скока по-нашему",
+     "350 F = 176.7 C."),
+    ("шестьдесят миль в час это скока в километрах", "60 mph = 96.56 km/h."),
+    ("what's 5 miles in metric?", "5 mi = 8.047 km."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),

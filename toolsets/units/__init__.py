@@ -20,7 +20,13 @@ _SIZES: dict[str, tuple[str, float]] = {
     "km/h": ("speed", 1 / 3.6), "m/s": ("speed", 1.0), "mph": ("speed", 0.44704), "kn": ("speed", 0.514444),
 }
 _TEMPERATURES = {"c": (1.0, 0.0), "f": (5 / 9, -32.0), "k": (1.0, -273.15)}  # to °C: (x + shift) * scale
-_NAMES = ", ".join([*_SIZES, "C", "F", "K"])
+# `to` = "metric" ("это скока по-нашему", "what's that in metric"): the unit of the other system a
+# person would use for the same thing; a metric unit is its own
+_METRIC = {"in": "cm", "ft": "m", "yd": "m", "mi": "km", "oz": "g", "lb": "kg", "gal": "l", "cup": "ml", "mph": "km/h",
+           "kn": "km/h", "f": "C"}
+# a speed asked in a length ("60 mph in kilometers"): that length per hour
+_PER_HOUR = {"km": "km/h", "mi": "mph", "m": "m/s"}
+_NAMES = ", ".join([*_SIZES, "C", "F", "K", "metric"])
 
 UNITS_TOOLSET = ToolsetSpec(
     name="units",
@@ -28,6 +34,18 @@ UNITS_TOOLSET = ToolsetSpec(
     tools=[ToolSpec(name="units_convert", summary=f"convert a value; units: {_NAMES}", read_only=True,
                     args=[ArgSpec(name="value"), ArgSpec(name="from"), ArgSpec(name="to")])],
 )
+
+
+def unit_meant(unit_from: str, unit_to: str) -> str:
+    """The unit `unit_to` means for a value in `unit_from`: "metric" its metric counterpart ("F" ->
+    "C", "mi" -> "km"; a metric unit itself), a length for a speed that length per hour ("mph" to
+    "km": "km/h"); else `unit_to` as given."""
+    a, b = unit_from.casefold(), unit_to.casefold()
+    if b == "metric":
+        return _METRIC.get(a, unit_from)
+    if a in _SIZES and _SIZES[a][0] == "speed" and b in _PER_HOUR:
+        return _PER_HOUR[b]
+    return unit_to
 
 
 def convert(value: float, unit_from: str, unit_to: str) -> float:
@@ -49,11 +67,12 @@ def convert(value: float, unit_from: str, unit_to: str) -> float:
 def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     try:
         value = float(args["value"].replace(",", "."))
-        result = convert(value, args["from"].strip(), args["to"].strip())
+        unit_to = unit_meant(args["from"].strip(), args["to"].strip())
+        result = convert(value, args["from"].strip(), unit_to)
     except ValueError as exc:
         reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
         return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
-    return CallOutcome(kind="ok", text=f"{value:g} {args['from'].strip()} = {result:.4g} {args['to'].strip()}")
+    return CallOutcome(kind="ok", text=f"{value:g} {args['from'].strip()} = {result:.4g} {unit_to}")
 
 
 TOOLSET = SessionToolset(spec=UNITS_TOOLSET, handler=_run)
