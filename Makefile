@@ -29,8 +29,12 @@ run: $(VENV)/.installed
 serve: $(VENV)/.installed
 	$(PY) run.py serve
 
+# The suite waits more than it computes (processes started and killed, real timeouts, a model's
+# answers): it runs on TEST_JOBS worker processes (pytest-xdist; `make test TEST_JOBS=0` runs it in
+# one), each test given to the first worker free.
+TEST_JOBS ?= 3
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal
 
 clean:
 	rm -rf $(VENV) var

@@ -169,6 +169,7 @@ _TIMERS_LISTED = re.compile(r"^(?P<verb>.*?)(?:(?P<count>\d+|" + "|".join(sorted
                             + r")\s+)?" + _TIMERS_PLURAL + r"\s*[:,—-]+\s*(?P<items>.+?)[\s.!]*$")
 _LIST_JOINT = re.compile(r",\s*(?:(?:and|и)\s+)?|\s+(?:and|и)\s+")
 _BARE_NUMBER = re.compile(r"(?<![\w.,])\d+(?![\w.,])")
+_ITEM_FILLER = re.compile(r"^(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+(?=\S)")
 _TIMERS_LISTED_MAX = 5  # a longer list is read back by the model, one it can ask about
 
 
@@ -187,7 +188,7 @@ def _timers_listed(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, ...
         return None
     lead, unit, timers = ("поставь таймер на" if is_russian(raw) else "set a timer for"), "", []
     for item in items:
-        item = item[_SECOND_LEAD.match(item).end():] if re.match(r"\S+\s+(?:for|in|на|через)\s", item) else item
+        item = _ITEM_FILLER.sub("", item)  # "один на 5 минут, другой на 10", "и ещё один на 12 минут"
         spans, bare = list(_SPAN.finditer(item)), list(_BARE_NUMBER.finditer(item))
         if len(spans) == 1 and len(bare) <= 1:
             unit, length = spans[0]["unit"], spans[0]
