@@ -271,3 +271,13 @@ async def test_a_timer_named_by_its_purpose_is_given_the_length_it_needs_and_the
 async def test_a_length_something_needs_with_no_timer_for_it_sets_and_changes_nothing_itself(tmp_path, said):
     shown, left, asked = await _play(tmp_path, ["поставь таймер на 10 минут на рис", said], reply_fn=_asks)
     assert left == [("18:10", "рис")] and asked and shown == "Which one?"
+
+
+async def test_every_morning_at_an_hour_is_a_daily_reminder_in_the_morning(tmp_path):
+    # h27: "напоминай мне каждое утро в девять" was no sentence ("каждый утро" was: not Russian)
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: AT_18, timezone="Europe/Moscow") as system:
+        shown = [m.text for m in await system.turn("s", "напоминай мне каждое утро в девять пить витамин д")
+                 if isinstance(m, p.Display) and m.final]
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+    assert calls == ["TOOL_CALL: timers_set|09:00; пить витамин д; every=1 day"] and not backend.calls, shown
