@@ -31,10 +31,11 @@ serve: $(VENV)/.installed
 
 # The suite waits more than it computes (processes started and killed, real timeouts, a model's
 # answers): it runs on TEST_JOBS worker processes (pytest-xdist; `make test TEST_JOBS=0` runs it in
-# one), each test given to the first worker free.
+# one), the longest first (tests/conftest.py), each next test to the first worker free; the tests
+# of one `xdist_group` (the web console's, which run in order) on one worker.
 TEST_JOBS ?= 3
 test: $(VENV)/.installed
-	$(PY) -m pytest -q -n $(TEST_JOBS) --dist worksteal
+	$(PY) -m pytest -q -n $(TEST_JOBS) --dist loadgroup
 
 clean:
 	rm -rf $(VENV) var

@@ -314,11 +314,11 @@ async def test_4_5_an_async_task_a_question_meanwhile_its_late_result_and_say_fo
             # `say --follow`: the late result of a task the turn started, printed by the same `say`
             # (the gate is open: the analysis ends after its 2 s of work, long after the turn)
             code, out = await cli(config, "say", "--client-id", "anna", "--session", "u1", "--timeout", "30",
-                                  "--follow", "20", "запусти анализ логов")
+                                  "--follow", "10", "запусти анализ логов")
             lines = out.splitlines()
             assert code == 0 and "Анализ логов идёт в фоне; результат пришлю, когда он будет готов." in lines, out
             assert "Анализ логов готов: ошибок не найдено." in lines, out
-            assert lines[-1] == "(follow: 20 s over; anything later waits in the session)", out
+            assert lines[-1] == "(follow: 10 s over; anything later waits in the session)", out
             code, out = await cli(config, "say", "--session", "u1", "--follow", "100000", "hi")
             assert code == 1 and "phone.max_follow_s" in out, "past its bound: a clear line, nothing sent"
         finally:

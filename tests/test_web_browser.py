@@ -22,6 +22,9 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 ARTIFACTS = REPO / "build" / "test-artifacts"
 
 playwright_sync = pytest.importorskip("playwright.sync_api")  # installed by `make test` (the test extra)
+# one console (a module fixture) serves these tests in order, each seeing what the ones before did:
+# `make test`'s workers (pytest-xdist, --dist loadgroup) run them together, on one worker
+pytestmark = pytest.mark.xdist_group("web_console")
 if not os.path.exists(CHROMIUM):  # the Makefile installs it; say so plainly instead of a cryptic launch error
     raise RuntimeError(f"{CHROMIUM} is missing: run `make .venv/.installed` (apt-get install chromium) first")
 
