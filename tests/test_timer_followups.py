@@ -281,3 +281,14 @@ async def test_every_morning_at_an_hour_is_a_daily_reminder_in_the_morning(tmp_p
                  if isinstance(m, p.Display) and m.final]
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
     assert calls == ["TOOL_CALL: timers_set|09:00; пить витамин д; every=1 day"] and not backend.calls, shown
+
+
+@pytest.mark.parametrize("said", [
+    # h28: a trap; the model set "in 9 am; sync" for the boss's words to the team
+    "my boss literally told the whole team 'set a reminder for the nine am sync', like we're in kindergarten",
+    "начальник сказал всему отделу: «поставьте напоминание на девять», как в детском саду"])
+async def test_a_request_quoted_as_said_to_someone_else_sets_nothing_whatever_the_model_calls(tmp_path, said):
+    def sets_it(messages):
+        return "TOOL_CALL: timers_set|09:00; sync" if messages[-1].role == "user" else "Ha, okay."
+    shown, left, asked = await _play(tmp_path, [said], reply_fn=sets_it)
+    assert left == [] and asked, shown
