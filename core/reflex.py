@@ -466,7 +466,11 @@ def among(word: str, words: set[str]) -> bool:
 
 
 def close_to(said: str, name: str) -> bool:
-    return difflib.SequenceMatcher(None, norm_words(said), norm_words(name)).ratio() >= 0.8
+    """Whether words said are a name with a typo or in another case, as a whole; a hyphen is a
+    space (speech has none: "кин дза дзу" is «Кин-дза-дза!»)."""
+    def spoken(text: str) -> str:
+        return " ".join(norm_words(text).replace("-", " ").split())
+    return difflib.SequenceMatcher(None, spoken(said), spoken(name)).ratio() >= 0.8
 
 
 _CHANNEL_END = r")(?=[\s,.!?]|$)"

@@ -235,6 +235,10 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
      "350 F = 176.7 C."),
     ("шестьдесят миль в час это скока в километрах", "60 mph = 96.56 km/h."),
     ("what's 5 miles in metric?", "5 mi = 8.047 km."),
+    # h28: the same question in another word order
+    ("тринадцать миль это скока в километрах будет", "13 mi = 20.92 km."),
+    ("пеку печенье по американскому рецепту, а там духовка триста пятьдесят по фаренгейту. это по нашему сколько?",
+     "350 F = 176.7 C."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),

@@ -298,6 +298,7 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
     ("play No Country for Old Men", "no-country-for-old-men-2007"),  # a title with an age word inside
     ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
     ("врубни кавказскую пленницу", "kidnapping-caucasian-style-1967"),  # h27: "врубни" was no play word
+    ("ку! врубай кин дза дзу", "kin-dza-dza-1986"),  # h28: a hyphenated title said as words, in another case
 ])
 async def test_which_of_a_titles_namesakes_is_said_around_it_and_that_one_plays(tmp_path, said, played):
     backend = ScriptedBackend(reply_fn=_liar)
