@@ -38,8 +38,11 @@ def _norm(text: str) -> str:
 
 
 def _names(said: str, name: str) -> bool:
+    """Whether the words said are the name, a Russian word in any case ("дубае" is "дубай"); an
+    English one as written ("miles" is no "milan")."""
     words, parts = said.split(), name.split()
-    return len(words) == len(parts) and all(same_word(w, n) for w, n in zip(words, parts))
+    return len(words) == len(parts) and all(same_word(w, n) if re.search(r"[а-я]", n) else w == n
+                                            for w, n in zip(words, parts))
 
 
 @functools.lru_cache(maxsize=1)
@@ -110,5 +113,6 @@ def zone_of(place: str) -> str | None:
     for zone, names in _ZONES.items():
         if any(_names(said, name) for name in names):
             return zone
-    clipped = _clipped(said)
-    return clipped[0] if clipped is not None else _tz_cities().get(said)
+    exact = _tz_cities().get(said)
+    clipped = _clipped(said) if exact is None else None
+    return exact if clipped is None else clipped[0]

@@ -298,6 +298,7 @@ _AROUND_TIME = frozenset(words("follow_ups", "around_time_words"))  # "кото�
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day
+_RATE = re.compile(r"(?<!\w)(?:" + _any("rate_patterns", "follow_ups") + r")(?!\w)")  # "miles per hour": no time asked
 _TIME_WORDS = re.compile(r"(?:^|\s)(?:" + _any("time_words_patterns", "follow_ups") + r")(?=[\s,.!?]|$)")
 _PLACE_NAMED = re.compile(r"(?:^|\s)(?:" + _any("place_prepositions") + r")\s+(?P<place>[^\W\d_]+(?:[\s-][^\W\d_]+){0,2})")
 # what asks at all: "is it already sunday in sydney", "сколько …"
@@ -322,7 +323,7 @@ def _place_time(raw: str, russian: bool) -> Intent | None:
     if how_much is not None and zone_of(how_much["p1"] or how_much["p2"]) is not None:
         return Intent(kind="time_elsewhere", russian=russian, subject=how_much["p1"] or how_much["p2"])
     asked = "?" in raw or _ASKED.match(raw + " ")
-    if not asked or not _TIME_WORDS.search(raw) or VERB_START.match(raw) or TIMER_WORD.search(raw):
+    if not asked or not _TIME_WORDS.search(_RATE.sub(" ", raw)) or VERB_START.match(raw) or TIMER_WORD.search(raw):
         return None
     for found in _PLACE_NAMED.finditer(raw):
         words = found["place"].split()

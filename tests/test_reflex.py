@@ -1641,3 +1641,18 @@ async def test_someone_arriving_is_no_message_to_watch_for(tmp_path):
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "когда мама придёт, маякни")
         assert not [r for r in tool_results(await system.history("s")) if r["name"] == "channels_watch" and "set" in r["content"]]
+
+
+@pytest.mark.parametrize("said", [
+    # h28: the fast path answered the time in Germany ("miles per hour" held a time word, "hour")
+    "so I rented a car in Germany and the sign says one thirty, how fast is that in miles per hour? I'm american, "
+    "I can't do kilometers",
+    "how fast is that in miles per hour?"])  # and "miles" was read as Milan: an English name is as written
+async def test_a_speeds_hour_asks_no_places_time_and_the_model_answers(tmp_path, said):
+    from core.places import zone_of
+
+    backend = ScriptedBackend(reply_fn=lambda messages: "About 81 mph.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert finals(await system.turn("s", said))[-1] == "About 81 mph."
+        assert not tool_results(await system.history("s")) and backend.calls
+    assert zone_of("miles") is None and zone_of("germany") == "Europe/Berlin"

@@ -292,3 +292,8 @@ async def test_a_request_quoted_as_said_to_someone_else_sets_nothing_whatever_th
         return "TOOL_CALL: timers_set|09:00; sync" if messages[-1].role == "user" else "Ha, okay."
     shown, left, asked = await _play(tmp_path, [said], reply_fn=sets_it)
     assert left == [] and asked, shown
+
+
+async def test_timers_named_in_a_reminders_text_are_no_list_of_timers(tmp_path):
+    shown, left, asked = await _play(tmp_path, ["remind me in 10 minutes to check the timers"])
+    assert left == [("18:10", "check the timers")] and not asked, shown

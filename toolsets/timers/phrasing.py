@@ -167,6 +167,9 @@ def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[In
 _TIMERS_PLURAL = r"(?:" + alternation("naming", "timers_plural_patterns", Path(__file__).with_name("words")) + r")"
 _TIMERS_LISTED = re.compile(r"^(?P<verb>.*?)(?:(?P<count>\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
                             + r")\s+)?" + _TIMERS_PLURAL + r"\s*[:,—-]+\s*(?P<items>.+?)[\s.!]*$")
+# timers counted or listed ("three timers", "timers: …"), not a text that names them ("… to check the timers")
+_TIMERS_SAID_MANY = re.compile(r"(?<!\w)(?:\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\s+"
+                               + _TIMERS_PLURAL + r"(?!\w)|(?<!\w)" + _TIMERS_PLURAL + r"\s*[:—-]")
 _LIST_JOINT = re.compile(r",\s*(?:(?:and|и)\s+)?|\s+(?:and|и)\s+")
 _BARE_NUMBER = re.compile(r"(?<![\w.,])\d+(?![\w.,])")
 _ITEM_FILLER = re.compile(r"^(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+(?=\S)")
@@ -275,7 +278,7 @@ def _timer_intent(raw: str, said: str, russian: bool) -> Intent | None:
     intent = _timer_intent_read(raw, said, russian)
     if intent is not None and intent.kind == "timer_set" and _ANOTHER_TIME.search(in_digits(intent.text)):
         return None  # two reminders, read apart by _timer_pairs, or the model's
-    if intent is not None and intent.kind == "timer_set" and re.search(r"(?<!\w)" + _TIMERS_PLURAL + r"(?!\w)", raw):
+    if intent is not None and intent.kind == "timer_set" and _TIMERS_SAID_MANY.search(raw):
         return None  # "set three timers: …": several, read apart by _timer_pairs, or the model's
     return intent
 
