@@ -75,17 +75,3 @@ def pg_url(pg_server):
         conn.execute(f"CREATE SCHEMA {schema}")
     return make_conninfo(pg_server.url(), options=f"-c search_path={schema}")
 
-
-# The files whose tests take longest (processes started and killed, the embedded model, floods),
-# longest first: run first, so that `make test`'s workers (pytest-xdist, `--dist loadgroup`) share them
-# out and end together, instead of one worker running the last long test alone. The rest keep
-# their order. `pytest --durations=30` shows when this list is out of date.
-_LONGEST_FIRST = ("test_local_model.py", "test_eval_router.py", "test_seed003.py", "test_zmqio.py",
-                  "test_hardening_process.py", "test_bus_security.py", "test_restart_recovery.py",
-                  "test_bench_prompts.py", "test_bench_peer.py", "test_process_mode.py", "test_llm_swap.py",
-                  "test_dies_whole.py", "test_cluster.py", "test_hardening_storage.py", "test_ready_catalog.py")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: at for at, name in enumerate(_LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
