@@ -555,11 +555,17 @@ class GlassesBridge(Actor):
 
     def _not_stored(self, identity: bytes, session: str, event_id: str, exc: sqlite3.Error, *, corr: str) -> None:
         """The ownership store could not write: the phone is told as for an event the journal
-        cannot store (ErrorReply "storage"); logged once per interval, with a count."""
+        cannot store (ErrorReply "storage"); logged once per interval, with a count. A write that
+        waited out the database's lock (the journal's commit holding it under load) is `Busy`: the
+        phone backs off and resends the event, where an ErrorReply would end it."""
         count = self.storage_failures.note(b"ownership")
         if count:
             self.log.error("actor=glasses the session ownership store cannot write: %s (%d event(s) refused, latest "
                            "session=%s); the phones resend", exc, count, session)
+        if getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+            self._to_phone(identity, p.Busy(event_id=event_id, detail=f"the session store is busy: {exc}; resend"),
+                           session=session, corr=corr)
+            return
         self._error(identity, session, "storage", f"event {event_id} could not be stored: session ownership: {exc}", corr=corr)
 
     def _status_for_waiter(self, session: str, status: p.PlaybackStatus, identity: bytes, corr: str) -> bool:

@@ -4,6 +4,8 @@ test does not need the phone bridge."""
 from __future__ import annotations
 
 import inspect
+import os
+import random
 import socket
 import tempfile
 import time
@@ -109,11 +111,52 @@ class System:
         return (await self.info(session)).queued >= count
 
 
+def _port_share() -> range | None:
+    """Where this test process picks its ports: below the system's ephemeral range (an outgoing
+    connection, a browser's or a database client's, takes one of those at any moment: a port
+    found free there was taken before a server bound it), and a share of its own per
+    pytest-xdist worker, so that two workers never pick the same. None where the system leaves
+    too little room below that range (then the system picks)."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    first, workers = 20_000, max(1, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:]
+    share = (low - first) // workers
+    if share < 500:
+        return None
+    start = first + (int(worker) % workers if worker.isdigit() else 0) * share
+    return range(start, start + share)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(size: int = 1) -> int:
+    """The first of `size` consecutive TCP ports on loopback nobody listens on now (`_port_share`)."""
+    share = _port_share()
+    for _ in range(200):
+        if share is None:
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                base = sock.getsockname()[1]
+        else:
+            base = random.randrange(share.start, share.stop - size)
+        if base + size < 65_000 and all(_bindable(port) for port in range(base, base + size)):
+            return base
+    raise RuntimeError(f"no {size} free consecutive ports")
+
+
 def free_port() -> int:
     """A TCP port on loopback nobody listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_port_block(1)
 
 
 def free_endpoint() -> str:

@@ -1,9 +1,7 @@
 """Issue 38, finding 11: in tcp mode the internal bus is authenticated (ZeroMQ CURVE with the bus
 key pair, transport/bus.py). Through the real deployment: `run.py serve` with each actor in its
 own OS process over tcp://, a raw DEALER as the attacker, the CLI as the operator."""
-import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -17,34 +15,11 @@ import zmq.utils.z85
 
 import protocol as p
 from core.config import TopologyConfig
-from harness import poll
+from harness import free_port_block, poll
 from transport.bus import bus_curve_on
 
 REPO = Path(__file__).resolve().parent.parent
 ACTOR_PORTS = {"supervisor": 0, "toolsets": 2, "llm": 3, "session": 5}
-
-
-def _free_block(size: int = 8) -> int:
-    """A base port with `size` free ports after it (the actors' tcp ports)."""
-    for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base = probe.getsockname()[1]
-        if base + size >= 65000:
-            continue
-        try:
-            held = []
-            for port in range(base, base + size):
-                s = socket.socket()
-                held.append(s)
-                s.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in held:
-                s.close()
-    raise RuntimeError("no block of free ports")
 
 
 def _cli(config: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -62,7 +37,7 @@ def _all_alive(config: Path) -> bool:
 def tcp_runtime(tmp_path, request):
     """`run.py serve` in tcp mode on loopback (bus_curve "auto"): (config, keys_dir, base_port).
     The second shape has one process serve ZAP for two domains: the bus's and the phone's."""
-    base = _free_block()
+    base = free_port_block(8)  # the actors' tcp ports
     keys = tmp_path / "keys"
     grouped = request.param.startswith("glasses")
     config = tmp_path / "porfiry.toml"

@@ -607,6 +607,11 @@ async def test_a_change_the_users_words_say_nothing_of_is_refused_and_one_they_n
         await system.turn("s", "plan a route from the airport to London Bridge", timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert not any("home city set" in r for r in results) and any("not executed" in r for r in results), results
+        # h28: a meeting at "two pm their time" after the time in New York, and the model set the home city
+        await system.turn("s", "cool, my call with them is two pm their time. remind me fifteen minutes before",
+                          timeout=30)
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+        assert not any("home city set" in r for r in results), results
         await system.turn("s", "set my home city to London", timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert any("home city set: London" in r for r in results), results

@@ -191,6 +191,38 @@ async def test_disk_full_on_a_new_session_answers_the_phone_with_a_storage_error
     assert OwnershipStore(tmp_path / "porfiry.sqlite3").get("new") is not None
 
 
+async def test_a_session_store_locked_past_its_wait_answers_busy_and_the_phones_resend_is_served(tmp_path):
+    """The session store's write lock held past the ownership store's wait (the journal's commit
+    under a flood on a loaded machine) answered a new session's first event with ErrorReply
+    "storage", which ends the event at the phone; now Busy: the phone backs off and resends."""
+    import sqlite3
+
+    import anyio
+
+    from actors.glasses import GlassesBridge
+    from harness import free_port, inproc_system, make_config, override, until
+    from llm.scripted import ScriptedBackend
+    from phone.client import PhoneClient
+
+    config = override(make_config(tmp_path), phone={"endpoint": f"tcp://127.0.0.1:{free_port()}", "curve": False})
+    async with inproc_system(tmp_path, backend=ScriptedBackend(), config=config, stand_ins={"glasses": GlassesBridge}) as system:
+        async with PhoneClient(config.phone.endpoint, client_id="alice", curve=None, ack_timeout_s=5.0) as phone:
+            await phone.turn("old", "hello", timeout=10)
+            holder = sqlite3.connect(tmp_path / "porfiry.sqlite3", isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+            try:
+                async with anyio.create_task_group() as tg:
+                    async def release_once_told_busy() -> None:
+                        await until(lambda: phone.busy_received > 0, timeout=20)
+                        holder.execute("ROLLBACK")
+                    tg.start_soon(release_once_told_busy)
+                    turn = await phone.turn("new", "a new session", timeout=30)
+            finally:
+                holder.close()
+            assert turn.final_text.startswith("Sure."), turn
+            assert system.actors["glasses"].sessions.owner("new") is not None
+
+
 # ---- finding 13: the database deleted under a running runtime ------------------------------------
 @pytest.mark.parametrize("how", ["deleted", "replaced"])
 async def test_a_database_deleted_while_running_is_a_storage_error_not_an_ack(tmp_path, caplog, how):

@@ -128,6 +128,19 @@ def _say(page, text: str) -> None:
     page.click("#say-send")
 
 
+def _settled(page) -> None:
+    """The newest turn has ended and the HUD shows its final text (on a loaded machine the page
+    may still be streaming what a test before this one started)."""
+    page.wait_for_function("() => !document.querySelector('#timeline .turn .turn-head').textContent.includes('running')"
+                           " && document.querySelector('#hud-text').dataset.state === 'final'")
+
+
+def _metric(url: str, name: str) -> float:
+    metrics = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    found = re.search(rf"^{re.escape(name)} (\S+)$", metrics, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
 def test_a_typed_question_streams_its_answer_onto_the_hud(console):
     page, _ = console
     page.evaluate("() => { window.hudLog = []; }")
@@ -170,23 +183,25 @@ def test_enable_toolset_shows_a_countdown_and_the_timeline_lists_the_model_calls
     assert any(t.startswith("media_search|") and "· ok" in t for t in tools), tools
     # the last request's prompt, with the active toolsets marked as a dynamic section
     assert page.locator("#prompt mark[data-label='active toolsets']").count() == 1
-    metrics = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
-    turns = float(re.search(r"^porfiry_turns_total (\S+)$", metrics, re.M).group(1))
-    assert turns >= 3
-    assert 'porfiry_tool_calls_total{outcome="ok",tool="media_search"} 1.0' in metrics
+    _settled(page)
+    deadline = time.monotonic() + 15  # the metrics count a turn once its end reached the console
+    while _metric(url, "porfiry_turns_total") < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _metric(url, "porfiry_turns_total") >= 3
+    assert _metric(url, 'porfiry_tool_calls_total{outcome="ok",tool="media_search"}') == 1.0
 
 
 def test_a_button_press_reaches_the_session_as_an_event(console):
     page, _ = console
     page.click("#buttons [data-button='double_tap']")
     page.locator("#timeline .turn").first.locator(".row.event", has_text="button: double_tap").wait_for()
-    page.wait_for_function("() => !document.querySelector('#timeline .turn .turn-head').textContent.includes('running')"
-                           " && document.querySelector('#hud-text').dataset.state === 'final'")
+    _settled(page)
     assert "button: double_tap" in page.locator("#timeline .turn").first.text_content()
 
 
 def test_the_picker_opens_another_session_and_a_page_opened_later_sees_the_recent_past(console):
     page, url = console
+    _settled(page)
     shown = page.text_content("#hud-text")
     page.fill("#new-session", "second")
     page.press("#new-session", "Enter")
