@@ -46,6 +46,7 @@ def tcp_runtime(tmp_path, request):
 mode = "tcp"
 tcp_host = "127.0.0.1"
 tcp_base_port = {base}
+ipc_dir = "{tmp_path / 'ipc'}"  # its instance lock: not the default one another test's runtime holds
 groups = {'[["glasses", "session"]]' if grouped else '[]'}
 
 [phone]

@@ -22,9 +22,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
 ARTIFACTS = REPO / "build" / "test-artifacts"
 
 playwright_sync = pytest.importorskip("playwright.sync_api")  # installed by `make test` (the test extra)
-# one console (a module fixture) serves these tests in order, each seeing what the ones before did:
-# `make test`'s workers (pytest-xdist, --dist loadgroup) run them together, on one worker
-pytestmark = pytest.mark.xdist_group("web_console")
+# one console (a module fixture: a runtime, the web process and Chromium) serves these tests in
+# order, each seeing what the ones before did; beside `make test`'s parallel workers on a 2-core
+# machine its page fell behind what the tests read: they run after them (`alone`, the Makefile)
+pytestmark = pytest.mark.alone
 if not os.path.exists(CHROMIUM):  # the Makefile installs it; say so plainly instead of a cryptic launch error
     raise RuntimeError(f"{CHROMIUM} is missing: run `make .venv/.installed` (apt-get install chromium) first")
 

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
-from core.lexicon import alternation, table, words
+from core.lexicon import alternation, table, words, words_of
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
                          VERB_START, as_said, in_figures, is_russian, recognise, second_thought, tells_of_words)
 from core.timewords import in_digits, lengths_in_units
+
+WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
 _SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
                         r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
@@ -121,9 +123,18 @@ _UNIT_RANK = (("сек", 0), ("sec", 0), ("мин", 1), ("min", 1), ("час", 2
 _AND = re.compile(r"(?<!\w)(?:and|и)(?!\w)")
 
 
-# what may stand between "and" and the second timer's length: "and one for 8", "и ещё один на 10"
-_SECOND_LEAD = re.compile(r"\s*(?:(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+)?"
-                          r"(?:(?:for|in|на|через)\s*)?")
+# what names the next timer of a list: "and one for 8", "и ещё один на 10", "один на 5 минут, другой на 10"
+_ANOTHER_TIMER = r"(?:" + alternation("naming", "another_timer_patterns", WORDS) + r")"
+# what may stand between "and" and the second timer's length
+_SECOND_LEAD = re.compile(r"\s*(?:" + _ANOTHER_TIMER + r"\s+)?(?:(?:for|in|на|через)\s*)?")
+
+
+def _set_timer(said: str, *, length_next: bool = True) -> str:
+    """The words of a plain timer request in the language of `said` ("set a timer for", "поставь
+    таймер на"), to read one timer of several said in a breath as said on its own."""
+    language = "ru" if is_russian(said) else "en"
+    verb = words_of(language, "naming", "set_timer_words", WORDS)[0]
+    return f"{verb} {words_of(language, 'naming', 'length_preposition_words', WORDS)[0]}" if length_next else verb
 
 
 def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Intent] | None:
@@ -141,10 +152,9 @@ def _timers_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, Inte
     rank = [next(r for stem, r in _UNIT_RANK if span["unit"].startswith(stem)) for span in spans]
     if not raw[first.end():joints[0].start()].strip(" ,") and rank[0] > rank[1]:
         return None  # one length said in parts
-    russian = is_russian(raw)
-    lead = ("поставь таймер на " if russian else "set a timer for ")
-    one = recognise(lead + raw[first.start():joints[0].start()].strip(" ,"), phrasings)
-    two = recognise(lead + raw[second.start():].strip(), phrasings)
+    lead = _set_timer(raw)
+    one = recognise(f"{lead} {raw[first.start():joints[0].start()].strip(' ,')}", phrasings)
+    two = recognise(f"{lead} {raw[second.start():].strip()}", phrasings)
     return (one, two) if one is not None and two is not None and one.kind == two.kind == "timer_set" else None
 
 
@@ -154,7 +164,7 @@ def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[In
     10 minutes for the rice"; None otherwise."""
     two = _TWO_TIMERS.match(in_figures(raw))
     if two is not None and len(said) == len(raw):
-        remind = "поставь таймер" if is_russian(said) else "set a timer"
+        remind = _set_timer(said, length_next=False)
         second = two["second"] if two["unit2"] else re.sub(r"^(\S+\s+\d+)", r"\1 " + two["unit"], two["second"])
         first, second = recognise(f"{remind} {two['first']}", phrasings), recognise(f"{remind} {second}", phrasings)
         if first is not None and second is not None and first.kind == second.kind == "timer_set":
@@ -164,7 +174,7 @@ def _timer_pairs(said: str, raw: str, phrasings: Sequence[Phrasing]) -> tuple[In
 
 # "set three timers: 10 min for the rice, 25 for the chicken and 40 for the cake", "поставь два таймера:
 # на пельмени семь минут и на компот полчаса": timers in the plural (maybe counted), then the list
-_TIMERS_PLURAL = r"(?:" + alternation("naming", "timers_plural_patterns", Path(__file__).with_name("words")) + r")"
+_TIMERS_PLURAL = r"(?:" + alternation("naming", "timers_plural_patterns", WORDS) + r")"
 _TIMERS_LISTED = re.compile(r"^(?P<verb>.*?)(?:(?P<count>\d+|" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True))
                             + r")\s+)?" + _TIMERS_PLURAL + r"\s*[:,—-]+\s*(?P<items>.+?)[\s.!]*$")
 # timers counted or listed ("three timers", "timers: …"), not a text that names them ("… to check the timers")
@@ -172,7 +182,7 @@ _TIMERS_SAID_MANY = re.compile(r"(?<!\w)(?:\d+|" + "|".join(sorted(NUMBER_WORDS,
                                + _TIMERS_PLURAL + r"(?!\w)|(?<!\w)" + _TIMERS_PLURAL + r"\s*[:—-]")
 _LIST_JOINT = re.compile(r",\s*(?:(?:and|и)\s+)?|\s+(?:and|и)\s+")
 _BARE_NUMBER = re.compile(r"(?<![\w.,])\d+(?![\w.,])")
-_ITEM_FILLER = re.compile(r"^(?:one|another|the\s+other|a\s+second|один|одну|второй|другой|ещ[её](?:\s+один)?)\s+(?=\S)")
+_ITEM_FILLER = re.compile(r"^" + _ANOTHER_TIMER + r"\s+(?=\S)")
 _TIMERS_LISTED_MAX = 5  # a longer list is read back by the model, one it can ask about
 
 
@@ -189,7 +199,7 @@ def _timers_listed(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, ...
     items = [item.strip() for item in _LIST_JOINT.split(listed["items"]) if item.strip()]
     if not 2 <= len(items) <= _TIMERS_LISTED_MAX or said_count not in (None, len(items)):
         return None
-    lead, unit, timers = ("поставь таймер на" if is_russian(raw) else "set a timer for"), "", []
+    lead, unit, timers = _set_timer(raw), "", []
     for item in items:
         item = _ITEM_FILLER.sub("", item)  # "один на 5 минут, другой на 10", "и ещё один на 12 минут"
         spans, bare = list(_SPAN.finditer(item)), list(_BARE_NUMBER.finditer(item))
@@ -229,7 +239,7 @@ def _reminders_apart(raw: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, I
     return one, two
 
 
-_PLAN_OPENERS = frozenset(words("naming", "plan_openers", Path(__file__).with_name("words")))
+_PLAN_OPENERS = frozenset(words("naming", "plan_openers", WORDS))
 
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
@@ -252,11 +262,11 @@ _FOR_A_DAY = re.compile(r"(?<!\w)(?:for|на|к)\s+(?:tomorrow|завтра\w*)(
 
 
 # what plays put on pause ("поставь его на паузу на минутку"): "на минутку" there is no timer's length
-_PAUSE_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "pause_patterns", Path(__file__).with_name("words")) + r")(?!\w)")
+_PAUSE_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "pause_patterns", WORDS) + r")(?!\w)")
 
 
 # "cancel all of them": every timer the turn before set or listed (toolsets/timers/local.py)
-_CANCEL_THEM_ALL = re.compile(r"(?<!\w)(?:" + alternation("naming", "cancel_them_all_patterns", Path(__file__).with_name("words"))
+_CANCEL_THEM_ALL = re.compile(r"(?<!\w)(?:" + alternation("naming", "cancel_them_all_patterns", WORDS)
                               + r")(?!\w)")
 
 
@@ -417,7 +427,7 @@ _CHANGE_OPENING = re.compile(
     r"(?:перенеси|передвинь|сдвинь|переставь|поменяй)\s+(?:(?:таймер|напоминание|будильник|тот|то)[\s,]+(?:что\s+)?)?"
     r"(?:про|с|со|для)\s+(?P<named_ru>\w+(?:\s+\w+){0,2}?)\s+(?:на|в)|"
     r"(?:the\s+)?(?P<named_needs>[^\W\d]+(?:\s+[^\W\d]+){0,2}?)\s+(?:"
-    + alternation("naming", "needs_patterns", Path(__file__).with_name("words")) + r")(?:\s+(?:на|in|for))?|"
+    + alternation("naming", "needs_patterns", WORDS) + r")(?:\s+(?:на|in|for))?|"
     r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
     r"(?:\s+back)?\s+(?:to|for|at|in)?|"
     r"(?:давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
@@ -432,7 +442,7 @@ _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|в�
 
 
 # "five oh": a number said again digit by digit
-_DIGITS: dict[str, str] = table("naming", "digits", Path(__file__).with_name("words"))  # type: ignore[assignment]
+_DIGITS: dict[str, str] = table("naming", "digits", WORDS)  # type: ignore[assignment]
 # a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
@@ -472,7 +482,7 @@ def _same_number(clause: str, change: Intent | None) -> bool:
             and "".join(digits) == re.sub(r"\D", "", change.when))
 
 
-_NOT_A_NAME = frozenset(words("naming", "not_a_name_words", Path(__file__).with_name("words")))
+_NOT_A_NAME = frozenset(words("naming", "not_a_name_words", WORDS))
 
 
 def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent | None:
@@ -501,7 +511,6 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     return Intent(kind="timer_change", russian=russian, when=when, text=named)
 
 
-WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 # "actually scratch both of them, I'm rinsing it out now": the two timers there are, a reason after
 _CANCEL_BOTH = re.compile(LEAD + r"(?:(?:" + alternation("requests", "cancel_openers_patterns") + r")[\s,.!]+)*(?:"
                           + alternation("naming", "cancel_both_patterns", WORDS) + r")"
