@@ -51,6 +51,7 @@ def _tz_cities() -> dict[str, str]:
     return {_norm(key.rsplit("/", 1)[-1]): key for key in zoneinfo.available_timezones() if "/" in key}
 
 
+@functools.lru_cache(maxsize=4096)  # the same words are asked of several readers each turn; the names are fixed
 def place_name(place: str) -> str | None:
     """The place as a dictionary names it, in the script it was said in ("дубае" -> "дубай",
     "нью-йорке" -> "нью-йорк"), for a tool that takes a city; None for a place not listed."""
@@ -100,6 +101,7 @@ def known_names() -> tuple[str, ...]:
     return tuple(name for names in _ZONES.values() for name in names)
 
 
+@functools.lru_cache(maxsize=4096)  # a miss scans every zone's names (core.places._clipped)
 def zone_of(place: str) -> str | None:
     """The IANA zone of a place as said ("нью-йорке", "the city of London", "LA"), or None."""
     said = _norm(place)
