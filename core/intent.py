@@ -571,6 +571,15 @@ def remark(said: str) -> bool:
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
 
 
+def opens_an_order(said: str) -> bool:
+    """Whether the words open with an order to the assistant ("выключай кино …", "set a timer …"),
+    by its verb's form or an opening the order lists name: where a request may begin inside speech
+    written with no punctuation (core.reflex_steps)."""
+    opening = _OPENING_FILLERS.sub("", _norm(said).strip()) + " "
+    return bool(_IMPERATIVE_OPENING.match(opening) and not _PAST_VERB.search(opening) or _ORDER_FIRST.match(opening)
+                or _IMPERATIVE_FOR_ME.match(opening))
+
+
 _NEGATED_ORDER = _grammar("negated_order_patterns", r"(?<!\w)(?:{})\s+[^\W\d_]+")
 # a Russian imperative opening the words, by its form, not its verb ("узнай", "сыграй", "нарисуй",
 # "подготовь", "поставь"): an order to the assistant, never a remark. A noun of that form ("случай

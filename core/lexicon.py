@@ -120,7 +120,27 @@ def _spoken() -> tuple[re.Pattern[str], dict[str, str]]:
 
 def plainly_spoken(text: str) -> str:
     """`text` with the spoken forms of common words as written ("скока" -> "сколько", "gimme" ->
-    "give me": core/words/<language>/spoken.toml), so a sentence or a reader that knows the
+    "give me": core/words/<language>/spoken.toml), and hundreds said in words in figures ("one
+    hundred and twenty minutes" was a 20-minute timer), so a sentence or a reader that knows the
     written word knows the said one."""
     pattern, forms = _spoken()
-    return pattern.sub(lambda m: forms[m.group(0).casefold()], text)
+    return hundreds_in_figures(pattern.sub(lambda m: forms[m.group(0).casefold()], text))
+
+
+@lru_cache(maxsize=1)
+def _hundreds() -> tuple[re.Pattern[str], dict[str, int]]:
+    values = {str(word).casefold(): int(n) for name in ("hundreds",) for word, n in table("spoken", name).items()}
+    values |= {str(word).casefold(): int(n) for key in ("tens", "teens", "units") for word, n in table("requests", key).items()}
+    def any_of(key: str, name: str = "requests") -> str:
+        return "|".join(re.escape(str(word)) for word in sorted(table(name, key), key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?P<h>{any_of('hundreds', 'spoken')})(?:\s+(?:and\s+)?(?:(?P<t>{any_of('tens')})"
+                      rf"(?:[\s-](?P<u>{any_of('units')}))?|(?P<teen>{any_of('teens')})|(?P<lone>{any_of('units')})))?"
+                      r"(?![\w-])", re.IGNORECASE), values
+
+
+def hundreds_in_figures(text: str) -> str:
+    """"сто двадцать" -> "120", "two hundred and fifty" -> "250" (core/words/<language>/spoken.toml)."""
+    pattern, values = _hundreds()
+    def figure(match: re.Match[str]) -> str:
+        return str(sum(values[match[group].casefold()] for group in ("h", "t", "u", "teen", "lone") if match[group]))
+    return pattern.sub(figure, text)

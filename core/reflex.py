@@ -46,6 +46,12 @@ _PLACE = re.compile(r"(?:\s(?:" + _any("place_prepositions") + r")\s+(?!" + _any
 # a tool that tells another place's time: its summary names the time and a place or a zone
 _PLACE_CLOCK = (re.compile(r"\btime\b", re.I), re.compile(r"cit(?:y|ies)|zone|place|countr|location|world", re.I))
 TIMER_WORD = re.compile(r"(?:" + _any("timer_word_patterns") + r")")
+
+
+def names_a_place(words: str) -> bool:
+    """Whether the words name a place after its preposition ("а во владике", "in Tokyo"), not
+    "here" or "now"."""
+    return bool(_PLACE.search(" " + fold(words)))
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
 ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=[\s,.!?;:]|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before

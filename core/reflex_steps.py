@@ -21,11 +21,11 @@ from core import tracing
 from core.lexicon import fold, words
 from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import addressed_elsewhere, remark, small_talk
+from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
-from core.reflex import (Intent, corrected, followed, held_back, names_a_skill, put_right, recognise, recognise_both,
+from core.reflex import (Intent, corrected, followed, held_back, names_a_place, names_a_skill, put_right, recognise, recognise_both,
                          said_again_otherwise, second_thought, skill_named, tells_of_words, without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
@@ -83,7 +83,7 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     """The same for a request the reflex reads in one clause, where no toolset's sentence
     matches it whole: "хотя знаешь, убери вообще все таймеры, сам послежу"; held back, as a
     request said alone, by a negation or a condition in the whole words."""
-    parts = _clauses(said)
+    parts = _clauses(said) or _spoken_parts(said, phrasings)
     read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
     if len(read) != 1 or not _only_remarks_beside(parts, read[0][1]):
         return None
@@ -103,7 +103,7 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
 # reading that points back ("а в Дубае?"), nor a play of "it" ("… can you put it on?"): what it
 # points at may be in the remarks. A question about "it" reads the title shown last ("cool. is it
 # long? I've only got about two hours before bed"): at worst a look-up of another title
-_WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change",
+_WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "unwatch",
                         "play", "playback", "search", "details")
 
 
@@ -114,6 +114,35 @@ def _clauses(said: str, *, commas: bool = True) -> list[str]:
     parts = [part.strip(" ,.!?") for part in re.split(ends, without_polite_tail(said))]
     parts = [part for part in parts if part]
     return parts if 2 <= len(parts) <= REMARK_PARTS_MAX else []
+
+
+SPOKEN_WORDS_MAX = 24  # a longer utterance with no punctuation is the model's to read
+SPOKEN_SPAN_TRIES = 30  # readings one such utterance may cost, looking for a request inside it
+
+
+def _spoken_parts(said: str, phrasings: Sequence[Phrasing] | None) -> list[str]:
+    """Speech written with no punctuation ("всё глаза слипаются выключай кино досмотрю уже
+    завтра"): the words before a request, the request, the words after it, where the request
+    opens with an order (core.intent.opens_an_order) after the first word and is the longest run
+    of words from there the reflex reads; [] when there is none, or punctuation says the clauses."""
+    words = said.split()
+    if re.search(r"[,.!?;:—]", said) or not 3 <= len(words) <= SPOKEN_WORDS_MAX:
+        return []
+    tries = 0
+    for start in range(1, len(words) - 1):
+        if not opens_an_order(" ".join(words[start:])):
+            continue
+        for end in range(len(words), start + 1, -1):
+            tries += 1
+            if tries > SPOKEN_SPAN_TRIES:
+                return []
+            if (intent := recognise(" ".join(words[start:end]), phrasings)) is not None:
+                if addressed_elsewhere(" ".join(words[:start]) + ","):
+                    return []  # "маш выключи там телик": a person called by name, with no comma written
+                if intent.kind.startswith("time") and names_a_place(" ".join(words[:start] + words[end:])):
+                    return []  # "а во владике щас сколько времени": the place is in the other words
+                return [part for part in (" ".join(words[:start]), " ".join(words[start:end]), " ".join(words[end:])) if part]
+    return []
 
 
 def _only_remarks_beside(parts: list[str], request: str) -> bool:

@@ -293,6 +293,37 @@ async def test_an_alarm_for_tomorrow_and_an_everyday_reminder_are_set_for_their_
     assert parse_when("tomorrow 07:00", moment) == moment + 26 * 3600
 
 
+async def test_a_repeat_said_with_its_evening_is_set_for_that_evening_every_day(tmp_path):
+    """h29: "remind me every night at ten thirty to take my contacts out" was the model's (it
+    asked what was meant); "every night", "каждый вечер" say the half of the day the hour is in."""
+    import calendar
+
+    moment = calendar.timegm((2026, 3, 14, 5, 0, 0))  # 05:00: the nearer 10:30 is the morning's
+    backend = ScriptedBackend(reply_fn=lambda messages: "I'm sorry, but I can't assist with that.")
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="UTC") as system:
+        for said in ("remind me every night at ten thirty to take my contacts out",
+                     "напоминай каждый вечер в девять проверить двери"):
+            await system.turn("s", said)
+        history = await system.history("s")
+    assert _calls(history) == ["timers_set|22:30; take my contacts out; every=1 day",
+                               "timers_set|21:00; проверить двери; every=1 day"]
+    assert not backend.calls
+
+
+async def test_a_number_of_hundreds_said_in_words_is_that_number(tmp_path):
+    """"set a timer for one hundred and twenty minutes" was a 20-minute timer with the text
+    "hundred and" (a wrong timer); "how many ounces is two hundred and fifty grams" the model's
+    (h29: it searched the film catalog)."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "I'm sorry, but I can't assist with that.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        for said in ("set a timer for one hundred and twenty minutes", "поставь таймер на сто двадцать минут",
+                     "how many ounces is two hundred and fifty grams"):
+            await system.turn("s", said)
+        history = await system.history("s")
+    assert _calls(history) == ["timers_set|in 120 minutes; timer", "timers_set|in 120 минут; таймер", "units_convert|250; g; oz"]
+    assert not backend.calls
+
+
 def test_a_clock_time_today_that_has_passed_is_refused_plainly():
     from core.timers import TimerError
 

@@ -84,6 +84,14 @@ def test_a_typo_still_finds_the_title(shipped):
     assert "avatar-2009" in [t.id for t in shipped.search("аватра").items]
 
 
+def test_a_number_said_in_words_finds_the_title_written_in_figures(shipped):
+    assert [t.id for t in shipped.search("брат два").items][:1] == ["brother-2-2000"]
+    assert [t.id for t in shipped.search("назад в будущее два").items][:1] == ["back-to-the-future-2-1989"]
+    # a title whose words are numbers is named better by them
+    assert [t.id for t in shipped.search("двенадцать стульев").items][:1] == ["twelve-chairs-1971"]
+    assert [t.id for t in shipped.search("один дома").items][:1] == ["home-alone-1990"]
+
+
 class _Clock:
     def __init__(self):
         self.now, self.step = 0.0, 0.0

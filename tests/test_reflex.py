@@ -299,6 +299,9 @@ async def test_play_a_title_searches_then_plays_the_one_named(tmp_path):
     ("включи Новый кинотеатр Парадизо", "cinema-paradiso-1988"),  # and one at its start
     ("врубни кавказскую пленницу", "kidnapping-caucasian-style-1967"),  # h27: "врубни" was no play word
     ("ку! врубай кин дза дзу", "kin-dza-dza-1986"),  # h28: a hyphenated title said as words, in another case
+    ("врубай брат два", "brother-2-2000"),  # h29: a sequel's number in words (a typo match of another title)
+    ("включи терминатор два", "terminator-2-1991"),
+    ("включи один дома", "home-alone-1990"),  # a number word of the title itself stays a word
 ])
 async def test_which_of_a_titles_namesakes_is_said_around_it_and_that_one_plays(tmp_path, said, played):
     backend = ScriptedBackend(reply_fn=_liar)

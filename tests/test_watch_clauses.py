@@ -45,6 +45,9 @@ async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
     ("watch telegram for messages from Oleg about the car", "telegram", "oleg"),
     ("also keep an eye on whatsapp for anything from my landlord", "whatsapp", "landlord"),
     ("последи в телеге за сообщениями от Олега", "telegram", "олег"),
+    # h29: speech with no comma before the condition, the app in the instrumental; "my" before the app
+    ("следи за телегой и если от начальника что-нибудь прилетит сразу дай знать", "telegram", "начальник"),
+    ("keep an eye on my email for anything from the bank", "mail", "bank"),
 ])
 async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
     calls, shown, asked = await _watched(tmp_path, said)
@@ -60,6 +63,7 @@ async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tm
     # a message to pass on, not a watch for the user
     "если Петя напишет, скажи ему, что я опоздаю",
     "если Петя напишет в телегу, разбуди его",
+    "она говорит следи за телегой и если Петя напишет дай знать",
 ])
 async def test_someone_elses_words_or_a_refusal_set_no_watch_by_the_fast_path(tmp_path, said):
     calls, _shown, asked = await _watched(tmp_path, said)

@@ -28,8 +28,7 @@ _WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сооб�
                     r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
 
 
-_MESSAGE_VERB = re.compile(r"(?:^|\s)(?:напиш\w*|пишет|пришл[её]т|ответит|сообщени\w*|письм\w*|writes?|messages?|texts?|"
-                           r"replies|emails?|sends?|says|posts?|comes\s+in)(?=[\s,.!?]|$)")
+_MESSAGE_VERB = re.compile(r"(?:^|\s)(?:" + alternation("watching", "message_verb_patterns", WORDS) + r")(?=[\s,.!?]|$)")
 
 
 _WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
@@ -111,6 +110,12 @@ _NOTIFY, _EXTRA = _any("notify_patterns"), _any("watch_extra_patterns")
 _CONDITION = re.compile(r"(?<!\w)(?P<when>" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s+(?P<rest>.+)$")
 
 
+# where a clause ends: a sentence's end, a comma, a dash, or a joint before a condition ("следи за
+# телегой и если от начальника что-нибудь прилетит, дай знать": speech written with no comma)
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*|\s+(?:" + alternation("watching", "clause_joint_words", WORDS)
+                         + r")\s+(?=(?:" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s)")
+
+
 def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     """A watch said in clauses among remarks, the call to tell before or after the condition:
     "I'm under a car right now, so give me a shout when my landlord messages me on WhatsApp,
@@ -119,8 +124,7 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     the call to tell (it may be the same); every other clause is a remark that tells nobody's
     words, or what goes with a watch ("ignore everything else", "даже если я сплю"). Who said
     by a pronoun is read from the one remark that names the app, as `_watch_after_remarks` does."""
-    clauses = _what_is_written_joined([c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*", raw.strip())
-                                       if c.strip(" .!?—–-")])
+    clauses = _what_is_written_joined([c.strip(" .!?") for c in _CLAUSE_END.split(raw.strip()) if c and c.strip(" .!?—–-")])
     found = [(at, condition) for at, clause in enumerate(clauses) for condition in [_CONDITION.search(clause)]
              if condition is not None and _MESSAGE_VERB.search(" " + condition["rest"])]
     if not 2 <= len(clauses) <= 6 or len(found) != 1:
@@ -162,7 +166,8 @@ def _what_is_written_joined(clauses: list[str]) -> list[str]:
 # "watch telegram for messages from Oleg about the car", "also keep an eye on whatsapp for anything
 # from my landlord", "последи в телеге за сообщениями от Олега": the app, then what to wait for
 _WATCH_APP = re.compile(LEAD + r"(?:also\s+|и\s+ещ[её]\s+|ещ[её]\s+|и\s+)?(?:" + alternation("watching", "watch_app_patterns", WORDS)
-                        + r")\s+(?P<app>[\w-]+)\s+(?:" + alternation("watching", "watch_for_patterns", WORDS) + r")\s+(?P<what>.+)$")
+                        + r")\s+(?:(?:" + alternation("watching", "app_possessive_words", WORDS) + r")\s+)?(?P<app>[\w-]+)\s+(?:"
+                        + alternation("watching", "watch_for_patterns", WORDS) + r")\s+(?P<what>.+)$")
 
 
 def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.lexicon import table
 from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
 from toolsets.media.provider import MatchedBy, ProviderError, SearchPage, Title
@@ -284,13 +285,19 @@ class EmbeddedCatalog:
     # --- searching ----------------------------------------------------------------------------
     def _rank(self, query: str) -> tuple[list[Title], MatchedBy]:
         """The titles a query names, best first, and what named them: a title's words (in any
-        case, with typos, with its director or year), else its director's name alone, else a
-        genre's word ("something funny"), which a title's words win over."""
+        case, with typos, with its director or year, a number said in words or figures), else its
+        director's name alone, else a genre's word ("something funny"), which a title's words win over."""
         normalized = normalize(query)
         if not normalized:
             return [], "title"
         words = normalized.split()
         scored, by = self._by_title(normalized, words), "title"
+        if (in_figures := numbers_in_figures(normalized)) != normalized:
+            # "брат два" is "Брат 2" (it was a typo match of another title), "back to the future two"
+            # the second; "один дома", "двенадцать стульев" stay as written: their words name them better
+            figured = self._by_title(in_figures, in_figures.split())
+            if figured and min(figured.values())[0] < min(scored.values(), default=(TIER_MENTION + 1,))[0]:
+                scored, words = figured, in_figures.split()
         if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
             scored, by = {record.title.id: (TIER_MENTION, 1.0, record.title.year)
                           for record in self._records.values() if _by_director(record, words)}, "director"
@@ -331,6 +338,14 @@ class EmbeddedCatalog:
         match = " ".join(f'"{w}"' for w in long_words)
         rows = self._conn.execute("SELECT rowid FROM titles_fts WHERE titles_fts MATCH ?", (match,)).fetchall()
         return [self._by_rowid[r[0]] for r in rows if r[0] in self._by_rowid]
+
+
+_NUMBER_WORDS: dict[str, int] = {**table("requests", "units"), **table("requests", "teens"), **table("requests", "tens")}  # type: ignore[dict-item]
+
+
+def numbers_in_figures(normalized: str) -> str:
+    """A normalized text with each number said in one word as figures ("брат два" -> "брат 2")."""
+    return " ".join(str(_NUMBER_WORDS.get(word, word)) for word in normalized.split())
 
 
 _CYRILLIC = re.compile(r"[а-я]")
