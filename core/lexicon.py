@@ -120,11 +120,10 @@ def _spoken() -> tuple[re.Pattern[str], dict[str, str]]:
 
 def plainly_spoken(text: str) -> str:
     """`text` with the spoken forms of common words as written ("скока" -> "сколько", "gimme" ->
-    "give me": core/words/<language>/spoken.toml), and hundreds said in words in figures ("one
-    hundred and twenty minutes" was a 20-minute timer), so a sentence or a reader that knows the
+    "give me": core/words/<language>/spoken.toml), so a sentence or a reader that knows the
     written word knows the said one."""
     pattern, forms = _spoken()
-    return hundreds_in_figures(pattern.sub(lambda m: forms[m.group(0).casefold()], text))
+    return pattern.sub(lambda m: forms[m.group(0).casefold()], text)
 
 
 @lru_cache(maxsize=1)
@@ -139,7 +138,9 @@ def _hundreds() -> tuple[re.Pattern[str], dict[str, int]]:
 
 
 def hundreds_in_figures(text: str) -> str:
-    """"сто двадцать" -> "120", "two hundred and fifty" -> "250" (core/words/<language>/spoken.toml)."""
+    """"сто двадцать" -> "120", "two hundred and fifty" -> "250" (core/words/<language>/spoken.toml):
+    for the readers of numbers (a timer's length, a sentence's number slot); a message to send
+    keeps the words as said."""
     pattern, values = _hundreds()
     def figure(match: re.Match[str]) -> str:
         return str(sum(values[match[group].casefold()] for group in ("h", "t", "u", "teen", "lone") if match[group]))

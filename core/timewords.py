@@ -391,11 +391,11 @@ def units_said_out(text: str) -> str:
 
 def in_digits(text: str) -> str:
     """`text` with the times, years and units people say in words put as the reflexes read them:
-    alarm_clock, spoken_clock, spoken_year, and "часик" as "час", "полчасика" as "полчаса",
+    alarm_clock, spoken_clock, spoken_year, hundreds in figures ("сто двадцать минут"), "часик" as "час", "полчасика" as "полчаса",
     "минутку" as "минуту", "a quarter of an hour" as "15 minutes", "два с половиной часа" as
     "2.5 часа"."""
     plain = with_halves(_DIMINUTIVE.sub(lambda m: next(unit for i, (unit, _) in enumerate(_PLAIN_UNITS) if m[f"u{i}"]),
-                                        units_said_out(text)))
+                                        units_said_out(lexicon.hundreds_in_figures(text))))
     return spoken_year(spoken_clock(alarm_clock(ru_clock_words(parts_of_hour_said(plain)))))
 
 

@@ -88,7 +88,7 @@ def _frame_or_answer(command: str):
 
 
 async def test_words_no_reflex_knows_are_played_through_the_frame(tmp_path):
-    said = "было бы здорово сейчас включить Мастера и Маргариту Локшина"
+    said = "было бы здорово сейчас глянуть Мастера и Маргариту Локшина"
     assert recognise(said) is None  # the reflexes alone do not know this form
     backend = ScriptedBackend(reply_fn=_frame_or_answer("play Мастера и Маргариту Локшина"))
     async with inproc_system(tmp_path, backend=backend, frame=True) as system:
@@ -179,7 +179,7 @@ async def test_the_frame_is_the_profiles_choice_on_for_a_local_model_off_for_a_s
     async with inproc_system(tmp_path, backend=backend, config=config) as system:
         await until(lambda: system.actors["session"].settings is not None
                     and system.actors["session"].settings.model.frame == (kind != "openai"))
-        await system.turn("s", "было бы здорово сейчас включить Мастера и Маргариту Локшина")
+        await system.turn("s", "было бы здорово сейчас глянуть Мастера и Маргариту Локшина")
         framed = [call for call in backend.calls if "ONE command from this list" in call[0].content]
         assert len(framed) == questions
 

@@ -92,6 +92,14 @@ def test_a_number_said_in_words_finds_the_title_written_in_figures(shipped):
     assert [t.id for t in shipped.search("один дома").items][:1] == ["home-alone-1990"]
 
 
+def test_a_title_said_inside_a_sentence_is_found_when_nothing_else_is(shipped):
+    said = "жена хочет москва слезам не верит посмотреть"
+    assert [t.id for t in shipped.search(said).items] == ["moscow-tears-1979"]
+    # words that name no title of two words or more find nothing
+    assert shipped.search("find a cheap flight to paris").items == []
+    assert shipped.search("мой брат хочет посмотреть что-нибудь").items == []  # «Брат»: one word
+
+
 class _Clock:
     def __init__(self):
         self.now, self.step = 0.0, 0.0

@@ -103,6 +103,7 @@ class EmbeddedCatalog:
         self._by_rowid: dict[int, _Indexed] = {}
         self._matcher = matcher  # the typo pass's index (tools/fuzzy_compare.py plays two against each other)
         self._fuzzy_index = matcher([])
+        self._names_inside: list[tuple[_Indexed, frozenset[str]]] = []  # names of two words or more, as words
         self._source_stat: tuple[int, int] | None = None
         self._clock = clock  # times the searches, for ready_now()
         self._loop_budget_s = loop_budget_s
@@ -281,6 +282,8 @@ class EmbeddedCatalog:
         self._fuzzy_index = self._matcher([(record, record.names) for record in self._records.values()])
         self._stem_index = self._matcher([(record, tuple(stems(name) for name in record.names if _CYRILLIC.search(name)))
                                           for record in self._records.values()])
+        self._names_inside = [(record, words) for record in self._records.values() for name in record.names
+                              for words in [_name_words(name)] if len(words) >= NAMED_INSIDE_MIN_WORDS]
 
     # --- searching ----------------------------------------------------------------------------
     def _rank(self, query: str) -> tuple[list[Title], MatchedBy]:
@@ -301,6 +304,10 @@ class EmbeddedCatalog:
         if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
             scored, by = {record.title.id: (TIER_MENTION, 1.0, record.title.year)
                           for record in self._records.values() if _by_director(record, words)}, "director"
+        if not scored:  # "жена хочет москва слезам не верит посмотреть": a title said inside a sentence
+            said = set(stems(normalized).split())
+            scored, by = {record.title.id: (TIER_MENTION, 2.0, record.title.year)
+                          for record, name in self._names_inside if name <= said}, "title"
         genres = genres_named(normalized) if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()) else set()
         if genres:  # a typo match or a mere mention is no title said: the genre's titles, newest first
             scored, by = {record.title.id: (TIER_MENTION, -float(record.title.year or 0), record.title.year)
@@ -363,6 +370,16 @@ def stems(normalized: str) -> str:
         cut = _ENDINGS.sub("", word)
         return cut if len(cut) >= 3 else word
     return " ".join(stem(word) for word in normalized.split())
+
+
+NAMED_INSIDE_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named inside one
+_NAME_GLUE = frozenset({"the", "and", "for", "with"})
+
+
+def _name_words(name: str) -> frozenset[str]:
+    """A normalized name's words that name it inside a sentence, each less its case ending (3
+    letters or more, not glue: «Москва слезам не верит» -> москв, слез, вер...)."""
+    return frozenset(word for word in stems(name).split() if len(word) >= 3 and word not in _NAME_GLUE)
 
 
 def fuzzy_query(normalized: str) -> str:

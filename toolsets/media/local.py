@@ -544,11 +544,37 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
         media_id = refer(reference, titles, last_id)
         if not media_id and reference.ordinal > len(titles):  # "and the second one?" of a part of a series
             media_id = await _part_of_series(fast, turn, reference.ordinal, known.get(last_id))
+        if not media_id and not titles and not last_id:  # nothing shown yet: a title the words before name
+            media_id = await _title_in_remarks(fast, turn)
     info = await fast.data(turn, fast.tool("title_info"), media_id) if media_id else None
     if not isinstance(info, TitleInfo):
         return None  # the model reads what there is
     translated = await _plot_in_english(fast, turn, info) if asks_plot_in_english(intent) else ""
     return details_answer(fast.speaker(intent.russian), intent, info, translated)
+
+
+TITLE_IN_REMARKS_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named by them
+
+
+async def _title_in_remarks(fast: FastPath, turn: TurnState) -> str:
+    """The id of the one title of two words or more whose every word the turn's words before the
+    question say, in any case: "жена хочет москва слезам не верит посмотреть … сколько он идёт"
+    is «Москва слезам не верит» (h29: the model listed the timers); "" when none or several."""
+    said = norm_words(fast.turn_words(turn))
+    clauses = [c for c in re.split(r"\s*[,.!?;]\s*|\s+(?:а|и|but|and)\s+", said) if c]
+    if len(clauses) < 2:
+        return ""
+    words = " ".join(clauses[:-1])
+    found = await fast.aside(turn, fast.tool("title_search"), words)
+    titles = shown_titles(found.data) if found.kind == "ok" else []
+    named = {title.media_id for title in titles for name in title.names
+             for name_words in [set(norm_words(main_title(name)).split()) - _NAME_GLUE]
+             if len(name_words) >= TITLE_IN_REMARKS_MIN_WORDS
+             and all(among(w, words.split()) or any(near_word(x, w) for x in words.split()) for w in name_words)}
+    if len(named) != 1:
+        return ""
+    await fast.data(turn, fast.tool("title_search"), words)  # now recorded: the id is one a result showed
+    return named.pop()
 
 
 async def _plot_in_english(fast: FastPath, turn: TurnState, info: TitleInfo) -> str:
