@@ -78,8 +78,10 @@ def _pids(config) -> dict[str, int]:
     return {name: int(row[2]) for name, row in _status(config).items()}
 
 
-def _kill_and_wait_restart(config, actor: str) -> None:
-    old = _pids(config)[actor]
+def _kill_and_wait_restart(config, actor: str, old: int | None = None) -> None:
+    """SIGKILL `actor` (its pid `old`, read before the moment to kill it comes: a CLI `status` takes
+    seconds on a loaded machine, past a window the test opened) and wait for its restart."""
+    old = _pids(config)[actor] if old is None else old
     os.kill(old, signal.SIGKILL)
     poll(lambda: (row := _status(config).get(actor)) and row[1] == "yes" and int(row[2]) != old)
 
@@ -172,11 +174,12 @@ def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtim
 
 # ---- finding 8: SIGKILL under way loses nothing on our side ------------------------------------
 def test_a_request_in_flight_to_a_killed_llm_worker_is_retried_on_the_restarted_one(runtime, tmp_path):
-    config, _ = runtime(first_token_delay_s=3.0)
+    config, _ = runtime(first_token_delay_s=6.0)
+    worker = _pids(config)["llm"]
     say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k1", "--timeout", "40",
                             "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    poll(lambda: _in_flight(config), every_s=0.05)  # the request is at the worker, which waits 3 s before its first token
-    _kill_and_wait_restart(config, "llm")
+    poll(lambda: _in_flight(config), every_s=0.05)  # the request is at the worker, which waits 6 s before its first token
+    _kill_and_wait_restart(config, "llm", worker)
     out, err = say.communicate(timeout=60)
     assert say.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("Sure.")
@@ -185,11 +188,12 @@ def test_a_request_in_flight_to_a_killed_llm_worker_is_retried_on_the_restarted_
 
 
 def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime):
-    config, _ = runtime(first_token_delay_s=3.0)
+    config, _ = runtime(first_token_delay_s=6.0)
+    bridge = _pids(config)["glasses"]
     say = subprocess.Popen([sys.executable, "run.py", "--config", str(config), "say", "--session", "k2", "--timeout", "40",
                             "hello there"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     poll(lambda: _in_flight(config), every_s=0.05)  # acked; the model is thinking
-    _kill_and_wait_restart(config, "glasses")
+    _kill_and_wait_restart(config, "glasses", bridge)
     out, err = say.communicate(timeout=60)
     assert say.returncode == 0, err
     assert out.strip().splitlines()[-1].startswith("Sure.")
@@ -197,10 +201,11 @@ def test_a_turn_under_way_reaches_its_phone_across_a_kill_of_the_bridge(runtime)
 
 def test_a_killed_llm_worker_mid_answer_is_asked_again_and_its_half_answer_wiped(runtime):
     config, _ = runtime(token_delay_s=0.5)  # "Sure. Here is a short answer to: ..." word by word
+    worker = _pids(config)["llm"]
     started = time.monotonic()
     say = _Say(config, "k3", "hello there")
     poll(lambda: any(line.startswith("… ") for line in say.lines), every_s=0.05)  # part of the answer is on the glasses
-    _kill_and_wait_restart(config, "llm")
+    _kill_and_wait_restart(config, "llm", worker)
     returncode, printed, err = say.finish()
     out = "\n".join(printed).strip()
     lines = out.splitlines()
