@@ -137,6 +137,18 @@ def _hundreds() -> tuple[re.Pattern[str], dict[str, int]]:
                       r"(?![\w-])", re.IGNORECASE), values
 
 
+@lru_cache(maxsize=1)
+def _one_word_numbers() -> dict[str, str]:
+    return {str(word).casefold(): str(n) for key in ("units", "teens", "tens") for word, n in table("requests", key).items()}
+
+
+def numbers_in_figures(text: str) -> str:
+    """`text` (its words split by spaces) with each number said in one word as figures ("брат два"
+    -> "брат 2"): how a title's part or a count is written."""
+    numbers = _one_word_numbers()
+    return " ".join(numbers.get(word.casefold(), word) for word in text.split())
+
+
 def hundreds_in_figures(text: str) -> str:
     """"сто двадцать" -> "120", "two hundred and fifty" -> "250" (core/words/<language>/spoken.toml):
     for the readers of numbers (a timer's length, a sentence's number slot); a message to send

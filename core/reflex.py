@@ -52,6 +52,8 @@ def names_a_place(words: str) -> bool:
     """Whether the words name a place after its preposition ("а во владике", "in Tokyo"), not
     "here" or "now"."""
     return bool(_PLACE.search(" " + fold(words)))
+
+
 # "завтра в 9", "в понедельник": a day the reflex does not count to; the model (or the user) says it
 ANOTHER_DAY = re.compile(r"(?:^|\s)(?:" + _any("another_day_patterns") + r")(?=[\s,.!?;:]|$)")
 # "actually scrap that one", "cancel it", "не, отмени его": no timer named; the one the turn before

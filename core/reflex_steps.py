@@ -25,8 +25,9 @@ from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
-from core.reflex import (Intent, corrected, followed, held_back, names_a_place, names_a_skill, put_right, recognise, recognise_both,
-                         said_again_otherwise, second_thought, skill_named, tells_of_words, without_polite_tail)
+from core.reflex import (Intent, corrected, followed, held_back, names_a_place, names_a_skill, put_right, recognise,
+                         recognise_both, said_again_otherwise, second_thought, skill_named, tells_of_words,
+                         without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
 from core.timers import Timer

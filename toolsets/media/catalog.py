@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.lexicon import table
+from core.lexicon import numbers_in_figures
 from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
 from toolsets.media.provider import MatchedBy, ProviderError, SearchPage, Title
@@ -345,14 +345,6 @@ class EmbeddedCatalog:
         match = " ".join(f'"{w}"' for w in long_words)
         rows = self._conn.execute("SELECT rowid FROM titles_fts WHERE titles_fts MATCH ?", (match,)).fetchall()
         return [self._by_rowid[r[0]] for r in rows if r[0] in self._by_rowid]
-
-
-_NUMBER_WORDS: dict[str, int] = {**table("requests", "units"), **table("requests", "teens"), **table("requests", "tens")}  # type: ignore[dict-item]
-
-
-def numbers_in_figures(normalized: str) -> str:
-    """A normalized text with each number said in one word as figures ("брат два" -> "брат 2")."""
-    return " ".join(str(_NUMBER_WORDS.get(word, word)) for word in normalized.split())
 
 
 _CYRILLIC = re.compile(r"[а-я]")

@@ -15,6 +15,7 @@ import re
 import msgspec
 
 from core.fastpath import FastPath, Intent, Reference
+from core.lexicon import numbers_in_figures
 from core.local_intents import Say
 from core.reflex import FUNCTION_WORDS, NUMBER_WORDS, YEAR, among, close_to, near_word, norm_words
 from core.timewords import numbers_said
@@ -199,7 +200,7 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
     words = [w for w in norm_words(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in FUNCTION_WORDS]
     def has_all(name: str, title: Shown) -> bool:  # its name's words, and its director's ("гараж рязанова")
         name_words, fact_words = norm_words(name).split(), norm_words(title.facts).split()
-        in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) or _as_figure(w) == other
+        in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) or numbers_in_figures(w) == other
                                                                     for other in name_words)]  # "брат два": «Брат 2»
         by_facts = [w for w in words if w not in in_name and w != str(title.year) and any(near_word(w, f) for f in fact_words)]
         return bool(in_name) and len(in_name) + len(by_facts) == len([w for w in words if w != str(title.year)])
@@ -207,11 +208,6 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
         return {w for w in words if w.isdigit()} <= set(norm_words(name).split()) | {str(year)}
     return not any(has_all(name, title) or same_numbers(name, title.year) and close_to(subject, name)
                    for title in titles for name in title.names)
-
-
-def _as_figure(word: str) -> str:
-    """A number said in one word as figures ("два" -> "2"); any other word as it is."""
-    return str(NUMBER_WORDS[word]) if word in NUMBER_WORDS else word
 
 
 def relevant(subject: str, titles: list[Shown]) -> bool:
