@@ -112,7 +112,7 @@ _CONDITION = re.compile(r"(?<!\w)(?P<when>" + alternation("watching", "condition
 
 # where a clause ends: a sentence's end, a comma, a dash, or a joint before a condition ("следи за
 # телегой и если от начальника что-нибудь прилетит, дай знать": speech written with no comma)
-_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*|\s+(?:" + alternation("watching", "clause_joint_words", WORDS)
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*|\s+(?:" + alternation("requests", "clause_joint_words")
                          + r")\s+(?=(?:" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s)")
 
 

@@ -15,7 +15,7 @@ import re
 import msgspec
 
 from core.fastpath import FastPath, Intent, Reference
-from core.lexicon import numbers_in_figures
+from core.lexicon import alternation, numbers_in_figures
 from core.local_intents import Say
 from core.reflex import FUNCTION_WORDS, NUMBER_WORDS, YEAR, among, close_to, near_word, norm_words
 from core.timewords import numbers_said
@@ -549,6 +549,8 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
     return details_answer(fast.speaker(intent.russian), intent, info, translated)
 
 
+# where a clause ends in the words before a question: a sentence's end, a comma, a joint said with no comma
+_CLAUSE_END = re.compile(r"\s*[,.!?;]\s*|\s+(?:" + alternation("requests", "clause_joint_words") + r")\s+")
 TITLE_IN_REMARKS_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named by them
 
 
@@ -557,7 +559,7 @@ async def _title_in_remarks(fast: FastPath, turn: TurnState) -> str:
     question say, in any case: "жена хочет москва слезам не верит посмотреть … сколько он идёт"
     is «Москва слезам не верит» (h29: the model listed the timers); "" when none or several."""
     said = norm_words(fast.turn_words(turn))
-    clauses = [c for c in re.split(r"\s*[,.!?;]\s*|\s+(?:а|и|but|and)\s+", said) if c]
+    clauses = [c for c in _CLAUSE_END.split(said) if c]
     if len(clauses) < 2:
         return ""
     words = " ".join(clauses[:-1])
