@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 
 from core import lexicon, user_texts
 from core.timers import LENGTH_PHRASES, UNIT_SECONDS, TimerError, parse_duration
@@ -56,6 +57,7 @@ def spoken_parts(now: dt.datetime, russian: bool) -> tuple[str, str, str]:
 
 
 _PROGRESS_ARG_CHARS = 40
+CLOCKS_SAID_MAX = 4  # times of day in words put in digits in one utterance
 
 
 def progress_line(spec, raw_args: str, russian: bool) -> str:
@@ -144,7 +146,23 @@ def _ru_number(words: str) -> int:
 
 def ru_clock_words(text: str) -> str:
     """"в девятнадцать сорок пять" -> "в 19:45", "в семь тридцать утра" -> "в 7:30 утра": the digits,
-    the half of the day as said (the alarm and reminder rules read them after)."""
+    the half of the day as said (the alarm and reminder rules read them after); every such time."""
+    return _every_time(_one_ru_clock_words, text)
+
+
+def _every_time(put_one: Callable[[str], str], text: str) -> str:
+    """`put_one` (which puts the first time it finds in digits) until no time is left in words, at
+    most CLOCKS_SAID_MAX times: "she lands at nine thirty so remind me at eight thirty... no, make it
+    eight fifteen" says three."""
+    for _ in range(CLOCKS_SAID_MAX):
+        put = put_one(text)
+        if put == text:
+            break
+        text = put
+    return text
+
+
+def _one_ru_clock_words(text: str) -> str:
     lowered = lexicon.fold(text)
     words = _RU_CLOCK_WORDS.search(lowered) if len(lowered) == len(text) else None
     if words is None or _ru_number(words["h"]) >= 24 or _ru_number(words["m"]) >= 60:
@@ -156,9 +174,13 @@ def ru_clock_words(text: str) -> str:
 
 def spoken_clock(text: str) -> str:
     """"quarter to nine tonight" -> "at 20:45 tonight", "в полвосьмого вечера" -> "в 19:30",
-    "без четверти два" -> "в 13:45": a time of day said in words, in digits the timer patterns
+    "без четверти два" -> "в 13:45": every time of day said in words, in digits the timer patterns
     read. A morning or night word keeps the hour; an evening one, or an hour from 1 to 6 said
     with neither (a reminder at a quarter to two is rarely for the night), is after noon."""
+    return _every_time(_one_spoken_clock, text)
+
+
+def _one_spoken_clock(text: str) -> str:
     lowered = lexicon.fold(text)
     if len(lowered) != len(text):
         return text

@@ -34,6 +34,15 @@ def test_a_unit_said_fondly_is_the_plain_unit_and_clock_words_are_digits():
     assert "19:30" in in_digits("напомни в полвосьмого вечера")
 
 
+def test_every_time_of_day_said_in_words_is_put_in_digits_not_the_first_alone():
+    """A correction says a second time ("remind me at eight thirty... no, make it eight fifteen"),
+    a remark before it a third: the frame and the model copy digits, they do not count them."""
+    said = in_digits("my sister lands at nine thirty so remind me at eight thirty to head to the airport... "
+                     "hmm no make it eight fifteen, traffic's gonna be bad")
+    assert "9:30" in said and "8:30" in said and "8:15" in said and "fifteen" not in said
+    assert in_digits("в семь тридцать утра и ещё в девятнадцать сорок пять") == "в 7:30 утра и ещё в 19:45"
+
+
 def test_an_alarms_hour_said_in_words_is_a_morning_hour():
     assert "6:30" in in_digits("поставь будильник на полседьмого") and "18:30" not in in_digits("поставь будильник на полседьмого")
     assert "6:30" in in_digits("wake me up at half past six")
