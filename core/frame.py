@@ -37,7 +37,7 @@ import msgspec
 from core.fastpath import Phrasing
 from core.frame_bank import Bank, default_bank
 from core.loading import intent_files
-from core.local_intents import NO_COMMAND, FrameSpec, read_frame_spec
+from core.local_intents import NO_COMMAND, FrameSpec, LocalIntents, LocalMatch, language_of, read_frame_spec
 from core.intent import ActionKind, remark, requested, same_word
 from core.lexicon import alternation, fold, words
 from core.timewords import numbers_said
@@ -76,11 +76,17 @@ _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 
 
 class Frame(msgspec.Struct, frozen=True):
-    """What the model's command came to: the intent a reflex carries out, or why none."""
+    """What the model's command came to: the intent a reflex carries out, a toolset's declared
+    sentence (`declared`: its call the session makes, after the call guards), or why none."""
 
     command: str
     intent: Intent | None
     refused: str = ""  # why not: "none", "unknown", "unsaid: <word>", "unrequested", "held back", "several"
+    declared: LocalMatch | None = None
+
+    @property
+    def taken(self) -> bool:
+        return self.intent is not None or self.declared is not None
 
 
 def frame_messages(said: str, before: str = "", *, nearest: int = NEAREST_EXAMPLES,
@@ -109,16 +115,19 @@ def _bank_of(spec: FrameSpec, bank: Bank) -> Bank:
 
 
 def read_frame(reply: str, said: str, before: str = "", phrasings: Sequence[Phrasing] | None = None,
-               spec: FrameSpec | None = None) -> Frame:
+               spec: FrameSpec | None = None, local: LocalIntents | None = None) -> Frame:
     """The reply read as a command of the list whose every added word and number the user said,
     now or in the request `before` ("who directed it?" after "find Kin-dza-dza": "who directed
-    Kin-dza-dza"); the answer's language is that of `said`. A reply of several lines is taken
-    only when exactly one of them holds up (the local model put the request before on a line
-    of its own); two that do are two requests, the model's to take."""
+    Kin-dza-dza"); the answer's language is that of `said`. A command no reflex reads may be one
+    of the `local` intents' sentences that declares its call ("convert 350 fahrenheit to
+    celsius": the converter's own sentence), so a toolset's sentences are the frame's targets
+    with no code here. A reply of several lines is taken only when exactly one of them holds up
+    (the local model put the request before on a line of its own); two that do are two
+    requests, the model's to take."""
     lines = [line for line in reply.strip().splitlines() if line.strip()][:_MAX_LINES] or [NONE]
     own = _command_words(spec or builtin_frame())
-    frames = [_read_line(line, said, before, phrasings, own) for line in lines]
-    taken = [frame for frame in frames if frame.intent is not None]
+    frames = [_read_line(line, said, before, phrasings, own, local) for line in lines]
+    taken = [frame for frame in frames if frame.taken]
     if len(taken) > 1:
         return Frame(reply.strip(), None, "several")
     return taken[0] if taken else frames[0]
@@ -128,12 +137,16 @@ _MAX_LINES = 3
 
 
 def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] | None,
-               own: frozenset[str]) -> Frame:
+               own: frozenset[str], local: LocalIntents | None) -> Frame:
     command = " ".join(line.split())
     command = command.strip(" \"'`«»")
     if command in (NONE, "", "none", "None"):
         return Frame(command, None, "none")
     intent = recognise(command, phrasings)
+    if (intent is None or intent.kind not in _FRAMED_KINDS) and local is not None:
+        declared = _declared(command, said, own, local)
+        if declared is not None:
+            return declared
     # the request before may name the title a question is about ("who directed it?"), never what
     # to do now: a timer or a play grounded in it is the last request said again
     unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said, own)
@@ -158,6 +171,21 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
         return Frame(command, msgspec.structs.replace(intent, russian=russian, subject=subject,
                                                       text=("когда " if russian else "when ") + subject))
     return Frame(command, msgspec.structs.replace(intent, russian=russian))
+
+
+def _declared(command: str, said: str, own: frozenset[str], local: LocalIntents) -> Frame | None:
+    """`command` as a toolset's sentence that declares its call, when every word and number it
+    adds is the list's or the user's now; None when no such sentence matches it. Whether the call
+    may be made is the call guards' (the session asks them first)."""
+    match = local.match(command, language="en")  # the list's language; the names in it the user's
+    if match is None or match.call is None:
+        return None
+    unsaid = _unsaid(command, said, own)
+    if unsaid:
+        return Frame(command, None, f"unsaid: {unsaid}")
+    spoken = language_of(said)  # answered in the user's language, where the toolset words it so
+    match = msgspec.structs.replace(match, language=spoken, call=local.calls.get((match.intent, spoken), match.call))
+    return Frame(command, None, declared=match)
 
 
 def _any(key: str) -> str:

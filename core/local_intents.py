@@ -229,7 +229,8 @@ class LocalIntents:
         its slots completed by the last run of the words before that the template matches:
         "this recipe wants eight ounces of butter. how many grams is that?" converts 8 oz to g.
         With `remark` (whether a sentence asks for nothing), the matched one may be followed by
-        remarks ("… how many liters is that? the bottle only talks in liters"). None when no
+        remarks ("… how many liters is that? the bottle only talks in liters"); one that ends in a
+        colon is given by the words after it ("push this to my phone: the gate code is 3318"). None when no
         such intent matches, or nothing before gives its context, or a number word stands just
         before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
         if language_of(text) not in self._contexts:
@@ -241,6 +242,8 @@ class LocalIntents:
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):
                     break  # what follows the question asks for something: not this one
                 match, before = self.match(parts[at].strip(" .!?")), parts[:at]
+                if match is not None and parts[at].rstrip().endswith(":"):
+                    before = parts[at + 1:]  # "push this to my phone: the gate code is 3318": "this" is what follows
                 if match is not None:
                     break
             if match is not None:
@@ -273,13 +276,14 @@ class LocalIntents:
         """`respond` in one language: say(name, **slots)."""
         return lambda name, /, **slots: self.respond(name, language, **slots)
 
-    def match(self, text: str) -> LocalMatch | None:
-        """The best whole match of `text` in its language (see `_closeness`); None when none."""
+    def match(self, text: str, language: str = "") -> LocalMatch | None:
+        """The best whole match of `text` in its language (see `_closeness`), or in `language` (the
+        frame's English commands hold the user's words in theirs); None when none."""
         from hassil import recognize_all
         from hassil.errors import HassilError
 
         text = lexicon.plainly_spoken(text)  # "скока", "gimme": as the sentences write them
-        language = language_of(text)
+        language = language or language_of(text)
         if language not in self._compiled or not text.strip():
             return None
         intents, lists = self._compiled[language]

@@ -18,7 +18,7 @@ from functools import partial
 
 import protocol as p
 from core import tracing
-from core.lexicon import fold, words
+from core.lexicon import alternation, fold, words
 from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk
@@ -146,6 +146,15 @@ def _spoken_parts(said: str, phrasings: Sequence[Phrasing] | None) -> list[str]:
     return []
 
 
+def _only_remarks(said: str) -> bool:
+    """No clause of the words opens as a request: "my wife sent the list to my phone this morning,
+    milk eggs and bread" (where "glasses are dying so, get it onto my phone, …" has one)."""
+    return all(remark(part) for part in _CLAUSE_ENDS.split(said) if part.strip())
+
+
+_CLAUSE_ENDS = re.compile(r"[,.!?;:—]+|\s+(?:" + alternation("requests", "consequence_joint_words") + r")\s+", re.I)
+
+
 def _only_remarks_beside(parts: list[str], request: str) -> bool:
     """Every clause but the request's asks for nothing and tells of nobody's words, and none
     after it takes anything back ("set it for 10, no wait, 15"); one before it may ("хотя
@@ -253,10 +262,7 @@ class ReflexSteps:
             declared = self.s.local_intents.match_in_context(words, remark=remark)
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
-            result = await self.call(turn, *call)
-            if result is None or not declared.call.answer:
-                return False  # `answer: ""`: the model words the result the history now holds
-            return self._answered(turn, declared_answer(declared, result), declared.intent)
+            return await self._declared_step(turn, declared, call)
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
@@ -268,10 +274,33 @@ class ReflexSteps:
         if intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
-            intent = loosely_recognised(match, words) or await self._framed(turn, words)
-            if intent is None:
+            framed = loosely_recognised(match, words) or await self._framed(turn, words)
+            if isinstance(framed, LocalMatch):  # the frame put the words as a toolset's own sentence
+                call = declared_call(framed, words)
+                return call is not None and await self._declared_step(turn, framed, call, guarded=True)
+            if framed is None:
                 return False
+            intent = framed
         return await self._carry_out(turn, both or (intent,))
+
+    async def _declared_step(self, turn: TurnState, declared: LocalMatch, call: tuple[str, str], *,
+                             guarded: bool = False) -> bool:
+        """A toolset's own sentence carried out: its declared call, its declared answer (`answer:
+        ""`: the model words the result the history now holds). `guarded`: the sentence is the
+        frame's reading, the model's, not the user's words: the call guards judge it first, as they
+        judge the model's calls, and one they refuse leaves the turn to the model, unrecorded; a
+        change needs words that ask for something, as the frame's own commands do (core.frame)."""
+        if guarded:
+            spec = self.s.registry.spec(call[0])
+            if spec is not None and not spec.read_only and _only_remarks(self._turn_words(turn.start)):
+                return False  # "my wife sent the list to my phone this morning": a story asks for no change
+            if (refusal := self._guard(*call, turn.start, ())) is not None:
+                _log.info("session=%s frame's %s refused by the guards: %s", self.sid, call[0], refusal.kind)
+                return False
+        result = await self.call(turn, *call)
+        if result is None or not declared.call.answer:
+            return False
+        return self._answered(turn, declared_answer(declared, result), declared.intent)
 
     async def _carry_out(self, turn: TurnState, requests: tuple[Intent, ...]) -> bool:
         """Each request carried out in turn, the answers said together (two requests in one
@@ -388,9 +417,10 @@ class ReflexSteps:
             await self.call(turn, "read_skill", name)
         return name is not None
 
-    async def _framed(self, turn: TurnState, words: str) -> Intent | None:
+    async def _framed(self, turn: TurnState, words: str) -> Intent | LocalMatch | None:
         """Words no reflex recognises, put by the model as one command of the loaded toolsets' list (core.frame)
-        and taken only when every name and number in it is the user's; None: the model's turn.
+        and taken only when every name and number in it is the user's: a reflex's intent, or a
+        toolset's sentence that declares its call; None: the model's turn.
         Not asked when a toolset beyond the built-in ones or a user's skill could serve the words:
         the model, which sees them all, reads them anyway, and a question about the built-in
         commands first would cost the turn a model call more ("book a table for two tonight")."""
@@ -406,11 +436,11 @@ class ReflexSteps:
                 words, before[:300], nearest=self.s.config.frame_examples, spec=self.s.local_intents.frame))
         except ModelUnavailable:
             return None  # the model's own step says so, or works again
-        frame = read_frame(reply, words, before[:300], self.s.phrasings, self.s.local_intents.frame)
+        frame = read_frame(reply, words, before[:300], self.s.phrasings, self.s.local_intents.frame, self.s.local_intents)
         turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
-        _log.info("session=%s frame %r -> %s", self.sid, frame.command,
-                  frame.intent.kind if frame.intent else f"the model ({frame.refused})")
-        return frame.intent
+        _log.info("session=%s frame %r -> %s", self.sid, frame.command, frame.intent.kind if frame.intent else
+                  frame.declared.intent if frame.declared else f"the model ({frame.refused})")
+        return frame.intent or frame.declared
 
     async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage], max_tokens: int = FRAME_MAX_TOKENS) -> str:
         """One short generation nobody sees (no Display): counted and observed as a model call."""
