@@ -235,6 +235,7 @@ _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", 
                         + "|".join((re.escape(fold(word)) for word in words("guards", "addressee_words"))) + r")\s*,", re.IGNORECASE)
 
 
+_LISTENERS_OWN = _grammar("listeners_own_patterns", r"(?<!\w)(?:{})(?!\w)")
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
 
 
@@ -256,8 +257,9 @@ def addressed_elsewhere(said: str) -> bool:
     """Whether the words are said to someone else in the room: they open by calling a person by
     name or by kin, then a comma ("Маш, включи детям «Морозко»", "Jake, can you set the oven timer
     for twenty minutes?"). The assistant on the glasses is not called so: what follows is that
-    person's to do, not the assistant's."""
-    return bool(_ADDRESSED.match(fold(said)))
+    person's to do, not the assistant's. Or they ask for what is the listener's own ("babe, can you
+    set an alarm on your phone for six?", "поставь себе будильник"): the assistant has none."""
+    return bool(_ADDRESSED.match(fold(said)) or _LISTENERS_OWN.search(fold(said)))
 
 
 def casual(said: str) -> bool:

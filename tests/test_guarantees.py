@@ -556,13 +556,17 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
              "серёга, включи голову, куда ты столько цемента замешал, он же за час встанет":
                  "TOOL_CALL: timers_set|in 1 hour; цемент",
              # h25: a name the list lacked ("даня"), the fast path set the oven timer
-             "даня, поставь таймер на духовке на сорок минут, я в душ": "TOOL_CALL: timers_set|in 40 minutes; духовка"}
+             "даня, поставь таймер на духовке на сорок минут, я в душ": "TOOL_CALL: timers_set|in 40 minutes; духовка",
+             # h30: what is asked for is the listener's own (the fast path set a 06:00 alarm "your phone ? …")
+             "babe, can you set an alarm on your phone for six? I always sleep right through mine":
+                 "TOOL_CALL: timers_set|06:00; alarm",
+             "поставь себе будильник на семь, а то опять проспишь": "TOOL_CALL: timers_set|07:00; будильник"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 5 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 7 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 
