@@ -308,6 +308,11 @@ class Phone(RecordingGlasses):
     # h26: a list with its commas, after a sentence that asks for nothing (each comma was a clause of its own)
     ("я щас в магаз выхожу, а очки уже почти сели. скинь мне на телефон списком: мука, яйца, дрожжи и молоко",
      "списком мука яйца дрожжи и молоко"),
+    # h30: "send that" with a reason after it (the model searched the list as a film)
+    ("жена просила купить сметану, хлеб и десяток яиц. скинь мне это на телефон, а то точно забуду",
+     "жена просила купить сметану хлеб и десяток яиц"),
+    # h30: "this" before a colon is what follows it (it was the remark before)
+    ("my glasses are about to die so quick, push this to my phone: the gate code is 3318", "the gate code is 3318"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
