@@ -65,6 +65,8 @@ _CALL_LIKE = re.compile(r"(?im)^\W*(?:[a-z]+_call|to+l\s*call)\s*:")  # not "Rec
 _ABOUT_TOOLS = re.compile(r"(?i)\W*(?:no\s+tools?\s+(?:is\s+|are\s+)?(?:needed|required|necessary)|"
                           r"инструмент\w*\s+не\s+(?:нужн|требу)\w*)\W*")
 _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
+# a marker of the model's own making, not words: "NO_TOOL_CALL", "NO_TOOL" (the embedded model, to a remark)
+_CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*")
 
 
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",
@@ -88,6 +90,8 @@ def echoed(reply: str, said: str) -> str:
         return "the form of a tool call, which is not an answer"
     if _BARE_TOOL_NAME.fullmatch(text):  # a bare tool name alone (h9): a call without its marker
         return "the name of a tool without TOOL_CALL: before it, which is not an answer"
+    if _CODE_MARKER.fullmatch(text):  # "NO_TOOL_CALL" (h30): a marker of its own making, not words
+        return "a marker, not words: answer the user in plain words"
     if _ABOUT_TOOLS.fullmatch(text):  # "No tool needed." (h13): a note on the tools, not an answer to the user
         return "a note about tools, which is not an answer to the user"
     said_words = _said_words(said)
@@ -136,6 +140,7 @@ def never_shown(reply: str) -> bool:
     parser does not take, the prompt's own tool list, or the runtime's notes to the model."""
     text = reply.strip()
     return ("call" in text.casefold() and bool(_CALL_LIKE.search(text)) or bool(_BARE_TOOL_NAME.fullmatch(text))
+            or bool(_CODE_MARKER.fullmatch(text))
             or text.startswith((ACTIVE_HEADER.strip(), SKILLS_HOWTO.split("(")[0].strip()))
             or bool(_RUNTIME_NOTES.search(text)))
 

@@ -98,8 +98,9 @@ def judge_turn(turn: Turn, played: PlayedTurn) -> list[str]:
         problems.append(f"final display {played.final[:80]!r} is a canned refusal")
     if played.final and echoed(played.final, turn.say):
         problems.append(f"final display {played.final[:80]!r} only repeats the request")
-    if any("TOOL_CALL" in text for text in played.displays):
-        problems.append("a TOOL_CALL line reached the glasses")
+    leaked = next((text for text in played.displays if "TOOL_CALL" in text), None)
+    if leaked is not None:
+        problems.append(f"a TOOL_CALL line reached the glasses: {leaked[:160]!r}")
     if played.gave_up:
         problems.append(f"gave up after {played.steps} steps: {played.final[:60]!r}")
     return problems

@@ -416,6 +416,15 @@ async def test_a_note_about_tools_said_as_the_answer_is_never_shown(tmp_path):
         assert shown and "No tool needed" not in shown[-1]
 
 
+async def test_a_marker_of_the_models_own_making_is_never_shown(tmp_path):
+    # h30: the embedded model answered "NO_TOOL_CALL" to "не, таймер не надо, я сам … послежу", and it was shown
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: "NO_TOOL_CALL"),
+                             reflexes=False) as system:
+        shown = await system.turn("s", "не, таймер не надо, я сам у плиты стою, за котлетами послежу")
+        assert not [m for m in shown if isinstance(m, p.Display) and "NO_TOOL" in m.text]
+        assert finals(shown)[-1].startswith("Не понял")  # asked again, still a marker: the runtime's own line
+
+
 async def test_a_question_about_how_the_assistant_cancels_or_shows_changes_nothing(tmp_path):
     # the eleventh blind block's traps: "а ты таймеры как отменяешь …?" cancelled timer 1; "when you put
     # text on the glasses does it stay?" showed the question; "… keeps telling me I should set a timer …" set one
