@@ -211,6 +211,7 @@ class McpServerConfig(_Section):
     long_running_timeouts: Annotated[dict[str, float], Meta(description="per long_running tool (its name as the server lists it): its own long_running_timeout_s")] = {}
     long_running_stall_s: Annotated[float, Meta(ge=0, description="a long_running call with no progress (notifications/progress) for this long since its start or its last progress is stopped as stalled, seconds; 0: never")] = 300.0
     summary: Annotated[str, Meta(description="the catalog line; empty: the server's instructions, first sentence")] = ""
+    intents: Annotated[str, Meta(description="custom sentences for this server's tools, answered without the model: an intents.yaml in the Home Assistant Intent Language, as a toolset folder's (ARCHITECTURE.md, Adding a toolset); relative to the repository root; empty: none")] = ""
     enabled: Annotated[bool, Meta(description="false keeps the server configured but off")] = True
 
 
@@ -369,6 +370,8 @@ def check(config: Config) -> Config:
     checks.check_file_path("web.token_path", config.path(config.web.token_path))
     for name, server in config.mcp.servers.items():
         checks.check_url(f"mcp.servers.{name}.url", server.url)
+        if server.intents:
+            checks.check_readable_file(f"mcp.servers.{name}.intents", config.path(server.intents))
     checks.check_url("tracing.otlp_endpoint", config.tracing.otlp_endpoint)
     for name, monitor in config.monitors.named.items():
         checks.check_name(f"monitors.{name}", name, "monitor")

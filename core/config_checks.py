@@ -149,6 +149,12 @@ def check_file_path(key: str, resolved: Any) -> None:
         raise ValueError(f"{key} must name a file, not the directory {resolved}")
 
 
+def check_readable_file(key: str, resolved: Any) -> None:
+    """A file the runtime reads at start (an MCP server's sentences): there, and a file."""
+    if not resolved.is_file():
+        raise ValueError(f"{key}: no such file: {resolved}")
+
+
 def check_name(key: str, name: str, kind: str) -> None:
     """A monitor's or channel's name as the runtime spells it: the model's and a phone's names are
     lower-cased (and their spaces joined), so one spelt otherwise could never be named."""

@@ -47,13 +47,16 @@ def load_config(path: str | os.PathLike | None = None, env: Mapping[str, str] | 
 
 def intent_files(config: Config | None = None) -> list[Path]:
     """The local intents the runtime loads (core.local_intents): the runtime's own
-    (core/intents.yaml), then each toolset folder's `intents.yaml`, in catalog order."""
+    (core/intents.yaml), then each toolset folder's `intents.yaml`, in catalog order, then the
+    custom sentences of each MCP server on (`mcp.servers.NAME.intents`, as Home Assistant's
+    custom_sentences: a user's words for a server's tools)."""
     config = Config() if config is None else config
     files = [Path(__file__).with_name("intents.yaml")]
     for line in (*REGISTRY, *config.toolsets.extra):
         spec = importlib.util.find_spec(line.partition(":")[0])
         folders = list(spec.submodule_search_locations or []) if spec is not None else []
         files += [Path(folder, "intents.yaml") for folder in folders if Path(folder, "intents.yaml").is_file()]
+    files += [config.path(server.intents) for server in config.mcp.servers.values() if server.enabled and server.intents]
     return files
 
 

@@ -527,6 +527,8 @@ def _percentiles(values: list[float]) -> Percentiles:
 
 MCP_START_S = 30.0  # how long the eval waits for its MCP servers to list their tools
 WORLDCLOCK_SERVER = Path(__file__).resolve().parent.parent / "tests" / "mcp_worldclock_server.py"
+# its custom sentences, as a user writes them for a server of theirs (mcp.servers.NAME.intents)
+WORLDCLOCK_INTENTS = WORLDCLOCK_SERVER.with_name("mcp_worldclock_intents.yaml")
 HUB_SERVER = WORLDCLOCK_SERVER.with_name("mcp_hub_server.py")
 
 
@@ -556,11 +558,13 @@ def with_hub(config: Config) -> Config:
 
 def with_worldclock(config: Config) -> Config:
     """The config with the world clock MCP server (tests/mcp_worldclock_server.py, stdio) as the
-    toolset `worldclock`, on the eval's clock, unless the config names one already."""
+    toolset `worldclock`, on the eval's clock, with its custom sentences, unless the config names
+    one already."""
     if "worldclock" in config.mcp.servers:
         return config
     server = McpServerConfig(command=[sys.executable, str(WORLDCLOCK_SERVER)],
-                             env={"WORLDCLOCK_NOW": str(int(EVAL_START))}, timeout_s=MCP_START_S)
+                             env={"WORLDCLOCK_NOW": str(int(EVAL_START))}, timeout_s=MCP_START_S,
+                             intents=str(WORLDCLOCK_INTENTS))
     return msgspec.structs.replace(config, mcp=msgspec.structs.replace(
         config.mcp, servers={**config.mcp.servers, "worldclock": server}))
 

@@ -271,3 +271,35 @@ async def test_a_server_the_fast_path_itself_serves_leaves_its_answers_as_they_w
         shown = await system.turn("s", "включи фильм Синий бегемот в космосе", timeout=30)
     assert not finals(shown)[-1].startswith("В каталоге не нашлось")
     assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1] >= 1
+
+
+async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_choosing_it(tmp_path):
+    """`mcp.servers.NAME.intents`: a user's sentences for a server's tools (Home Assistant's
+    custom_sentences). Asked in them, the session makes the server's call itself; the model only
+    words its result. Words outside them ("make it my home city": what "it" is, the model knows)
+    stay the model's, and so does a city the server does not know, told as the server says."""
+    clock = McpServerConfig(command=[sys.executable, str(HERE / "mcp_worldclock_server.py")], timeout_s=30.0,
+                            intents=str(HERE / "mcp_worldclock_intents.yaml"))
+
+    def wording(messages):  # the model's step after the call: it words the result it reads
+        last = messages[-1].content
+        return f"Готово: {last.split('home city set: ')[-1]}" if "home city set" in last else "MODEL"
+    async with system_with(tmp_path, {"worldclock": clock}, wording) as system:
+        shown = await system.turn("s", "я туда на месяц улетаю, сделай Дубай домашним городом в часах", timeout=30)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
+        assert "Asia/Dubai" in finals(shown)[-1]
+        shown = await system.turn("s", "make it my home city", timeout=30)
+        assert finals(shown)[-1] == "MODEL"  # "it": no city of the user's words, the model's
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
+
+
+def test_an_mcp_servers_sentences_file_that_is_missing_is_a_clear_config_error(tmp_path):
+    import pytest
+
+    from core.config import load_config
+
+    (tmp_path / "porfiry.toml").write_text('[mcp.servers.clock]\ncommand = ["true"]\nintents = "/nonexistent/clock.yaml"\n')
+    with pytest.raises(Exception, match=r"mcp\.servers\.clock\.intents: no such file: /nonexistent/clock\.yaml"):
+        load_config(str(tmp_path / "porfiry.toml"))
