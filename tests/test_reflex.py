@@ -1686,3 +1686,20 @@ async def test_a_speeds_hour_asks_no_places_time_and_the_model_answers(tmp_path,
         assert finals(await system.turn("s", said))[-1] == "About 81 mph."
         assert not tool_results(await system.history("s")) and backend.calls
     assert zone_of("miles") is None and zone_of("germany") == "Europe/Berlin"
+
+
+async def test_a_title_of_the_last_results_named_by_a_word_of_its_own_alone_is_played(tmp_path):
+    # h30: "put on the prisoner one, with the werewolf teacher" after Harry Potter's films were listed
+    # went to the model, which played "prisoner one"; a word every title has, or none, names none
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "find harry potter")
+        played = finals(await system.turn("s", "put on the prisoner one, with the werewolf teacher"))[-1]
+        assert "Prisoner of Azkaban" in played
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert calls == ["TOOL_CALL: media_play|harry-potter-3-2004"]
+        assert not backend.calls
+        assert finals(await system.turn("s", "put on the harry potter one with the spiders"))[-1] == "MODEL"  # "harry": every title's
+        await system.turn("s", "а теперь включи ту где узника спасают")  # "узника": the same title again
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
+        assert calls == ["TOOL_CALL: media_play|harry-potter-3-2004"] * 2

@@ -460,7 +460,10 @@ async def play(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
             return None  # another toolset's, or a skill's: the model sees them all
     titles, last_id, known = _shown_media(fast)
     if intent.subject and known and not await _names_a_title(fast, turn, intent.subject):
-        return None  # "включи вторую часть" after a search: words about what was shown, the model's
+        # "включи вторую часть" after a search: words about what was shown, the model's; unless a
+        # word of them names one title of the last results alone ("the prisoner one, with the werewolf teacher")
+        chosen = titled_by_a_word(intent.subject, titles)
+        return None if chosen is None else await _played(fast, turn, intent, chosen, chosen.media_id)
     if intent.subject and intent.reference is not None:  # "Шрека, первого": the oldest of that name
         result = await fast.data(turn, fast.tool("title_search"), intent.subject)
         found = shown_titles(result) + await _more_pages(fast, turn, intent.subject, result)
@@ -479,9 +482,31 @@ async def play(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
             return not_found_answer(fast.speaker(intent.russian), intent)  # nothing, or only titles that are not it: said plainly
         title = pick(intent.subject, shown_titles(result)) if result is not None else None
         media_id = title.media_id if title is not None else ""
+    return await _played(fast, turn, intent, title, media_id)
+
+
+async def _played(fast: FastPath, turn: TurnState, intent: Intent, title: Shown | None, media_id: str) -> str | None:
     if not media_id or await fast.call(turn, fast.tool("title_play"), media_id) is None:
         return None  # not plain which one, or it did not start: the model goes on from the results
     return play_answer(fast.speaker(intent.russian), title, media_id)
+
+
+def titled_by_a_word(said: str, titles: list[Shown]) -> Shown | None:
+    """The one title of `titles` that a word said names and no other title does ("prisoner" of
+    "the prisoner one, with the werewolf teacher" after Harry Potter's films were listed; "узника"
+    in any case); None when no such word, or such words name two titles. A word every title has
+    ("harry") tells none apart; a function word or a short one is no name."""
+    named = set()
+    for word in set(norm_words(said).split()) - FUNCTION_WORDS:
+        if len(word) < TITLE_WORD_MIN or word.isdigit():
+            continue
+        having = {t.media_id for t in titles if any(near_word(word, own) for name in t.names for own in norm_words(name).split())}
+        if len(having) == 1:
+            named |= having
+    return next((t for t in titles if t.media_id in named), None) if len(named) == 1 else None
+
+
+TITLE_WORD_MIN = 4  # letters of a word that may name a title by itself ("the chamber one"; not "the old one")
 
 
 async def _more_pages(fast: FastPath, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
