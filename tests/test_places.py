@@ -30,3 +30,21 @@ def test_a_city_said_in_short_is_that_city():
 
     assert zone_of("LA") == "America/Los_Angeles" and place_name("la") == "los angeles"
     assert zone_of("nyc") == "America/New_York" and zone_of("laos") is None
+
+
+async def test_a_city_by_its_colloquial_name_is_asked_of_the_world_clock_by_its_dictionary_name(tmp_path):
+    # h28, h30: "который час щас во владике" asked the world clock of "владике", which it does not know
+    import sys
+    from pathlib import Path
+
+    from core.config import McpServerConfig
+    from test_mcp_agent import finals, system_with
+
+    assert zone_of("владике") == "Asia/Vladivostok" and zone_of("новосибе") == "Asia/Novosibirsk"
+    clock = McpServerConfig(command=[sys.executable, str(Path(__file__).with_name("mcp_worldclock_server.py"))],
+                            env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=30.0)  # 2026-03-14 15:00 UTC
+    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "MODEL") as system:
+        shown = await system.turn("s", "который час щас во владике", timeout=30)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+    assert calls == ["TOOL_CALL: worldclock_time_now|владивосток"]
+    assert "01:00" in finals(shown)[-1]
