@@ -103,6 +103,10 @@ class FastPath(Protocol):
     def results_before(self, turn: TurnState) -> list[tuple[str, ToolData | None]]:
         """(tool, result's payload) of the calls the turn before this one made, oldest first."""
 
+    def place_talked_about(self, turn: TurnState) -> str:
+        """The place the user last asked the time of, among their last few requests ("what time is
+        it in LA right now"), as they said it; "" when none."""
+
     def turn_words(self, turn: TurnState) -> str:
         """What the user said in this turn (their lines only)."""
 

@@ -17,6 +17,7 @@ import zoneinfo
 
 from core import lexicon
 from core.intent import same_word
+from core.timers import TimerError, parse_when
 
 
 def _zones() -> dict[str, tuple[str, ...]]:
@@ -118,3 +119,21 @@ def zone_of(place: str) -> str | None:
     exact = _tz_cities().get(said)
     clipped = _clipped(said) if exact is None else None
     return exact if clipped is None else clipped[0]
+
+
+# a clock time said by another place's clock: "at 8 am their time", "в пять по-ихнему"
+_ELSEWHERE_CLOCK = re.compile(r"(?<!\w)(?:" + lexicon.alternation("places", "elsewhere_clock_patterns") + r")(?!\w)")
+
+
+def clock_elsewhere(said: str) -> re.Match[str] | None:
+    """Where the words say a clock time is another place's ("remind me at 8 am their time", "когда у
+    них будет восемь утра"), or None: the time is the user's own."""
+    return _ELSEWHERE_CLOCK.search(lexicon.fold(said))
+
+
+def moment_there(clock: str, zone: str, now: float) -> float | None:
+    """The next moment `zone`'s clock reads `clock` ("08:00"), as epoch seconds; None for no clock."""
+    try:
+        return parse_when(clock, now, zoneinfo.ZoneInfo(zone)) if re.fullmatch(r"\d{1,2}:\d{2}", clock) else None
+    except (TimerError, zoneinfo.ZoneInfoNotFoundError):
+        return None

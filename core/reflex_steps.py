@@ -41,6 +41,7 @@ _log = logging.getLogger("porfiry.session")
 # how many requests back a follow-up ("а какие ещё остались?") looks for the plain one it follows
 # (the one just before may have been the model's: "всё, макароны сняла, убери таймер на макароны")
 FOLLOW_UP_LOOKBACK = 3
+PLACE_LOOKBACK = 4  # the user's requests looked back through for the place "their time" means
 REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
@@ -336,6 +337,14 @@ class ReflexSteps:
 
     def turn_words(self, turn: TurnState) -> str:
         return self._turn_words(turn.start)
+
+    def place_talked_about(self, turn: TurnState) -> str:
+        said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
+        for lines in itertools.islice((lines for lines in said if lines), PLACE_LOOKBACK):
+            request = _plain_request("\n".join(lines), self.s.phrasings)
+            if request is not None and request.kind == "time_elsewhere":
+                return request.subject
+        return ""
 
     def now(self) -> float:
         return self.s.clock()

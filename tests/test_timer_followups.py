@@ -297,3 +297,40 @@ async def test_a_request_quoted_as_said_to_someone_else_sets_nothing_whatever_th
 async def test_timers_named_in_a_reminders_text_are_no_list_of_timers(tmp_path):
     shown, left, asked = await _play(tmp_path, ["remind me in 10 minutes to check the timers"])
     assert left == [("18:10", "check the timers")] and not asked, shown
+
+
+# ---- a clock time said by another place's clock -------------------------------------------------
+def _frame_or_model(command: str):
+    def reply(messages):
+        return command if "ONE command from this list" in messages[0].content else "MODEL"
+    return reply
+
+
+async def test_a_clock_time_said_by_the_clock_of_the_place_asked_about_is_set_on_the_users_clock(tmp_path):
+    # h30 (and h25's "в пять по-ихнему"): "remind me at 8 am their time" after Tokyo's time was set
+    # for 08:00 of the user's own clock (the fast path), six hours off
+    import time
+    from core.places import moment_there
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_frame_or_model("-"))) as system:
+        await system.turn("s", "what time is it in Tokyo")
+        finals = [m.text for m in await system.turn("s", "remind me at 8 am their time to call Kenji") if isinstance(m, p.Display) and m.final]
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert [(round(t.due), t.text) for t in pending] == [(round(moment_there("08:00", "Asia/Tokyo", time.time())), "to call Kenji")]
+    assert "Set for" in finals[-1]
+
+
+async def test_the_frames_timer_by_their_clock_is_put_on_the_users_and_with_no_place_asked_is_the_models(tmp_path):
+    import time
+    from core.places import moment_there
+
+    backend = ScriptedBackend(reply_fn=_frame_or_model("remind me at 08:00 to набрать кэндзи"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", "сколько сейчас в токио")
+        await system.turn("s", "ой, поздно уже звонить. напомни мне набрать кэндзи, когда у них будет восемь утра")
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert [round(t.due) for t in pending] == [round(moment_there("08:00", "Asia/Tokyo", time.time()))]
+    async with inproc_system(tmp_path / "2", backend=ScriptedBackend(reply_fn=_frame_or_model("-"))) as system:
+        shown = await system.turn("s", "напомни в 9 утра по их времени позвонить маме")
+        assert not system.actors["session"].sessions["s"].timers.pending()  # whose clock: the model asks
+        assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "MODEL"

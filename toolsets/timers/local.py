@@ -18,6 +18,7 @@ from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.intent import counted_back
 from core.lexicon import alternation, table, words, words_of
+from core.places import clock_elsewhere, moment_there, zone_of
 from core.reflex import TIMER_WORD, among, norm_words
 from core.timers import TimerError, dial_nearest, parse_when, set_order
 from core.turn import TurnState
@@ -142,7 +143,12 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
             return None
         intent = msgspec.structs.replace(intent, when=_in_unit_of(set_before[-1], intent.when, intent.russian))
     now = fast.now()
-    when = intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) else \
+    elsewhere = clock_elsewhere(fast.turn_words(turn))
+    if elsewhere is not None:  # "at 8 am their time": that place's clock, put on the user's
+        intent = _on_our_clock(fast, turn, intent, elsewhere)
+        if intent is None:
+            return None  # no place asked about, or no clock time: the model's
+    when = intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere else \
         dial_nearest(intent.when, now, fast.timezone())  # "в полвосьмого" at 18:00: 19:30
     try:
         due = parse_when(when, now, fast.timezone())
@@ -154,6 +160,20 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
     return _timer_set_said(fast, intent, now, due)
+
+
+def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: re.Match[str]) -> Intent | None:
+    """A timer whose clock time is another place's ("remind me at 8 am their time to call Kenji"
+    after "what time is it in Tokyo"): set for the moment that place's clock reads it, on the
+    user's clock, its text without the words that said whose clock; None when the conversation
+    asked the time of no place it knows, or the time is no clock time."""
+    zone = zone_of(fast.place_talked_about(turn))
+    due = moment_there(intent.when, zone, fast.now()) if zone else None
+    if due is None:
+        return None
+    text = " ".join(re.sub(re.escape(said_there.group(0)), " ", intent.text, flags=re.IGNORECASE).split())
+    moment = dt.datetime.fromtimestamp(due, fast.timezone()).strftime("%Y-%m-%dT%H:%M")
+    return msgspec.structs.replace(intent, when=moment, text=text)
 
 
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
