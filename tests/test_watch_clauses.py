@@ -48,6 +48,10 @@ async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
     # h29: speech with no comma before the condition, the app in the instrumental; "my" before the app
     ("следи за телегой и если от начальника что-нибудь прилетит сразу дай знать", "telegram", "начальник"),
     ("keep an eye on my email for anything from the bank", "mail", "bank"),
+    # h30: a webhook's message "says" (what it says is the watch's, no words told), the call to tell
+    # a toolset's word ("wake me up"), what goes with a watch after it
+    ("we're shipping the release tonight and I'm off to dinner, phone's going in my bag. if the github webhook says "
+     "a build failed, wake me up, otherwise leave me alone", "github", "build failed"),
 ])
 async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
     calls, shown, asked = await _watched(tmp_path, said)

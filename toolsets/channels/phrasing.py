@@ -39,9 +39,8 @@ _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|�
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
 _WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,—–]+?)[\s,—–-]+"
-                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:скажи|сообщи|дай\s+(?:мне\s+)?знать|предупреди|"
-                          r"дёрни\s+меня|дерни\s+меня|маякни|свистни|tell\s+me|let\s+me\s+know|ping\s+me|notify\s+me|buzz\s+me|"
-                          r"give\s+me\s+a\s+shout)(?:\s+(?:мне|сразу|right\s+away|immediately))*$")
+                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:" + alternation("watching", "notify_patterns", WORDS)
+                          + r")(?:\s+(?:мне|сразу|right\s+away|immediately))*$")  # the calls to tell: the toolset's words
 
 
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
@@ -136,8 +135,9 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
         return None
     if not all(_beside_a_watch(clause) for index, clause in enumerate(clauses) if index != at and index not in told):
         return None
-    if any(tells_of_words(clause) for clause in clauses):
-        return None  # "она мне говорит: дай знать, если Петя напишет": her words, no request
+    if any(tells_of_words(clause) for index, clause in enumerate(clauses) if index != at) or tells_of_words(lead):
+        return None  # "она мне говорит: дай знать, если Петя напишет": her words, no request (what the
+        # message says, in the condition, is the watch's: "if the github webhook says a build failed")
     when = condition["when"] if _WATCH.match(f"tell me {condition['when']} x") else "когда" if russian else "when"
     rest = condition["rest"]
     if (tell := _NOTIFY.search(rest)) is not None:  # "если она напишет в телеграм сразу дай знать": no comma before it
