@@ -21,6 +21,7 @@ progressive in two: `toolsets` (no budget, every tool of a toolset shown once on
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import sys
 import tempfile
@@ -40,6 +41,8 @@ from core.inprocess import InProcessPorts
 from core.budget import default_catalog
 from core.config import McpServerConfig
 from core.intent import claimed_action, covers, executed_kind
+from core.loading import intent_files
+from core.local_intents import LocalIntents
 from core.clock import ManualClock
 from core.config import Config
 from core.conversation import Conversation, SessionSettings
@@ -290,6 +293,13 @@ class _Saved(NamedTuple):
         return cls(list(conversation.seen), (list(timers), next_number), conversation.tracker.state())
 
 
+@functools.lru_cache(maxsize=4)
+def _local_intents(files: tuple[Path, ...]) -> LocalIntents:
+    """The sentences the config's runtime loads (as actors/session.py does: the toolsets' and an
+    MCP server's custom ones), loaded once per eval, not once per scenario."""
+    return LocalIntents.load(list(files))
+
+
 def _restarted(sid: str, settings: SessionSettings, entries: list[Recorded], saved: _Saved,
                open_events: list[p.Event], now: float) -> Conversation:
     """The session as the SessionActor reads it back after a crash (`_build`, `_continue`):
@@ -407,7 +417,8 @@ class _Playing:
     def settings(self) -> SessionSettings:
         assert self.life is not None and self.life.tasks is not None
         settings = SessionSettings(registry=self.registry, ports=self.ports, spawn=self.life.tasks.start_soon,
-                                   config=self.config.session, clock=self.clock, observer=_CallsSeen(self.ports))
+                                   config=self.config.session, clock=self.clock, observer=_CallsSeen(self.ports),
+                                   local_intents=_local_intents(tuple(intent_files(self.config))))
         if self.world is None:
             self.world = MemoryWorld(max_watches=self.config.channels.max_watches, max_notes=self.config.notify.max_kept)
         settings.world = self.world  # channels and notes, kept through a scripted restart

@@ -149,6 +149,19 @@ async def test_the_eval_runs_the_world_clock_mcp_server_as_a_toolset():
     assert report.turn_ms.p50 > 0 and len(report.per_scenario[0].turn_ms) == 1
 
 
+async def test_the_eval_loads_the_sentences_its_config_does_an_mcp_servers_custom_ones_too():
+    # the eval's sessions had the built-in sentences alone: the world clock's own ("make Tokyo my
+    # home city") worked in a runtime and not in the eval played over the same config
+    home = Scenario(id="home", lang="en", turns=[Turn(say="make tokyo the home city on my world clock",
+                                                      calls=["worldclock_set_home|tokyo"], mentions=["Tokyo"])])
+    rules = [Rule(r"", "Done: Tokyo is home now.", role="tool", tool="worldclock_set_home"),
+             Rule(r"", "I can't do that.", role="user")]
+    config = load_config(None, env={})  # the fast path on: the sentences are its
+    report = await run_eval(with_worldclock(config), [home], backend=ScriptedBackend(rules),
+                            profile="scripted", mode="progressive", progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why
+
+
 def test_a_changing_call_the_turn_did_not_ask_for_counts_and_a_refused_one_does_not():
     import protocol as p
     from core.budget import default_catalog
