@@ -198,60 +198,47 @@ async def test_words_sent_to_the_phone_are_never_shown_on_the_screen(tmp_path):
 
 
 # ---- a toolset's own sentences are the frame's targets (issue 50): no reflex reads them -----------
-def _tool_calls(history, tool):
-    return [m for m in history if m["role"] == "tool" and m.get("name") == tool]
+async def _framed_turn(tmp_path, said: str, command: str, tool: str) -> tuple[list[str], str, int]:
+    """(the turn's calls of `tool`, its final display, the model's calls) when the frame puts
+    `said` as `command`; the model answers "Хорошо." otherwise."""
+    backend = ScriptedBackend(reply_fn=_frame_or_answer(command))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        shown = await system.turn("s", said)
+        history = await system.history("s")
+    calls = [m["content"] for m in history if m["role"] == "assistant" and f"{tool}|" in m["content"]]
+    return calls, [m for m in shown if isinstance(m, p.Display) and m.final][-1].text, len(backend.calls)
+
+
+_OVEN = "бабушкин рецепт американский, там 375 по фаренгейту стоит, а духовка у меня только в цельсиях"
 
 
 async def test_a_conversion_among_remarks_is_put_as_the_converters_own_sentence_and_answered(tmp_path):
-    said = "бабушкин рецепт американский, там 375 по фаренгейту стоит, а духовка у меня только в цельсиях"
-    backend = ScriptedBackend(reply_fn=_frame_or_answer("convert 375 fahrenheit to celsius"))
-    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
-        shown = await system.turn("s", said)
-        history = await system.history("s")
-        assert [m["content"] for m in history if m["role"] == "assistant" and "units_convert|" in m["content"]] \
-            == ["TOOL_CALL: units_convert|375; F; C"]
-        assert "190.6" in [m for m in shown if isinstance(m, p.Display) and m.final][-1].text
-        assert len(backend.calls) == 1  # the frame's one question; the model took no step
+    calls, final, asked = await _framed_turn(tmp_path, _OVEN, "convert 375 fahrenheit to celsius", "units_convert")
+    assert calls == ["TOOL_CALL: units_convert|375; F; C"] and "190.6" in final
+    assert asked == 1  # the frame's one question; the model took no step
 
 
 async def test_a_conversion_whose_number_the_user_never_said_is_not_made(tmp_path):
-    said = "бабушкин рецепт американский, там 375 по фаренгейту стоит, а духовка у меня только в цельсиях"
-    backend = ScriptedBackend(reply_fn=_frame_or_answer("convert 350 fahrenheit to celsius"))
-    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
-        shown = await system.turn("s", said)
-        assert not _tool_calls(await system.history("s"), "units_convert")
-        assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Хорошо."  # the model's turn
+    calls, final, _ = await _framed_turn(tmp_path, _OVEN, "convert 350 fahrenheit to celsius", "units_convert")
+    assert not calls and final == "Хорошо."  # the model's turn
 
 
 async def test_a_note_for_the_phone_among_remarks_is_sent_as_the_notify_sentence_says(tmp_path):
-    said = "my glasses are about to die so quick, get it onto my phone, the gate code is 3318"
-    backend = ScriptedBackend(reply_fn=_frame_or_answer("send to my phone: the gate code is 3318"))
-    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
-        shown = await system.turn("s", said)
-        history = await system.history("s")
-        assert [m["content"] for m in history if m["role"] == "assistant" and "notify_user|" in m["content"]] \
-            == ["TOOL_CALL: notify_user|the gate code is 3318; to=phone"]
-        assert "3318" in [m for m in shown if isinstance(m, p.Display) and m.final][-1].text
+    calls, final, _ = await _framed_turn(tmp_path, "my glasses are about to die so quick, get it onto my phone, the gate code is 3318",
+                                         "send to my phone: the gate code is 3318", "notify_user")
+    assert calls == ["TOOL_CALL: notify_user|the gate code is 3318; to=phone"] and "3318" in final
 
 
 async def test_the_frames_note_for_the_phone_that_nobody_asked_for_is_refused_by_the_call_guards(tmp_path):
     # a story of a note sent before: the frame put it as a send, every word the user's; the guard
     # that judges the model's calls judges the frame's too, and the turn is the model's, unrecorded
-    said = "my wife sent the grocery list to my phone this morning, milk eggs and bread"
-    backend = ScriptedBackend(reply_fn=_frame_or_answer("send to my phone: the grocery list milk eggs and bread"))
-    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
-        shown = await system.turn("s", said)
-        history = await system.history("s")
-        assert not _tool_calls(history, "notify_user")
-        assert not [m for m in history if m["role"] == "assistant" and "notify_user|" in m["content"]]
-        assert [m for m in shown if isinstance(m, p.Display) and m.final][-1].text == "Хорошо."
+    calls, final, _ = await _framed_turn(tmp_path, "my wife sent the grocery list to my phone this morning, milk eggs and bread",
+                                         "send to my phone: the grocery list milk eggs and bread", "notify_user")
+    assert not calls and final == "Хорошо."
 
 
 async def test_this_before_a_colon_is_what_follows_it_never_the_remark_before(tmp_path):
     # "this" sent to the phone was the words before it: "my glasses are about to die so quick"
-    said = "my glasses are about to die so quick, push this to my phone: the gate code is 3318"
-    backend = ScriptedBackend(reply_fn=_frame_or_answer("-"))
-    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
-        await system.turn("s", said)
-        sent = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "notify_user|" in m["content"]]
-        assert sent == ["TOOL_CALL: notify_user|the gate code is 3318; to=phone"]
+    calls, _, _ = await _framed_turn(tmp_path, "my glasses are about to die so quick, push this to my phone: the gate code is 3318",
+                                     "-", "notify_user")
+    assert calls == ["TOOL_CALL: notify_user|the gate code is 3318; to=phone"]
