@@ -5,8 +5,12 @@ said to someone called by name, nor a clock question whose place is in the other
 the real session loop, with a model that would do the wrong thing if asked."""
 from __future__ import annotations
 
+import datetime as dt
+import zoneinfo
+
 import pytest
 
+import protocol as p
 from harness import inproc_system
 from llm.scripted import ScriptedBackend
 
@@ -50,10 +54,16 @@ async def test_a_stop_said_to_someone_else_or_told_is_not_the_fast_paths(tmp_pat
 
 
 async def test_a_clock_question_whose_place_is_in_the_other_words_is_not_the_local_time(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda messages: "Во Владивостоке сейчас час ночи.")
+    backend = ScriptedBackend(reply_fn=lambda messages: "Не знаю такого города.")
     async with inproc_system(tmp_path, backend=backend) as system:
-        await system.turn("s", "а во владике щас сколько времени")
-    assert backend.calls
+        await system.turn("s", "а в урюпинске щас сколько времени")  # a place no table knows: the model's
+        assert backend.calls
+        calls = len(backend.calls)
+        shown = await system.turn("s", "а во владике щас сколько времени")  # a city by its colloquial name
+    assert len(backend.calls) == calls
+    answer = [m.text for m in shown if isinstance(m, p.Display) and m.final][-1]
+    hour = dt.datetime.now(zoneinfo.ZoneInfo("Asia/Vladivostok")).strftime("%H:")
+    assert answer.startswith(f"Во Владике сейчас {hour}"), answer  # Vladivostok's clock, not the user's
 
 
 async def test_a_watch_dropped_among_remarks_is_dropped_without_the_model(tmp_path):
