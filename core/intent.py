@@ -182,6 +182,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
+    text = _QUOTED.sub(":", text)  # "брат такой: «напомни мне в восемь про матч»": a request in quotes is someone's
     text = _RECALL.sub(" ", _SELF_DOES.sub(" ", text))
     if _IF_CLAUSE.search(text):  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
         text = _SECOND_PERSON.sub(" ", _IF_CLAUSE.sub(" ", text))  # and what "you would do" in it
@@ -235,6 +236,11 @@ _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", 
                         + "|".join((re.escape(fold(word)) for word in words("guards", "addressee_words"))) + r")\s*,", re.IGNORECASE)
 
 
+# words in quotation marks after a colon: what someone said or wrote, quoted; a request of the
+# user's own is outside them ("выведи на очки: «пароль 1234»" asks for the screen)
+_QUOTED = re.compile(r":\s*[«\"“„][^«»\"“”„]{1,300}[»\"”“]")
+# a person called by name first, with no comma after (a recogniser's text), before an order
+_NAMED_FIRST = re.compile(_ADDRESSED.pattern.removesuffix(r"\s*,") + r"\s+", re.IGNORECASE)
 _LISTENERS_OWN = _grammar("listeners_own_patterns", r"(?<!\w)(?:{})(?!\w)")
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
 
@@ -259,7 +265,11 @@ def addressed_elsewhere(said: str) -> bool:
     for twenty minutes?"). The assistant on the glasses is not called so: what follows is that
     person's to do, not the assistant's. Or they ask for what is the listener's own ("babe, can you
     set an alarm on your phone for six?", "поставь себе будильник"): the assistant has none."""
-    return bool(_ADDRESSED.match(fold(said)) or _LISTENERS_OWN.search(fold(said)))
+    folded = fold(said)
+    if _ADDRESSED.match(folded) or _LISTENERS_OWN.search(folded):
+        return True
+    named = _NAMED_FIRST.match(folded)  # "лен поставь чайник а?": speech written with no comma
+    return named is not None and opens_an_order(folded[named.end():])
 
 
 def casual(said: str) -> bool:

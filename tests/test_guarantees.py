@@ -569,13 +569,19 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
              # h30: what is asked for is the listener's own (the fast path set a 06:00 alarm "your phone ? …")
              "babe, can you set an alarm on your phone for six? I always sleep right through mine":
                  "TOOL_CALL: timers_set|06:00; alarm",
-             "поставь себе будильник на семь, а то опять проспишь": "TOOL_CALL: timers_set|07:00; будильник"}
+             "поставь себе будильник на семь, а то опять проспишь": "TOOL_CALL: timers_set|07:00; будильник",
+             # h31: a request in quotes after a colon, the brother's ("такой:" told no verb of telling)
+             "брат сейчас по телефону такой: «напомни мне в восемь про матч». смешной, думает я ему секретарша":
+                 "TOOL_CALL: timers_set|in 8 minutes; про матч",
+             # h31: a name called first with no comma (a recogniser's text), then an order
+             "лен поставь чайник а? и напомни диме что он мне ещё с зимы сотку должен":
+                 "TOOL_CALL: timers_set|in 10 minutes; чайник"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 7 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 9 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 

@@ -1703,3 +1703,15 @@ async def test_a_title_of_the_last_results_named_by_a_word_of_its_own_alone_is_p
         await system.turn("s", "а теперь включи ту где узника спасают")  # "узника": the same title again
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
         assert calls == ["TOOL_CALL: media_play|harry-potter-3-2004"] * 2
+
+
+async def test_the_second_one_of_a_list_is_never_a_one_second_timer(tmp_path):
+    # h31: "start the second one" after the Godfather films were listed set a timer "in second"
+    # (an English unit alone counts nothing); which list "start" means is the model's (titles, monitors)
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "find the godfather")
+        for said in ("start the second one", "start the minute one"):
+            assert finals(await system.turn("s", said))[-1] == "MODEL"
+        assert not system.actors["session"].sessions["s"].timers.pending()
+        assert "Timer set" in finals(await system.turn("s", "set a timer for a minute"))[-1]  # "a minute" has its one

@@ -79,8 +79,10 @@ def timers_to_cancel(intent: Intent, pending: list, results_before: list[tuple[s
         return _timer_talked_about(results_before, pending, timer_tools)
     if intent.both_timers:  # "scratch both of them": which two is plain only when two are set
         return pending if len(pending) == 2 else None
-    if intent.all_timers or not pending:
+    if intent.all_timers or not pending and (not intent.text.strip() or TIMER_WORD.search(intent.text)):
         return pending
+    if not pending:
+        return None  # "drop the whatsapp one" with no timer set: something else of that name (a watch), the model's
     said, kept_said = _kept_apart(intent.text)
     place = _PLACE_SAID.search(norm_words(said))
     if place is not None:
