@@ -13,7 +13,7 @@ import functools
 import itertools
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 
 import protocol as p
@@ -339,12 +339,8 @@ class ReflexSteps:
         return self._turn_words(turn.start)
 
     def place_talked_about(self, turn: TurnState) -> str:
-        said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
-        for lines in itertools.islice((lines for lines in said if lines), PLACE_LOOKBACK):
-            request = _plain_request("\n".join(lines), self.s.phrasings)
-            if request is not None and request.kind == "time_elsewhere":
-                return request.subject
-        return ""
+        return next((request.subject for request in self._requests_before(turn, PLACE_LOOKBACK)
+                     if request.kind == "time_elsewhere"), "")
 
     def now(self) -> float:
         return self.s.clock()
@@ -547,10 +543,15 @@ class ReflexSteps:
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex
         reads it (None: none of them is plain)."""
+        return next(self._requests_before(turn, back), None)
+
+    def _requests_before(self, turn: TurnState, back: int) -> Iterator[Intent]:
+        """The user's plain requests among their `back` last messages before this turn, latest
+        first, as a reflex reads them."""
         said = (user_lines(m.content) for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user")
         earlier = itertools.islice((lines for lines in said if lines), back)  # no copy of the history
-        return next((intent for lines in earlier for intent in [_plain_request("\n".join(lines), self.s.phrasings)]
-                     if intent is not None), None)
+        return (intent for lines in earlier for intent in [_plain_request("\n".join(lines), self.s.phrasings)]
+                if intent is not None)
 
     async def _reflex_correction(self, turn: TurnState, intent: Intent) -> str | None:
         """"не Дюну, а Бегущего по лезвию": the user's last request again, with the title put right."""
