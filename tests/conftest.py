@@ -48,7 +48,8 @@ def ipc_config(inproc_config, ipc_dir):
 @pytest.fixture(scope="session")
 def pg_server():
     """A throwaway PostgreSQL for the whole test session (cluster/pgserver.py), torn down at the end."""
-    from cluster.pgserver import PgServer, find_bin, free_port
+    from cluster.pgserver import PgServer, find_bin
+    from harness import free_port  # below the ephemeral range, this worker's own share
 
     if not find_bin("initdb") or not find_bin("pg_ctl"):
         pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (`make test` installs Debian's postgresql)")

@@ -16,7 +16,8 @@ import psycopg
 import pytest
 
 import protocol as p
-from cluster.pgserver import find_bin, free_port
+from cluster.pgserver import find_bin
+from harness import free_port_block
 from phone.client import EventRejected, PhoneClient
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,9 +46,7 @@ def cluster_env(tmp_path):
 
 async def _up(root, env, nodes=2):
     """`cluster up` on free ports; (cluster.json, its stdout)."""
-    base = free_port()
-    while any(_busy(port) for port in range(base, base + nodes + 1)):
-        base = free_port()
+    base = free_port_block(nodes + 1)  # below the ephemeral range: see tests/harness.py `_port_share`
     up = await anyio.to_thread.run_sync(lambda: _run("cluster", "up", "--nodes", str(nodes), "--dir", str(root),
                                                      "--base-port", str(base), "--inproc", env=env))
     assert up.returncode == 0, up.stderr + _logs_tail(root)

@@ -12,8 +12,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from cluster.pgserver import find_bin, free_port
+from cluster.pgserver import find_bin
 from phone.client import PhoneClient, PhoneError
+from harness import free_port_block
 from transport import keys as keyfiles
 
 REPO = Path(__file__).resolve().parent.parent
@@ -58,9 +59,9 @@ async def test_every_node_runs_on_the_config_file_given_to_cluster_up(tmp_path):
     config.write_text(f'[llm]\nprofile = "mine"\n[llm.profiles.mine]\nkind = "scripted"\nmodel = "scripted"\n'
                       f'[phone]\ncurve = true\nkeys_dir = "{keys}"\n[node]\nlease_s = 2.0\nheartbeat_s = 0.3\n')
     env = _env()
-    base = free_port()
-    while any(_busy(port) for port in range(base, base + 3)):
-        base = free_port()
+    # below the ephemeral range, in this worker's own share: a port the system picked for
+    # someone's outgoing connection was taken between our check and a node's bind (CI, stop 63)
+    base = free_port_block(3)
     try:
         up = await anyio.to_thread.run_sync(lambda: _run("--config", str(config), "cluster", "up", "--nodes", "2",
                                                          "--dir", str(root), "--base-port", str(base), "--inproc", env=env))
@@ -78,9 +79,3 @@ async def test_every_node_runs_on_the_config_file_given_to_cluster_up(tmp_path):
         await anyio.to_thread.run_sync(lambda: _run("cluster", "down", "--dir", str(root), env=env))
         shutil.rmtree(root, ignore_errors=True)
 
-
-def _busy(port: int) -> bool:
-    import socket
-
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) == 0
