@@ -53,7 +53,8 @@ def model_tokens(text: str) -> int:
 async def system_with(tmp_path, servers, *, wait_for=(), mcp=None, reply_fn=None, **session):
     shutil.copytree(needs_eval.SKILLS_DIR, tmp_path / "user-skills")
     # the words are for the scripted model: no reflex takes them, none is judged small talk
-    config = make_config(tmp_path, **{"reflexes": False, "small_talk_plain": False, **session})
+    # and the model calls discover_tools itself unless a test says otherwise
+    config = make_config(tmp_path, **{"reflexes": False, "small_talk_plain": False, "discover_first": False, **session})
     config = msgspec.structs.replace(config, mcp=McpConfig(servers=servers, restart_backoff_s=0.1,
                                                            check_interval_s=5.0, **(mcp or {})))
     backend = ToolsSeen(reply_fn=reply_fn or model)
@@ -173,6 +174,48 @@ async def test_enabling_a_big_toolset_shows_its_tools_most_like_the_words_and_sa
         assert f"hub: {120 - len(shown)} more tools not shown" in prompt
         offered = system.backend.offered[-1]  # the grammar offers the tools shown, not all 120
         assert set(shown) <= set(offered) and "hub_stock_quote" not in offered and "discover_tools" in offered
+
+
+def calls_what_it_is_shown(messages) -> str:
+    """A small model's way with a big catalog: it never calls discover_tools itself; shown the
+    forecast tool, it calls it; given the forecast, it tells it."""
+    said = [m for m in messages if m.role != "system"]
+    if said[-1].role == "tool" and said[-1].content.startswith("weather_forecast:"):
+        return "Rain in Oslo tomorrow: " + said[-1].content
+    if any(m.role == "tool" and "Callable now: " in m.content and "hub_weather_forecast" in m.content for m in said):
+        return "TOOL_CALL: hub_weather_forecast|Oslo"
+    return "I don't know the weather."
+
+
+@pytest.mark.parametrize("first", [True, False])
+async def test_a_request_past_the_budget_has_its_tools_found_before_the_models_first_step(tmp_path, first):
+    """The embedded model called discover_tools in 6 of 12 requests over the hub and otherwise
+    answered from nothing: the session searches the request's words itself (a visible
+    discover_tools call), so the forecast tool is callable and in front of the model at once.
+    Off (`session.discover_first = false`), the model is on its own."""
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=calls_what_it_is_shown,
+                           discover_first=first) as system:
+        answer = await say(system, "will it rain in Oslo tomorrow?")
+        calls = [m["content"] for m in await system.history("s1") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        if first:
+            assert answer == "Rain in Oslo tomorrow: weather_forecast: place=Oslo", answer
+            assert calls == ["TOOL_CALL: discover_tools|will it rain in Oslo tomorrow?",
+                             "TOOL_CALL: hub_weather_forecast|Oslo"], calls
+            assert len(system.backend.calls) == 2 + 1, "two steps of the model, one rewording of the need"
+        else:
+            assert answer == "I don't know the weather." and calls == []
+
+
+async def test_small_talk_and_a_request_the_prompt_already_serves_are_not_searched(tmp_path):
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=calls_what_it_is_shown,
+                           discover_first=True) as system:
+        assert await say(system, "thanks, that's great!") == "I don't know the weather."
+        assert not [m for m in await system.history("s1") if m["role"] == "tool"]
+    async with system_with(tmp_path / "unbound", {}, reply_fn=calls_what_it_is_shown, discover_first=True,
+                           index_budget_tokens=0) as system:
+        await say(system, "set a timer for the tea")  # no budget: nothing is left out of the prompt
+        assert not [m for m in await system.history("s1") if m["role"] == "tool"]
+        assert "discover_tools" not in system.backend.offered[-1]
 
 
 def rewords_umbrella(messages) -> str:
