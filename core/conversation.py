@@ -1262,6 +1262,14 @@ class Conversation(ReflexSteps):
         shown = set(self.s.registry.callable_tools(active) if prompt.shown is None else prompt.shown)
         if not any(entry.kind == "tool" and entry.name not in shown for entry in found):
             return  # what the words find is in front of the model already, or no tool at all
+        import os
+        if os.environ.get("PF_DISC_SILENT"):
+            for entry in found:
+                if entry.kind == "tool":
+                    if entry.toolset not in self.activity.active():
+                        self.activity.enable(entry.toolset)
+                    self.activity.make_active(entry.name)
+            return
         self._searched_first = (need, found)
         await self._step_call(turn, parse_reply(f"TOOL_CALL: {DISCOVER_TOOL}|{need}"), by_reflex=True)
 
