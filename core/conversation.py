@@ -253,7 +253,7 @@ class Conversation(ReflexSteps):
         "sid", "phone_key", "s", "trajectory", "activity", "timers", "tracker", "queue", "seen",
         "running", "_step_scope", "_skills", "_skills_epoch", "_model_calls", "last_active",
         "fold_cut", "fold_turns", "runs", "_finished", "resumed_turn_start", "resuming", "open_events",
-        "cut_by", "cut_events", "routing", "_ids_read", "standing", "_feedback", "_discovered", "_searched_first",
+        "cut_by", "cut_events", "routing", "_ids_read", "standing", "_feedback", "_discovered",
     )
 
     def __init__(self, sid: str, settings: SessionSettings, phone_key: str = ""):
@@ -287,7 +287,6 @@ class Conversation(ReflexSteps):
         self.resuming: tuple[str, list[str]] | None = None
         self.runs = ToolRuns()  # toolset calls in flight, each in its own task
         self._discovered = False  # the last discover_tools made tools callable (the next step is told to call one)
-        self._searched_first: tuple[str, list] | None = None  # _step_discovery's search, for the call it makes
         self.cut_by: TurnOutcome = "done"  # what cut the turn in progress (its TurnDone's outcome)
         self.cut_events: OrderedDict[str, TurnOutcome] = OrderedDict()  # recent events a stop or an interrupt cut
         self._finished: dict[str, p.CallOutcome] = {}  # call id -> result the step has but not yet recorded
@@ -1214,8 +1213,7 @@ class Conversation(ReflexSteps):
         need = need[:discovery.MAX_NEED_CHARS]
         if not discovery.stems(need):  # "?", "мне нужно": nothing to search by
             return p.CallOutcome(kind="invalid", text=discovery.EMPTY_NEED_TEXT)
-        searched, self._searched_first = self._searched_first, None
-        found = searched[1] if searched is not None and searched[0] == need else await self._found(turn_id, need)
+        found = await self._found(turn_id, need)
         callable_now = []
         for entry in found:
             if entry.kind == "tool":
@@ -1239,39 +1237,31 @@ class Conversation(ReflexSteps):
 
     async def _step_discovery(self, turn: TurnState) -> None:
         """Issue 53: where tools are left out of the prompt, a user's request that reaches the model
-        is first searched as discover_tools would search it, by the user's words; when that finds a
-        tool the prompt does not show, the search is made as a visible discover_tools call (the
-        session's, as a reflex's calls are), so the model's first step has the tools in front of it
-        and is told to call the one the request needs. The embedded model called discover_tools in
-        6 of 12 such requests and otherwise answered from nothing or read an unrelated skill (`run.py
-        eval --set discovery`). Not for small talk, a remark, or an event with no user words."""
+        is first searched as discover_tools would search it (its words and the model's rewording),
+        and the tools found are made callable - their toolsets turned on, invisibly as
+        enable_toolset does (seed 000 §12), the tools shown under Active toolsets - so the model's
+        first step reads the request with its tools in front of it, as in a small catalog. The
+        embedded model called discover_tools itself in 6 of 12 such requests and otherwise answered
+        from nothing; shown the result of a search the session made as a call, it answered the list
+        instead of calling (`run.py eval --set discovery`, its first 12: 1/12 either way, 4/12 with
+        the tools shown). Not for small talk, a remark, or an event with no user words."""
         said = self._turn_words(turn.start)
         if not self.s.config.discover_first or not said.strip() or turn.remark or small_talk(said):
             return
-        if any(m.role == "assistant" for m in self.trajectory.messages()[turn.start:]):
-            return  # a turn resumed after a crash: its search, if any, is in the history already
         skills = await self._skill_index()
         active = self.activity.active()
         prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO, scope=await self._scope(skills))
-        if not prompt.discover:
-            return  # everything is in the prompt already
-        need = " ".join(said.replace("|", " ").split())[:discovery.MAX_NEED_CHARS]
-        if not discovery.stems(need):
-            return
-        found = await self._found(turn.turn_id, need)
+        need = " ".join(said.split())[:discovery.MAX_NEED_CHARS]
+        if not prompt.discover or not discovery.stems(need):
+            return  # everything is in the prompt already, or nothing to search by
         shown = set(self.s.registry.callable_tools(active) if prompt.shown is None else prompt.shown)
-        if not any(entry.kind == "tool" and entry.name not in shown for entry in found):
-            return  # what the words find is in front of the model already, or no tool at all
-        import os
-        if os.environ.get("PF_DISC_SILENT"):
-            for entry in found:
-                if entry.kind == "tool":
-                    if entry.toolset not in self.activity.active():
-                        self.activity.enable(entry.toolset)
-                    self.activity.make_active(entry.name)
-            return
-        self._searched_first = (need, found)
-        await self._step_call(turn, parse_reply(f"TOOL_CALL: {DISCOVER_TOOL}|{need}"), by_reflex=True)
+        for entry in await self._found(turn.turn_id, need):
+            if entry.kind == "tool" and entry.name not in shown:
+                if entry.toolset not in self.activity.active():
+                    enabled = self.activity.enable(entry.toolset)
+                    self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", entry.toolset,
+                                                  "invisible", enabled)
+                self.activity.make_active(entry.name)
 
     def _last_request(self) -> str:
         """What the user said last (their lines only), cut as a need is."""
