@@ -602,8 +602,9 @@ class Conversation(ReflexSteps):
         closing = [p.ChatMessage(role="user", content=f"[System notice] {notice}")] if notice else []
         if after_result:
             discovered = answered[0].name == DISCOVER_TOOL and self._discovered
+            left = await self._part_left(turn, skills)
             closing.append(p.ChatMessage(role="user", content=after_result_notice(self._last_user_words(), bool(turn.recipe),
-                                                                                    discovered)))
+                                                                                    discovered, left)))
         elif turn.recipe and not notice and history and history[-1].role == "tool" and history[-1].name == "read_skill":
             closing.append(p.ChatMessage(role="user", content=RECIPE_NOTICE))
         messages = layout(prompt, history, len(self.trajectory) - turn.start, closing)
@@ -1255,13 +1256,40 @@ class Conversation(ReflexSteps):
         if not prompt.discover or not discovery.stems(need):
             return  # everything is in the prompt already, or nothing to search by
         shown = set(self.s.registry.callable_tools(active) if prompt.shown is None else prompt.shown)
-        for entry in await self._found(turn.turn_id, need):
-            if entry.kind == "tool" and entry.name not in shown:
-                if entry.toolset not in self.activity.active():
-                    enabled = self.activity.enable(entry.toolset)
-                    self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", entry.toolset,
-                                                  "invisible", enabled)
-                self.activity.make_active(entry.name)
+        found = [entry.name for entry in await self._found(turn.turn_id, need) if entry.kind == "tool"]
+        # a request of several tasks ("find arXiv papers on X and download the top one"): each
+        # task's best tool is callable too, and a task left after a result is named (_part_left)
+        index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, self._skill_pairs(skills))
+        by_part = discovery.part_tools(index, discovery.request_parts(need))
+        turn.parts = [part for part, _tools in by_part]
+        for tool in dict.fromkeys([*found, *(tools[0] for _part, tools in by_part)]):
+            if tool not in shown:
+                self._make_callable(turn, tool)
+
+    def _make_callable(self, turn: TurnState, tool: str) -> None:
+        """A tool found for the user's request: its toolset on (invisibly), the tool shown."""
+        toolset = self.s.registry.toolset_of(tool)
+        if toolset is not None and toolset not in self.activity.active():
+            enabled = self.activity.enable(toolset)
+            self.s.observer.tool_finished(self, turn.turn_id, "", "enable_toolset", toolset, "invisible", enabled)
+        self.activity.make_active(tool)
+
+    @staticmethod
+    def _skill_pairs(skills: p.SkillIndex) -> tuple[tuple[str, str], ...]:
+        return tuple((s.name, s.description) for s in skills.entries)
+
+    async def _part_left(self, turn: TurnState, skills: p.SkillIndex) -> str:
+        """A task of the user's request of several that no call of this turn has served yet, the
+        first time it is found left; "" otherwise (core.discovery.part_left)."""
+        if not turn.parts:
+            return ""
+        index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, self._skill_pairs(skills))
+        called = [m.name for m in self.trajectory.messages()[turn.start:] if m.role == "tool" and m.name]
+        left = discovery.part_left(index, turn.parts, called)
+        if not left or left in turn.parts_told:
+            return ""
+        turn.parts_told.add(left)
+        return left
 
     def _last_request(self) -> str:
         """What the user said last (their lines only), cut as a need is."""

@@ -112,6 +112,50 @@ def thin(need: str) -> bool:
     return len(set(content_words(need))) <= THIN_NEED_WORDS
 
 
+@functools.cache
+def _part_ends() -> re.Pattern[str]:
+    from core.lexicon import alternation  # the words "and" is said with, per language (core/words/*/requests.toml)
+
+    return re.compile(r"[.!?;]+\s*|,?\s+(?:" + alternation("requests", "and_words") + r")\s+", re.I)
+
+
+def request_parts(said: str) -> list[str]:
+    """The parts of a request said in one breath ("get Apple's stock price and find news about
+    the company"): split at sentence ends and at "and"; a part of fewer than two content words
+    ("and then", "please") joins the one before."""
+    parts: list[str] = []
+    for piece in (piece.strip(" ,") for piece in _part_ends().split(said)):
+        if len(content_words(piece)) >= 2 or not parts:
+            parts.append(piece)
+        elif piece:
+            parts[-1] = f"{parts[-1]} {piece}"
+    return [part for part in parts if part]
+
+
+def part_tools(index: "DiscoveryIndex", parts: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each part of a request with the tools its own words find (best first, at most MIN_RESULTS),
+    when the parts' best tools differ: a request of several tasks. [] for one task."""
+    found = [(part, tuple(entry.name for entry in index.search(part, limit=MIN_RESULTS, kinds=("tool",))))
+             for part in parts]
+    found = [(part, tools) for part, tools in found if tools]
+    return found if len({tools[0] for _, tools in found}) > 1 else []
+
+
+def part_left(index: "DiscoveryIndex", parts: Sequence[str], called: Iterable[str]) -> str:
+    """Of a request's parts (`part_tools`), the first no call of the turn served; "" when each
+    was. A call, in the order made, serves the part not yet served whose words score its tool
+    highest ("find arXiv papers and download the top one": the download serves the second part,
+    though "arXiv" scores it higher on the first)."""
+    at = {entry.name: position for position, entry in enumerate(index.entries) if entry.kind == "tool"}
+    scores = [index.fused_scores(part) for part in parts]
+    served: set[int] = set()
+    for tool in called:
+        open_parts = [part for part in range(len(parts)) if part not in served and tool in at and scores[part][at[tool]] > 0]
+        if open_parts:
+            served.add(max(open_parts, key=lambda part: scores[part][at[tool]]))
+    return next((part for number, part in enumerate(parts) if number not in served), "")
+
+
 COGNATE_RATIO = 0.75  # how alike a Russian stem spelled in Latin letters and an English one must be
 _CYRILLIC_WORD = re.compile(r"[а-яё]")
 

@@ -103,6 +103,12 @@ RECIPE_STEP_NOTICE = ("[System notice] Above is the result of your last tool cal
 DISCOVERED_NOTICE = ("[System notice] Above is the result of discover_tools: the tools found for the need, callable "
                      "now. Call the one the user's request needs, with its arguments from the request; answer the "
                      "user in {language} only after its result.")
+# After a result while a part of a request of several tasks is left ("get Apple's stock price and
+# find related news"): told "if it answers the request, reply", the embedded model answered after
+# the first task's result (run.py eval --set discovery, its first 12: dev).
+PART_LEFT_NOTICE = ("[System notice] Above is the result of your last tool call. The user's request also asks: "
+                    "«{part}», not done yet. Make the call it needs now; answer the user in {language} only after "
+                    "its result.")
 USER_LABEL = re.compile(r"^\[User said\]\s*")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[A-Za-z]")
@@ -115,12 +121,17 @@ def reply_language(words: str) -> str:
     return "Russian" if cyrillic > latin else "the user's language"
 
 
-def after_result_notice(request: str, following_recipe: bool = False, discovered: bool = False) -> str:
+def after_result_notice(request: str, following_recipe: bool = False, discovered: bool = False,
+                        part_left: str = "") -> str:
     """The closing notice after a tool result; `request`: the turn's user message as recorded;
     `following_recipe`: the turn read a skill's recipe (not a toolset's own skill) and is doing it;
-    `discovered`: the result is discover_tools' and it made tools callable."""
+    `discovered`: the result is discover_tools' and it made tools callable; `part_left`: a part of
+    a request of several tasks no call has served yet."""
+    language = reply_language(USER_LABEL.sub("", request))
+    if part_left and not following_recipe and not discovered:
+        return PART_LEFT_NOTICE.format(part=part_left, language=language)
     notice = RECIPE_STEP_NOTICE if following_recipe else DISCOVERED_NOTICE if discovered else AFTER_RESULT_NOTICE
-    return notice.format(language=reply_language(USER_LABEL.sub("", request)))
+    return notice.format(language=language)
 
 
 def layout(prompt: PromptParts, history: list[ChatMessage], turn_messages: int,

@@ -206,6 +206,47 @@ async def test_a_request_past_the_budget_has_its_tools_found_before_the_models_f
             assert answer == "I don't know the weather." and calls == []
 
 
+class DoesOneTaskUnlessTold:
+    """A small model's way with a request of two tasks: it makes the first call and answers
+    after its result, unless the closing notice (`backend.last_read`) says a task is left."""
+    backend: ToolsSeen | None = None
+
+    def __call__(self, messages) -> str:
+        results = [m.content for m in messages if m.role == "tool"]
+        if not results:
+            return "TOOL_CALL: hub_stock_quote|AAPL" if "hub_stock_quote|<symbol>" in prompt_of(messages) else "no idea"
+        if "«find related news», not done yet" in self.backend.last_read[-1] and len(results) == 1:
+            return "TOOL_CALL: hub_company_news|Apple"
+        return "Here you are: " + " / ".join(results)
+
+
+@pytest.mark.parametrize("first", [True, False])
+async def test_a_request_of_two_tasks_is_told_the_task_left_after_the_first_result(tmp_path, first):
+    model = DoesOneTaskUnlessTold()
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=model, discover_first=first) as system:
+        model.backend = system.backend
+        answer = await say(system, "get the latest Apple stock price and find related news")
+        if first:
+            assert answer == "Here you are: stock_quote: symbol=AAPL / company_news: symbol=Apple", answer
+        else:
+            assert answer == "no idea"
+
+
+def test_a_request_is_cut_into_its_tasks_and_a_call_serves_the_task_that_names_it_best():
+    registry, skills = needs_eval.catalog()
+    index = discovery.index_for(registry, skills)
+    said = "Find recent arXiv papers about transformers, and download the top one please."
+    assert discovery.request_parts(said) == ["Find recent arXiv papers about transformers", "download the top one please"]
+    parts = [part for part, _tools in discovery.part_tools(index, discovery.request_parts(said))]
+    assert discovery.part_left(index, parts, []) == parts[0]
+    assert discovery.part_left(index, parts, ["hub_arxiv_search"]) == "download the top one please"
+    assert discovery.part_left(index, parts, ["hub_arxiv_search", "hub_arxiv_download"]) == ""
+    assert discovery.part_left(index, parts, ["hub_weather_current"]) == parts[0]  # serves neither
+    one_task = "will it rain in Oslo tomorrow? check the forecast"  # two sentences, one tool
+    assert discovery.part_tools(index, discovery.request_parts(one_task)) == []
+    assert discovery.request_parts("and then") == ["and then"]
+
+
 async def test_small_talk_and_a_request_the_prompt_already_serves_are_not_searched(tmp_path):
     async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=calls_what_it_is_shown,
                            discover_first=True) as system:
