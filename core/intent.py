@@ -127,6 +127,8 @@ _REPORTED = _grammar("reported_patterns")
 
 
 _WATCH_ENDED = _grammar("watch_ended_patterns")
+# "всё, больше ничего не надо", "nothing else": the talk closed, nothing asked (nor cancelled)
+_NOTHING_MORE = _grammar("nothing_more_patterns")
 
 
 # the user telling of their own doing ("if I set a timer for every single thing …", "I always put
@@ -183,7 +185,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
     text = _QUOTED.sub(":", text)  # "брат такой: «напомни мне в восемь про матч»": a request in quotes is someone's
-    text = _RECALL.sub(" ", _SELF_DOES.sub(" ", text))
+    text = _NOTHING_MORE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
     if _IF_CLAUSE.search(text):  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
         text = _SECOND_PERSON.sub(" ", _IF_CLAUSE.sub(" ", text))  # and what "you would do" in it
     text = _REFLEXIVE.sub(" ", text)  # "он запустится на телефоне?": how it happens, no request

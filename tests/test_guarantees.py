@@ -338,6 +338,30 @@ async def test_a_watch_or_a_task_cancel_nobody_asked_for_is_not_made(tmp_path):
         assert made["name"] == "channels_watch" and not made["content"].startswith("not executed")
 
 
+def _canceller(messages):
+    """A model that reads "не надо" as a cancel wherever it is said."""
+    last = [m for m in messages if m.role != "system"][-1]
+    words = last.content.split("] ", 1)[-1]
+    if words.startswith("call "):
+        return "TOOL_CALL: " + words[len("call "):]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Хорошо."
+    return "TOOL_CALL: timers_cancel|all"
+
+
+async def test_nothing_more_needed_closes_the_talk_and_cancels_no_timer(tmp_path):
+    """"Всё, больше ничего не надо" after a thank-you: the model cancelled every timer (the
+    discovery traps, dtrap-ru-05); "nothing more is needed" asks for no cancel, "не надо" alone does."""
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_canceller)) as system:
+        await system.turn("s", "call timers_set|in 30 minutes; созвон")
+        await system.turn("s", "О, спасибо, что про созвон напомнил, я бы точно забыл. Всё, больше ничего не надо.")
+        refused = tool_results(await system.history("s"))[-1]
+        assert refused["name"] == "timers_cancel" and refused["content"].startswith("not executed (not_requested)")
+        await system.turn("s", "про созвон уже не надо напоминать")
+        made = tool_results(await system.history("s"))[-1]
+        assert made["name"] == "timers_cancel" and not made["content"].startswith("not executed"), made
+
+
 def _misspeller(messages):
     """The local model answering "привет" when offered no tool: a call line the parser does not take."""
     last = [m for m in messages if m.role != "system"][-1]
