@@ -193,7 +193,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
         return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
-    if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text)) and not _imperative_beyond_explain(kind, text):
+    if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text) or _ABLE_QUESTION.search(text)) \
+            and not _imperative_beyond_explain(kind, text):
         return False
     if kind == "timer_set":
         return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
@@ -333,6 +334,8 @@ def unasked_lookup(spec: ToolSpec, said: str) -> Refusal | None:
 
 # how the assistant does a thing, asked: "а ты таймеры как отменяешь — по номеру?", "как ты ставишь будильник"
 _HOW_YOU_DO = _grammar("how_you_do_patterns")
+# what the assistant can do, asked: "can you actually open issues, or do you just read?", "ты вообще умеешь …?"
+_ABLE_QUESTION = _grammar("able_question_patterns")
 _SECOND_PERSON = _grammar("second_person_patterns")
 
 

@@ -232,6 +232,26 @@ async def test_a_request_of_two_tasks_is_told_the_task_left_after_the_first_resu
             assert answer == "no idea"
 
 
+def opens_issues(messages) -> str:
+    """A model that opens an issue whenever GitHub issues come up."""
+    said = [m for m in messages if m.role != "system"]
+    if said[-1].role == "tool":
+        return "ok: " + said[-1].content
+    return "TOOL_CALL: hub_github_create_issue|my-repo; crash on start"
+
+
+async def test_a_question_about_what_the_assistant_can_do_opens_no_issue_and_an_order_does(tmp_path):
+    """"can you actually open issues on GitHub for me, or do you just read stuff?" opened one (the
+    discovery traps, dtrap-en-02, with or without discover_first): asked what it can do, nothing
+    is done; asked to do it, it is."""
+    async with system_with(tmp_path, {"hub": hub()}, wait_for=("hub",), reply_fn=opens_issues) as system:
+        await say(system, "Wait, can you actually open issues on GitHub for me, or do you just read stuff?")
+        results = [m for m in await system.history("s1") if m["role"] == "tool"]
+        assert results[-1]["name"] == "hub_github_create_issue" and results[-1]["content"].startswith("not executed")
+        made = await say(system, "open an issue in my-repo on GitHub: crash on start")
+        assert made.endswith("github_create_issue: repo=my-repo; title=crash on start"), made
+
+
 def test_a_request_is_cut_into_its_tasks_and_a_call_serves_the_task_that_names_it_best():
     registry, skills = needs_eval.catalog()
     index = discovery.index_for(registry, skills)
