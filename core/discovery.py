@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from core.lexicon import alternation
 from core.toolsets import ToolsetRegistry
 from protocol import ChatMessage
 from core.translit import transliterate
@@ -114,8 +115,7 @@ def thin(need: str) -> bool:
 
 @functools.cache
 def _part_ends() -> re.Pattern[str]:
-    from core.lexicon import alternation  # the words "and" is said with, per language (core/words/*/requests.toml)
-
+    """Where a request's parts meet: a sentence's end, or "and" (`and_words` of each language)."""
     return re.compile(r"[.!?;]+\s*|,?\s+(?:" + alternation("requests", "and_words") + r")\s+", re.I)
 
 
@@ -149,8 +149,8 @@ def part_left(index: "DiscoveryIndex", parts: Sequence[str], called: Iterable[st
     at = {entry.name: position for position, entry in enumerate(index.entries) if entry.kind == "tool"}
     scores = [index.fused_scores(part) for part in parts]
     served: set[int] = set()
-    for tool in called:
-        open_parts = [part for part in range(len(parts)) if part not in served and tool in at and scores[part][at[tool]] > 0]
+    for tool in (tool for tool in called if tool in at):
+        open_parts = [part for part in range(len(parts)) if part not in served and scores[part][at[tool]] > 0]
         if open_parts:
             served.add(max(open_parts, key=lambda part: scores[part][at[tool]]))
     return next((part for number, part in enumerate(parts) if number not in served), "")
