@@ -558,6 +558,9 @@ class Conversation(ReflexSteps):
             return  # carried out without the model (core.reflex)
         await self._step_discovery(turn)
         for _ in range(self.s.config.max_steps):
+            # a stop that came while the last await was finishing cuts the turn here, before the
+            # queue is taken: taken, it would close with the cut turn and never be answered
+            await anyio.lowlevel.checkpoint()
             taken_at = len(self.trajectory)
             if self._take_queue(consumed) and self.s.config.reflexes:
                 await self._step_queued_reflex(turn, taken_at)  # "включи Матрицу" said during a slow search

@@ -437,3 +437,19 @@ def test_a_call_recorded_after_an_interrupt_landed_is_closed_so_the_next_batch_c
     assert conversation.trajectory.pending_calls() == []
     conversation.trajectory.record_events(p.Event(event_id="e2", kind="user_text", source="user", channel="speech", content="нет, Аватар", ts=0.0))
     assert conversation.trajectory.messages()[-2].role == "tool"
+
+
+async def test_a_stop_pressed_at_once_after_a_request_is_answered_every_time(tmp_path):
+    """A stop that lands while the turn's first await is finishing (before the model has said a
+    word) was taken into the cut turn and closed with it: the glasses showed nothing (`run.py
+    bench`, the interrupt turns). It cuts the turn before the queue is taken, and is answered."""
+    async with inproc_system(tmp_path, backend=ScriptedBackend()) as system:
+        for attempt in range(12):
+            session = f"s{attempt}"
+            await system.turn(session, "", kind="session_start")
+            await system.deliver(session, "tell me a long story about cats")
+            stop = p.new_id()
+            await system.deliver(session, "", kind="user_interrupt", event_id=stop)
+            shown = await system.actors["glasses"].wait_event_done(session, stop)
+            finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+            assert finals and finals[-1] == "OK, stopped.", (attempt, shown)
