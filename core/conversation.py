@@ -349,8 +349,9 @@ class Conversation(ReflexSteps):
             self.s.spawn(self._parallel, event)
             return
         self.queue.append(event)
-        # "cancel 3f2a9c" while idle names one background task: the tasks toolset stops it, not all
-        one_task = not self.running and event.kind == "user_text" and names_a_task(event.content, self.runs.in_background())
+        # "cancel 3f2a9c" names one background task: the tasks toolset stops it, not all - also
+        # while a turn runs (a progress report's, a late result's), which it waits for
+        one_task = event.kind == "user_text" and names_a_task(event.content, self.runs.in_background())
         if strategy == "cancel" and (self.running or len(self.runs)) and not one_task:
             self._cancel()  # "stop" also stops what runs in the background
         elif self.running and strategy == "interrupt":

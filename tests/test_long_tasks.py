@@ -63,3 +63,37 @@ async def test_a_long_task_runs_past_timeout_s_while_it_reports_and_stops_when_i
             await system.turn("s", f"call tasks_status|{task}")
             status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
             assert status.startswith(f"Task {task} is not running: ") and said in status, status
+
+
+async def test_cancelling_one_task_while_a_progress_turn_runs_stops_that_task_alone(tmp_path):
+    """"cancel task <id>" said while the session was busy with another task's progress report
+    stopped every background task (CI: the job that was to finish never did): it names one task,
+    so it waits for the turn and stops that task alone."""
+    server = str(Path(__file__).with_name("mcp_progress_server.py"))
+    config = msgspec.structs.replace(make_config(tmp_path), mcp=McpConfig(servers={"jobs": McpServerConfig(
+        command=[sys.executable, server], timeout_s=3.0, long_running=["jobs_count"], long_running_stall_s=STALL_S,
+        long_running_timeouts={"count": RUNS_OUT_S})}))
+    backend = ScriptedBackend(reply_fn=_cancels_what_is_named, first_token_delay_s=0.2)  # every turn takes a while
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        glasses = system.actors["glasses"]
+        await session_knows(system, "jobs")
+        for args in ("60; 0.3", "8; 0.2"):  # to cancel; to finish
+            await system.turn("s", f"call jobs_count|{args}", timeout=30)
+        doomed = _task_of(await system.history("s"), "60; 0.3")
+        await until(lambda: _busy(system), timeout=30)  # a progress report's turn runs
+        await system.deliver("s", f"cancel task {doomed}")
+        await until(lambda: any("counted " in f for f in finals(glasses.shown["s"])), timeout=60)
+        await system.turn("s", f"call tasks_status|{doomed}", timeout=30)
+        status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
+        assert "cancelled by the user after" in status, status
+
+
+def _cancels_what_is_named(messages) -> str:
+    """world_model, which also reads a cancel batched with a progress report."""
+    last = messages[-1]
+    named = re.search(r"cancel task (\w+)", last.content) if last.role == "user" else None
+    return f"TOOL_CALL: tasks_cancel|{named.group(1)}" if named else world_model(messages)
+
+
+async def _busy(system) -> bool:
+    return (await system.info("s")).busy
