@@ -37,6 +37,14 @@ def world_model(messages: list[p.ChatMessage]) -> str:
     """Plays an assistant that registers interests and reports what wakes it."""
     last = messages[-1]
     text = last.content
+    # events that joined at a safe point are messages of their own: a late result is answered
+    # though a progress report came after it (as a model covers every event it is shown)
+    trailing = []
+    for message in reversed(messages):
+        if message.role != "user":
+            break
+        trailing.insert(0, message.content)
+    text = next((said for said in trailing if said.startswith("[Tool result from")), text)
     if last.role == "tool":
         if last.name == "channels_watch":
             return "I will tell you when Anna writes."
@@ -313,6 +321,9 @@ class Phone(RecordingGlasses):
      "жена просила купить сметану хлеб и десяток яиц"),
     # h30: "this" before a colon is what follows it (it was the remark before)
     ("my glasses are about to die so quick, push this to my phone: the gate code is 3318", "the gate code is 3318"),
+    # h32: a code said digit by digit is sent in figures (the phone showed "four seven one nine")
+    ("send the gate code to my phone, it's four seven one nine", "the gate code: 4719"),
+    ("скинь мне на телефон код от подъезда: ноль семь три два", "код от подъезда 0732"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
