@@ -174,12 +174,28 @@ def _taken_back(kind: ActionKind, text: str) -> bool:
     return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
 
 
+_PUT_OFF = _grammar("put_off_patterns")
+
+
+def _put_off(kind: ActionKind, text: str) -> bool:
+    """Whether the words put a request off ("… но пока не ставь", "don't start it yet"): after
+    the last such phrase nothing asks for the kind again nor says a time or number ("not now, in
+    an hour" corrects, not puts off). A cancel may be put off too ("don't cancel it yet")."""
+    last = None
+    for last in _PUT_OFF.finditer(text):
+        pass
+    if last is None:
+        return False
+    after = text[last.end():]
+    return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
     "да" then asks for what the question offered."""
     text = _norm(said)
-    if _taken_back(kind, text) or addressed_elsewhere(said):  # "… а, нет, забудь", "Jake, can you set …"
+    if _taken_back(kind, text) or _put_off(kind, text) or addressed_elsewhere(said):  # "… а, нет, забудь", "… но пока не ставь"
         return False
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words

@@ -362,6 +362,29 @@ async def test_nothing_more_needed_closes_the_talk_and_cancels_no_timer(tmp_path
         assert made["name"] == "timers_cancel" and not made["content"].startswith("not executed"), made
 
 
+def _setter(messages):
+    """A model that sets the timer a message names, whatever else it says."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Хорошо."
+    return "TOOL_CALL: timers_set|in 40 minutes; курица"
+
+
+@pytest.mark.parametrize("said, made", [
+    ("мне потом надо будет таймер минут на сорок на курицу, но пока не ставь, я её ещё даже не замариновала", False),
+    ("I'll need a timer for the chicken later, forty minutes, but don't set it yet", False),
+    ("поставь таймер на сорок минут на курицу, не забудь", True),  # "не забудь" takes nothing back
+    ("set a timer for forty minutes for the chicken, not now, in an hour", True),  # a correction, not a put-off
+])
+async def test_a_request_put_off_sets_nothing_until_it_is_asked_again(tmp_path, said, made):
+    """h32: "…но пока не ставь" set the timer the sentence had named."""
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_setter)) as system:
+        await system.turn("s", said)
+        result = tool_results(await system.history("s"))[-1]
+        assert result["name"] == "timers_set"
+        assert result["content"].startswith("not executed (not_requested)") != made, result
+
+
 def _misspeller(messages):
     """The local model answering "привет" when offered no tool: a call line the parser does not take."""
     last = [m for m in messages if m.role != "system"][-1]
