@@ -334,3 +334,22 @@ async def test_the_frames_timer_by_their_clock_is_put_on_the_users_and_with_no_p
         shown = await system.turn("s", "напомни в 9 утра по их времени позвонить маме")
         assert not system.actors["session"].sessions["s"].timers.pending()  # whose clock: the model asks
         assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "MODEL"
+
+
+def _confirms_in_the_text(messages):
+    """The local model of h32: its confirmation put as the alarm's text, then the list asked for."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool" or last.content.startswith("[System notice]"):
+        return "Done."
+    if "what have I got" in last.content:
+        return "TOOL_CALL: timers_list"
+    return 'TOOL_CALL: timers_set|tomorrow 06:30; "Alarm set for 6:30 AM tomorrow"'
+
+
+async def test_the_models_confirmation_is_no_timers_text_and_the_list_claims_nothing(tmp_path):
+    """h32: the alarm's text was "Alarm set for 6:30 AM tomorrow", and "what have I got set now?"
+    listed "06:15 — Alarm set for 6:30 AM tomorrow": a claim no call of the turn made."""
+    final, left, _ = await _play(tmp_path, ["set my alarm clock please, the usual time, half six tomorrow",
+                                            "okay so what have I got set now?"], reply_fn=_confirms_in_the_text)
+    assert [text for _time, text in left] == ["alarm"]
+    assert "set for" not in final.casefold(), final

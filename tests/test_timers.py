@@ -189,3 +189,16 @@ def test_an_hour_said_without_its_half_of_the_day_is_the_next_on_a_twelve_hour_d
 @pytest.mark.parametrize("text, seconds", [("через часик", 3600), ("in полчасика", 1800), ("через минутку", 60)])
 def test_a_unit_said_fondly_is_the_unit(text, seconds):
     assert parse_when(text, 0) == seconds
+
+
+@pytest.mark.parametrize("given, text", [
+    ('"Alarm set for 6:30 AM tomorrow"', "alarm"),  # h32: the model's confirmation as the text
+    ("Timer set for the pasta", "pasta"),
+    ("Поставил таймер на 10 минут: чай", "чай"),
+    ("Будильник поставлен на 6:30 утра", "будильник"),
+    ("курица", "курица"),
+    ("set the table", "set the table"),  # a purpose that starts with a verb is no confirmation
+])
+def test_a_timers_text_is_what_it_is_for_never_the_models_confirmation(given, text):
+    from toolsets.timers import timer_text
+    assert timer_text(given) == text

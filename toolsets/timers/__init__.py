@@ -6,8 +6,12 @@ What it says and does without the model: intents.yaml (its sentences and respons
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
+from pathlib import Path
 
+from core.lexicon import alternation, fold, words, words_of
+from core.reflex import TIMER_WORD, is_russian
 from core.timers import TimerError, TimerTable, said_as_clock
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
@@ -33,12 +37,35 @@ TIMERS_TOOLSET = ToolsetSpec(
 )
 
 
+_WORDS = Path(__file__).with_name("words")
+_SAID_BACK = re.compile(r"^\W*(?:" + alternation("naming", "said_back_patterns", _WORDS) + r")", re.IGNORECASE)
+_TIME_WORDS = frozenset(words("naming", "said_back_time_words", _WORDS))
+
+
+def timer_text(text: str) -> str:
+    """A timer's text as the model gave it, less its own confirmation ("Alarm set for 6:30 AM
+    tomorrow" is the timer word "alarm"; "Timer set for the pasta" is "pasta"): such a text says
+    nothing the timer is for, and listed back it reads as a claim of setting it."""
+    text = " ".join(text.strip().strip("\"'«»“”").split())
+    said_back = _SAID_BACK.match(fold(text))
+    if said_back is None:
+        return text
+    rest = [word for word in text[said_back.end():].split()
+            if (bare := fold(word).strip(".,!?;:")) and bare not in _TIME_WORDS and not re.fullmatch(r"[\d:.]+", bare)]
+    if rest:
+        return " ".join(rest).strip(".,!?;: ")
+    named = re.search(rf"\w*(?:{TIMER_WORD.pattern})\w*", fold(text[:said_back.end()]))
+    if named is not None:
+        return named.group(0)
+    return words_of("ru" if is_russian(text) else "en", "naming", "unnamed_timer", _WORDS)[0]
+
+
 def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> CallOutcome:
     """Execute one timers_* call; never raises on bad input (a time it cannot read is an error)."""
     try:
         if tool == "timers_set":
             now = table.clock()  # the moment its span is counted from (the table reads the clock again: µs later)
-            timer_id, due, text = table.set(args["when"], args["text"], args.get("every"))
+            timer_id, due, text = table.set(args["when"], timer_text(args["text"]), args.get("every"))
             timer = next(t for t in table.pending() if t.timer_id == timer_id)
             return CallOutcome(kind="ok", text=text, data=TimerSet(id=timer_id, due=due, text=timer.text, set_at=now,
                                                                    every_s=timer.every, by_clock=said_as_clock(args["when"])))
