@@ -149,6 +149,20 @@ def numbers_in_figures(text: str) -> str:
     return " ".join(numbers.get(word.casefold(), word) for word in text.split())
 
 
+@lru_cache(maxsize=1)
+def _digit_run() -> tuple[re.Pattern[str], dict[str, int]]:
+    digits = {str(word).casefold(): int(n) for word, n in table("spoken", "digits").items()}
+    word = "|".join(re.escape(w) for w in sorted(digits, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{word})(?:[\s,-]+(?:{word})){{2,}}(?![\w-])", re.IGNORECASE), digits
+
+
+def digits_in_figures(text: str) -> str:
+    """"the gate code is four seven one nine" -> "… 4719" (core/words/<language>/spoken.toml): three
+    digits or more said one by one are a code or a number, written as figures in a message to send."""
+    pattern, digits = _digit_run()
+    return pattern.sub(lambda m: "".join(str(digits[w.casefold()]) for w in re.split(r"[\s,-]+", m.group(0))), text)
+
+
 def hundreds_in_figures(text: str) -> str:
     """"сто двадцать" -> "120", "two hundred and fifty" -> "250" (core/words/<language>/spoken.toml):
     for the readers of numbers (a timer's length, a sentence's number slot); a message to send

@@ -62,6 +62,7 @@ import msgspec
 import yaml
 
 from core import lexicon
+from core.timewords import in_digits
 
 _log = logging.getLogger("porfiry.intents")
 
@@ -289,7 +290,7 @@ class LocalIntents:
         intents, lists = self._compiled[language]
         try:
             results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
-            if not results and (figured := lexicon.hundreds_in_figures(text)) != text:  # "two hundred and fifty grams"
+            if not results and (figured := in_digits(text)) != text:  # "two hundred and fifty grams", "без четверти семь"
                 results = list(recognize_all(figured, intents, slot_lists=lists, intent_context=_HERE, language=language))
         except HassilError as exc:  # a template naming a list or rule no file defines: the model reads the words
             if str(exc) not in self._told:

@@ -18,7 +18,7 @@ from functools import partial
 
 import protocol as p
 from core import tracing
-from core.lexicon import alternation, fold, words
+from core.lexicon import alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk
@@ -216,8 +216,11 @@ def declared_answer(match: LocalMatch, result: str) -> str:
 
 
 def slot_words(match: LocalMatch) -> dict[str, str]:
-    """A match's slots as words for a declared template: 5.0 is "5", 2.5 stays "2.5"."""
-    return {name: f"{value:g}" if isinstance(value, float) else value for name, value in match.slots.items()}
+    """A match's slots as words for a declared template: 5.0 is "5", 2.5 stays "2.5"; in a message
+    the toolset sends as said, a code said digit by digit is in figures ("four seven one nine": 4719)."""
+    free_text = match.call is not None and match.call.free_text
+    return {name: f"{value:g}" if isinstance(value, float) else digits_in_figures(value) if free_text else value
+            for name, value in match.slots.items()}
 
 
 def _plain_request(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:

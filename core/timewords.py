@@ -446,9 +446,9 @@ _NUMBER_WORDS: dict[str, int] = lexicon.table(_CLOCK, "said_numbers")  # "пар
 
 def numbers_said(words: list[str]) -> set[int]:
     """The numbers a text's words say, as digits or words ("двадцать пять" is 25; 0 always: a
-    clock's ":00")."""
+    clock's ":00"). Hundreds are read whole: "a hundred and ten" says 110, not 100 and 10."""
     found = {0}
-    for word in words:
+    for word in lexicon.hundreds_in_figures(" ".join(words)).split():
         if word.isdigit():
             found.add(int(word))
         elif word in _NUMBER_WORDS:

@@ -7,6 +7,7 @@ import pytest
 import protocol as p
 from core.frame import frame_messages, read_frame
 from core.reflex import recognise
+from core.reflex_steps import builtin_local_intents
 from harness import inproc_system, until
 from llm.scripted import ScriptedBackend
 
@@ -221,6 +222,17 @@ async def test_a_conversion_among_remarks_is_put_as_the_converters_own_sentence_
 async def test_a_conversion_whose_number_the_user_never_said_is_not_made(tmp_path):
     calls, final, _ = await _framed_turn(tmp_path, _OVEN, "convert 350 fahrenheit to celsius", "units_convert")
     assert not calls and final == "Хорошо."  # the model's turn
+
+
+async def test_hundreds_said_in_words_are_read_whole_and_a_part_of_them_is_no_number_said(tmp_path):
+    # h32: "a hundred and ten" was put by the frame as 100 and converted (the user heard 62 mph, not 68)
+    said = "what's a hundred and ten kilometers an hour in miles per hour"
+    calls, final, _ = await _framed_turn(tmp_path, said, "convert 100 kilometers per hour to miles per hour", "units_convert")
+    assert calls == ["TOOL_CALL: units_convert|110; km/h; mph"] and "68" in final
+    among_remarks = "ugh the sign said a hundred and ten kilometers an hour and my car only shows miles"
+    assert read_frame("convert 100 kilometers per hour to miles per hour", among_remarks,
+                      local=builtin_local_intents()).refused == "unsaid: 100"
+    assert read_frame("convert 110 kilometers per hour to miles", among_remarks, local=builtin_local_intents()).taken
 
 
 async def test_a_note_for_the_phone_among_remarks_is_sent_as_the_notify_sentence_says(tmp_path):
