@@ -202,8 +202,8 @@ class LocalIntents:
         compiled, contexts = {}, {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
-            for path, spec in declared:
-                own = spec.get("sentences", {}).get(language, {})
+            owns = _scoped_files([spec.get("sentences", {}).get(language, {}) for _path, spec in declared])
+            for (path, spec), own in zip(declared, owns):
                 merged["lists"].update(own.get("lists", {}))
                 merged["expansion_rules"].update(own.get("expansion_rules", {}))
                 merged["skip_words"] += own.get("skip_words", [])  # said around any request: "anyway", "кстати"
@@ -216,9 +216,8 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
-            context = {name: {"data": [{"sentences": [intent["context"]]}]} for _path, spec in declared
-                       for name, intent in spec.get("sentences", {}).get(language, {}).get("intents", {}).items()
-                       if isinstance(intent.get("context"), str)}
+            context = {name: {"data": [{"sentences": [intent["context"]]}]} for own in owns
+                       for name, intent in own.get("intents", {}).items() if isinstance(intent.get("context"), str)}
             if context:
                 contexts[language] = _compile({**merged, "intents": context})
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
@@ -428,6 +427,58 @@ def _own_action(path: Path, name: str, intent) -> str:
             not isinstance(intent.get("sentences"), list) or not intent["sentences"]:
         raise IntentFileError(f"{path}: intent {name}: needs 'action' (a word) and 'sentences' (a list)")
     return intent["action"]
+
+
+def _scoped_files(owns: list[dict]) -> list[dict]:
+    """Each file's sentences of one language, with a list or an expansion rule that an earlier
+    file defines otherwise renamed in it (and in its templates): hassil's names are one namespace
+    per language, and a user's `<clock>` for their world clock replaced the timers' own, which
+    then matched no alarm. What a file names is its own; the built-in files come first."""
+    defined: dict[tuple[str, str], object] = {}
+    scoped = []
+    for index, own in enumerate(owns):
+        renames: dict[tuple[str, str], str] = {}
+        for kind in ("lists", "expansion_rules"):
+            for name, value in own.get(kind, {}).items():
+                if defined.setdefault((kind, name), value) != value:
+                    renames[kind, name] = f"{name}_of_file_{index}"
+        scoped.append(_renamed(own, renames) if renames else own)
+    return scoped
+
+
+def _renamed(own: dict, renames: dict[tuple[str, str], str]) -> dict:
+    """`own` with the lists and rules in `renames` under their new names, in every template that
+    names them: `<rule>`, `{list}` (its slot keeps the old name: `{new:list}`), `{list:slot}`."""
+    def template(text: str) -> str:
+        for (kind, name), new in renames.items():
+            if kind == "expansion_rules":
+                text = text.replace(f"<{name}>", f"<{new}>")
+            else:
+                text = text.replace(f"{{{name}}}", f"{{{new}:{name}}}").replace(f"{{{name}:", f"{{{new}:")
+        return text
+
+    def deep(value):
+        if isinstance(value, str):
+            return template(value)
+        if isinstance(value, list):
+            return [deep(item) for item in value]
+        if isinstance(value, dict):
+            return {key: deep(item) for key, item in value.items()}
+        return value
+
+    out = dict(own)
+    for kind in ("lists", "expansion_rules"):
+        out[kind] = {renames.get((kind, name), name): value for name, value in own.get(kind, {}).items()}
+    out["expansion_rules"] = {name: template(rule) for name, rule in out["expansion_rules"].items()}
+    intents = {}
+    for name, intent in own.get("intents", {}).items():
+        intent = dict(intent)
+        for key in ("sentences", "context"):
+            if key in intent:
+                intent[key] = deep(intent[key])
+        intents[name] = intent
+    out["intents"] = intents
+    return out
 
 
 def _home_assistant_data(language: str, names: set[str]) -> dict:

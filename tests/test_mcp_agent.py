@@ -295,6 +295,23 @@ async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_c
         assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
 
 
+async def test_a_servers_sentences_naming_a_rule_or_list_as_a_toolset_does_leave_the_toolsets_own(tmp_path):
+    """The world clock's sentences name a rule `<clock>` and a list `{city}`; hassil's names are
+    one namespace per language, and its `<clock>` replaced the timers' (a time of day): with the
+    server configured, "разбуди меня завтра в полседьмого" and "remind me every night at nine"
+    went to the model (every eval since the world clock joined them). A file's names are its own."""
+    clock = McpServerConfig(command=[sys.executable, str(HERE / "mcp_worldclock_server.py")], timeout_s=30.0,
+                            intents=str(HERE / "mcp_worldclock_intents.yaml"))
+    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "MODEL") as system:
+        for said in ("разбуди меня завтра в полседьмого", "remind me every night at nine to take my meds"):
+            shown = await system.turn("s", said, timeout=30)
+            assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1] == 0, finals(shown)
+            assert "06:30" in finals(shown)[-1] or "21:00" in finals(shown)[-1], finals(shown)
+        await system.turn("s", "сделай Дубай домашним городом в часах", timeout=30)  # the server's own sentence still
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: worldclock_set_home|Дубай"
+
+
 def test_an_mcp_servers_sentences_file_that_is_missing_is_a_clear_config_error(tmp_path):
     import pytest
 
