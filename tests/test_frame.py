@@ -235,6 +235,16 @@ async def test_hundreds_said_in_words_are_read_whole_and_a_part_of_them_is_no_nu
     assert read_frame("convert 110 kilometers per hour to miles", among_remarks, local=builtin_local_intents()).taken
 
 
+async def test_the_glasses_talked_about_are_no_place_to_put_a_text(tmp_path):
+    # h33: "чё-то очки греются … глянь, что сейчас запущено" put "что сейчас запущено" on the screen
+    said = "чё-то очки греются и тупят, может у тебя там куча всего в фоне крутится? глянь, что сейчас запущено"
+    calls, final, _ = await _framed_turn(tmp_path, said, "show on the screen: что сейчас запущено", "show_text")
+    assert not calls and final == "Хорошо."  # the model's turn
+    calls, _, _ = await _framed_turn(tmp_path, "кинь на экран очков, что сейчас запущено", "show on the screen: что сейчас запущено",
+                                     "show_text")
+    assert calls == ["TOOL_CALL: show_text|что сейчас запущено"]
+
+
 async def test_a_note_for_the_phone_among_remarks_is_sent_as_the_notify_sentence_says(tmp_path):
     calls, final, _ = await _framed_turn(tmp_path, "my glasses are about to die so quick, get it onto my phone, the gate code is 3318",
                                          "send to my phone: the gate code is 3318", "notify_user")
