@@ -373,6 +373,7 @@ def _setter(messages):
 @pytest.mark.parametrize("said, made", [
     ("мне потом надо будет таймер минут на сорок на курицу, но пока не ставь, я её ещё даже не замариновала", False),
     ("I'll need a timer for the chicken later, forty minutes, but don't set it yet", False),
+    ("мне потом надо будет таймер на пельмени поставить, но вода ещё даже не закипела, так что пока ничего не ставь", False),
     ("поставь таймер на сорок минут на курицу, не забудь", True),  # "не забудь" takes nothing back
     ("set a timer for forty minutes for the chicken, not now, in an hour", True),  # a correction, not a put-off
 ])
