@@ -1198,7 +1198,7 @@ class Conversation(ReflexSteps):
         """The prompt's bounds (issue 53) and what the conversation said and used lately; the
         discovery index, when the prompt may rank by it, is built first in a worker thread."""
         config, registry = self.s.config, self.s.registry
-        every = tuple((s.name, s.description) for s in skills.entries)
+        every = self._skill_pairs(skills)
         if discovery.needs_index(registry, every, config.index_budget_tokens, config.max_active_tools) \
                 and not discovery.has_index(registry, every):
             await anyio.to_thread.run_sync(discovery.index_for, registry, every)
@@ -1234,7 +1234,7 @@ class Conversation(ReflexSteps):
         # a thin need ("weather") is reworded from the request it came from, which says the task too
         reworded = await self._reworded(turn_id, (discovery.thin(need) and self._last_request()) or need)
         skills = await self._skill_index()
-        every = tuple((s.name, s.description) for s in skills.entries)
+        every = self._skill_pairs(skills)
         index = await anyio.to_thread.run_sync(discovery.index_for, self.s.registry, every)
         visible = {s.name for s in visible_skills(self.s.registry, self.activity.active(), skills.entries)}
         return [entry for entry in index.search(need, limit=discovery.MAX_RESULTS + 2, reworded=reworded)
@@ -1254,6 +1254,10 @@ class Conversation(ReflexSteps):
         if not self.s.config.discover_first or not said.strip() or turn.remark or small_talk(said):
             return
         skills = await self._skill_index()
+        config = self.s.config
+        if not discovery.needs_index(self.s.registry, self._skill_pairs(skills), config.index_budget_tokens,
+                                     config.max_active_tools):
+            return  # the whole catalog is in the prompt: nothing is left out to search for
         active = self.activity.active()
         prompt = build_prompt(self.s.registry, active, skills.entries, SKILLS_HOWTO, scope=await self._scope(skills))
         need = " ".join(said.split())[:discovery.MAX_NEED_CHARS]
