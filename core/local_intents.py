@@ -302,9 +302,9 @@ class LocalIntents:
         entities = [(name, entity) for name, entity in best.entities.items() if name not in _EMPTY_LISTS]
         slots = {name: _value(entity.value) for name, entity in entities}
         kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
+        call = self.calls.get((best.intent.name, language))
         return LocalMatch(intent=best.intent.name, action=self.actions.get(best.intent.name, ""), language=language,
-                          slots=slots, wildcard=_has_wildcard(best), kind_named=kind_named,
-                          call=self.calls.get((best.intent.name, language)),
+                          slots=slots, wildcard=_has_wildcard(best, call), kind_named=kind_named, call=call,
                           read_first=best.intent.name in self.read_first)
 
 
@@ -341,8 +341,12 @@ def _closeness(result) -> tuple:
     return not free, result.text_chunks_matched, typed, -free
 
 
-def _has_wildcard(result) -> bool:
-    return any(entity.is_wildcard for entity in result.entities_list)
+def _has_wildcard(result, call: DeclaredCall | None = None) -> bool:
+    """A slot took free text that stands for something: for an intent that declares its call, only
+    a slot its arguments name ("8 ounces {of butter}" is words the conversion does not read)."""
+    def read(name: str) -> bool:
+        return call is None or f"{{{name}}}" in call.args or f"{{{name}:" in call.args
+    return any(entity.is_wildcard and read(entity.name) for entity in result.entities_list)
 
 
 def _value(value) -> str | float:

@@ -239,6 +239,11 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("тринадцать миль это скока в километрах будет", "13 mi = 20.92 km."),
     ("пеку печенье по американскому рецепту, а там духовка триста пятьдесят по фаренгейту. это по нашему сколько?",
      "350 F = 176.7 C."),
+    # h32: what is measured, between the amount and the question (words the conversion does not read)
+    ("сестра из штатов рецепт прислала, у них там всё не как у людей. восемь унций масла это сколько грамм?", "8 oz = 226.8 g."),
+    ("how many ounces is 450 grams of butter", "450 g = 15.87 oz."),
+    # h32: hundreds said in words, read whole; a speed said "an hour"
+    ("what's a hundred and ten kilometers an hour in miles per hour", "110 km/h = 68.35 mph."),
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
