@@ -242,6 +242,8 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # h32: what is measured, between the amount and the question (words the conversion does not read)
     ("сестра из штатов рецепт прислала, у них там всё не как у людей. восемь унций масла это сколько грамм?", "8 oz = 226.8 g."),
     ("how many ounces is 450 grams of butter", "450 g = 15.87 oz."),
+    ("а восемь унций сливочного масла это сколько грамм", "8 oz = 226.8 g."),  # h30: the Russian "а" a question opens with
+    ("слушай а шестьдесят миль в час это сколько в километрах в час", "60 mph = 96.56 km/h."),
     # h32: hundreds said in words, read whole; a speed said "an hour"
     ("what's a hundred and ten kilometers an hour in miles per hour", "110 km/h = 68.35 mph."),
     # the amount said before the question
