@@ -22,10 +22,8 @@ _PRONOUNS = frozenset(words("watching", "pronoun_words", WORDS))
 
 # "скажи, когда напишет Анна", "let me know if the deploy webhook says it failed": a message to
 # wait for (a watch); a time or an event that is no message ("когда будет 5") is not one
-_WATCH = re.compile(LEAD + r"(?:скажи|скажешь|сообщи|сообщишь|дай\s+(?:мне\s+)?знать|дашь\s+(?:мне\s+)?знать|предупреди|"
-                    r"предупредишь|уведоми|tell\s+me|let\s+me\s+know|"
-                    r"notify\s+me|ping\s+me|alert\s+me)(?:\s+мне)?[\s,]+(?P<when>когда|если|как\s+только|when(?:ever)?|if|"
-                    r"as\s+soon\s+as|once)\s+(?P<rest>.+)$")
+_WATCH = re.compile(LEAD + r"(?:" + alternation("watching", "tell_patterns", WORDS) + r")[\s,]+(?P<when>"
+                    + alternation("watching", "watch_condition_patterns", WORDS) + r")\s+(?P<rest>.+)$")
 
 
 _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:" + alternation("watching", "message_verb_patterns", WORDS) + r")(?=[\s,.!?]|$)")
@@ -38,9 +36,10 @@ _WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|�
 
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
-_WATCH_AFTER = re.compile(LEAD + r"(?P<when>если|когда|как\s+только|if|when|as\s+soon\s+as|once)\s+(?P<rest>[^,—–]+?)[\s,—–-]+"
-                          r"(?:то\s+|сразу\s+|мне\s+|just\s+|then\s+)*(?:" + alternation("watching", "notify_patterns", WORDS)
-                          + r")(?:\s+(?:мне|сразу|right\s+away|immediately))*$")  # the calls to tell: the toolset's words
+_WATCH_AFTER = re.compile(LEAD + r"(?P<when>" + alternation("watching", "watch_condition_patterns", WORDS)
+                          + r")\s+(?P<rest>[^,—–]+?)[\s,—–-]+(?:(?:" + alternation("watching", "tell_lead_patterns", WORDS)
+                          + r")\s+)*(?:" + alternation("watching", "notify_patterns", WORDS) + r")(?:\s+(?:"
+                          + alternation("watching", "tell_tail_patterns", WORDS) + r"))*$")  # the calls to tell: the toolset's words
 
 
 def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:

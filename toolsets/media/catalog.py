@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.lexicon import numbers_in_figures
+from core.lexicon import words as listed_words
 from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
 from toolsets.media.provider import MatchedBy, ProviderError, SearchPage, Title
@@ -365,7 +366,7 @@ def stems(normalized: str) -> str:
 
 
 NAMED_INSIDE_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named inside one
-_NAME_GLUE = frozenset({"the", "and", "for", "with"})
+_NAME_GLUE = frozenset(listed_words("titles", "name_glue_words", Path(__file__).with_name("words")))
 
 
 def _name_words(name: str) -> frozenset[str]:

@@ -11,11 +11,13 @@ the turn to the model, which then reads whatever the step already found.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import msgspec
 
 from core.fastpath import FastPath, Intent, Reference
 from core.lexicon import alternation, numbers_in_figures
+from core.lexicon import words as listed_words
 from core.local_intents import Say
 from core.reflex import FUNCTION_WORDS, NUMBER_WORDS, YEAR, among, close_to, near_word, norm_words
 from core.timewords import numbers_said
@@ -23,6 +25,8 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
+
+_WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
 MORE_PAGES = 3  # search pages past the first read for "the newest one" of a title's namesakes
 TRIM_MAX_WORDS = 10  # words said after a title that _trimmed may leave off (a search aside for each try)
@@ -103,7 +107,7 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     return None
 
 
-_NAME_GLUE = frozenset({"the", "a", "an", "of", "part", "и", "в", "с", "к", "у", "о"})
+_NAME_GLUE = frozenset(listed_words("titles", "title_glue_words", _WORDS))
 _ROMAN = {"ii": "2", "iii": "3", "iv": "4", "v": "5", "vi": "6"}  # "The Godfather Part II"
 
 
