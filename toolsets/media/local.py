@@ -143,11 +143,10 @@ _AGE_WORDS = (("oldest", re.compile(r"old|older|oldest|original|стар(?:ый|
               ("newest", re.compile(r"new|newer|newest|latest|recent|нов(?:ый|ого|ому|ым|ом|ую|ая|ое|ее|ейш\w*)|свеж\w*")))
 
 
-_NAMESAKE_GLUE = frozenset("""the one a an from of in not but that which made released year version tv
-    тот та ту то который которая которую что из с не а года году год г го версия версию""".split())
+_NAMESAKE_GLUE = frozenset(listed_words("titles", "namesake_glue_words", _WORDS))
 
 
-_NOT = frozenset({"not", "не"})
+_NOT = frozenset(listed_words("titles", "not_words", _WORDS))
 
 
 _KIND_SAID = re.compile(r"(?<!\w)(?:(?P<series>сериал\w*|series|tv\s+show|show)|(?P<film>фильм\w*|film|movie|кино))(?!\w)")
@@ -223,9 +222,7 @@ def relevant(subject: str, titles: list[Shown]) -> bool:
 
 
 # words that open what is said after a title, not a title's own: "что ли", "for the kids", "while i wait"
-_AFTER_A_TITLE = frozenset("""что ли же пока для с со на а и ну то вечером сегодня сейчас теперь потом может please for
-    while with to so because cause now tonight today later then and or maybe i if малому малой ребенку ребёнку детям
-    сыну дочке дочери малышу малышам жене мужу маме папе бабушке нам""".split())  # "включи Шрека малому"
+_AFTER_A_TITLE = frozenset(listed_words("titles", "after_a_title_words", _WORDS))  # "включи Шрека малому"
 
 
 def said_after_a_title(cut: list[str]) -> bool:

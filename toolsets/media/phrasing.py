@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 
 import msgspec
 
 from core.fastpath import Detail, Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual
+from core.lexicon import words as listed_words
 from core.reflex import ASKS_MORE, LEAD, NUMBER_WORDS, TIMER_WORD, VERB_START, YEAR, is_russian, norm_words
+
+_WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
 _PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|включи(?:ть)?|включай|запусти(?:ть)?|воспроизведи|поставь|врубай|врубни|вруби|"
                    r"(?:давай\s+)?(?:его\s+|ее\s+|её\s+)?включим|let'?s\s+play|хочу\s+посмотреть|давай\s+посмотрим|i\s+want\s+to\s+watch|i'?d\s+like\s+to\s+watch|let'?s\s+watch|"
@@ -130,20 +134,11 @@ _NOT_A_TITLE = re.compile(r"(?:^|\s)(?:свет\w*|ламп\w*|музык\w*|п�
 
 
 # what may stand around a details question about a title already shown ("а сколько он идёт?")
-_ABOUT_SHOWN = frozenset("""а и ну так он она оно его ее это этот эта тот та фильм фильма сериал сериала кино у в
-    из года год г го там по минутам минут времени сейчас тогда вообще вкратце кратко коротко двух словах в двух
-    briefly short nutshell quickly the it is was does this that one film movie series show of
-    from and so then how long last lasts take takes who what which did by make made in its расскажи подробнее
-    подробно про о об скажи tell me more about часть части part
-    wait oh ok okay actually hmm ой погоди подожди стоп слушай""".split())  # an opener: "wait how long is it?"
+_ABOUT_SHOWN = frozenset(listed_words("titles", "about_shown_words", _WORDS))  # an opener: "wait how long is it?"
 
 
 # the words of a details question around a title: "кто снял <title>", "how long is <title>"
-_DETAIL_GLUE = frozenset("""а и ну так the is was does did do of in by у в фильм фильма фильме сериал сериала сериале
-    кино movie film series show have has got run runs last lasts take takes вышел вышла вышло снят снята um uh er hmm
-    are there total all altogether всего всех вообще там эм слушай часть части part come came out released
-    premiere premiered about идет идут длится длятся кто who whos s what
-    ого вау ух ой wow whoa oh ooh""".split())  # "ого, а по времени он сколько идёт?": surprise, no title
+_DETAIL_GLUE = frozenset(listed_words("titles", "detail_glue_words", _WORDS))  # "ого, а по времени он сколько идёт?": surprise, no title
 
 
 # "the original", "оригинал": the oldest of the titles shown
