@@ -29,10 +29,16 @@ _WATCH = re.compile(LEAD + r"(?:" + alternation("watching", "tell_patterns", WOR
 _MESSAGE_VERB = re.compile(r"(?:^|\s)(?:" + alternation("watching", "message_verb_patterns", WORDS) + r")(?=[\s,.!?]|$)")
 
 
-_WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+webhook|вебхук\w*\s+(?P<name_ru>[\w-]+)")
+_WEBHOOK = re.compile(r"(?:the\s+)?(?P<name>[\w-]+)\s+(?:" + alternation("watching", "webhook_after_name_patterns", WORDS)
+                      + r")|(?:" + alternation("watching", "webhook_before_name_patterns", WORDS) + r")\s+(?P<name_ru>[\w-]+)")
 
 
-_WEBHOOK_SAYS = re.compile(r"\s(?:says|reports|posts|пишет|сообщит|сообщает)\s+(?:that\s+|что\s+)?(?P<what>.+)$")
+_WEBHOOK_SAYS = re.compile(r"\s(?:" + alternation("watching", "webhook_says_patterns", WORDS) + r")\s+(?:(?:"
+                           + alternation("watching", "that_words", WORDS) + r")\s+)?(?P<what>.+)$")
+
+
+# why a watch is asked, after a dash or a comma: "…, I'm waiting for his address", "…, а то усну"
+_REASON = re.compile(r"\s*[,—-]\s*(?=(?:" + alternation("watching", "reason_opener_patterns", WORDS) + r")\b)")
 
 
 # "если мама напишет в вотсапе, сразу скажи мне", "if Anna texts, let me know": the condition first
@@ -48,7 +54,7 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or TIMER_WORD.search(match["rest"]):
         return None
     rest = match["rest"]
-    reason = re.search(r"\s*[,—-]\s*(?=(?:i'?m|im|i\s+am|i\s+need|i\s+have|i'?ve|because|cause|я\s+|мне\s+|жду|потому|а\s+то)\b)", rest)
+    reason = _REASON.search(rest)
     rest = rest[:reason.start()] if reason else rest  # "…, I'm waiting for his address": why, not what
     webhook = _WEBHOOK.search(rest)
     channel = next((name for name, pattern in CHANNELS if pattern.search(" " + rest)), "any")
