@@ -163,26 +163,24 @@ def _taken_back(kind: ActionKind, text: str) -> bool:
     "забудь") after which nothing asks for that kind again nor says a new time or number ("…
     forget it, make it 10 minutes" corrects, not retracts). For a cancel the same words are the
     request itself ("забудь про таймер")."""
-    if kind in ("timer_cancel", "task_cancel"):
-        return False
-    last = None
-    for last in _TAKEN_BACK.finditer(text):
-        pass
-    if last is None:
-        return False
-    after = text[last.end():]
-    return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
+    return kind not in ("timer_cancel", "task_cancel") and _last_word_stands(_TAKEN_BACK, kind, text)
 
 
 _PUT_OFF = _grammar("put_off_patterns")
 
 
 def _put_off(kind: ActionKind, text: str) -> bool:
-    """Whether the words put a request off ("… но пока не ставь", "don't start it yet"): after
-    the last such phrase nothing asks for the kind again nor says a time or number ("not now, in
-    an hour" corrects, not puts off). A cancel may be put off too ("don't cancel it yet")."""
+    """Whether the words put a request off ("… но пока не ставь", "don't start it yet"), nothing
+    asking for it again after ("not now, in an hour" corrects, not puts off). A cancel may be put
+    off too ("don't cancel it yet")."""
+    return _last_word_stands(_PUT_OFF, kind, text)
+
+
+def _last_word_stands(pattern: re.Pattern[str], kind: ActionKind, text: str) -> bool:
+    """Whether the last phrase `pattern` finds is the words' last word on `kind`: after it nothing
+    asks for that kind again nor says a time or a number."""
     last = None
-    for last in _PUT_OFF.finditer(text):
+    for last in pattern.finditer(text):
         pass
     if last is None:
         return False
