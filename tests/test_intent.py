@@ -252,3 +252,12 @@ def test_an_id_like_value_must_appear_whole_in_what_was_shown_and_words_are_not_
     for given, item in made_up.items():
         refusal = unshown_id(abstract, {"paper_id": given}, shown)
         assert refusal is not None and refusal.kind == "unseen_id" and f"«{item}»" in refusal.reason, given
+
+
+def test_dont_forget_asks_and_forget_it_takes_back():
+    """"не забудь" / "don't forget it" said after a request asks for it; "забудь" alone takes it back."""
+    from core.intent import requested
+    assert requested("timer_set", "поставь будильник на 7 утра, не забудь")
+    assert requested("timer_set", "set an alarm for 7, don't forget it")
+    assert not requested("timer_set", "поставь будильник на семь… а, нет, забудь")
+    assert not requested("timer_set", "set an alarm for seven, oh wait, forget it")
