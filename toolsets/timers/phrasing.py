@@ -442,7 +442,7 @@ _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|в�
 
 
 # "five oh": a number said again digit by digit
-_DIGITS: dict[str, str] = table("naming", "digits", WORDS)  # type: ignore[assignment]
+_DIGITS = {str(word): str(digit) for word, digit in table("spoken", "digits").items()}  # core/words/*/spoken.toml
 # a clause that only says which time was wrong: "не на семь", "not seven", "не в 7"
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
