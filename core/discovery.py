@@ -303,9 +303,11 @@ def has_index(registry: ToolsetRegistry, skills: tuple[tuple[str, str], ...]) ->
     return (registry, skills) in _indexes
 
 
-def needs_index(registry: ToolsetRegistry, skills: Sequence[tuple[str, str]], budget: int, max_tools: int) -> bool:
+@functools.lru_cache(maxsize=16)
+def needs_index(registry: ToolsetRegistry, skills: tuple[tuple[str, str], ...], budget: int, max_tools: int) -> bool:
     """Whether a prompt of this catalog and skills may rank by the index: past the budget, or
-    with a toolset bigger than `max_tools`."""
+    with a toolset bigger than `max_tools`. Kept per catalog and skills (asked at every step of a
+    turn that reaches the model; both change rarely), as `static_catalog` is."""
     if max_tools and any(len(spec.tools) > max_tools for spec in registry.specs()):
         return True
     if not budget:
