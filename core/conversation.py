@@ -73,7 +73,7 @@ from core.local_intents import LocalIntents
 from core.reflex_steps import ReflexSteps, builtin_local_intents
 from core.event_turn import quiet_reason, silent_end
 from core.timers import TimerTable
-from core.intent import action_kind, same_word, unshown_id
+from core.intent import action_kind, same_word, unsaid_amount, unshown_id
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import (CATALOG_TOOL_NAMES, CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
                            error_outcome, executed, failure_text, phrasings_of, steps_of)
@@ -893,6 +893,8 @@ class Conversation(ReflexSteps):
                     f"the {name} «{given}» was not in any result of this conversation. Use an {name} exactly as a "
                     "result shows it, or the exact title (search first)."))
         if spec.id_args and (refusal := unshown_id(spec, args, self._shown_text())):  # an MCP tool's made-up id
+            return refusal
+        if spec.said_number_args and (refusal := unsaid_amount(spec, args, self._shown_text())):  # 55 put as 50
             return refusal
         if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
             return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))

@@ -52,9 +52,10 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     all_timers: bool = False
     last_timer: bool = False  # "cancel it", "scrap that one": the timer the turn before set or listed
     both_timers: bool = False  # "scratch both of them": the two timers there are, when there are two
-    action: Literal["pause", "resume", "stop", ""] = ""
+    action: Literal["pause", "resume", "stop", "watches", ""] = ""  # a playback's; "watches": the watches' list asked
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
     every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
+    found_only: bool = False  # a name a sentence's free slot took: answered only when a toolset finds it
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):

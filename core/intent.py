@@ -24,11 +24,11 @@ from typing import Literal
 import msgspec
 
 from core.lexicon import alternation, fold, words
-from core.timewords import unsaid_length, unsaid_number
+from core.timewords import unsaid_length, unsaid_number, whole_numbers_said
 from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
-RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text"]
+RefusalKind = Literal["not_requested", "unseen_id", "ungrounded_text", "unsaid_number"]
 REFUSED = "not executed "  # how the result of a call the session refused starts
 
 
@@ -164,6 +164,22 @@ def _taken_back(kind: ActionKind, text: str) -> bool:
     forget it, make it 10 minutes" corrects, not retracts). For a cancel the same words are the
     request itself ("забудь про таймер")."""
     return kind not in ("timer_cancel", "task_cancel") and _last_word_stands(_TAKEN_BACK, kind, text)
+
+
+def takes_back(said: str) -> bool:
+    """Whether the words open by taking back what was asked and ask nothing after ("actually
+    forget it, Dan's on call tonight", "ой, отбой, она сама позвонит"): what the turn before did
+    is undone. A retraction after other words ("… what's the weather? never mind") takes back
+    those words, not the turn before."""
+    text = _norm(said)
+    found = _TAKEN_BACK.search(text)
+    if found is None or len(text[:found.start()].split()) > _OPENING_WORDS:
+        return False
+    after = text[found.end():]  # why, not what instead: "…, my neighbour moved it", not "…, set it for 20"
+    return not re.search(r"\d", after) and not _WHEN.search(after) and not any(v.search(after) for v in _ACTION_VERBS)
+
+
+_OPENING_WORDS = 2  # "oh, actually", "ой, всё": what may come before a retraction that opens the words
 
 
 _PUT_OFF = _grammar("put_off_patterns")
@@ -409,6 +425,20 @@ def unshown_id(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal |
 
 # words that ask for a timer again and again: "every day", "каждые 2 часа", "daily", "по будням"
 _REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
+
+
+def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal | None:
+    """A whole number in one of the tool's `said_number_args` that neither the user said nor a
+    result showed in `shown` (core.timewords.whole_numbers_said): "а пятьдесят пять?" converted
+    as 50. A fraction is not judged, nor a one ("сколько километров в миле": a unit alone is one
+    of it)."""
+    for name in spec.said_number_args:
+        given = args.get(name, "").strip()
+        whole = re.fullmatch(r"(\d+)(?:[.,]0+)?", given)
+        if whole is not None and int(whole[1]) != 1 and int(whole[1]) not in whole_numbers_said(shown):
+            return Refusal(kind="unsaid_number", tool=spec.name, reason=(
+                f"the {name} {given} is not a number the user said. Use the number exactly as the user said it."))
+    return None
 
 
 def check_call(spec: ToolSpec, args: dict[str, str], *, said: str, offered: str = "",

@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import addressed_elsewhere, casual, counted_back, same_word, sent_to_phone
+from core.intent import addressed_elsewhere, casual, same_word, sent_to_phone
 from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -249,8 +249,6 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     if addressed_elsewhere(said):  # "Маш, включи детям «Морозко»": someone else in the room is asked
         return True
     if kind == "show" and sent_to_phone(said):  # "скинь мне на телефон код: 147": the phone's, not the screen's
-        return True
-    if kind == "timer_set" and counted_back(said):  # "за полчаса до начала": from an event the model must place
         return True
     raw = _plain_words(in_digits(said))
     joint = _TWO_REQUESTS.search(raw)

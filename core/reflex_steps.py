@@ -19,13 +19,13 @@ from functools import partial
 import protocol as p
 from core import tracing
 from core.lexicon import alternation, digits_in_figures, fold, words
-from core.fastpath import Phrasing
+from core.fastpath import Phrasing, Reference
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk
+from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk, takes_back
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
-from core.reflex import (Intent, corrected, followed, held_back, names_a_place, names_a_skill, put_right, recognise,
+from core.reflex import (Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
                          recognise_both, said_again_otherwise, second_thought, skill_named, tells_of_words,
                          without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
@@ -34,7 +34,7 @@ from core.timers import Timer
 from core.timewords import in_digits
 from core.toolcall import parse_reply
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, ToolData
+from protocol.results import ClockRead, TimerSet, ToolData, Watching
 from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
@@ -192,6 +192,26 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
     return None if intent is None or held_back(said, intent.kind, day_read=day_read) else intent
 
 
+def _undoing(before: list[tuple[str, ToolData | None]], *, russian: bool) -> Intent | None:
+    """The request that takes back what the turn before set: its timer cancelled, its watch ended;
+    None when it set neither (a search, a question: nothing to undo)."""
+    last = next((data for _tool, data in reversed(before) if data is not None), None)
+    if isinstance(last, TimerSet):
+        return Intent(kind="timer_cancel", russian=russian, last_timer=True)
+    if isinstance(last, Watching):
+        return Intent(kind="unwatch", russian=russian, reference=Reference(last=True))
+    return None
+
+
+def _sentence_instead(match: LocalMatch | None, tried: Intent, said: str) -> Intent | None:
+    """A toolset's sentence that took free text, of another kind than the reflex's reading the
+    session tried and found not plain: "drop the Mike one" names no timer; it is the watch's."""
+    if match is None or not match.wildcard or match.read_first:
+        return None
+    other = _unheld(said, match)
+    return other if other is not None and other.kind != tried.kind else None
+
+
 def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
     """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
     miles to km": the converter's call with 5; mi; km), matched whole with typed slots (or free text
@@ -275,6 +295,8 @@ class ReflexSteps:
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
         both = recognise_both(words, self.s.phrasings) if intent is None else None
+        if intent is None and both is None and takes_back(words):  # "actually forget it, …": what was just set
+            intent = _undoing(self.results_before(turn), russian=is_russian(words))
         if intent is None and both is None:
             if await self._reflex_skill(turn, said.content):
                 return False  # the user's own skill: the model follows its recipe
@@ -285,7 +307,10 @@ class ReflexSteps:
             if framed is None:
                 return False
             intent = framed
-        return await self._carry_out(turn, both or (intent,))
+        if await self._carry_out(turn, both or (intent,)):
+            return True
+        instead = _sentence_instead(match or aside, intent, words) if both is None else None
+        return instead is not None and await self._carry_out(turn, (instead,))
 
     async def _declared_step(self, turn: TurnState, declared: LocalMatch, call: tuple[str, str], *,
                              guarded: bool = False) -> bool:

@@ -95,6 +95,12 @@ _ORD_RU = r"(?P<o>" + "|".join(_RU_ORDINAL) + ")"
 _MARK = (r"(?:\s+(?P<mark>" + _MARKS + "))?"
          r"(?:\s+(?P<when>" + _either("tonight_patterns") + "))?")  # said with the hour: no timer text
 _LEAD_RU = r"(?:" + _one("clock_lead_patterns") + ")?"  # "(в) полвосьмого"
+_EN_PAST: dict[str, int] = lexicon.table(_CLOCK, "minutes_past_hour")  # "twenty past nine"
+_PAST = "|".join(sorted(map(re.escape, _EN_PAST), key=len, reverse=True))
+_NO_UNIT = r"(?!\w|\s+(?:" + "|".join(lexicon.words(_CLOCK, "unit_stems")) + r"))"  # "ten to fifteen minutes": a span
+# "at noon", "в полдень": a time of day by its name
+_CLOCK_PHRASES = tuple((re.compile(r"(?<!\w)(?:" + said + r")(?!\w)"), clock)
+                       for said, clock in lexicon.table(_CLOCK, "clock_phrases").items())
 # each phrase (core/words: ..._patterns) before the hour it names, and the minutes it moves the hour by
 _SPOKEN_CLOCK = (
     (re.compile(r"(?<!\w)" + _one("quarter_to_patterns") + _N_EN + _MARK + r"(?!\w)"), -15),
@@ -105,6 +111,13 @@ _SPOKEN_CLOCK = (
     # "a timer for seven o'clock": a time of day, as "at"
     (re.compile(r"(?<!\w)" + _one("hour_oclock_lead_patterns") + _N_EN + r"\s+(?P<m>" + _either("oclock_patterns")
                 + ")" + _MARK + r"(?!\w)"), None),
+    # "twenty past nine", "at twenty to nine", "at two pm": an hour in words with its minutes or its half
+    (re.compile(r"(?<!\w)(?:at\s+)?(?P<p>" + _PAST + r")" + _one("past_hour_patterns")
+                + _N_EN + _MARK + _NO_UNIT), 0),
+    (re.compile(r"(?<!\w)" + _one("to_hour_lead_patterns") + r"(?P<b>" + _PAST + r")"
+                + _one("to_hour_patterns") + _N_EN + _MARK + _NO_UNIT), None),
+    (re.compile(r"(?<!\w)" + _one("hour_half_lead_patterns") + r"(?P<h>" + "|".join(_EN_HOURS) + r")\s*(?P<mark>" + _MARKS
+                + r")" + r"(?P<when>)" + r"(?![\w.])"), 0),
     (re.compile(r"(?<!\w)" + _LEAD_RU + _one("half_of_ordinal_patterns") + _ORD_RU + _MARK + r"(?!\w)"), -30),
     (re.compile(r"(?<!\w)" + _LEAD_RU + _one("quarter_of_ordinal_patterns") + _ORD_RU + _MARK + r"(?!\w)"), -45),
     (re.compile(r"(?<!\w)" + _LEAD_RU + _one("minutes_before_lead_patterns") + r"(?P<b>" + "|".join(_RU_BEFORE)
@@ -184,6 +197,11 @@ def _one_spoken_clock(text: str) -> str:
     lowered = lexicon.fold(text)
     if len(lowered) != len(text):
         return text
+    for phrase, clock in _CLOCK_PHRASES:  # "at noon": 12:00
+        named = phrase.search(lowered)
+        if named is not None:
+            word = _RU_AT if re.search(r"[а-я]", named.group(0)) else _EN_AT
+            return text[:named.start()] + f"{word} {clock}" + text[named.end():]
     into = _MINUTES_INTO.search(lowered)
     if into is not None:  # "пять минут седьмого": 6:05 (a reminder's evening, as below)
         minute = int(into["m"]) if into["m"].isdigit() else _PAST_RU[" ".join(into["m"].split())]
@@ -214,8 +232,10 @@ def _clock_said(found: re.Match[str], shift: int | None) -> tuple[int, int]:
         return hour, 60 + shift if shift else 0
     said = found["h"]
     hour = int(said) if said.isdigit() else _EN_HOURS.get(said) or _RU_HOURS[said]
-    if "b" in found.groupdict() and found["b"]:  # "без четверти девять": 8:45
+    if "b" in found.groupdict() and found["b"]:  # "без четверти девять", "at twenty to nine": 8:45, 8:40
         return (hour - 1) or 12, 60 - _RU_BEFORE[found["b"]]
+    if "p" in found.groupdict() and found["p"]:  # "twenty past nine": 9:20
+        return hour, _EN_PAST[" ".join(found["p"].split())]
     if shift is None:  # "at eight fifteen"
         return hour, _EN_MINUTES[found["m"].replace("-", " ") if "five" in found["m"] else found["m"]]
     if shift < 0:  # "quarter to nine": 8:45
@@ -355,11 +375,41 @@ def _alternatives(words) -> str:
 _UNIT = r"(?:" + _alternatives(map(re.escape, UNIT_SECONDS)) + r")(?!\w)"
 
 
-# "два с половиной часа", "two and a half hours": a count and a half before its unit, in figures
-# ("2.5 часа"), as the timer table reads it; else "часа" alone was read as the length, an hour
-# (a half said after the unit, "an hour and a half", is a length phrase: core.timers.LENGTH_PHRASES)
-_AND_A_HALF = re.compile(r"(?<![\w.,])(?P<count>\d+|" + _alternatives(_COUNTS) + r")\s+(?:"
-                         + lexicon.alternation("durations", "and_a_half_patterns") + r")\s+(?=" + _UNIT + ")", re.IGNORECASE)
+# "два с половиной часа", "two and a quarter hours": a count and a part before its unit; "an hour and
+# a quarter", "час с четвертью": a part after the unit. Put in figures ("2.5 часа", "1.25 hour"), as
+# the timer table reads them; else "часа" alone was read as the length, an hour, and the part as
+# the timer's text ("remind me in an hour and a quarter to …" set a timer of one hour)
+_PARTS = tuple((re.compile(said, re.IGNORECASE), float(share))  # type: ignore[arg-type]
+               for said, share in lexicon.table("durations", "and_a_part_patterns").items())
+_PART_SAID = r"(?P<part>" + "|".join(f"(?:{said.pattern})" for said, _share in _PARTS) + r")"
+_ONE_OF = {word.casefold(): digits for word, digits in lexicon.table("durations", "number_words").items()
+           if str(digits).isdigit()}  # "a", "an", "one": a count a unit takes
+_COUNT_AND_A_PART = re.compile(r"(?<![\w.,])(?P<count>\d+|" + _alternatives(_COUNTS) + r")\s+" + _PART_SAID
+                               + r"\s+(?P<unit>" + _UNIT + ")", re.IGNORECASE)
+_UNIT_AND_A_PART = re.compile(r"(?<![\w.,])(?:(?P<count>\d+|" + _alternatives({**_ONE_OF, **_COUNTS}) + r")\s+)?"
+                              r"(?P<unit>" + _alternatives(w for w in UNIT_SECONDS if len(w) >= 3) + r")\s+"
+                              + _PART_SAID + r"(?!\w)", re.IGNORECASE)
+
+
+def _share(part: str) -> float:
+    return next(share for said, share in _PARTS if said.fullmatch(part))
+
+
+def _count(said: str | None) -> float:
+    if said is None:
+        return 1  # "час с четвертью": one of the unit
+    said = said.casefold()
+    return float(said) if said.isdigit() else float(_COUNTS.get(said) or _ONE_OF[said])
+
+
+def _with_part(m: re.Match[str]) -> str:
+    """A count and a part of its unit in figures: "2.5 часа"; hours and a quarter as hours and
+    minutes ("1 hour 15 minutes": "1.25" would read as a clock's 1:25)."""
+    length = _count(m["count"]) + _share(m["part"])
+    if length.is_integer() or UNIT_SECONDS[m["unit"].casefold()] != 3600 or (length * 10).is_integer():
+        return f"{length:g} {m['unit']}"
+    minutes = _MINUTES["ru" if re.match(r"[а-яё]", m["unit"], re.I) else "en"]
+    return f"{int(length)} {m['unit']} {round(length % 1 * 60)} {minutes}"
 
 
 # "через час пятнадцать", "на два часа двадцать", "in an hour fifteen": minutes said with no unit after
@@ -383,9 +433,9 @@ def _minutes_said(words: str) -> int:
 
 
 def with_halves(text: str) -> str:
-    """"два с половиной часа" -> "2.5 часа", "two and a half hours" -> "2.5 hours"; and the
+    """"два с половиной часа" -> "2.5 часа", "an hour and a quarter" -> "1.25 hour"; and the
     minutes of a length said with no unit: "через час пятнадцать" -> "через 1 час 15 минут"."""
-    text = _AND_A_HALF.sub(lambda m: str(_COUNTS.get(m["count"].casefold(), m["count"])) + ".5 ", text)
+    text = _UNIT_AND_A_PART.sub(_with_part, _COUNT_AND_A_PART.sub(_with_part, text))
 
     def whole(m: re.Match[str]) -> str:
         if _minutes_said(m["m"]) % 5:
@@ -545,6 +595,13 @@ def _counted(tokens: list[str]) -> list[str]:
         else:
             out.append(value)
     return out
+
+
+def whole_numbers_said(text: str) -> frozenset[int]:
+    """The whole numbers a text says, each as said: "пятьдесят пять" is 55 (not 50 nor 5), "a
+    hundred and ten" 110, "65 inches" 65; a fraction ("26.2") says none."""
+    tokens = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.fold(lexicon.hundreds_in_figures(text)))
+    return frozenset(int(token) for token in _counted(tokens) if token.isdigit())
 
 
 def unsaid_length(when: str, said: str, *sources: str) -> str:

@@ -44,6 +44,8 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     (protocol.results). id_args: arguments naming an id whose id-like value must appear in the
     text of a result or of the user's side of the conversation (an MCP tool's: its results are
     text, with no payload to read ids from, and the user may dictate one: core.intent.unshown_id).
+    said_number_args: arguments whose whole number must be one the user said or a result showed,
+    as said ("пятьдесят пять" is 55, not 50): an amount the model may not change (a conversion's).
     destructive: MCP's destructiveHint.
     serves: what the tool is to the runtime itself (Serves above).
     progress: the line the glasses show while a call runs, by language ("ru", "en"; {arg}: its
@@ -63,6 +65,7 @@ class ToolSpec(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     grounded_args: list[str] = []
     seen_args: list[str] = []
     id_args: list[str] = []
+    said_number_args: list[str] = []
     destructive: bool = False
     progress: dict[str, str] = {}
     serves: Serves = ""

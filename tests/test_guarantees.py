@@ -80,6 +80,9 @@ async def test_the_clock_read_after_a_greeting_is_refused_on_an_unconstrained_mo
      "timers_set|07:00; будильник"),
     ("put 'happy birthday Sam' up on the glasses... oh wait, no, he's already gone home, never mind",
      "show_text|Happy Birthday Sam"),
+    # h34: "не надо ничего" with its object still takes the request back
+    ("поставь будильник на шесть... а, хотя нет, завтра ж воскресенье, не надо ничего", "timers_set|in 6 minutes; будильник"),
+    ("set an alarm for six... actually it's Sunday tomorrow, I don't need one", "timers_set|06:00; alarm"),
 ])
 async def test_a_request_taken_back_in_the_same_breath_is_not_carried_out(tmp_path, said, call):
     """The local model carried out what the user had just taken back (a held-out block's traps):
@@ -166,19 +169,29 @@ async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_leng
         assert [round(timer.due - moment) for timer in pending] == [5400], pending
 
 
-async def test_a_count_and_a_half_is_the_whole_length_both_on_the_fast_path_and_from_the_model(tmp_path):
+@pytest.mark.parametrize("said, seconds, wrong, right, spoken", [
+    ("поставь таймер на два с половиной часа, пирог проверить", 9000, "in 2 hours; пирог", "in 150 minutes; пирог", "2 h 30 min"),
+    # h34: "an hour and a quarter" set a timer of one hour whose text was "and a quarter to move it …"
+    ("remind me in an hour and a quarter to move the laundry to the dryer", 4500, "in 1 hour; laundry",
+     "in 75 minutes; laundry", "1 h 15 min"),
+    ("поставь таймер на час с четвертью, пирог проверить", 4500, "in 1 hour; пирог", "in 75 minutes; пирог", "1 h 15 min"),
+])
+async def test_a_count_and_a_part_is_the_whole_length_both_on_the_fast_path_and_from_the_model(
+        tmp_path, said, seconds, wrong, right, spoken):
     # "на два с половиной часа": the fast path read "часа" alone as the length (an hour, the count
     # its text), and the guard could not read the length, so a model's "in 2 hours" passed as well
-    said, moment = "поставь таймер на два с половиной часа, пирог проверить", 1_773_500_400.0
+    moment = 1_773_500_400.0
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda _messages: "Хорошо."), clock=lambda: moment) as system:
         await system.turn("s", said)
-        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [9000]
-    backend = _timer_then_retried("in 2 hours; пирог", "in 150 minutes; пирог")
+        pending = system.actors["session"].sessions["s"].timers.pending()
+        assert [round(t.due - moment) for t in pending] == [seconds]
+        assert "quarter" not in pending[0].text and "четверт" not in pending[0].text, pending
+    backend = _timer_then_retried(wrong, right)
     async with inproc_system(tmp_path / "model", backend=backend, reflexes=False, clock=lambda: moment) as system:
         await system.turn("s", said)
         results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
-        assert results[0].startswith("not executed (ungrounded_text)") and "2 h 30 min" in results[0]
-        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [9000]
+        assert results[0].startswith("not executed (ungrounded_text)") and spoken in results[0]
+        assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [seconds]
 
 
 async def test_a_clock_time_in_the_other_half_of_the_day_from_the_one_said_is_refused(tmp_path):
@@ -706,3 +719,23 @@ async def test_the_clock_takes_no_place_but_one_it_knows(tmp_path):
         await system.turn("s", "какое число будет через неделю?")
     allowed = backend.choices[-1]["get_current_time"]
     assert "" in allowed and "токио" in allowed and "new york" in allowed and "+7" not in allowed
+
+
+def _miscounter(messages):
+    """The local model of h34: asked "а пятьдесят пять?" after 65 inches, it converted 50."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return ("TOOL_CALL: units_convert|55; in; cm" if last.content.startswith("not executed")
+                else "Получается " + last.content.rsplit("= ", 1)[-1])
+    return "TOOL_CALL: units_convert|50; in; cm"
+
+
+async def test_an_amount_the_user_did_not_say_is_refused_and_the_one_said_is_converted(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_miscounter)) as system:
+        await system.turn("s", "call enable_toolset|units")
+        first = finals(await system.turn("s", "шестьдесят пять дюймов это сколько в сантиметрах?"))[-1]
+        assert "165" in first, first
+        shown = finals(await system.turn("s", "а пятьдесят пять?"))[-1]
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
+        assert results[-2]["content"].startswith("not executed (unsaid_number)"), results
+        assert "139.7" in shown and "127" not in shown, shown

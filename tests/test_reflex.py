@@ -1715,3 +1715,50 @@ async def test_the_second_one_of_a_list_is_never_a_one_second_timer(tmp_path):
             assert finals(await system.turn("s", said))[-1] == "MODEL"
         assert not system.actors["session"].sessions["s"].timers.pending()
         assert "Timer set" in finals(await system.turn("s", "set a timer for a minute"))[-1]  # "a minute" has its one
+
+
+async def test_the_watches_asked_for_are_listed_and_one_named_or_just_talked_about_is_ended(tmp_path):
+    """Round 4: a watch ended by its name among those listed ("drop the Lena one", tried after the
+    timers found none of that name) or as "эту слежку" right after it was talked about; never a
+    watch the words do not name, nor one when the turn before was about something else."""
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "let me know when Lena messages me on telegram")
+        await system.turn("s", "remind me in 20 minutes to check the soup")
+        assert finals(await system.turn("s", "ok, what else are you keeping an eye on for me?"))[-1] == \
+            "Watching: telegram — Lena messages me."
+        assert finals(await system.turn("s", "drop the Oleg one, he called"))[-1] == "MODEL"  # no such watch
+        assert finals(await system.turn("s", "so, drop the Lena one, she called already"))[-1] == \
+            "OK, I've stopped watching: Lena messages me."
+        await system.turn("s", "следи за почтой: если придёт письмо от банка, дай знать")
+        listed = finals(await system.turn("s", "а какие у меня сейчас слежки стоят?"))[-1]
+        assert listed == "Слежу: mail — придёт письмо от банка.", listed
+        assert finals(await system.turn("s", "ладно, неважно. эту слежку сними"))[-1].startswith("Хорошо, больше не слежу")
+        await system.turn("s", "напомни через час позвонить в банк")
+        assert finals(await system.turn("s", "эту слежку убери"))[-1] == "MODEL"  # the turn before set a timer
+        pending = [t.text for t in system.actors["session"].sessions["s"].timers.pending()]
+        assert pending == ["check the soup", "позвонить в банк"], pending
+
+
+async def test_a_title_asked_for_before_the_question_is_searched_only_when_the_catalog_has_it(tmp_path):
+    """"а X у нас есть?" (a title said before the question): the catalog's titles of that name; free
+    words that name none ("а время у тебя есть?", "is it in there?" with nothing named) are the model's."""
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        found = finals(await system.turn("s", "а «Солярис» у нас есть? сто лет не видел"))[-1]
+        assert found.startswith("Нашлось: «Солярис»"), found
+        assert finals(await system.turn("s", "is Solaris in the catalog?"))[-1].startswith("Found: «Солярис»")
+        assert not backend.calls
+        assert finals(await system.turn("s", "а время у тебя есть?"))[-1] == "MODEL"
+        assert finals(await system.turn("s", "what do you think, is it in there?"))[-1] == "MODEL"  # not the film «It»
+
+
+async def test_a_retraction_right_after_a_watch_ends_it_and_one_after_a_search_changes_nothing(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "watch slack for me: if anyone writes about the deploy, let me know")
+        shown = finals(await system.turn("s", "actually forget it, Maria is on call tonight, not me"))[-1]
+        assert shown.startswith("OK, I've stopped watching"), shown
+        await system.turn("s", "найди фильм Солярис")
+        assert finals(await system.turn("s", "ой, отбой, не то"))[-1] == "MODEL"  # a search: nothing to undo
+        assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "media_play")]

@@ -353,3 +353,38 @@ async def test_the_models_confirmation_is_no_timers_text_and_the_list_claims_not
                                             "okay so what have I got set now?"], reply_fn=_confirms_in_the_text)
     assert [text for _time, text in left] == ["alarm"]
     assert "set for" not in final.casefold(), final
+
+
+@pytest.mark.parametrize("turns, due, text", [
+    # "за десять минут" set a ten-minute timer whose text was "за" (h34's replay)
+    (["у нас с ребятами ужин в семь вечера, напомни за двадцать минут"], "18:40", "ужин"),
+    (["dinner with the Kims is at seven pm, remind me twenty minutes before"], "18:40", "dinner with the Kims"),
+    # another place's clock: the place asked about before (Lisbon: 15:00 when Moscow is 18:00)
+    (["what time is it in Lisbon?", "the webinar starts at twenty past eight their time, remind me half an hour before"],
+     "22:50", "webinar"),
+    (["в Калининграде у брата концерт начинается в восемь вечера по ихнему времени, напомни минут за пятнадцать"],
+     "20:45", "концерт"),
+])
+async def test_a_reminder_counted_back_from_the_time_said_is_set_before_it(tmp_path, turns, due, text):
+    shown, left, asked = await _play(tmp_path, turns)
+    assert [when for when, _text in left] == [due], (shown, left)
+    assert text in left[0][1] and "за" not in left[0][1].split(), left
+    assert due in shown and not asked, shown
+
+
+async def test_a_reminder_counted_back_from_an_event_with_no_time_said_is_the_models(tmp_path):
+    shown, left, asked = await _play(tmp_path, ["напомни за полчаса до начала матча"], reply_fn=_asks)
+    assert left == [] and asked and shown == "Which one?", (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # a retraction that opens the words takes back what the turn before set
+    (["напомни через час позвонить брату", "ой, отбой, он сам позвонит"], []),
+    (["remind me in 20 minutes to move the car", "scratch that, my neighbour moved it"], []),
+    # not when it says what instead, nor when it takes back other words of its own turn
+    (["поставь таймер на 5 минут", "забудь, поставь лучше на 20"], [("18:20", "таймер")]),
+    (["set a timer for 10 minutes", "what's the capital of france? never mind"], [("18:10", "timer")]),
+])
+async def test_a_retraction_right_after_a_timer_takes_it_back(tmp_path, turns, left_after):
+    shown, left, _asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert [(when, text) for when, text in left] == left_after, (shown, left)

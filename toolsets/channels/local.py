@@ -28,11 +28,12 @@ def watch_answer(say: Say, intent: Intent) -> str | None:
     return say("watch_set", condition=condition)
 
 
-def watch_to_end(subject: str, listed: ToolData | None) -> WatchRef | None:
+def watch_to_end(subject: str, listed: ToolData | None, named_only: bool = False) -> WatchRef | None:
     """The watch `subject` names among those the watches' list showed (its payload): the only one, or
-    the only one sharing a word with it; None when not plain."""
+    the only one sharing a word with it; None when not plain. `named_only`: the one it names, even
+    when there is one ("drop the pasta one" ends no watch for Mike)."""
     watches = listed.watches if isinstance(listed, WatchesListed) else []
-    if len(watches) == 1:
+    if len(watches) == 1 and not named_only:
         return watches[0]
     channel = next((name for name, pattern in CHANNELS if pattern.search(" " + norm_words(subject))), "")
     if channel:  # "перестань следить за почтой": the watches of that channel
@@ -55,9 +56,22 @@ async def watch(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     return watch_answer(fast.speaker(intent.russian), intent) if isinstance(result, Watching) and not result.already else None
 
 
+def watch_talked_about(results: list[tuple[str, ToolData | None]]) -> WatchRef | None:
+    """The watch the turn before set, or the only one it listed: "эту слежку убери" right after;
+    None when that turn was about something else (a monitor, the tasks: "this watch" is theirs)."""
+    last = next((data for _tool, data in reversed(results) if data is not None), None)
+    if isinstance(last, Watching):
+        return last.watch
+    return last.watches[0] if isinstance(last, WatchesListed) and len(last.watches) == 1 else None
+
+
 async def unwatch(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
-    """"stop watching for Dave": the one watch the words name ended; not plain which: the model."""
-    watch = watch_to_end(intent.subject, await fast.data(turn, fast.tool("watch_list"), ""))
+    """"stop watching for Dave": the one watch the words name ended; "this watch": the one the turn
+    before was about; not plain which: the model."""
+    if intent.reference is not None and intent.reference.last:
+        watch = watch_talked_about(fast.results_before(turn))
+    else:
+        watch = watch_to_end(intent.subject, await fast.data(turn, fast.tool("watch_list"), ""), named_only=intent.found_only)
     if watch is None:
         return None
     ended = await fast.data(turn, fast.tool("watch_end"), watch.id)

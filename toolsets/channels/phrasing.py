@@ -85,7 +85,7 @@ def _watch_after_remarks(raw: str, said: str, russian: bool) -> Intent | None:
     реквизиты в телеграме, а я весь вечер на тренировке, дай знать, когда она напишет" waits on
     telegram for the words of the remark that names it; None when a remark asks for something,
     tells someone's words, or names no channel or more than one."""
-    clauses = [part.strip() for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
+    clauses = [part.strip() for part in re.split(r"(?<=[.!?])\s+|[,:]\s*", raw.strip()) if part.strip(" .!?")]
     for at in range(1, len(clauses)):
         intent = _watch_intent(", ".join(clauses[at:]), said, russian)
         if intent is None:
@@ -116,7 +116,7 @@ _CONDITION = re.compile(r"(?<!\w)(?P<when>" + alternation("watching", "condition
 
 # where a clause ends: a sentence's end, a comma, a dash, or a joint before a condition ("следи за
 # телегой и если от начальника что-нибудь прилетит, дай знать": speech written with no comma)
-_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;]\s*|\s+[—–-]+\s*|\s+(?:" + alternation("requests", "clause_joint_words")
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;:]\s*|\s+[—–-]+\s*|\s+(?:" + alternation("requests", "clause_joint_words")
                          + r")\s+(?=(?:" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s)")
 
 
@@ -177,7 +177,7 @@ _WATCH_APP = re.compile(LEAD + r"(?:also\s+|и\s+ещ[её]\s+|ещ[её]\s+|и\
 
 def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
     """A watch said as "watch <app> for <what>", after remarks at most, what goes with a watch after."""
-    clauses = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if c.strip(" .!?")]
+    clauses = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,:]\s*", raw.strip()) if c.strip(" .!?")]
     for at, clause in enumerate(clauses):
         asked = _WATCH_APP.match(clause)
         if asked is None:

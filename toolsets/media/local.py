@@ -25,6 +25,7 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
+from toolsets.media.phrasing import names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
@@ -89,11 +90,9 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     words = (set(said) | ({part} if part not in ("", "1") else set())) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
-        names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name),
-                 *(sub for name in title.names for sub in [subtitle(name)] if sub))
-        name_words = [{_ROMAN.get(w, w) for w in norm_words(name).split()} - _NAME_GLUE for name in names]  # "война мир" names «Война и мир»
-        if not any(n and all(among(w, words) or any(near_word(x, w) for x in words) for w in n) for n in name_words):
-            continue  # a Russian title in another case: "крёстного отца" is «Крёстный отец»
+        name_words = _name_words(title)
+        if not _names(words, name_words):
+            continue
         facts = set(norm_words(title.facts).split())
         if any(w.isdigit() and w not in facts and not any(w in n for n in name_words) for w in words):
             continue  # "брат 3" is not «Брат»: a number said is the title's, or its year
@@ -105,6 +104,27 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     if len(titles) == 1 and any(close_to(subject, name) or _opens(subject, name) for name in titles[0].names):
         return titles[0]
     return None
+
+
+def _name_words(title: Shown) -> list[set[str]]:
+    """The words of each of a title's names (its main title and subtitle apart), less the glue:
+    "война мир" names «Война и мир»."""
+    names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name),
+             *(sub for name in title.names for sub in [subtitle(name)] if sub))
+    return [{_ROMAN.get(w, w) for w in norm_words(name).split()} - _NAME_GLUE for name in names]
+
+
+def _names(words: set[str], name_words: list[set[str]]) -> bool:
+    """Whether the words said hold every word of one of the names, each in any case ("крёстного
+    отца" is «Крёстный отец») or with a typo."""
+    return any(n and all(among(w, words) or any(near_word(x, w) for x in words) for w in n) for n in name_words)
+
+
+def names_a_title(subject: str, titles: list[Shown]) -> bool:
+    """Whether the words said are the whole name of a title found (not a word it starts with:
+    "время" is no «Время первых»)."""
+    words = set(norm_words(subject).split()) - {"the", "a", "an"}
+    return any(_names(words, _name_words(title)) for title in titles)
 
 
 _NAME_GLUE = frozenset(listed_words("titles", "title_glue_words", _WORDS))
@@ -548,6 +568,8 @@ async def search(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     by_title = not isinstance(result, TitlesShown) or result.by == "title"  # a director's or a genre's: all relevant
     if titles and by_title and not relevant(intent.subject, titles) or not titles and await fast.others_could_serve():
         return None
+    if intent.found_only and (names_the_one_talked_about(intent.subject) or not (by_title and names_a_title(intent.subject, titles))):
+        return None  # "а время у тебя есть?": free words that name no title found are the model's
     return search_answer(fast.speaker(intent.russian), intent, titles, shown_total(result))
 
 

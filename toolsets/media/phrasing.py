@@ -87,6 +87,11 @@ _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+к�
                       r"that\s+one|him|her|the\s+one)$")
 
 
+def names_the_one_talked_about(subject: str) -> bool:
+    """Whether a title's words are a pronoun ("it", "его", "this one"): the title talked about."""
+    return bool(_PRONOUN.fullmatch(subject.strip()))
+
+
 _ORDINALS = {"перв": 1, "втор": 2, "трет": 3, "четв": 4, "пят": 5, "first": 1, "second": 2, "third": 3,
              "fourth": 4, "fifth": 5, "1st": 1, "2nd": 2, "3rd": 3, "4th": 4, "5th": 5}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import zoneinfo
 from collections.abc import Container
 from pathlib import Path
 
@@ -17,10 +18,11 @@ import msgspec
 from core.done_said import ALARM_SPAN_S, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.intent import counted_back
-from core.lexicon import alternation, table, words, words_of
+from core.lexicon import alternation, fold, table, words, words_of
 from core.places import clock_elsewhere, moment_there, zone_of
 from core.reflex import TIMER_WORD, among, norm_words
-from core.timers import TimerError, dial_nearest, parse_when, set_order
+from core.timers import TimerError, dial_nearest, parse_duration, parse_when, set_order
+from core.timewords import in_digits
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
 
@@ -32,6 +34,14 @@ _MORNING_SAID = re.compile(alternation("naming", "morning_patterns", _WORDS))
 _HALF_SAID = re.compile(alternation("naming", "half_of_day_patterns", _WORDS))
 _FILLER = frozenset(words("naming", "naming_filler_words", _WORDS))  # "тот, что про маму": no timer's words
 # "второе напоминание, а про маму оставь": the cancel's clause and the kept one's
+# a clock time in digits (core.timewords.in_digits puts one said in words so), with its half of the
+# day ("8:00 вечера", "2 pm"), and the clauses a sentence of an event and a request is said in
+_HALF_OF_DAY = {half.rstrip("."): meaning for half, meaning in table("clock", "day_halves").items()}
+_CLOCK_SAID = re.compile(r"(?<![\d:.,])(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(?:\s*(?P<half>"
+                         + "|".join(re.escape(half).replace(r"\.", r"\.?") for half in sorted(_HALF_OF_DAY, key=len, reverse=True))
+                         + r"))?(?![\w:])")
+_AT_THE_END = re.compile(r"(?:^|\s+)(?:" + alternation("durations", "clock_prepositions") + r")$")
+_CLAUSES = re.compile(r"[!?;,]\s*|\.\s+(?=\D)")
 _CONTRAST = re.compile(r",\s*|\s+(?:" + alternation("naming", "contrast_words", _WORDS) + r")\s+")
 
 
@@ -137,8 +147,8 @@ def _timer_talked_about(results_before: list[tuple[str, ToolData | None]], pendi
 
 # ---- the steps ------------------------------------------------------------------------------
 async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
-    if counted_back(fast.turn_words(turn)):
-        return None  # "за полчаса до начала": counted back from an event only the model can place
+    if counted_back(fast.turn_words(turn)):  # "за полчаса до начала": from an event, at the clock time said
+        return await _before_the_time_said(fast, turn, intent)
     if intent.when.isdigit():  # "and another one for 20": in the unit of the timer the turn before set
         set_before = [data for _name, data in fast.results_before(turn) if isinstance(data, TimerSet)]
         if not set_before:
@@ -162,6 +172,63 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
     return _timer_set_said(fast, intent, now, due)
+
+
+async def _before_the_time_said(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
+    """"созвон в восемь вечера, напомни за десять минут", "the call is at 2:00 pm their time, remind
+    me fifteen minutes before": the one clock time the words say (another place's when they say
+    whose: the place named with it, else the one asked about), less the length read (the
+    request's "in 10 minutes"). Its text: the words of the clause with that time. None when the
+    words hold no clock time or more than one, or the moment has passed: the model's."""
+    said = fast.turn_words(turn)
+    event = _event_moment(fast, turn, said)
+    if event is None or not intent.when.startswith("in "):
+        return None
+    try:
+        lead = parse_duration(intent.when.removeprefix("in "))
+    except TimerError:
+        return None
+    now = fast.now()
+    if event[0] - lead <= now:
+        return None
+    due = dt.datetime.fromtimestamp(event[0] - lead, fast.timezone())
+    before = len(fast.pending_timers())
+    if await fast.call(turn, fast.tool("timer_set"), f"{due.strftime('%Y-%m-%dT%H:%M')}; {event[1]}") is None \
+            or len(fast.pending_timers()) <= before:
+        return None
+    return set_for_said(fast.speaker(intent.russian), due.timestamp(), now, fast.timezone(), intent.russian, f": {event[1]}")
+
+
+def _event_moment(fast: FastPath, turn: TurnState, said: str) -> tuple[float, str] | None:
+    """The moment of the one clock time `said` names, on its place's clock when the words say it
+    is another place's, and the words of its clause; None when not one, or no place is known."""
+    times = [(clause, found) for clause in _CLAUSES.split(in_digits(said)) for found in _CLOCK_SAID.finditer(clause)
+             if found["minute"] or found["half"]]  # a bare number is no clock time
+    if len(times) != 1:
+        return None
+    clause, found = times[0]
+    hour, minute = int(found["hour"]), int(found["minute"] or 0)
+    half = _HALF_OF_DAY.get(fold(found["half"] or "").rstrip(".") , "")
+    hour += 12 if half == "evening" and hour < 12 else 0
+    hour -= 12 if half == "morning" and hour == 12 else 0
+    tz, elsewhere = fast.timezone(), clock_elsewhere(said)
+    if elsewhere is not None:  # the place named with the time, else in the words, else the one asked about
+        place = next((word for text in (clause, said) for word in re.findall(r"[^\W\d_]+", text) if zone_of(word)), "") \
+            or fast.place_talked_about(turn)
+        zone = zone_of(place) if place else None
+        if zone is None:
+            return None
+        tz = zoneinfo.ZoneInfo(zone)
+    clock = f"{hour}:{minute:02d}"
+    try:
+        moment = parse_when(clock if half else dial_nearest(clock, fast.now(), tz), fast.now(), tz)
+    except TimerError:
+        return None
+    words = clause.replace(found.group(0), " ")
+    if elsewhere is not None and (whose := clock_elsewhere(words)) is not None:
+        words = words[:whose.start()] + " " + words[whose.end():]
+    words = _AT_THE_END.sub("", " ".join(words.split()).strip(" ,.!?"))  # "у меня созвон в"
+    return moment, words or words_of(_language(re.search(r"[а-яё]", said, re.I) is not None), "naming", "unnamed_timer", _WORDS)[0]
 
 
 def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: re.Match[str]) -> Intent | None:

@@ -243,7 +243,7 @@ _PLAN_OPENERS = frozenset(words("naming", "plan_openers", WORDS))
 
 
 # "таймер минут на двадцать", "часа на два": the number after its unit, an approximate span
-_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+)?(?P<n>\d+|полтора|"
+_APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|секунд\w*)\s+(?P<prep>на\s+|через\s+|за\s+)?(?P<n>\d+|полтора|"
                           r"(?:" + "|".join(TENS) + r")(?:\s+(?:" + "|".join(NUMBER_WORDS) + r"))?|"
                           + "|".join(sorted({*NUMBER_WORDS, *TEENS}, key=len, reverse=True)) + r")(?!\w)")
 
@@ -430,7 +430,7 @@ _CHANGE_OPENING = re.compile(
     + alternation("naming", "needs_patterns", WORDS) + r")(?:\s+(?:на|in|for))?|"
     r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
     r"(?:\s+back)?\s+(?:to|for|at|in)?|"
-    r"(?:давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
+    r"(?:поставь\s+лучше|лучше\s+поставь|давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
     r"(?:\s+(?:на|через|в))?)?\s*")
 
 

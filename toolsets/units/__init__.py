@@ -32,7 +32,7 @@ UNITS_TOOLSET = ToolsetSpec(
     name="units",
     summary="convert units: length, mass, volume, speed, temperature",
     tools=[ToolSpec(name="units_convert", summary=f"convert a value; units: {_NAMES}", read_only=True,
-                    args=[ArgSpec(name="value"), ArgSpec(name="from"), ArgSpec(name="to")])],
+                    said_number_args=["value"], args=[ArgSpec(name="value"), ArgSpec(name="from"), ArgSpec(name="to")])],
 )
 
 
