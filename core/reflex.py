@@ -499,7 +499,7 @@ _CORRECTION = re.compile(LEAD + r"(?:(?:" + _any("not_words") + r")\s+(?P<wrong>
                          + _any("but_patterns") + r")?|"
                          # "I meant the series", "no, I meant Dune", "я имел в виду сериал"
                          r"(?:(?:" + _any("correction_no_patterns") + r")[\s,]+)?(?:" + _any("meant_patterns") + r"))\s*"
-                         r"(?P<right>[^,.!?]{2,60})[\s.!]*$")
+                         r"(?P<right>[^,.!?]{2,60}(?:[,.]\s+[^,.!?]{2,40})?)[\s.!]*$")
 
 
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",

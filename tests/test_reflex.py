@@ -1762,3 +1762,17 @@ async def test_a_retraction_right_after_a_watch_ends_it_and_one_after_a_search_c
         await system.turn("s", "найди фильм Солярис")
         assert finals(await system.turn("s", "ой, отбой, не то"))[-1] == "MODEL"  # a search: nothing to undo
         assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "media_play")]
+
+
+async def test_a_play_from_the_first_episode_plays_the_title_and_a_correction_may_say_which_namesake(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = finals(await system.turn("s", "long week. put on Chernobyl, episode one"))[-1]
+        assert shown.startswith("Playing «Чернобыль»"), shown
+        await system.turn("s", "найди Ликвидацию")
+        assert finals(await system.turn("s", "давай, включай с первой серии"))[-1].startswith("Включаю «Ликвидация»")
+        await system.turn("s", "put on Solaris")
+        shown = finals(await system.turn("s", "no, not Solaris, Stalker. the Tarkovsky one"))[-1]
+        assert shown.startswith("Playing «Сталкер»"), shown
+        assert finals(await system.turn("s", "what year did that one come out actually?"))[-1] == "“Stalker” came out in 1979."
+        assert not backend.calls

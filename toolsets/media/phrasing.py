@@ -15,6 +15,7 @@ import msgspec
 
 from core.fastpath import Detail, Intent, Phrasing, Reference, ReflexKind
 from core.intent import casual
+from core.lexicon import alternation as listed_alternation
 from core.lexicon import words as listed_words
 from core.reflex import ASKS_MORE, LEAD, NUMBER_WORDS, TIMER_WORD, VERB_START, YEAR, is_russian, norm_words
 
@@ -80,7 +81,11 @@ _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|ф
                      r"для\s+(?:детей|дочки|сына|малого|малой)|ребенку|детям|дочке|дочери|сыну|малышу|внуку|внучке|"
                      r"малому|малой|мелкому|мелкой|младшему|младшей|племяннику|племяннице|бабушке|дедушке|деду|маме|папе|"
                      # "play it again", "включи его заново": the title talked about, from its start
-                     r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала)(?=\s|$)")
+                     r"again|снова|заново|ещ[её]\s+раз|from\s+the\s+(?:start|beginning)|с\s+начала|"
+                     + listed_alternation("titles", "from_the_start_patterns", _WORDS) + r")(?=\s|$)")
+
+
+_FROM_THE_START = re.compile(r"(?:^|\s)(?:" + listed_alternation("titles", "from_the_start_patterns", _WORDS) + r")(?=\s|$)")
 
 
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
@@ -510,6 +515,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         return titled if titled is None or not titled.subject else msgspec.structs.replace(titled, reference=Reference(oldest=True))
     subject = norm_words(quoted.group(1)) if quoted else _FILLER.sub(" ", norm_words(rest)).strip()
     subject = re.sub(r"^(?:the|a|an)\s+(?=\S)", "", subject) if not quoted else subject
+    if not subject and _FROM_THE_START.search(norm_words(rest)):  # "врубай с первой серии": the one talked about
+        return Intent(kind=kind, russian=russian, reference=Reference())
     if len(subject) < 2 or (not quoted and (_NOT_A_TITLE.search(subject) or _USERS_OWN.match(subject)
                                             or _QUESTION_WORD.match(subject))):
         return None
