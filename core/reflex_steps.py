@@ -72,6 +72,10 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
         if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]):
             return match
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
+    if len(matched) > 1 and len({(match.intent, repr(match.slots)) for match, _part in matched}) == 1:
+        # one request said twice ("what can you monitor for me? like, which monitors are there?")
+        parts = [part for part in parts if part not in [said for _match, said in matched[1:]]]
+        matched = matched[:1]
     if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]):
         return matched[0][0]
     sentences = _clauses(said, commas=False)  # "…, а очки уже почти сели. скинь мне на телефон списком: мука, яйца"

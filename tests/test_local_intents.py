@@ -54,7 +54,9 @@ def test_words_outside_every_toolsets_sentences_match_nothing_typed(said):
                                   "and which monitors are you actually allowed to run for me?",  # h23
                                   # h27: answered with the timers by the model
                                   "I've been setting stuff up all afternoon and totally lost track. which monitors have I "
-                                  "got running right now?", "какие мониторы у меня сейчас запущены?"])
+                                  "got running right now?", "какие мониторы у меня сейчас запущены?",
+                                  # one request said twice in other words
+                                  "so what sort of things could you keep an eye on? like, what monitors do you have?"])
 async def test_a_sentence_whose_answer_the_model_words_makes_its_call_first(tmp_path, said):
     # h24: the model searched the history for "allowed_monitors"; a declared call with `answer: ""` is
     # made by the session, and the model words the list from its result
