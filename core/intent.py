@@ -119,6 +119,7 @@ def action_kind(spec: ToolSpec | None, args: Mapping[str, str] | None = None) ->
 # the user will ask later: "I'll need a reminder for the dentist, but I'll tell you the time in the
 # morning", "скажу потом, во сколько"
 _ASKS_LATER = _grammar("asks_later_patterns")
+_OWN_CHORE = _grammar("own_chore_patterns")
 
 
 # what another person says the user should do: told, not asked for ("my friend keeps telling me
@@ -216,6 +217,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         text = text[:reported.start()]
     text = _QUOTED.sub(":", text)  # "брат такой: «напомни мне в восемь про матч»": a request in quotes is someone's
     text = _NOTHING_MORE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
+    # "if I ever move to Tokyo I'd have to switch the home city": what the user would have to do, not a request
+    hypothetical = bool(_IF_CLAUSE.search(text)) and bool(_OWN_CHORE.search(text))
     if _IF_CLAUSE.search(text):  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
         text = _SECOND_PERSON.sub(" ", _IF_CLAUSE.sub(" ", text))  # and what "you would do" in it
     text = _REFLEXIVE.sub(" ", text)  # "он запустится на телефоне?": how it happens, no request
@@ -244,8 +247,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     if kind == "show":
         return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said))) \
             and not sent_to_phone(said)
-    # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk
-    return bool(_CHANGE_VERBS.search(text)) or not casual(said)
+    # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk, nor
+    # the user's own chore in a hypothetical ("if I ever move to Tokyo I'd have to switch the home city")
+    return bool(_CHANGE_VERBS.search(text)) or not hypothetical and not casual(said)
 
 
 _CASUAL = _listed("casual")

@@ -107,6 +107,11 @@ def is_russian(text: str) -> bool:
     return len(re.findall(r"[а-яё]", lowered)) > len(re.findall(r"[a-z]", lowered))
 
 
+# a sentence and where one ends; a decimal point ("in 2.5 hours") ends none
+_SENTENCES = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+[.?!]*")
+_SENTENCE_END = re.compile(r"(?:\.(?!\d)|(?<!\d)\.|[?!])+")
+
+
 def _plain_words(said: str) -> str:
     """Folded (core.lexicon.fold: lower case, ё as е), one space between words, a particle dropped ("включи-ка")."""
     return _PARTICLE.sub("", " ".join(fold(said).split()))
@@ -125,7 +130,7 @@ def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | No
     меня руки все в масле, засеки минут двадцать пять"), when everything before it is a plain
     statement: no question, no request, no condition, nobody's words told ("she said", "он
     сказал"); else None."""
-    sentences = [part.strip() for part in re.findall(r"[^.?!]+[.?!]*", raw) if part.strip(" .!?,")]
+    sentences = [part.strip() for part in _SENTENCES.findall(raw) if part.strip(" .!?,")]
     if len(sentences) >= 2:
         asked = _asked_after(" ".join(sentences[:-1]), sentences[-1], sentences[:-1], phrasings)
         if asked is not None:
@@ -218,7 +223,7 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
         return next((intent for read in negated for intent in [read(raw, said, russian)] if intent is not None), None)
     if joint is not None:
         return None  # "не ставь таймер", "don't play it", two requests at once: the model answers
-    asked = [sentence for sentence in re.split(r"[.?!]+", raw) if VERB_START.match(sentence.strip())]
+    asked = [sentence for sentence in _SENTENCE_END.split(raw) if VERB_START.match(sentence.strip())]
     if len(asked) > 1 or asked and any(phrasing.asks_anywhere(raw) for phrasing in phrasings):
         return None  # "Найди Брат. Кто его снял?": two requests, the model takes both
     own = (partial(_correction_intent, phrasings=phrasings), _show_intent, _time_intent,
@@ -344,7 +349,7 @@ def _own_sentence(pattern: re.Pattern[str], raw: str) -> str | None:
     """The sentence `pattern` is found in, when every other sentence is a plain statement ("какое
     сегодня число? я на даче счёт дням потерял": not a place "на даче …"); None when another is a
     request ("который час? поставь таймер на 5 минут": two, the model's); else `raw` whole."""
-    sentences = re.findall(r"[^.?!]+[.?!]*", raw)
+    sentences = _SENTENCES.findall(raw)
     holding = [s for s in sentences if pattern.search(s)]
     if len(sentences) < 2 or len(holding) != 1:
         return raw

@@ -403,13 +403,21 @@ def _count(said: str | None) -> float:
 
 
 def _with_part(m: re.Match[str]) -> str:
-    """A count and a part of its unit in figures: "2.5 часа"; hours and a quarter as hours and
-    minutes ("1 hour 15 minutes": "1.25" would read as a clock's 1:25)."""
+    """A count and a part of its unit in figures: "2.5 часа"; a quarter as whole counts of the
+    smaller unit ("1 hour 15 minutes": "1.25" would read as a clock's 1:25)."""
     length = _count(m["count"]) + _share(m["part"])
-    if length.is_integer() or UNIT_SECONDS[m["unit"].casefold()] != 3600 or (length * 10).is_integer():
+    unit_s = UNIT_SECONDS[m["unit"].casefold()]
+    smaller = next(((size, key) for size, key in _SMALLER if size < unit_s and unit_s % size == 0 and
+                    (length % 1 * unit_s / size).is_integer()), None)
+    if (length * 10).is_integer() or smaller is None:
         return f"{length:g} {m['unit']}"
-    minutes = _MINUTES["ru" if re.match(r"[а-яё]", m["unit"], re.I) else "en"]
-    return f"{int(length)} {m['unit']} {round(length % 1 * 60)} {minutes}"
+    language = "ru" if re.match(r"[а-яё]", m["unit"], re.I) else "en"
+    size, key = smaller
+    return f"{int(length)} {m['unit']} {round(length % 1 * unit_s / size)} {lexicon.topic(language, 'durations')[key]}"
+
+
+# the unit a part of a bigger one is said in: a part of a day in hours, of an hour in minutes, of a minute in seconds
+_SMALLER = ((3600, "hours_after_count"), (60, "minutes_after_count"), (1, "seconds_after_count"))
 
 
 # "через час пятнадцать", "на два часа двадцать", "in an hour fifteen": minutes said with no unit after

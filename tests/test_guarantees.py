@@ -692,6 +692,11 @@ async def test_a_change_the_users_words_say_nothing_of_is_refused_and_one_they_n
                           timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert not any("home city set" in r for r in results), results
+        # h35: a hypothetical that names the change ("if I ever move …, I'd have to switch the home city")
+        await system.turn("s", "if we ever move to Lisbon I'd have to change the home city on this thing. not this year though",
+                          timeout=30)
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+        assert not any("home city set" in r for r in results), results
         await system.turn("s", "set my home city to London", timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert any("home city set: London" in r for r in results), results

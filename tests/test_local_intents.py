@@ -251,6 +251,8 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # the amount said before the question
     ("this American recipe wants eight ounces of butter. how many grams is that?", "8 oz = 226.8 g."),
     ("в рецепте написано: духовку на триста пятьдесят по Фаренгейту. это сколько в градусах Цельсия?", "350 F = 176.7 C."),
+    # h35: the units in the nominative and the prepositional ("в цельсии")
+    ("переведи двести градусов по цельсию в фаренгейты", "200 C = 392 F."),
     # h24: and a remark after the question
     ("the guy at the pet store said my tank is forty gallons, how many liters is that? the water conditioner bottle "
      "only talks in liters", "40 gal = 151.4 l."),

@@ -364,6 +364,9 @@ async def test_the_models_confirmation_is_no_timers_text_and_the_list_claims_not
      "22:50", "webinar"),
     (["в Калининграде у брата концерт начинается в восемь вечера по ихнему времени, напомни минут за пятнадцать"],
      "20:45", "концерт"),
+    # "в час дня": the hour said as "час" (Los Angeles: 08:00 when Moscow is 18:00)
+    (["а в Лос-Анджелесе сколько сейчас?", "у подруги там встреча в час дня по ихнему, напомни за полчаса ей написать"],
+     "22:30", "встреча"),
 ])
 async def test_a_reminder_counted_back_from_the_time_said_is_set_before_it(tmp_path, turns, due, text):
     shown, left, asked = await _play(tmp_path, turns)
@@ -388,3 +391,14 @@ async def test_a_reminder_counted_back_from_an_event_with_no_time_said_is_the_mo
 async def test_a_retraction_right_after_a_timer_takes_it_back(tmp_path, turns, left_after):
     shown, left, _asked = await _play(tmp_path, turns, reply_fn=_asks)
     assert [(when, text) for when, text in left] == left_after, (shown, left)
+
+
+@pytest.mark.parametrize("second, due", [
+    # h35: a second reminder "in an hour and a half" was set for 5 hours (a decimal point read as a sentence's end)
+    ("oh and in an hour and a half to call grandma", "19:30"),
+    ("and in 2.5 hours to call grandma", "20:30"),
+])
+async def test_one_more_reminder_with_a_part_of_an_hour_is_set_for_its_whole_length(tmp_path, second, due):
+    shown, left, asked = await _play(tmp_path, ["remind me in forty minutes to move the laundry", second])
+    assert left == [("18:40", "move the laundry"), (due, "call grandma")], (shown, left)
+    assert not asked
