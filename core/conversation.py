@@ -894,7 +894,7 @@ class Conversation(ReflexSteps):
                     "result shows it, or the exact title (search first)."))
         if spec.id_args and (refusal := unshown_id(spec, args, self._shown_text())):  # an MCP tool's made-up id
             return refusal
-        if spec.said_number_args and (refusal := unsaid_amount(spec, args, self._shown_text())):  # 55 put as 50
+        if spec.said_number_args and (refusal := unsaid_amount(spec, args, self._shown_text(), self._turn_words(turn_start))):  # 55 put as 50
             return refusal
         if action_kind(spec, args) is None:  # a lookup: only one that asks for words of its own needs them
             return None if tool in recipe_tools else unasked_lookup(spec, self._guard_words(turn_start))

@@ -431,17 +431,19 @@ def unshown_id(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal |
 _REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
 
 
-def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal | None:
+def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str, said: str = "") -> Refusal | None:
     """A whole number in one of the tool's `said_number_args` that neither the user said nor a
     result showed in `shown` (core.timewords.whole_numbers_said): "а пятьдесят пять?" converted
     as 50. A fraction is not judged, nor a one ("сколько километров в миле": a unit alone is one
-    of it)."""
+    of it). The refusal names the number this turn's words (`said`) say, when they say one."""
     for name in spec.said_number_args:
         given = args.get(name, "").strip()
         whole = re.fullmatch(r"(\d+)(?:[.,]0+)?", given)
         if whole is not None and int(whole[1]) != 1 and int(whole[1]) not in whole_numbers_said(shown):
-            return Refusal(kind="unsaid_number", tool=spec.name, reason=(
-                f"the {name} {given} is not a number the user said. Use the number exactly as the user said it."))
+            now_said = sorted(whole_numbers_said(said))
+            meant = f" The user said {now_said[0]}: call it again with {now_said[0]}." if len(now_said) == 1 else \
+                " Use the number exactly as the user said it."
+            return Refusal(kind="unsaid_number", tool=spec.name, reason=f"the {name} {given} is not a number the user said.{meant}")
     return None
 
 
