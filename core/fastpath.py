@@ -86,6 +86,11 @@ class FastPath(Protocol):
     async def aside(self, turn: TurnState, tool: str, args: str) -> CallOutcome:
         """A read-only call asked aside: nothing recorded, so the model never reads it."""
 
+    def names_another_toolsets_domain(self, words: str) -> bool:
+        """Whether the words hold a word another toolset is offered for (protocol.ToolsetSpec.offered_for:
+        "монитор", "скрипт", "почта"): no title, no timer of this one's."""
+        ...
+
     async def others_could_serve(self) -> bool:
         """Whether a toolset beyond the built-in ones, or a user's skill, could serve a request."""
 

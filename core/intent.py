@@ -554,6 +554,12 @@ def toolset_offerable(spec: ToolsetSpec | None, said: str) -> bool:
     return _offered_for(tuple(spec.offered_for), tuple(spec.offered_for_verbs), said)
 
 
+def words_offered_for(spec: ToolsetSpec, said: str) -> bool:
+    """Whether the words hold one of the word starts a toolset is offered for (its domain's nouns:
+    "монитор", "сборк", "почт"), verbs aside ("watch" is said of films too)."""
+    return bool(spec.offered_for) and _offered_for(tuple(spec.offered_for), (), said)
+
+
 @functools.lru_cache(maxsize=1024)
 def _offered_for(words: tuple[str, ...], verbs: tuple[str, ...], said: str) -> bool:
     text = _norm(said)

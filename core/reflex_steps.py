@@ -21,7 +21,7 @@ from core import tracing
 from core.lexicon import alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing, Reference
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk, takes_back
+from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk, takes_back, words_offered_for
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
@@ -425,6 +425,9 @@ class ReflexSteps:
     async def _own_skills(self) -> bool:
         """Whether the user has skills of their own (not the built-in ones)."""
         return any(not e.builtin for e in (await self._skill_index()).entries)
+
+    def names_another_toolsets_domain(self, words: str) -> bool:
+        return any(spec.offered_for and words_offered_for(spec, words) for spec in self.s.registry.specs())
 
     async def others_could_serve(self) -> bool:
         """Whether anything beyond the fast path's own toolsets could serve a request: a toolset of

@@ -1776,3 +1776,15 @@ async def test_a_play_from_the_first_episode_plays_the_title_and_a_correction_ma
         assert shown.startswith("Playing «Сталкер»"), shown
         assert finals(await system.turn("s", "what year did that one come out actually?"))[-1] == "“Stalker” came out in 1979."
         assert not backend.calls
+
+
+async def test_words_of_another_toolsets_domain_or_a_description_are_no_title_the_catalog_lacks(tmp_path):
+    """h36: "запусти монитор backup …" was searched in the film catalog (a play verb), and "that show
+    about the chemistry teacher who …" told "not found in the catalog": the model's, which sees the
+    monitors and can ask; a short title the catalog lacks is still said to be missing."""
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert finals(await system.turn("s", "запусти сборку nightly и скажи, когда закончится"))[-1] == "MODEL"
+        assert finals(await system.turn("s", "do you have that series about the high school teacher who turns to crime?"))[-1] == "MODEL"
+        assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("media_search", "media_play")]
+        assert finals(await system.turn("s", "find me flibbertigibbet"))[-1].startswith("“flibbertigibbet” was not found")
