@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from core.local_intents import LocalMatch
 from core.fastpath import Reference
+from core.local_intents import LocalMatch
 from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent
 
 _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))

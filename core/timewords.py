@@ -376,9 +376,9 @@ _UNIT = r"(?:" + _alternatives(map(re.escape, UNIT_SECONDS)) + r")(?!\w)"
 
 
 # "два с половиной часа", "two and a quarter hours": a count and a part before its unit; "an hour and
-# a quarter", "час с четвертью": a part after the unit. Put in figures ("2.5 часа", "1.25 hour"), as
-# the timer table reads them; else "часа" alone was read as the length, an hour, and the part as
-# the timer's text ("remind me in an hour and a quarter to …" set a timer of one hour)
+# a quarter", "час с четвертью": a part after the unit. Put as the timer table reads them (`_with_part`:
+# "2.5 часа", "1 hour 15 minutes"); else "часа" alone was read as the length, an hour, and the part
+# as the timer's text ("remind me in an hour and a quarter to …" set a timer of one hour)
 _PARTS = tuple((re.compile(said, re.IGNORECASE), float(share))  # type: ignore[arg-type]
                for said, share in lexicon.table("durations", "and_a_part_patterns").items())
 _PART_SAID = r"(?P<part>" + "|".join(f"(?:{said.pattern})" for said, _share in _PARTS) + r")"
@@ -441,7 +441,7 @@ def _minutes_said(words: str) -> int:
 
 
 def with_halves(text: str) -> str:
-    """"два с половиной часа" -> "2.5 часа", "an hour and a quarter" -> "1.25 hour"; and the
+    """"два с половиной часа" -> "2.5 часа", "an hour and a quarter" -> "1 hour 15 minutes"; and the
     minutes of a length said with no unit: "через час пятнадцать" -> "через 1 час 15 минут"."""
     text = _UNIT_AND_A_PART.sub(_with_part, _COUNT_AND_A_PART.sub(_with_part, text))
 

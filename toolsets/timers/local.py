@@ -33,7 +33,6 @@ _MORNING_SAID = re.compile(alternation("naming", "morning_patterns", _WORDS))
 # a half of the day said with a time ("5:45 pm", "в шесть вечера"): a put-right keeps it as said
 _HALF_SAID = re.compile(alternation("naming", "half_of_day_patterns", _WORDS))
 _FILLER = frozenset(words("naming", "naming_filler_words", _WORDS))  # "тот, что про маму": no timer's words
-# "второе напоминание, а про маму оставь": the cancel's clause and the kept one's
 # a clock time in digits (core.timewords.in_digits puts one said in words so), with its half of the
 # day ("8:00 вечера", "2 pm"), and the clauses a sentence of an event and a request is said in
 _HALF_OF_DAY = {half.rstrip("."): meaning for half, meaning in table("clock", "day_halves").items()}
@@ -42,6 +41,7 @@ _CLOCK_SAID = re.compile(r"(?<![\d:.,])(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(
                          + r"))?(?![\w:])")
 _AT_THE_END = re.compile(r"(?:^|\s+)(?:" + alternation("durations", "clock_prepositions") + r")$")
 _CLAUSES = re.compile(r"[!?;,]\s*|\.\s+(?=\D)")
+# "второе напоминание, а про маму оставь": the cancel's clause and the kept one's
 _CONTRAST = re.compile(r",\s*|\s+(?:" + alternation("naming", "contrast_words", _WORDS) + r")\s+")
 
 
