@@ -402,3 +402,14 @@ async def test_one_more_reminder_with_a_part_of_an_hour_is_set_for_its_whole_len
     shown, left, asked = await _play(tmp_path, ["remind me in forty minutes to move the laundry", second])
     assert left == [("18:40", "move the laundry"), (due, "call grandma")], (shown, left)
     assert not asked
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h36: the old time said after the new one
+    (["поставь таймер на семь минут, яйца варю", "не, всмятку же, давай четыре вместо семи"], [("18:04", "яйца варю")]),
+    (["set a timer for twelve minutes for the pasta", "oh it's fresh pasta, make it three instead of twelve"],
+     [("18:03", "the pasta")]),
+])
+async def test_a_new_time_said_instead_of_the_old_puts_the_timer_right(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert left == left_after and not asked, (shown, left)

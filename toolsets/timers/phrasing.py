@@ -438,6 +438,11 @@ _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<wh
                        r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*")
 
 
+# (one word, the old count, and its unit: "instead of the pasta one" names another timer)
+_INSTEAD_OF = re.compile(r"\s+(?:" + alternation("naming", "instead_of_patterns", WORDS) + r")\s+[^\W_]+(?:\s+"
+                         + _SPAN_UNIT + r")?$")
+
+
 _ONE_MORE_SAID = re.compile(r"(?<!\w)(?:ещ[её]|another|one\s+more|second|второй|также|also|too)(?!\w)")
 
 
@@ -490,6 +495,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     the clause before took the old time back ("ой нет, не в семь, в полвосьмого", "no no,
     fifty"), so the new time alone is the put-right."""
     text = in_figures(lengths_in_units(clause)).strip(" .!?")  # "make it an hour", "давай на полчаса"
+    text = _INSTEAD_OF.sub("", text)  # "давай три вместо пяти": the old number said after the new
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
         return None  # "давай ещё на 10", "and another 5 minutes": a new timer beside it
