@@ -47,9 +47,9 @@ def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool
             if isinstance(data, Playing) and data.title and data.state in _PLAYING and \
                     not _says_title(said, data.title, data.media_id):
                 missing.append(say("playing", title=f"«{data.title}»"))
-        elif changes and (not said.strip(" .!…") or _BARE.fullmatch(said.strip(" .!"))) \
+        elif changes and (kind == "change" and len(said.split()) <= SHORT_ANSWER_WORDS or _BARE.fullmatch(said.strip(" .!"))) \
                 and not _shares_a_word(said, first_line(result)):
-            # "Done" (or nothing: a refusal left out) after an MCP tool's change: its result says what
+            # "Done", "Спасибо!" (or nothing: a refusal left out) after an MCP tool's change: its result says what
             line = first_line(result).strip().rstrip(".")
             missing.append(line[:1].upper() + line[1:CHANGE_LINE_CHARS] + ".")
     return [sentence for sentence in missing if sentence]  # what no toolset words is not added
@@ -58,6 +58,7 @@ def unsaid_done(answer: str, results: list[tuple[str, str, ToolData | None, bool
 # an answer that says only that something was done; another tool's result is added to nothing else
 _BARE = re.compile("(?:" + alternation("guards", "bare_done_patterns") + ")")
 CHANGE_LINE_CHARS = 160  # of another tool's result, said when the answer names nothing of it
+SHORT_ANSWER_WORDS = 2  # an answer this short that names nothing of the change ("Спасибо!", "All set") says nothing of it
 
 
 def _shares_a_word(said: str, result: str) -> bool:

@@ -30,6 +30,8 @@ def test_an_answer_that_says_nothing_of_the_timer_or_the_film_gets_both_said():
                        russian=False, say=EN) == ["Timer set for 45 seconds, it goes off at 18:00: tea."]
     assert unsaid_done("Done", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # an MCP tool's change
     assert unsaid_done("", [HOME], russian=False, say=EN) == ["Home city set: Berlin (Europe/Berlin)."]  # nothing said
+    # h36: a word or two that names nothing of the change ("Спасибо!" after the home city was set)
+    assert unsaid_done("Спасибо!", [HOME], russian=True, say=RU) == ["Home city set: Berlin (Europe/Berlin)."]
 
 
 def test_an_answer_that_says_when_or_how_long_or_which_film_in_any_case_gets_nothing_added():
