@@ -413,3 +413,10 @@ async def test_one_more_reminder_with_a_part_of_an_hour_is_set_for_its_whole_len
 async def test_a_new_time_said_instead_of_the_old_puts_the_timer_right(tmp_path, turns, left_after):
     shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
     assert left == left_after and not asked, (shown, left)
+
+
+async def test_a_length_said_in_passing_then_ping_me_when_its_done_sets_that_timer(tmp_path):
+    # h36: "…, would you?" after the bare request, and an interjection is no timer's text
+    shown, left, asked = await _play(tmp_path, [
+        "ugh, the oven's got like twenty minutes to go and I'll be on a call. tell me when it's done, would you?"])
+    assert [when for when, _text in left] == ["18:20"] and not asked, (shown, left)

@@ -17,7 +17,8 @@ from core.fastpath import Intent, Phrasing
 from core.intent import remark
 from core.lexicon import alternation, table, words, words_of
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
-                         VERB_START, as_said, in_figures, is_russian, recognise, second_thought, tells_of_words)
+                         VERB_START, as_said, in_figures, is_russian, recognise, second_thought, tells_of_words,
+                         without_polite_tail)
 from core.timewords import in_digits, lengths_in_units
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -564,15 +565,16 @@ def _timer_for_length_before(raw: str, said: str, russian: bool) -> Intent | Non
     """A timer for the one length the sentences before the bare request say, each a remark; its
     text the first clause of them that says no length."""
     sentences = [part for part in re.split(r"(?<=[.!?…])\s+", raw.strip()) if part.strip(" .!?…")]
-    if len(sentences) < 2 or not _START_BARE.match(sentences[-1].strip()):
+    if len(sentences) < 2 or not _START_BARE.match(without_polite_tail(sentences[-1].strip())):  # "…, would you?"
         return None
     before = sentences[:-1]
     spans = [span for sentence in before for span in _SPAN.finditer(in_figures(lengths_in_units(in_digits(sentence))))]
     if len(spans) != 1 or not all(remark(s) for s in before):
         return None  # "в рецепте сказано полтора часа": words told may give the length; the request is the user's
     clauses = [c.strip(" .!?…") for sentence in before for c in sentence.split(",")]
-    text = next((c for c in clauses if c and not _SPAN.search(in_figures(lengths_in_units(in_digits(c))))
-                 and not second_thought(c)), "")
+    with_span = next((at for at, c in enumerate(clauses) if _SPAN.search(in_figures(lengths_in_units(in_digits(c))))), len(clauses))
+    # a clause before the length's (after it: what the user says of it, "I always do"), not an interjection ("ugh")
+    text = next((c for c in clauses[:with_span] if len(c.split()) > 1 and not second_thought(c)), "")
     return Intent(kind="timer_set", russian=russian, when=f"in {spans[0].group(0)}", text=as_said(text, said))
 
 
