@@ -64,6 +64,11 @@ import yaml
 from core import lexicon
 from core.timewords import in_digits
 
+# what opens a sentence and says nothing of it (core/words/*/requests.toml `sentence_opener_patterns`:
+# "тогда", "so"): a sentence matches without it too
+_OPENED = re.compile(r"^(?:(?:" + lexicon.alternation("requests", "sentence_opener_patterns") + r")[\s,!.]+)+",
+                     re.IGNORECASE)
+
 _log = logging.getLogger("porfiry.intents")
 
 LANGUAGES = ("en", "ru")
@@ -291,6 +296,10 @@ class LocalIntents:
             results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
             if not results and (figured := in_digits(text)) != text:  # "two hundred and fifty grams", "без четверти семь"
                 results = list(recognize_all(figured, intents, slot_lists=lists, intent_context=_HERE, language=language))
+            if not results and (bare := _OPENED.sub("", text, count=1)) != text and bare.strip():
+                # "тогда напомни мне завтра в десять …", "so, which monitors …": the words that open a request
+                results = list(recognize_all(in_digits(bare), intents, slot_lists=lists, intent_context=_HERE,
+                                             language=language))
         except HassilError as exc:  # a template naming a list or rule no file defines: the model reads the words
             if str(exc) not in self._told:
                 self._told.add(str(exc))

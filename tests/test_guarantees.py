@@ -744,3 +744,12 @@ async def test_an_amount_the_user_did_not_say_is_refused_and_the_one_said_is_con
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
         assert results[-2]["content"].startswith("not executed (unsaid_number)") and "said 55" in results[-2]["content"], results
         assert "139.7" in shown and "127" not in shown, shown
+
+
+async def test_a_question_whether_the_assistant_can_send_to_the_phone_sends_nothing(tmp_path):
+    """A request's opening words are left off a toolset's sentence only when they say nothing:
+    "can you …?" may ask what the assistant can do (h33 and h35's traps)."""
+    backend = ScriptedBackend(reply_fn=lambda _messages: "Да, могу.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "wait, can you actually push stuff to my phone? like notifications? just curious, don't send anything")
+        assert not [r for r in tool_results(await system.history("s")) if r["name"] == "notify_user"]

@@ -84,7 +84,10 @@ async def test_cancelling_one_task_while_a_progress_turn_runs_stops_that_task_al
         await system.deliver("s", f"cancel task {doomed}")
         await until(lambda: any("counted " in f for f in finals(glasses.shown["s"])), timeout=60)
         await system.turn("s", f"call tasks_status|{doomed}", timeout=30)
-        status = [m for m in backend.calls[-1] if m.role == "tool"][-1].content
+        # the status's own result, once in the history (under load another turn may have had the model's last call)
+        async def statuses():
+            return [m["content"] for m in await system.history("s") if m["role"] == "tool" and m.get("name") == "tasks_status"]
+        status = (await until(statuses, timeout=30))[-1]
         assert "cancelled by the user after" in status, status
 
 

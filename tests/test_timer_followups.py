@@ -420,3 +420,11 @@ async def test_a_length_said_in_passing_then_ping_me_when_its_done_sets_that_tim
     shown, left, asked = await _play(tmp_path, [
         "ugh, the oven's got like twenty minutes to go and I'll be on a call. tell me when it's done, would you?"])
     assert [when for when, _text in left] == ["18:20"] and not asked, (shown, left)
+
+
+async def test_a_toolsets_sentence_opened_by_a_word_that_says_nothing_still_matches(tmp_path):
+    # h36: "тогда напомни мне завтра в десять утра …" went to the model (which set the home city)
+    shown, left, asked = await _play(tmp_path, ["ага, понятно. тогда напомни мне завтра в девять утра позвонить в банк",
+                                                "okay so what have I got set now?"], reply_fn=_asks)
+    assert left == [("33:00", "позвонить в банк")] and not asked, (shown, left)
+    assert "позвонить в банк" in shown, shown

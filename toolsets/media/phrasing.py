@@ -533,6 +533,12 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     # "put on Home Alone for the kids, would ya", "… instead", "включи X, ладно?": said after the title
     subject = re.sub(r"(?:\s+(?:(?:would|will|could|can)\s+(?:ya|you)|ok|okay|yeah|alright|right|instead|then|ладно|"
                      r"хорошо|вместо\s+этого|тогда))+$", "", subject)
+    return _subject_intent(kind, subject, said, russian)
+
+
+def _subject_intent(kind: ReflexKind, subject: str, said: str, russian: bool) -> Intent:
+    """The request for the title words `subject` say: a part, a pronoun, an ordinal or a year of the
+    titles shown, else that title (in the language the words around it are said in)."""
     part = re.fullmatch(r"(?:the\s+)?(?P<word>\w+)\s+(?:часть|part)", subject)  # "вторую часть": the one shown
     if part is not None and _ORDINAL.fullmatch(" " + part["word"]):
         subject = part["word"]
