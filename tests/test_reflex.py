@@ -1788,3 +1788,12 @@ async def test_words_of_another_toolsets_domain_or_a_description_are_no_title_th
         assert finals(await system.turn("s", "do you have that series about the high school teacher who turns to crime?"))[-1] == "MODEL"
         assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("media_search", "media_play")]
         assert finals(await system.turn("s", "find me flibbertigibbet"))[-1].startswith("“flibbertigibbet” was not found")
+
+
+async def test_what_the_assistant_watches_asked_with_show_me_is_listed(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "если Петя напишет в вотсапе, дай знать")
+        listed = finals(await system.turn("s", "покажи-ка, за чем ты там у меня сейчас следишь"))[-1]
+        assert listed == "Слежу: whatsapp — Петя напишет.", listed
+        assert not backend.calls
