@@ -71,6 +71,12 @@ class Reference(msgspec.Struct, frozen=True, kw_only=True):
 
 
 
+def last_data(results: list[tuple[str, ToolData | None]]) -> ToolData | None:
+    """The payload of the last call among `results` (FastPath.results_before) that returned one:
+    what the turn before was about."""
+    return next((data for _tool, data in reversed(results) if data is not None), None)
+
+
 class FastPath(Protocol):
     """What a toolset's step may use of the session it runs in."""
 

@@ -218,8 +218,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     text = _QUOTED.sub(":", text)  # "брат такой: «напомни мне в восемь про матч»": a request in quotes is someone's
     text = _NOTHING_MORE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
     # "if I ever move to Tokyo I'd have to switch the home city": what the user would have to do, not a request
-    hypothetical = bool(_IF_CLAUSE.search(text)) and bool(_OWN_CHORE.search(text))
-    if _IF_CLAUSE.search(text):  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
+    if_said = _IF_CLAUSE.search(text) is not None
+    hypothetical = if_said and bool(_OWN_CHORE.search(text))
+    if if_said:  # "если я тебя попрошу разбудить меня в пять, ты правда разбудишь?": a hypothetical,
         text = _SECOND_PERSON.sub(" ", _IF_CLAUSE.sub(" ", text))  # and what "you would do" in it
     text = _REFLEXIVE.sub(" ", text)  # "он запустится на телефоне?": how it happens, no request
     if _ASKS_LATER.search(text) and not _WHEN.search(text):  # "… but I'll tell you the time in the morning"

@@ -7,11 +7,9 @@ hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
 """
 from __future__ import annotations
 
-import re
-
 from core.fastpath import Reference
 from core.local_intents import LocalMatch
-from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent
+from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent, norm_words
 
 _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
 # a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
@@ -55,11 +53,6 @@ def _first_word_a_number(text: str) -> bool:
     return first.isdigit() or first in _NUMBER_WORDS
 
 
-def _unquoted(text: str) -> str:
-    """A title as said, without the quotes it was written in ("«Крёстный отец»")."""
-    return " ".join(re.sub(r"[«»\"“”„]", " ", text).split())
-
-
 def reflex_intent(match: LocalMatch) -> Intent | None:
     """The request a matched action means, or None when this runtime has no such action (the
     model then reads the words)."""
@@ -92,12 +85,12 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
     if action == "watches":  # "what else are you watching for me?": the watches' list
         return Intent(kind="tasks", russian=russian, action="watches")
     if action == "unwatch":  # "drop the Mike one": the watch it names; "эту слежку убери": the one just talked about
-        named = _unquoted(str(match.slots.get("watch_name", "")))
+        named = norm_words(str(match.slots.get("watch_name", "")))
         return Intent(kind="unwatch", russian=russian, subject=named, found_only=match.wildcard,
                       reference=None if named else Reference(last=True))
     if action == "play" and match.slots.get("search_query"):
         return Intent(kind="play", russian=russian, subject=str(match.slots["search_query"]).casefold())
     if action == "search" and match.slots.get("search_query"):  # "а X у нас есть?": X, if the catalog has it
-        return Intent(kind="search", russian=russian, subject=_unquoted(str(match.slots["search_query"])).casefold(),
+        return Intent(kind="search", russian=russian, subject=norm_words(str(match.slots["search_query"])),
                       found_only=match.wildcard)
     return None

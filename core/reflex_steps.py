@@ -19,7 +19,7 @@ from functools import partial
 import protocol as p
 from core import tracing
 from core.lexicon import alternation, digits_in_figures, fold, words
-from core.fastpath import Phrasing, Reference
+from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk, takes_back, words_offered_for
 from core.local_actions import DAY_SLOTS, reflex_intent
@@ -199,7 +199,7 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
 def _undoing(before: list[tuple[str, ToolData | None]], *, russian: bool) -> Intent | None:
     """The request that takes back what the turn before set: its timer cancelled, its watch ended;
     None when it set neither (a search, a question: nothing to undo)."""
-    last = next((data for _tool, data in reversed(before) if data is not None), None)
+    last = last_data(before)
     if isinstance(last, TimerSet):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     if isinstance(last, Watching):

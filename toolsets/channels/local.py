@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from core.fastpath import FastPath, Intent
+from core.fastpath import FastPath, Intent, last_data
 from core.local_intents import Say
 from core.reflex import CHANNELS, FUNCTION_WORDS, near_word, norm_words
 from core.turn import TurnState
@@ -59,7 +59,7 @@ async def watch(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
 def watch_talked_about(results: list[tuple[str, ToolData | None]]) -> WatchRef | None:
     """The watch the turn before set, or the only one it listed: "эту слежку убери" right after;
     None when that turn was about something else (a monitor, the tasks: "this watch" is theirs)."""
-    last = next((data for _tool, data in reversed(results) if data is not None), None)
+    last = last_data(results)
     if isinstance(last, Watching):
         return last.watch
     return last.watches[0] if isinstance(last, WatchesListed) and len(last.watches) == 1 else None

@@ -426,11 +426,16 @@ def info_title(data: ToolData | None) -> Shown | None:
 NOT_FOUND_MAX_WORDS = 5  # words a search found nothing for that are still said to be no title of the catalog
 
 
-async def _not_ours(fast: FastPath, turn: TurnState, subject: str) -> bool:
+async def _not_ours(fast: FastPath, turn: TurnState, subject: str, *, description_too: bool = False) -> bool:
     """Words the catalog plainly has no title for (asked aside: nothing recorded, so the model
-    reads no search that was never its own) while another toolset or a skill could serve them."""
-    return bool(subject) and (fast.names_another_toolsets_domain(subject) or await fast.others_could_serve()) \
-        and not await _names_a_title(fast, turn, subject)
+    reads no search that was never its own) while another toolset or a skill could serve them,
+    or they name another toolset's thing; `description_too`: or they are too many for a title
+    ("that show about the chemistry teacher who …": a description, the model's)."""
+    if not subject:
+        return False
+    elsewhere = description_too and len(subject.split()) > NOT_FOUND_MAX_WORDS \
+        or fast.names_another_toolsets_domain(subject) or await fast.others_could_serve()
+    return elsewhere and not await _names_a_title(fast, turn, subject)
 
 
 async def _names_a_title(fast: FastPath, turn: TurnState, words: str, *, every_word: bool = False) -> bool:
@@ -563,10 +568,8 @@ async def search(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     that name no film, "найди рецепт борща", are no reflex's: core.reflex._NOT_A_TITLE); only
     titles that share nothing with the words: the model answers."""
     intent = await _trimmed(fast, turn, intent)
-    if await _not_ours(fast, turn, intent.subject):
-        return None  # "find a cheap flight to Paris" with a travel server: the model's
-    if len(intent.subject.split()) > NOT_FOUND_MAX_WORDS and not await _names_a_title(fast, turn, intent.subject):
-        return None  # "that show about the chemistry teacher who …": a description, not a title; the model's
+    if await _not_ours(fast, turn, intent.subject, description_too=True):
+        return None  # "find a cheap flight to Paris" with a travel server, a description: the model's
     result = await fast.data(turn, fast.tool("title_search"), intent.subject)
     if result is None:
         return None  # it failed, or the search gives no titles as fields: the model reads its text
