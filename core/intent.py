@@ -177,7 +177,8 @@ def takes_back(said: str) -> bool:
     if found is None or len(text[:found.start()].split()) > _OPENING_WORDS:
         return False
     after = text[found.end():]  # why, not what instead: "…, my neighbour moved it", not "…, set it for 20"
-    return not re.search(r"\d", after) and not _WHEN.search(after) and not any(v.search(after) for v in _ACTION_VERBS)
+    clauses = [clause for clause in re.split(r"[,;.!]+", after) if clause.strip()]
+    return not re.search(r"\d", after) and not _WHEN.search(after) and all(remark(clause) for clause in clauses)
 
 
 _OPENING_WORDS = 2  # "oh, actually", "ой, всё": what may come before a retraction that opens the words

@@ -387,6 +387,8 @@ async def test_a_reminder_counted_back_from_an_event_with_no_time_said_is_the_mo
     # not when it says what instead, nor when it takes back other words of its own turn
     (["поставь таймер на 5 минут", "забудь, поставь лучше на 20"], [("18:20", "таймер")]),
     (["set a timer for 10 minutes", "what's the capital of france? never mind"], [("18:10", "timer")]),
+    # a request after it is the model's, whatever toolset it needs: nothing is undone on the way
+    (["set a timer for 10 minutes", "actually forget it, find me flights to Rome instead"], [("18:10", "timer")]),
 ])
 async def test_a_retraction_right_after_a_timer_takes_it_back(tmp_path, turns, left_after):
     shown, left, _asked = await _play(tmp_path, turns, reply_fn=_asks)
