@@ -218,6 +218,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         text = text[:reported.start()]
     text = _QUOTED.sub(":", text)  # "брат такой: «напомни мне в восемь про матч»": a request in quotes is someone's
     text = _NOTHING_MORE.sub(" ", _RECALL.sub(" ", _SELF_DOES.sub(" ", text)))
+    # "ты в принципе умеешь за телегой следить, чтоб если начальник напишет, ты меня будил?": asked before
+    # the condition's "you would" goes (it takes "умеешь" with it)
+    asks_ability = _ABLE_QUESTION.search(text) is not None
     # "if I ever move to Tokyo I'd have to switch the home city": what the user would have to do, not a request
     if_said = _IF_CLAUSE.search(text) is not None
     hypothetical = if_said and bool(_OWN_CHORE.search(text))
@@ -228,7 +231,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return False
     if _YES.match(text.strip()) and offered.rstrip().endswith("?") and kind != "show":
         return requested(kind, offered.rstrip("?") + " " + said.replace("?", ""))
-    if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text) or _ABLE_QUESTION.search(text)) \
+    if (_EXPLAIN.search(text) or _HOW_YOU_DO.search(text) or asks_ability or _ABLE_QUESTION.search(text)) \
             and not _imperative_beyond_explain(kind, text):
         return False
     if kind == "timer_set":
@@ -431,6 +434,11 @@ def unshown_id(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal |
 
 # words that ask for a timer again and again: "every day", "каждые 2 часа", "daily", "по будням"
 _REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
+
+
+def says_repeat(said: str) -> bool:
+    """Whether the words ask for something again and again ("every day", "по будням")."""
+    return _REPEATED.search(_norm(said)) is not None
 
 
 def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str, said: str = "") -> Refusal | None:

@@ -8,6 +8,7 @@ hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
 from __future__ import annotations
 
 from core.fastpath import Reference
+from core.intent import says_repeat
 from core.local_intents import LocalMatch
 from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent, norm_words
 
@@ -68,6 +69,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         if _first_word_a_number(text):
             return None  # "в девять ноль пять вечера полить …": a part of the time not read, left in the text
         every = "1 day" if match.slots.get("repeat") == "day" else ""
+        if not every and says_repeat(text):
+            return None  # "поставь напоминание на 8 вечера, каждый день": a repeat left in the text is the model's
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
     if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named
         said = duration_words(match.slots, _START_UNITS)

@@ -21,7 +21,7 @@ from core import tracing
 from core.lexicon import alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import addressed_elsewhere, opens_an_order, remark, small_talk, takes_back, words_offered_for
+from core.intent import addressed_elsewhere, opens_an_order, remark, says_repeat, small_talk, takes_back, words_offered_for
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
@@ -101,6 +101,8 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
         return None  # "во, её и запускай": a title pointed at, not named
     if intent.kind.startswith("timer") and any(re.search(r"\d", in_digits(part)) for part in parts if part != request):
         return None  # "one timer for 25 minutes for the laundry and, um, another for an hour": two timers
+    if intent.kind == "timer_set" and any(says_repeat(part) for part in parts if part != request):
+        return None  # "set a reminder for 8 pm, every day": its repeat said in the next clause
     return intent
 
 
@@ -371,8 +373,8 @@ class ReflexSteps:
         return self._turn_words(turn.start)
 
     def place_talked_about(self, turn: TurnState) -> str:
-        return next((request.subject for request in self._requests_before(turn, PLACE_LOOKBACK)
-                     if request.kind == "time_elsewhere"), "")
+        return next((request.subject for request in self._requests_before(turn, PLACE_LOOKBACK)  # "and in LA?" too
+                     if request.kind == "time_elsewhere" or request.kind == "follow_up" and zone_of(request.subject)), "")
 
     def now(self) -> float:
         return self.s.clock()

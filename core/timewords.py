@@ -348,6 +348,8 @@ def alarm_clock(text: str) -> str:
         kind = _ALARM_AT[found["at"]]
         if not wake and (kind == "for" or kind == "by" and not found["m"] and not said.isdigit()):
             continue  # "напомни на пять" is no clock; a reminder's clock is "в"/"at"
+        if wake and _EVENING.search(lowered):
+            continue  # "set an alarm for ten thirty tonight": no morning's; spoken_clock reads it with its evening
         half = f" {_ALARM_MORNING[found['at']]}" if wake else ""  # a reminder's hour: the session dials the nearest
         clock = f"{found['at']} {hour}:{minute:02d}" + half
         return text[:found.start()] + clock + text[found.end():]
@@ -428,7 +430,8 @@ _HOUR_AND_MINUTES = re.compile(
     r"(?P<unit>" + _alternatives(w for w in lexicon.words("durations", "hour_words") if len(w) >= 3) + r")"
     r"\s+(?:(?:" + lexicon.alternation("durations", "joining_words") + r")\s+)?"
     r"(?P<m>\d{1,2}|(?:" + _alternatives(_TENS) + r")(?:[\s-]+(?:" + _alternatives(_ONES) + r"))?|" + _alternatives(_ONES) + r")"
-    r"(?![\w-]|\s+" + _UNIT + ")", re.IGNORECASE)
+    # not a part of a longer count ("an hour and forty five minutes": not "forty" alone)
+    r"(?![\w-]|\s+" + _UNIT + r"|[\s-]+(?:" + _alternatives(_ONES) + r")(?!\w))", re.IGNORECASE)
 
 
 # the word a length's minutes take after a number, in each language: "минут", "minutes" (the reflexes read it)

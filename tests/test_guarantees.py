@@ -175,6 +175,9 @@ async def test_a_timer_for_part_of_the_length_said_is_refused_and_the_whole_leng
     ("remind me in an hour and a quarter to move the laundry to the dryer", 4500, "in 1 hour; laundry",
      "in 75 minutes; laundry", "1 h 15 min"),
     ("поставь таймер на час с четвертью, пирог проверить", 4500, "in 1 hour; пирог", "in 75 minutes; пирог", "1 h 15 min"),
+    # h37: "an hour and forty five minutes" was read "1 hour 40 minutes five minutes": the model's 1 h 40 min passed
+    ("parked on a two hour meter. remind me in an hour and forty five minutes to go move the car", 6300,
+     "in 1 hour 40 minutes; move the car", "in 105 minutes; move the car", "1 h 45 min"),
 ])
 async def test_a_count_and_a_part_is_the_whole_length_both_on_the_fast_path_and_from_the_model(
         tmp_path, said, seconds, wrong, right, spoken):
@@ -592,6 +595,11 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     # the eighteenth blind block: "one for 12 minutes for the pasta …" was set with every=1 day
     ("timers", "TOOL_CALL: timers_set|in 12 minutes; pasta; every=1 day",
      "set a timer for the pasta, 12 minutes, and tell me when the sauce is ready", "did not ask for a repeating timer"),
+    # h37's trap: what the assistant can do, asked with a condition inside ("чтоб если начальник напишет"), set a watch
+    ("channels", "TOOL_CALL: channels_watch|telegram; начальник напишет",
+     "слушай, а ты в принципе умеешь за телегой следить, чтоб если начальник напишет, ты меня будил?", "(not_requested)"),
+    ("channels", "TOOL_CALL: channels_watch|telegram; начальник напишет",
+     "можно будет потом следить за телегой, когда начальник напишет. я пока не прошу, просто интересно", "(not_requested)"),
 ])
 async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
     async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:

@@ -1614,6 +1614,7 @@ async def test_how_long_it_runs_of_a_title_named_in_the_words_before_is_that_tit
 @pytest.mark.parametrize("said, sent", [
     ("send a note to my phone: call the plumber on monday", "call the plumber on monday"),  # h29: the model's (it listed watches)
     ("скинь мне заметку на телефон: позвонить сантехнику в понедельник", "позвонить сантехнику в понедельник"),
+    ("ping my phone with a note: grab cat food on the way home", "grab cat food on the way home"),  # h37: a film searched
 ])
 async def test_a_note_named_before_its_words_is_sent_to_the_phone_as_said(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "TOOL_CALL: channels_list")
@@ -1734,6 +1735,10 @@ async def test_the_watches_asked_for_are_listed_and_one_named_or_just_talked_abo
         listed = finals(await system.turn("s", "а какие у меня сейчас слежки стоят?"))[-1]
         assert listed == "Слежу: mail — придёт письмо от банка.", listed
         assert finals(await system.turn("s", "ладно, неважно. эту слежку сними"))[-1].startswith("Хорошо, больше не слежу")
+        await system.turn("s", "следи за вотсапом, если Лена напишет про ключи — сразу скажи мне")
+        # h37: "наблюдение" is a watch too, and "всё, отбой" before it takes back nothing but the watch
+        assert finals(await system.turn("s", "всё, отбой, она ключи нашла у себя в сумке. сними это наблюдение"))[-1] \
+            .startswith("Хорошо, больше не слежу")
         await system.turn("s", "напомни через час позвонить в банк")
         assert finals(await system.turn("s", "эту слежку убери"))[-1] == "MODEL"  # the turn before set a timer
         pending = [t.text for t in system.actors["session"].sessions["s"].timers.pending()]

@@ -430,3 +430,32 @@ async def test_a_toolsets_sentence_opened_by_a_word_that_says_nothing_still_matc
                                                 "okay so what have I got set now?"], reply_fn=_asks)
     assert left == [("33:00", "позвонить в банк")] and not asked, (shown, left)
     assert "позвонить в банк" in shown, shown
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h37: "на завтра" before the clock time, said of the second reminder, went to the model (which set none)
+    (["поставь напоминание на восемь вечера: позвонить маме", "и ещё одно на завтра на десять утра, забрать посылку с почты"],
+     [("20:00", "позвонить маме"), ("34:00", "забрать посылку с почты")]),
+    (["set a reminder for tomorrow at eight fifteen am, dentist"], [("32:15", "dentist")]),
+    # "wipe" is a cancel: every reminder goes
+    (["remind me in 20 minutes to call Mike", "ugh, they just texted me to reschedule. wipe all my reminders, I'll redo them later"],
+     []),
+])
+async def test_a_reminders_day_said_with_for_and_a_wipe_are_read_on_the_fast_path(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert left == left_after and not asked, (shown, left)
+
+
+@pytest.mark.parametrize("said", ["set a reminder for 8 pm, every day", "поставь напоминание на 8 вечера, каждый день"])
+async def test_a_repeat_said_beside_a_reminder_never_sets_it_once(tmp_path, said):
+    # the fast path read "every day" after the comma as a remark (or as the reminder's text) and set one reminder today
+    shown, left, asked = await _play(tmp_path, [said], reply_fn=_asks)
+    assert left == [] and asked, (shown, left)
+
+
+async def test_a_clock_time_over_there_is_the_clock_of_the_place_a_follow_up_asked_about(tmp_path):
+    # h37: "… when it's nine a.m. over there" after "and in LA?" was set for 09:00 of the user's clock tomorrow
+    shown, left, asked = await _play(tmp_path, ["what time is it in london", "and in LA?",
+                                                "ok, remind me to call my brother when it's nine a.m. over there"],
+                                     reply_fn=_asks)
+    assert left == [("19:00", "call my brother")] and not asked, (shown, left)

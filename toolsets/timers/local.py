@@ -40,6 +40,7 @@ _CLOCK_SAID = re.compile(r"(?<![\d:.,])(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?(
                          + "|".join(re.escape(half).replace(r"\.", r"\.?") for half in sorted(_HALF_OF_DAY, key=len, reverse=True))
                          + r"))?(?![\w:])")
 _AT_THE_END = re.compile(r"(?:^|\s+)(?:" + alternation("durations", "clock_prepositions") + r")$")
+_CLOCK_LEAD_LEFT = re.compile(r"[\s,]+(?:" + alternation("naming", "clock_lead_left_patterns", _WORDS) + r")$", re.IGNORECASE)
 _CLAUSES = re.compile(r"[!?;,]\s*|\.\s+(?=\D)")
 # "второе напоминание, а про маму оставь": the cancel's clause and the kept one's
 _CONTRAST = re.compile(r",\s*|\s+(?:" + alternation("naming", "contrast_words", _WORDS) + r")\s+")
@@ -156,7 +157,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         intent = msgspec.structs.replace(intent, when=_in_unit_of(set_before[-1], intent.when, intent.russian))
     now = fast.now()
     elsewhere = clock_elsewhere(fast.turn_words(turn))
-    if elsewhere is not None:  # "at 8 am their time": that place's clock, put on the user's
+    if elsewhere is not None and not intent.when.startswith("in "):  # "at 8 am their time": that place's clock, put on the user's
         intent = _on_our_clock(fast, turn, intent, elsewhere)
         if intent is None:
             return None  # no place asked about, or no clock time: the model's
@@ -241,6 +242,7 @@ def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: r
     if due is None:
         return None
     text = " ".join(re.sub(re.escape(said_there.group(0)), " ", intent.text, flags=re.IGNORECASE).split())
+    text = _CLOCK_LEAD_LEFT.sub("", text).strip(" ,")
     moment = dt.datetime.fromtimestamp(due, fast.timezone()).strftime("%Y-%m-%dT%H:%M")
     return msgspec.structs.replace(intent, when=moment, text=text)
 

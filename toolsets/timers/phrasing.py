@@ -88,9 +88,8 @@ _LIST_TIMERS = re.compile(r"(?:какие\s+(?:[а-я]+\s+){0,3}(?:таймер|
 
 
 # the perfective imperative and the imperfective ("сними", "снимай": both ask it now)
-_CANCEL_TIMER = re.compile(LEAD + r"(?:отмени|отменяй|удали|удаляй|убери|убирай|сними|снимай|сбрось|сбрасывай|выключи|"
-                           r"выключай|отключи|отключай|забудь\s+про|cancel|delete|"
-                           r"remove|clear|turn\s+off|stop|get\s+rid\s+of|kill|scrap|ditch|drop)\s+(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
+_CANCEL_TIMER = re.compile(LEAD + r"(?:" + alternation("naming", "cancel_verb_patterns", WORDS) + r")\s+"
+                           r"(?P<rest>.*(?:таймер|напоминан|будильник|timer|reminder|alarm).*)$")
 
 
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
@@ -372,6 +371,9 @@ def _when_and_text(rest: str) -> tuple[str, str]:
         start, end = max(found.start() - 1, 0), found.end() - 1
         if not when:
             return "", ""
+        hour, minute = when.split(":")
+        if found["clock"] and int(hour) < 12 and _EVENING_SAID.search(rest):
+            when = f"{int(hour) + 12:02d}:{minute}"  # "at 10:30 tonight": the evening's
     before = re.sub(r"(?:^|\s)(?:таймер\w*|будильник\w*|напоминание|напоминалк\w*|напомни(?:ть)?|мне|пожалуйста|please|like|about|real|quick|little|short|"
                     r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
                     r"around|roughly|approximately|примерно|около|где-то|"
@@ -398,6 +400,9 @@ _SPAN_IN_DIGITS = {"half an hour": "30 minutes", "полчаса": "30 мину�
 
 
 _WHEN_WORDS = re.compile(r"(?:^|\s)(?:tonight|this\s+evening|this\s+morning|today|сегодня\s+вечером|вечером|сегодня|утром)(?=[\s,.!?]|$)")
+
+
+_EVENING_SAID = re.compile(r"(?<!\w)(?:" + alternation("guards", "evening_patterns") + r")(?!\w)")
 
 
 def _clock_of(found: re.Match[str]) -> str:
