@@ -75,6 +75,12 @@ _SHORT_NAMES = lexicon.table("places", "short_names")
 _CITY_PREFIXES = lexicon.words_of("en", "places", "city_prefixes") + lexicon.words_of("ru", "places", "city_prefixes")
 
 
+def initials(place: str) -> bool:
+    """Whether a place is said by its initials ("LA", "NYC", "l.a."): written back in capitals."""
+    said = _norm(place)
+    return _short_zone(said) is not None and len(said.replace(".", "").replace(" ", "")) <= 3
+
+
 def _short_zone(said: str) -> str | None:
     return _SHORT_NAMES.get(" ".join(said.replace(".", " ").split()))  # "L.A." is "l a"
 

@@ -13,6 +13,7 @@ import zoneinfo
 from typing import NamedTuple
 
 from core.local_intents import Say
+from core.places import initials
 from core.reflex import _PLACE_CLOCK, Intent, is_russian
 from core.timewords import spoken_parts
 from protocol.results import ClockRead
@@ -118,5 +119,7 @@ def _valid_date(year: int, month: int, day: int) -> bool:
 
 
 def _place_as_said(place: str, russian: bool) -> str:
-    """"нью-йорке" -> "Нью-Йорке", "new york" -> "New York"."""
+    """"нью-йорке" -> "Нью-Йорке", "new york" -> "New York", "la" -> "LA"."""
+    if initials(place):
+        return place.strip().upper()
     return re.sub(r"(?:^|(?<=[\s-]))(\w)", lambda m: m.group(1).upper(), place.strip())

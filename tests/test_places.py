@@ -48,3 +48,11 @@ async def test_a_city_by_its_colloquial_name_is_asked_of_the_world_clock_by_its_
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
     assert calls == ["TOOL_CALL: worldclock_time_now|владивосток"]
     assert "01:00" in finals(shown)[-1]
+
+
+def test_a_place_said_by_its_initials_is_written_back_in_capitals():
+    # h37: "and in LA?" was answered "In La it's 08:00"
+    from core.reflex_answers import _place_as_said
+    assert [_place_as_said(said, False) for said in ("la", "l.a.", "nyc", "vegas", "new york")] == \
+        ["LA", "L.A.", "NYC", "Vegas", "New York"]
+    assert _place_as_said("нью-йорке", True) == "Нью-Йорке"

@@ -1615,6 +1615,8 @@ async def test_how_long_it_runs_of_a_title_named_in_the_words_before_is_that_tit
     ("send a note to my phone: call the plumber on monday", "call the plumber on monday"),  # h29: the model's (it listed watches)
     ("скинь мне заметку на телефон: позвонить сантехнику в понедельник", "позвонить сантехнику в понедельник"),
     ("ping my phone with a note: grab cat food on the way home", "grab cat food on the way home"),  # h37: a film searched
+    # h37: "уведомление, срочное" was sent as the message's words, at normal urgency
+    ("пришли мне на телефон уведомление, срочное: родительское собрание в понедельник", "родительское собрание в понедельник; urgency=high"),
 ])
 async def test_a_note_named_before_its_words_is_sent_to_the_phone_as_said(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "TOOL_CALL: channels_list")
