@@ -63,7 +63,7 @@ from core.fence import fence
 from core.parallel import parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time, thinking_line
 from core.done_said import unsaid_done
-from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
+from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
 from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
@@ -901,7 +901,9 @@ class Conversation(ReflexSteps):
         said = self._turn_words(turn_start)
         messages = self.trajectory.messages()
         offered = self._offered(turn_start)
-        sources = tuple(m.content for m in messages[-20:] if m.role == "tool" and m.name not in CATALOG_TOOL_NAMES)
+        # what results showed; a refusal's own words are none (it quotes the refused text back: h38's subtitles)
+        sources = tuple(m.content for m in messages[-20:] if m.role == "tool" and m.name not in CATALOG_TOOL_NAMES
+                        and not m.content.startswith(REFUSED))
         toolset = self.s.registry.toolset_of(tool) or ""
         refusal = check_call(spec, args, said=said, offered=offered, recipe_tools=frozenset(recipe_tools), sources=sources,
                              words_name_it=discovery.words_name_tool(spec, toolset, said))

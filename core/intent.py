@@ -436,6 +436,11 @@ def unshown_id(spec: ToolSpec, args: Mapping[str, str], shown: str) -> Refusal |
 _REPEATED = _grammar("repeated_patterns", r"(?<!\w)(?:{})(?!\w)")
 
 
+def asks_to_watch(said: str) -> bool:
+    """Whether the words ask to watch for something ("keep an eye on my mail", "последи за почтой")."""
+    return _WATCH_VERBS.search(_norm(said)) is not None and _WATCH_ENDED.search(_norm(said)) is None
+
+
 def says_repeat(said: str) -> bool:
     """Whether the words ask for something again and again ("every day", "по будням")."""
     return _REPEATED.search(_norm(said)) is not None

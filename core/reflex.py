@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import addressed_elsewhere, casual, same_word, sent_to_phone
+from core.intent import addressed_elsewhere, asks_to_watch, casual, same_word, sent_to_phone
 from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -68,6 +68,19 @@ _TWO_REQUESTS = re.compile("".join(f"(?<!{re.escape(w)})" for w in words("reques
                            r"(?P<second>(?:" + _any("one_more_patterns") + r")(?=\s+(?:" + _any("one_more_time_words")
                            + r")\s)|(?:(?:" + _any("in_time_words") + r")\s+[\w:]+(?:\s+(?!(?:" + _any("and_words")
                            + r")\s)\w+){0,2}\s+)?(?:" + _any("second_request_verbs") + r")\b)")
+# "keep an eye on my mail and tell me when something from Acme lands": a "tell me when" after "and"
+# is a watch's own end, no second request
+_TELL_WHEN = re.compile(r"(?:" + _any("tell_when_patterns") + r")(?!\w)")
+
+
+def _second_request(raw: str, start: int = 0) -> re.Match[str] | None:
+    """Where the words join a second request to the first ("…, and play X"), or None."""
+    joint = _TWO_REQUESTS.search(raw, start)
+    if joint is not None and _TELL_WHEN.match(raw, joint.start("second")) and asks_to_watch(raw[:joint.start()]):
+        return None  # a watch's "… and tell me when it comes"; "play X and tell me when it ends" asks two things
+    return joint
+
+
 VERB_START = re.compile(LEAD + r"(?:" + _any("opening_verbs") + r")\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:(?:" + _any("negation_patterns") + r")\s+(?:\w+\s+)?(?:" + _any("negated_stems")
                        + r")|" + _any("negation_phrases_patterns") + r")")
@@ -207,12 +220,15 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
     said = in_digits(plainly_spoken(said))  # "в полвосьмого", "семьдесят девятого года", "через часик", "скока": as patterns read them
     russian = is_russian(said)
     raw = _RECALL_FIRST.sub("", _plain_words(said))  # "напомни, кто снял Кин-дза-дзу?": the question
-    joint = _TWO_REQUESTS.search(raw)
+    joint = _second_request(raw)
     if joint is not None and re.fullmatch(LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
     last = _last_sentence_asked(raw, phrasings)
     if last is not None:  # "never mind, dinner's off, the kids ordered pizza. kill all my timers": the reasons first
-        return last
+        # read from the plain (lower-case) words: its text and subject as the user wrote them ("from Acme")
+        subject = as_said(last.subject, said)
+        text = as_said(last.text, said).replace(last.subject, subject) if last.subject else as_said(last.text, said)
+        return msgspec.structs.replace(last, text=text, subject=subject)
     question = _own_sentence(_TIME_NOW, raw) if _TIME_NOW.search(raw) else None
     if question is not None and question != raw and not _NEGATION.search(" " + question):
         asked_time = _time_intent(question, said, russian)  # "… в Токио? у меня там друг, не хочу разбудить"
@@ -256,7 +272,7 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     if kind == "show" and sent_to_phone(said):  # "скинь мне на телефон код: 147": the phone's, not the screen's
         return True
     raw = _plain_words(in_digits(said))
-    joint = _TWO_REQUESTS.search(raw)
+    joint = _second_request(raw)
     if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):
         joint = None  # "oh and another one for 45 minutes", "внучек, а включи …": one request
     if joint is not None or kind not in ("timer_cancel", "unwatch") and _NEGATION.search(" " + raw):
@@ -295,8 +311,8 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
         second = _request(phrasings, "play", instead["title"], instead["title"], is_russian(said))
         if first is not None and first.kind == "playback" and first.action == "stop" and second is not None:
             return first, second
-    joint = _TWO_REQUESTS.search(raw)
-    if joint is None or _NEGATION.search(" " + raw) or _TWO_REQUESTS.search(raw, joint.end()):
+    joint = _second_request(raw)
+    if joint is None or _NEGATION.search(" " + raw) or _second_request(raw, joint.end()):
         return None
     first = recognise(said[:joint.start()].strip(" ,"), phrasings)
     second = recognise(said[joint.start("second"):].strip(), phrasings)
@@ -404,8 +420,9 @@ def as_said(found: str, said: str) -> str:
 
 
 _SCREEN = r"(?:" + _any("screen_patterns") + r")"
-_SHOW = (re.compile(LEAD + r"(?:" + _any("show_verbs") + r")\s+" + _SCREEN
-                    + r"(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
+_SHOWN_OBJECT = r"(?:\s+(?:" + _any("shown_object_patterns") + r"))"  # "put this up on my screen: …", "на очки текст: …"
+_SHOW = (re.compile(LEAD + r"(?:" + _any("show_verbs") + r")(?P<object>" + _SHOWN_OBJECT + r")?\s+" + _SCREEN
+                    + r"(?:" + _SHOWN_OBJECT + r"(?=\s*[:—-]))?(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
          re.compile(LEAD + r"(?:" + _any("show_text_verbs") + r")\s+(?P<text>.+?)\s+" + _SCREEN
                     + r"[\s.!]*$"))
 # a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
@@ -418,6 +435,8 @@ def _show_intent(raw: str, said: str, russian: bool) -> Intent | None:
     for pattern in _SHOW:
         match = pattern.match(raw)
         dictated = match is not None and ("mark" in match.groupdict() and match["mark"] or _quoted_text(said))
+        if match is not None and match.groupdict().get("object") and not dictated:
+            return None  # "put that up on my display so I don't have to keep asking": what "that" is, the model knows
         if match is not None and not dictated and (_NOT_DICTATED.match(match["text"]) or len(match["text"].split()) < 2):
             return None  # "выведи на экран погоду": a request, not the words to show
         if match is not None:
@@ -482,7 +501,13 @@ def close_to(said: str, name: str) -> bool:
     space (speech has none: "кин дза дзу" is «Кин-дза-дза!»)."""
     def spoken(text: str) -> str:
         return " ".join(norm_words(text).replace("-", " ").split())
-    return difflib.SequenceMatcher(None, spoken(said), spoken(name)).ratio() >= 0.8
+    if difflib.SequenceMatcher(None, spoken(said), spoken(name)).ratio() >= 0.8:
+        return True
+    # a word split or joined in speech ("the irish man" is «The Irishman»): nearly the same letters, spaces
+    # and a leading article aside ("prisoner one" is no «Prisoners»)
+    def joined(text: str) -> str:
+        return re.sub(r"^(?:the|a|an)\s+", "", spoken(text)).replace(" ", "")
+    return len(joined(said)) >= 6 and difflib.SequenceMatcher(None, joined(said), joined(name)).ratio() >= 0.9
 
 
 _CHANNEL_END = r")(?=[\s,.!?]|$)"

@@ -89,6 +89,9 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     """The same for a request the reflex reads in one clause, where no toolset's sentence
     matches it whole: "хотя знаешь, убери вообще все таймеры, сам послежу"; held back, as a
     request said alone, by a negation or a condition in the whole words."""
+    shown = _shown_after_remarks(said, phrasings)
+    if shown is not None:
+        return None if held_back(said, "show") else shown
     parts = _clauses(said) or _spoken_parts(said, phrasings)
     read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
     if len(read) != 1 or not _only_remarks_beside(parts, read[0][1]):
@@ -104,6 +107,20 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     if intent.kind == "timer_set" and any(says_repeat(part) for part in parts if part != request):
         return None  # "set a reminder for 8 pm, every day": its repeat said in the next clause
     return intent
+
+
+def _shown_after_remarks(said: str, phrasings: Sequence[Phrasing] | None) -> Intent | None:
+    """"у нас гости, уже третий спрашивает пароль. выведи на очки текст: пароль дача25": a text
+    dictated after a colon, its request opening a sentence that runs to the end of the words (its
+    commas and sentences are the text's), every sentence before it a remark."""
+    starts = [m.end() for m in re.finditer(r"[.!?]+\s+", said)]
+    for start in starts[:REMARK_PARTS_MAX]:
+        rest = said[start:]
+        intent = recognise(rest, phrasings) if ":" in rest else None
+        if intent is not None and intent.kind == "show":
+            before = [part.strip() for part in re.split(r"(?<=[.!?])\s+", said[:start]) if part.strip()]
+            return intent if all(remark(part) and not tells_of_words(part) for part in before) else None
+    return None
 
 
 # the kinds whose request one clause says whole; not a text to show or a watch's words (what to

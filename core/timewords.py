@@ -528,12 +528,15 @@ def unsaid_number(when: str, *texts: str) -> str:
     unit ("2 часа" as 120 minutes, "полтора часа" as 90); an ISO date is not judged (the words
     say "завтра", not the date)."""
     said: set[int] = set()
+    spans: set[float] = set()  # "an hour and a quarter" says 75 minutes, in no number of its own
     for text in texts:
         said |= numbers_said(re.findall(r"[^\W_]+", lexicon.fold(spoken_clock(text))))
+        spans |= spans_said(text) or set()
     for number in re.findall(r"\d+", _DATE.sub(" ", when.casefold())):
         value = int(number)
         other_unit = {value * 60} | ({value // 60} if value % 60 == 0 else set())
-        if not ({value, value - 12, value + 12} | other_unit) & said and not (value == 90 and 1 in said):
+        if not ({value, value - 12, value + 12} | other_unit) & said and not (value == 90 and 1 in said) \
+                and not {value, value * 60, value * 3600} & spans:
             return number
     return ""
 

@@ -37,8 +37,9 @@ CORE_TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(name="get_current_time", summary="current date, time, weekday and time zone; with a place, the time there",
              args=[ArgSpec(name="place", required=False)], action="none", asks="clock",
              progress=user_texts.by_language("clock_progress")),
+    # the text shown is the user's or a result's words, never the model's own (h38: a question about subtitles shown)
     ToolSpec(name="show_text", summary="put a text on the glasses screen when the user asks to show it", args=[ArgSpec(name="text")],
-             action="show"),
+             action="show", grounded_args=["text"]),
     ToolSpec(name="read_skill", summary="read a skill's recipe before following it", args=[ArgSpec(name="name")],
              action="none"),
     ToolSpec(name="history_search", summary="find earlier turns of this conversation", args=[ArgSpec(name="query")],

@@ -600,6 +600,12 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
      "слушай, а ты в принципе умеешь за телегой следить, чтоб если начальник напишет, ты меня будил?", "(not_requested)"),
     ("channels", "TOOL_CALL: channels_watch|telegram; начальник напишет",
      "можно будет потом следить за телегой, когда начальник напишет. я пока не прошу, просто интересно", "(not_requested)"),
+    # h38's traps: "…, or is it only telegram and whatsapp?" set a watch on Slack; a question about subtitles was
+    # put on the glasses as the model's English words
+    ("channels", "TOOL_CALL: channels_watch|slack", "can you keep an eye on my slack too, or is it only telegram and whatsapp?",
+     "(not_requested)"),
+    ("media", "TOOL_CALL: show_text|Can you show subtitles on the glasses when you watch a movie?",
+     "слушай, а ты можешь прям на очки субтитры выводить, когда я кино смотрю?", "(ungrounded_text)"),
 ])
 async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
     async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:

@@ -256,6 +256,9 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # h24: and a remark after the question
     ("the guy at the pet store said my tank is forty gallons, how many liters is that? the water conditioner bottle "
      "only talks in liters", "40 gal = 151.4 l."),
+    # h38: below zero ("minus twenty" went to the model, which listed the timers)
+    ("what's minus twenty celsius in fahrenheit", "-20 C = -4 F."),
+    ("сколько будет минус сорок по фаренгейту в цельсиях", "-40 F = -40 C."),
 ])
 async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
     backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")

@@ -56,3 +56,9 @@ def test_a_place_said_by_its_initials_is_written_back_in_capitals():
     assert [_place_as_said(said, False) for said in ("la", "l.a.", "nyc", "vegas", "new york")] == \
         ["LA", "L.A.", "NYC", "Vegas", "New York"]
     assert _place_as_said("нью-йорке", True) == "Нью-Йорке"
+
+
+def test_a_places_name_in_another_spelling_is_that_place():
+    # h38: "wat time is it in tokio right now" went to the model, which made up "12:34 PM"
+    assert zone_of("tokio") == "Asia/Tokyo"
+    assert recognise("wat time is it in tokio right now").kind == "time_elsewhere"

@@ -1137,7 +1137,7 @@ def test_what_a_title_is_about_is_the_catalogs_own_words_said_as_such():
 @pytest.mark.parametrize(("said", "when", "text"), [
     ("напомни в девять позвонить бабушке", "9:00", "позвонить бабушке"),  # the session dials the nearest: 21:00
     ("remind me at nine to call grandma", "9:00", "call grandma"),
-    ("set a reminder for 9:30 tonight", "9:30", ""),
+    ("set a reminder for 9:30 tonight", "21:30", ""),  # "tonight": the evening's (h37)
     ("напомни в пять минут седьмого позвонить", "18:05", "позвонить"),
 ])
 def test_a_reminders_hour_said_alone_is_a_clock_time(said, when, text):
@@ -1500,7 +1500,7 @@ async def test_forms_the_twentieth_blind_block_showed_through_the_session(tmp_pa
     assert (both.subject, both.detail, both.more_details) == ("сталкер", "director", ("year",))
     assert recognise("я сейчас в метро спущусь, скажешь мне, когда начальник в телеграме напишет, ладно?").kind == "watch"
     assert recognise("хотя нет, забей, не надо за ним следить, пусть себе пишет").kind == "unwatch"
-    assert recognise("remind me at 7:15 tonight to take the chicken out of the freezer for tomorrow").when == "7:15"
+    assert recognise("remind me at 7:15 tonight to take the chicken out of the freezer for tomorrow").when == "19:15"
     assert recognise("напомни завтра в 9 про врача") is None  # another day: the model's
     assert recognise("I'm about to ping a client in Tokyo, is it still a decent hour over there or should I wait?").subject == "tokyo"
 
@@ -1804,3 +1804,34 @@ async def test_what_the_assistant_watches_asked_with_show_me_is_listed(tmp_path)
         listed = finals(await system.turn("s", "покажи-ка, за чем ты там у меня сейчас следишь"))[-1]
         assert listed == "Слежу: whatsapp — Петя напишет.", listed
         assert not backend.calls
+
+
+@pytest.mark.parametrize("said, shown", [
+    # h37: a dictated text after remarks, its request opening the last sentence, went to the model (33 s)
+    ("у нас гости на даче, уже третий человек спрашивает пароль от вайфая, задолбали. выведи на очки текст: "
+     "пароль дача двадцать пять, сеть Берёзка", "пароль дача двадцать пять, сеть Берёзка"),
+    ("I'm giving the toast in an hour and my memory is garbage. put this up on my screen: thank the parents, "
+     "the canoe story, raise your glasses", "thank the parents, the canoe story, raise your glasses"),
+])
+async def test_a_text_dictated_after_remarks_is_put_on_the_glasses_whole(tmp_path, said, shown):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+    assert calls == [f"TOOL_CALL: show_text|{shown}"] and not backend.calls, calls
+
+
+async def test_a_text_to_show_after_words_someone_said_is_the_models(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "жена вчера сказала, что я всё забываю. выведи на очки: купить молоко. ну я и не вывел")
+    assert backend.calls
+
+
+async def test_a_title_split_in_speech_with_a_question_after_it_is_that_titles_runtime(tmp_path):
+    # h38: "the irish man, can I actually finish it?" searched "irish man can i finish it", then the model
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        shown = finals(await system.turn("s", "we board at nine and I've got maybe three hours at the gate. how long is "
+                                              "the irish man, can I actually finish it?"))[-1]
+    assert "209" in shown and not backend.calls, shown

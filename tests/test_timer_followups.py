@@ -446,11 +446,15 @@ async def test_a_reminders_day_said_with_for_and_a_wipe_are_read_on_the_fast_pat
     assert left == left_after and not asked, (shown, left)
 
 
-@pytest.mark.parametrize("said", ["set a reminder for 8 pm, every day", "поставь напоминание на 8 вечера, каждый день"])
+@pytest.mark.parametrize("said", ["set a reminder for 8 pm, every day", "поставь напоминание на 8 вечера, каждый день",
+                                  "remind me at 8 pm to water the plants, every day"])
 async def test_a_repeat_said_beside_a_reminder_never_sets_it_once(tmp_path, said):
     # the fast path read "every day" after the comma as a remark (or as the reminder's text) and set one reminder today
-    shown, left, asked = await _play(tmp_path, [said], reply_fn=_asks)
-    assert left == [] and asked, (shown, left)
+    backend = ScriptedBackend(reply_fn=_asks)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: AT_18, timezone="Europe/Moscow") as system:
+        await system.turn("s", said)
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert all(timer.every == 86400 for timer in pending) and (pending or backend.calls), pending
 
 
 async def test_a_clock_time_over_there_is_the_clock_of_the_place_a_follow_up_asked_about(tmp_path):
@@ -459,3 +463,14 @@ async def test_a_clock_time_over_there_is_the_clock_of_the_place_a_follow_up_ask
                                                 "ok, remind me to call my brother when it's nine a.m. over there"],
                                      reply_fn=_asks)
     assert left == [("19:00", "call my brother")] and not asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h38: a repeat after the time, said of a "напоминалка", went to the model (which listed the timers)
+    (["врач прописал таблетки от давления. поставь мне напоминалку на девять утра каждый день"], [("33:00", "будильник")]),
+    (["set a timer for ten minutes for the eggs", "and another one for an hour and a half for the bread",
+      "kill em all, we're ordering takeout"], []),
+])
+async def test_a_repeat_after_the_time_and_kill_em_all_are_read_on_the_fast_path(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert left == left_after and not asked, (shown, left)

@@ -52,6 +52,9 @@ async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
     # a toolset's word ("wake me up"), what goes with a watch after it
     ("we're shipping the release tonight and I'm off to dinner, phone's going in my bag. if the github webhook says "
      "a build failed, wake me up, otherwise leave me alone", "github", "build failed"),
+    # h38: the app, then "and tell me when" what to wait for (one request, not two)
+    ("I'm waiting on a job offer from Acme and I keep refreshing my inbox like a maniac. just keep an eye on my mail "
+     "and tell me when something from Acme lands", "mail", "acme"),
 ])
 async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
     calls, shown, asked = await _watched(tmp_path, said)

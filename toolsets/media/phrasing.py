@@ -158,6 +158,10 @@ _ORIGINAL = re.compile(r"(?:^|\s)(?:the\s+)?(?:original|оригинал\w*|са
 _ABOUT_YOU = re.compile(r"(?:^|\s)(?:твой|твоя|твое|твоё|твои|тебя|тебе|ты|your|you|yourself|yourselves|себе|себя|любим\w*|favou?rite)(?=\s|$)")
 
 
+# a question of its own past a comma after the title ("…, can I actually finish it?", "…, успею досмотреть?")
+_CLAUSE_AFTER = re.compile(r",\s*(?:(?:" + listed_alternation("titles", "clause_after_patterns", _WORDS) + r")(?!\w))")
+
+
 # a question of how long a thing takes to do, not how long a title runs
 _HOW_LONG_TO_DO = re.compile(r"\s+(?:(?:does|do|will|would|should|did|can|must)\s+(?:it\s+(?:take|need)|i|you|we)\b|"
                              r"(?:нужно|надо)?\s*[а-я]+(?:ть|ти|чь|ться)(?:\s|$))")
@@ -199,6 +203,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         # its own sentence only: "Who directed Inception? Check the catalog."
         begin = max(raw.rfind(mark, 0, found.start()) for mark in ".?!") + 1
         stop = min([at for at in (raw.find(mark, end) for mark in ".?!") if at >= 0] or [len(raw)])
+        after = _CLAUSE_AFTER.search(raw, end, stop)  # "how long is the irish man, can I actually finish it?"
+        stop = after.start() if after is not None else stop
         if "," in raw[begin:found.start()] and norm_words(raw[end:stop]).strip():  # "settle a bet for me, what year did X …"
             begin = raw.rfind(",", begin, found.start()) + 1
         rest = norm_words(raw[begin:found.start()] + " " + raw[end:stop])
