@@ -24,7 +24,7 @@ from typing import Literal
 import msgspec
 
 from core.lexicon import alternation, fold, words
-from core.timewords import unsaid_length, unsaid_number, whole_numbers_said
+from core.timewords import signed_numbers_said, unsaid_length, unsaid_number, whole_numbers_said
 from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
@@ -459,6 +459,9 @@ def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str, said: str
             meant = f" The user said {now_said[0]}: call it again with {now_said[0]}." if len(now_said) == 1 else \
                 " Use the number exactly as the user said it."
             return Refusal(kind="unsaid_number", tool=spec.name, reason=f"the {name} {given} is not a number the user said.{meant}")
+        if whole is not None and int(whole[1]) in signed_numbers_said(shown)[1]:  # "and minus forty?" … "40; C; K"
+            return Refusal(kind="unsaid_number", tool=spec.name, reason=(
+                f"the user said minus {whole[1]}, not {given}: call it again with -{whole[1]}."))
     return None
 
 

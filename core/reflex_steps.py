@@ -332,6 +332,9 @@ class ReflexSteps:
             intent = framed
         if await self._carry_out(turn, both or (intent,)):
             return True
+        if both is None and intent.kind == "timer_cancel" and intent.last_timer:  # "drop that one": no timer talked
+            # about; the watch the turn before set or listed alone, if it was one (the channels' step says)
+            return await self._carry_out(turn, (Intent(kind="unwatch", russian=intent.russian, reference=Reference(last=True)),))
         instead = _sentence_instead(match or aside, intent, words) if both is None else None
         return instead is not None and await self._carry_out(turn, (instead,))
 

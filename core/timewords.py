@@ -618,6 +618,22 @@ def whole_numbers_said(text: str) -> frozenset[int]:
     return frozenset(int(token) for token in _counted(tokens) if token.isdigit())
 
 
+_BELOW_ZERO = frozenset(lexicon.words("durations", "below_zero_words"))  # "minus", "минус"
+
+
+def signed_numbers_said(text: str) -> tuple[frozenset[int], frozenset[int]]:
+    """(the whole numbers a text says with no minus, those it says only below zero): "минус сорок"
+    and "-40" say 40 below zero; "минус двадцать … двадцать" says 20 both ways."""
+    marked = re.sub(r"(?<![\w.,])-(?=\d)", f" {next(iter(sorted(_BELOW_ZERO)))} ", text)
+    tokens = _counted(re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.fold(lexicon.hundreds_in_figures(marked))))
+    above: set[int] = set()
+    below: set[int] = set()
+    for at, token in enumerate(tokens):
+        if token.isdigit():
+            (below if at and tokens[at - 1] in _BELOW_ZERO else above).add(int(token))
+    return frozenset(above), frozenset(below - above)
+
+
 def unsaid_length(when: str, said: str, *sources: str) -> str:
     """The length of a timer's `when` ("in 1 hour") when the user's words say lengths and none is
     it ("тесто … полтора часа": 5400 s, not 3600), nor one a result showed: the length as said,

@@ -480,12 +480,13 @@ async def test_a_note_about_tools_said_as_the_answer_is_never_shown(tmp_path):
         assert shown and "No tool needed" not in shown[-1]
 
 
-async def test_a_marker_of_the_models_own_making_is_never_shown(tmp_path):
+@pytest.mark.parametrize("marker", ["NO_TOOL_CALL", "NO TOOL"])  # h39: "NO TOOL" reached the glasses
+async def test_a_marker_of_the_models_own_making_is_never_shown(tmp_path, marker):
     # h30: the embedded model answered "NO_TOOL_CALL" to "не, таймер не надо, я сам … послежу", and it was shown
-    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: "NO_TOOL_CALL"),
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: marker),
                              reflexes=False) as system:
         shown = await system.turn("s", "не, таймер не надо, я сам у плиты стою, за котлетами послежу")
-        assert not [m for m in shown if isinstance(m, p.Display) and "NO_TOOL" in m.text]
+        assert not [m for m in shown if isinstance(m, p.Display) and marker in m.text]
         assert finals(shown)[-1].startswith("Не понял")  # asked again, still a marker: the runtime's own line
 
 
@@ -758,6 +759,25 @@ async def test_an_amount_the_user_did_not_say_is_refused_and_the_one_said_is_con
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
         assert results[-2]["content"].startswith("not executed (unsaid_number)") and "said 55" in results[-2]["content"], results
         assert "139.7" in shown and "127" not in shown, shown
+
+
+def _sign_dropper(messages):
+    """The local model of h38: asked the kelvins of "minus forty" it converted 40."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return ("TOOL_CALL: units_convert|-40; C; K" if last.content.startswith("not executed")
+                else "That is " + last.content.rsplit("= ", 1)[-1])
+    return "TOOL_CALL: units_convert|-40; C; F" if "forty" in last.content else "TOOL_CALL: units_convert|40; C; K"
+
+
+async def test_an_amount_said_below_zero_is_never_converted_above_it(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_sign_dropper)) as system:
+        assert "-4 F" in finals(await system.turn("s", "what's minus twenty celsius in fahrenheit"))[-1]
+        await system.turn("s", "and minus forty?")
+        shown = finals(await system.turn("s", "and how much is that in kelvin"))[-1]
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
+        assert results[-2]["content"].startswith("not executed (unsaid_number)") and "minus 40" in results[-2]["content"]
+        assert "233.1" in shown and "313" not in shown, shown
 
 
 async def test_a_question_whether_the_assistant_can_send_to_the_phone_sends_nothing(tmp_path):

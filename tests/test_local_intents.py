@@ -272,6 +272,8 @@ async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_mo
     "the oven's supposed to be at four twenty-five Fahrenheit. what's that in Celsius?",  # more number than was read
     "how many grams is that?",  # nothing said before it
     "this recipe wants eight ounces of butter. how many grams is that? and set a timer for 10 minutes",  # more asked after
+    # h39: "минус четыре по фаренгейту" was converted as 4 °F (the context read without its minus)
+    "коллега из чикаго пишет, что у них с утра минус четыре по фаренгейту. это скока по цельсию вообще?",
 ])
 async def test_a_question_whose_amount_was_not_read_goes_to_the_model(tmp_path, said):
     backend = ScriptedBackend(reply_fn=lambda messages: "About 21 km.")

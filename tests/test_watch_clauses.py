@@ -100,3 +100,19 @@ async def test_dropping_a_watch_by_its_app_with_no_timer_set_cancels_no_timers(t
         history = await system.history("s")
     assert not [m for m in history if m["role"] == "assistant" and "timers_cancel" in m["content"]]
     assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "MODEL"
+
+
+async def test_that_one_after_the_watches_were_listed_is_the_watch(tmp_path):
+    # h39: "nah, drop that one, he just called me about it" after the one watch was listed went to the model,
+    # which ended "any" and told the user it would watch; with a timer talked about, "that one" is the timer
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "keep an eye on my email and ping me if the landlord writes anything about the lease renewal")
+        await system.turn("s", "what are you watching for me now?")
+        shown = [m.text for m in await system.turn("s", "nah, drop that one, he just called me about it")
+                 if isinstance(m, p.Display) and m.final]
+        await system.turn("s", "set a timer for 5 minutes")
+        await system.turn("s", "nah, drop that one")
+        session = system.actors["session"].sessions["s"]
+        assert not session.timers.pending() and not backend.calls, shown
+    assert shown[-1].startswith("OK, I've stopped watching"), shown
