@@ -24,6 +24,7 @@ A toolset says what it answers in its folder's `intents.yaml`:
             call: {tool: <the toolset's tool>, args: "{value}; {unit_from}; {unit_to}"}
             answer: "{result}."     # "" : the call is made, and the model words its result
             # free_text: true           # a wildcard slot is the tool's free text ("send {message} to my phone")
+            # refers: {city: place}     # "make it my home city": a slot that points back is the place talked about
             sentences: ["convert {value} {unit:unit_from} to {unit:unit_to}"]
           # a question whose slots the words before it give ("eight ounces of butter. how many
           # grams is that?"): `context` is matched on the last run of those words (match_in_context);
@@ -118,6 +119,12 @@ class DeclaredCall(msgspec.Struct, frozen=True):
     args: str
     answer: str = "{result}"
     free_text: bool = False  # its wildcard is the tool's free text (a message to send), not a name to resolve
+    # a slot said as a word that points back ("сделай его домашним городом"): the kind of thing it is, which
+    # the conversation gives ("place": the place it last asked the time of); {slot: kind}
+    refers: dict[str, str] = {}
+
+
+REFERENCE_KINDS = ("place",)  # what a slot may point back to (DeclaredCall.refers)
 
 
 class FrameSpec(msgspec.Struct, frozen=True):
@@ -431,8 +438,13 @@ def _declared_call(path: Path, name: str, intent: dict) -> DeclaredCall:
     call = intent["call"]
     if not isinstance(call, dict) or not isinstance(call.get("tool"), str) or not isinstance(call.get("args", ""), str):
         raise IntentFileError(f"{path}: intent {name}: 'call' needs 'tool' (a tool's name) and 'args' (a template)")
+    refers = intent.get("refers", {})
+    if not isinstance(refers, dict) or any(not isinstance(slot, str) or kind not in REFERENCE_KINDS
+                                           for slot, kind in refers.items()):
+        raise IntentFileError(f"{path}: intent {name}: 'refers' maps a slot to what it may point back to: "
+                              f"one of {', '.join(REFERENCE_KINDS)}")
     return DeclaredCall(tool=call["tool"], args=call.get("args", ""), answer=str(intent.get("answer", "{result}")),
-                        free_text=intent.get("free_text") is True)
+                        free_text=intent.get("free_text") is True, refers=dict(refers))
 
 
 def _own_action(path: Path, name: str, intent) -> str:

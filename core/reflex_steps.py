@@ -13,7 +13,7 @@ import functools
 import itertools
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
 import protocol as p
@@ -47,6 +47,7 @@ REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart 
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
 _POINTING = frozenset(fold(word) for word in words("requests", "pointing_words"))  # "that", "это": no message
+_PLACE_POINTING = frozenset(fold(word) for word in words("places", "pointing_words"))  # "туда", "that city"
 QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
                       "the earlier request; in your answer, say this was done too.")
 
@@ -235,16 +236,24 @@ def _sentence_instead(match: LocalMatch | None, tried: Intent, said: str) -> Int
     return other if other is not None and other.kind != tried.kind else None
 
 
-def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
+def declared_call(match: LocalMatch | None, said: str, refer: Callable[[str], str] | None = None) -> tuple[str, str] | None:
     """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
     miles to km": the converter's call with 5; mi; km), matched whole with typed slots (or free text
-    the intent declares is the tool's own: a message) and held back by nothing; else None."""
+    the intent declares is the tool's own: a message) and held back by nothing; else None. `refer`:
+    what the conversation gives for a kind of thing a slot points back to ("place": "берлин"; ""
+    when none: then the model's)."""
     if match is None or match.call is None or match.wildcard and not match.call.free_text or held_back(said, "search"):
         return None  # free text stands for a name only the model resolves, unless it is the message itself
-    if match.wildcard and all(fold(str(value)).strip(" .,!?") in _POINTING for value in match.slots.values() if isinstance(value, str)):
+    slots = slot_words(match)
+    for slot, kind in match.call.refers.items():  # "сделай его домашним городом": the place asked about
+        if _points_back(slots.get(slot, "")):
+            slots[slot] = refer(kind) if refer is not None else ""
+            if not slots[slot]:
+                return None
+    if match.wildcard and all(_points_back(value) for name, value in slots.items() if isinstance(match.slots.get(name), str)):
         return None  # "send that to my phone": the message is what was said before (a `context`), or the model's
     try:
-        return match.call.tool, match.call.args.format_map(slot_words(match))
+        return match.call.tool, match.call.args.format_map(slots)
     except (KeyError, ValueError, IndexError):  # a template naming a slot this sentence left empty
         return None
 
@@ -256,6 +265,12 @@ def declared_answer(match: LocalMatch, result: str) -> str:
         return match.call.answer.format_map({**slot_words(match), "result": result})
     except (KeyError, ValueError, IndexError):
         return result
+
+
+def _points_back(value: str) -> bool:
+    """A slot's words that only point at something said before: "это", "it", "туда", "that city"."""
+    said = fold(value).strip(" .,!?")
+    return said in _POINTING or said in _PLACE_POINTING
 
 
 def slot_words(match: LocalMatch) -> dict[str, str]:
@@ -304,7 +319,7 @@ class ReflexSteps:
         match = self.s.local_intents.match(words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
         declared = match or aside
-        call = declared_call(declared, words)
+        call = declared_call(declared, words, partial(self._referred, turn))
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
             declared = self.s.local_intents.match_in_context(words, remark=remark)
             call = declared_call(declared, words)
@@ -391,6 +406,12 @@ class ReflexSteps:
 
     def turn_words(self, turn: TurnState) -> str:
         return self._turn_words(turn.start)
+
+    def _referred(self, turn: TurnState, kind: str) -> str:
+        """What a slot of `kind` points back to in this conversation (core.local_intents.REFERENCE_KINDS):
+        the place the user last asked the time of, as a dictionary names it; "" when none."""
+        place = self.place_talked_about(turn) if kind == "place" else ""
+        return place_name(place) or place
 
     def place_talked_about(self, turn: TurnState) -> str:
         return next((request.subject for request in self._requests_before(turn, PLACE_LOOKBACK)  # "and in LA?" too

@@ -105,6 +105,8 @@ def test_a_toolsets_own_sentences_are_loaded_from_its_folder(tmp_path):
     ("frame:\n  order: last\n", "frame: expected 'commands'"),
     ("frame:\n  own_words: [on, in]\n", "frame.own_words: expected a list of single words"),  # YAML's `on` is true
     ("sentences:\n  en:\n    skip_words: anyway\n", "skip_words: expected a list of words"),
+    ("sentences:\n  en:\n    intents:\n      X: {action: call, call: {tool: t, args: '{who}'}, refers: {who: person}, "
+     "sentences: ['call {who}'], }\n    lists: {who: {wildcard: true}}\n", "'refers' maps a slot"),
 ])
 def test_a_bad_intents_file_is_refused_with_its_path_and_reason(tmp_path, text, says):
     bad = tmp_path / "intents.yaml"

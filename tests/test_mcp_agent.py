@@ -290,9 +290,14 @@ async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_c
         assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
         assert "Asia/Dubai" in finals(shown)[-1]
         shown = await system.turn("s", "make it my home city", timeout=30)
-        assert finals(shown)[-1] == "MODEL"  # "it": no city of the user's words, the model's
+        assert finals(shown)[-1] == "MODEL"  # "it": no city of the user's words nor asked about, the model's
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
+        # h37, h39: "его" after the time of a place was asked is that place (`refers: {city: place}`)
+        await system.turn("s", "сколько сейчас времени в берлине", timeout=30)
+        await system.turn("s", "я туда на полгода по работе переезжаю, сделай его домашним городом", timeout=30)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: worldclock_set_home|берлин", calls
 
 
 async def test_a_servers_sentences_naming_a_rule_or_list_as_a_toolset_does_leave_the_toolsets_own(tmp_path):
