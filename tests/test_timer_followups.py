@@ -474,3 +474,20 @@ async def test_a_clock_time_over_there_is_the_clock_of_the_place_a_follow_up_ask
 async def test_a_repeat_after_the_time_and_kill_em_all_are_read_on_the_fast_path(tmp_path, turns, left_after):
     shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
     assert left == left_after and not asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h39: "утренний убери" named the 08:00 alarm by its part of the day (the model asked what was meant)
+    (["поставь будильник на завтра на восемь утра", "и ещё напомни через час духовку выключить",
+      "чё у меня там по таймерам щас?", "утренний убери, завтра ж воскресенье, высплюсь"], [("19:00", "духовку выключить")]),
+    (["set an alarm for 7 am tomorrow", "remind me at 9 pm to call mom", "cancel the morning one"], [("21:00", "call mom")]),
+])
+async def test_a_timer_named_by_the_part_of_the_day_it_is_due_is_that_one(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert left == left_after and not asked, (shown, left)
+
+
+async def test_a_part_of_the_day_two_timers_are_due_in_names_neither(tmp_path):
+    shown, left, asked = await _play(tmp_path, ["remind me at 8 pm to call mom", "remind me at 9 pm to call dad",
+                                                "cancel the evening one"], reply_fn=_asks)
+    assert len(left) == 2 and asked, (shown, left)

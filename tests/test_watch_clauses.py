@@ -55,6 +55,9 @@ async def _watched(tmp_path, said: str) -> tuple[list[str], str, bool]:
     # h38: the app, then "and tell me when" what to wait for (one request, not two)
     ("I'm waiting on a job offer from Acme and I keep refreshing my inbox like a maniac. just keep an eye on my mail "
      "and tell me when something from Acme lands", "mail", "acme"),
+    # h39: "что-то … придёт" is a message; "от него" is the one the remark names with the app
+    ("шеф грозился в выходные в ватсап написать насчёт квартального отчёта, а я с сыном на хоккее весь вечер. "
+     "дёрни меня, если от него в ватсапе что-то про отчёт придёт", "whatsapp", "шеф"),
 ])
 async def test_a_watch_said_in_clauses_among_remarks_is_set_without_the_model(tmp_path, said, channel, who):
     calls, shown, asked = await _watched(tmp_path, said)

@@ -69,9 +69,13 @@ def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 def _by_pronoun(intent: Intent) -> bool:
-    """Whether the watch waits for someone said by a pronoun only ("когда она напишет")."""
+    """Whether the watch waits for someone said by a pronoun only ("когда она напишет", "если от него
+    что-то про отчёт придёт")."""
     said = interest_words(intent.subject)
-    return bool(said) and all(word in _PRONOUNS for word in said)
+    return bool(said) and all(word in _PRONOUNS for word in said) or _SENDER_PRONOUN.search(intent.subject.casefold()) is not None
+
+
+_SENDER_PRONOUN = re.compile(r"(?<!\w)(?:" + alternation("watching", "sender_pronoun_patterns", WORDS) + r")(?!\w)")
 
 
 def _watch_named(raw: str, said: str, russian: bool) -> Intent | None:

@@ -120,6 +120,22 @@ def _named_in_remark(intent: Intent, said: str, pending: list) -> list | None:
     return chosen if len(chosen) == 1 else None
 
 
+_PARTS_OF_DAY: dict[str, str] = table("naming", "parts_of_day", _WORDS)  # type: ignore[assignment]
+# the hours each part of the day holds, on the user's clock: [from, to)
+_HOURS_OF = {"morning": range(4, 12), "day": range(12, 17), "evening": range(17, 24), "night": (*range(0, 4), 23)}
+
+
+def _by_part_of_day(intent: Intent, pending: list, tz) -> list | None:
+    """"утренний убери", "cancel the evening one": the one timer due in the part of the day a word
+    of the cancel names (by its due time, on the user's clock); None when not one."""
+    parts = {_PARTS_OF_DAY[word] for word in norm_words(intent.text).split() if word in _PARTS_OF_DAY}
+    if len(parts) != 1 or intent.all_timers or intent.both_timers:
+        return None
+    hours = _HOURS_OF[parts.pop()]
+    chosen = [t for t in pending if dt.datetime.fromtimestamp(t.due, tz).hour in hours]
+    return chosen if len(chosen) == 1 else None
+
+
 def _kept_apart(text: str) -> tuple[str, str]:
     """A cancel's words apart from the words of what is to stay: "второе напоминание, про маму
     оставь" -> ("второе напоминание", "про маму оставь")."""
@@ -354,6 +370,8 @@ async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     chosen = timers_to_cancel(intent, pending, fast.results_before(turn) if intent.last_timer else [], timer_tools)
     if chosen is None:
         chosen = _named_in_remark(intent, fast.turn_words(turn), pending)
+    if chosen is None:
+        chosen = _by_part_of_day(intent, pending, fast.timezone())
     if chosen is None:
         return None  # the words name none or several of the timers: the model asks
     every = intent.all_timers or not pending or len(chosen) == len(pending)
