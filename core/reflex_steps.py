@@ -31,8 +31,9 @@ from core.reflex import (Intent, corrected, followed, held_back, is_russian, nam
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
 from core.timers import Timer
-from core.timewords import in_digits
+from core.timewords import amount_alone, in_digits
 from core.toolcall import parse_reply
+from core.toolsets import Bound, args_text
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol.results import ClockRead, TimerSet, ToolData, Watching
 from protocol.tools import Serves
@@ -310,6 +311,8 @@ class ReflexSteps:
             return False  # an event from the world (a channel, a monitor) is never a user request
         if addressed_elsewhere(words):
             return False  # "Маш, включи детям «Морозко»": said to someone in the room; the guards hold back any change
+        if await self._amount_again(turn, words):
+            return True  # "а пятьдесят пять?" after 65 inches were converted
         halves = said_again_otherwise(words)
         read = partial(recognised, phrasings=self.s.phrasings)
         first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
@@ -347,10 +350,16 @@ class ReflexSteps:
             intent = framed
         if await self._carry_out(turn, both or (intent,)):
             return True
-        if both is None and intent.kind == "timer_cancel" and intent.last_timer:  # "drop that one": no timer talked
-            # about; the watch the turn before set or listed alone, if it was one (the channels' step says)
+        return both is None and await self._read_otherwise(turn, intent, match or aside, words)
+
+    async def _read_otherwise(self, turn: TurnState, intent: Intent, declared: LocalMatch | None, words: str) -> bool:
+        """A request read another way when the reading tried did nothing: "drop that one" with no
+        timer talked about is the watch the turn before set or listed alone (the channels' step
+        says whether it was one); a toolset's sentence that took free text, of another kind
+        ("drop the Mike one" names no timer: the watch's)."""
+        if intent.kind == "timer_cancel" and intent.last_timer:
             return await self._carry_out(turn, (Intent(kind="unwatch", russian=intent.russian, reference=Reference(last=True)),))
-        instead = _sentence_instead(match or aside, intent, words) if both is None else None
+        instead = _sentence_instead(declared, intent, words)
         return instead is not None and await self._carry_out(turn, (instead,))
 
     async def _declared_step(self, turn: TurnState, declared: LocalMatch, call: tuple[str, str], *,
@@ -554,6 +563,30 @@ class ReflexSteps:
         or None unless it ran and its tool gave one."""
         outcome = await self._reflex_outcome(turn, tool, args)
         return None if outcome is None else outcome.data
+
+    async def _amount_again(self, turn: TurnState, words: str) -> bool:
+        """"а пятьдесят пять?", "and minus forty?" right after a conversion: the call the turn before
+        made, again, with the amount said now in the argument a user's number fills
+        (ToolSpec.said_number_args), answered with its result. False when the words say more than
+        an amount, or the turn before made no such call."""
+        amount = amount_alone(words)
+        before = self._last_call_before(turn) if amount else None
+        spec = self.s.registry.spec(before.name) if before is not None else None
+        bound = self.s.registry.validate(spec.name, before.raw_args) if spec is not None and spec.said_number_args else None
+        if not isinstance(bound, Bound):
+            return False
+        args = args_text({**bound.args, spec.said_number_args[0]: amount})
+        outcome = await self._reflex_outcome(turn, spec.name, args)
+        return outcome is not None and self._answered(turn, outcome.text.rstrip(" .") + ".", "amount_again")
+
+    def _last_call_before(self, turn: TurnState):
+        """The last call the turn before this one made (core.toolcall.ToolCall), or None."""
+        for message in reversed(self.trajectory.messages()[:turn.start]):
+            if message.role == "user" and user_lines(message.content):
+                return None
+            if message.role == "assistant" and (parsed := parse_reply(message.content)).call is not None:
+                return parsed.call
+        return None
 
     async def _reflex_outcome(self, turn: TurnState, tool: str, args: str) -> p.CallOutcome | None:
         """One call of a reflex through the ordinary call path (its toolset turned on first, as

@@ -634,6 +634,23 @@ def signed_numbers_said(text: str) -> tuple[frozenset[int], frozenset[int]]:
     return frozenset(above), frozenset(below - above)
 
 
+# what opens a follow-up that says only another amount: "а пятьдесят пять?", "and minus forty?", "what about 12?"
+_AMOUNT_OPENS = re.compile(r"^(?:(?:" + lexicon.alternation("follow_ups", "follow_up_open_patterns") + r")(?:\W+|$))+")
+
+
+def amount_alone(said: str) -> str:
+    """The amount a follow-up says and nothing else ("а пятьдесят пять?": "55", "and minus forty?":
+    "-40", "и 2.5?": "2.5"); "" when the words say more than one amount."""
+    text = _AMOUNT_OPENS.sub("", lexicon.fold(said).strip(" ?!.,")).strip(" ?!.,")
+    words = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+|-(?=\d)", text)
+    below = bool(words) and (words[0] in _BELOW_ZERO or words[0] == "-")
+    counted = _counted([w for w in re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.hundreds_in_figures(
+        " ".join(words[1:] if below else words)))])
+    if len(counted) != 1 or not re.fullmatch(r"\d+(?:\.\d+)?", counted[0]):
+        return ""
+    return ("-" if below else "") + counted[0]
+
+
 def unsaid_length(when: str, said: str, *sources: str) -> str:
     """The length of a timer's `when` ("in 1 hour") when the user's words say lengths and none is
     it ("тесто … полтора часа": 5400 s, not 3600), nor one a result showed: the length as said,

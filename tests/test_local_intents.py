@@ -449,3 +449,20 @@ def test_the_frame_of_files_leaves_out_a_bad_one_as_a_session_does(tmp_path):
     bad = tmp_path / "intents.yaml"
     bad.write_text("frame:\n  commands: pause\n", encoding="utf-8")
     assert read_frame_spec([*intent_files(), bad]) == read_frame_spec(intent_files())
+
+
+async def test_another_amount_said_alone_after_a_conversion_converts_it_the_same_way(tmp_path):
+    # h34 ("а пятьдесят пять?" after 65 inches: the model converted 50), h38 ("and minus forty?"): the turn
+    # before's conversion again with the amount said now; after a timer, the same words change the timer
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "шестьдесят пять дюймов это сколько в сантиметрах?")
+        assert [m.text for m in await system.turn("s", "а пятьдесят пять?") if isinstance(m, p.Display) and m.final][-1] \
+            == "55 in = 139.7 cm."
+        await system.turn("s", "what's minus twenty celsius in fahrenheit")
+        assert [m.text for m in await system.turn("s", "and minus forty?") if isinstance(m, p.Display) and m.final][-1] \
+            == "-40 C = -40 F."
+        await system.turn("s", "поставь таймер на 10 минут")
+        await system.turn("s", "а пятьдесят пять?")
+        assert len(system.actors["session"].sessions["s"].timers.pending()) == 1 and not backend.calls
+        assert [c for c in _calls(await system.history("s")) if c.startswith("units_convert|")][-1].startswith("units_convert|value=-40")
