@@ -1619,11 +1619,17 @@ async def test_how_long_it_runs_of_a_title_named_in_the_words_before_is_that_tit
     ("пришли мне на телефон уведомление, срочное: родительское собрание в понедельник", "родительское собрание в понедельник; urgency=high"),
 ])
 async def test_a_note_named_before_its_words_is_sent_to_the_phone_as_said(tmp_path, said, sent):
-    backend = ScriptedBackend(reply_fn=lambda messages: "TOOL_CALL: channels_list")
+    calls, asked = await _calls_of_one_turn(tmp_path, said, "TOOL_CALL: channels_list")
+    assert calls == [f"TOOL_CALL: notify_user|{sent}; to=phone"] and not asked, calls
+
+
+async def _calls_of_one_turn(tmp_path, said: str, reply: str) -> tuple[list[str], bool]:
+    """The call lines one turn made, and whether the model (answering `reply`) was asked."""
+    backend = ScriptedBackend(reply_fn=lambda messages: reply)
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
-    assert calls == [f"TOOL_CALL: notify_user|{sent}; to=phone"] and not backend.calls, calls
+    return calls, bool(backend.calls)
 
 
 async def test_a_length_before_an_event_is_no_timer_from_now(tmp_path):
@@ -1814,11 +1820,8 @@ async def test_what_the_assistant_watches_asked_with_show_me_is_listed(tmp_path)
      "the canoe story, raise your glasses", "thank the parents, the canoe story, raise your glasses"),
 ])
 async def test_a_text_dictated_after_remarks_is_put_on_the_glasses_whole(tmp_path, said, shown):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
-    async with inproc_system(tmp_path, backend=backend) as system:
-        await system.turn("s", said)
-        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
-    assert calls == [f"TOOL_CALL: show_text|{shown}"] and not backend.calls, calls
+    calls, asked = await _calls_of_one_turn(tmp_path, said, "MODEL")
+    assert calls == [f"TOOL_CALL: show_text|{shown}"] and not asked, calls
 
 
 async def test_a_text_to_show_after_words_someone_said_is_the_models(tmp_path):
