@@ -496,6 +496,9 @@ def among(word: str, words: set[str]) -> bool:
     return word in words or any(same_word(word, other) for other in words)
 
 
+_NAME_ARTICLE = re.compile(r"^(?:" + _any("name_articles") + r")\s+")
+
+
 def close_to(said: str, name: str) -> bool:
     """Whether words said are a name with a typo or in another case, as a whole; a hyphen is a
     space (speech has none: "кин дза дзу" is «Кин-дза-дза!»)."""
@@ -506,7 +509,7 @@ def close_to(said: str, name: str) -> bool:
     # a word split or joined in speech ("the irish man" is «The Irishman»): nearly the same letters, spaces
     # and a leading article aside ("prisoner one" is no «Prisoners»)
     def joined(text: str) -> str:
-        return re.sub(r"^(?:the|a|an)\s+", "", spoken(text)).replace(" ", "")
+        return _NAME_ARTICLE.sub("", spoken(text)).replace(" ", "")
     return len(joined(said)) >= 6 and difflib.SequenceMatcher(None, joined(said), joined(name)).ratio() >= 0.9
 
 
