@@ -651,13 +651,16 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
                  "TOOL_CALL: timers_set|in 8 minutes; про матч",
              # h31: a name called first with no comma (a recogniser's text), then an order
              "лен поставь чайник а? и напомни диме что он мне ещё с зимы сотку должен":
-                 "TOOL_CALL: timers_set|in 10 minutes; чайник"}
+                 "TOOL_CALL: timers_set|in 10 minutes; чайник",
+             # h40: speech told with "goes, quote," in single quotes (the model set the boss's reminder)
+             "in the meeting my boss goes, quote, 'someone set a reminder for everyone for Monday at nine', and then "
+             "looks straight at me. like I'm his secretary": "TOOL_CALL: timers_set|in 1 hour; the meeting"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 9 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 10 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 
