@@ -567,12 +567,14 @@ class ReflexSteps:
     async def _amount_again(self, turn: TurnState, words: str) -> bool:
         """"а пятьдесят пять?", "and minus forty?" right after a conversion: the call the turn before
         made, again, with the amount said now in the argument a user's number fills
-        (ToolSpec.said_number_args), answered with its result. False when the words say more than
-        an amount, or the turn before made no such call."""
+        (ToolSpec.said_number_args) of a lookup, answered with its result. False when the words say
+        more than an amount, or the turn before made no such call."""
         amount = amount_alone(words)
         before = self._last_call_before(turn) if amount else None
         spec = self.s.registry.spec(before.name) if before is not None else None
-        bound = self.s.registry.validate(spec.name, before.raw_args) if spec is not None and spec.said_number_args else None
+        # a lookup only: another amount said alone never repeats a change
+        bound = self.s.registry.validate(spec.name, before.raw_args) \
+            if spec is not None and spec.said_number_args and spec.read_only else None
         if not isinstance(bound, Bound):
             return False
         args = args_text({**bound.args, spec.said_number_args[0]: amount})
