@@ -24,7 +24,7 @@ from typing import Literal
 import msgspec
 
 from core.lexicon import alternation, fold, words
-from core.timewords import signed_numbers_said, unsaid_length, unsaid_number, whole_numbers_said
+from core.timewords import clock_without_length, signed_numbers_said, unsaid_length, unsaid_number, whole_numbers_said
 from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
@@ -508,6 +508,11 @@ def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[st
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "seven thirty tonight" set for 07:30
             f"the time «{args.get('when', '')}» is in the other half of the day from the one the user said. "
             f"Write it as {hour}."))
+    when = args.get("when", "").strip()
+    if when.startswith(("in ", "через ")) and (clock := clock_without_length(said)):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h41: "завтра в семь утра напомни …" set "in 7 hours"
+            f"«{when}» counts from now, but the user said a time of day ({clock}) and no length. Set that time: "
+            f"\"{clock}\", or \"tomorrow {clock}\" for tomorrow."))
     if counted_back(said) and args.get("when", "").strip().startswith(("in ", "через ")):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "за полчаса до начала" set "in 30 minutes"
             f"«{args.get('when', '')}» counts from now, but the user asked for a time before an event. Set the "

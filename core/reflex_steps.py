@@ -106,7 +106,7 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
         return None  # "во, её и запускай": a title pointed at, not named
     if intent.kind.startswith("timer") and any(re.search(r"\d", in_digits(part)) for part in parts if part != request):
         return None  # "one timer for 25 minutes for the laundry and, um, another for an hour": two timers
-    if intent.kind == "timer_set" and any(says_repeat(part) for part in parts if part != request):
+    if intent.kind == "timer_set" and not intent.every and any(says_repeat(part) for part in parts if part != request):
         return None  # "set a reminder for 8 pm, every day": its repeat said in the next clause
     return intent
 

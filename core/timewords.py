@@ -651,6 +651,26 @@ def amount_alone(said: str) -> str:
     return ("-" if below else "") + counted[0]
 
 
+def clock_without_length(said: str) -> str:
+    """The clock time the words say when they say no length of time ("завтра в семь утра напомни
+    …": "7:00"); "" when they say none, or a length too ("через полчаса, в 7:30 созвон")."""
+    plain = in_digits(said)
+    clock = re.search(r"(?<![\d:])(\d{1,2}:\d{2})(?![\d:])", plain)
+    if clock is None:
+        return ""
+    folded = lexicon.fold(plain)
+    if any(phrase in folded for phrase, _plainly in LENGTH_PHRASES):
+        return ""
+    words = re.findall(r"\d+|[^\W\d_]+", folded)
+    counted = any(len(word) > 1 and word in _SPAN_UNITS and at and (words[at - 1].isdigit() or words[at - 1] in _COUNT_WORDS
+                                                                  or words[at - 1] in _LENGTH_OPENERS)
+                  for at, word in enumerate(words))  # "20 минут", "an hour", "через час"; not "весь день", "в час дня"
+    return "" if counted else clock[1]
+
+
+_LENGTH_OPENERS = frozenset(lexicon.words("durations", "length_openers"))
+
+
 def unsaid_length(when: str, said: str, *sources: str) -> str:
     """The length of a timer's `when` ("in 1 hour") when the user's words say lengths and none is
     it ("тесто … полтора часа": 5400 s, not 3600), nor one a result showed: the length as said,

@@ -197,6 +197,17 @@ async def test_a_count_and_a_part_is_the_whole_length_both_on_the_fast_path_and_
         assert [round(t.due - moment) for t in system.actors["session"].sessions["s"].timers.pending()] == [seconds]
 
 
+async def test_a_time_of_day_set_as_a_length_from_now_is_refused_and_the_time_said_is_set(tmp_path):
+    # h41: "завтра в семь утра напомни рассаду полить" set "in 7 hours" (01:00), the number the user's
+    backend, moment = _timer_then_retried("in 7 hours; рассаду полить", "tomorrow 07:00; рассаду полить"), 1_773_500_400.0
+    async with inproc_system(tmp_path, backend=backend, reflexes=False, clock=lambda: moment, timezone="Europe/Moscow") as system:
+        await system.turn("s", "весь день на даче грядки копал, спина отваливается. завтра в семь утра напомни рассаду полить")
+        results = [r["content"] for r in tool_results(await system.history("s")) if r.get("name") == "timers_set"]
+        assert results[0].startswith("not executed (ungrounded_text)") and "7:00" in results[0], results
+        pending = system.actors["session"].sessions["s"].timers.pending()
+        assert [round(t.due - moment) for t in pending] == [13 * 3600], pending  # 07:00 tomorrow, from 18:00
+
+
 async def test_a_clock_time_in_the_other_half_of_the_day_from_the_one_said_is_refused(tmp_path):
     # h23: "at seven thirty tonight" set for 07:30 (tomorrow morning); the clock reads 15:00 UTC
     backend, moment = _timer_then_retried("7:30; call mum", "19:30; call mum"), 1_773_500_400.0
@@ -480,7 +491,7 @@ async def test_a_note_about_tools_said_as_the_answer_is_never_shown(tmp_path):
         assert shown and "No tool needed" not in shown[-1]
 
 
-@pytest.mark.parametrize("marker", ["NO_TOOL_CALL", "NO TOOL"])  # h39: "NO TOOL" reached the glasses
+@pytest.mark.parametrize("marker", ["NO_TOOL_CALL", "NO TOOL", "NO"])  # h39, h41: "NO TOOL", "NO" reached the glasses
 async def test_a_marker_of_the_models_own_making_is_never_shown(tmp_path, marker):
     # h30: the embedded model answered "NO_TOOL_CALL" to "не, таймер не надо, я сам … послежу", and it was shown
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: marker),

@@ -260,6 +260,8 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
      "only talks in liters", "40 gal = 151.4 l."),
     # h38: below zero ("minus twenty" went to the model, which listed the timers)
     ("what's minus twenty celsius in fahrenheit", "-20 C = -4 F."),
+    # h41: the question first, the amount after it (the model searched the film catalog for "восемьдесят пять кило")
+    ("сколько это в фунтах будет — восемьдесят пять кило?", "85 kg = 187.4 lb."),
     ("сколько будет минус сорок по фаренгейту в цельсиях", "-40 F = -40 C."),
 ])
 async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):

@@ -298,6 +298,9 @@ async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_c
         await system.turn("s", "я туда на полгода по работе переезжаю, сделай его домашним городом", timeout=30)
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls[-1] == "TOOL_CALL: worldclock_set_home|берлин", calls
+        await system.turn("s", "вот Дубай и сделай домашним, я там до лета работаю", timeout=30)  # h41
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: worldclock_set_home|Дубай", calls
 
 
 async def test_a_servers_sentences_naming_a_rule_or_list_as_a_toolset_does_leave_the_toolsets_own(tmp_path):

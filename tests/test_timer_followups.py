@@ -491,3 +491,19 @@ async def test_a_part_of_the_day_two_timers_are_due_in_names_neither(tmp_path):
     shown, left, asked = await _play(tmp_path, ["remind me at 8 pm to call mom", "remind me at 9 pm to call dad",
                                                 "cancel the evening one"], reply_fn=_asks)
     assert len(left) == 2 and asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h41: the day and the time before "напомни" (the model set "in 7 hours": 01:00), an imperfective "ставь" with
+    # its repeat, a polite tail after remarks that speak of mornings, "and one for tomorrow at nine: dentist"
+    (["весь день на даче грядки копал, спина отваливается. завтра в семь утра напомни рассаду полить, а то засохнет"],
+     [("31:00", "рассаду полить")]),
+    (["ставь напоминалку каждый день в девять вечера — выпить таблетки"], [("21:00", "выпить таблетки")]),
+    (["the tomatoes are finally in the ground and they want water every single morning. remind me every day at seven "
+      "a.m., would you"], [("31:00", "alarm")]),
+    (["remind me at eight tonight to call Dad", "and one for tomorrow at nine in the morning: dentist"],
+     [("20:00", "call Dad"), ("33:00", "dentist")]),
+])
+async def test_the_forty_first_blind_blocks_reminders_are_read_on_the_fast_path(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
+    assert left == left_after and not asked, (shown, left)
