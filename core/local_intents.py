@@ -63,7 +63,7 @@ import msgspec
 import yaml
 
 from core import lexicon
-from core.timewords import in_digits
+from core.timewords import BELOW_ZERO, in_digits
 
 # what opens a sentence and says nothing of it (core/words/*/requests.toml `sentence_opener_patterns`:
 # "тогда", "so"): a sentence matches without it too
@@ -541,12 +541,6 @@ def _number_words() -> frozenset[str]:
                      | set(lexicon.words("requests", "decimal_point_words")))
 
 
-@functools.cache
-def _below_zero_words() -> frozenset[str]:
-    """"minus", "минус": a number's sign said before it (core/words/*/durations.toml)."""
-    return frozenset(lexicon.words("durations", "below_zero_words"))
-
-
 def _context_slots(before: str, intent: str, intents, lists, language: str) -> dict[str, str | float] | None:
     """The slots of the last run of words in `before` (longest first) that `intent`'s context
     template matches whole; None when none does, or a number is said just before it."""
@@ -568,7 +562,7 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
                 continue
             said_before = lexicon.fold(words[start - 1]) if start else ""
             if said_before.replace(".", "").replace(",", "").isdigit() or said_before in counts \
-                    or said_before in _below_zero_words():
+                    or said_before in BELOW_ZERO:
                 return None  # "four twenty-five Fahrenheit", "thirteen point one miles", "минус четыре": more number than was read
             return {name: _value(entity.value) for name, entity in found.entities.items() if name not in _EMPTY_LISTS}
     return None

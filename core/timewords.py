@@ -618,19 +618,19 @@ def whole_numbers_said(text: str) -> frozenset[int]:
     return frozenset(int(token) for token in _counted(tokens) if token.isdigit())
 
 
-_BELOW_ZERO = frozenset(lexicon.words("durations", "below_zero_words"))  # "minus", "минус"
+BELOW_ZERO = frozenset(lexicon.words("durations", "below_zero_words"))  # "minus", "минус": a number's sign said before it
 
 
 def signed_numbers_said(text: str) -> tuple[frozenset[int], frozenset[int]]:
     """(the whole numbers a text says with no minus, those it says only below zero): "минус сорок"
     and "-40" say 40 below zero; "минус двадцать … двадцать" says 20 both ways."""
-    marked = re.sub(r"(?<![\w.,])-(?=\d)", f" {next(iter(sorted(_BELOW_ZERO)))} ", text)
+    marked = re.sub(r"(?<![\w.,])-(?=\d)", f" {next(iter(sorted(BELOW_ZERO)))} ", text)
     tokens = _counted(re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.fold(lexicon.hundreds_in_figures(marked))))
     above: set[int] = set()
     below: set[int] = set()
     for at, token in enumerate(tokens):
         if token.isdigit():
-            (below if at and tokens[at - 1] in _BELOW_ZERO else above).add(int(token))
+            (below if at and tokens[at - 1] in BELOW_ZERO else above).add(int(token))
     return frozenset(above), frozenset(below - above)
 
 
@@ -643,7 +643,7 @@ def amount_alone(said: str) -> str:
     "-40", "и 2.5?": "2.5"); "" when the words say more than one amount."""
     text = _AMOUNT_OPENS.sub("", lexicon.fold(said).strip(" ?!.,")).strip(" ?!.,")
     words = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+|-(?=\d)", text)
-    below = bool(words) and (words[0] in _BELOW_ZERO or words[0] == "-")
+    below = bool(words) and (words[0] in BELOW_ZERO or words[0] == "-")
     counted = _counted([w for w in re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.hundreds_in_figures(
         " ".join(words[1:] if below else words)))])
     if len(counted) != 1 or not re.fullmatch(r"\d+(?:\.\d+)?", counted[0]):
