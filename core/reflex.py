@@ -558,6 +558,8 @@ def put_right(first: Intent | None, second: Intent | None) -> Intent | None:
         return None
     if first.kind == "timer_set" and second.kind == "timer_change":
         when, span = second.when, re.fullmatch(r"in \S+ (\S+)", first.when)
+        if when[:1] in ("+", "-", ":"):
+            return None  # "…at 8, no, half an hour later": moved from a time not yet set, the model's
         if when.isdigit():  # "…for 10 minutes, actually 15": the first's unit; "…at 6, no, 7": its clock
             when = f"in {when} {span[1]}" if span else f"{when}:00"
         if re.fullmatch(r"\d{1,2}:\d\d", when):  # a clock time, in the day the request named

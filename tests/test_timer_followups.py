@@ -507,3 +507,24 @@ async def test_a_part_of_the_day_two_timers_are_due_in_names_neither(tmp_path):
 async def test_the_forty_first_blind_blocks_reminders_are_read_on_the_fast_path(tmp_path, turns, left_after):
     shown, left, asked = await _play(tmp_path, turns, reply_fn=_asks)
     assert left == left_after and not asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h41: "на полчаса попозже" went to the model, which listed the timers and moved nothing
+    (["напомни в семь вечера маме позвонить", "ой, не, давай на полчаса попозже, она в семь ещё с работы едет"],
+     [("19:30", "маме позвонить")]),
+    # h41: "make it quarter past" of a reminder at eight: the minutes of its hour
+    (["remind me at eight tonight to call Dad", "no wait, make it quarter past"], [("20:15", "call Dad")]),
+    (["разбуди меня в семь утра", "сдвинь на час позже"], [("32:00", "будильник")]),
+    (["set a timer for 10 minutes for the rice", "make it 5 minutes earlier"], [("18:05", "the rice")]),
+    (["set a timer for 10 minutes for the rice", "push it back two minutes"], [("18:12", "the rice")]),
+])
+async def test_a_timer_moved_by_a_length_or_to_a_part_of_its_hour_is_moved_from_the_time_it_had(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns)
+    assert left == left_after and not asked, (shown, left)
+
+
+async def test_a_move_said_in_the_same_breath_as_the_time_it_moves_is_the_models(tmp_path):
+    # "…at 8, no, half an hour later": no timer had that time yet; never a timer "in half an hour"
+    shown, left, asked = await _play(tmp_path, ["remind me at 8 to call mom, no, half an hour later"], reply_fn=_asks)
+    assert left == [] and asked, (shown, left)

@@ -289,7 +289,9 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
         plain = intent.when.startswith("in ") and not intent.text and not _set_before(fast, turn)
         return await timer_set(fast, turn, msgspec.structs.replace(intent, kind="timer_set")) if plain else None
     when, clock = intent.when, re.fullmatch(r"(\d{1,2}):(\d{2})", intent.when)
-    if when.isdigit() and (old.by_clock or old.due - old.set_at >= ALARM_SPAN_S):  # "make it 7": 7 o'clock of its day
+    if when[:1] in ("+", "-", ":"):  # "на полчаса попозже", "make it quarter past": from the time it had
+        when = _moved(fast, old, when)
+    elif when.isdigit() and (old.by_clock or old.due - old.set_at >= ALARM_SPAN_S):  # "make it 7": 7 o'clock of its day
         when = _same_day_time(fast, old.due, int(when), 0)
     elif clock is not None and old.by_clock:  # "давай в полдевятого" of "каждый день в восемь утра": 08:30, not 20:30
         hour = int(clock[1])
@@ -306,6 +308,30 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     if answer is None or await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
+
+
+def _moved(fast: FastPath, old: TimerSet, move: str) -> str:
+    """The time a timer moved by a put-right has: "+30 minutes" later or "-15 minutes" earlier
+    than it was, ":15" the minutes of its hour; as a moment for a timer set for a clock time (or
+    a long one), as a length from now for a short one. "" when it cannot be: a minute of the hour
+    of a short timer, or a moment already past."""
+    clock_set = old.by_clock or old.due - old.set_at >= ALARM_SPAN_S
+    if move.startswith(":"):
+        if not clock_set:
+            return ""
+        due = dt.datetime.fromtimestamp(old.due, fast.timezone()).replace(minute=int(move[1:])).timestamp()
+    else:
+        try:
+            length = parse_duration(move[1:])
+        except TimerError:
+            return ""
+        due = old.due + (length if move[0] == "+" else -length)
+    left = round(due - fast.now())
+    if left <= 0:
+        return ""
+    if clock_set:
+        return dt.datetime.fromtimestamp(due, fast.timezone()).strftime("%Y-%m-%dT%H:%M")
+    return f"in {left // 60} minutes" if left % 60 == 0 else f"in {left} seconds"
 
 
 # the text a timer gets when none was said (timer_set): no text to say back

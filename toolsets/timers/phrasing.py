@@ -496,6 +496,32 @@ def _same_number(clause: str, change: Intent | None) -> bool:
 _NOT_A_NAME = frozenset(words("naming", "not_a_name_words", WORDS))
 
 
+# "30 минут попозже", "on 15 minutes earlier", "later by an hour": a move from the time the timer had
+_LATER, _EARLIER = (alternation("naming", key, WORDS) for key in ("later_words", "earlier_words"))
+_BY = alternation("naming", "shift_by_words", WORDS)
+_LENGTH = r"(?:\d+(?:[.,]\d+)?\s*)?" + _SPAN_UNIT + r"(?:\s+(?:and\s+|и\s+)?\d+\s*" + _SPAN_UNIT + r")?"
+_MOVED = re.compile(rf"(?:(?:{_BY})\s+)?(?P<length>{_LENGTH})\s+(?:(?P<later>{_LATER})|{_EARLIER})|"
+                    rf"(?:(?P<later_first>{_LATER})|{_EARLIER})\s+(?:{_BY})\s+(?P<length_after>{_LENGTH})")
+_MOVED_BACK = re.compile(r"\s(?:" + alternation("naming", "moved_back_words", WORDS) + r")(?:\s|$)")
+_MINUTES_PAST = {phrase.casefold(): int(minute) for phrase, minute in table("naming", "minutes_past_its_hour", WORDS).items()}
+
+
+def _moved_by(rest: str, *, moved_back: bool) -> str | None:
+    """The move a put-right's words say, as `timer_change` reads it: "+30 minutes" later, "-15
+    minutes" earlier, ":15" the minutes of the hour the timer had ("make it quarter past"); "push
+    it back an hour" (a length after "back", no preposition) is later. None when they say none."""
+    if (minute := _MINUTES_PAST.get(rest.casefold())) is not None:
+        return f":{minute:02d}"
+    if moved_back and re.fullmatch(r"\d+(?:[.,]\d+)?\s*" + _SPAN_UNIT, rest):
+        return f"+{rest}"
+    found = _MOVED.fullmatch(rest)
+    if found is None:
+        return None
+    length = found["length"] or found["length_after"]
+    length = length if length[0].isdigit() else f"1 {length}"  # "на час позже", "a minute later"
+    return f"{'+' if found['later'] or found['later_first'] else '-'}{length}"
+
+
 def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent | None:
     """The put-right a clause says alone ("давай на 25", "make it seven"), or None. `after_no`:
     the clause before took the old time back ("ой нет, не в семь, в полвосьмого", "no no,
@@ -509,6 +535,8 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
+    if (moved := _moved_by(rest, moved_back=_MOVED_BACK.search(opening.group(0)) is not None)) is not None:
+        return Intent(kind="timer_change", russian=russian, when=moved)
     changed = _NEW_TIME.fullmatch(rest)
     if changed is None:
         return None
