@@ -206,6 +206,24 @@ def _last_word_stands(pattern: re.Pattern[str], kind: ActionKind, text: str) -> 
     return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
 
 
+_POLITE = re.compile(r"(?<!\w)(?:" + alternation("requests", "polite_tail_patterns") + r")(?!\w)")
+_CLAUSE_END = re.compile(r"[.!?;,—–…]+")
+
+
+def _a_title_started(text: str) -> bool:
+    """"twelve hours to Tokyo, no wifi. might as well get in the mood, start Shogun for me": with no
+    timer word, a verb that also plays ("start", "поставь") asks for a timer only with a time in its
+    own clause (politeness aside); a length told elsewhere in the turn is no timer's."""
+    verbs = list(_SET_VERBS.finditer(text))
+    if _TIMER_WORDS.search(text) or not verbs or any(_PLAY_VERBS.match(text, verb.start()) is None for verb in verbs):
+        return False
+    clauses = [f" {clause} " for clause in _CLAUSE_END.split(_POLITE.sub(" ", text)) if clause.strip()]
+    # "поставь, пожалуйста, на десять минут", "start it, 20 minutes": a verb alone, its time in the next clause
+    joined = [clause + (clauses[at + 1] if len(clause.split()) <= 2 and at + 1 < len(clauses) else "")
+              for at, clause in enumerate(clauses)]
+    return not any(_SET_VERBS.search(clause) and _WHEN.search(clause) for clause in joined)
+
+
 def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     """Whether the user's words of this turn (`said`) ask for an action of `kind`. `offered`: the
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
@@ -236,7 +254,7 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return False
     if kind == "timer_set":
         return bool(_SET_VERBS.search(text) and (_TIMER_WORDS.search(text) or _WHEN.search(text))
-                    or _TIMER_WORDS.search(text) and _WHEN.search(text))
+                    or _TIMER_WORDS.search(text) and _WHEN.search(text)) and not _a_title_started(text)
     if kind == "timer_cancel":  # "stop it, they're fighting over the remote" is about the film, not the timers
         return bool(_CANCEL_VERBS.search(text) and (_TIMER_WORDS.search(text) or _PLAIN_CANCEL.search(text)))
     if kind == "task_cancel":
@@ -459,6 +477,12 @@ def unsaid_amount(spec: ToolSpec, args: Mapping[str, str], shown: str, said: str
             meant = f" The user said {now_said[0]}: call it again with {now_said[0]}." if len(now_said) == 1 else \
                 " Use the number exactly as the user said it."
             return Refusal(kind="unsaid_number", tool=spec.name, reason=f"the {name} {given} is not a number the user said.{meant}")
+        now_said = whole_numbers_said(said) - {1}
+        if whole is not None and now_said and int(whole[1]) not in now_said | {1}:
+            # "240 km in miles?" … "and the limit's one thirty, what's that in miles per hour": the number said now
+            return Refusal(kind="unsaid_number", tool=spec.name, reason=(
+                f"the user said {', '.join(map(str, sorted(now_said)))} now, not {given}: call it again with the number "
+                "they said in their last message."))
         if whole is not None and int(whole[1]) in signed_numbers_said(shown)[1]:  # "and minus forty?" … "40; C; K"
             return Refusal(kind="unsaid_number", tool=spec.name, reason=(
                 f"the user said minus {whole[1]}, not {given}: call it again with -{whole[1]}."))

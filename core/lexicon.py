@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Container, Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -135,6 +136,38 @@ def _hundreds() -> tuple[re.Pattern[str], dict[str, int]]:
     return re.compile(rf"(?<![\w-])(?P<h>{any_of('hundreds', 'spoken')})(?:\s+(?:and\s+)?(?:(?P<t>{any_of('tens')})"
                       rf"(?:[\s-](?P<u>{any_of('units')}))?|(?P<teen>{any_of('teens')})|(?P<lone>{any_of('units')})))?"
                       r"(?![\w-])", re.IGNORECASE), values
+
+
+@lru_cache(maxsize=1)
+def _paired_hundreds() -> tuple[re.Pattern[str] | None, dict[str, int]]:
+    heads = {str(word).casefold(): int(n) for word, n in table("spoken", "paired_hundreds").items()}
+    if not heads:
+        return None, {}
+    values = {str(word).casefold(): int(n) for key in ("tens", "teens", "units") for word, n in table("requests", key).items()}
+    zeros = [str(word) for word, n in table("spoken", "digits").items() if int(n) == 0 and len(str(word)) > 1]
+    def any_of(words: Iterable[str]) -> str:
+        return "|".join(re.escape(word) for word in sorted(words, key=len, reverse=True))
+    units = [str(word) for word in table("requests", "units")]
+    return re.compile(rf"(?<![\w-])(?P<h>{any_of(heads)})\s+(?:(?:{any_of(zeros)})\s+(?P<lone>{any_of(units)})|"
+                      rf"(?P<t>{any_of(table('requests', 'tens'))})(?:[\s-](?P<u>{any_of(units)}))?|"
+                      rf"(?P<teen>{any_of(table('requests', 'teens'))}))(?![\w-])(?:\s+(?P<next>[^\W\d_]+))?", re.IGNORECASE), \
+        {**values, **{f"h:{word}": n for word, n in heads.items()}}
+
+
+def paired_hundreds_in_figures(text: str, followers: Container[str] | None) -> str:
+    """"one eighty celsius" -> "180 celsius", "two twenty-five pounds" -> "225 pounds" (the
+    language's `paired_hundreds`, core/words/*/spoken.toml): only before a word of `followers`
+    (folded: the units a sentence names), so "at one thirty" stays a time of day; every such
+    pair with `followers` None (what a guard counts as said: "the limit's one thirty")."""
+    pattern, values = _paired_hundreds()
+    if pattern is None:
+        return text
+    def figure(match: re.Match[str]) -> str:
+        if followers is not None and (match["next"] is None or fold(match["next"]) not in followers):
+            return match.group(0)
+        number = values[f"h:{match['h'].casefold()}"] + sum(values[match[g].casefold()] for g in ("t", "u", "teen", "lone") if match[g])
+        return f"{number} {match['next'] or ''}".rstrip()
+    return pattern.sub(figure, text)
 
 
 @lru_cache(maxsize=1)

@@ -170,14 +170,27 @@ def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES)
     return frame_spec(declared)
 
 
+def _value_words(owns: Iterable[dict]) -> frozenset[str]:
+    """The words of the values of the toolsets' lists of units of measure (a list's `measures:
+    true`: "celsius", "pounds"), folded: what a number said as paired hundreds may stand before
+    (core.lexicon.paired_hundreds_in_figures); hassil itself leaves the key alone."""
+    said = [value.get("in", "") if isinstance(value, dict) else value for own in owns
+            for listed in own.get("lists", {}).values() if isinstance(listed, dict) and listed.get("measures") is True
+            for value in listed.get("values", []) or []]
+    firsts = (re.findall(r"[^\W\d_]+", alternative)[:1] for text in said if isinstance(text, str)
+              for alternative in re.split(r"[|()\[\]]", text))  # "miles an hour": a number stands before "miles"
+    return frozenset(lexicon.fold(word) for first in firsts for word in first)
+
+
 class LocalIntents:
     """The loaded intents of every language, the action each one means and the calls declared."""
 
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
                  read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset(),
                  responses: dict[tuple[str, str], str] | None = None, frame: FrameSpec | None = None,
-                 contexts: dict | None = None) -> None:
+                 contexts: dict | None = None, list_words: dict[str, frozenset[str]] | None = None) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self._list_words = list_words or {}  # language -> the folded words of the toolsets' list values (units)
         self._contexts = contexts or {}  # language -> (hassil Intents of the `context` templates, slot lists)
         self.frame = frame or FrameSpec()  # what the frame may answer with (core.frame)
         self.responses = responses or {}  # (response name, language) -> its template
@@ -211,7 +224,7 @@ class LocalIntents:
         borrowed = frozenset(actions)
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
-        compiled, contexts = {}, {}
+        compiled, contexts, list_words = {}, {}, {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
             owns = _scoped_files([spec.get("sentences", {}).get(language, {}) for _path, spec in declared])
@@ -228,12 +241,13 @@ class LocalIntents:
                     merged["intents"].setdefault(name, {"data": []})["data"].append(
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
+            list_words[language] = _value_words(owns)
             context = {name: {"data": [{"sentences": [intent["context"]]}]} for own in owns
                        for name, intent in own.get("intents", {}).items() if isinstance(intent.get("context"), str)}
             if context:
                 contexts[language] = _compile({**merged, "intents": context})
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
-                   frame_spec(declared), contexts)
+                   frame_spec(declared), contexts, list_words)
 
     def match_in_context(self, text: str, *, remark: Callable[[str], bool] | None = None) -> LocalMatch | None:
         """The last sentence or clause of `text` matched whole by an intent that declares a
@@ -265,7 +279,8 @@ class LocalIntents:
         intents, lists = self._contexts[match.language]
         if match.intent not in intents.intents:
             return None
-        given = _context_slots(" ".join(before), match.intent, intents, lists, match.language)
+        said_before = lexicon.paired_hundreds_in_figures(" ".join(before), self._list_words.get(match.language, ()))
+        given = _context_slots(said_before, match.intent, intents, lists, match.language)
         return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
 
     def respond(self, name: str, language: str, /, **slots: object) -> str | None:
@@ -303,6 +318,9 @@ class LocalIntents:
             results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
             if not results and (figured := in_digits(text)) != text:  # "two hundred and fifty grams", "без четверти семь"
                 results = list(recognize_all(figured, intents, slot_lists=lists, intent_context=_HERE, language=language))
+            if not results and (paired := lexicon.paired_hundreds_in_figures(text, self._list_words.get(language, ()))) != text:
+                # "one eighty celsius in fahrenheit?": hundreds said as two numbers before a unit a list names
+                results = list(recognize_all(paired, intents, slot_lists=lists, intent_context=_HERE, language=language))
             if not results and (bare := _OPENED.sub("", text, count=1)) != text and bare.strip():
                 # "тогда напомни мне завтра в десять …", "so, which monitors …": the words that open a request
                 results = list(recognize_all(in_digits(bare), intents, slot_lists=lists, intent_context=_HERE,

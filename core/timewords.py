@@ -614,8 +614,12 @@ def _counted(tokens: list[str]) -> list[str]:
 def whole_numbers_said(text: str) -> frozenset[int]:
     """The whole numbers a text says, each as said: "пятьдесят пять" is 55 (not 50 nor 5), "a
     hundred and ten" 110, "65 inches" 65; a fraction ("26.2") says none."""
-    tokens = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.fold(lexicon.hundreds_in_figures(text)))
-    return frozenset(int(token) for token in _counted(tokens) if token.isdigit())
+    said = set()
+    # "the limit's one thirty": 130 as well as 1 and 30 (hundreds said as two numbers)
+    for reading in {text, lexicon.paired_hundreds_in_figures(text, None)}:
+        tokens = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.fold(lexicon.hundreds_in_figures(reading)))
+        said |= {int(token) for token in _counted(tokens) if token.isdigit()}
+    return frozenset(said)
 
 
 BELOW_ZERO = frozenset(lexicon.words("durations", "below_zero_words"))  # "minus", "минус": a number's sign said before it

@@ -618,6 +618,9 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
      "(not_requested)"),
     ("media", "TOOL_CALL: show_text|Can you show subtitles on the glasses when you watch a movie?",
      "слушай, а ты можешь прям на очки субтитры выводить, когда я кино смотрю?", "(ungrounded_text)"),
+    # h43: the flight's length told, then "start Shogun": the model set a timer "in 12 hours"
+    ("timers", "TOOL_CALL: timers_set|in 12 hours; Tokyo, no wifi",
+     "twelve hours to Tokyo, no wifi, great. might as well get in the mood, start Shogun for me", "(not_requested)"),
 ])
 async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
     async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:
@@ -793,6 +796,28 @@ async def test_an_amount_said_below_zero_is_never_converted_above_it(tmp_path):
         results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
         assert results[-2]["content"].startswith("not executed (unsaid_number)") and "minus 40" in results[-2]["content"]
         assert "233.1" in shown and "313" not in shown, shown
+
+
+def _old_amount_taker(messages):
+    """The local model of h43: asked the miles per hour of "one thirty" after 240 km, it converted 240."""
+    last = [m for m in messages if m.role != "system"][-1]
+    if last.role == "tool":
+        return ("TOOL_CALL: units_convert|130; km/h; mph" if last.content.startswith("not executed")
+                else "That is " + last.content.rsplit("= ", 1)[-1])
+    return "TOOL_CALL: units_convert|240; km/h; mph"
+
+
+async def test_an_amount_said_now_is_never_replaced_by_one_said_before(tmp_path):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_old_amount_taker)) as system:
+        assert "149.1" in finals(await system.turn("s", "sign says Paris two hundred forty kilometers, how many miles is that"))[-1]
+        shown = finals(await system.turn("s", "and the limit's one thirty, what's that in miles per hour"))[-1]
+        results = [r for r in tool_results(await system.history("s")) if r["name"] == "units_convert"]
+        assert results[-2]["content"].startswith("not executed (unsaid_number)") and "130" in results[-2]["content"]
+        assert "80.7" in shown and "149" not in shown, shown
+    # hundreds said as two numbers before a unit are read without the model
+    async with inproc_system(tmp_path / "paired", backend=ScriptedBackend(reply_fn=_old_amount_taker)) as system:
+        assert "356" in finals(await system.turn("s", "one eighty celsius in fahrenheit?"))[-1]
+        assert "102.1" in finals(await system.turn("s", "two twenty-five pounds on the bar, what's that in kilos?"))[-1]
 
 
 async def test_a_question_whether_the_assistant_can_send_to_the_phone_sends_nothing(tmp_path):
