@@ -181,7 +181,8 @@ _TOLD = re.compile(r"(?<!\w)(?:" + _any("told_patterns") + r")(?!\w)")
 # a second thought about a request: "no, I'm off tomorrow", "wait, 15", "хотя нет", "лучше в 8"
 # the words of a second thought that every reading of one shares (each adds its own around them)
 NO_WAIT = _any("no_wait_patterns")
-_SECOND_THOUGHT = re.compile(r"^(?:" + NO_WAIT + r"|" + _any("second_thought_patterns") + r")(?!\w)")
+_SECOND_THOUGHT = re.compile(r"^(?:(?:" + _any("second_thought_interjection_patterns") + r")\s+)*(?:"
+                             + NO_WAIT + r"|" + _any("second_thought_patterns") + r")(?!\w)")
 
 
 def second_thought(text: str) -> bool:

@@ -528,3 +528,15 @@ async def test_a_move_said_in_the_same_breath_as_the_time_it_moves_is_the_models
     # "…at 8, no, half an hour later": no timer had that time yet; never a timer "in half an hour"
     shown, left, asked = await _play(tmp_path, ["remind me at 8 to call mom, no, half an hour later"], reply_fn=_asks)
     assert left == [] and asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h42: the verb said after the time was the timer's text; "давай на час вместо сорока" (a unit alone) went to the model
+    (["таймер на сорок минут поставь, курица в духовке", "ой, не, в рецепте час написано. давай на час вместо сорока"],
+     [("19:00", "курица в духовке")]),
+    # h43: "ой не, через полчаса": an interjection before the no
+    (["напомни через сорок минут, что пересадка", "ой не, через полчаса, я криво посчитал"], [("18:30", "пересадка")]),
+])
+async def test_a_put_right_after_an_interjection_or_with_a_unit_alone_moves_the_timer(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns)
+    assert left == left_after and not asked, (shown, left)

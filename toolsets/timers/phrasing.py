@@ -351,6 +351,9 @@ def _asks_more(why: str | None) -> bool:
     return bool(why) and bool(ASKS_MORE.search(" " + why + " ")) and not remark(why)
 
 
+_VERB_AFTER_TIME = alternation("naming", "verb_after_time_patterns", WORDS)
+
+
 def _when_and_text(rest: str) -> tuple[str, str]:
     """("in 5 minutes", "проверить чай") out of "таймер на 5 минут, чтобы проверить чай"; ("", "")
     when no single duration or clock time is said."""
@@ -378,7 +381,7 @@ def _when_and_text(rest: str) -> tuple[str, str]:
                     r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
                     r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
-    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", rest[end:])
+    after = re.sub(r"^(?:[\s,]*(?:пожалуйста|please|мне|me|timer|таймер|reminder|" + _VERB_AFTER_TIME + r")\b)*", "", rest[end:])
     after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
     # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
     before, after = (_WHEN_WORDS.sub(" ", part) for part in (re.sub(r"^\s*(?:one|another)(?=\s|$)", "", before), after))
@@ -535,6 +538,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
+    rest = f"1 {rest}" if re.fullmatch(_SPAN_UNIT, rest, re.IGNORECASE) else rest  # "давай на час вместо сорока"
     if (moved := _moved_by(rest, moved_back=_MOVED_BACK.search(opening.group(0)) is not None)) is not None:
         return Intent(kind="timer_change", russian=russian, when=moved)
     changed = _NEW_TIME.fullmatch(rest)
