@@ -470,3 +470,19 @@ async def test_another_amount_said_alone_after_a_conversion_converts_it_the_same
         await system.turn("s", "а пятьдесят пять?")
         assert len(system.actors["session"].sessions["s"].timers.pending()) == 1 and not backend.calls
         assert [c for c in _calls(await system.history("s")) if c.startswith("units_convert|")][-1].startswith("units_convert|value=-40")
+
+
+@pytest.mark.parametrize("turns, shown_has", [
+    # h42: "stick X on", a beneficiary after it; "hey, anything running …" with no "is"
+    (["stick toy story on for the kids"], "Toy Story"),
+    (["hey, anything running in the background right now?"], "background"),
+    # h43: "you can stop watching that" after a remark, the one watch set
+    (["keep an eye on my mail for anything from the visa center",
+      "cool, the visa email just landed, so you can stop watching that"], "stopped watching"),
+])
+async def test_the_forms_of_h42_and_h43_are_carried_out_without_the_model(tmp_path, turns, shown_has):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        for said in turns:
+            answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert shown_has in answer and not backend.calls, answer

@@ -245,6 +245,9 @@ def relevant(subject: str, titles: list[Shown]) -> bool:
 _AFTER_A_TITLE = frozenset(listed_words("titles", "after_a_title_words", _WORDS))  # "включи Шрека малому"
 
 
+_BEFORE_A_TITLE = frozenset(listed_words("titles", "before_a_title_words", _WORDS))  # "включи мелким простоквашино"
+
+
 def said_after_a_title(cut: list[str]) -> bool:
     """Whether words said after a title may be left off it: they open with a word of a remark
     or a purpose, or are a clause of three words or more ("самое время под новогоднее
@@ -466,6 +469,8 @@ async def _trimmed(fast: FastPath, turn: TurnState, intent: Intent) -> Intent:
             continue  # "брат 3", "the dark night": part of what is asked for, not words after it
         if await _names_a_title(fast, turn, subject, every_word=True):
             return msgspec.structs.replace(intent, subject=subject)
+    if norm_words(words[0]) in _BEFORE_A_TITLE:  # "включи мелким простоквашино": whom for, the whole no title
+        return msgspec.structs.replace(intent, subject=" ".join(words[1:]))
     return intent
 
 

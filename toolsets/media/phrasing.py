@@ -384,7 +384,7 @@ _PLAY_IT = re.compile(LEAD + r"(?:(?:его|ее|её|это)\s+(?:включи�
 
 
 # "put the second one on", "put Gladiator on": the title between the verb's words
-_PUT_ON = re.compile(LEAD + r"put\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
+_PUT_ON = re.compile(LEAD + r"(?:put|stick|pop)\s+(?P<rest>(?!it\b|that\b|this\b).+?)\s+on(?:\s+(?:please|now|for\s+me|for\s+(?:the\s+|my\s+)?\w+))*"
                      r"(?:[\s,]+(?:would|will|could|can)\s+you|[\s,]+please)?[\s.!?]*$")
 
 

@@ -381,7 +381,8 @@ def _when_and_text(rest: str) -> tuple[str, str]:
                     r"countdown|обратный\s+отсч[её]т|отсч[её]т|"
                     r"around|roughly|approximately|примерно|около|где-то|"
                     r"a|an|the|timer|reminder|alarm|me|on|for|на|через|in)(?=[\s,.!]|$)", " ", rest[:start])
-    after = re.sub(r"^(?:[\s,]*(?:пожалуйста|please|мне|me|timer|таймер|reminder|" + _VERB_AFTER_TIME + r")\b)*", "", rest[end:])
+    after = re.sub(r"^[\s,]*(?:" + _VERB_AFTER_TIME + r")\b", "", rest[end:])  # "таймер на сорок минут поставь, курица …"
+    after = re.sub(r"^(?:\s*(?:пожалуйста|please|мне|me|timer|таймер|reminder)\b)*", "", after)
     after = re.sub(r"[\s,]+(?:пожалуйста|please|thanks|спасибо)[\s.!]*$", "", after)
     # "at 9:30 tonight", "в 8 вечером": when, said again, not what to remind of
     before, after = (_WHEN_WORDS.sub(" ", part) for part in (re.sub(r"^\s*(?:one|another)(?=\s|$)", "", before), after))
