@@ -758,13 +758,20 @@ async def test_the_clock_takes_no_place_but_one_it_knows(tmp_path):
     assert "" in allowed and "токио" in allowed and "new york" in allowed and "+7" not in allowed
 
 
-def _miscounter(messages):
-    """The local model of h34: asked "а пятьдесят пять?" after 65 inches, it converted 50."""
-    last = [m for m in messages if m.role != "system"][-1]
-    if last.role == "tool":
-        return ("TOOL_CALL: units_convert|55; in; cm" if last.content.startswith("not executed")
-                else "Получается " + last.content.rsplit("= ", 1)[-1])
-    return "TOOL_CALL: units_convert|50; in; cm"
+def _converting(wrong: str, right: str, opener: str):
+    """A scripted model that converts `wrong` first, `right` once the guards refuse it, and says
+    the result after `opener`."""
+    def reply(messages):
+        last = [m for m in messages if m.role != "system"][-1]
+        if last.role == "tool":
+            return (f"TOOL_CALL: units_convert|{right}" if last.content.startswith("not executed")
+                    else opener + last.content.rsplit("= ", 1)[-1])
+        return f"TOOL_CALL: units_convert|{wrong}"
+    return reply
+
+
+# the local model of h34: asked "а пятьдесят пять?" after 65 inches, it converted 50
+_miscounter = _converting("50; in; cm", "55; in; cm", "Получается ")
 
 
 async def test_an_amount_the_user_did_not_say_is_refused_and_the_one_said_is_converted(tmp_path):
@@ -798,13 +805,8 @@ async def test_an_amount_said_below_zero_is_never_converted_above_it(tmp_path):
         assert "233.1" in shown and "313" not in shown, shown
 
 
-def _old_amount_taker(messages):
-    """The local model of h43: asked the miles per hour of "one thirty" after 240 km, it converted 240."""
-    last = [m for m in messages if m.role != "system"][-1]
-    if last.role == "tool":
-        return ("TOOL_CALL: units_convert|130; km/h; mph" if last.content.startswith("not executed")
-                else "That is " + last.content.rsplit("= ", 1)[-1])
-    return "TOOL_CALL: units_convert|240; km/h; mph"
+# the local model of h43: asked the miles per hour of "one thirty" after 240 km, it converted 240
+_old_amount_taker = _converting("240; km/h; mph", "130; km/h; mph", "That is ")
 
 
 async def test_an_amount_said_now_is_never_replaced_by_one_said_before(tmp_path):
