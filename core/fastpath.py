@@ -56,6 +56,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     channel: str = ""  # a watch's: "telegram", a webhook's name, or "any"
     every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
     found_only: bool = False  # a name a sentence's free slot took: answered only when a toolset finds it
+    wrong: str = ""  # a correction's words that were wrong ("not diapers — wipes": "diapers")
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):

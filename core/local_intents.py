@@ -98,6 +98,7 @@ class LocalMatch(msgspec.Struct, frozen=True, kw_only=True):
     wildcard: bool = False
     kind_named: bool = False
     call: "DeclaredCall | None" = None
+    ends_free: bool = False  # free text took the words' end ("скинь мне на телефон {message}"): it may go on past them
     read_first: bool = False  # its toolset says its reading goes first even with free text
 
 
@@ -168,6 +169,12 @@ def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES)
         except IntentFileError as exc:
             _log.warning("%s; its frame commands are left out", exc)
     return frame_spec(declared)
+
+
+def _opened_wildcard(result) -> bool:
+    """Whether a free slot of `result` took words that open a sentence and say nothing ("так что
+    давай Дубай" as a city)."""
+    return any(entity.is_wildcard and _OPENED.match(str(entity.text)) for entity in result.entities.values())
 
 
 def _value_words(owns: Iterable[dict]) -> frozenset[str]:
@@ -321,6 +328,11 @@ class LocalIntents:
             if not results and (paired := lexicon.paired_hundreds_in_figures(text, self._list_words.get(language, ()))) != text:
                 # "one eighty celsius in fahrenheit?": hundreds said as two numbers before a unit a list names
                 results = list(recognize_all(paired, intents, slot_lists=lists, intent_context=_HERE, language=language))
+            if results and all(_opened_wildcard(result) for result in results) \
+                    and (bare := _OPENED.sub("", text, count=1)) != text and bare.strip():
+                # "так что давай Дубай сделаем домашним": a free slot that took the words opening the sentence
+                results = list(recognize_all(in_digits(bare), intents, slot_lists=lists, intent_context=_HERE,
+                                             language=language)) or results
             if not results and (bare := _OPENED.sub("", text, count=1)) != text and bare.strip():
                 # "тогда напомни мне завтра в десять …", "so, which monitors …": the words that open a request
                 results = list(recognize_all(in_digits(bare), intents, slot_lists=lists, intent_context=_HERE,
@@ -337,9 +349,12 @@ class LocalIntents:
         slots = {name: _value(entity.value) for name, entity in entities}
         kind_named = any(not entity.is_wildcard and isinstance(slots[name], str) for name, entity in entities)
         call = self.calls.get((best.intent.name, language))
+        last_word = (re.findall(r"\w+", text.casefold()) or [""])[-1]
+        ends_free = any(entity.is_wildcard and (re.findall(r"\w+", str(entity.text).casefold()) or [""])[-1] == last_word
+                        for entity in best.entities_list)
         return LocalMatch(intent=best.intent.name, action=self.actions.get(best.intent.name, ""), language=language,
                           slots=slots, wildcard=_has_wildcard(best, call), kind_named=kind_named, call=call,
-                          read_first=best.intent.name in self.read_first)
+                          read_first=best.intent.name in self.read_first, ends_free=ends_free)
 
 
 Say = Callable[..., "str | None"]

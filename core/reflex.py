@@ -533,7 +533,8 @@ _CORRECTION = re.compile(LEAD + r"(?:(?:" + _any("not_words") + r")\s+(?P<wrong>
                          + _any("but_patterns") + r")?|"
                          # "I meant the series", "no, I meant Dune", "я имел в виду сериал"
                          r"(?:(?:" + _any("correction_no_patterns") + r")[\s,]+)?(?:" + _any("meant_patterns") + r"))\s*"
-                         r"(?P<right>[^,.!?]{2,60}(?:[,.]\s+[^,.!?]{2,40})?)[\s.!]*$")
+                         r"(?P<right>[^,.!?]{2,60}(?:[,.]\s+[^,.!?]{2,40})?)"
+                         r"(?:[\s.!,]+(?:" + _any("correction_tail_patterns") + r"))?[\s.!]*$")
 
 
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
@@ -581,7 +582,11 @@ def _correction_intent(raw: str, said: str, russian: bool, *, phrasings: Sequenc
     titled = _request(phrasings, "play", match["right"], match["right"], russian)
     if titled is None:
         return None
-    return Intent(kind="correction", russian=russian, subject=titled.subject, reference=titled.reference)
+    right = re.split(r"[,.]\s+", match["right"].strip())
+    # "not diapers — wipes. baby wipes": the words said last, when they say the first again more fully
+    right_said = right[-1] if len(right) == 2 and right[0].casefold() in right[1].casefold() else match["right"]
+    return Intent(kind="correction", russian=russian, subject=titled.subject, reference=titled.reference,
+                  wrong=as_said(match["wrong"] or "", said), text=as_said(right_said.strip(), said))
 
 
 # "а в Дубае сколько?", "and what about here?": the last question again, of another place
@@ -681,7 +686,14 @@ def followed(intent: Intent, earlier: Intent | None) -> Intent | None:
 
 
 def corrected(intent: Intent, earlier: Intent | None) -> Intent | None:
-    """The earlier play, search or details request with the corrected title; None for any other."""
+    """The earlier play, search or details request with the corrected title; a text put on the
+    glasses with the wrong words said replaced ("put this on my glasses: dry cleaning, diapers" …
+    "not diapers — wipes"); None for any other."""
+    if earlier is not None and earlier.kind == "show" and intent.wrong and intent.text:
+        wrong = re.compile(r"(?<!\w)" + re.escape(intent.wrong.strip()) + r"(?!\w)", re.IGNORECASE)
+        if len(wrong.findall(earlier.text)) != 1:
+            return None  # words the text does not hold, or holds twice: the model's
+        return msgspec.structs.replace(earlier, text=wrong.sub(lambda _found: intent.text, earlier.text))
     if earlier is None or earlier.kind not in ("play", "search", "details"):
         return None
     return msgspec.structs.replace(earlier, subject=intent.subject, reference=intent.reference, russian=intent.russian)

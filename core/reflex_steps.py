@@ -84,6 +84,21 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
     if len(whole) == 1 and whole[0][0].call is not None and _only_remarks_beside(sentences, whole[0][1]):
         return whole[0][0]
+    return _clause_of_a_sentence(local, sentences) if not whole else None
+
+
+def _clause_of_a_sentence(local: LocalIntents, sentences: list[str]) -> LocalMatch | None:
+    """A toolset's sentence said as one clause of one of several sentences, the clauses and
+    sentences beside it remarks: "всё, контракт подписал, я теперь в Дубае на полгода. так что
+    давай Дубай сделаем домашним городом, а то ты мне всё по Москве считаешь" (more clauses in
+    all than request_among_remarks reads apart)."""
+    for sentence in sentences:
+        clauses = _clauses(sentence)
+        found = [(match, clause) for clause in clauses for match in [local.match(clause)] if match is not None]
+        if len(found) == 1 and found[0][0].call is not None and not found[0][0].ends_free \
+                and _only_remarks_beside(clauses, found[0][1]) and _only_remarks_beside(sentences, sentence):
+            # (free text at its end may go on past the comma: "скинь мне на телефон код: 147, вызов, 228")
+            return found[0][0]
     return None
 
 

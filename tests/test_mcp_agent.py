@@ -301,6 +301,11 @@ async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_c
         await system.turn("s", "вот Дубай и сделай домашним, я там до лета работаю", timeout=30)  # h41
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls[-1] == "TOOL_CALL: worldclock_set_home|Дубай", calls
+        # h43: one clause of a sentence among more clauses than are read apart; "так что давай" is no part of the city
+        await system.turn("s", "всё, контракт подписал, я теперь в Дубае минимум на полгода. так что давай Лондон сделаем "
+                               "домашним городом, а то ты мне всё по Москве считаешь", timeout=30)
+        calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
+        assert calls[-1] == "TOOL_CALL: worldclock_set_home|Лондон", calls
 
 
 async def test_a_servers_sentences_naming_a_rule_or_list_as_a_toolset_does_leave_the_toolsets_own(tmp_path):

@@ -48,10 +48,13 @@ _WATCH_AFTER = re.compile(LEAD + r"(?P<when>" + alternation("watching", "watch_c
                           + alternation("watching", "tell_tail_patterns", WORDS) + r"))*$")  # the calls to tell: the toolset's words
 
 
-def _watch_intent(raw: str, said: str, russian: bool) -> Intent | None:
+def _watch_intent(raw: str, said: str, russian: bool, *, arrivals: bool = False) -> Intent | None:
+    """A watch asked in one clause; `arrivals`: the words name an app, so a thing that arrives
+    ("как придёт посадочный талон") is a message too."""
     asked = POLITE_TAIL.sub("", raw.rstrip(" .!?"))
     match = _WATCH.match(asked) or _WATCH_AFTER.match(asked)
-    if match is None or not _MESSAGE_VERB.search(" " + match["rest"]) or TIMER_WORD.search(match["rest"]):
+    if match is None or TIMER_WORD.search(match["rest"]) or not (
+            _MESSAGE_VERB.search(" " + match["rest"]) or arrivals and _ARRIVES.search(" " + match["rest"])):
         return None
     rest = match["rest"]
     reason = _REASON.search(rest)
@@ -114,7 +117,7 @@ def _any(name: str) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + alternation("watching", name, WORDS) + r")(?!\w)")
 
 
-_NOTIFY, _EXTRA = _any("notify_patterns"), _any("watch_extra_patterns")
+_NOTIFY, _EXTRA, _ARRIVES = _any("notify_patterns"), _any("watch_extra_patterns"), _any("arrival_verb_patterns")
 _CONDITION = re.compile(r"(?<!\w)(?P<when>" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s+(?P<rest>.+)$")
 
 
@@ -133,8 +136,10 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     words, or what goes with a watch ("ignore everything else", "даже если я сплю"). Who said
     by a pronoun is read from the one remark that names the app, as `_watch_after_remarks` does."""
     clauses = _what_is_written_joined([c.strip(" .!?") for c in _CLAUSE_END.split(raw.strip()) if c and c.strip(" .!?—–-")])
+    app_named = any(pattern.search(" " + raw) for _name, pattern in CHANNELS)
     found = [(at, condition) for at, clause in enumerate(clauses) for condition in [_CONDITION.search(clause)]
-             if condition is not None and _MESSAGE_VERB.search(" " + condition["rest"])]
+             if condition is not None and (_MESSAGE_VERB.search(" " + condition["rest"])
+                                           or app_named and _ARRIVES.search(" " + condition["rest"]))]
     if not 2 <= len(clauses) <= 6 or len(found) != 1:
         return None
     at, condition = found[0]
@@ -151,7 +156,7 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     rest = condition["rest"]
     if (tell := _NOTIFY.search(rest)) is not None:  # "если она напишет в телеграм сразу дай знать": no comma before it
         rest = " ".join(word for word in rest[: tell.start()].split() if not _EXTRA.fullmatch(word))
-    intent = _watch_intent(f"tell me {when} {rest}", said, russian)  # "как Катя напишет", "the moment he writes"
+    intent = _watch_intent(f"tell me {when} {rest}", said, russian, arrivals=app_named)  # "как Катя напишет"
     if intent is None:
         return None
     remarks = [clause for index, clause in enumerate(clauses) if index != at]

@@ -512,7 +512,7 @@ async def play(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
         if isinstance(result, TitlesShown) and result.by != "title" and result.titles:
             return search_answer(fast.speaker(intent.russian), intent, shown_titles(result), result.total)  # "play something funny": which?
         if result is not None and names_none(intent.subject, shown_titles(result)):
-            if await fast.others_could_serve():
+            if intent.found_only or await fast.others_could_serve():
                 return None  # "пора мою вечернюю растяжку делать, запускай": maybe a skill's; the model sees them
             return not_found_answer(fast.speaker(intent.russian), intent)  # nothing, or only titles that are not it: said plainly
         title = pick(intent.subject, shown_titles(result)) if result is not None else None
@@ -544,15 +544,19 @@ def titled_by_a_word(said: str, titles: list[Shown]) -> Shown | None:
 TITLE_WORD_MIN = 4  # letters of a word that may name a title by itself ("the chamber one"; not "the old one")
 
 
-async def _more_pages(fast: FastPath, turn: TurnState, subject: str, first: ToolData | None) -> list[Shown]:
+async def _more_pages(fast: FastPath, turn: TurnState, subject: str, first: ToolData | None, *,
+                      recorded: bool = True) -> list[Shown]:
     """The titles of a search's next pages, up to MORE_PAGES (recorded: the one played must be
-    a title a result showed): "Star Wars, the newest one" is the newest of all of them."""
+    a title a result showed): "Star Wars, the newest one" is the newest of all of them. Not
+    `recorded` (asked aside) for a question whose answer shows the one it names."""
     shown = len(first.titles) if isinstance(first, TitlesShown) else 0
     more: list[Shown] = []
     for page in range(2, MORE_PAGES + 2):
         if not isinstance(first, TitlesShown) or shown + len(more) >= first.total:
             break
-        titles = shown_titles(await fast.data(turn, fast.tool("title_search"), f"{subject}; page={page}"))
+        args = f"{subject}; page={page}"
+        titles = shown_titles(await fast.data(turn, fast.tool("title_search"), args) if recorded
+                              else (await fast.aside(turn, fast.tool("title_search"), args)).data)
         if not titles:
             break
         more += titles
@@ -599,7 +603,8 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
     if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
         titles, last_id, known = _shown_media(fast)
         reference = intent.reference or Reference()
-        media_id = refer(reference, titles, last_id)
+        media_id = await _by_age_of_all(fast, turn, reference, titles, last_id)
+        media_id = media_id or refer(reference, titles, last_id)
         if not media_id and reference.ordinal > len(titles):  # "and the second one?" of a part of a series
             media_id = await _part_of_series(fast, turn, reference.ordinal, known.get(last_id))
         if not media_id and not titles and not last_id:  # nothing shown yet: a title the words before name
@@ -662,6 +667,31 @@ async def _part_of_series(fast: FastPath, turn: TurnState, ordinal: int, talked:
     parts = sorted((t for t in (shown_titles(found) if found is not None else []) if t.year
                     and any(main_title(name) == series for name in t.names)), key=lambda t: t.year)
     return parts[ordinal - 1].media_id if ordinal <= len(parts) else ""
+
+
+async def _by_age_of_all(fast: FastPath, turn: TurnState, reference: Reference, titles: list[Shown], last_id: str) -> str:
+    """"а самая новая которая?" of a search that found more than its page: the newest (oldest) of
+    all its pages, read aside; the pages are recorded only when it is on one of them (an id the
+    conversation never showed is refused). "" when the reference is no age or the one search page
+    holds every title."""
+    search = _last_search(fast) if reference.newest or reference.oldest else None
+    if search is None or search.total <= len(search.titles):
+        return ""
+    more = await _more_pages(fast, turn, search.query, search, recorded=False)
+    media_id = refer(reference, titles + more, last_id)
+    if media_id in {title.media_id for title in more}:
+        await _more_pages(fast, turn, search.query, search)
+    return media_id
+
+
+def _last_search(fast: FastPath) -> TitlesShown | None:
+    """The payload of the conversation's last search, or None."""
+    messages, search = fast.messages(), fast.tool("title_search")
+    for index in range(len(messages) - 1, -1, -1):
+        if search and messages[index].role == "tool" and messages[index].name == search:
+            data = fast.data_at(index)
+            return data if isinstance(data, TitlesShown) else None
+    return None
 
 
 def _shown_media(fast: FastPath) -> tuple[list[Shown], str, dict[str, Shown]]:

@@ -14,10 +14,10 @@ from pathlib import Path
 import msgspec
 
 from core.fastpath import Detail, Intent, Phrasing, Reference, ReflexKind
-from core.intent import casual
+from core.intent import casual, remark
 from core.lexicon import alternation as listed_alternation
 from core.lexicon import words as listed_words
-from core.reflex import ASKS_MORE, LEAD, NUMBER_WORDS, TIMER_WORD, VERB_START, YEAR, is_russian, norm_words
+from core.reflex import ASKS_MORE, LEAD, NUMBER_WORDS, TIMER_WORD, VERB_START, YEAR, is_russian, norm_words, second_thought
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
@@ -110,9 +110,9 @@ _ORDINAL = re.compile(r"(?:^|\s)(?:номер\s+|number\s+|option\s+|вариа�
 # "the last one", "самый новый", "the older one": which of the titles shown, by place or by age
 _WHICH_BY_AGE = (
     ("last", re.compile(r"(?:the\s+)?(?:last|final)(?:\s+one)?|последн(?:ий|юю|ее|яя|его)(?:\s+из\s+них)?")),
-    ("newest", re.compile(r"(?:the\s+)?(?:newest|latest|newer|new|most\s+recent|recent)(?:\s+one)?|(?:самый\s+|самую\s+)?"
+    ("newest", re.compile(r"(?:the\s+)?(?:newest|latest|newer|new|most\s+recent|recent)(?:\s+one)?|(?:самый\s+|самую\s+|самая\s+|самое\s+)?"
                           r"(?:нов(?:ый|ую|ое|ая|ее|ейший|ейшую)|свеж(?:ий|ую|ее))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?новее")),
-    ("oldest", re.compile(r"(?:the\s+)?(?:oldest|older|old)(?:\s+one)?|(?:самый\s+|самую\s+)?"
+    ("oldest", re.compile(r"(?:the\s+)?(?:oldest|older|old)(?:\s+one)?|(?:самый\s+|самую\s+|самая\s+|самое\s+)?"
                           r"(?:стар(?:ый|ую|ое|ая|ее|ейший|ейшую))|(?:тот|ту|то)\s+(?:который|которую|что)\s+(?:по)?(?:старше|старее)")),
 )
 
@@ -223,10 +223,45 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
         named_before = _CAPITALISED.findall(" ".join(sentences[:-1])) if begin > 0 and len(sentences) > 1 else []
+        if len(named_before) == 1 and str(reference.ordinal) in named_before[0].split():
+            reference = msgspec.structs.replace(reference, ordinal=0)  # "thinking Shrek 2 after dinner": the title's number
         if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
             return Intent(kind="details", russian=russian, detail=detail, subject=norm_words(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
+
+
+_WHICH = frozenset(listed_words("titles", "which_words", _WORDS))
+
+
+# "давай лучше X" (a word that says "instead" before it), "let's do X instead" (after it, a lead before)
+_INSTEAD = re.compile(r"^(?:(?:" + listed_alternation("titles", "instead_before_patterns", _WORDS) + r")\s+(?P<first>.+?)|"
+                      r"(?:(?:" + listed_alternation("titles", "instead_lead_patterns", _WORDS) + r")\s+)?"
+                      r"(?P<title>.+?)\s+(?:" + listed_alternation("titles", "instead_after_patterns", _WORDS) + r"))$")
+
+
+def _instead_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    """"nope, scratch that, they're fighting over it — Madagascar instead", "не, давай лучше
+    Мадагаскар": a title in place of the one asked for, its clause last, a no or remarks before it;
+    played only when the catalog finds it (found_only: else the model's)."""
+    clauses = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,;:]\s*|\s+[—–-]+\s+", raw.strip()) if c.strip(" .!?—–-")]
+    found = _INSTEAD.match(clauses[-1]) if clauses else None
+    if found is None or not all(remark(c) or second_thought(c) for c in clauses[:-1]):
+        return None
+    titled = _titled("play", found["first"] or found["title"], said, russian)
+    return None if titled is None or not titled.subject else msgspec.structs.replace(titled, found_only=True)
+
+
+def _which_by_age(raw: str, said: str, russian: bool) -> Intent | None:
+    """"а самая новая которая?", "which one's the oldest?": which of the titles shown, by age, asked;
+    answered with its year (the title named with it). Only asked: a which word or a question mark."""
+    words = norm_words(raw).split()
+    asked = [w for w in words if w not in _WHICH]
+    if not asked or len(asked) == len(words) and not raw.rstrip().endswith("?"):
+        return None
+    by_age = _by_age(" ".join(asked))
+    return Intent(kind="details", russian=russian, detail="year", reference=Reference(**{by_age: True})) \
+        if by_age in ("newest", "oldest") else None
 
 
 def _by_age(rest: str) -> str:
@@ -377,7 +412,7 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 
 
 # "давай его включим", "его включи": the title talked about, its pronoun first
-_PLAY_IT = re.compile(LEAD + r"(?:(?:его|ее|её|это)\s+(?:включим|включи|включай|вруби|запусти|поставь)|"
+_PLAY_IT = re.compile(LEAD + r"(?:(?:вот\s+)?(?:его|ее|её|это)\s+(?:и\s+|тогда\s+)?(?:включим|включи|включай|вруби|врубай|запусти|запускай|поставь|ставь)|"
                       r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
                       r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
                       r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас))*[\s.!]*$")
@@ -448,7 +483,13 @@ def _which_then_why(kind: ReflexKind, rest: str, said: str, russian: bool) -> In
 _IN_CATALOG = re.compile(LEAD + r"(?:is|are)\s+(?P<rest>.+?)\s+in\s+(?:the\s+|your\s+)?catalog(?:ue)?[\s?.!]*$")
 
 
+# a question after a search that the search's list answers: "… про гарри поттера? какие части?"
+_WHICH_ONES = re.compile(r"(?:^|(?<=[.!?])\s+)(?:" + listed_alternation("titles", "which_ones_patterns", _WORDS) + r")[\s?.!]*$")
+
+
 def _search_intent(raw: str, said: str, russian: bool) -> Intent | None:
+    if (which := _WHICH_ONES.search(raw)) is not None and which.start() > 0:
+        raw = raw[:which.start()].rstrip(" ?.!")  # "есть у тебя что-нибудь про гарри поттера? какие части?"
     match = _SEARCH.match(raw) or _IN_CATALOG.match(raw)  # "is Titanic in the catalog?"
     if match is None:
         return None
@@ -512,7 +553,7 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
                   re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", norm_words(rest)))
     # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
-    rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in)\s+(?=\S)", "", rest)
+    rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in|про|about)\s+(?=\S)", "", rest)
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
     first = None if quoted else _FIRST_OF.search(norm_words(rest))  # "Шрека, первого", "X, the first one, not the sequels"
     if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
@@ -605,6 +646,6 @@ def _reference_words(reference: Reference | None) -> str:
     return f"the {flags[0]} one" if len(flags) == 1 else "" if flags or reference.ordinal else "it"
 
 
-PHRASING = Phrasing(recognisers=(_playback_intent, _details_intent, _play_intent, _search_intent),
+PHRASING = Phrasing(recognisers=(_playback_intent, _details_intent, _which_by_age, _play_intent, _search_intent, _instead_intent),
                     requests={"play": _titled, "search": _titled},
                     asks_anywhere=lambda raw: _DETAILS_ANYWHERE.search(raw) is not None, commanded=_commanded)
