@@ -232,6 +232,7 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 _WHICH = frozenset(listed_words("titles", "which_words", _WORDS))
+_WHICH_FILLER = frozenset(listed_words("titles", "which_filler_words", _WORDS))
 
 
 # "давай лучше X" (a word that says "instead" before it), "let's do X instead" (after it, a lead before)
@@ -256,9 +257,9 @@ def _which_by_age(raw: str, said: str, russian: bool) -> Intent | None:
     """"а самая новая которая?", "which one's the oldest?": which of the titles shown, by age, asked;
     answered with its year (the title named with it). Only asked: a which word or a question mark."""
     words = norm_words(raw).split()
-    asked = [w for w in words if w not in _WHICH]
-    if not asked or len(asked) == len(words) and not raw.rstrip().endswith("?"):
-        return None
+    asked = [w for w in words if w not in _WHICH and w not in _WHICH_FILLER]
+    if not asked or not _WHICH & set(words) and not raw.rstrip().endswith("?"):
+        return None  # "the newest one" alone: which to play, maybe; the model's
     by_age = _by_age(" ".join(asked))
     return Intent(kind="details", russian=russian, detail="year", reference=Reference(**{by_age: True})) \
         if by_age in ("newest", "oldest") else None
