@@ -122,9 +122,18 @@ def _spoken() -> tuple[re.Pattern[str], dict[str, str]]:
 def plainly_spoken(text: str) -> str:
     """`text` with the spoken forms of common words as written ("скока" -> "сколько", "gimme" ->
     "give me": core/words/<language>/spoken.toml), so a sentence or a reader that knows the
-    written word knows the said one."""
+    written word knows the said one; a word addressing the assistant, said as a clause of its
+    own ("голубчик, переведи …", "… for me, dear?"), left out."""
     pattern, forms = _spoken()
-    return pattern.sub(lambda m: forms[m.group(0).casefold()], text)
+    plain = pattern.sub(lambda m: forms[m.group(0).casefold()], text)
+    unaddressed = _addressed().sub("", plain)
+    return unaddressed.lstrip(" ,") if unaddressed != plain else plain
+
+
+@lru_cache(maxsize=1)
+def _addressed() -> re.Pattern[str]:
+    said = "|".join(re.escape(str(word)).replace(r"\ ", r"\s+") for word in sorted(words("spoken", "address_words"), key=len, reverse=True))
+    return re.compile(r"(?:^|,)\s*(?:" + said + r")\s*(?=[,.!?]|$)", re.IGNORECASE)
 
 
 @lru_cache(maxsize=1)

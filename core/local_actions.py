@@ -11,6 +11,7 @@ from core.fastpath import Reference
 from core.intent import says_repeat
 from core.local_intents import LocalMatch
 from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent, norm_words
+from core.timers import WEEKDAYS
 
 _UNITS = (("hours", "hours"), ("minutes", "minutes"), ("seconds", "seconds"))
 # a timer of a length named ("cancel my 5 minute timer"): its words, for the timer's own text
@@ -32,7 +33,7 @@ def clock_words(slots: dict[str, str | float]) -> str:
     elif slots.get("half") == "am" and hour == 12:
         hour = 0
     clock = f"{int(hour):02d}:{int(minute):02d}"
-    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow") else clock
+    return f"{slots['day']} {clock}" if slots.get("day") in ("today", "tomorrow", *WEEKDAYS) else clock
 
 
 def duration_words(slots: dict[str, str | float], units=_UNITS) -> str:

@@ -195,6 +195,14 @@ def tells_of_words(text: str) -> bool:
     return _TOLD.search(norm_words(text)) is not None
 
 
+def words_told_in(text: str) -> str:
+    """The words told after the telling in the same clause ("the clinic said [my results would come
+    by email]"); "" when the clause ends with the telling ("my wife said: …": hers are the next)."""
+    plain = norm_words(text)
+    told = _TOLD.search(plain)
+    return plain[told.end():].strip() if told is not None else ""
+
+
 @functools.cache
 def builtin_phrasings() -> tuple[Phrasing, ...]:
     """The phrasings of the built-in toolsets (core.loading), for callers that have no session."""

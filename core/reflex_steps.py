@@ -149,12 +149,15 @@ _WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list",
                         "play", "playback", "search", "details")
 
 
+_POLITE_ALONE = re.compile(r"(?:" + alternation("requests", "polite_tail_patterns") + r")", re.IGNORECASE)
+
+
 def _clauses(said: str, *, commas: bool = True) -> list[str]:
     """Its sentences and comma clauses (`commas`; else its sentences alone), when there are 2 to
     REMARK_PARTS_MAX of them; else []."""
     ends = r"(?<=[.!?])\s+|,\s*" if commas else r"(?<=[.!?])\s+"
     parts = [part.strip(" ,.!?") for part in re.split(ends, without_polite_tail(said))]
-    parts = [part for part in parts if part]
+    parts = [part for part in parts if part and not _POLITE_ALONE.fullmatch(part)]  # "переведи мне, пожалуйста, …"
     return parts if 2 <= len(parts) <= REMARK_PARTS_MAX else []
 
 

@@ -39,7 +39,9 @@ _TOKEN = re.compile(r"(\d+(?:\.\d+)?)?\s*([^\W\d_]+)")
 _CLOCK = re.compile(r"(?:(?:" + "|".join(map(re.escape, lexicon.words("durations", "clock_prepositions"))) + r") )?"
                     r"(\d{1,2})[:.](\d{2})")
 _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DAY_CLOCK = re.compile(r"(today|tomorrow)\s+(?:at\s+)?(\d{1,2})[:.](\d{2})")  # "tomorrow 07:00": that day's
+# the tool's names of the days of the week ("monday 10:00": the next Monday's; today's when still ahead)
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_DAY_CLOCK = re.compile(r"(today|tomorrow|" + "|".join(WEEKDAYS) + r")\s+(?:at\s+)?(\d{1,2})[:.](\d{2})")  # "tomorrow 07:00": that day's
 
 
 def parse_duration(text: str) -> float:
@@ -97,7 +99,8 @@ def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
         return due
     day_clock = _DAY_CLOCK.fullmatch(said.casefold())
     if day_clock:
-        return _on_day(said, 1 if day_clock.group(1) == "tomorrow" else 0, int(day_clock[2]), int(day_clock[3]), now, tz)
+        days = _days_to(day_clock.group(1), int(day_clock[2]), int(day_clock[3]), now, tz)
+        return _on_day(said, days, int(day_clock[2]), int(day_clock[3]), now, tz)
     clock = _CLOCK.fullmatch(said.casefold())
     if clock:
         hour, minute = int(clock.group(1)), int(clock.group(2))
@@ -109,6 +112,16 @@ def parse_when(text: str, now: float, tz: tzinfo = timezone.utc) -> float:
             moment = (moment + timedelta(days=1)).replace(hour=hour, minute=minute)
         return moment.timestamp()
     return now + parse_duration(said)
+
+
+def _days_to(day: str, hour: int, minute: int, now: float, tz: tzinfo) -> int:
+    """Days from today to `day` ("today", "tomorrow" or a weekday: the next one, today's only
+    while `hour`:`minute` is still ahead)."""
+    if day in ("today", "tomorrow"):
+        return int(day == "tomorrow")
+    local_now = datetime.fromtimestamp(now, tz)
+    days = (WEEKDAYS.index(day) - local_now.weekday()) % 7
+    return 7 if days == 0 and (hour, minute) <= (local_now.hour, local_now.minute) else days
 
 
 def _on_day(said: str, days: int, hour: int, minute: int, now: float, tz: tzinfo) -> float:

@@ -525,3 +525,39 @@ async def test_free_text_at_a_clauses_end_is_never_cut_at_a_comma(tmp_path):
                                "два-два-восемь. он мне в подъезде понадобится")
         sent = [c for c in _calls(await system.history("s")) if c.startswith("notify_user|")]
         assert all("два" in c or "228" in c for c in sent), sent
+
+
+@pytest.mark.parametrize("turns, shown_has", [
+    # h44: a word addressing the assistant ("голубчик", "dear") said as its own clause, politeness between clauses
+    (["будь так добр, напоминай мне, пожалуйста, каждый день в девять часов утра выпить таблетку от давления"], "09:00"),
+    (["голубчик, переведи мне, пожалуйста, полтора фунта в килограммы, а то в рецепте мясо в фунтах написано"], "0.68"),
+    (["включи мне, пожалуйста, дорогой, Служебный роман, очень уж я его люблю"], "Служебный роман"),
+    (["would you please play Some Like It Hot for me, dear?"], "Some Like It Hot"),
+    (["поставь, пожалуйста, таймер на сорок минут, у меня пирог с капустой в духовке",
+      "ой, нет, я перепутала, старая, там в тетрадке пятьдесят минут написано. переставь, дорогой, на пятьдесят"], "50 минут"),
+    (["play Downton Abbey, please", "pause it a moment, would you, the kettle's boiling"], "Paused"),
+    # h44: a condition of the remark before ("…, как поезд прибудет"), someone's words told whole that ask nothing
+    (["ох, внуки обещали написать в ватсапе, как поезд ихний прибудет, а я телефон вечно в другой комнате бросаю и ничего "
+      "не слышу. ты уж, милый, дай мне знать, как от них про поезд сообщение придёт"], "поезд"),
+    (["the clinic said my blood test results would come by email sometime this week, and you know how I fret. "
+      "could you let me know the moment an email from the clinic arrives?"], "clinic"),
+    # h45: "чё там у тебя в фоне", "убирай" after a watch
+    (["чёт телефон греется как печка, аж в руке держать неприятно. глянь, чё там у тебя в фоне крутится"], "в фоне"),
+    (["следи за вотсапом, если мама напишет — сразу дёрни", "а не, отбой, она уже сама позвонила. убирай"], "не слежу"),
+])
+async def test_the_forms_of_h44_and_h45_are_carried_out_without_the_model(tmp_path, turns, shown_has):
+    """Each a form a blind block's writer used that went to the model (which missed it)."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        for said in turns:
+            answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert shown_has in answer and not backend.calls, answer
+
+
+@pytest.mark.parametrize("said", ["my wife said: let me know when Oleg writes on telegram",
+                                  "она мне говорит: дай знать, если Петя напишет"])
+async def test_a_watch_in_someones_words_told_after_a_colon_is_not_set(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        assert not [c for c in _calls(await system.history("s")) if c.startswith("channels_watch|")]

@@ -540,3 +540,26 @@ async def test_a_move_said_in_the_same_breath_as_the_time_it_moves_is_the_models
 async def test_a_put_right_after_an_interjection_or_with_a_unit_alone_moves_the_timer(tmp_path, turns, left_after):
     shown, left, asked = await _play(tmp_path, turns)
     assert left == left_after and not asked, (shown, left)
+
+
+@pytest.mark.parametrize("turns, left_after", [
+    # h44: a day of the week (the model answered "I can't help with that"), then moved with a length and a time
+    (["please remind me on Monday at ten in the morning about my appointment with Doctor Patel",
+      "actually, could you move that reminder an hour earlier, to nine, so I've time to catch the bus?"],
+     [("57:00", "my appointment with Doctor Patel")]),
+    (["напомни в понедельник в десять утра позвонить врачу"], [("58:00", "позвонить врачу")]),
+    # today's weekday: today while the time is ahead, else a week on
+    (["remind me on Saturday at 8 pm to call mom"], [("20:00", "call mom")]),
+])
+async def test_a_reminder_on_a_day_of_the_week_is_set_for_that_day(tmp_path, turns, left_after):
+    shown, left, asked = await _play(tmp_path, turns)
+    assert left == left_after and not asked, (shown, left)
+
+
+def test_a_day_of_the_week_said_to_the_timer_tool_is_the_next_one():
+    from core.timers import parse_when
+    import zoneinfo
+    moscow = zoneinfo.ZoneInfo("Europe/Moscow")
+    assert parse_when("monday 10:00", AT_18, moscow) == AT_18 + 40 * 3600
+    assert parse_when("saturday 08:00", AT_18, moscow) == AT_18 + (7 * 24 - 10) * 3600  # this morning's is past
+    assert parse_when("saturday 20:00", AT_18, moscow) == AT_18 + 2 * 3600

@@ -15,7 +15,7 @@ from core.channels import interest_words
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
 from core.lexicon import alternation, topic, words
-from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words, tells_of_words
+from core.reflex import CHANNELS, LEAD, POLITE_TAIL, TIMER_WORD, as_said, norm_words, tells_of_words, words_told_in
 
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 _PRONOUNS = frozenset(words("watching", "pronoun_words", WORDS))
@@ -127,6 +127,9 @@ _CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[,;:]\s*|\s+[—–-]+\s*|\s+(?:" + alt
                          + r")\s+(?=(?:" + alternation("watching", "condition_opener_patterns", WORDS) + r")\s)")
 
 
+WATCH_CLAUSES_MAX = 8  # clauses a watch among remarks may be said in ("ох, внуки обещали …, ты уж, дай мне знать, как …")
+
+
 def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     """A watch said in clauses among remarks, the call to tell before or after the condition:
     "I'm under a car right now, so give me a shout when my landlord messages me on WhatsApp,
@@ -140,16 +143,18 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     found = [(at, condition) for at, clause in enumerate(clauses) for condition in [_CONDITION.search(clause)]
              if condition is not None and (_MESSAGE_VERB.search(" " + condition["rest"])
                                            or app_named and _ARRIVES.search(" " + condition["rest"]))]
-    if not 2 <= len(clauses) <= 6 or len(found) != 1:
+    if not 2 <= len(clauses) <= WATCH_CLAUSES_MAX or len(found) != 1:
         return None
     at, condition = found[0]
     told = [index for index, clause in enumerate(clauses) if _NOTIFY.search(clause)]
     lead = clauses[at][: condition.start()]
     if not told or lead.strip() and not _NOTIFY.search(lead) and not remark(lead):
         return None
-    if not all(_beside_a_watch(clause) for index, clause in enumerate(clauses) if index != at and index not in told):
-        return None
-    if any(tells_of_words(clause) for index, clause in enumerate(clauses) if index != at) or tells_of_words(lead):
+    if not all(_beside_a_watch(clause, whole_told=True) or _CONDITION.match(clause) and index and _beside_a_watch(clauses[index - 1])
+               for index, clause in enumerate(clauses) if index != at and index not in told):
+        return None  # (a condition with no message in it belongs to the remark before: "…, как поезд прибудет")
+    if any(tells_of_words(clause) and not _told_whole(clause) for index, clause in enumerate(clauses) if index != at) \
+            or tells_of_words(lead):
         return None  # "она мне говорит: дай знать, если Петя напишет": her words, no request (what the
         # message says, in the condition, is the watch's: "if the github webhook says a build failed")
     when = condition["when"] if _WATCH.match(f"tell me {condition['when']} x") else "когда" if russian else "when"
@@ -204,8 +209,18 @@ def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
     return None
 
 
-def _beside_a_watch(clause: str) -> bool:
-    return bool(_EXTRA.fullmatch(clause.strip().casefold())) or remark(clause) and not tells_of_words(clause)
+def _beside_a_watch(clause: str, *, whole_told: bool = False) -> bool:
+    """A clause that may stand beside a watch: what goes with one, or a remark that tells nobody's
+    words; with `whole_told`, or tells them whole in itself, asking for nothing (`_told_whole`)."""
+    return bool(_EXTRA.fullmatch(clause.strip().casefold())) or remark(clause) and (
+        not tells_of_words(clause) or whole_told and _told_whole(clause))
+
+
+def _told_whole(clause: str) -> bool:
+    """"the clinic said my blood test results would come by email": someone's words told in the
+    clause itself, with no call to tell nor condition in them; not "my wife said" (hers follow)."""
+    told = words_told_in(clause)
+    return len(told.split()) >= 2 and not _NOTIFY.search(told) and not _CONDITION.search(told)
 
 
 def _where_from_remarks(intent: Intent, remarks: list[str]) -> Intent | None:

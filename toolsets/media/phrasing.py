@@ -293,7 +293,8 @@ def _several_details(raw: str, russian: bool) -> Intent | None:
 
 _WHAT_PLAYS = (r"(?:\s+(?:его|ее|её|это|всё|все|фильм|сериал|кино|мультик|мультфильм|просмотр|воспроизведение|it|that|this|"
                r"the\s+movie|the\s+film|the\s+cartoon|"
-               r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас))*")
+               r"playback|the\s+show|please|пожалуйста|совсем|вообще|completely|altogether|for\s+good|now|сейчас|"
+               r"a\s+(?:moment|sec|second|minute|bit)|на\s+(?:минутку|секунду|минуту)))*")
 
 
 _PLEASE_END = r"(?:\s+(?:please|пожалуйста))?[\s.!]*$"

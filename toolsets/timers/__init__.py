@@ -27,7 +27,7 @@ TIMERS_TOOLSET = ToolsetSpec(
     summary="reminders that wake you later: one-shot or repeating",
     tools=[
         ToolSpec(name="timers_set",
-                 summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00' or ISO time (add ; every=1 day to repeat)",
+                 summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00', 'monday 10:00' or ISO time (add ; every=1 day to repeat)",
                  args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)],
                  action="timer_set", grounded_args=["text"], serves="timer_set"),
         ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True, serves="timer_list"),

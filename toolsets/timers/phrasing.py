@@ -438,7 +438,8 @@ _CHANGE_OPENING = re.compile(
     r"(?:про|с|со|для)\s+(?P<named_ru>\w+(?:\s+\w+){0,2}?)\s+(?:на|в)|"
     r"(?:the\s+)?(?P<named_needs>[^\W\d]+(?:\s+[^\W\d]+){0,2}?)\s+(?:"
     + alternation("naming", "needs_patterns", WORDS) + r")(?:\s+(?:на|in|for))?|"
-    r"(?:make|change|set|move|switch|put|push|bump|shift)\s+(?:it|that|the\s+timer|the\s+alarm|the\s+reminder)"
+    r"(?:(?:can|could|would)\s+you\s+)?(?:make|change|set|move|switch|put|push|bump|shift)\s+"
+    r"(?:it|(?:that|this|the|my)\s+(?:timer|alarm|reminder)|that)"
     r"(?:\s+back)?\s+(?:to|for|at|in)?|"
     r"(?:поставь\s+лучше|лучше\s+поставь|давай|лучше|сделай|переставь|поменяй|измени|перенеси|передвинь|сдвинь)(?:\s+(?:лучше|его|её|ее|таймер|будильник|напоминание))*"
     r"(?:\s+(?:на|через|в))?)?\s*")
