@@ -203,7 +203,10 @@ def _last_word_stands(pattern: re.Pattern[str], kind: ActionKind, text: str) -> 
     if last is None:
         return False
     after = text[last.end():]
-    return not re.search(r"\d", after) and not _WHEN.search(after) and not requested(kind, after)
+    # a change no lexicon knows (an MCP server's) is asked again only by a clause that orders something
+    asks_again = any(opens_an_order(clause) for clause in re.split(r"[,.;!?]", after)) if kind == "change" \
+        else requested(kind, after)
+    return not re.search(r"\d", after) and not _WHEN.search(after) and not asks_again
 
 
 _POLITE = re.compile(r"(?<!\w)(?:" + alternation("requests", "polite_tail_patterns") + r")(?!\w)")

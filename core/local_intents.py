@@ -275,8 +275,11 @@ class LocalIntents:
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):
                     break  # what follows the question asks for something: not this one
                 match, before = self.match(parts[at].strip(" .!?")), parts[:at]
-                if match is not None and parts[at].rstrip().endswith(":"):
-                    before = parts[at + 1:]  # "push this to my phone: the gate code is 3318": "this" is what follows
+                colon = next((at + 1 + k for k, part in enumerate(parts[at:]) if part.rstrip().endswith(":")), None)
+                if match is not None and colon is not None and not any(p.rstrip().endswith((".", "!", "?")) for p in parts[at:colon - 1]):
+                    # "push this to my phone: the gate code is 3318", "send this to my phone, high priority: return
+                    # the book": "this" is what follows the colon of its sentence
+                    before = parts[colon:]
                 if match is not None:
                     break
             if match is not None:

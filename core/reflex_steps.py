@@ -31,7 +31,7 @@ from core.reflex import (Intent, corrected, followed, held_back, is_russian, nam
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
 from core.timers import Timer
-from core.timewords import amount_alone, in_digits
+from core.timewords import amount_alone, amount_put_right, in_digits
 from core.toolcall import parse_reply
 from core.toolsets import Bound, args_text
 from core.turn import ModelUnavailable, TurnState, user_lines
@@ -587,13 +587,16 @@ class ReflexSteps:
         made, again, with the amount said now in the argument a user's number fills
         (ToolSpec.said_number_args) of a lookup, answered with its result. False when the words say
         more than an amount, or the turn before made no such call."""
-        amount = amount_alone(words)
-        before = self._last_call_before(turn) if amount else None
+        before = self._last_call_before(turn)
         spec = self.s.registry.spec(before.name) if before is not None else None
         # a lookup only: another amount said alone never repeats a change
         bound = self.s.registry.validate(spec.name, before.raw_args) \
             if spec is not None and spec.said_number_args and spec.read_only else None
         if not isinstance(bound, Bound):
+            return False
+        amount = amount_alone(words) or (  # "ой, не двести тридцать, а двести десять": the amount put right
+            amount_put_right(words, str(bound.args[spec.said_number_args[0]])) if second_thought(words) else "")
+        if not amount:
             return False
         args = args_text({**bound.args, spec.said_number_args[0]: amount})
         outcome = await self._reflex_outcome(turn, spec.name, args)

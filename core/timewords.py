@@ -655,6 +655,26 @@ def amount_alone(said: str) -> str:
     return ("-" if below else "") + counted[0]
 
 
+_FRACTION = re.compile(r"(?<!\w)(?:" + lexicon.alternation("durations", "fraction_patterns") + r")(?!\w)")
+
+
+def amount_put_right(said: str, old: str) -> str:
+    """The one amount a second thought says besides the one converted (`old`): "ой, не двести
+    тридцать, а двести десять" -> "210", "no wait, recipe says four twenty-five" -> "425"; "" when
+    it says none or several, or a fraction in words ("six and a half": read by no count here)."""
+    folded = lexicon.fold(said)
+    if _FRACTION.search(folded):
+        return ""
+    reading = lexicon.paired_hundreds_in_figures(lexicon.hundreds_in_figures(folded), None)
+    counted = _counted(re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", reading))
+    try:
+        before = float(old)
+    except ValueError:
+        return ""
+    new = {number for number in counted if re.fullmatch(r"\d+(?:\.\d+)?", number) and float(number) != before}
+    return new.pop() if len(new) == 1 else ""
+
+
 def clock_without_length(said: str) -> str:
     """The clock time the words say when they say no length of time ("завтра в семь утра напомни
     …": "7:00"); "" when they say none, or a length too ("через полчаса, в 7:30 созвон")."""

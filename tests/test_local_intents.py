@@ -544,6 +544,11 @@ async def test_free_text_at_a_clauses_end_is_never_cut_at_a_comma(tmp_path):
     # h45: "чё там у тебя в фоне", "убирай" after a watch
     (["чёт телефон греется как печка, аж в руке держать неприятно. глянь, чё там у тебя в фоне крутится"], "в фоне"),
     (["следи за вотсапом, если мама напишет — сразу дёрни", "а не, отбой, она уже сама позвонила. убирай"], "не слежу"),
+    # h45: "send this to my phone, high priority: …" sent the sentence before it; "this" is what follows the colon
+    (["gonna be in the library w/ glasses off for like 3 hrs. send this to my phone, high priority: return the stats book "
+      "before 8"], "return the stats book before 8"),
+    # h44: "во вторник" was read as no day (the reminder set for tomorrow with "во вторник" in its text)
+    (["напомни мне, пожалуйста, во вторник в половине одиннадцатого утра, что я записана к кардиологу"], "10:30: что я"),
 ])
 async def test_the_forms_of_h44_and_h45_are_carried_out_without_the_model(tmp_path, turns, shown_has):
     """Each a form a blind block's writer used that went to the model (which missed it)."""
@@ -561,3 +566,38 @@ async def test_a_watch_in_someones_words_told_after_a_colon_is_not_set(tmp_path,
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         assert not [c for c in _calls(await system.history("s")) if c.startswith("channels_watch|")]
+
+
+@pytest.mark.parametrize("turns, shown_has", [
+    # h46/h47: an amount put right after a conversion (the model converted 20 for "не двести тридцать, а двести десять")
+    (["двести тридцать по цельсию — это сколько по фаренгейту? духовка американская",
+      "ой, не двести тридцать, а двести десять. пересчитай"], "410"),
+    (["four hundred Fahrenheit in Celsius?", "no wait, recipe says four twenty-five"], "218.3"),
+    (["восемьдесят кило в фунтах сколько будет", "ой, не восемьдесят, восемьдесят пять, я ж блинчик докинул"], "187.4"),
+    (["ran five miles this morning, how many k is that"], "8.047"),
+    (["двенадцать км в час это сколько миль в час?", "а 15?"], "9.321"),
+    # h46: the phone pinged "with this:", "send my phone a note:"
+    (["ping my phone right now with this: call the glazier back, 555 0142, about the display case"], "glazier"),
+    (["send my phone a note: protein bars and electrolytes on the way home"], "protein bars"),
+    # h46: a daily reminder made "six-thirty instead"; h47: a title's question with "anyway" after it
+    (["remind me every morning at seven to check the proofer temperature",
+      "hmm, I'm starting earlier from Monday. make that six-thirty instead"], "06:30"),
+    (["legs are jelly, I'm just gonna lie on the floor for a bit. how long is Whiplash anyway?"], "107"),
+])
+async def test_the_forms_of_h46_and_h47_are_carried_out_without_the_model(tmp_path, turns, shown_has):
+    """Each a form a blind block's writer used that went to the model (which missed it or gave a wrong value)."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        for said in turns:
+            answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
+        assert shown_has in answer and not backend.calls, answer
+
+
+async def test_a_fraction_said_in_words_as_a_put_right_is_the_models(tmp_path):
+    # "six and a half miles" is read by no whole count: never converted as 6
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "ran five miles this morning, how many k is that")
+        answer = [m.text for m in await system.turn("s", "no wait, it was six and a half miles, I did the extra loop")
+                  if isinstance(m, p.Display) and m.final][-1]
+        assert answer == "MODEL" and not [c for c in _calls(await system.history("s")) if c.startswith("units_convert|6;")]

@@ -333,3 +333,17 @@ def test_an_mcp_servers_sentences_file_that_is_missing_is_a_clear_config_error(t
     (tmp_path / "porfiry.toml").write_text('[mcp.servers.clock]\ncommand = ["true"]\nintents = "/nonexistent/clock.yaml"\n')
     with pytest.raises(Exception, match=r"mcp\.servers\.clock\.intents: no such file: /nonexistent/clock\.yaml"):
         load_config(str(tmp_path / "porfiry.toml"))
+
+
+async def test_a_servers_change_put_off_by_the_user_is_not_made(tmp_path):
+    """h46's trap: "… I'll want Dubai as the home city. not now though, I'm still here till the
+    twentieth": the model set it. A change no lexicon knows is put off by "not now" as any other."""
+    clock = McpServerConfig(command=[sys.executable, str(HERE / "mcp_worldclock_server.py")], timeout_s=30.0)
+
+    def setter(messages):
+        return "OK." if messages[-1].role == "tool" else "TOOL_CALL: worldclock_set_home|Dubai"
+    async with system_with(tmp_path, {"worldclock": clock}, setter) as system:
+        await system.turn("s", "when I fly out to the trade fair next month I'll want Dubai as the home city. "
+                               "not now though, I'm still here till the twentieth", timeout=30)
+        results = [m["content"] for m in await system.history("s") if m.get("name") == "worldclock_set_home"]
+        assert results and all(r.startswith("not executed (not_requested)") for r in results), results

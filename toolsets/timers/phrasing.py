@@ -541,6 +541,10 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
     rest = f"1 {rest}" if re.fullmatch(_SPAN_UNIT, rest, re.IGNORECASE) else rest  # "давай на час вместо сорока"
+    hour_minutes = re.fullmatch(r"(?P<prep>(?:at|в|на)\s+)?(?P<hour>[^\W\d_]+|\d{1,2})[\s-](?P<minute>[0-5]\d)"
+                                r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*", rest)
+    if hour_minutes and str(NUMBER_WORDS.get(hour_minutes["hour"].casefold(), hour_minutes["hour"])).isdigit():
+        rest = f"{NUMBER_WORDS.get(hour_minutes['hour'].casefold(), hour_minutes['hour'])}:{hour_minutes['minute']}"  # "six-thirty"
     if (moved := _moved_by(rest, moved_back=_MOVED_BACK.search(opening.group(0)) is not None)) is not None:
         return Intent(kind="timer_change", russian=russian, when=moved)
     changed = _NEW_TIME.fullmatch(rest)
