@@ -586,7 +586,11 @@ class ReflexSteps:
         """"а пятьдесят пять?", "and minus forty?" right after a conversion: the call the turn before
         made, again, with the amount said now in the argument a user's number fills
         (ToolSpec.said_number_args) of a lookup, answered with its result. False when the words say
-        more than an amount, or the turn before made no such call."""
+        more than an amount, or the turn before made no such call. "ой, не двести тридцать, а двести
+        десять": the amount a second thought puts right."""
+        amount = amount_alone(words)
+        if not amount and not second_thought(words):
+            return False  # most turns: no history read (this runs on every user turn)
         before = self._last_call_before(turn)
         spec = self.s.registry.spec(before.name) if before is not None else None
         # a lookup only: another amount said alone never repeats a change
@@ -594,8 +598,7 @@ class ReflexSteps:
             if spec is not None and spec.said_number_args and spec.read_only else None
         if not isinstance(bound, Bound):
             return False
-        amount = amount_alone(words) or (  # "ой, не двести тридцать, а двести десять": the amount put right
-            amount_put_right(words, str(bound.args[spec.said_number_args[0]])) if second_thought(words) else "")
+        amount = amount or amount_put_right(words, str(bound.args[spec.said_number_args[0]]))
         if not amount:
             return False
         args = args_text({**bound.args, spec.said_number_args[0]: amount})

@@ -445,8 +445,10 @@ _CHANGE_OPENING = re.compile(
     r"(?:\s+(?:на|через|в))?)?\s*")
 
 
+# what may follow a put-right's new time and says nothing of it: "make it 10 instead", "давай на 25, ставь"
+_AFTER_NEW_TIME = r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*"
 _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
-                       r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*")
+                       + _AFTER_NEW_TIME)
 
 
 # (one word, the old count, and its unit: "instead of the pasta one" names another timer)
@@ -542,7 +544,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
     rest = f"1 {rest}" if re.fullmatch(_SPAN_UNIT, rest, re.IGNORECASE) else rest  # "давай на час вместо сорока"
     hour_minutes = re.fullmatch(r"(?P<prep>(?:at|в|на)\s+)?(?P<hour>[^\W\d_]+|\d{1,2})[\s-](?P<minute>[0-5]\d)"
-                                r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста))*", rest)
+                                + _AFTER_NEW_TIME, rest)
     if hour_minutes and str(NUMBER_WORDS.get(hour_minutes["hour"].casefold(), hour_minutes["hour"])).isdigit():
         rest = f"{NUMBER_WORDS.get(hour_minutes['hour'].casefold(), hour_minutes['hour'])}:{hour_minutes['minute']}"  # "six-thirty"
     if (moved := _moved_by(rest, moved_back=_MOVED_BACK.search(opening.group(0)) is not None)) is not None:
