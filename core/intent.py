@@ -399,6 +399,14 @@ _ABLE_QUESTION = _grammar("able_question_patterns")
 _SECOND_PERSON = _grammar("second_person_patterns")
 
 
+def asks_ability(kind: ActionKind, said: str) -> bool:
+    """Whether the words ask whether the assistant can do a thing rather than ask it done: "out of
+    curiosity, could you buzz me if someone texts me on WhatsApp? or is that not a thing you do",
+    "ты вообще умеешь встречи ставить?". An order of `kind` said beside the question still counts."""
+    text = _norm(said)
+    return _ABLE_QUESTION.search(text) is not None and not _imperative_beyond_explain(kind, text)
+
+
 def _imperative_beyond_explain(kind: ActionKind, text: str) -> bool:
     """"расскажи про фильм и включи его": an explain word and an action verb of the kind (not the
     question's own "отменяешь")."""

@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import addressed_elsewhere, asks_to_watch, casual, same_word, sent_to_phone
+from core.intent import addressed_elsewhere, asks_ability, asks_to_watch, casual, same_word, sent_to_phone
 from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -222,8 +222,15 @@ def _request(phrasings: Sequence[Phrasing], kind: ReflexKind, words: str, said: 
 def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """The reflex a turn's words call for, or None: the model takes the turn. `said`: this
     turn's user words, one message; `phrasings`: the toolsets' (core.fastpath.Phrasing), tried
-    after the runtime's own recognisers; the built-in toolsets' when not given."""
-    phrasings = builtin_phrasings() if phrasings is None else phrasings
+    after the runtime's own recognisers; the built-in toolsets' when not given. A change the
+    words only ask whether it can be made ("… or is that not a thing you do") is none."""
+    intent = _recognised(said, builtin_phrasings() if phrasings is None else phrasings)
+    if intent is not None and intent.kind in _CHANGES and asks_ability(intent.kind, said):  # type: ignore[arg-type]
+        return None
+    return intent
+
+
+def _recognised(said: str, phrasings: Sequence[Phrasing]) -> Intent | None:
     if not said.strip() or "\n" in said.strip() or len(said) > 300:
         return None
     said = in_digits(plainly_spoken(said))  # "в полвосьмого", "семьдесят девятого года", "через часик", "скока": as patterns read them
@@ -268,6 +275,10 @@ _NOT_NOW = re.compile(r"(?<!\w)(?:" + _any("not_now_patterns") + r")(?!\w)")
 _REQUEST_VERB = re.compile(r"(?<!\w)(?:" + _any("request_verb_patterns") + r")(?!\w)")
 
 
+# what a reflex changes: held back when the words only ask whether it can be done
+_CHANGES = frozenset({"timer_set", "timer_cancel", "timer_change", "play", "playback", "show", "watch", "unwatch"})
+
+
 def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
@@ -277,6 +288,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     changing command on them. `day_read`: a template read the day said ("tomorrow at 7"), so
     another day holds nothing back."""
     if addressed_elsewhere(said):  # "Маш, включи детям «Морозко»": someone else in the room is asked
+        return True
+    if kind in _CHANGES and asks_ability(kind, said):  # type: ignore[arg-type]  # "could you buzz me if …? or is that not a thing you do"
         return True
     if kind == "show" and sent_to_phone(said):  # "скинь мне на телефон код: 147": the phone's, not the screen's
         return True

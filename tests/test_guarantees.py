@@ -630,6 +630,22 @@ async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path
         assert results and all(r["content"].startswith("not executed") for r in results) and why in results[-1]["content"]
 
 
+@pytest.mark.parametrize("said", [
+    # h49's trap: the fast path set a WhatsApp watch for a question whether it can set one
+    "out of curiosity, could you buzz me if someone texts me on WhatsApp while I'm cooking? or is that not a thing you do",
+    "дай знать, если мама напишет в вотсапе, или ты так не умеешь?",
+    "чисто из интереса, ты сможешь дёрнуть меня, если мама напишет в вотсапе?",
+])
+async def test_a_question_whether_the_assistant_can_watch_sets_no_watch(tmp_path, said):
+    backend = _calling_on_user_turns("TOOL_CALL: channels_watch|whatsapp; someone texts", "Yes, I can do that.")
+    async with inproc_system(tmp_path, backend=backend, frame=False) as system:
+        await system.turn("s", "call enable_toolset|channels")
+        await system.turn("s", said)
+        assert backend.calls, "the question is the model's to answer"
+        results = await _results_of(system, "channels_watch")
+        assert results and all(r["content"].startswith("not executed (not_requested)") for r in results)
+
+
 async def test_a_question_about_how_the_assistant_knows_changes_nothing(tmp_path):
     # the eighteenth blind block's traps: "а ты вообще как понимаешь, что мне надо напоминание поставить?"
     # tried a timer; "how do you even know what's playing on my phone?" was offered a play
