@@ -269,7 +269,8 @@ class LocalIntents:
         if language_of(text) not in self._contexts:
             return None  # no toolset declares a context in this language: no match to try (the per-event path)
         match, before = None, []
-        for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+"):  # the last sentence, else the last clause
+        # the last sentence, else the last clause (a dash ends one: "мы ж не американцы — это сколько в градусах?")
+        for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+|\s+[—–]\s+"):
             parts = re.split(ends, text.strip()) or [""]
             for at in range(len(parts) - 1, 0, -1):
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):

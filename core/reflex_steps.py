@@ -82,8 +82,8 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
         return matched[0][0]
     sentences = _clauses(said, commas=False)  # "…, а очки уже почти сели. скинь мне на телефон списком: мука, яйца"
     whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
-    if len(whole) == 1 and whole[0][0].call is not None and _only_remarks_beside(sentences, whole[0][1]):
-        return whole[0][0]
+    if len(whole) == 1 and _only_remarks_beside(sentences, whole[0][1], told_before=True):
+        return whole[0][0]  # (its free text runs to its sentence's end: "…. напоминай мне каждый день в девять про витамин Д")
     return _clause_of_a_sentence(local, sentences) if not whole else None
 
 
@@ -93,13 +93,21 @@ def _clause_of_a_sentence(local: LocalIntents, sentences: list[str]) -> LocalMat
     давай Дубай сделаем домашним городом, а то ты мне всё по Москве считаешь" (more clauses in
     all than request_among_remarks reads apart)."""
     for sentence in sentences:
-        clauses = _clauses(sentence)
+        clauses = [piece for clause in _clauses(sentence) for piece in _at_a_colon_before_an_order(clause)]
         found = [(match, clause) for clause in clauses for match in [local.match(clause)] if match is not None]
-        if len(found) == 1 and found[0][0].call is not None and not found[0][0].ends_free \
+        if len(found) == 1 and found[0][0].call is not None and (not found[0][0].ends_free or found[0][1] == clauses[-1]) \
                 and _only_remarks_beside(clauses, found[0][1]) and _only_remarks_beside(sentences, sentence):
-            # (free text at its end may go on past the comma: "скинь мне на телефон код: 147, вызов, 228")
+            # (free text at its end may go on past the comma - "скинь мне на телефон код: 147, вызов, 228" - unless
+            # its clause ends the sentence)
             return found[0][0]
     return None
+
+
+def _at_a_colon_before_an_order(clause: str) -> list[str]:
+    """"пока помню: скинь мне на телефон — …": a remark, then the request after its colon; a colon
+    before other words is the request's own ("скинь на телефон: код 147")."""
+    head, colon, rest = clause.partition(":")
+    return [head.strip(), rest.strip()] if colon and head.strip() and opens_an_order(rest) else [clause]
 
 
 def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
@@ -199,12 +207,16 @@ def _only_remarks(said: str) -> bool:
 _CLAUSE_ENDS = re.compile(r"[,.!?;:—]+|\s+(?:" + alternation("requests", "consequence_joint_words") + r")\s+", re.I)
 
 
-def _only_remarks_beside(parts: list[str], request: str) -> bool:
+def _only_remarks_beside(parts: list[str], request: str, *, told_before: bool = False) -> bool:
     """Every clause but the request's asks for nothing and tells of nobody's words, and none
     after it takes anything back ("set it for 10, no wait, 15"); one before it may ("хотя
-    знаешь, убери все таймеры": the change of mind is the request)."""
+    знаешь, убери все таймеры": the change of mind is the request). `told_before`: the parts are
+    whole sentences, and one before the request's may tell someone's words ("педиатр велела
+    давать витамин Д каждое утро. напоминай мне каждый день в девять"): the request is the
+    user's own sentence, not inside theirs."""
     at = parts.index(request)
-    return len(parts) > 1 and all(remark(part) and not tells_of_words(part) and (index < at or not second_thought(part))
+    return len(parts) > 1 and all(remark(part) and (told_before and index < at or not tells_of_words(part))
+                                  and (index < at or not second_thought(part))
                                   for index, part in enumerate(parts) if index != at)
 
 

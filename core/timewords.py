@@ -422,10 +422,12 @@ def _with_part(m: re.Match[str]) -> str:
 _SMALLER = ((3600, "hours_after_count"), (60, "minutes_after_count"), (1, "seconds_after_count"))
 
 
-# "через час пятнадцать", "на два часа двадцать", "in an hour fifteen": minutes said with no unit after
-# the hours of a length (after a word that opens a length, so "в час пятнадцать", a clock time, is not one)
+# "через час пятнадцать", "на два часа двадцать", "in an hour fifteen", "make it an hour ten": minutes said
+# with no unit after the hours of a length (after a word that opens a length, so "в час пятнадцать", a clock
+# time, is not one)
 _HOUR_AND_MINUTES = re.compile(
-    r"(?<!\w)(?P<opens>(?:" + lexicon.alternation("durations", "length_openers") + r")\s+)"
+    r"(?<!\w)(?P<opens>(?:" + lexicon.alternation("durations", "length_openers") + "|"
+    + lexicon.alternation("durations", "hour_and_minutes_opener_patterns") + r")\s+)"
     r"(?:(?P<h>\d+|" + _alternatives(_ONES) + r")\s+)?(?:an?\s+)?"
     r"(?P<unit>" + _alternatives(w for w in lexicon.words("durations", "hour_words") if len(w) >= 3) + r")"
     r"\s+(?:(?:" + lexicon.alternation("durations", "joining_words") + r")\s+)?"

@@ -27,14 +27,20 @@ CITIES = {
     "kaliningrad": "Europe/Kaliningrad", "калининград": "Europe/Kaliningrad", "istanbul": "Europe/Istanbul",
     "стамбул": "Europe/Istanbul", "rome": "Europe/Rome", "chicago": "America/Chicago",
     "чикаго": "America/Chicago", "seoul": "Asia/Seoul", "сеул": "Asia/Seoul",
+    "la": "America/Los_Angeles", "l.a.": "America/Los_Angeles", "nyc": "America/New_York",
 }
 HOME = ["Europe/Moscow"]
 
 
 def _zone(city: str) -> str | None:
+    """The zone of a city named whole ("LA"), inside longer words ("New York City", "в Лос-Анджелесе"),
+    or by a part of its name; a short name inside another word is none ("LA" is not "VLAdivostok")."""
     key = " ".join(city.casefold().replace("ё", "е").split())
+    if key in CITIES:
+        return CITIES[key]
+    words = f" {' '.join(key.replace(',', ' ').split())} "
     for name, zone in CITIES.items():
-        if name in key or key and key in name:
+        if f" {name} " in words or len(name) >= 4 and name in key or len(key) >= 4 and key in name:
             return zone
     return None
 

@@ -621,6 +621,10 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     # h43: the flight's length told, then "start Shogun": the model set a timer "in 12 hours"
     ("timers", "TOOL_CALL: timers_set|in 12 hours; Tokyo, no wifi",
      "twelve hours to Tokyo, no wifi, great. might as well get in the mood, start Shogun for me", "(not_requested)"),
+    # h51's trap: "can you put stuff on the glasses screen …? just wondering" showed the user's words on it
+    ("media", "TOOL_CALL: show_text|I'll try it tomorrow when I'm more human",
+     "can you put stuff on the glasses screen, like a little feed log? just wondering, I'll try it tomorrow when I'm more human",
+     "(not_requested)"),
 ])
 async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
     async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:

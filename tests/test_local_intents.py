@@ -220,7 +220,7 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     ("convert 5 miles to kilometers", "5 mi = 8.047 km."),
     ("how many feet in 3 meters?", "3 m = 9.843 ft."),
     ("переведи 10 километров в мили", "10 km = 6.214 mi."),
-    ("сколько будет 100 градусов фаренгейта в цельсиях", "100 F = 37.78 C."),
+    ("сколько будет 100 градусов фаренгейта в цельсиях", "100 F = 37.8 C."),
     # the sentence among remarks that ask for nothing
     ("convert 10 miles to km, I'm training for a race", "10 mi = 16.09 km."),
     ("сколько будет 5 фунтов в килограммах? рецепт американский", "5 lb = 2.268 kg."),
@@ -571,8 +571,41 @@ _FORMS_OF_H46_H47 = [
     (["legs are jelly, I'm just gonna lie on the floor for a bit. how long is Whiplash anyway?"], "107"),
 ]
 
+_FORMS_OF_H48_TO_H51 = [
+    # h48/h49: a part of a unit or a unit and a half, the amount said in the clause before the question
+    (["half a gallon of punch, how many liters is that"], "1.893"),
+    (["this pancake recipe is all cups, honestly who measures like that. a cup and a half of milk, how much is that in liters?"],
+     "0.3549"),
+    (["сколько будет полгаллона в литрах"], "1.893"),
+    # h49: a temperature on a label in its sign, asked of "нормальные градусы" after a dash, shown to a tenth
+    (["гости калифорнийское притащили, а на этикетке «подавать при 55 °F». мы ж не американцы — это сколько в нормальных градусах?"],
+     "12.8 C"),
+    # h49: "make it an hour ten" set the timer for one hour; one more timer with its name before its length
+    (["timer for the roast, fifty minutes", "actually make it an hour ten, it's a big bird"], "1 hour 10 minutes"),
+    (["таймер на мясо, пятьдесят минут", "давай лучше час двадцать"], "1 час 20 минут"),
+    (["timer for the salmon, twenty minutes", "and another one for the potatoes, half an hour"], "30 minutes, it goes off"),
+    # h50/h51: a bare number put right in the unit nearest the timer's length ("через два с половиной часа", then
+    # "сделай через три" set 3 minutes); a unit alone, a length in halves, with a remark after
+    (["поставь напоминание через два с половиной часа — кормить", "ой, нет, педиатр же говорила — каждые три часа. сделай через три"],
+     "3 часа"),
+    (["напомни через сорок минут заправиться, лампочка уже горит", "не, давай через час лучше, ещё один заказ успею"], "1 час,"),
+    (["timer for forty-five minutes, parking runs out", "actually make it an hour and a half, I'll feed the meter"],
+     "1 hour 30 minutes"),
+    # h50/h51: "stick on X, the De Niro one"; a remark with a number in it after the title
+    (["stick on Taxi Driver, the De Niro one"], "Taxi Driver"),
+    (["put on friends, I need something I've seen a hundred times"], "Friends"),
+    # h51: a request after a remark's colon, its text after a dash, a remark sentence after it
+    (["всё, уснула наконец... так, пока помню: скинь мне на телефон — в понедельник записаться к педиатру и спросить про колики. "
+      "а то к утру в голове опять будет одна каша"], "записаться к педиатру"),
+    # h51: a request in a sentence of its own after one that tells the doctor's words
+    (["педиатр велела давать витамин Д каждое утро, а я уже не помню, какой сегодня день, не то что давала или нет. "
+      "напоминай мне каждый день в девять утра про витамин Д, пожалуйста"], "09:00"),
+    # h51: "degrees" alone, asked in the other scale
+    (["my mum only does Fahrenheit. bath water for the baby should be thirty seven degrees, what's that in F?"], "98.6 F"),
+]
 
-@pytest.mark.parametrize("turns, shown_has", _FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47)
+
+@pytest.mark.parametrize("turns, shown_has", _FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51)
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path, turns, shown_has):
     """Each a form a blind block's writer used that went to the model (which missed it, did harm or
     gave a wrong value)."""

@@ -26,7 +26,7 @@ _PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|
                    r"i\s+wanna\s+watch|wanna\s+watch|i\s+want\s+to\s+see|let\s+me\s+watch|can\s+i\s+watch|(?:can|could|shall)\s+we\s+watch|"
                    r"(?:i\s+)?feel\s+like\s+watching|i'?d\s+love\s+to\s+watch|i'?d\s+like\s+to\s+see|i'?m\s+in\s+the\s+mood\s+for|хочу\s+глянуть|давай\s+глянем|"
                    r"(?:мне\s+)?хочется\s+посмотреть|(?:я\s+)?бы\s+посмотрел[аи]?|"
-                   r"play|put on|start playing)[\s,]+(?P<rest>.+)$")  # not "start": "start slow", "start the backup" are jobs
+                   r"play|put on|stick on|pop on|throw on|start playing)[\s,]+(?P<rest>.+)$")  # not "start": "start slow", "start the backup" are jobs
 
 
 _SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
@@ -521,6 +521,10 @@ _FIRST_OF = re.compile(r"\s+(?:the\s+)?(?:very\s+)?(?:first|original)(?:\s+(?:on
 
 
 # a remark after a title and a comma: what the user feels or why, never the title's words
+_WHICH_BY_NUMBER = re.compile(r"\d{4}|\d+(?:st|nd|rd|th|-?(?:я|й|ю|ая|ой|ую))(?!\w)|(?<!\w)(?:part|часть|части|серия|серию|season|сезон)(?!\w)"
+                              r"|(?<!\w)\d{1,2}(?:[\s.!?]*$)", re.I)
+
+
 _REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+меня|у\s+нас|мы|я|он|она|они)\s+\S.*$|"  # ", I need something mindless"
                            r",\s*(?:хочется|хочу|что-то|давно|люблю|соскучил\w*|настроение|под\s+настроение|"
                            r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
@@ -550,7 +554,8 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
         series = of_kind["kind"] in ("сериал", "series", "show")
         return Intent(kind=kind, russian=russian, reference=Reference(kind="series" if series else "film"))
     remark = _REMARK_AFTER.search(rest)  # "поставь Мимино, хочется чего-то душевного": the title, then why
-    rest = rest[:remark.start()] if remark and not re.search(r"\d", rest[remark.start():]) else rest
+    # (not a clause that says which by its year or part: "…, мне тот, что 1979 года"; "seen it 100 times" is a remark)
+    rest = rest[:remark.start()] if remark and not _WHICH_BY_NUMBER.search(rest[remark.start():]) else rest
     # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
                   re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", norm_words(rest)))

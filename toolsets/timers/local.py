@@ -52,9 +52,19 @@ def _language(russian: bool) -> str:
 
 def _in_unit_of(timer: TimerSet, number: str, russian: bool) -> str:
     """A bare number said of a timer ("нет, давай на 25", "another one for 20") as a span in the
-    unit that timer was set in: seconds, minutes or hours by its length."""
-    span = timer.due - timer.set_at
+    unit that timer was set in: seconds, minutes or hours by its length - unless the number is
+    ten times nearer the timer's length in another ("через два с половиной часа", then "сделай
+    через три": 3 hours, not 3 minutes)."""
+    span = max(timer.due - timer.set_at, 1.0)
     unit = 0 if span < 120 else 1 if span < 3 * 3600 else 2
+    try:
+        value = float(number.replace(",", "."))
+    except ValueError:
+        value = 0.0
+    if value > 0:
+        apart = [max(value * size / span, span / (value * size)) for size in (1, 60, 3600)]
+        nearest = min(range(3), key=apart.__getitem__)
+        unit = nearest if apart[nearest] * 10 <= apart[unit] else unit
     return f"in {number} {words_of(_language(russian), 'naming', 'bare_number_units', _WORDS)[unit]}"
 
 

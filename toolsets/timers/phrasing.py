@@ -447,8 +447,10 @@ _CHANGE_OPENING = re.compile(
 
 # what may follow a put-right's new time and says nothing of it: "make it 10 instead", "давай на 25, ставь"
 _AFTER_NEW_TIME = r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*"
-_NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d)?(?:\s*" + _SPAN_UNIT + r")?)"
-                       + _AFTER_NEW_TIME)
+# (a length of two units as well: "make it an hour ten" is read "1 hour 10 minutes" by core.timewords.in_digits)
+_NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d|[.,]\d(?=\s*" + _SPAN_UNIT
+                       + r"))?(?:\s*" + _SPAN_UNIT
+                       + r"(?:\s+(?:and\s+|и\s+)?\d+\s*" + _SPAN_UNIT + r")?)?)" + _AFTER_NEW_TIME)
 
 
 # (one word, the old count, and its unit: "instead of the pasta one" names another timer)
@@ -542,7 +544,9 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
-    rest = f"1 {rest}" if re.fullmatch(_SPAN_UNIT, rest, re.IGNORECASE) else rest  # "давай на час вместо сорока"
+    # "давай на час вместо сорока", "давай через час лучше": a unit alone is one of it
+    rest = re.sub(r"^(?P<prep>(?:in|for|на|через)\s+)?(?P<unit>" + _SPAN_UNIT + r")(?=\s|$)", r"\g<prep>1 \g<unit>", rest,
+                  flags=re.IGNORECASE)
     hour_minutes = re.fullmatch(r"(?P<prep>(?:at|в|на)\s+)?(?P<hour>[^\W\d_]+|\d{1,2})[\s-](?P<minute>[0-5]\d)"
                                 + _AFTER_NEW_TIME, rest)
     if hour_minutes and str(NUMBER_WORDS.get(hour_minutes["hour"].casefold(), hour_minutes["hour"])).isdigit():
@@ -555,7 +559,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     when = changed["when"]
     if re.fullmatch(r"\d+", when) and changed["prep"] in ("at", "в", "к"):
         when = f"{when}:00"  # "а в 8?": a clock hour, not a length
-    elif re.fullmatch(r"\d+", when) is None and not re.search(r"[:.]", when):
+    elif re.search(_SPAN_UNIT, when, re.IGNORECASE):  # a length ("1.5 hours"); not a clock time ("7.30")
         when = f"in {when}"
     named = opening["named"] or opening["named_ru"] or opening["named_needs"] or ""
     if opening["named_needs"] and _NOT_A_NAME & set(named.casefold().split()):

@@ -48,6 +48,15 @@ def unit_meant(unit_from: str, unit_to: str) -> str:
     return unit_to
 
 
+def degrees_meant(unit_from: str, unit_to: str) -> str:
+    """The scale "degrees" said alone means (`unit_from` "deg"): the other one of the scale asked
+    for ("thirty seven degrees, what's that in F?": Celsius; "100 градусов в цельсиях": Fahrenheit);
+    any other unit as given."""
+    if unit_from.casefold() != "deg":
+        return unit_from
+    return "F" if unit_to.casefold() == "c" else "C"
+
+
 def convert(value: float, unit_from: str, unit_to: str) -> float:
     """`value` in `unit_from` put in `unit_to`; ValueError when either is unknown or they measure
     different things."""
@@ -68,11 +77,14 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     try:
         value = float(args["value"].replace(",", "."))
         unit_to = unit_meant(args["from"].strip(), args["to"].strip())
-        result = convert(value, args["from"].strip(), unit_to)
+        unit_from = degrees_meant(args["from"].strip(), unit_to)
+        result = convert(value, unit_from, unit_to)
     except ValueError as exc:
         reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
         return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
-    return CallOutcome(kind="ok", text=f"{value:g} {args['from'].strip()} = {result:.4g} {unit_to}")
+    # a temperature to a tenth of a degree, as a thermometer shows it ("55 F = 12.8 C", not 12.78)
+    shown = f"{round(result, 1):g}" if unit_to.casefold() in _TEMPERATURES else f"{result:.4g}"
+    return CallOutcome(kind="ok", text=f"{value:g} {unit_from} = {shown} {unit_to}")
 
 
 TOOLSET = SessionToolset(spec=UNITS_TOOLSET, handler=_run)
