@@ -600,6 +600,8 @@ _FORMS_OF_H48_TO_H51 = [
     # h51: a request in a sentence of its own after one that tells the doctor's words
     (["педиатр велела давать витамин Д каждое утро, а я уже не помню, какой сегодня день, не то что давала или нет. "
       "напоминай мне каждый день в девять утра про витамин Д, пожалуйста"], "09:00"),
+    # h50: "мимино долго идёт?" asks its length
+    (["мимино долго идёт? часа два?"], "97"),
     # h51: "degrees" alone, asked in the other scale
     (["my mum only does Fahrenheit. bath water for the baby should be thirty seven degrees, what's that in F?"], "98.6 F"),
 ]

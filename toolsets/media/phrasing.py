@@ -50,13 +50,14 @@ _SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|по�
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
                            r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length|"
-                           r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?длинн\w*|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$))")),
+                           r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?длинн\w*|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$)|"
+                           r"долго\s+(?:он\s+|она\s+|оно\s+)?(?:идёт|идет|длится)(?=[\s?.!,]|$))")),
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
-                        r"what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
+                        r"(?:вышел|вышла|вышло|снят|снята|снимали)\s+(?:он|она|оно)\s+когда|what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
                         r"when\s+(?:was|did)(?=\s.+\s(?:made|come\s+out|released|filmed)(?:\s|$|\?|,)))")),
     ("about", re.compile(r"(?:о\s+ч[её]м\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|оно|это|фильм|сериал)|"
                          r"про\s+что\s+(?:вообще\s+|же\s+|там\s+)?(?:он|она|это|фильм|сериал)|"
