@@ -76,7 +76,7 @@ from core.timers import TimerTable
 from core.intent import action_kind, same_word, unsaid_amount, unshown_id
 from core.toolcall import find_call_start, parse_reply
 from core.toolsets import (CATALOG_TOOL_NAMES, CORE_TOOL_NAMES, Bound, Invalid, SessionContext, SessionToolset, Toolset, ToolsetRegistry,
-                           error_outcome, executed, failure_text, phrasings_of, steps_of)
+                           answer_checks_of, error_outcome, executed, failure_text, phrasings_of, steps_of)
 from core.trajectory import Trajectory
 from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
@@ -146,6 +146,7 @@ class SessionSettings:
         # the plain requests toolsets carry out for the fast path, by kind, and how they are said (core.fastpath)
         self.local_steps = steps_of(records)
         self.phrasings = phrasings_of(records)
+        self.answer_checks = answer_checks_of(records)  # the model's figures put right (a conversion stated wrong)
         # the sentences answered without the model (core.local_intents); the built-in toolsets'
         # when a caller has no config of its own
         self.local_intents = local_intents if local_intents is not None else builtin_local_intents()
@@ -685,6 +686,7 @@ class Conversation(ReflexSteps):
             text = "" if turn.acted else self._not_an_answer(turn)
         elif turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
             text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
+        text = self._figures_put_right(text)
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
             results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
             ran = [(action_kind(self.s.registry.spec(tool)) or "", result, data, self._changes(tool))
@@ -696,6 +698,16 @@ class Conversation(ReflexSteps):
         self.trajectory.record_assistant(text)
         self.s.ports.send(self.sid, p.Display(turn_id=turn.turn_id, text=text, final=True))
         return True
+
+    def _figures_put_right(self, text: str) -> str:
+        """The answer with the figures the toolsets check put right (toolsets/units: "80 кило — это
+        35.27 фунтов" says 176.37): a made-up figure never reaches the user as the model wrote it."""
+        checked = text
+        for check in self.s.answer_checks:
+            checked = check(checked)
+        if checked != text:
+            _log.info("session=%s the answer's figures put right: %r -> %r", self.sid, text[:80], checked[:80])
+        return checked
 
     def _kept_quiet(self, turn: TurnState, text: str) -> bool:
         """A turn nobody asked for that already reached the user (a notifying tool) or said it has

@@ -140,13 +140,17 @@ class _Record:
     says (`runs`) and which the spec it carries says too (stamped here, never written by hand).
     steps: the plain requests it carries out for the session's fast path, by the kind core.reflex
     recognises ("play": a step, core.fastpath); phrasing: how they are said, read by core.reflex
-    (core.fastpath.Phrasing)."""
+    (core.fastpath.Phrasing); answer_check: the model's answers put right where they state a
+    figure of its domain wrong."""
 
     runs: ClassVar[Literal["session", "executor"]]
     spec: ToolsetSpec
     settings: type | None = None
     steps: Mapping[str, Step] = field(default_factory=dict)
     phrasing: Phrasing | None = None
+    # the model's answer with the figures of this toolset's domain it states put right ("80 kg is
+    # about 35 lb": a conversion with no result behind it); the text itself when none is wrong
+    answer_check: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         if self.spec.runs != self.runs:  # the catalog (protocol.Catalog) tells the session where it runs
@@ -206,6 +210,11 @@ Toolset = SessionToolset | ExecutorToolset
 def phrasings_of(records: Iterable[Toolset]) -> tuple[Phrasing, ...]:
     """The phrasings the records declare (core.fastpath.Phrasing), in catalog order."""
     return tuple(record.phrasing for record in records if record.phrasing is not None)
+
+
+def answer_checks_of(records: Iterable[Toolset]) -> tuple[Callable[[str], str], ...]:
+    """The answer checks the records declare, in catalog order."""
+    return tuple(record.answer_check for record in records if record.answer_check is not None)
 
 
 def steps_of(records: Iterable[Toolset]) -> dict[str, Step]:

@@ -849,3 +849,20 @@ async def test_a_question_whether_the_assistant_can_send_to_the_phone_sends_noth
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "wait, can you actually push stuff to my phone? like notifications? just curious, don't send anything")
         assert not [r for r in tool_results(await system.history("s")) if r["name"] == "notify_user"]
+
+
+@pytest.mark.parametrize(("said", "answer", "shown", "not_shown"), [
+    # h45/h46: the model converted in its head, with no call: "80 кило … 35.27 фунтов", "полтора фунта … 0.4 кг"
+    ("я вешу восемьдесят кило, а в америке всё в фунтах, прикинь сколько это", "80 кило — это примерно 35.27 фунтов.",
+     "176.37 фунтов", "35.27"),
+    ("в рецепте полтора фунта мяса, мне сколько брать", "Полтора фунта — это 0.4 кг.", "0.7 кг", "0.4 кг"),
+    # a figure rounded as people round it, and two amounts set side by side, are left as the model said them
+    ("the bag limit, what's 23 kg", "23 kg is about 50.7 pounds.", "50.7 pounds", "51"),
+    ("does my bag fit", "The limit is 50 lb and yours is 21 kg, so it fits.", "yours is 21 kg", "22.7"),
+])
+async def test_a_conversion_the_model_states_wrong_is_put_right(tmp_path, said, answer, shown, not_shown):
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: answer), frame=False,
+                             reflexes=False) as system:
+        final = finals(await system.turn("s", said))[-1]
+        assert shown in final and not_shown not in final, final
+        assert (await system.history("s"))[-1]["content"] == final  # the model reads back what the user was told

@@ -6,9 +6,11 @@ Runs in the session: a conversion is arithmetic."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from core.toolsets import SessionContext, SessionToolset, invalid_args_text
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+from toolsets.units.figures import figures_put_right
 
 # each unit: its kind and its size in the kind's base unit (m, kg, l, m/s); temperatures apart
 _SIZES: dict[str, tuple[str, float]] = {
@@ -87,4 +89,4 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     return CallOutcome(kind="ok", text=f"{value:g} {unit_from} = {shown} {unit_to}")
 
 
-TOOLSET = SessionToolset(spec=UNITS_TOOLSET, handler=_run)
+TOOLSET = SessionToolset(spec=UNITS_TOOLSET, handler=_run, answer_check=partial(figures_put_right, convert=convert))
