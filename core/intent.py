@@ -232,8 +232,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     assistant's last answer before the turn, when it asked a question ("Включить?"): a plain
     "да" then asks for what the question offered."""
     text = _norm(said)
-    if _taken_back(kind, text) or _put_off(kind, text) or addressed_elsewhere(said):  # "… а, нет, забудь", "… но пока не ставь"
-        return False
+    if _taken_back(kind, text) or _put_off(kind, text) or addressed_elsewhere(said) or quoted_request(said):
+        return False  # "… а, нет, забудь", "… но пока не ставь", "Ben keeps shouting 'play Toy Story!'"
     reported = _REPORTED.search(text)
     if reported is not None:  # "my friend keeps telling me to set reminders …": someone else's words
         text = text[:reported.start()]
@@ -296,14 +296,14 @@ _ACTION_VERBS = (_PLAY_VERBS, _SET_VERBS, _CANCEL_VERBS, _SHOW_VERBS, _CHANGE_VE
 
 # a person of the room called at the start of the words, before a comma ("Маш, включи …", "Jake, can you …")
 _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", "addressee_openers"))) + r")[\s,]+)?(?:"
-                        + "|".join((re.escape(fold(word)) for word in words("guards", "addressee_words"))) + r")\s*,", re.IGNORECASE)
+                        + "|".join((re.escape(fold(word)) for word in words("guards", "addressee_words"))) + r")\s*[,!]", re.IGNORECASE)
 
 
 # words in quotation marks after a colon: what someone said or wrote, quoted; a request of the
 # user's own is outside them ("выведи на очки: «пароль 1234»" asks for the screen)
 _QUOTED = re.compile(r":\s*[«\"“„][^«»\"“”„]{1,300}[»\"”“]")
 # a person called by name first, with no comma after (a recogniser's text), before an order
-_NAMED_FIRST = re.compile(_ADDRESSED.pattern.removesuffix(r"\s*,") + r"\s+", re.IGNORECASE)
+_NAMED_FIRST = re.compile(_ADDRESSED.pattern.removesuffix(r"\s*[,!]") + r"\s+", re.IGNORECASE)
 _LISTENERS_OWN = _grammar("listeners_own_patterns", r"(?<!\w)(?:{})(?!\w)")
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
 
@@ -320,6 +320,25 @@ def sent_to_phone(said: str) -> bool:
     never a show on the screen, unless the screen is named too."""
     text = _norm(said)
     return bool(_PHONE_PLACE.search(text)) and not _SCREEN_PLACE.search(text)
+
+
+# what asks for something (core/words/*/requests.toml)
+_ASKING_VERB = re.compile(r"(?<!\w)(?:" + alternation("requests", "request_verb_patterns") + r")(?!\w)")
+# words in quotation marks, single or double ("Ben keeps shouting 'play Toy Story!'"); an apostrophe
+# inside a word ("it's", "don't") neither opens nor closes them
+_QUOTE_SPAN = re.compile(r"(?<!\w)(?:'(?P<single>.{3,200}?)'(?!\w)|[«\"“„](?P<double>[^«»\"“”„]{3,200})[»\"”“])")
+
+
+def quoted_request(said: str) -> bool:
+    """Whether the words' request is inside quotation marks and nothing outside them asks for
+    anything: someone's words quoted ("Ben keeps shouting 'play Toy Story, play Toy Story!' No,
+    buddy, lights out"); a title or a text in quotes after the user's own verb is theirs
+    ("включи «Морозко»", "put 'meeting at 5' on my display")."""
+    spans = list(_QUOTE_SPAN.finditer(said))
+    if not any(_ASKING_VERB.search(fold(span["single"] or span["double"])) for span in spans):
+        return False
+    outside = _QUOTE_SPAN.sub(" ", said)
+    return _ASKING_VERB.search(fold(outside)) is None
 
 
 def addressed_elsewhere(said: str) -> bool:

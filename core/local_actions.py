@@ -55,6 +55,12 @@ def _first_word_a_number(text: str) -> bool:
     return first.isdigit() or first in _NUMBER_WORDS
 
 
+def _last_word_a_number(text: str) -> bool:
+    """"another one for forty-five minutes": a name that took the first part of the length ("forty-")."""
+    last = text.split()[-1].casefold().strip("-") if text.strip() else ""
+    return last.isdigit() or last in _NUMBER_WORDS or text.rstrip().endswith("-")
+
+
 def reflex_intent(match: LocalMatch) -> Intent | None:
     """The request a matched action means, or None when this runtime has no such action (the
     model then reads the words)."""
@@ -63,13 +69,15 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
     if action == "timer_set":
         when = duration_words(match.slots)
         text = next((str(match.slots[s]) for s in _TEXT_SLOTS if match.slots.get(s)), "")
+        if _last_word_a_number(text):
+            return None  # a part of the length read as the name: the reflex or the model reads the words
         return Intent(kind="timer_set", russian=russian, when=f"in {when}", text=text) if when else None
     if action == "alarm":  # a clock time, its day, its repeat: "wake me tomorrow at 6:45"
         when = clock_words(match.slots)
         text = str(match.slots.get("reminder") or _ALARM_WORD[russian])
         if _first_word_a_number(text):
             return None  # "в девять ноль пять вечера полить …": a part of the time not read, left in the text
-        every = "1 day" if match.slots.get("repeat") == "day" else ""
+        every = {"day": "1 day", "week": "1 week"}.get(str(match.slots.get("repeat", "")), "")
         if not every and says_repeat(text):
             return None  # "поставь напоминание на 8 вечера, каждый день": a repeat left in the text is the model's
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None

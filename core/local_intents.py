@@ -57,7 +57,7 @@ import logging
 import re
 import string
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Container, Iterable
 
 import msgspec
 import yaml
@@ -290,7 +290,8 @@ class LocalIntents:
         intents, lists = self._contexts[match.language]
         if match.intent not in intents.intents:
             return None
-        said_before = lexicon.paired_hundreds_in_figures(" ".join(before), self._list_words.get(match.language, ()))
+        said_before = lexicon.paired_hundreds_in_figures(lexicon.hundreds_in_figures(" ".join(before)),  # "a hundred and forty"
+                                                         self._list_words.get(match.language, ()))
         given = _context_slots(said_before, match.intent, intents, lists, match.language)
         return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
 
@@ -578,6 +579,13 @@ def _number_words() -> frozenset[str]:
                      | set(lexicon.words("requests", "decimal_point_words")))
 
 
+_JOINING = frozenset(lexicon.words("durations", "joining_words"))  # "и", "and": a number's parts joined
+
+
+def _a_number(word: str, counts: Container[str]) -> bool:
+    return word.replace(".", "").replace(",", "").isdigit() or word in counts
+
+
 def _context_slots(before: str, intent: str, intents, lists, language: str) -> dict[str, str | float] | None:
     """The slots of the last run of words in `before` (longest first) that `intent`'s context
     template matches whole; None when none does, or a number is said just before it."""
@@ -589,7 +597,10 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
     whole = next((result for result in recognize_all(" ".join(words), intents, slot_lists=lists, intent_context=_HERE,
                                                      language=language) if result.intent.name == intent), None)
     if whole is not None and all(entity.is_wildcard for entity in whole.entities.values()):
-        return {name: entity.value for name, entity in whole.entities.items()}  # free text: all that was said before
+        if len(whole.entities) == 1:  # free text: all that was said before, its commas kept ("…, it's TX-48213, pickup …")
+            said = " ".join(before.split()[-CONTEXT_LOOKBACK_WORDS:]).strip(" ,;:—–-.")
+            return {name: said for name in whole.entities}
+        return {name: entity.value for name, entity in whole.entities.items()}
     for end in range(len(words), 0, -1):
         for start in range(max(0, end - CONTEXT_WORDS_MAX), end):
             found = next((result for result in recognize_all(" ".join(words[start:end]), intents, slot_lists=lists,
@@ -597,9 +608,12 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
                           if result.intent.name == intent), None)
             if found is None:
                 continue
-            said_before = lexicon.fold(words[start - 1]) if start else ""
-            if said_before.replace(".", "").replace(",", "").isdigit() or said_before in counts \
-                    or said_before in BELOW_ZERO:
-                return None  # "four twenty-five Fahrenheit", "thirteen point one miles", "минус четыре": more number than was read
+            said_before = [lexicon.fold(word) for word in words[max(0, start - 2):start]]
+            if said_before and (_a_number(said_before[-1], counts) or said_before[-1] in BELOW_ZERO
+                                or len(said_before) == 2 and said_before[0] and _a_number(said_before[0], counts)
+                                and said_before[1] in _JOINING):
+                # "four twenty-five Fahrenheit", "thirteen point one miles", "минус четыре", "тридцать семь и пять
+                # по цельсию": more number than was read
+                return None
             return {name: _value(entity.value) for name, entity in found.entities.items() if name not in _EMPTY_LISTS}
     return None

@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import addressed_elsewhere, asks_ability, asks_to_watch, casual, same_word, sent_to_phone
+from core.intent import addressed_elsewhere, asks_ability, asks_to_watch, quoted_request, casual, same_word, sent_to_phone
 from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -225,9 +225,10 @@ def recognise(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent 
     after the runtime's own recognisers; the built-in toolsets' when not given. A change the
     words only ask whether it can be made ("… or is that not a thing you do") is none."""
     intent = _recognised(said, builtin_phrasings() if phrasings is None else phrasings)
-    if intent is not None and intent.kind in _CHANGES and asks_ability(intent.kind, said):  # type: ignore[arg-type]
+    if intent is not None and intent.kind in _CHANGES and (asks_ability(intent.kind, said) or quoted_request(said)):  # type: ignore[arg-type]
         return None
     return intent
+
 
 
 def _recognised(said: str, phrasings: Sequence[Phrasing]) -> Intent | None:
@@ -287,8 +288,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     someone else ("Маш, включи …"). core.frame refuses a
     changing command on them. `day_read`: a template read the day said ("tomorrow at 7"), so
     another day holds nothing back."""
-    if addressed_elsewhere(said):  # "Маш, включи детям «Морозко»": someone else in the room is asked
-        return True
+    if addressed_elsewhere(said) or quoted_request(said):  # "Маш, включи детям «Морозко»": someone else in the room
+        return True  # is asked; "Ben keeps shouting 'play Toy Story!'": a request in someone's quoted words
     if kind in _CHANGES and asks_ability(kind, said):  # type: ignore[arg-type]  # "could you buzz me if …? or is that not a thing you do"
         return True
     if kind == "show" and sent_to_phone(said):  # "скинь мне на телефон код: 147": the phone's, not the screen's

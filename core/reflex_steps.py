@@ -117,9 +117,13 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     shown = _shown_after_remarks(said, phrasings)
     if shown is not None:
         return None if held_back(said, "show") else shown
-    parts = _clauses(said) or _spoken_parts(said, phrasings)
+    clauses = _clauses(said)
+    # whole sentences when the clauses are too many to read apart ("так, калитку покрасил, на банке написано — до
+    # отлипа два часа. напомни через два часа проверить. а то опять …"): one before may tell someone's words
+    sentences = [] if clauses else _clauses(said, commas=False)
+    parts = clauses or sentences or _spoken_parts(said, phrasings)
     read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
-    if len(read) != 1 or not _only_remarks_beside(parts, read[0][1]):
+    if len(read) != 1 or not _only_remarks_beside(parts, read[0][1], told_before=bool(sentences)):
         return None
     intent, request = read[0]
     if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.kind == "play" and intent.reference is not None \
@@ -127,7 +131,9 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
         return None  # "the second Back to the Future, the one with the hoverboard. can you put it on?"
     if intent.subject and _POINTING & set(fold(intent.subject).split()):
         return None  # "во, её и запускай": a title pointed at, not named
-    if intent.kind.startswith("timer") and any(re.search(r"\d", in_digits(part)) for part in parts if part != request):
+    asked_numbers = set(re.findall(r"\d+", in_digits(request)))
+    if intent.kind.startswith("timer") and any(set(re.findall(r"\d+", in_digits(part))) - asked_numbers
+                                               for part in parts if part != request):
         return None  # "one timer for 25 minutes for the laundry and, um, another for an hour": two timers
     if intent.kind == "timer_set" and not intent.every and any(says_repeat(part) for part in parts if part != request):
         return None  # "set a reminder for 8 pm, every day": its repeat said in the next clause
@@ -358,7 +364,10 @@ class ReflexSteps:
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             return await self._declared_step(turn, declared, call)
-        intent = recognised(match, words, phrasings=self.s.phrasings)
+        # a sentence among remarks that reads more than the reflex (read_first: "remind me Tuesday at quarter past
+        # three to …" keeps its day, which the reflex would leave in the text) first; else the reflex's reading first
+        intent = recognised(match or (aside if aside is not None and aside.read_first else None), words,
+                            phrasings=self.s.phrasings)
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
         if intent is None and aside is None:  # "хотя знаешь, убери вообще все таймеры, сам послежу"

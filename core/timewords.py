@@ -126,6 +126,10 @@ _SPOKEN_CLOCK = (
 _EVENING = re.compile(r"(?<!\w)(?:" + _either("evening_patterns") + r")(?!\w)")
 # an alarm, a wake-up: a morning's hour ("поставь будильник на полседьмого" is 6:30, not 18:30)
 _MORNING = re.compile(r"(?<!\w)(?:" + _either("morning_patterns") + r")(?!\w)")
+# another time of the same words said with its half of the day ("такси на пять утра … напоминалку на
+# полпятого"): a time said beside it with none is of the same half
+_HALF_BESIDE = re.compile(r"(?<!\w)(?:\d{1,2}(?::\d\d)?|" + "|".join(sorted({*_EN_HOURS, *_RU_HOURS}, key=len, reverse=True))
+                          + r")\s+(?P<mark>" + _MARKS + r")(?!\w)")
 
 
 # "в пять минут седьмого", "в двадцать минут восьмого": minutes into the hour named by its ordinal
@@ -217,8 +221,9 @@ def _one_spoken_clock(text: str) -> str:
             continue
         hour, minute = _clock_said(found, shift)
         mark = found["mark"] or ""
-        evening = mark in _EVENING_MARKS or found["when"] or not mark and _EVENING.search(lowered)
-        morning = mark in _MORNING_MARKS or not mark and _MORNING.search(lowered)
+        beside = {_HALVES[m["mark"]] for m in _HALF_BESIDE.finditer(lowered)} if not mark else set()
+        evening = mark in _EVENING_MARKS or found["when"] or not mark and (_EVENING.search(lowered) or beside == {"evening"})
+        morning = mark in _MORNING_MARKS or not mark and (_MORNING.search(lowered) or beside == {"morning"})
         if hour < 12 and (evening or not morning and 1 <= hour <= 6):
             hour += 12
         word = _RU_AT if re.search(r"[а-я]", found.group(0)) else _EN_AT

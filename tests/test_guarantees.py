@@ -1,13 +1,18 @@
 """Issue 33's runtime guarantees through the real actors (inproc ZeroMQ) with a scripted model:
 no side effect the user did not ask for, no action claimed that no call made, no id the
 conversation never showed, tool output a small model can copy."""
+import datetime as dt
 import re
+import zoneinfo
 
 import pytest
 
 import protocol as p
 from harness import ToolsSeen, inproc_system
 from llm.scripted import ScriptedBackend
+
+
+_AT_18_MSK = dt.datetime(2026, 3, 14, 18, 0, tzinfo=zoneinfo.ZoneInfo("Europe/Moscow")).timestamp()  # a Saturday
 
 
 def finals(shown):
@@ -866,3 +871,34 @@ async def test_a_conversion_the_model_states_wrong_is_put_right(tmp_path, said, 
         final = finals(await system.turn("s", said))[-1]
         assert shown in final and not_shown not in final, final
         assert (await system.history("s"))[-1]["content"] == final  # the model reads back what the user was told
+
+
+@pytest.mark.parametrize(("said", "kind"), [
+    # h52/h53's traps: a request said to someone by name with "!", and one in someone's quoted words, were carried out
+    ("Люба! поставь чайник, я минут через десять приду, только руки от солидола отмою!", "timers_set"),
+    ("Ben keeps shouting 'play Toy Story, play Toy Story!' No, buddy, it's way past bedtime, lights out.", "media_play"),
+])
+async def test_a_request_to_someone_else_or_in_quoted_words_is_not_carried_out(tmp_path, said, kind):
+    call = {"timers_set": "TOOL_CALL: timers_set|in 10 минут; чайник", "media_play": "TOOL_CALL: media_play|toy-story-1995"}[kind]
+    async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False) as system:
+        await system.turn("s", "найди История игрушек")  # the id is one the conversation showed
+        await system.turn("s", said)
+        results = await _results_of(system, kind)
+        assert results and all(r["content"].startswith("not executed (not_requested)") for r in results)
+
+
+@pytest.mark.parametrize(("said", "due"), [
+    # h53: "такси на пять утра … поставь напоминалку на полпятого" was set for 16:30 the next day; h50: "remind me
+    # Tuesday at quarter past three" for tomorrow with "tuesday" in its text
+    ("такси в аэропорт заказали на завтра на пять утра, господи, кто это придумал. поставь напоминалку на полпятого, "
+     "чтоб успеть чемоданы вниз стащить", (2026, 3, 15, 4, 30)),
+    ("wife's on nights next week so the school run's on me. remind me Tuesday at quarter past three to pick Lily up from school",
+     (2026, 3, 17, 15, 15)),
+])
+async def test_a_reminder_is_set_for_the_time_and_day_the_words_mean(tmp_path, said, due):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: _AT_18_MSK, timezone="Europe/Moscow") as system:
+        await system.turn("s", said)
+        timers = system.actors["session"].sessions["s"].timers.pending()
+        at = dt.datetime(*due, tzinfo=zoneinfo.ZoneInfo("Europe/Moscow")).timestamp()
+        assert [t.due for t in timers] == [at] and not backend.calls

@@ -602,6 +602,30 @@ _FORMS_OF_H48_TO_H51 = [
       "напоминай мне каждый день в девять утра про витамин Д, пожалуйста"], "09:00"),
     # h50: "мимино долго идёт?" asks its length
     (["мимино долго идёт? часа два?"], "97"),
+    # h52/h53: "a hundred and forty" said before the question; "по-человечески"; a put-right after a sentence that
+    # says the new number; a timer after sentences, one telling what a label says
+    (["the old book says hide glue wants keeping at a hundred and forty Fahrenheit. what's that in Celsius? "
+      "the thermometer's metric, like everything in this garage except me"], "60 C"),
+    (["тут у бассейна табличка, вода восемьдесят два по фаренгейту. это сколько по-человечески? дети уже в нарукавниках стоят, ждут"],
+     "27.8 C"),
+    (["поставь таймер на двадцать пять минут, клей схватывается", "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"],
+     "40 минут"),
+    (["так, калитку покрасил, на банке написано — до отлипа два часа. напомни через два часа проверить. а то опять пальцем ткну, "
+      "как в прошлый раз"], "2 часа"),
+    # h52/h53: weekly reminders on a day of the week
+    (["remind me every Wednesday at ten in the morning to put the bins out"], "every Wednesday at 10:00"),
+    (["напоминай каждый вторник в десять утра, что у меня бассейн"], "по вторникам в 10:00"),
+    # h52/h53: "put it on anyway, <why>", "that film with Totoro in it", a title in quotes before "он сколько идёт-то?"
+    (["how long is Lawrence of Arabia?", "blimey. put it on anyway, the grandson's not coming till tomorrow"], "Lawrence of Arabia"),
+    (["It's raining buckets. Find me that film with Totoro in it"], "Totoro"),
+    (["внуки завтра приедут, требуют «Один дома». он сколько идёт-то? успеем до ужина?"], "103"),
+    # h53: "send that to my phone so …" keeps the commas of what it sends; "больше за этим не следи"; "сразу меня дёрни"
+    (["The concierge just gave me the taxi booking, it's TX-48213, pickup quarter past five tomorrow morning. "
+      "Send that to my phone so I have it when I'm half asleep."], "TX-48213, pickup"),
+    (["последи за почтой: как придёт письмо от авиакомпании про наш обратный рейс — сразу скажи",
+      "всё, уже пришло, я сама увидела, регистрацию прошли. больше за этим не следи"], "больше не слежу"),
+    (["мама моя вечно в вотсап пишет, а я в этом шуме у бассейна ничего не слышу. если бабушка напишет в вотсапе — сразу меня "
+      "дёрни, ладно? у неё давление скачет"], "бабушка напишет"),
     # h51: "degrees" alone, asked in the other scale
     (["my mum only does Fahrenheit. bath water for the baby should be thirty seven degrees, what's that in F?"], "98.6 F"),
 ]

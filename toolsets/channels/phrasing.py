@@ -165,7 +165,10 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     if intent is None:
         return None
     remarks = [clause for index, clause in enumerate(clauses) if index != at]
-    return _who_from_remarks(intent, remarks, said) if _by_pronoun(intent) else _where_from_remarks(intent, remarks)
+    if _by_pronoun(intent):  # who, from a remark; never from a call to tell ("последи за телегой и дёрни меня, … от него")
+        calls = {index for index in told if _NOTIFY.match(re.sub(LEAD, "", clauses[index]))}
+        return _who_from_remarks(intent, [clause for index, clause in enumerate(clauses) if index != at and index not in calls], said)
+    return _where_from_remarks(intent, remarks)
 
 
 # what the message says, in the clause after the condition: "если Света напишет, что ключи у консьержа оставила"
@@ -252,7 +255,7 @@ _UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
                       r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
                       r"не\s+надо\s+(?:больше\s+)?за\s+(?P<ru5>\S+)\s+следить(?:\s+больше)?(?:\s*,.*)?|"
-                      r"за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
+                      r"(?:больше\s+)?за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
                       r"(?:отмени|убери|удали|сними|выключи)\s+(?:эту\s+|ту\s+)?(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*)|"
                       # "эту слежку можно убирать": what is watched named first
                       r"(?:эту\s+|ту\s+)?(?:слежку|наблюдение)(?P<ru6>\s+за\s+\S+)?\s+(?:можно\s+)?(?:убирать|убрать|отменить|отменять|снять|снимать))[\s.!]*$")

@@ -179,6 +179,8 @@ _CONFIRM_DIRECTOR = re.compile(r"^(?:(?:а|и|ну|слушай|so|hey|wait)[\s,
                                r"(?:[\s?,.!]+(?:просто\s+интересно|интересно|just\s+curious|i\s+think))?[\s?.!]*$")
 
 
+# a title in quotation marks in a sentence before the question ("требуют «Один дома». он сколько идёт?")
+_QUOTED_TITLE = re.compile(r"[«“\"](?P<title>[^«»“”\"]{2,60})[»”\"]")
 # a title written as a name in a sentence before the question (not a sentence's first word, not "I")
 _CAPITALISED = re.compile(r"(?<=[\w,] )(?:The\s+)?(?!I\b|I'm\b|I'd\b|I've\b|I'll\b)[A-ZА-ЯЁ][\w'’-]*"
                           r"(?:\s+(?:of|the|and|in|on|to|a)\s+[A-ZА-ЯЁ][\w'’-]*|\s+[A-ZА-ЯЁ0-9][\w'’-]*)*")
@@ -223,7 +225,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
                 return None
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
-        named_before = _CAPITALISED.findall(" ".join(sentences[:-1])) if begin > 0 and len(sentences) > 1 else []
+        told = " ".join(sentences[:-1]) if begin > 0 and len(sentences) > 1 else ""
+        named_before = [m["title"] for m in _QUOTED_TITLE.finditer(told)] or _CAPITALISED.findall(told)
         if len(named_before) == 1 and str(reference.ordinal) in named_before[0].split():
             reference = msgspec.structs.replace(reference, ordinal=0)  # "thinking Shrek 2 after dinner": the title's number
         if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
@@ -418,7 +421,9 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 _PLAY_IT = re.compile(LEAD + r"(?:(?:вот\s+)?(?:его|ее|её|это)\s+(?:и\s+|тогда\s+)?(?:включим|включи|включай|вруби|врубай|запусти|запускай|поставь|ставь)|"
                       r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
                       r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
-                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас))*[\s.!]*$")
+                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас|anyway|всё\s+равно|все\s+равно))*"
+                      # "put it on anyway, the grandson's not coming till tomorrow": why, after it
+                      r"(?:\s*,\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 
 
 # "put the second one on", "put Gladiator on": the title between the verb's words
@@ -437,7 +442,8 @@ _CHOSEN = re.compile(r"^(?:(?:ну|а|ok|okay|so|ага|угу|да|yes|yeah|uh|
 
 
 def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
-    if _PLAY_IT.match(raw):
+    play_it = _PLAY_IT.match(raw)
+    if play_it is not None and (play_it["why"] is None or remark(play_it["why"])):
         return Intent(kind="play", russian=russian, reference=Reference())
     chosen = _CHOSEN.match(raw)
     if chosen is not None and not VERB_START.match(chosen["rest"]):
@@ -560,6 +566,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     # "find me that movie the Matrix", "a film called Solaris": the title after the words that point at it
     rest = re.sub(r"^(?:.*?\s)?(?:called|named|titled|под\s+названием|который\s+называется|что\s+называется)\s+(?=\S)", "",
                   re.sub(r"^(?:me|us)\s+(?:(?:that|this)\s+(?:movie|film|show|one)\s+)?", "", norm_words(rest)))
+    # "that film with Totoro in it": the name it was said by
+    rest = re.sub(r"^(?:(?:(?:the|that|this|a)\s+)?(?:movie|film|show|cartoon|series|one)\s+)?with\s+(?P<name>.+?)\s+in\s+it$",
+                  r"\g<name>", rest)
     # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
     rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in|про|about)\s+(?=\S)", "", rest)
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)

@@ -21,7 +21,7 @@ from core.intent import counted_back
 from core.lexicon import alternation, fold, table, words, words_of
 from core.places import clock_elsewhere, moment_there, zone_of
 from core.reflex import TIMER_WORD, among, norm_words
-from core.timers import TimerError, dial_nearest, parse_duration, parse_when, set_order
+from core.timers import WEEKDAYS, TimerError, dial_nearest, parse_duration, parse_when, set_order
 from core.timewords import in_digits
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
@@ -276,9 +276,14 @@ def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: r
 def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> str | None:
     """"Timer set for 10 minutes, it goes off at 05:13: the pasta." for a length; for a clock
     time the day and the time it goes off ("Set for tomorrow at 07:00: alarm.", never "for
-    25 hours 56 minutes 27 seconds"), and "every day at 08:00" for a daily one."""
+    25 hours 56 minutes 27 seconds"), "every day at 08:00" for a daily one, "every Wednesday at
+    10:00" for a weekly one."""
     text = f": {intent.text}" if intent.text else ""
     at, russian = fast.clock_time(due), intent.russian
+    if intent.every == "1 week" and not intent.when.startswith("in "):  # "every Wednesday at 10:00"
+        weekday = WEEKDAYS[dt.datetime.fromtimestamp(due, fast.timezone()).weekday()]
+        days = _say(fast, f"weekly_{weekday}", russian)
+        return None if days is None else _say(fast, "timer_set_weekly", russian, days=days, at=at, text=text)
     if intent.when.startswith("in ") or intent.every and intent.every != "1 day":
         span = span_said(fast.speaker(russian), due - now)
         return None if span is None else _say(fast, "timer_set", russian, span=span, at=at, text=text)

@@ -474,8 +474,8 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     half past eight, he's at choir practice until eight"); which timer is the session's to find
     (the one the turn before set)."""
     *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
-    if all(remark(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
-        return changed  # "нет, давай на 25", "wait, 15": the opening's no and comma are its own
+    if all(remark(sentence) or _says_no(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
+        return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
     clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
     changed = [_changed_to(clause, russian, after_no=at > 0 and _says_no(clauses[at - 1]))
                for at, clause in enumerate(clauses)]

@@ -75,6 +75,13 @@ def convert(value: float, unit_from: str, unit_to: str) -> float:
     return value * _SIZES[a][1] / _SIZES[b][1]
 
 
+def _figure(value: float) -> str:
+    """Four significant digits, never in exponent form a user cannot read ("25 mi = 132000 ft", not 1.32e+05)."""
+    if abs(value) >= 1e4:
+        return f"{float(f'{value:.4g}'):.0f}"
+    return f"{value:.4g}" if value == 0 or abs(value) >= 1e-4 else f"{value:.2e}"
+
+
 def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     try:
         value = float(args["value"].replace(",", "."))
@@ -85,7 +92,7 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
         reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
         return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
     # a temperature to a tenth of a degree, as a thermometer shows it ("55 F = 12.8 C", not 12.78)
-    shown = f"{round(result, 1):g}" if unit_to.casefold() in _TEMPERATURES else f"{result:.4g}"
+    shown = f"{round(result, 1):g}" if unit_to.casefold() in _TEMPERATURES else _figure(result)
     return CallOutcome(kind="ok", text=f"{value:g} {unit_from} = {shown} {unit_to}")
 
 
