@@ -16,6 +16,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
+import msgspec
+
 import protocol as p
 from core import tracing
 from core.lexicon import alternation, digits_in_figures, fold, words
@@ -25,13 +27,13 @@ from core.intent import addressed_elsewhere, opens_an_order, remark, says_repeat
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
-from core.reflex import (Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
+from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
                          recognise_both, said_again_otherwise, second_thought, skill_named, tells_of_words,
                          without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
 from core.timers import Timer
-from core.timewords import amount_alone, amount_put_right, in_digits
+from core.timewords import amount_alone, amount_put_right, in_digits, whole_numbers_said
 from core.toolcall import parse_reply
 from core.toolsets import Bound, args_text
 from core.turn import ModelUnavailable, TurnState, user_lines
@@ -71,20 +73,74 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     for at in range(len(parts) - 1):  # a declared call and what it is, in the clause after it: "…, it's two fourteen"
         joined = [*parts[:at], f"{parts[at]}, {parts[at + 1]}", *parts[at + 2:]]
         match = local.match(joined[at])
-        if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]):
+        if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]) \
+                and not (match.ends_free and ":" in joined[at] and _goes_on_past_a_comma(said, parts[at + 1])):
             return match
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
     if len(matched) > 1 and len({(match.intent, repr(match.slots)) for match, _part in matched}) == 1:
         # one request said twice ("what can you monitor for me? like, which monitors are there?")
         parts = [part for part in parts if part not in [said for _match, said in matched[1:]]]
         matched = matched[:1]
-    if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]):
-        return matched[0][0]
+    if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) \
+            and not (matched[0][0].ends_free and ":" in matched[0][1] and _goes_on_past_a_comma(said, matched[0][1])):
+        return matched[0][0]  # (never free text cut at a comma: "скинь … код: сто сорок семь, вызов, 228")
     sentences = _clauses(said, commas=False)  # "…, а очки уже почти сели. скинь мне на телефон списком: мука, яйца"
     whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
     if len(whole) == 1 and _only_remarks_beside(sentences, whole[0][1], told_before=True):
         return whole[0][0]  # (its free text runs to its sentence's end: "…. напоминай мне каждый день в девять про витамин Д")
-    return _clause_of_a_sentence(local, sentences) if not whole else None
+    return (_clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])) if not whole else None
+
+
+def _goes_on_past_a_comma(said: str, part: str) -> bool:
+    """Whether a comma follows `part` in `said`: a text dictated after a colon goes on past it
+    ("код: сто сорок семь, вызов, 228"); the callers ask only of a part with a colon (a clause after a
+    value said with none is a remark: "send my locker number to my phone, it's two fourteen, I always
+    forget it")."""
+    at = said.find(part)
+    return at >= 0 and said[at + len(part):].lstrip().startswith(",")
+
+
+DICTATION_REMARKS_MAX = 8  # clauses of remarks a dictated request may follow in its sentence (one match each)
+
+
+def _dictated_after_remarks(local: LocalIntents, sentences: list[str]) -> LocalMatch | None:
+    """A request that dictates a text after a colon, said after remarks in its own sentence:
+    "пока я не забыл — а забываю я, как выяснилось, всё, что не записано, — отправь мне на
+    телефон: кардамон, сливки и лимон. Это для соуса" sends what follows the colon to the end of
+    its sentence (its commas are the text's); no clause before it asks for anything, every other
+    sentence is a remark."""
+    for sentence in sentences:
+        starts = [m.end() for m in re.finditer(r"(?:,|\s[—–])\s*", sentence.split(":", 1)[0])]
+        for start in starts[:DICTATION_REMARKS_MAX]:
+            rest = sentence[start:].strip(" —–")
+            if ":" not in rest or not opens_an_order(rest):
+                continue
+            match = local.match(rest)
+            if match is None or match.call is None:
+                continue
+            # the asides before it ask for nothing ("как выяснилось", "что не записано": no remark's form, no request)
+            before = [part for part in re.split(r",\s*|\s*[—–]\s*", sentence[:start]) if part.strip(" ,—–")]
+            asides = all("?" not in part and local.match(part) is None and recognise(part) is None for part in before)
+            others_remarks = len(sentences) == 1 or _only_remarks_beside(sentences, sentence, told_before=True)
+            if not (asides and others_remarks):
+                return None
+            return _with_text_as_said(match, rest.split(":", 1)[1].strip(" ."))
+    return None
+
+
+def _with_text_as_said(match: LocalMatch, dictated: str) -> LocalMatch:
+    """The match with its one free slot ending in the words after the colon as said, their commas
+    kept ("код домофона у Лёши: сто сорок семь, вызов, 228"); as matched when it ends otherwise."""
+    free = [name for name, value in match.slots.items() if isinstance(value, str)]
+    if len(free) != 1:
+        return match
+    said, read = fold(dictated), fold(str(match.slots[free[0]])).split()
+    tail = re.findall(r"[^\W_]+", said)
+    if not tail or read[-len(tail):] != tail:
+        return match
+    label = " ".join(str(match.slots[free[0]]).split()[:-len(tail)])
+    return msgspec.structs.replace(match, slots={**match.slots, free[0]: f"{label}: {dictated}" if label else dictated})
+    return None
 
 
 def _clause_of_a_sentence(local: LocalIntents, sentences: list[str]) -> LocalMatch | None:
@@ -163,7 +219,16 @@ _WHOLE_IN_ONE_CLAUSE = ("time_now", "time_elsewhere", "timer_set", "timer_list",
                         "play", "playback", "search", "details")
 
 
-_POLITE_ALONE = re.compile(r"(?:" + alternation("requests", "polite_tail_patterns") + r")", re.IGNORECASE)
+_POLITE_ALONE = re.compile(r"(?:" + alternation("requests", "polite_tail_patterns") + "|"
+                           + alternation("requests", "filler_clause_patterns") + r")", re.IGNORECASE)
+
+
+def _amount_then_remarks(words: str) -> str:
+    """"and 12? my brother says he curls that lol": the amount said alone in the first sentence,
+    remarks after it; "" otherwise."""
+    first, *rest = re.split(r"(?<=[.!?])\s+", words.strip())
+    amount = amount_alone(first) if rest and first.rstrip().endswith("?") else ""
+    return amount if amount and all(remark(sentence) for sentence in rest) else ""
 
 
 def _clauses(said: str, *, commas: bool = True) -> list[str]:
@@ -289,6 +354,9 @@ def declared_call(match: LocalMatch | None, said: str, refer: Callable[[str], st
                 return None
     if match.wildcard and all(_points_back(value) for name, value in slots.items() if isinstance(match.slots.get(name), str)):
         return None  # "send that to my phone": the message is what was said before (a `context`), or the model's
+    if any(f"{{{name}}}" not in match.call.args and whole_numbers_said(str(value))
+           for name, value in match.slots.items() if isinstance(value, str)):
+        return None  # "шесть футов два дюйма в сантиметрах": words the call does not read hold a number (2 in), not its own
     try:
         return match.call.tool, match.call.args.format_map(slots)
     except (KeyError, ValueError, IndexError):  # a template naming a slot this sentence left empty
@@ -364,10 +432,9 @@ class ReflexSteps:
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             return await self._declared_step(turn, declared, call)
-        # a sentence among remarks that reads more than the reflex (read_first: "remind me Tuesday at quarter past
-        # three to …" keeps its day, which the reflex would leave in the text) first; else the reflex's reading first
-        intent = recognised(match or (aside if aside is not None and aside.read_first else None), words,
-                            phrasings=self.s.phrasings)
+        intent = recognised(match, words, phrasings=self.s.phrasings)
+        if intent is not None and aside is not None and intent.kind == "timer_set" and ANOTHER_DAY.search(f" {fold(intent.text)} "):
+            intent = None  # "remind me Tuesday at quarter past three to …": the sentence reads the day the reflex left in the text
         if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
             intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
         if intent is None and aside is None:  # "хотя знаешь, убери вообще все таймеры, сам послежу"
@@ -609,7 +676,7 @@ class ReflexSteps:
         (ToolSpec.said_number_args) of a lookup, answered with its result. False when the words say
         more than an amount, or the turn before made no such call. "ой, не двести тридцать, а двести
         десять": the amount a second thought puts right."""
-        amount = amount_alone(words)
+        amount = amount_alone(words) or _amount_then_remarks(words)
         if not amount and not second_thought(words):
             return False  # most turns: no history read (this runs on every user turn)
         before = self._last_call_before(turn)

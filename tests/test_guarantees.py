@@ -902,3 +902,19 @@ async def test_a_reminder_is_set_for_the_time_and_day_the_words_mean(tmp_path, s
         timers = system.actors["session"].sessions["s"].timers.pending()
         at = dt.datetime(*due, tzinfo=zoneinfo.ZoneInfo("Europe/Moscow")).timestamp()
         assert [t.due for t in timers] == [at] and not backend.calls
+
+
+@pytest.mark.parametrize("said", [
+    # h54: "шесть футов два дюйма" was converted as 6 ft (the 2 in read as "what is measured"); "how long is it tho"
+    # after a remark naming no title the catalog has as written was answered for the film "It"
+    "шесть футов два дюйма это скок в сантиметрах",
+    "my history teacher says we get extra credit for watching oppenheimer lol. how long is it tho, i have a life",
+    # h23: the fast path sent "код домофона …: сто сорок семь, вызов" without the 228 after the comma
+    "я сейчас очки сниму, скинь мне на телефон код домофона у Лёши: сто сорок семь, вызов, 228",
+])
+async def test_part_of_what_was_said_is_never_answered_as_the_whole(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        final = finals(await system.turn("s", said))[-1]
+        calls = [r["content"] for r in tool_results(await system.history("s"))]
+        assert final == "MODEL" and not calls or "228" in final, (final, calls)

@@ -626,6 +626,24 @@ _FORMS_OF_H48_TO_H51 = [
       "всё, уже пришло, я сама увидела, регистрацию прошли. больше за этим не следи"], "больше не слежу"),
     (["мама моя вечно в вотсап пишет, а я в этом шуме у бассейна ничего не слышу. если бабушка напишет в вотсапе — сразу меня "
       "дёрни, ладно? у неё давление скачет"], "бабушка напишет"),
+    # h54/h55: an amount again with a remark after it; "полутора"; the background asked of the assistant;
+    # a put-right after a dash, with a filler clause; a clock put right "не в …, а в …"
+    (["how much is 5 kg in pounds", "and 12? my brother says he curls that lol"], "26.46"),
+    (["сколько килограммов в полутора фунтах?"], "0.6804"),
+    (["yo what are you running in the background rn, my battery's at like 9 percent"], "Nothing is running"),
+    (["телефон греется, как утюг, хотя я им почти не пользуюсь, — подозреваю, что это ты там что-то крутишь в фоне. "
+      "Что у тебя сейчас запущено?"], "ничего не выполняется"),
+    (["Set a timer for twenty-five minutes, I'm reading a thesis chapter.",
+      "Actually, make that forty-five — it's a long chapter and the prose is, let's say, dense."], "45 minutes"),
+    (["напомни мне в половине восьмого вечера замариновать курицу",
+      "поправлюсь: не в половине восьмого, а в четверть восьмого — электричка приходит раньше, чем я думал"], "19:15"),
+    # h54/h55: a watch after a sentence of someone's words; its app named in the sentence before its condition
+    (["мама сказала, если я ей опять не отвечу сразу, она комп заберёт до конца четверти. короче следи за телегой, "
+      "если мама напишет — сразу дёргай меня"], "мама напишет"),
+    (["Keep an eye on my mail, would you? If the journal editor writes about my review, tell me straight away."], "journal editor"),
+    # h55: a text dictated after asides in its own sentence, a remark sentence after it
+    (["пока я не забыл — а забываю я, как выяснилось, всё, что не записано, — отправь мне на телефон: кардамон, сливки "
+      "тридцать три процента и лимон. Это для вечернего соуса, если что"], "кардамон, сливки тридцать три процента и лимон"),
     # h51: "degrees" alone, asked in the other scale
     (["my mum only does Fahrenheit. bath water for the baby should be thirty seven degrees, what's that in F?"], "98.6 F"),
 ]

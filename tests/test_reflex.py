@@ -1415,7 +1415,7 @@ def test_forms_the_blind_blocks_of_the_eighth_session_showed(said, kind, when):
 
 
 def test_a_title_after_a_remark_her_words_told_and_a_skill_by_one_word_of_its_name():
-    assert recognise("settle a bet for me, what year did Back to the Future come out?").subject == "back to future"
+    assert recognise("settle a bet for me, what year did Back to the Future come out?").subject == "back to the future"
     assert recognise("She told me. Set a timer for ten minutes, she said.") is None  # her words, told
     from core.reflex import skill_named
     assert skill_named("let's do my plank thing, the routine I saved", ["plank-intervals", "morning-workout"]) == "plank-intervals"

@@ -138,6 +138,25 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
     the call to tell (it may be the same); every other clause is a remark that tells nobody's
     words, or what goes with a watch ("ignore everything else", "даже если я сплю"). Who said
     by a pronoun is read from the one remark that names the app, as `_watch_after_remarks` does."""
+    whole = _watch_in_clauses_of(raw, said, russian)
+    if whole is not None:
+        return whole
+    # "мама сказала, если я не отвечу, она комп заберёт. короче следи за телегой, если мама напишет — дёргай
+    # меня": the sentences before the watch's, remarks that may tell someone's words, left out
+    sentences = re.split(r"(?<=[.!?])\s+", raw.strip())
+    for start in range(1, len(sentences)):
+        if not remark(sentences[start - 1]):
+            return None
+        after = _watch_in_clauses_of(" ".join(sentences[start:]), said, russian)
+        if after is not None:  # never one that points back at the sentences left out ("when that message comes in")
+            return None if _POINTING & set(norm_words(after.subject).split()) else after
+    return None
+
+
+_POINTING = frozenset(words("requests", "pointing_words"))
+
+
+def _watch_in_clauses_of(raw: str, said: str, russian: bool) -> Intent | None:
     clauses = _what_is_written_joined([c.strip(" .!?") for c in _CLAUSE_END.split(raw.strip()) if c and c.strip(" .!?—–-")])
     app_named = any(pattern.search(" " + raw) for _name, pattern in CHANNELS)
     found = [(at, condition) for at, clause in enumerate(clauses) for condition in [_CONDITION.search(clause)]

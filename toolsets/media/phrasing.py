@@ -220,8 +220,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
                  and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
-            subject = _FILLER.sub(" ", " ".join(w for w in rest.split() if w not in _DETAIL_GLUE)).strip()
-            if not subject or TIMER_WORD.search(subject) or len(subject.split()) > 6:
+            subject = _FILLER.sub(" ", " ".join(_glue_trimmed(rest.split()))).strip()
+            if not subject or TIMER_WORD.search(subject) or len([w for w in subject.split() if w not in _TITLE_GLUE]) > 6:
                 return None
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
@@ -233,6 +233,24 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, subject=norm_words(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)
     return None
+
+
+def _glue_trimmed(words: list[str]) -> list[str]:
+    """A details question's words around a title, its glue left out but a title's own inside it
+    ("война и мир бондарчука", "fellowship of the ring": `title_glue_words`); an article before it
+    bounds it ("the godfather part two") and is left out too."""
+    named = [at for at, word in enumerate(words) if word not in _DETAIL_GLUE]
+    if not named:
+        return []
+    first, last = named[0], named[-1]
+    first -= 1 if first and words[first - 1] in _ARTICLES else 0
+    kept = [word for at, word in enumerate(words[first:last + 1], first)
+            if word not in _DETAIL_GLUE or word in _TITLE_GLUE or at == first]
+    return kept[1:] if len(kept) > 1 and kept[0] in _ARTICLES else kept  # the catalog finds it without its article
+
+
+_ARTICLES = frozenset(listed_words("titles", "article_words", _WORDS))  # "the", "a": a title's first word
+_TITLE_GLUE = frozenset(listed_words("titles", "title_glue_words", _WORDS))  # "of", "и": inside a title
 
 
 _WHICH = frozenset(listed_words("titles", "which_words", _WORDS))

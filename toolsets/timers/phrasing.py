@@ -467,6 +467,9 @@ _DIGITS = {str(word): str(digit) for word, digit in table("spoken", "digits").it
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
 
+_FILLER_ALONE = re.compile(r"(?:" + alternation("requests", "filler_clause_patterns") + r")", re.IGNORECASE)
+
+
 def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A new length or clock time for the timer just set, said as a second thought, among
     clauses that ask for nothing: before it remarks, a no, the time that was wrong ("ой нет, не
@@ -476,7 +479,9 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
     if all(remark(sentence) or _says_no(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
         return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
-    clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*", raw.strip()) if part.strip(" .!?")]
+    # (a dash ends a clause too: "make that forty-five — it's a long chapter")
+    clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*|\s+[—–]\s+", raw.strip())
+               if part.strip(" .!?") and not _FILLER_ALONE.fullmatch(part.strip(" .!?"))]
     changed = [_changed_to(clause, russian, after_no=at > 0 and _says_no(clauses[at - 1]))
                for at, clause in enumerate(clauses)]
     changes = [at for at, change in enumerate(changed) if change is not None]
