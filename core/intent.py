@@ -242,6 +242,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     # "ты в принципе умеешь за телегой следить, чтоб если начальник напишет, ты меня будил?": asked before
     # the condition's "you would" goes (it takes "умеешь" with it)
     asks_ability = _ABLE_QUESTION.search(text) is not None
+    if kind not in ("timer_cancel", "task_cancel"):  # "не надо напоминать" is a cancel, not a cancel not given
+        text = _NEGATED_ORDER.sub(" ", text)  # "don't put anything up on my glasses for now": an order not given (h57)
     # "if I ever move to Tokyo I'd have to switch the home city": what the user would have to do, not a request
     if_said = _IF_CLAUSE.search(text) is not None
     hypothetical = if_said and bool(_OWN_CHORE.search(text))
@@ -303,6 +305,8 @@ _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", 
 # user's own is outside them ("выведи на очки: «пароль 1234»" asks for the screen)
 _QUOTED = re.compile(r":\s*[«\"“„][^«»\"“”„]{1,300}[»\"”“]")
 # a person called by name first, with no comma after (a recogniser's text), before an order
+_ENDEARING_NAME = re.compile(r"^\W*(?P<name>" + _alternation("addressee_name_patterns") + r")\s*[,!]")
+_ASSISTANT_CALLED = frozenset(fold(word) for word in words("spoken", "address_words"))  # "деточка": the assistant
 _NAMED_FIRST = re.compile(_ADDRESSED.pattern.removesuffix(r"\s*[,!]") + r"\s+", re.IGNORECASE)
 _LISTENERS_OWN = _grammar("listeners_own_patterns", r"(?<!\w)(?:{})(?!\w)")
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
@@ -349,6 +353,9 @@ def addressed_elsewhere(said: str) -> bool:
     set an alarm on your phone for six?", "поставь себе будильник"): the assistant has none."""
     folded = fold(said)
     if _ADDRESSED.match(folded) or _LISTENERS_OWN.search(folded):
+        return True
+    endearing = _ENDEARING_NAME.match(folded)  # "Серёженька, внучек, нажми …"
+    if endearing is not None and endearing["name"] not in _ASSISTANT_CALLED:
         return True
     named = _NAMED_FIRST.match(folded)  # "лен поставь чайник а?": speech written with no comma
     return named is not None and opens_an_order(folded[named.end():])

@@ -784,7 +784,9 @@ class ReflexSteps:
         return None if request is None else await self._carry_out_one(turn, request)
 
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
-        """"выведи на очки: …": the text on the glasses, and left there as the answer."""
+        """"выведи на очки: …": the text on the glasses, and left there as the answer; a code said
+        digit by digit in figures ("gate code four four oh seven": 4407), as a message sent has it."""
+        intent = msgspec.structs.replace(intent, text=digits_in_figures(intent.text))
         return None if await self.call(turn, "show_text", intent.text) is None else show_answer(intent)
 
 

@@ -626,6 +626,16 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     # h43: the flight's length told, then "start Shogun": the model set a timer "in 12 hours"
     ("timers", "TOOL_CALL: timers_set|in 12 hours; Tokyo, no wifi",
      "twelve hours to Tokyo, no wifi, great. might as well get in the mood, start Shogun for me", "(not_requested)"),
+    # h57's traps: a request to a grandson by his endearing name, a son's own reminder told, a text on the glasses
+    # said not to be shown: the model set the timers and showed the text
+    ("timers", "TOOL_CALL: timers_set|in 20 minutes; нажми там на духовке",
+     "Серёженька, внучек, нажми там на духовке таймер минут на двадцать, у бабушки руки все в тесте", "(not_requested)"),
+    ("timers", "TOOL_CALL: timers_set|in 1 hour; don't forget Mothering Sunday this year",
+     "my son rang from London last night, said he's set himself a reminder so he won't forget Mothering Sunday this year. "
+     "bless him, he forgot it last year", "(not_requested)"),
+    ("media", "TOOL_CALL: show_text|I'm pricking out the seedlings and I need to see what I'm doing.",
+     "don't put anything up on my glasses for now, I'm pricking out the seedlings and I need to see what I'm doing",
+     "(not_requested)"),
     # h51's trap: "can you put stuff on the glasses screen …? just wondering" showed the user's words on it
     ("media", "TOOL_CALL: show_text|I'll try it tomorrow when I'm more human",
      "can you put stuff on the glasses screen, like a little feed log? just wondering, I'll try it tomorrow when I'm more human",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 import yaml
 
@@ -378,8 +379,21 @@ def test_where_the_reflex_reads_the_eval_sets_words_a_declared_sentence_reads_th
         turns += [turn["say"] for scenario in data.get("scenario", []) for turn in scenario.get("turns", [])
                   if isinstance(turn.get("say"), str)]
     assert len(turns) > 1000
-    differ = [said for said in turns if (old := recognise(said)) is not None and recognised(intents.match(said), said) != old]
+    differ = [said for said in turns if (old := recognise(said)) is not None
+              and _same_length_read(recognised(intents.match(said), said)) != _same_length_read(old)]
     assert differ == []
+
+
+def _same_length_read(intent):
+    """An intent with a length read in either language's words as seconds ("in 25 минут", "in 25 minutes")."""
+    from core.timers import TimerError
+
+    if intent is None or not intent.when.startswith("in "):
+        return intent
+    try:
+        return msgspec.structs.replace(intent, when=f"{parse_duration(intent.when[3:]):g} s")
+    except TimerError:
+        return intent
 
 
 def test_a_declared_template_naming_a_slot_the_sentence_left_empty_calls_nothing(tmp_path):
@@ -644,6 +658,16 @@ _FORMS_OF_H48_TO_H51 = [
     # h55: a text dictated after asides in its own sentence, a remark sentence after it
     (["пока я не забыл — а забываю я, как выяснилось, всё, что не записано, — отправь мне на телефон: кардамон, сливки "
       "тридцать три процента и лимон. Это для вечернего соуса, если что"], "кардамон, сливки тридцать три процента и лимон"),
+    # h56/h57: a code said digit by digit shown in figures; "the last of us"; a bare change after the sentence saying
+    # the new number; a weekly reminder with "тогда"; "по-нашему" in a conversion; the background asked "at the moment"
+    (["put gate code four four oh seven and flat twelve B on my glasses"], "4407"),
+    (["how many episodes is the last of us"], "16"),
+    (["поставь таймер на сорок минут, хлеб в духовку посадила", "ой, нет, я в книжку глянула, там сорок пять. переставь"],
+     "45 минут"),
+    (["ага. поставь мне тогда напоминание каждое воскресенье в семь вечера ему звонить"], "по воскресеньям в 19:00"),
+    (["восемь унций сахару — это по-нашему сколько граммов?"], "226.8"),
+    (["what have you got running in the background at the moment?"], "Nothing is running"),
+    (["а что у тебя сейчас там в фоне работает, покажи-ка"], "ничего не выполняется"),
     # h51: "degrees" alone, asked in the other scale
     (["my mum only does Fahrenheit. bath water for the baby should be thirty seven degrees, what's that in F?"], "98.6 F"),
 ]

@@ -220,6 +220,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
                  and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
         if named:  # "кто снял Служебный роман?": that title, searched first
+            if any(not w.isdigit() and _ORDINAL.fullmatch(" " + w) for w in rest.split()):
+                return None  # "the first lord of the rings", "второго брата": which of a title's parts, the model's
             subject = _FILLER.sub(" ", " ".join(_glue_trimmed(rest.split()))).strip()
             if not subject or TIMER_WORD.search(subject) or len([w for w in subject.split() if w not in _TITLE_GLUE]) > 6:
                 return None
@@ -239,18 +241,20 @@ def _glue_trimmed(words: list[str]) -> list[str]:
     """A details question's words around a title, its glue left out but a title's own inside it
     ("война и мир бондарчука", "fellowship of the ring": `title_glue_words`); an article before it
     bounds it ("the godfather part two") and is left out too."""
-    named = [at for at, word in enumerate(words) if word not in _DETAIL_GLUE]
+    named = [at for at, word in enumerate(words)  # ("last" is glue only as the question's last word: "the last of us")
+             if word not in _DETAIL_GLUE or word in _GLUE_LAST_ONLY and at < len(words) - 1]
     if not named:
         return []
     first, last = named[0], named[-1]
     first -= 1 if first and words[first - 1] in _ARTICLES else 0
     kept = [word for at, word in enumerate(words[first:last + 1], first)
-            if word not in _DETAIL_GLUE or word in _TITLE_GLUE or at == first]
+            if word not in _DETAIL_GLUE or word in _TITLE_GLUE or at == first or at in named]
     return kept[1:] if len(kept) > 1 and kept[0] in _ARTICLES else kept  # the catalog finds it without its article
 
 
 _ARTICLES = frozenset(listed_words("titles", "article_words", _WORDS))  # "the", "a": a title's first word
 _TITLE_GLUE = frozenset(listed_words("titles", "title_glue_words", _WORDS))  # "of", "и": inside a title
+_GLUE_LAST_ONLY = frozenset(listed_words("titles", "detail_glue_last_only_words", _WORDS))  # "how long does it last"
 
 
 _WHICH = frozenset(listed_words("titles", "which_words", _WORDS))
@@ -271,8 +275,15 @@ def _instead_intent(raw: str, said: str, russian: bool) -> Intent | None:
     found = _INSTEAD.match(clauses[-1]) if clauses else None
     if found is None or not all(remark(c) or second_thought(c) for c in clauses[:-1]):
         return None
-    titled = _titled("play", found["first"] or found["title"], said, russian)
+    said_instead = found["first"] or found["title"]
+    if _TOLD_EVENT.search(f" {norm_words(said_instead)} "):
+        return None  # "the editor has just replied on WhatsApp instead": what happened, not a title
+    titled = _titled("play", said_instead, said, russian)
     return None if titled is None or not titled.subject else msgspec.structs.replace(titled, found_only=True)
+
+
+# what tells an event, not a title, in the words put "instead" ("… has just replied on WhatsApp instead")
+_TOLD_EVENT = re.compile(r"\s(?:" + listed_alternation("titles", "told_event_patterns", _WORDS) + r")\s")
 
 
 def _which_by_age(raw: str, said: str, russian: bool) -> Intent | None:

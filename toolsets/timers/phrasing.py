@@ -467,6 +467,8 @@ _DIGITS = {str(word): str(digit) for word, digit in table("spoken", "digits").it
 _NOT_THAT = re.compile(r"^(?:не|not)\s+(?:(?:на|в|к|at|for|to|in)\s+)?[\w:]+(?:\s+[\w:]+)?$")
 
 
+# a change said with no new time: "переставь", "change it" (the time said in the sentence before)
+_BARE_CHANGE = re.compile(r"(?:" + alternation("naming", "bare_change_patterns", WORDS) + r")", re.IGNORECASE)
 _FILLER_ALONE = re.compile(r"(?:" + alternation("requests", "filler_clause_patterns") + r")", re.IGNORECASE)
 
 
@@ -477,8 +479,12 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     half past eight, he's at choir practice until eight"); which timer is the session's to find
     (the one the turn before set)."""
     *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
-    if all(remark(sentence) or _says_no(sentence) for sentence in before) and (changed := _changed_to(last, russian)) is not None:
-        return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
+    if all(remark(sentence) or _says_no(sentence) for sentence in before):
+        if (changed := _changed_to(last, russian)) is not None:
+            return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
+        said_before = re.findall(r"\d+", in_figures(" ".join(before)))
+        if len(said_before) == 1 and _BARE_CHANGE.fullmatch(last.strip(" .!?")):
+            return _changed_to(f"{last.strip(' .!?')} {said_before[0]}", russian)  # "…, там сорок пять. переставь"
     # (a dash ends a clause too: "make that forty-five — it's a long chapter")
     clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*|\s+[—–]\s+", raw.strip())
                if part.strip(" .!?") and not _FILLER_ALONE.fullmatch(part.strip(" .!?"))]
