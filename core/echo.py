@@ -66,8 +66,8 @@ _ABOUT_TOOLS = re.compile(r"(?i)\W*(?:no\s+tools?\s+(?:is\s+|are\s+)?(?:needed|r
                           r"инструмент\w*\s+не\s+(?:нужн|требу)\w*)\W*")
 _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
 # a marker of the model's own making, not words: "NO_TOOL_CALL", "NO_TOOL" (the embedded model, to a remark)
-# "NO TOOL" (h39), a bare "NO" or "NONE" in capitals (h41: the whole answer to "не-не, мне старый …")
-_CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*|\W*NO\s+TOOLS?(?:\s+CALLS?)?\W*|\W*(?:NO|NONE|NULL|N/A)\W*")
+# "NO TOOL" (h39), "NO TOOL_CALL" (h56), a bare "NO" or "NONE" in capitals (h41: the whole answer to "не-не, мне старый …")
+_CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*|\W*NO\s+TOOLS?(?:[\s_]+CALLS?)?\W*|\W*(?:NO|NONE|NULL|N/A)\W*")
 
 
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",
