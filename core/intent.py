@@ -341,8 +341,9 @@ def quoted_request(said: str) -> bool:
     spans = list(_QUOTE_SPAN.finditer(said))
     if not any(_ASKING_VERB.search(fold(span["single"] or span["double"])) for span in spans):
         return False
-    outside = _QUOTE_SPAN.sub(" ", said)
-    return _ASKING_VERB.search(fold(outside)) is None
+    outside = _QUOTE_SPAN.sub(" ", said)  # "скинь мне на телефон «напомни маме …»": the user's own order outside
+    return _ASKING_VERB.search(fold(outside)) is None and all(remark(part) for part in re.split(r"(?<=[.!?])\s+", outside)
+                                                               if part.strip(" .!?"))
 
 
 def addressed_elsewhere(said: str) -> bool:

@@ -928,3 +928,18 @@ async def test_part_of_what_was_said_is_never_answered_as_the_whole(tmp_path, sa
         final = finals(await system.turn("s", said))[-1]
         calls = [r["content"] for r in tool_results(await system.history("s"))]
         assert final == "MODEL" and not calls or "228" in final, (final, calls)
+
+
+@pytest.mark.parametrize("said", [
+    # a text dictated in quotes that itself holds an order is the user's own request to send or show it
+    "скинь мне на телефон «напомни маме про лекарство»",
+    "выведи на очки «поставь чайник»",
+])
+async def test_a_quoted_text_the_user_asks_to_send_or_show_is_sent(tmp_path, said):
+    tool = "notify_user" if "телефон" in said else "show_text"
+    backend = _calling_on_user_turns(f"TOOL_CALL: {tool}|{said.split('«')[1].rstrip('»')}", "Готово.")
+    async with inproc_system(tmp_path, backend=backend, frame=False, reflexes=False) as system:
+        await system.turn("s", "call enable_toolset|notify")
+        await system.turn("s", said)
+        results = await _results_of(system, tool)
+        assert results and not results[-1]["content"].startswith("not executed"), results
