@@ -239,7 +239,7 @@ async def test_the_glasses_talked_about_are_no_place_to_put_a_text(tmp_path):
     # h33: "чё-то очки греются … глянь, что сейчас запущено" put "что сейчас запущено" on the screen
     said = "чё-то очки греются и тупят, может у тебя там куча всего в фоне крутится? глянь, что сейчас запущено"
     calls, final, _ = await _framed_turn(tmp_path, said, "show on the screen: что сейчас запущено", "show_text")
-    assert not calls and final == "Хорошо."  # the model's turn
+    assert not calls and "что сейчас запущено" not in final  # the tasks toolset's sentence answers it, or the model
     calls, _, _ = await _framed_turn(tmp_path, "кинь на экран очков, что сейчас запущено", "show on the screen: что сейчас запущено",
                                      "show_text")
     assert calls == ["TOOL_CALL: show_text|что сейчас запущено"]

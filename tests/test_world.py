@@ -318,7 +318,7 @@ class Phone(RecordingGlasses):
      "списком мука яйца дрожжи и молоко"),
     # h30: "send that" with a reason after it (the model searched the list as a film)
     ("жена просила купить сметану, хлеб и десяток яиц. скинь мне это на телефон, а то точно забуду",
-     "жена просила купить сметану хлеб и десяток яиц"),
+     "жена просила купить сметану, хлеб и десяток яиц"),  # its commas kept
     # h30: "this" before a colon is what follows it (it was the remark before)
     ("my glasses are about to die so quick, push this to my phone: the gate code is 3318", "the gate code is 3318"),
     # h32: a code said digit by digit is sent in figures (the phone showed "four seven one nine")
