@@ -232,6 +232,8 @@ class AsyncSocket:
             # just around it, so the work between waits cannot be interrupted by a wake-up.
             with anyio.CancelScope() as scope:
                 while True:
+                    if self._closed:  # closed by its owner while a wait returned (a context's exit): the pump is done
+                        return
                     events = sock.getsockopt(_EVENTS)
                     progressed = False
                     if events & _POLLIN:
@@ -283,6 +285,9 @@ class AsyncSocket:
 
             tg.start_soon(deliver)
             while True:
+                if self._closed:  # closed by its owner while we waited
+                    tg.cancel_scope.cancel()
+                    return
                 events = self.socket.getsockopt(_EVENTS)
                 if self._out and events & _POLLOUT:
                     try:
