@@ -327,7 +327,7 @@ def sent_to_phone(said: str) -> bool:
 
 
 # what asks for something (core/words/*/requests.toml)
-_ASKING_VERB = re.compile(r"(?<!\w)(?:" + alternation("requests", "request_verb_patterns") + r")(?!\w)")
+REQUEST_VERB = re.compile(r"(?<!\w)(?:" + alternation("requests", "request_verb_patterns") + r")(?!\w)")
 # words in quotation marks, single or double ("Ben keeps shouting 'play Toy Story!'"); an apostrophe
 # inside a word ("it's", "don't") neither opens nor closes them
 _QUOTE_SPAN = re.compile(r"(?<!\w)(?:'(?P<single>.{3,200}?)'(?!\w)|[«\"“„](?P<double>[^«»\"“”„]{3,200})[»\"”“])")
@@ -339,10 +339,10 @@ def quoted_request(said: str) -> bool:
     buddy, lights out"); a title or a text in quotes after the user's own verb is theirs
     ("включи «Морозко»", "put 'meeting at 5' on my display")."""
     spans = list(_QUOTE_SPAN.finditer(said))
-    if not any(_ASKING_VERB.search(fold(span["single"] or span["double"])) for span in spans):
+    if not any(REQUEST_VERB.search(fold(span["single"] or span["double"])) for span in spans):
         return False
     outside = _QUOTE_SPAN.sub(" ", said)  # "скинь мне на телефон «напомни маме …»": the user's own order outside
-    return _ASKING_VERB.search(fold(outside)) is None and all(remark(part) for part in re.split(r"(?<=[.!?])\s+", outside)
+    return REQUEST_VERB.search(fold(outside)) is None and all(remark(part) for part in re.split(r"(?<=[.!?])\s+", outside)
                                                                if part.strip(" .!?"))
 
 

@@ -27,7 +27,7 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import addressed_elsewhere, asks_ability, asks_to_watch, quoted_request, casual, same_word, sent_to_phone
+from core.intent import REQUEST_VERB, addressed_elsewhere, asks_ability, asks_to_watch, quoted_request, casual, same_word, sent_to_phone
 from core.lexicon import alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
@@ -158,7 +158,7 @@ def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | No
 def _opens_a_request(clause: str, phrasings: Sequence[Phrasing]) -> bool:
     """A clause that starts as a request does: a request verb, "kill that one", or as a toolset's
     phrasing says one of its requests opens ("you can stop watching for …")."""
-    return bool(VERB_START.match(clause) or _REQUEST_VERB.match(clause) or CANCEL_IT.match(clause)
+    return bool(VERB_START.match(clause) or REQUEST_VERB.match(clause) or CANCEL_IT.match(clause)
                 or any(phrasing.opens(clause) for phrasing in phrasings))
 
 
@@ -273,7 +273,6 @@ def _recognised(said: str, phrasings: Sequence[Phrasing]) -> Intent | None:
 _NOT_NOW = re.compile(r"(?<!\w)(?:" + _any("not_now_patterns") + r")(?!\w)")
 
 
-_REQUEST_VERB = re.compile(r"(?<!\w)(?:" + _any("request_verb_patterns") + r")(?!\w)")
 
 
 # what a reflex changes: held back when the words only ask whether it can be done
@@ -296,7 +295,7 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
         return True
     raw = _plain_words(in_digits(said))
     joint = _second_request(raw)
-    if joint is not None and not _REQUEST_VERB.search(raw[:joint.start()]):
+    if joint is not None and not REQUEST_VERB.search(raw[:joint.start()]):
         joint = None  # "oh and another one for 45 minutes", "внучек, а включи …": one request
     if joint is not None or kind not in ("timer_cancel", "unwatch") and _NEGATION.search(" " + raw):
         return True

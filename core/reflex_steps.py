@@ -74,7 +74,7 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
         joined = [*parts[:at], f"{parts[at]}, {parts[at + 1]}", *parts[at + 2:]]
         match = local.match(joined[at])
         if match is not None and match.call is not None and len(joined) > 1 and _only_remarks_beside(joined, joined[at]) \
-                and not (match.ends_free and ":" in joined[at] and _goes_on_past_a_comma(said, parts[at + 1])):
+                and not _dictation_cut(match, joined[at], said, parts[at + 1]):
             return match
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
     if len(matched) > 1 and len({(match.intent, repr(match.slots)) for match, _part in matched}) == 1:
@@ -82,7 +82,7 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
         parts = [part for part in parts if part not in [said for _match, said in matched[1:]]]
         matched = matched[:1]
     if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) \
-            and not (matched[0][0].ends_free and ":" in matched[0][1] and _goes_on_past_a_comma(said, matched[0][1])):
+            and not _dictation_cut(matched[0][0], matched[0][1], said, matched[0][1]):
         return matched[0][0]  # (never free text cut at a comma: "скинь … код: сто сорок семь, вызов, 228")
     sentences = _clauses(said, commas=False)  # "…, а очки уже почти сели. скинь мне на телефон списком: мука, яйца"
     whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
@@ -91,13 +91,13 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     return (_clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])) if not whole else None
 
 
-def _goes_on_past_a_comma(said: str, part: str) -> bool:
-    """Whether a comma follows `part` in `said`: a text dictated after a colon goes on past it
-    ("код: сто сорок семь, вызов, 228"); the callers ask only of a part with a colon (a clause after a
-    value said with none is a remark: "send my locker number to my phone, it's two fourteen, I always
-    forget it")."""
-    at = said.find(part)
-    return at >= 0 and said[at + len(part):].lstrip().startswith(",")
+def _dictation_cut(match: LocalMatch, text: str, said: str, last_part: str) -> bool:
+    """Whether `match` read `text` as a request whose free text, dictated after a colon, goes on past
+    a comma after `last_part` in `said` ("код: сто сорок семь, вызов, 228"): reading it would cut the
+    text. A clause after a value said with no colon is a remark ("send my locker number to my phone,
+    it's two fourteen, I always forget it")."""
+    at = said.find(last_part)
+    return match.ends_free and ":" in text and at >= 0 and said[at + len(last_part):].lstrip().startswith(",")
 
 
 DICTATION_REMARKS_MAX = 8  # clauses of remarks a dictated request may follow in its sentence (one match each)
@@ -140,7 +140,6 @@ def _with_text_as_said(match: LocalMatch, dictated: str) -> LocalMatch:
         return match
     label = " ".join(str(match.slots[free[0]]).split()[:-len(tail)])
     return msgspec.structs.replace(match, slots={**match.slots, free[0]: f"{label}: {dictated}" if label else dictated})
-    return None
 
 
 def _clause_of_a_sentence(local: LocalIntents, sentences: list[str]) -> LocalMatch | None:

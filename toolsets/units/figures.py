@@ -19,14 +19,18 @@ REL_TOLERANCE = 0.05  # a rounded figure ("about 0.7 kg" for 0.68) is not wrong
 _AMOUNT = r"(?P<{n}>-?\d+(?:[.,]\d+)?)"
 
 
+@functools.lru_cache(maxsize=1)
+def _declared() -> dict:
+    return yaml.safe_load(_INTENTS.read_text(encoding="utf-8"))["sentences"]
+
+
 def _said_values(list_name: str) -> dict[str, str]:
     """Every way this folder's sentences say a value of list `list_name` -> the value."""
     from hassil.parse_expression import parse_sentence
     from hassil.sample import sample_expression
 
-    declared = yaml.safe_load(_INTENTS.read_text(encoding="utf-8"))["sentences"]
     found: dict[str, str] = {}
-    for language in declared.values():
+    for language in _declared().values():
         for value in language.get("lists", {}).get(list_name, {}).get("values", []):
             for said in sample_expression(parse_sentence(value["in"]).expression):
                 if said.strip():
