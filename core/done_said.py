@@ -19,7 +19,7 @@ import re
 from core.echo import first_line
 from core.lexicon import alternation
 from core.local_intents import Say
-from core.timers import format_span
+from core.timers import WEEKEND_DAYS, WORK_DAYS, WEEKDAYS, format_span
 from core.timewords import in_digits, numbers_said, spoken_parts
 from protocol.results import Playing, TimerSet, ToolData
 
@@ -101,6 +101,19 @@ def set_for_said(say: Say, due: float, since: float, tz: dt.tzinfo, russian: boo
     return say("timer_set_for", day=day, at=f"{moment:%H:%M}", text=text) if day is not None else None
 
 
+def days_said(say: Say, days: tuple[str, ...]) -> str | None:
+    """"on weekdays", "every Tuesday and every Friday", "по вторникам и по четвергам": the days of
+    the week a timer repeats on (the timer tool's names), in the timers' words."""
+    mask = sum(1 << WEEKDAYS.index(day) for day in days if day in WEEKDAYS)
+    named = {WORK_DAYS: "weekly_weekdays", WEEKEND_DAYS: "weekly_weekends"}.get(mask)
+    if named is not None:
+        return say(named)
+    each = [say(f"weekly_{day}") for day in days]
+    if not each or None in each:
+        return None
+    return each[0] if len(each) == 1 else say("weekly_and", first=", ".join(each[:-1]), last=each[-1])  # type: ignore[arg-type]
+
+
 def span_said(say: Say, seconds: float) -> str | None:
     """"1 минуту", "1 час 30 минут", "45 seconds": how long, in the timers toolset's words
     (`span_hours`, `span_minutes`, `span_seconds`, `span_zero`: counts in their form); None when
@@ -121,6 +134,9 @@ def _timer_sentence(timer: TimerSet, russian: bool, say: Say, tz: dt.tzinfo) -> 
     about = f": {text}" if text and text not in ("таймер", "timer") else ""
     if timer.every_s == DAY_S:
         return say("timer_set_daily", at=clock, text=about)
+    if timer.days:  # "I'll remind you on weekdays at 07:00: alarm."
+        days = days_said(say, timer.days)
+        return None if days is None else say("timer_set_weekly", days=days, at=clock, text=about)
     if timer.due - timer.set_at >= ALARM_SPAN_S:
         return set_for_said(say, timer.due, timer.set_at, tz, russian, about)
     seconds = max(0, round(timer.due - timer.set_at))

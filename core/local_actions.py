@@ -78,6 +78,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         if _first_word_a_number(text):
             return None  # "в девять ноль пять вечера полить …": a part of the time not read, left in the text
         every = {"day": "1 day", "week": "1 week"}.get(str(match.slots.get("repeat", "")), "")
+        if match.slots.get("repeat") == "days":  # "on weekdays", "every Tuesday and Friday": the timer tool's names
+            every = ",".join(str(match.slots[slot]) for slot in ("days", "days_2", "days_3") if match.slots.get(slot))
         if not every and says_repeat(text):
             return None  # "поставь напоминание на 8 вечера, каждый день": a repeat left in the text is the model's
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None

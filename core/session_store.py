@@ -160,7 +160,7 @@ class SessionStore:
             conversation.trajectory = Trajectory.restore(stored.entries, sink)
             conversation.seen.update(dict.fromkeys(stored.seen))
             state = stored.state
-            conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every) for t in state.timers], state.next_timer)
+            conversation.timers.restore([Timer(t.timer_id, t.due, t.text, t.every, t.days) for t in state.timers], state.next_timer)
             conversation.tracker.restore(state.skills_version, state.skills_names, state.skills_read)
             conversation.last_active = stored.last_active
             self.world.restore(sid, state.world)
@@ -229,7 +229,7 @@ class SessionStore:
         timers, next_number = conversation.timers.snapshot()
         skills_version, skills_names, skills_read = conversation.tracker.state()
         self.journal.save_state(sid, SessionState(
-            timers=[TimerRow(t.timer_id, t.due, t.text, t.every) for t in timers], next_timer=next_number,
+            timers=[TimerRow(t.timer_id, t.due, t.text, t.every, t.days) for t in timers], next_timer=next_number,
             skills_version=skills_version, skills_names=skills_names, skills_read=skills_read,
             world=self.world.snapshot(sid)))
 

@@ -20,6 +20,7 @@ from protocol import Event
 LATE_AFTER_S = 5.0  # a timer fired this long after its time was missed (the runtime was down)
 MAX_AHEAD_S = 3660 * 86400.0  # ~10 years: beyond that it is a mistake, not a reminder
 EXAMPLES = "'in 5 minutes', 'через 2 часа', '5m', '1h30m', '09:30', 'tomorrow 07:00' or ISO time like 2026-12-01T09:00"
+DAYS_EXAMPLES = "'weekdays', 'weekends' or days of the week like 'tuesday,thursday'"
 
 
 class TimerError(ValueError):
@@ -42,6 +43,12 @@ _ISO_START = re.compile(r"\d{4}-\d{2}-\d{2}")
 # the tool's names of the days of the week ("monday 10:00": the next Monday's; today's when still ahead)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _DAY_CLOCK = re.compile(r"(today|tomorrow|" + "|".join(WEEKDAYS) + r")\s+(?:at\s+)?(\d{1,2})[:.](\d{2})")  # "tomorrow 07:00": that day's
+# a repeat on days of the week (`every`: "weekdays", "tuesday,thursday", "mon-fri"), as a bit mask: Monday = 1
+WORK_DAYS, WEEKEND_DAYS = 0b0011111, 0b1100000
+_DAY_SET_NAMES = {**dict.fromkeys(lexicon.words("durations", "work_days_words"), WORK_DAYS),
+                  **dict.fromkeys(lexicon.words("durations", "weekend_words"), WEEKEND_DAYS)}
+_DAY_SEPARATORS = re.compile(r"\s*(?:,|;|/|&|\+|\b(?:" + "|".join(lexicon.words("durations", "joining_words")) + r")\b)\s*")
+_DAY_RANGE = re.compile(r"([a-z]+)\s*(?:-|–|\bto\b|\bthrough\b|\bthru\b)\s*([a-z]+)")
 
 
 def parse_duration(text: str) -> float:
@@ -70,6 +77,50 @@ def parse_duration(text: str) -> float:
     if total > MAX_AHEAD_S:
         raise TimerError(f"the duration {text!r} is more than ten years away")
     return total
+
+
+def _weekday_number(word: str) -> int | None:
+    """0 for "monday", "mon", "mondays", "Tues"..., None for a word that names no day."""
+    word = word.strip(". ").removesuffix("s") if len(word) > 4 else word.strip(". ")
+    return next((number for number, name in enumerate(WEEKDAYS) if len(word) >= 3 and name.startswith(word)), None)
+
+
+def parse_days(text: str) -> int:
+    """The days of the week a repeat names, as a bit mask (Monday = 1): "weekdays", "weekends",
+    "tuesday,thursday", "every Tuesday and Friday", "mon-fri"; 0 when `text` names no day (a
+    length then: "1 day"). Raises TimerError for days mixed with words that are none."""
+    said = " ".join((text or "").casefold().split()).strip(" .!")
+    if said in _DAY_SET_NAMES:
+        return _DAY_SET_NAMES[said]
+    mask, others = 0, []
+    for part in filter(None, _DAY_SEPARATORS.split(said)):
+        words = [w for w in part.split() if w not in _FILLER and w not in ("on", "at")]
+        span = _DAY_RANGE.fullmatch(" ".join(words))
+        if span is not None and None not in (first := _weekday_number(span[1]), last := _weekday_number(span[2])):
+            mask |= sum(1 << day % 7 for day in range(first, first + (last - first) % 7 + 1))
+        elif len(words) == 1 and (words[0] in _DAY_SET_NAMES or _weekday_number(words[0]) is not None):
+            mask |= _DAY_SET_NAMES.get(words[0]) or 1 << _weekday_number(words[0])
+        else:
+            others.append(part)
+    if mask and others:
+        raise TimerError(f"cannot read the days {text!r}: use {DAYS_EXAMPLES}")
+    return mask
+
+
+def day_names(mask: int) -> tuple[str, ...]:
+    """The tool's names of the days in `mask`, Monday first."""
+    return tuple(name for number, name in enumerate(WEEKDAYS) if mask >> number & 1)
+
+
+def next_on_days(moment: float, mask: int, tz: tzinfo, after: bool = False) -> float:
+    """The first moment at `moment`'s clock time on a day in `mask`, from `moment`'s own day on
+    (the day after it with `after`), on the wall clock of `tz` (a change of summer time keeps 07:00)."""
+    local = datetime.fromtimestamp(moment, tz)
+    for ahead in range(int(after), int(after) + 7):
+        day = local.date() + timedelta(days=ahead)
+        if mask >> day.weekday() & 1:
+            return datetime.combine(day, local.time().replace(tzinfo=None), tzinfo=tz).timestamp()
+    return moment + 7 * 86400.0  # no day in the mask: never set (parse_days makes none)
 
 
 def said_as_clock(text: str) -> bool:
@@ -195,6 +246,7 @@ class Timer:
     due: float
     text: str
     every: float | None = None  # seconds between firings; None: one-shot
+    days: int = 0  # or a repeat on these days of the week at the same clock time (parse_days' mask)
 
     def to_event(self, fired_at: float, tz: tzinfo = timezone.utc) -> Event:
         """The timer event for the session queue (E1); the id is stable per firing (dedupe). One
@@ -223,7 +275,7 @@ class TimerTable:
 
     def snapshot(self) -> tuple[list[Timer], int]:
         """(timers, next id number): what a restart needs to bring the table back."""
-        return [Timer(t.timer_id, t.due, t.text, t.every) for t in self._timers.values()], self._next_number
+        return [Timer(t.timer_id, t.due, t.text, t.every, t.days) for t in self._timers.values()], self._next_number
 
     def restore(self, timers: list[Timer], next_number: int) -> None:
         self._timers = {t.timer_id: t for t in timers}
@@ -245,16 +297,18 @@ class TimerTable:
             raise TimerError(f"too many timers ({self.max_timers}): cancel some first ({self._ids()})")
         now = self.clock()
         due = parse_when(when_text, now, self.tz)
-        interval = None
-        if every is not None and every.strip():
+        interval, days = None, parse_days(every or "")
+        if days:  # "every weekday at 07:00": from the first of those days on
+            due = next_on_days(due, days, self.tz)
+        elif every is not None and every.strip():
             interval = parse_duration(every)
             if interval < self.min_repeat_s:
                 raise TimerError(f"a repeating timer needs at least {format_span(self.min_repeat_s)} between firings")
         timer_id = f"t{self._next_number}"
         self._next_number += 1
-        self._timers[timer_id] = Timer(timer_id, due, text, interval)
+        self._timers[timer_id] = Timer(timer_id, due, text, interval, days)
         self._changed()
-        repeat = f", then every {format_span(interval)}" if interval else ""
+        repeat = f", then {self._repeat(self._timers[timer_id])}" if interval or days else ""
         confirmation = f"Timer {timer_id} set for {self._when(due, now)}{repeat}: {text}"
         return timer_id, due, confirmation
 
@@ -265,7 +319,7 @@ class TimerTable:
         now = self.clock()
         lines = [f"{len(self._timers)} timer{'s' if len(self._timers) > 1 else ''}:"]
         for timer in sorted(self._timers.values(), key=lambda t: t.due):
-            repeat = f", every {format_span(timer.every)}" if timer.every else ""
+            repeat = f", {self._repeat(timer)}" if timer.every or timer.days else ""
             lines.append(f"{timer.timer_id} at {self._when(timer.due, now)}{repeat}: {timer.text}")
         return "\n".join(lines)
 
@@ -297,6 +351,10 @@ class TimerTable:
                 result.append(Timer(timer.timer_id, timer.due, timer.text, timer.every))
                 missed = (now - timer.due) // timer.every + 1
                 timer.due += missed * timer.every
+            elif timer.days:
+                result.append(Timer(timer.timer_id, timer.due, timer.text, days=timer.days))
+                while timer.due <= now:
+                    timer.due = next_on_days(timer.due, timer.days, self.tz, after=True)
             else:
                 result.append(self._timers.pop(timer.timer_id))
         if result:
@@ -313,6 +371,15 @@ class TimerTable:
 
     def _ids(self) -> str:
         return ", ".join(sorted(self._timers, key=lambda i: self._timers[i].due))
+
+    def _repeat(self, timer: Timer) -> str:
+        """"every 1 d", "every weekday at 07:00", "every tuesday, thursday at 09:30"."""
+        if not timer.days:
+            return f"every {format_span(timer.every or 0)}"
+        names = [name.capitalize() for name in day_names(timer.days)]
+        named = {WORK_DAYS: "weekday", WEEKEND_DAYS: "weekend day"}.get(timer.days) or \
+            " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        return f"every {named} at {datetime.fromtimestamp(timer.due, self.tz).strftime('%H:%M')}"
 
     def _when(self, due: float, now: float) -> str:
         return f"{spoken_moment(due, now, self.tz)} (in {format_span(due - now)})"

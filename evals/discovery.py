@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent / "discovery"
 HUB_TOOLS = HERE / "hub_tools.tsv"
 SKILLS_DIR = HERE / "skills"
 NEEDS = HERE / "needs.toml"
-SPLITS = ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
+SPLITS = ("dev", "test", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6")
 HUB = "hub"
 HUB_SUMMARY = "tools of many services: markets, web, papers, code, files, weather, maps, mail, travel"
 

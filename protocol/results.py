@@ -92,6 +92,7 @@ class TimerSet(_Data, tag="timer_set"):
     set_at: float = 0.0
     every_s: float | None = None
     by_clock: bool = False
+    days: tuple[str, ...] = ()  # a repeat on these days of the week ("monday", ...), at the same clock time
 
     def shown_ids(self) -> tuple[str, ...]:
         return (self.id,)

@@ -98,6 +98,7 @@ class TimerRow(msgspec.Struct, array_like=True):
     due: float
     text: str
     every: float | None = None
+    days: int = 0  # a repeat on days of the week (core.timers.parse_days); rows written before it read 0
 
 
 class SessionState(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -563,3 +563,16 @@ def test_a_day_of_the_week_said_to_the_timer_tool_is_the_next_one():
     assert parse_when("monday 10:00", AT_18, moscow) == AT_18 + 40 * 3600
     assert parse_when("saturday 08:00", AT_18, moscow) == AT_18 + (7 * 24 - 10) * 3600  # this morning's is past
     assert parse_when("saturday 20:00", AT_18, moscow) == AT_18 + 2 * 3600
+
+
+@pytest.mark.parametrize("said", ["make that six-thirty instead", "давай в полседьмого"])
+async def test_a_morning_alarm_moved_earlier_after_its_new_time_has_passed_stays_in_the_morning(tmp_path, said):
+    """At 06:40, a 07:00 alarm made 6:30: tomorrow's 06:30, never tonight's 18:30 (it rang at
+    18:30 when the test suite ran between 06:30 and 07:00 Moscow time)."""
+    at_0640 = calendar.timegm((2026, 3, 14, 3, 40, 0))
+    backend = ScriptedBackend(reply_fn=_liar)
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: at_0640, timezone="Europe/Moscow") as system:
+        await system.turn("s", "remind me every morning at seven to check the proofer temperature")
+        shown = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final]
+        [timer] = system.actors["session"].sessions["s"].timers.pending()
+    assert timer.due - at_0640 == 23 * 3600 + 50 * 60 and "06:30" in shown[-1] and not backend.calls, shown

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from core.lexicon import alternation, fold, words, words_of
 from core.reflex import TIMER_WORD, is_russian
-from core.timers import TimerError, TimerTable, said_as_clock
+from core.timers import TimerError, TimerTable, day_names, said_as_clock
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import TimerRef, TimersListed, TimerSet
@@ -27,7 +27,7 @@ TIMERS_TOOLSET = ToolsetSpec(
     summary="reminders that wake you later: one-shot or repeating",
     tools=[
         ToolSpec(name="timers_set",
-                 summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00', 'monday 10:00' or ISO time (add ; every=1 day to repeat)",
+                 summary="set a reminder; when: 'in 5 minutes', '09:30', 'tomorrow 07:00', 'monday 10:00' or ISO time (add ; every=1 day to repeat; every=weekdays, weekends or tuesday,thursday for days of the week)",
                  args=[ArgSpec(name="when"), ArgSpec(name="text"), ArgSpec(name="every", required=False)],
                  action="timer_set", grounded_args=["text"], serves="timer_set"),
         ToolSpec(name="timers_list", summary="list the timers that are set", read_only=True, serves="timer_list"),
@@ -68,7 +68,8 @@ def run_timer_tool(table: TimerTable, tool: str, args: Mapping[str, str]) -> Cal
             timer_id, due, text = table.set(args["when"], timer_text(args["text"]), args.get("every"))
             timer = next(t for t in table.pending() if t.timer_id == timer_id)
             return CallOutcome(kind="ok", text=text, data=TimerSet(id=timer_id, due=due, text=timer.text, set_at=now,
-                                                                   every_s=timer.every, by_clock=said_as_clock(args["when"])))
+                                                                   every_s=timer.every, by_clock=said_as_clock(args["when"]),
+                                                                   days=day_names(timer.days)))
         if tool == "timers_list":
             listed = [TimerRef(id=t.timer_id, due=t.due, text=t.text) for t in table.pending()]
             return CallOutcome(kind="ok", text=table.list(), data=TimersListed(timers=listed))

@@ -15,18 +15,19 @@ from pathlib import Path
 
 import msgspec
 
-from core.done_said import ALARM_SPAN_S, set_for_said, span_said
+from core.done_said import ALARM_SPAN_S, DAY_S, days_said, set_for_said, span_said
 from core.fastpath import FastPath, Intent
 from core.intent import counted_back
 from core.lexicon import alternation, fold, table, words, words_of
 from core.places import clock_elsewhere, moment_there, zone_of
 from core.reflex import TIMER_WORD, among, norm_words
-from core.timers import WEEKDAYS, TimerError, dial_nearest, parse_duration, parse_when, set_order
+from core.timers import WEEKDAYS, TimerError, day_names, dial_nearest, parse_days, parse_duration, parse_when, set_order
 from core.timewords import in_digits
 from core.turn import TurnState
 from protocol.results import TimerSet, ToolData
 
 _WORDS = Path(__file__).with_name("words")
+WEEK_S = 7 * DAY_S
 # a half of the day named with a clock time ("7 утра", "at 7 in the morning"), or a wake-up
 # ("разбуди в 7:30", "alarm for 6"): the hour as said, the next time the clock shows it
 _MORNING_SAID = re.compile(alternation("naming", "morning_patterns", _WORDS))
@@ -187,8 +188,8 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         intent = _on_our_clock(fast, turn, intent, elsewhere)
         if intent is None:
             return None  # no place asked about, or no clock time: the model's
-    when = intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere else \
-        dial_nearest(intent.when, now, fast.timezone())  # "в полвосьмого" at 18:00: 19:30
+    when = intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere or _on_days(intent) else \
+        dial_nearest(intent.when, now, fast.timezone())  # "в полвосьмого" at 18:00: 19:30; "every Tuesday at 9": 09:00
     try:
         due = parse_when(when, now, fast.timezone())
     except TimerError:
@@ -280,6 +281,9 @@ def _timer_set_said(fast: FastPath, intent: Intent, now: float, due: float) -> s
     10:00" for a weekly one."""
     text = f": {intent.text}" if intent.text else ""
     at, russian = fast.clock_time(due), intent.russian
+    if mask := _on_days(intent):  # "on weekdays at 07:00", "every Tuesday and every Friday at 09:00"
+        days = days_said(fast.speaker(russian), day_names(mask))
+        return None if days is None else _say(fast, "timer_set_weekly", russian, days=days, at=at, text=text)
     if intent.every == "1 week" and not intent.when.startswith("in "):  # "every Wednesday at 10:00"
         weekday = WEEKDAYS[dt.datetime.fromtimestamp(due, fast.timezone()).weekday()]
         days = _say(fast, f"weekly_{weekday}", russian)
@@ -319,7 +323,7 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
         return None
     text = "" if old.text in _UNNAMED else old.text
     answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text,
-                                                every=_period(old.every_s)))
+                                                every=",".join(old.days) or _period(old.every_s)))
     if answer is None or await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
@@ -382,13 +386,24 @@ def _as_set(fast: FastPath, timer_id: str) -> TimerSet | None:
 
 def _same_day_time(fast: FastPath, due: float, hour: int, minute: int) -> str:
     """The clock time `hour`:`minute` on the day of `due`, in the same half of the day ("06:30
-    tomorrow" made 7: "tomorrow 07:00"); "" when that day is neither today nor tomorrow."""
-    moment = dt.datetime.fromtimestamp(due, fast.timezone())
-    days = (moment.date() - dt.datetime.fromtimestamp(fast.now(), fast.timezone()).date()).days
+    tomorrow" made 7: "tomorrow 07:00"), tomorrow's when today's has passed (a 07:00 alarm made
+    6:30 at 06:40: tomorrow's 06:30, never tonight's 18:30); "" when that day is neither today
+    nor tomorrow. Its day is named: the half is decided, no dial reads it again."""
+    moment, today = (dt.datetime.fromtimestamp(t, fast.timezone()) for t in (due, fast.now()))
+    days = (moment.date() - today.date()).days
     if not 0 <= hour <= 23 or not 0 <= minute <= 59 or days not in (0, 1):
         return ""
     hour += 12 if moment.hour >= 12 and hour < 12 else 0
-    return f"{'tomorrow ' if days else ''}{hour:02d}:{minute:02d}"
+    days = 1 if (hour, minute) <= (today.hour, today.minute) else days
+    return f"{'tomorrow' if days else 'today'} {hour:02d}:{minute:02d}"
+
+
+def _on_days(intent: Intent) -> int:
+    """The days of the week a repeat asked for names (core.timers.parse_days' mask); 0 for none."""
+    try:
+        return parse_days(intent.every) if intent.every else 0
+    except TimerError:
+        return 0
 
 
 def _period(every_s: float | None) -> str:
@@ -401,8 +416,20 @@ def _period(every_s: float | None) -> str:
 async def timer_list(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
     if await fast.call(turn, fast.tool("timer_list"), "") is None:
         return None
-    listed = "; ".join(f"{fast.clock_time(t.due)} — {t.text}" for t in fast.pending_timers())
+    listed = "; ".join(" ".join(filter(None, (fast.clock_time(t.due), _repeat_said(fast, t, intent.russian)))) + f" — {t.text}"
+                       for t in fast.pending_timers())
     return _say(fast, "timers_listed", intent.russian, listed=listed) if listed else _say(fast, "no_timers", intent.russian)
+
+
+def _repeat_said(fast: FastPath, timer, russian: bool) -> str:
+    """"every day", "on weekdays", "every Tuesday" for a timer that repeats so; "" for another."""
+    say = fast.speaker(russian)
+    if timer.days:
+        return days_said(say, day_names(timer.days)) or ""
+    if timer.every in (DAY_S, WEEK_S):
+        weekday = WEEKDAYS[dt.datetime.fromtimestamp(timer.due, fast.timezone()).weekday()]
+        return say("weekly_daily" if timer.every == DAY_S else f"weekly_{weekday}") or ""
+    return ""
 
 
 async def timer_cancel(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
