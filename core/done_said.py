@@ -97,7 +97,7 @@ def set_for_said(say: Say, due: float, since: float, tz: dt.tzinfo, russian: boo
     moment, start = (dt.datetime.fromtimestamp(t, tz) for t in (due, since))
     days = (moment.date() - start.date()).days
     day = (say("day_today") if days == 0 else say("day_tomorrow") if days == 1
-           else say("day_date", date=spoken_parts(moment, russian)[1]))
+           else say("day_date", date=spoken_parts(moment, russian)[1], weekday=spoken_parts(moment, russian)[0]))
     return say("timer_set_for", day=day, at=f"{moment:%H:%M}", text=text) if day is not None else None
 
 

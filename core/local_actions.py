@@ -83,6 +83,9 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         if not every and says_repeat(text):
             return None  # "поставь напоминание на 8 вечера, каждый день": a repeat left in the text is the model's
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
+    if action == "timer_day":  # "move that one to Monday", "oh and thursdays too": the timer talked about, on that day
+        return Intent(kind="timer_change", russian=russian, when=f"day:{match.slots.get('day', '')}",
+                      action="add" if match.slots.get("also") else "")
     if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named
         said = duration_words(match.slots, _START_UNITS)
         return Intent(kind="timer_cancel", russian=russian, text=f"{said} {_TIMER_WORD[russian]}".strip())

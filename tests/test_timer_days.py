@@ -114,3 +114,37 @@ async def test_the_models_call_for_days_the_user_said_is_carried_out(tmp_path, m
         await system.turn("s", "choir practice is on Tuesdays and Thursdays at 5 pm, can you keep reminding me")
         [timer] = system.actors["session"].sessions["s"].timers.pending()
         assert day_names(timer.days) == ("tuesday", "thursday") and _local(timer.due) == "Tue 17 17:00"
+
+
+@pytest.mark.parametrize("turns, shown, days_left", [
+    (["remind me Thursday at ten am to pick up the new battery from the bike shop", "sorry, I meant Friday, same time"],
+     "Friday 20 March at 10:00", [("Fri 20 10:00", ())]),
+    (["remind me every tuesday at 5pm to pack my basketball stuff", "oh and thursdays too, same time"],
+     "every Tuesday and every Thursday at 17:00", [("Tue 17 17:00", ("tuesday", "thursday"))]),
+    (["напоминай каждый вторник в десять утра, что у меня бассейн", "хотя нет, вру, бассейн по четвергам. перенеси на четверг"],
+     "по четвергам в 10:00", [("Thu 19 10:00", ())]),
+    (["remind me tomorrow at 10 am to cover the sweet peas", "what reminders have I got now?",
+      "oh, they say it'll pour down tomorrow. move that one to Monday, same time"], "Monday 16 March at 10:00",
+     [("Mon 16 10:00", ())]),
+])
+async def test_a_timer_moved_to_another_day_or_repeated_on_one_more_keeps_its_time_and_text(
+        tmp_path, manual_clock, turns, shown, days_left):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend, clock=manual_clock, timezone="Europe/Moscow") as system:
+        for said in turns:
+            answer = _said(await system.turn("s", said))[-1]
+        pending = system.actors["session"].sessions["s"].timers.pending()
+    assert shown in answer and not backend.calls, answer
+    assert [(_local(t.due), day_names(t.days)) for t in pending] == days_left
+
+
+async def test_i_meant_friday_after_no_timer_moves_none(tmp_path, manual_clock):
+    """The day named after a question about dates, with a timer set earlier in the conversation: no
+    timer was talked about, nothing is moved (the model reads it)."""
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend, clock=manual_clock, timezone="Europe/Moscow") as system:
+        await system.turn("s", "remind me tomorrow at 10 am to cover the sweet peas")
+        await system.turn("s", "what's the date next thursday")
+        await system.turn("s", "sorry, I meant Friday, same time")
+        [timer] = system.actors["session"].sessions["s"].timers.pending()
+    assert _local(timer.due) == "Sun 15 10:00" and len(backend.calls) == 2

@@ -24,7 +24,7 @@ from core.reflex import TIMER_WORD, among, norm_words
 from core.timers import WEEKDAYS, TimerError, day_names, dial_nearest, parse_days, parse_duration, parse_when, set_order
 from core.timewords import in_digits
 from core.turn import TurnState
-from protocol.results import TimerSet, ToolData
+from protocol.results import TimerSet, TimersListed, ToolData
 
 _WORDS = Path(__file__).with_name("words")
 WEEK_S = 7 * DAY_S
@@ -303,6 +303,8 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     bare number is an hour for a timer set for a clock time, else in the old timer's unit. With
     no timer set the turn before and none named, a length said ("сделай на 40 минут") is a new
     timer; else the model's."""
+    if intent.when.startswith("day:"):
+        return await _to_day(fast, turn, intent, intent.when.removeprefix("day:"))
     old = _timer_to_change(fast, turn, intent)
     if old is None:
         plain = intent.when.startswith("in ") and not intent.text and not _set_before(fast, turn)
@@ -327,6 +329,41 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     if answer is None or await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
+
+
+async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> str | None:
+    """"sorry, I meant Friday, same time", "move that one to Monday", "перенеси на четверг": the
+    timer the turn before set or listed alone, at its clock time on that day (a weekly one stays
+    weekly), the old one cancelled; "oh and thursdays too": a weekly one or one on days of the week
+    becomes one on its days and that one, a one-shot gets a second on that day. A daily one, or
+    no timer the words can mean: the model's."""
+    old = _timer_to_change(fast, turn, intent) or _listed_alone(fast, turn)
+    if old is None or day not in WEEKDAYS:
+        return None
+    clock = fast.clock_time(old.due)
+    also, weekly = intent.action == "add", old.every_s == WEEK_S
+    if old.days or weekly and also:
+        first = old.days or (WEEKDAYS[dt.datetime.fromtimestamp(old.due, fast.timezone()).weekday()],)
+        when, every = clock, ",".join((*first, day) if also else (day,))
+    elif old.every_s and not weekly:
+        return None
+    else:
+        when, every = f"{day} {clock}", "1 week" if weekly else ""
+    text = "" if old.text in _UNNAMED else old.text
+    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text, every=every))
+    a_second_one = also and not old.days and not weekly  # a one-shot on one more day: both stand
+    if answer is None or not a_second_one and await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
+        return None
+    return answer
+
+
+def _listed_alone(fast: FastPath, turn: TurnState) -> TimerSet | None:
+    """The one timer the turn before listed ("what reminders have I got?" - "move that one to Monday")."""
+    listed = [data for _name, data in fast.results_before(turn) if isinstance(data, TimersListed)]
+    pending = {t.timer_id for t in fast.pending_timers()}
+    if len(listed) != 1 or len(listed[0].timers) != 1 or listed[0].timers[0].id not in pending:
+        return None
+    return _as_set(fast, listed[0].timers[0].id)
 
 
 def _moved(fast: FastPath, old: TimerSet, move: str) -> str:
