@@ -82,7 +82,7 @@ from core.turn import GenerationLost, ModelUnavailable, TurnState, user_lines
 from core.world import WorldPort
 from core.urgency import Decision, RuleRouter
 from protocol.phone import TurnOutcome
-from protocol.results import ClockRead, shown_ids
+from protocol.results import ClockRead, TextSent, shown_ids
 from protocol.tools import FAILED_KINDS, RAN_KINDS, OutcomeKind
 
 RECIPE_CALL = re.compile(r"TOOL_CALL: ([A-Za-z_][A-Za-z0-9_]*)")
@@ -1204,7 +1204,7 @@ class Conversation(ReflexSteps):
             return self._clock(args.get("place", "").strip())
         if tool == "show_text":
             self.s.ports.send(self.sid, p.Display(turn_id=turn_id, text=args["text"], final=False))
-            return _ok("shown on the glasses")
+            return p.CallOutcome(kind="ok", text="shown on the glasses", data=TextSent(text=args["text"]))
         if tool == "read_skill":
             return await self._read_skill(args["name"])
         if tool == "history_search":

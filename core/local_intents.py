@@ -125,7 +125,7 @@ class DeclaredCall(msgspec.Struct, frozen=True):
     refers: dict[str, str] = {}
 
 
-REFERENCE_KINDS = ("place",)  # what a slot may point back to (DeclaredCall.refers)
+REFERENCE_KINDS = ("place", "text")  # what a slot may point back to (DeclaredCall.refers)
 
 
 class FrameSpec(msgspec.Struct, frozen=True):
@@ -268,11 +268,11 @@ class LocalIntents:
         before what did ("four twenty-five Fahrenheit" is no 25 °F)."""
         if language_of(text) not in self._contexts:
             return None  # no toolset declares a context in this language: no match to try (the per-event path)
-        match, before = None, []
+        match, before = self._order_before_its_colon(text), []
         # the last sentence, else the last clause (a dash ends one: "мы ж не американцы — это сколько в градусах?")
         for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+|\s+[—–]\s+"):
             parts = re.split(ends, text.strip()) or [""]
-            for at in range(len(parts) - 1, 0, -1):
+            for at in range(len(parts) - 1, 0, -1) if match is None else ():
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):
                     break  # what follows the question asks for something: not this one
                 match, before = self.match(parts[at].strip(" .!?")), parts[:at]
@@ -285,6 +285,8 @@ class LocalIntents:
                     break
             if match is not None:
                 break
+        if match is not None and not before:  # the order first: what "this" is follows its colon
+            before = [text.partition(":")[2]]
         if match is None or match.language not in self._contexts:
             return None
         intents, lists = self._contexts[match.language]
@@ -294,6 +296,16 @@ class LocalIntents:
                                                          self._list_words.get(match.language, ()))
         given = _context_slots(said_before, match.intent, intents, lists, match.language)
         return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
+
+    def _order_before_its_colon(self, text: str) -> LocalMatch | None:
+        """"send this to my phone: 27 Baker Street, buzzer 31, leave at the door": an order said
+        first, in no sentence before, that a context intent matches up to its colon; else None."""
+        head, colon, tail = text.partition(":")
+        if not colon or not tail.strip() or re.search(r"[.!?]", head):
+            return None
+        match = self.match(head.strip(" ,"))
+        contexts = self._contexts.get(match.language) if match is not None else None
+        return match if contexts is not None and match.intent in contexts[0].intents else None
 
     def respond(self, name: str, language: str, /, **slots: object) -> str | None:
         """What the user is told, from the toolsets' `responses` (as Home Assistant keeps its

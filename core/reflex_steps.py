@@ -37,7 +37,7 @@ from core.timewords import amount_alone, amount_put_right, in_digits, whole_numb
 from core.toolcall import parse_reply
 from core.toolsets import Bound, args_text
 from core.turn import ModelUnavailable, TurnState, user_lines
-from protocol.results import ClockRead, TimerSet, ToolData, Watching
+from protocol.results import ClockRead, TextSent, TimerSet, ToolData, Watching
 from protocol.tools import Serves
 
 _log = logging.getLogger("porfiry.session")
@@ -362,6 +362,38 @@ def declared_call(match: LocalMatch | None, said: str, refer: Callable[[str], st
         return None
 
 
+def free_text_as_said(match: LocalMatch | None, said: str) -> LocalMatch | None:
+    """`match` with the free text its call takes as the user wrote it, commas and colons kept
+    ("купить шкурку, зерно двести сорок, и пару струбцин": the matcher reads words only); as
+    matched when its words are not found in a row in `said`."""
+    if match is None or match.call is None or not match.call.free_text:
+        return match
+    tokens = [(found.start(), found.end(), fold(found.group())) for found in re.finditer(r"[^\W_]+", said)]
+    slots = dict(match.slots)
+    for name, value in match.slots.items():
+        words = re.findall(r"[^\W_]+", fold(value)) if isinstance(value, str) else []
+        starts = [at for at in range(len(tokens) - len(words) + 1)
+                  if words and [token[2] for token in tokens[at:at + len(words)]] == words]
+        if starts:  # the last: the text is said after what asks for it
+            slots[name] = said[tokens[starts[-1]][0]:tokens[starts[-1] + len(words) - 1][1]]
+    return msgspec.structs.replace(match, slots=slots)
+
+
+def with_referred(match: LocalMatch | None, refer: Callable[[str], str]) -> LocalMatch | None:
+    """`match` with each slot its call `refers` that only points back ("то же самое", "it") put as
+    what the conversation gives for it (the text the turn before sent, the place asked about), so
+    the call and its answer both say it; None when one points back to nothing."""
+    if match is None or match.call is None or not match.call.refers:
+        return match
+    slots = dict(match.slots)
+    for slot, kind in match.call.refers.items():
+        if _points_back(str(slots.get(slot, ""))):
+            slots[slot] = refer(kind)
+            if not slots[slot]:
+                return None
+    return msgspec.structs.replace(match, slots=slots)
+
+
 def declared_answer(match: LocalMatch, result: str) -> str:
     """The answer a toolset declared for its call, worded from the slots and the tool's result;
     the result itself when the template names a slot this sentence left empty."""
@@ -424,7 +456,7 @@ class ReflexSteps:
             return intent is not None and await self._carry_out(turn, (intent,))
         match = self.s.local_intents.match(words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
-        declared = match or aside
+        declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
         call = declared_call(declared, words, partial(self._referred, turn))
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
             declared = self.s.local_intents.match_in_context(words, remark=remark)
@@ -523,7 +555,11 @@ class ReflexSteps:
 
     def _referred(self, turn: TurnState, kind: str) -> str:
         """What a slot of `kind` points back to in this conversation (core.local_intents.REFERENCE_KINDS):
-        the place the user last asked the time of, as a dictionary names it; "" when none."""
+        the place the user last asked the time of, as a dictionary names it; the text the turn before
+        put on the glasses or sent to the phone ("и на очки то же самое"); "" when none."""
+        if kind == "text":
+            sent = [data.text for _name, data in self.results_before(turn) if isinstance(data, TextSent)]
+            return sent[-1] if len(set(sent)) == 1 else ""  # two texts: which one is the model's to ask
         place = self.place_talked_about(turn) if kind == "place" else ""
         return place_name(place) or place
 

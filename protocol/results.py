@@ -175,8 +175,19 @@ class WatchEnded(_Data, tag="watch_ended"):
         return (self.watch.id,)
 
 
+class TextSent(_Data, tag="text_sent"):
+    """A text put before the user: on the glasses' screen, or sent to the phone ("the same on the
+    glasses" after a note to the phone is this text)."""
+
+    text: str
+    to: Literal["glasses", "phone"] = "glasses"
+
+    def shown_ids(self) -> tuple[str, ...]:
+        return ()
+
+
 ToolData = Union[TitlesShown, TitleInfo, Playing, TimerSet, TimersListed, ClockRead, TasksListed, Watching, WatchesListed,
-                 WatchEnded]
+                 WatchEnded, TextSent]
 
 
 def shown_ids(data: ToolData | None) -> tuple[str, ...]:

@@ -312,10 +312,10 @@ class Phone(RecordingGlasses):
     # h23: what it is, in the clause after it (the message was "my locker number" alone)
     ("I'm about to take the glasses off for the gym. send my locker number to my phone, it's two fourteen, I always forget it",
      "my locker number: two fourteen"),
-    ("скинь мне на телефон номер шкафчика, это двести четырнадцать, а то забуду", "номер шкафчика это двести четырнадцать"),
+    ("скинь мне на телефон номер шкафчика, это двести четырнадцать, а то забуду", "номер шкафчика, это двести четырнадцать"),  # as said, its comma kept
     # h26: a list with its commas, after a sentence that asks for nothing (each comma was a clause of its own)
     ("я щас в магаз выхожу, а очки уже почти сели. скинь мне на телефон списком: мука, яйца, дрожжи и молоко",
-     "списком мука яйца дрожжи и молоко"),
+     "списком: мука, яйца, дрожжи и молоко"),
     # h30: "send that" with a reason after it (the model searched the list as a film)
     ("жена просила купить сметану, хлеб и десяток яиц. скинь мне это на телефон, а то точно забуду",
      "жена просила купить сметану, хлеб и десяток яиц"),  # its commas kept
@@ -323,7 +323,7 @@ class Phone(RecordingGlasses):
     ("my glasses are about to die so quick, push this to my phone: the gate code is 3318", "the gate code is 3318"),
     # h32: a code said digit by digit is sent in figures (the phone showed "four seven one nine")
     ("send the gate code to my phone, it's four seven one nine", "the gate code: 4719"),
-    ("скинь мне на телефон код от подъезда: ноль семь три два", "код от подъезда 0732"),
+    ("скинь мне на телефон код от подъезда: ноль семь три два", "код от подъезда: 0732"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
     backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")

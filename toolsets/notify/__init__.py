@@ -12,6 +12,7 @@ import protocol as p
 from core.notify import urgency_of
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
+from protocol.results import TextSent
 
 SILENT_TOOL = "notify_nothing"
 NOTIFY_TOOLSET = ToolsetSpec(
@@ -47,7 +48,8 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
         return CallOutcome(kind="error", text=f"Not sent: to={args.get('to')!r}; the only place is phone (or leave it out).")
     glasses_on = context.world is None or context.world.of(context.sid).glasses_on
     context.tell_user(p.UserNotice(text=text, urgency=urgency, to_phone=to == "phone"))
-    return CallOutcome(kind="ok", text=delivered(urgency, text, glasses_on, to_phone=to == "phone"))
+    return CallOutcome(kind="ok", text=delivered(urgency, text, glasses_on, to_phone=to == "phone"),
+                       data=TextSent(text=text, to="phone" if to == "phone" else "glasses"))
 
 
 def delivered(urgency: str, text: str, glasses_on: bool, *, to_phone: bool = False) -> str:
