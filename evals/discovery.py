@@ -31,13 +31,19 @@ HUB = "hub"
 HUB_SUMMARY = "tools of many services: markets, web, papers, code, files, weather, maps, mail, travel"
 
 
+def hub_changes() -> frozenset[str]:
+    """The hub's tools that change something (the tsv's fourth column); the others are lookups."""
+    return frozenset(line.split("\t")[0] for line in HUB_TOOLS.read_text(encoding="utf-8").splitlines()
+                     if not line.startswith("#") and line.split("\t")[3:] == ["change"])
+
+
 def hub_rows() -> list[tuple[str, list[tuple[str, bool]], str]]:
     """The hub server's tools: (name, [(argument, required)], description)."""
     rows = []
     for line in HUB_TOOLS.read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        name, args, description = line.split("\t")
+        name, args, description = line.split("\t")[:3]
         arguments = [(arg.strip().rstrip("?"), not arg.strip().endswith("?")) for arg in args.split(",") if arg.strip()]
         rows.append((name, arguments, description))
     return rows
@@ -45,8 +51,9 @@ def hub_rows() -> list[tuple[str, list[tuple[str, bool]], str]]:
 
 def hub_spec() -> ToolsetSpec:
     """The hub server's toolset as the MCP toolset makes it (names prefixed, optional args last)."""
+    changes = hub_changes()
     tools = [ToolSpec(name=f"{HUB}_{name}", summary=description,
-                      args=[ArgSpec(name=arg, required=required) for arg, required in args], read_only=True)
+                      args=[ArgSpec(name=arg, required=required) for arg, required in args], read_only=name not in changes)
              for name, args, description in hub_rows()]
     return ToolsetSpec(name=HUB, summary=HUB_SUMMARY, tools=tools)
 

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from evals.discovery import HUB_SUMMARY, hub_rows  # noqa: E402 - the catalog is data the eval reads too
+from evals.discovery import HUB_SUMMARY, hub_changes, hub_rows  # noqa: E402 - the catalog is data the eval reads too
 
 server = MCPServer("hub", instructions=f"Tools of many services: {HUB_SUMMARY.split(': ', 1)[1]}.")
 
@@ -36,10 +37,12 @@ ROWS = hub_rows()
 # a service whose tools take an id (arxiv_abstract|paper_id) has its other tools (arxiv_search) list
 # two, as a real search would: the model may only name an id a result showed (core.intent.unshown_id)
 WITH_IDS = {name.split("_")[0] for name, arguments, _description in ROWS if _takes_id(arguments)}
+CHANGES = hub_changes()  # a lookup is marked read-only, as a well-kept server marks it; a change is not
 for tool_name, arguments, description in ROWS:
     service = tool_name.split("_")[0]
     listed = f"; found: {service}-1, {service}-2" if service in WITH_IDS and not _takes_id(arguments) else ""
-    server.add_tool(make_tool(tool_name, arguments, listed), name=tool_name, description=description)
+    server.add_tool(make_tool(tool_name, arguments, listed), name=tool_name, description=description,
+                    annotations=ToolAnnotations(readOnlyHint=tool_name not in CHANGES))
 
 
 if __name__ == "__main__":
