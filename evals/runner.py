@@ -108,6 +108,10 @@ class EvalReport(msgspec.Struct, kw_only=True):
     turn_ms: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
     first_feedback_ms: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
     scenario_set: str = ""
+    # per request to the model: the prompt's size, and the part of it evaluated (not reused from its prefix cache)
+    prompt_tokens: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
+    max_prompt_tokens: int = 0
+    evaluated_tokens: Percentiles = msgspec.field(default_factory=lambda: Percentiles(p50=0.0, p95=0.0))
 
 
 class _CallsSeen(Observer):
@@ -649,6 +653,8 @@ async def run_eval(config: Config, scenarios: list[Scenario], *, backend: Backen
         actions_claimed_not_done=sum(r.actions_claimed_not_done for r in results),
         turn_ms=_percentiles([ms for r in results for ms in r.turn_ms]),
         first_feedback_ms=_percentiles([ms for r in results for ms in r.first_feedback_ms]), scenario_set=scenario_set,
+        prompt_tokens=_percentiles([s.prompt_tokens for s in stats]), max_prompt_tokens=max((s.prompt_tokens for s in stats), default=0),
+        evaluated_tokens=_percentiles(evaluated),
     )
 
 
@@ -665,6 +671,9 @@ def format_report(report: EvalReport) -> str:
     lines.append(f"model time per step p50 {report.model_ms.p50:.0f} ms, p95 {report.model_ms.p95:.0f} ms; "
                  f"first token p50 {report.ttft_ms.p50:.0f} ms, p95 {report.ttft_ms.p95:.0f} ms; "
                  f"prompt tokens evaluated per request: max {report.max_prompt_tokens_evaluated}")
+    lines.append(f"prompt tokens per request p50 {report.prompt_tokens.p50:.0f}, max {report.max_prompt_tokens}; "
+                 f"evaluated (not reused from the prefix cache) p50 {report.evaluated_tokens.p50:.0f}, "
+                 f"p95 {report.evaluated_tokens.p95:.0f}")
     lines.append(f"turn (user text -> final display) p50 {report.turn_ms.p50:.0f} ms, p95 {report.turn_ms.p95:.0f} ms; "
                  f"unrequested side effects {report.unrequested_side_effects}; "
                  f"actions claimed not done {report.actions_claimed_not_done}")
