@@ -887,6 +887,9 @@ async def test_a_conversion_the_model_states_wrong_is_put_right(tmp_path, said, 
     # h52/h53's traps: a request said to someone by name with "!", and one in someone's quoted words, were carried out
     ("Люба! поставь чайник, я минут через десять приду, только руки от солидола отмою!", "timers_set"),
     ("Ben keeps shouting 'play Toy Story, play Toy Story!' No, buddy, it's way past bedtime, lights out.", "media_play"),
+    # h58's trap: a colleague called by a short familiar name, asked to play his own playlist
+    ("Серёг, врубай свой плейлист на колонке, шеф сегодня добрый", "media_play"),
+    ("put on your playlist, the kitchen's too quiet", "media_play"),
 ])
 async def test_a_request_to_someone_else_or_in_quoted_words_is_not_carried_out(tmp_path, said, kind):
     call = {"timers_set": "TOOL_CALL: timers_set|in 10 минут; чайник", "media_play": "TOOL_CALL: media_play|toy-story-1995"}[kind]
@@ -943,3 +946,16 @@ async def test_a_quoted_text_the_user_asks_to_send_or_show_is_sent(tmp_path, sai
         await system.turn("s", said)
         results = await _results_of(system, tool)
         assert results and not results[-1]["content"].startswith("not executed"), results
+
+
+@pytest.mark.parametrize("said", [
+    # h59: a journey's length told before a question about a film set a 7-hour timer named after the rest
+    "Seven hours to Glasgow and the bus Wi-Fi is actually working for once. How long is Dune: Part Two?",
+    "ten minutes to the meeting, ugh",
+    "7 hours to Glasgow",
+])
+async def test_a_time_left_told_sets_no_timer(tmp_path, said):
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", said)
+        assert system.actors["session"].sessions["s"].timers.pending() == []

@@ -673,7 +673,24 @@ _FORMS_OF_H48_TO_H51 = [
 ]
 
 
-@pytest.mark.parametrize("turns, shown_has", _FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51)
+_FORMS_OF_H58_H59 = [
+    # one more timer, a bare number in the unit of the one before and its name; the second cancelled by its place
+    (["таймер десять минут — бульон", "и ещё двадцать пять — утка"], "25 минут"),
+    (["timer eight minutes, risotto", "another one, twenty, lamb rack"], "20 minutes"),
+    (["таймер десять минут — бульон", "и ещё двадцать пять — утка", "всё, утку раньше сняли, второй отменяй"], "«утка» отменён"),
+    # "what've"; a reminder's text before its days; a watch whose condition names no one, who in the app clause
+    (["what've you got running in the background"], "Nothing is running"),
+    (["напоминай мне про репетицию каждую среду в одиннадцать утра"], "по средам в 11:00"),
+    (["ставь напоминалку на репу по вторникам и четвергам в семь вечера"], "по вторникам и по четвергам в 19:00"),
+    (["следи в телеге за сообщениями от тур-менеджера, если напишет — дёрни меня"], "тур-менеджера"),
+    (["watch telegram for messages from Oleg, if he writes ping me"], "from Oleg"),
+    # a journey's length told before the question (a 7-hour timer was set)
+    (["Seven hours to Glasgow and the bus Wi-Fi is actually working for once. How long is Dune: Part Two?"], "166"),
+]
+
+
+@pytest.mark.parametrize("turns, shown_has", _FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
+                         + _FORMS_OF_H58_H59)
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path, turns, shown_has):
     """Each a form a blind block's writer used that went to the model (which missed it, did harm or
     gave a wrong value)."""

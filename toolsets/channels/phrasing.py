@@ -98,8 +98,8 @@ def _watch_after_remarks(raw: str, said: str, russian: bool) -> Intent | None:
         if intent is None:
             continue
         before = clauses[:at]
-        if not all(remark(clause) and not tells_of_words(clause) for clause in before):
-            return None
+        if not all(remark(clause) and not tells_of_words(clause) and not _WATCH_APP.match(clause) for clause in before):
+            return None  # (a clause that asks to watch an app for someone is no remark: _watch_app_for)
         named = [(clause, name) for clause in before for name, pattern in CHANNELS if pattern.search(" " + clause)]
         if not _by_pronoun(intent):
             return intent if intent.channel != "any" or not named else None
@@ -181,9 +181,11 @@ def _watch_in_clauses_of(raw: str, said: str, russian: bool) -> Intent | None:
     if (tell := _NOTIFY.search(rest)) is not None:  # "если она напишет в телеграм сразу дай знать": no comma before it
         rest = " ".join(word for word in rest[: tell.start()].split() if not _EXTRA.fullmatch(word))
     intent = _watch_intent(f"tell me {when} {rest}", said, russian, arrivals=app_named)  # "как Катя напишет"
-    if intent is None:
-        return None
+    if intent is None or not interest_words(intent.subject) and any(_WATCH_APP.match(clause) for clause in clauses):
+        return None  # "следи в телеге за сообщениями от Х, если напишет — дёрни меня": who is the app clause's (_watch_app_for)
     remarks = [clause for index, clause in enumerate(clauses) if index != at]
+    if _by_pronoun(intent) and any(_WATCH_APP.match(clause) for clause in clauses):
+        return None  # "watch telegram for messages from Oleg, if he writes ping me": who is the app clause's (_watch_app_for)
     if _by_pronoun(intent):  # who, from a remark; never from a call to tell ("последи за телегой и дёрни меня, … от него")
         calls = {index for index in told if _NOTIFY.match(re.sub(LEAD, "", clauses[index]))}
         return _who_from_remarks(intent, [clause for index, clause in enumerate(clauses) if index != at and index not in calls], said)
@@ -220,7 +222,7 @@ def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
             continue
         channel = next((name for name, pattern in CHANNELS if pattern.search(" " + asked["app"])), "")
         rest = [c for index, c in enumerate(clauses) if index != at]
-        if not channel or not all(_beside_a_watch(c) for c in rest) or any(tells_of_words(c) for c in clauses):
+        if not channel or not all(_beside_a_watch(c) or _tell_on_it(c) for c in rest) or any(tells_of_words(c) for c in clauses):
             return None
         what = asked["what"]
         if _by_pronoun(Intent(kind="watch", russian=russian, subject=what)) or TIMER_WORD.search(what):
@@ -229,6 +231,14 @@ def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
         return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(what, said),
                       text=told.format(what=as_said(what, said), app=as_said(asked["app"], said)))
     return None
+
+
+def _tell_on_it(clause: str) -> bool:
+    """"если напишет — дёрни меня", "if he writes, ping me": a call to tell on a condition that
+    names no one (who is the watch's own clause)."""
+    told = _NOTIFY.search(clause)
+    condition = _CONDITION.search(clause[:told.start()]) if told is not None else None
+    return told is not None and (condition is None or not interest_words(condition["rest"]))
 
 
 def _beside_a_watch(clause: str, *, whole_told: bool = False) -> bool:

@@ -56,6 +56,12 @@ _ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|m
 _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\s|$))")
 
 
+# one more timer, a bare number (in the unit of the one before) and its name after a dash or a comma
+_ONE_MORE_NAMED = re.compile(r"(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another(?:\s+one)?|"
+                             r"one\s+more|ещ[её])[\s,:]+(?:(?:for|in|на|через)\s+)?(?P<n>\d+)\s*(?:,|\s[—–-])\s*"
+                             r"(?P<text>[^\d,.!?:;]+?)[\s.!]*")
+_NAME_WORDS_MAX = 4
+
 _EVERY = re.compile(r"(?:кажд|every|each|ежедн|daily|по\s+будням)")
 
 
@@ -93,11 +99,15 @@ _CANCEL_TIMER = re.compile(LEAD + r"(?:" + alternation("naming", "cancel_verb_pa
 
 
 # "kill the pizza one", "scrap the tea one", "убери тот, что про пиццу": a timer named by its text alone
+_RU_PLACES = "|".join(sorted((str(w) for w in table("naming", "ordinals", WORDS) if re.fullmatch(r"[а-яё]+", str(w))),
+                             key=len, reverse=True))
 _CANCEL_ONE = re.compile(LEAD + r"(?:(?:cancel|scrap|kill|drop|delete|remove|ditch|get\s+rid\s+of)\s+(?P<en>(?:the|that)\s+.+?\s+one)|"
                          r"(?:отмени|убери|удали|сними|сбрось)\s+(?P<ru>(?:тот|то|ту|та)?[\s,]*(?:что|который|которое|которая)?\s*про\s+.+?)|"
+                         # "отмени второй", "отменяй первый таймер": by its place in the order they were set
+                         r"(?:отмени|отменяй|убери|убирай|удали|сними|снимай|сбрось)\s+(?P<ru_place>" + _RU_PLACES + r")(?:\s+(?:таймер|напоминание|будильник))?|"
                          r"(?P<ru_first>(?:то\s+|тот\s+|напоминание\s+|таймер\s+)?про\s+[^,]+?|(?:напоминание|таймер)\s+на\s+[^,]+?|"
                          # "духовку убери, я её уже выключил": the timer by one word of its text, said first
-                         r"(?!(?:это|всё|все|его|её|ее|их|тот|эту|этот|оба|обе)\s)[а-яё]{4,})\s+(?:отмени|убери|удали|сними|сбрось))"
+                         r"(?!(?:это|всё|все|его|её|ее|их|тот|эту|этот|оба|обе)\s)[а-яё]{4,})\s+(?:отмени|отменяй|убери|убирай|удали|сними|снимай|сбрось))"
                          r"(?:\s*[,—-]\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")  # "…, I already took them off": its reason
 
 
@@ -305,7 +315,7 @@ def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
                       both_timers=bool(_BOTH.search(rest)), text=cancel["rest"])
     named = _CANCEL_ONE.match(raw)
     if named and not _asks_more(named["why"]):
-        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_first"])
+        return Intent(kind="timer_cancel", russian=russian, text=named["en"] or named["ru"] or named["ru_place"] or named["ru_first"])
     both = _CANCEL_BOTH.match(raw)
     if both and not _asks_more(both["why"]):
         return Intent(kind="timer_cancel", russian=russian, both_timers=True)
@@ -321,6 +331,9 @@ def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
     bare = re.fullmatch(r"(?:(?:for|in|на|через)\s+)?(\d+)[\s.!?]*", raw[one_more.end():]) if one_more else None
     if bare is not None and not one_more["bare"]:  # "and another one for 20": in the unit of the one before (the session's)
         return Intent(kind="timer_set", russian=russian, when=bare[1])
+    named = _ONE_MORE_NAMED.fullmatch(raw)  # "и ещё двадцать пять — утка", "another one, twenty, lamb rack": the same unit
+    if named is not None and len(named["text"].split()) <= _NAME_WORDS_MAX:
+        return Intent(kind="timer_set", russian=russian, when=named["n"], text=as_said(named["text"], said))
     raw = raw[one_more.end():] if one_more else re.sub(LEAD, "", raw)  # "минут на двадцать": about 20
     leading = _DURATION.match(raw)  # "через минуту напомни выключить плиту": the time first
     said_after = raw[leading.end():].lstrip(" ,") if leading else raw
@@ -332,7 +345,7 @@ def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
     if leading:  # "через 15 минут скажи мне проверить бельё": "tell me" after a time is "remind me"
         said_after = _TELL_ME.sub("напомни ", said_after, count=1)
     start = (_SET_TIMER.match(said_after) or _TIMER_FIRST.match(said_after)  # "таймер на 5 минут, …"
-             or (_BARE_TIMER.match(said_after) or _TO_DO.match(said_after) if leading else None))  # "ten minute timer please"
+             or (_BARE_TIMER.match(said_after) or _to_do(said_after, said, raw) if leading else None))  # "ten minute timer please"
     if start is None or not (TIMER_WORD.search(raw) or _DURATION.search(raw)) or _EVERY.search(raw):
         return None
     if _ANY_OBJECT.match(said_after) and not TIMER_WORD.search(said_after):
@@ -343,6 +356,22 @@ def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
     if not when or re.search(r"(?:^|\s)(?:через|in)\s+\d+", text):
         return None  # "… полить цветы и через 20 проверить стирку": a second timer in the text (recognise_both)
     return Intent(kind="timer_set", russian=russian, when=when, text=as_said(text, said))
+
+
+_NOT_AN_ACTION = frozenset(words("naming", "not_an_action_after_to_words", WORDS))
+
+
+def _to_do(after: str, said: str, raw: str) -> re.Match[str] | None:
+    """"10 minutes to check the oven", "через 10 минут проверить духовку": a length and what to do,
+    no word of a timer; not a time left told ("ten minutes to the meeting", "Seven hours to Glasgow"
+    before a question: a name or a determiner after "to", or more sentences after it)."""
+    found = _TO_DO.match(after)
+    to_what = re.match(r"to\s+(\S+)", after)
+    if found is None or re.search(r"[.!?]\s+\w", raw.strip()):
+        return None
+    if to_what is not None and (to_what[1] in _NOT_AN_ACTION or re.search(r"\bto\s+[A-Z]", said)):
+        return None
+    return found
 
 
 def _asks_more(why: str | None) -> bool:
