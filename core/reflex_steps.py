@@ -51,6 +51,9 @@ REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart 
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
 _POINTING = frozenset(fold(word) for word in words("requests", "pointing_words"))  # "that", "это": no message
 _PLACE_POINTING = frozenset(fold(word) for word in words("places", "pointing_words"))  # "туда", "that city"
+_THING_NAMED = re.compile(r"^(?:(?:" + "|".join(map(re.escape, words("requests", "thing_determiners"))) + r")\s+)+")
+_THING_IS = "|".join(map(re.escape, words("requests", "thing_is_words")))
+THING_NAME_WORDS_MAX = 5  # a thing's name shown by what was said of it; longer words are a text to show
 QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
                       "the earlier request; in your answer, say this was done too.")
 
@@ -800,6 +803,22 @@ class ReflexSteps:
     def speaker(self, russian: bool) -> Say:
         return self.s.local_intents.speaker("ru" if russian else "en")
 
+    def _said_before(self, turn: TurnState, name: str) -> str | None:
+        """"wifi password: bassline77" for the name "the wifi password" when an earlier user message
+        said "the hotel wifi password is bassline77, just so you know" (the latest such); None when
+        none did, or the name is long or holds a figure (a text to show, not a name)."""
+        key = _THING_NAMED.sub("", fold(name)).strip(" .,!?")
+        if not key or len(key.split()) > THING_NAME_WORDS_MAX or re.search(r"\d", key):
+            return None
+        told = re.compile(r"(?<!\w)" + re.escape(key) + r"(?:\s+(?:" + _THING_IS + r"))?\s*[:—–=-]?\s*(?P<value>[^,.;!?]{1,60})")
+        for message in reversed(self.trajectory.messages()[:turn.start]):
+            for line in user_lines(message.content) if message.role == "user" else ():
+                found = told.search(fold(line))
+                if found is not None and found["value"].strip():
+                    value = line[found.start("value"):found.end("value")] if len(fold(line)) == len(line) else found["value"]
+                    return f"{key}: {value.strip()}"
+        return None
+
     def _request_before(self, turn: TurnState, back: int = 1) -> Intent | None:
         """The user's last plain request before this turn among the `back` last ones, as a reflex
         reads it (None: none of them is plain)."""
@@ -820,8 +839,13 @@ class ReflexSteps:
 
     async def _reflex_show(self, turn: TurnState, intent: Intent) -> str | None:
         """"выведи на очки: …": the text on the glasses, and left there as the answer; a code said
-        digit by digit in figures ("gate code four four oh seven": 4407), as a message sent has it."""
-        intent = msgspec.structs.replace(intent, text=digits_in_figures(intent.text))
+        digit by digit in figures ("gate code four four oh seven": 4407), as a message sent has it.
+        A thing shown by its name ("put the wifi password on my glasses"): what the user said it is
+        earlier ("wifi password: bassline77"); none said, and the name only points: the model's."""
+        said = self._said_before(turn, intent.text)
+        if said is None and _THING_NAMED.match(fold(intent.text)):
+            return None
+        intent = msgspec.structs.replace(intent, text=digits_in_figures(said or intent.text))
         return None if await self.call(turn, "show_text", intent.text) is None else show_answer(intent)
 
 

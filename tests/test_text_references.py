@@ -44,3 +44,24 @@ async def test_that_on_the_glasses_with_no_text_just_sent_shows_nothing_by_itsel
             await system.turn("s", said)
         await system.turn("s", "and put that on the glasses as well")
         assert not [c for c in _calls(await system.history("s")) if c.startswith("show_text")] and backend.calls
+
+
+@pytest.mark.parametrize("told, asked, shown", [
+    # h59: the glasses showed "the wifi password" itself
+    ("the hotel wifi password is bassline77, just so you know", "ok stick the wifi password up on my glasses",
+     "wifi password: bassline77"),
+    ("код от домофона 4471, запомни", "выведи код от домофона на очки", "код от домофона: 4471"),
+])
+async def test_a_thing_shown_by_its_name_shows_what_the_user_said_it_is(tmp_path, told, asked, shown):
+    backend = ScriptedBackend(reply_fn=lambda messages: "Noted.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", told)
+        answer = [m.text for m in await system.turn("s", asked) if isinstance(m, p.Display) and m.final][-1]
+        assert _calls(await system.history("s"))[-1] == f"show_text|{shown}" and answer == shown and len(backend.calls) == 1
+
+
+async def test_a_thing_named_that_was_never_said_is_not_shown_as_its_name(tmp_path):
+    backend = ScriptedBackend(reply_fn=lambda messages: "What is the password?")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "put the wifi password on my glasses")
+        assert not [c for c in _calls(await system.history("s")) if c.startswith("show_text")]
