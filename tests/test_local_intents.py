@@ -684,6 +684,9 @@ _FORMS_OF_H58_H59 = [
     (["ставь напоминалку на репу по вторникам и четвергам в семь вечера"], "по вторникам и по четвергам в 19:00"),
     (["следи в телеге за сообщениями от тур-менеджера, если напишет — дёрни меня"], "тур-менеджера"),
     (["watch telegram for messages from Oleg, if he writes ping me"], "from Oleg"),
+    # "сколько идут" (plural); a title told after a place with its preposition ("до Казани … Брат 2 глянуть")
+    (["на ночном автобусе до дома час с лишним, с пересадкой. сколько идут джентльмены удачи?"], "84"),
+    (["до Казани ещё часа три трястись, пацаны хотят Брат 2 глянуть. он сколько идёт вообще?"], "127"),
     # a journey's length told before the question (a 7-hour timer was set)
     (["Seven hours to Glasgow and the bus Wi-Fi is actually working for once. How long is Dune: Part Two?"], "166"),
 ]

@@ -48,10 +48,11 @@ _SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|по�
 
 
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
-    ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+)?(?:длится|идет|идёт|минут)|какая\s+длительность|продолжительн|"
+    ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+|они\s+)?(?:длится|длятся|идет|идёт|идут|минут)|"
+                           r"какая\s+длительность|продолжительн|"
                            r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length|"
                            r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?длинн\w*|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$)|"
-                           r"долго\s+(?:он\s+|она\s+|оно\s+)?(?:идёт|идет|длится)(?=[\s?.!,]|$))")),
+                           r"долго\s+(?:он\s+|она\s+|оно\s+|они\s+)?(?:идёт|идет|идут|длится|длятся)(?=[\s?.!,]|$))")),
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
@@ -228,7 +229,9 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=reference)
         sentences = re.split(r"(?<=[.!?])\s+", said.strip())
         told = " ".join(sentences[:-1]) if begin > 0 and len(sentences) > 1 else ""
-        named_before = [m["title"] for m in _QUOTED_TITLE.finditer(told)] or _CAPITALISED.findall(told)
+        named_before = [m["title"] for m in _QUOTED_TITLE.finditer(told)] or [
+            m.group(0) for m in _CAPITALISED.finditer(told)  # never a place: "до Казани … Брат 2 глянуть"
+            if (told[:m.start()].split() or [""])[-1].casefold() not in _PLACE_PREPOSITIONS]
         if len(named_before) == 1 and str(reference.ordinal) in named_before[0].split():
             reference = msgspec.structs.replace(reference, ordinal=0)  # "thinking Shrek 2 after dinner": the title's number
         if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
@@ -253,6 +256,7 @@ def _glue_trimmed(words: list[str]) -> list[str]:
 
 
 _ARTICLES = frozenset(listed_words("titles", "article_words", _WORDS))  # "the", "a": a title's first word
+_PLACE_PREPOSITIONS = frozenset(listed_words("titles", "place_preposition_words", _WORDS))
 _TITLE_GLUE = frozenset(listed_words("titles", "title_glue_words", _WORDS))  # "of", "и": inside a title
 _GLUE_LAST_ONLY = frozenset(listed_words("titles", "detail_glue_last_only_words", _WORDS))  # "how long does it last"
 
