@@ -53,6 +53,7 @@ _POINTING = frozenset(fold(word) for word in words("requests", "pointing_words")
 _PLACE_POINTING = frozenset(fold(word) for word in words("places", "pointing_words"))  # "туда", "that city"
 _THING_NAMED = re.compile(r"^(?:(?:" + "|".join(map(re.escape, words("requests", "thing_determiners"))) + r")\s+)+")
 _THING_IS = "|".join(map(re.escape, words("requests", "thing_is_words")))
+FREE_TEXT_WORDS_MAX = 400  # words of a message whose free text is given back its punctuation as said
 THING_NAME_WORDS_MAX = 5  # a thing's name shown by what was said of it; longer words are a text to show
 QUEUED_DONE_NOTICE = ("The user's message said while you worked was already carried out: {answer} Go on with "
                       "the earlier request; in your answer, say this was done too.")
@@ -372,11 +373,13 @@ def free_text_as_said(match: LocalMatch | None, said: str) -> LocalMatch | None:
     if match is None or match.call is None or not match.call.free_text:
         return match
     tokens = [(found.start(), found.end(), fold(found.group())) for found in re.finditer(r"[^\W_]+", said)]
+    if len(tokens) > FREE_TEXT_WORDS_MAX:
+        return match  # (a message this long is sent as matched: its punctuation is not looked for)
     slots = dict(match.slots)
     for name, value in match.slots.items():
         words = re.findall(r"[^\W_]+", fold(value)) if isinstance(value, str) else []
-        starts = [at for at in range(len(tokens) - len(words) + 1)
-                  if words and [token[2] for token in tokens[at:at + len(words)]] == words]
+        starts = [at for at in range(len(tokens) - len(words) + 1)  # (the first word checked first: a long message stays linear)
+                  if words and tokens[at][2] == words[0] and [token[2] for token in tokens[at:at + len(words)]] == words]
         if starts:  # the last: the text is said after what asks for it
             slots[name] = said[tokens[starts[-1]][0]:tokens[starts[-1] + len(words) - 1][1]]
     return msgspec.structs.replace(match, slots=slots)
@@ -806,7 +809,10 @@ class ReflexSteps:
     def _said_before(self, turn: TurnState, name: str) -> str | None:
         """"wifi password: bassline77" for the name "the wifi password" when an earlier user message
         said "the hotel wifi password is bassline77, just so you know" (the latest such); None when
-        none did, or the name is long or holds a figure (a text to show, not a name)."""
+        none did, or the name is long or holds a figure (a text to show, not a name). Words with no
+        determiner ("код от домофона") are a name only when what was said of them holds a figure:
+        "put milk and eggs on my screen" after "milk and eggs are on the list" shows them as said."""
+        pointed = _THING_NAMED.match(fold(name)) is not None
         key = _THING_NAMED.sub("", fold(name)).strip(" .,!?")
         if not key or len(key.split()) > THING_NAME_WORDS_MAX or re.search(r"\d", key):
             return None
@@ -814,7 +820,7 @@ class ReflexSteps:
         for message in reversed(self.trajectory.messages()[:turn.start]):
             for line in user_lines(message.content) if message.role == "user" else ():
                 found = told.search(fold(line))
-                if found is not None and found["value"].strip():
+                if found is not None and found["value"].strip() and (pointed or re.search(r"\d", found["value"])):
                     value = line[found.start("value"):found.end("value")] if len(fold(line)) == len(line) else found["value"]
                     return f"{key}: {value.strip()}"
         return None

@@ -21,7 +21,7 @@ from core.intent import counted_back
 from core.lexicon import alternation, fold, table, words, words_of
 from core.places import clock_elsewhere, moment_there, zone_of
 from core.reflex import TIMER_WORD, among, norm_words
-from core.timers import WEEKDAYS, TimerError, day_names, dial_nearest, parse_days, parse_duration, parse_when, set_order
+from core.timers import WEEKDAYS, Timer, TimerError, day_names, dial_nearest, parse_days, parse_duration, parse_when, set_order
 from core.timewords import in_digits
 from core.turn import TurnState
 from protocol.results import TimerSet, TimersListed, ToolData
@@ -458,7 +458,7 @@ async def timer_list(fast: FastPath, turn: TurnState, intent: Intent) -> str | N
     return _say(fast, "timers_listed", intent.russian, listed=listed) if listed else _say(fast, "no_timers", intent.russian)
 
 
-def _repeat_said(fast: FastPath, timer, russian: bool) -> str:
+def _repeat_said(fast: FastPath, timer: Timer, russian: bool) -> str:
     """"every day", "on weekdays", "every Tuesday" for a timer that repeats so; "" for another."""
     say = fast.speaker(russian)
     if timer.days:
