@@ -341,20 +341,16 @@ def _sentence_instead(match: LocalMatch | None, tried: Intent, said: str) -> Int
     return other if other is not None and other.kind != tried.kind else None
 
 
-def declared_call(match: LocalMatch | None, said: str, refer: Callable[[str], str] | None = None) -> tuple[str, str] | None:
+def declared_call(match: LocalMatch | None, said: str) -> tuple[str, str] | None:
     """(tool, arguments) of a sentence whose toolset declared the call it makes ("convert 5
     miles to km": the converter's call with 5; mi; km), matched whole with typed slots (or free text
-    the intent declares is the tool's own: a message) and held back by nothing; else None. `refer`:
-    what the conversation gives for a kind of thing a slot points back to ("place": "берлин"; ""
-    when none: then the model's)."""
+    the intent declares is the tool's own: a message) and held back by nothing; else None. A slot
+    its call `refers` that still points back ("его", no place resolved: `with_referred`) is the model's."""
     if match is None or match.call is None or match.wildcard and not match.call.free_text or held_back(said, "search"):
         return None  # free text stands for a name only the model resolves, unless it is the message itself
     slots = slot_words(match)
-    for slot, kind in match.call.refers.items():  # "сделай его домашним городом": the place asked about
-        if _points_back(slots.get(slot, "")):
-            slots[slot] = refer(kind) if refer is not None else ""
-            if not slots[slot]:
-                return None
+    if any(_points_back(slots.get(slot, "")) for slot in match.call.refers):
+        return None  # "сделай его домашним городом" with no place resolved
     if match.wildcard and all(_points_back(value) for name, value in slots.items() if isinstance(match.slots.get(name), str)):
         return None  # "send that to my phone": the message is what was said before (a `context`), or the model's
     if any(f"{{{name}}}" not in match.call.args and whole_numbers_said(str(value))
@@ -463,7 +459,7 @@ class ReflexSteps:
         match = self.s.local_intents.match(words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
         declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
-        call = declared_call(declared, words, partial(self._referred, turn))
+        call = declared_call(declared, words)
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
             declared = self.s.local_intents.match_in_context(words, remark=remark)
             call = declared_call(declared, words)

@@ -31,19 +31,21 @@ HUB = "hub"
 HUB_SUMMARY = "tools of many services: markets, web, papers, code, files, weather, maps, mail, travel"
 
 
+def _hub_table() -> list[list[str]]:
+    """hub_tools.tsv's rows, each its columns (name, arguments, description, and "change" or none)."""
+    return [line.split("\t") for line in HUB_TOOLS.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
 def hub_changes() -> frozenset[str]:
     """The hub's tools that change something (the tsv's fourth column); the others are lookups."""
-    return frozenset(line.split("\t")[0] for line in HUB_TOOLS.read_text(encoding="utf-8").splitlines()
-                     if not line.startswith("#") and line.split("\t")[3:] == ["change"])
+    return frozenset(columns[0] for columns in _hub_table() if columns[3:] == ["change"])
 
 
 def hub_rows() -> list[tuple[str, list[tuple[str, bool]], str]]:
     """The hub server's tools: (name, [(argument, required)], description)."""
     rows = []
-    for line in HUB_TOOLS.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        name, args, description = line.split("\t")[:3]
+    for name, args, description, *_kind in _hub_table():
         arguments = [(arg.strip().rstrip("?"), not arg.strip().endswith("?")) for arg in args.split(",") if arg.strip()]
         rows.append((name, arguments, description))
     return rows

@@ -44,7 +44,8 @@ _BARE_TIMER = re.compile(r"(?:таймер|timer|будильник|alarm|нап
 
 # "и ещё одно: через 40 минут созвон с Олегом", "oh and another one for 45 minutes, gym": one more
 # timer, its time first and its text after
-_ONE_MORE = re.compile(r"^(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:set|make|start|поставь|заведи)\s+)?"
+_ONE_MORE_LEAD = r"(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*"  # "oh and", "ну и": what opens one more
+_ONE_MORE = re.compile(r"^" + _ONE_MORE_LEAD + r"(?:(?:set|make|start|поставь|заведи)\s+)?"
                        r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another\s+one|one\s+more|"
                        r"(?P<bare>ещ[её])(?=\s+(?:через|спустя)\s))"
                        # "another one at 7", "another one, 9 minutes for …"
@@ -57,7 +58,7 @@ _TO_DO = re.compile(r"(?=(?:[а-я]+(?:ть|ться|ти|чь)|to\s+[a-z]+)(?:\
 
 
 # one more timer, a bare number (in the unit of the one before) and its name after a dash or a comma
-_ONE_MORE_NAMED = re.compile(r"(?:(?:oh|ah|and|и|а|ну|ok|okay)[\s,]+)*(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another(?:\s+one)?|"
+_ONE_MORE_NAMED = re.compile(_ONE_MORE_LEAD + r"(?:(?:ещ[её]\s+)?(?:одн[оау]|один)|another(?:\s+one)?|"
                              r"one\s+more|ещ[её])[\s,:]+(?:(?:for|in|на|через)\s+)?(?P<n>\d+)\s*(?:,|\s[—–-])\s*"
                              r"(?P<text>[^\d,.!?:;]+?)[\s.!]*")
 _NAME_WORDS_MAX = 4
