@@ -88,9 +88,10 @@ class System:
         self.actors = actors
         self.client = client
 
-    def deliver(self, session: str, text: str = "", kind: str = "user_text", event_id: str | None = None, **data):
+    def deliver(self, session: str, text: str = "", kind: str = "user_text", event_id: str | None = None,
+                timeout: float | None = None, **data):
         event = p.Event(event_id=event_id or p.new_id(), kind=kind, source="user", channel="speech", content=text, ts=time.time(), data=data)
-        return self.client.ask("session", p.DeliverEvent(event=event), session=session)
+        return self.client.ask("session", p.DeliverEvent(event=event), session=session, timeout=timeout)
 
     async def turn(self, session: str, text: str, kind: str = "user_text", timeout: float = 10) -> list[p.Msg]:
         """Deliver one event and wait until the session has handled it."""
