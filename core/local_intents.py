@@ -195,8 +195,10 @@ class LocalIntents:
     def __init__(self, compiled: dict, actions: dict[str, str], calls: dict[tuple[str, str], DeclaredCall],
                  read_first: frozenset[str] = frozenset(), borrowed: frozenset[str] = frozenset(),
                  responses: dict[tuple[str, str], str] | None = None, frame: FrameSpec | None = None,
-                 contexts: dict | None = None, list_words: dict[str, frozenset[str]] | None = None) -> None:
+                 contexts: dict | None = None, list_words: dict[str, frozenset[str]] | None = None,
+                 value_lists: dict | None = None) -> None:
         self._compiled = compiled  # language -> (hassil Intents, slot lists)
+        self._value_lists = value_lists or {}  # language -> (an intent per list of values, their first words)
         self._list_words = list_words or {}  # language -> the folded words of the toolsets' list values (units)
         self._contexts = contexts or {}  # language -> (hassil Intents of the `context` templates, slot lists)
         self.frame = frame or FrameSpec()  # what the frame may answer with (core.frame)
@@ -231,7 +233,7 @@ class LocalIntents:
         borrowed = frozenset(actions)
         calls: dict[tuple[str, str], DeclaredCall] = {}
         read_first: set[str] = set()
-        compiled, contexts, list_words = {}, {}, {}
+        compiled, contexts, list_words, value_lists = {}, {}, {}, {}
         for language in languages:
             merged = _home_assistant_data(language, set(actions))
             owns = _scoped_files([spec.get("sentences", {}).get(language, {}) for _path, spec in declared])
@@ -249,12 +251,14 @@ class LocalIntents:
                         {"sentences": list(intent["sentences"]), **({"slots": intent["slots"]} if "slots" in intent else {})})
             compiled[language] = _compile(merged)
             list_words[language] = _value_words(owns)
+            if (values := _value_lists(merged)) is not None:
+                value_lists[language] = values
             context = {name: {"data": [{"sentences": [intent["context"]]}]} for own in owns
                        for name, intent in own.get("intents", {}).items() if isinstance(intent.get("context"), str)}
             if context:
                 contexts[language] = _compile({**merged, "intents": context})
         return cls(compiled, actions, calls, frozenset(read_first), borrowed, responses,
-                   frame_spec(declared), contexts, list_words)
+                   frame_spec(declared), contexts, list_words, value_lists)
 
     def match_in_context(self, text: str, *, remark: Callable[[str], bool] | None = None) -> LocalMatch | None:
         """The last sentence or clause of `text` matched whole by an intent that declares a
@@ -296,6 +300,27 @@ class LocalIntents:
                                                          self._list_words.get(match.language, ()))
         given = _context_slots(said_before, match.intent, intents, lists, match.language)
         return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
+
+    def values_named(self, text: str) -> list[tuple[str, str]]:
+        """(list, value) for each run of words in `text` that names a value of a toolset's list of
+        values, in the order said, the longest run first where runs overlap: "ой, не фунтов, а
+        унций" -> [("unit", "lb"), ("unit", "oz")]. Lists of numbers and wildcards name none."""
+        from hassil import recognize_all
+
+        language = language_of(text)
+        if language not in self._value_lists:
+            return []
+        (intents, lists), firsts = self._value_lists[language]
+        words = [word for word in (word.strip("«»\"“”'.,!?;:()") for word in text.split()) if word]
+        named, at = [], 0
+        while at < len(words):
+            runs = range(min(VALUE_WORDS_MAX, len(words) - at), 0, -1) if lexicon.fold(words[at]) in firsts else ()
+            found = next(((length, result) for length in runs for result in recognize_all(
+                " ".join(words[at:at + length]), intents, slot_lists=lists, intent_context=_HERE, language=language)), None)
+            if found is not None:
+                named.append((found[1].intent.name, str(found[1].entities["value"].value)))
+            at += found[0] if found is not None else 1
+        return named
 
     def _order_before_its_colon(self, text: str) -> LocalMatch | None:
         """"send this to my phone: 27 Baker Street, buzzer 31, leave at the door": an order said
@@ -569,6 +594,22 @@ def _home_assistant_data(language: str, names: set[str]) -> dict:
     return {"language": language, "intents": {name: known[name] for name in names if name in known},
             "lists": dict(data.get("lists", {})), "expansion_rules": dict(data.get("expansion_rules", {})),
             "skip_words": list(data.get("skip_words", []))}
+
+
+VALUE_WORDS_MAX = 4  # the longest run of words tried as one value of a list ("kilometres per hour")
+
+
+def _value_lists(merged: dict) -> tuple | None:
+    """An intent per list of values (not numbers, not wildcards) whose one sentence is the value
+    alone, compiled, and the folded first words of every value (no other word starts a run)."""
+    valued = {name: spec for name, spec in merged["lists"].items() if isinstance(spec, dict) and spec.get("values")}
+    if not valued:
+        return None
+    said = [value.get("in", "") if isinstance(value, dict) else value for spec in valued.values() for value in spec["values"]]
+    firsts = frozenset(lexicon.fold(words[0]) for text in said if isinstance(text, str)
+                       for alternative in re.split(r"[|()\[\]]", text) if (words := alternative.split()))
+    intents = {name: {"data": [{"sentences": [f"{{{name}:value}}"]}]} for name in valued}
+    return _compile({**merged, "lists": valued, "intents": intents, "skip_words": []}), firsts
 
 
 def _compile(merged: dict):

@@ -190,6 +190,14 @@ def second_thought(text: str) -> bool:
     return _SECOND_THOUGHT.match(norm_words(text).strip()) is not None
 
 
+_NOT = frozenset(words("requests", "not_words"))
+
+
+def says_not(text: str) -> bool:
+    """Whether `text` says a "not" ("sorry, not pounds, ounces"): it may put a word of the turn before right."""
+    return not _NOT.isdisjoint(norm_words(text).split())
+
+
 def tells_of_words(text: str) -> bool:
     """Whether `text` tells of someone's words ("my brother said", "она просила"): what follows is theirs, no request."""
     return _TOLD.search(norm_words(text)) is not None

@@ -28,7 +28,7 @@ from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import place_name, zone_of
 from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
-                         recognise_both, said_again_otherwise, second_thought, skill_named, tells_of_words,
+                         recognise_both, said_again_otherwise, says_not, second_thought, skill_named, tells_of_words,
                          without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer)
@@ -426,6 +426,22 @@ def _plain_request(said: str, phrasings: Sequence[Phrasing] | None = None) -> In
     return recognise(said, phrasings) or (recognise(sentences[0], phrasings) if len(sentences) > 1 else None)
 
 
+def value_put_right(named: list[tuple[str, str]], args: dict) -> dict[str, str]:
+    """The argument a second thought puts right by naming two values of one of the toolsets'
+    lists (core.local_intents.LocalIntents.values_named), one the call was given and one it was
+    not: "ой, не фунтов, а унций" after 120 lb were converted to kg -> {"from": "oz"}. {} when
+    the words name no such pair, or more than one."""
+    given = {str(value).casefold(): name for name, value in args.items()}
+    changes = {}
+    for listed in dict.fromkeys(name for name, _value in named):
+        values = list(dict.fromkeys(value for name, value in named if name == listed))
+        old = [value for value in values if value.casefold() in given]
+        new = [value for value in values if value.casefold() not in given]
+        if len(old) == 1 and len(new) == 1:
+            changes[given[old[0].casefold()]] = new[0]
+    return changes if len(changes) == 1 else {}
+
+
 class ReflexSteps:
     """The reflex and frame steps of a Conversation (see the module's docstring)."""
 
@@ -714,7 +730,7 @@ class ReflexSteps:
         more than an amount, or the turn before made no such call. "ой, не двести тридцать, а двести
         десять": the amount a second thought puts right."""
         amount = amount_alone(words) or _amount_then_remarks(words)
-        if not amount and not second_thought(words):
+        if not amount and not second_thought(words) and not says_not(words):
             return False  # most turns: no history read (this runs on every user turn)
         before = self._last_call_before(turn)
         spec = self.s.registry.spec(before.name) if before is not None else None
@@ -724,9 +740,12 @@ class ReflexSteps:
         if not isinstance(bound, Bound):
             return False
         amount = amount or amount_put_right(words, str(bound.args[spec.said_number_args[0]]))
-        if not amount:
+        changed = {spec.said_number_args[0]: amount} if amount else {}
+        if not amount or not amount_alone(words):  # "не фунтов, а унций": a unit put right, its amount kept or not
+            changed |= value_put_right(self.s.local_intents.values_named(words), bound.args)
+        if not changed:
             return False
-        args = args_text({**bound.args, spec.said_number_args[0]: amount})
+        args = args_text({**bound.args, **changed})
         outcome = await self._reflex_outcome(turn, spec.name, args)
         return outcome is not None and self._answered(turn, outcome.text.rstrip(" .") + ".", "amount_again")
 

@@ -689,6 +689,9 @@ _FORMS_OF_H58_H59 = [
     (["до Казани ещё часа три трястись, пацаны хотят Брат 2 глянуть. он сколько идёт вообще?"], "127"),
     # a journey's length told before the question (a 7-hour timer was set)
     (["Seven hours to Glasgow and the bus Wi-Fi is actually working for once. How long is Dune: Part Two?"], "166"),
+    # a unit put right after a conversion, its amount kept (the model converted 120 lb to ounces)
+    (["сколько в килограммах сто двадцать фунтов?", "ой, не фунтов, а унций, это посылка со струнами"], "120 oz = 3.402 kg"),
+    (["what's 30 celsius in fahrenheit", "no wait, not fahrenheit, kelvin"], "303.1 K"),
 ]
 
 
@@ -712,3 +715,23 @@ async def test_a_fraction_said_in_words_as_a_put_right_is_the_models(tmp_path):
         answer = [m.text for m in await system.turn("s", "no wait, it was six and a half miles, I did the extra loop")
                   if isinstance(m, p.Display) and m.final][-1]
         assert answer == "MODEL" and not [c for c in _calls(await system.history("s")) if c.startswith("units_convert|6;")]
+
+
+def test_the_values_a_second_thought_names_are_read_from_the_toolsets_lists():
+    intents = builtin_local_intents()
+    assert intents.values_named("ой, не фунтов, а унций") == [("unit", "lb"), ("unit", "oz")]
+    assert intents.values_named("no wait, I meant kilometres per hour not miles") == [("unit", "km/h"), ("unit", "mi")]
+    assert intents.values_named("ну и денёк") == []
+
+
+@pytest.mark.parametrize("named, args, changed", [
+    ([("unit", "lb"), ("unit", "oz")], {"value": "120", "from": "lb", "to": "kg"}, {"from": "oz"}),
+    ([("unit", "kg"), ("unit", "g")], {"value": "120", "from": "lb", "to": "kg"}, {"to": "g"}),
+    ([("unit", "oz")], {"value": "120", "from": "lb", "to": "kg"}, {}),  # "I meant ounces": from or to? the model's
+    ([("unit", "mi"), ("unit", "oz")], {"value": "120", "from": "lb", "to": "kg"}, {}),  # neither was given
+    ([("unit", "lb"), ("unit", "oz"), ("unit", "g")], {"value": "1", "from": "lb", "to": "kg"}, {}),  # two new ones
+])
+def test_a_value_is_put_right_only_when_one_given_and_one_new_are_named(named, args, changed):
+    from core.reflex_steps import value_put_right
+
+    assert value_put_right(named, args) == changed
