@@ -171,6 +171,12 @@ def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES)
     return frame_spec(declared)
 
 
+def _only_free(result) -> bool:
+    """Whether every slot of `result` is free text (a wildcard): it says nothing of its own."""
+    said = [entity for name, entity in result.entities.items() if name not in _EMPTY_LISTS]
+    return bool(said) and all(entity.is_wildcard for entity in said)
+
+
 def _opened_wildcard(result) -> bool:
     """Whether a free slot of `result` took words that open a sentence and say nothing ("так что
     давай Дубай" as a city)."""
@@ -365,6 +371,10 @@ class LocalIntents:
         intents, lists = self._compiled[language]
         try:
             results = list(recognize_all(text, intents, slot_lists=lists, intent_context=_HERE, language=language))
+            if results and all(_only_free(result) for result in results) and (figured := in_digits(text)) != text:
+                # "поставь будильник на завтра на полседьмого": a free slot (a title) took a time said in words
+                results = [result for result in recognize_all(figured, intents, slot_lists=lists, intent_context=_HERE,
+                                                              language=language) if not _only_free(result)] or results
             if not results and (figured := in_digits(text)) != text:  # "two hundred and fifty grams", "без четверти семь"
                 results = list(recognize_all(figured, intents, slot_lists=lists, intent_context=_HERE, language=language))
             if not results and (paired := lexicon.paired_hundreds_in_figures(text, self._list_words.get(language, ()))) != text:

@@ -94,7 +94,7 @@ _N_RU = r"(?P<h>\d{1,2}|" + "|".join(sorted(_RU_HOURS, key=len, reverse=True)) +
 _ORD_RU = r"(?P<o>" + "|".join(_RU_ORDINAL) + ")"
 _MARK = (r"(?:\s+(?P<mark>" + _MARKS + "))?"
          r"(?:\s+(?P<when>" + _either("tonight_patterns") + "))?")  # said with the hour: no timer text
-_LEAD_RU = r"(?:" + _one("clock_lead_patterns") + ")?"  # "(в) полвосьмого"
+_LEAD_RU = r"(?:" + _one("ordinal_clock_lead_patterns") + ")?"  # "(в) полвосьмого", "на полседьмого"
 _EN_PAST: dict[str, int] = lexicon.table(_CLOCK, "minutes_past_hour")  # "twenty past nine"
 _PAST = "|".join(sorted(map(re.escape, _EN_PAST), key=len, reverse=True))
 _NO_UNIT = r"(?!\w|\s+(?:" + "|".join(lexicon.words(_CLOCK, "unit_stems")) + r"))"  # "ten to fifteen minutes": a span

@@ -47,6 +47,14 @@ def test_an_alarms_hour_said_in_words_is_a_morning_hour():
     assert "6:30" in in_digits("поставь будильник на полседьмого") and "18:30" not in in_digits("поставь будильник на полседьмого")
     assert "6:30" in in_digits("wake me up at half past six")
     assert "18:30" in in_digits("напомни в полседьмого позвонить маме")  # a reminder's early hour: the evening
+    # "на полседьмого" is a clock time as "в полседьмого" is ("на в 6:30" matched no alarm sentence);
+    # "на двадцать пять минут" stays a length
+    assert in_digits("поставь будильник на завтра на полседьмого") == "поставь будильник на завтра в 6:30"
+    assert in_digits("поставь таймер на двадцать пять минут") == "поставь таймер на двадцать пять минут"
+    # British "half six" after a lead is half past six; "in half" is no time
+    assert in_digits("wake me at half six") == "wake me at 6:30"
+    assert "5:30" in in_digits("set an alarm for half five tomorrow")
+    assert in_digits("cut it in half one more time") == "cut it in half one more time"
 
 
 def test_every_clock_word_of_every_language_is_read():
