@@ -309,6 +309,11 @@ _ENDEARING_NAME = re.compile(r"^\W*(?P<name>" + _alternation("addressee_name_pat
 _ASSISTANT_CALLED = frozenset(fold(word) for word in words("spoken", "address_words"))  # "деточка": the assistant
 _NAMED_FIRST = re.compile(_ADDRESSED.pattern.removesuffix(r"\s*[,!]") + r"\s+", re.IGNORECASE)
 _LISTENERS_OWN = _grammar("listeners_own_patterns", r"(?<!\w)(?:{})(?!\w)")
+# "Jamie, can you …": a capitalised word first and a comma (read before folding), not one of the words
+# that open a request to the assistant too, nor an adverb ("Honestly, …")
+_CAPITALISED_CALLED = re.compile(r"^\W*(?:(?i:" + "|".join(map(re.escape, words("guards", "addressee_openers"))) + r")[\s,]+)?"
+                                 r"(?P<name>" + _alternation("capitalised_addressee_patterns") + r")\s*,\s*\S")
+_NOT_CALLED = frozenset(fold(word) for word in words("guards", "not_addressee_words")) | _ASSISTANT_CALLED
 _BEFORE_EVENT = _grammar("before_event_patterns", r"(?<!\w)(?:{})")
 
 
@@ -357,6 +362,9 @@ def addressed_elsewhere(said: str) -> bool:
         return True
     endearing = _ENDEARING_NAME.match(folded)  # "Серёженька, внучек, нажми …"
     if endearing is not None and endearing["name"] not in _ASSISTANT_CALLED:
+        return True
+    called = _CAPITALISED_CALLED.match(said)
+    if called is not None and fold(called["name"]) not in _NOT_CALLED and not fold(called["name"]).endswith("ly"):
         return True
     named = _NAMED_FIRST.match(folded)  # "лен поставь чайник а?": speech written with no comma
     return named is not None and opens_an_order(folded[named.end():])

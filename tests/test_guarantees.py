@@ -703,13 +703,16 @@ async def test_words_said_to_someone_else_or_quoted_change_nothing(tmp_path):
                  "TOOL_CALL: timers_set|in 10 minutes; чайник",
              # h40: speech told with "goes, quote," in single quotes (the model set the boss's reminder)
              "in the meeting my boss goes, quote, 'someone set a reminder for everyone for Monday at nine', and then "
-             "looks straight at me. like I'm his secretary": "TOOL_CALL: timers_set|in 1 hour; the meeting"}
+             "looks straight at me. like I'm his secretary": "TOOL_CALL: timers_set|in 1 hour; the meeting",
+             # h60: a name no list holds, capitalised and called first (the model set the pasta timer)
+             "Jamie, can you set a timer for the pasta? I'm stuck on the phone with your mum":
+                 "TOOL_CALL: timers_set|in 10 minutes; pasta"}
     async with inproc_system(tmp_path, backend=_calling_per_words(calls)) as system:
         await system.turn("s", "найди Морозко")  # a reflex's search: the id is one the conversation showed
         for said in calls:
             await system.turn("s", said)
         results = [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_set", "media_play")]
-        assert len(results) == 10 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
+        assert len(results) == 11 and all(r["content"].startswith("not executed (not_requested)") for r in results), results
         assert not system.actors["session"].sessions["s"].timers.pending()
 
 

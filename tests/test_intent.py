@@ -261,3 +261,18 @@ def test_dont_forget_asks_and_forget_it_takes_back():
     assert requested("timer_set", "set an alarm for 7, don't forget it")
     assert not requested("timer_set", "поставь будильник на семь… а, нет, забудь")
     assert not requested("timer_set", "set an alarm for seven, oh wait, forget it")
+
+
+@pytest.mark.parametrize("said, elsewhere", [
+    ("Jamie, can you set a timer for the pasta? I'm stuck on the phone with your mum", True),  # h60: a name no list holds
+    ("Hey Priyanka, turn the oven off", True),
+    ("Okay, set a timer for 5 minutes", False),  # words that open a request to the assistant too
+    ("Honestly, just play Dune", False),
+    ("Tomorrow, wake me at 7", False),
+    ("Alexa, set a timer for ten minutes", False),  # the user calling the assistant by another's name
+    ("jamie, can you set a timer", False),  # no capital, no list: the name is not told from a word
+])
+def test_a_capitalised_name_called_first_is_someone_else(said, elsewhere):
+    from core.intent import addressed_elsewhere
+
+    assert addressed_elsewhere(said) is elsewhere
