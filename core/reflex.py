@@ -83,7 +83,7 @@ def _second_request(raw: str, start: int = 0) -> re.Match[str] | None:
 
 VERB_START = re.compile(LEAD + r"(?:" + _any("opening_verbs") + r")\b")
 _NEGATION = re.compile(r"(?:^|\s)(?:(?:" + _any("negation_patterns") + r")\s+(?:\w+\s+)?(?:" + _any("negated_stems")
-                       + r")|" + _any("negation_phrases_patterns") + r")")
+                       + r")(?!\w*(?:" + _any("negated_statement_endings") + r")(?!\w))|" + _any("negation_phrases_patterns") + r")")
 # "двадцать пять минут": one number in digits, as the timer parser reads it
 TENS: dict[str, int] = table("requests", "tens")  # type: ignore[assignment]
 NUMBER_WORDS: dict[str, int] = table("requests", "units")  # type: ignore[assignment]

@@ -276,3 +276,17 @@ def test_a_capitalised_name_called_first_is_someone_else(said, elsewhere):
     from core.intent import addressed_elsewhere
 
     assert addressed_elsewhere(said) is elsewhere
+
+
+@pytest.mark.parametrize("said, held", [
+    # h61: a remark of what the speaker will not do ("не найду") took back the request after it
+    ("адрес я в переписке не найду. скинь мне на телефон: проспект Андропова 39", False),
+    ("я же сама не проснусь. разбуди меня в семь", False),
+    ("не включай пока", True),  # an order taken back
+    ("не надо ставить таймер", True),
+    ("не ставь будильник", True),
+])
+def test_a_negated_statement_of_the_speaker_holds_back_no_request(said, held):
+    from core.reflex import held_back
+
+    assert held_back(said, "search") is held
