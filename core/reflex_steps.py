@@ -95,6 +95,17 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     return (_clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])) if not whole else None
 
 
+def _name_within_its_sentence(local: LocalIntents, match: LocalMatch | None, said: str) -> LocalMatch | None:
+    """`match`, unless a free slot naming something (not a message dictated) took the remarks
+    before its sentence: "всё, они в вотсап скинули. почту можешь больше не караулить" names the
+    mail, as the request among remarks reads it (None: the caller reads them so)."""
+    if match is None or not match.wildcard or match.call is not None and match.call.free_text \
+            or len(_clauses(said, commas=False)) < 2:
+        return match
+    aside = request_among_remarks(local, said)
+    return None if aside is not None and aside.intent == match.intent else match
+
+
 def _dictation_cut(match: LocalMatch, text: str, said: str, last_part: str) -> bool:
     """Whether `match` read `text` as a request whose free text, dictated after a colon, goes on past
     a comma after `last_part` in `said` ("код: сто сорок семь, вызов, 228"): reading it would cut the
@@ -472,7 +483,7 @@ class ReflexSteps:
         if first is not None:  # "wake me up at 6 tomorrow, no wait, make it 6:30": as put right, or the model's
             intent = put_right(first, read(self.s.local_intents.match(halves[1]), halves[1]))
             return intent is not None and await self._carry_out(turn, (intent,))
-        match = self.s.local_intents.match(words)
+        match = _name_within_its_sentence(self.s.local_intents, self.s.local_intents.match(words), words)
         aside = request_among_remarks(self.s.local_intents, words) if match is None else None
         declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
         call = declared_call(declared, words)

@@ -695,8 +695,24 @@ _FORMS_OF_H58_H59 = [
 ]
 
 
+_FORMS_OF_H60_H61 = [
+    # an alarm "на завтра на полседьмого" (read as a film's title); British "half one" put right
+    (["поставь будильник на завтра на полседьмого"], "06:30"),
+    (["wake me at two a.m.", "actually, make it half one instead"], "01:30"),
+    # days before the thing and its time; the background asked of in other words; a remark saying "не найду"
+    (["ладно, поставь по будням на семь сорок напоминалку: гулять с собакой"], "по будням в 07:40"),
+    (["чёт телефон греется как утюг, может ты там чего крутишь. глянь, какие у тебя задачи в фоне идут"], "ничего не выполняется"),
+    (["слушай, завтра венчание, а адрес я в переписке не найду. скинь мне на телефон: проспект Андропова "
+      "тридцать девять, храм Вознесения, к двум часам"], "Андропова"),
+    # a watch on an app with what is awaited after it, ended by the app named first
+    (["следи за почтой, жду подписанный договор от пары из Казани"], "когда придёт: подписанный договор от пары из Казани"),
+    (["следи за почтой, жду подписанный договор от пары из Казани", "всё, они в вотсап скинули. почту можешь больше не караулить"],
+     "больше не слежу"),
+]
+
+
 @pytest.mark.parametrize("turns, shown_has", _FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
-                         + _FORMS_OF_H58_H59)
+                         + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61)
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path, turns, shown_has):
     """Each a form a blind block's writer used that went to the model (which missed it, did harm or
     gave a wrong value)."""

@@ -213,9 +213,28 @@ _WATCH_APP = re.compile(LEAD + r"(?:also\s+|и\s+ещ[её]\s+|ещ[её]\s+|и\
                         + alternation("watching", "watch_for_patterns", WORDS) + r")\s+(?P<what>.+)$")
 
 
+# the app alone, then what is awaited in the clause after it: "следи за почтой, жду договор от пары из Казани"
+_WATCH_APP_ALONE = re.compile(_WATCH_APP.pattern.split(r"(?P<app>[\w-]+)")[0] + r"(?P<app>[\w-]+)$")
+_AWAITED = re.compile(r"^(?:" + alternation("watching", "awaited_patterns", WORDS) + r")\s+(?P<what>.+)$")
+
+
+def _awaited_joined(clauses: list[str]) -> list[str]:
+    """The clauses with an app said alone joined to the awaited thing after it, as "<app> за <what>"."""
+    for at in range(len(clauses) - 1):
+        awaited = _AWAITED.match(clauses[at + 1].casefold())
+        if _WATCH_APP_ALONE.match(clauses[at]) and awaited is not None:
+            what = clauses[at + 1][awaited.start("what"):]
+            joint = str(topic("ru" if re.search("[а-яё]", clauses[at], re.I) else "en", "watching", WORDS)["awaited_joint"])
+            return [*clauses[:at], f"{clauses[at]} {joint} {what}", *clauses[at + 2:]]
+    return clauses
+
+
 def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
-    """A watch said as "watch <app> for <what>", after remarks at most, what goes with a watch after."""
-    clauses = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,:]\s*", raw.strip()) if c.strip(" .!?")]
+    """A watch said as "watch <app> for <what>" (or "watch <app>, I'm expecting <what>"), after
+    remarks at most, what goes with a watch after."""
+    split = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,:]\s*", raw.strip()) if c.strip(" .!?")]
+    clauses = _awaited_joined(split)
+    said_as = "awaited_said" if len(clauses) < len(split) else "watch_app_said"
     for at, clause in enumerate(clauses):
         asked = _WATCH_APP.match(clause)
         if asked is None:
@@ -227,7 +246,7 @@ def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
         what = asked["what"]
         if _by_pronoun(Intent(kind="watch", russian=russian, subject=what)) or TIMER_WORD.search(what):
             return None  # "watch whatsapp for anything from her": who she is, the model reads
-        told = str(topic("ru" if russian else "en", "watching", WORDS)["watch_app_said"])
+        told = str(topic("ru" if russian else "en", "watching", WORDS)[said_as])
         return Intent(kind="watch", russian=russian, channel=channel, subject=as_said(what, said),
                       text=told.format(what=as_said(what, said), app=as_said(asked["app"], said)))
     return None
