@@ -708,6 +708,10 @@ _FORMS_OF_H60_H61 = [
     (["следи за почтой, жду подписанный договор от пары из Казани"], "когда придёт: подписанный договор от пары из Казани"),
     (["следи за почтой, жду подписанный договор от пары из Казани", "всё, они в вотсап скинули. почту можешь больше не караулить"],
      "больше не слежу"),
+    # one more reminder at a clock time, on the day of the one before and in its half of the day (was 22:15 today)
+    (["remind me tomorrow at ten a.m. to pack the flash kit", "and another one at ten fifteen, charge the drone"],
+     "tomorrow at 10:15"),
+    (["напомни завтра в десять утра собрать вспышки", "и ещё одно в десять пятнадцать, зарядить дрон"], "завтра, 10:15"),
 ]
 
 

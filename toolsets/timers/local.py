@@ -188,8 +188,9 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         intent = _on_our_clock(fast, turn, intent, elsewhere)
         if intent is None:
             return None  # no place asked about, or no clock time: the model's
-    when = intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere or _on_days(intent) else \
-        dial_nearest(intent.when, now, fast.timezone())  # "в полвосьмого" at 18:00: 19:30; "every Tuesday at 9": 09:00
+    when = _beside_the_one_before(fast, turn, intent) or (
+        intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere or _on_days(intent) else
+        dial_nearest(intent.when, now, fast.timezone()))  # "в полвосьмого" at 18:00: 19:30; "every Tuesday at 9": 09:00
     try:
         due = parse_when(when, now, fast.timezone())
     except TimerError:
@@ -200,6 +201,29 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
     if await fast.call(turn, fast.tool("timer_set"), f"{when}; {text}{every}") is None or len(fast.pending_timers()) <= before:
         return None
     return _timer_set_said(fast, intent, now, due)
+
+
+_ONE_MORE = re.compile(r"(?<!\w)(?:" + alternation("requests", "one_more_patterns") + r")(?!\w)")
+
+
+def _beside_the_one_before(fast: FastPath, turn: TurnState, intent: Intent) -> str:
+    """"and another one at ten fifteen" right after a reminder for tomorrow at 10:00: on that one's
+    day, at the reading of the clock nearest to it (tomorrow 10:15, not 22:15 today); "" unless a
+    clock time with no day is said for one more timer and the turn before set one, not repeating,
+    for another day than today."""
+    clock = re.fullmatch(r"(\d{1,2}):(\d{2})", intent.when.strip())
+    set_before = [data for _name, data in fast.results_before(turn) if isinstance(data, TimerSet)]
+    if clock is None or not set_before or set_before[-1].every_s or intent.every \
+            or not _ONE_MORE.search(fold(fast.turn_words(turn))):
+        return ""
+    zone = fast.timezone()
+    before = dt.datetime.fromtimestamp(set_before[-1].due, zone)
+    if before.date() == dt.datetime.fromtimestamp(fast.now(), zone).date():
+        return ""  # today's: the next reading of the dial, as for any clock time
+    hour, minute = int(clock[1]), int(clock[2])
+    readings = [hour, hour + 12] if 1 <= hour <= 11 else [hour]
+    nearest = min(readings, key=lambda reading: abs(reading * 60 + minute - before.hour * 60 - before.minute))
+    return before.replace(hour=nearest, minute=minute).strftime("%Y-%m-%dT%H:%M")
 
 
 async def _before_the_time_said(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
