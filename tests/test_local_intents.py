@@ -381,7 +381,15 @@ def test_where_the_reflex_reads_the_eval_sets_words_a_declared_sentence_reads_th
     assert len(turns) > 1000
     differ = [said for said in turns if (old := recognise(said)) is not None
               and _same_length_read(recognised(intents.match(said), said)) != _same_length_read(old)]
-    assert differ == []
+    assert differ == list(_THE_REFLEX_MISREAD)
+
+
+# where the reflex's reading is wrong and the declared sentence's right (h48, h60 held out)
+_THE_REFLEX_MISREAD = (
+    "поставь будильник на полседьмого утра",  # the reflex: no alarm's name; the sentence: "будильник"
+    "set an alarm for one in the afternoon on weekends",  # the reflex: 01:00 once, "in the afternoon on weekends" its text
+    "wake me at two a.m.",  # the reflex: "a.m" its text
+)
 
 
 def _same_length_read(intent):
