@@ -217,7 +217,7 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
 
 
 # ---- a toolset that brings its own words: units (toolsets/units/) -----------------------------
-@pytest.mark.parametrize("said, shown", [
+_CONVERSIONS_SAID = [
     ("convert 5 miles to kilometers", "5 mi = 8.047 km."),
     ("how many feet in 3 meters?", "3 m = 9.843 ft."),
     ("переведи 10 километров в мили", "10 km = 6.214 mi."),
@@ -267,13 +267,19 @@ async def test_home_assistants_sentences_are_carried_out_with_no_wrong_action(tm
     # hundreds said as two numbers before a unit (h42, h43): once sent to the model as "more number than was read"
     ("the oven's supposed to be at four twenty-five Fahrenheit. what's that in Celsius?", "425 F = 218.3 C."),
     ("one eighty celsius in fahrenheit?", "180 C = 356 F."),
-])
-async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path, said, shown):
+]
+
+
+async def test_a_toolsets_own_sentence_calls_its_tool_and_answers_without_the_model(tmp_path):
     backend = ScriptedBackend(reply_fn=lambda messages: "Sorry, I can't help with that.")
-    async with inproc_system(tmp_path, backend=backend) as system:
-        answer = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final][-1]
-        assert answer == shown and not backend.calls
-        assert _calls(await system.history("s"))[0].startswith("units_convert|")
+    missed = []
+    async with inproc_system(tmp_path, backend=backend) as system:  # one runtime, a session per sentence
+        for index, (said, shown) in enumerate(_CONVERSIONS_SAID):
+            answer = [m.text for m in await system.turn(f"s{index}", said) if isinstance(m, p.Display) and m.final][-1]
+            calls = _calls(await system.history(f"s{index}"))
+            if answer != shown or not calls or not calls[0].startswith("units_convert|"):
+                missed.append((said, shown, answer))
+    assert missed == [] and not backend.calls
 
 
 @pytest.mark.parametrize("said", [
