@@ -726,6 +726,9 @@ _FORMS_OF_H60_H61 = [
     (["remind me tomorrow at ten a.m. to pack the flash kit", "and another one at ten fifteen, charge the drone"],
      "tomorrow at 10:15"),
     (["напомни завтра в десять утра собрать вспышки", "и ещё одно в десять пятнадцать, зарядить дрон"], "завтра, 10:15"),
+    # a title told in a sentence before the question: quoted, with "он длинный" around it; the count said after what is counted
+    (["кстати, клиенты всё советуют «Горько!», говорят, прям про мою работу. он длинный вообще, сколько идёт?"], "95 минут"),
+    (["у нас в отделении все про Чернобыль гудят, а я так и не посмотрела. там серий-то сколько, осилю за выходные?"], "5 серий"),
 ]
 
 

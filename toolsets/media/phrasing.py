@@ -55,7 +55,9 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
                            r"долго\s+(?:он\s+|она\s+|оно\s+|они\s+)?(?:идёт|идет|идут|длится|длятся)(?=[\s?.!,]|$))")),
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
+    # "там серий-то сколько": the count said after what is counted
     ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
+                            r"(?:серий|эпизодов|сезонов)(?:-то)?\s+(?:там\s+|в\s+нём\s+|в\s+нем\s+)?сколько|"
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
                         r"(?:вышел|вышла|вышло|снят|снята|снимали)\s+(?:он|она|оно)\s+когда|what\s+year|which\s+year|when\s+(?:was|did)\s+(?:it|that)\s+(?:made|come\s+out|released|filmed)|"
