@@ -103,7 +103,11 @@ def _name_within_its_sentence(local: LocalIntents, match: LocalMatch | None, sai
             or len(_clauses(said, commas=False)) < 2:
         return match
     aside = request_among_remarks(local, said)
-    return None if aside is not None and aside.intent == match.intent else match
+    if aside is None or aside.intent != match.intent:
+        return match
+    free = [name for name, value in match.slots.items() if isinstance(value, str) and name in aside.slots]
+    took_more = free and all(fold(str(match.slots[name])).endswith(" " + fold(str(aside.slots[name]))) for name in free)
+    return None if took_more else match  # ("… at seven a.m. to walk the dog": "a.m." ends no sentence's request)
 
 
 def _dictation_cut(match: LocalMatch, text: str, said: str, last_part: str) -> bool:

@@ -729,6 +729,12 @@ _FORMS_OF_H60_H61 = [
     # a title told in a sentence before the question: quoted, with "он длинный" around it; the count said after what is counted
     (["кстати, клиенты всё советуют «Горько!», говорят, прям про мою работу. он длинный вообще, сколько идёт?"], "95 минут"),
     (["у нас в отделении все про Чернобыль гудят, а я так и не посмотрела. там серий-то сколько, осилю за выходные?"], "5 серий"),
+    # "a.m." ends no sentence: the reminder's text after it is its own
+    (["set a reminder every saturday and sunday at seven a.m. to walk the dog"], "at 07:00: walk the dog"),
+    # a repeat on days made one of them
+    (["set a reminder every saturday and sunday at seven a.m. to walk the dog",
+      "wait, saturdays I'm out shooting at dawn anyway. make that just sundays"], "every Sunday at 07:00: walk the dog"),
+    (["напоминай по выходным в семь утра гулять с собакой", "давай только по воскресеньям"], "по воскресеньям в 07:00"),
 ]
 
 
