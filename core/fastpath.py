@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from core.turn import TurnState
 
 # ---- a request, as the runtime and the toolsets' phrasings recognise it ----------------------
-ReflexKind = Literal["time_now", "time_elsewhere", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
+ReflexKind = Literal["time_now", "time_elsewhere", "time_there", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
                      "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
@@ -57,6 +57,7 @@ class Intent(msgspec.Struct, frozen=True, kw_only=True):
     every: str = ""  # a timer's repeat, as the timer tool takes it: "1 day"
     found_only: bool = False  # a name a sentence's free slot took: answered only when a toolset finds it
     wrong: str = ""  # a correction's words that were wrong ("not diapers — wipes": "diapers")
+    dial: bool = False  # `when` a clock time said with no half of the day: the next reading of a 12-hour dial
 
 
 class Reference(msgspec.Struct, frozen=True, kw_only=True):

@@ -61,6 +61,18 @@ def _last_word_a_number(text: str) -> bool:
     return last.isdigit() or last in _NUMBER_WORDS or text.rstrip().endswith("-")
 
 
+def _time_there(match: LocalMatch, russian: bool) -> Intent | None:
+    """Another place's clock time asked on the user's: its hour read on a 12-hour dial when no half
+    of the day is said ("nine o'clock their time"); "ночи" is the night's ("в два ночи", "в одиннадцать ночи")."""
+    slots = dict(match.slots)
+    if slots.get("half") == "night":
+        slots["half"] = "pm" if isinstance(slots.get("hour"), float) and slots["hour"] >= 6 else "am"
+    when = clock_words({key: value for key, value in slots.items() if key != "day"})
+    hour = slots.get("hour")
+    dial = not slots.get("half") and isinstance(hour, float) and 1 <= hour <= 11
+    return Intent(kind="time_there", russian=russian, subject=str(slots.get("place", "")), when=when, dial=dial) if when else None
+
+
 def reflex_intent(match: LocalMatch) -> Intent | None:
     """The request a matched action means, or None when this runtime has no such action (the
     model then reads the words)."""
@@ -95,6 +107,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         return Intent(kind="timer_list", russian=russian)
     if action in ("time_now", "date_now"):
         return Intent(kind="time_now", russian=russian)
+    if action == "time_there":  # "what's 9 pm London time for me?": the place said, or the one the words name
+        return _time_there(match, russian)
     if action in ("pause", "resume", "stop"):
         return Intent(kind="playback", russian=russian, action=action)
     if action == "tasks":  # "is anything running in the background?": a question with no slot

@@ -13,7 +13,7 @@ import zoneinfo
 from typing import NamedTuple
 
 from core.local_intents import Say
-from core.places import initials
+from core.places import initials, place_name
 from core.reflex import _PLACE_CLOCK, Intent, is_russian
 from core.timewords import spoken_parts
 from protocol.results import ClockRead
@@ -32,6 +32,16 @@ def day_answer(say: Say, day: dt.datetime, offset: int, russian: bool) -> str | 
     """"Завтра воскресенье, 15 марта." - the weekday and date `offset` days from today."""
     weekday, date, _clock = spoken_parts(day, russian)
     return say(_DAYS_FROM_TODAY.get(offset, "another_day"), weekday=weekday, date=date)
+
+
+def time_there_answer(say: Say, place: str, there: dt.datetime, here: dt.datetime, today: dt.date, russian: bool) -> str | None:
+    """"When it's 21:00 in London, it's 00:00 tomorrow for you (Sunday).": a moment on the place's
+    clock and on the user's (both aware), the user's day said when it is not today."""
+    weekday, _date, clock_here = spoken_parts(here, russian)
+    _weekday, _date, clock_there = spoken_parts(there, russian)
+    name = _place_as_said(place_name(place) or place, russian)
+    response = "time_there_today" if here.date() == today else "time_there_other_day"
+    return say(response, place=name, there=clock_there, here=clock_here, weekday=weekday)
 
 
 def tells_place_time(summary: str) -> bool:

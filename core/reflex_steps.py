@@ -13,6 +13,7 @@ import functools
 import itertools
 import logging
 import re
+import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 
@@ -26,13 +27,13 @@ from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, opens_an_order, remark, says_repeat, small_talk, takes_back, words_offered_for
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
-from core.places import place_name, zone_of
+from core.places import moment_there, place_name, zone_of
 from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
                          recognise_both, said_again_otherwise, says_not, second_thought, skill_named, tells_of_words,
                          without_polite_tail)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
-                                 show_answer, tells_place_time, time_answer)
-from core.timers import Timer
+                                 show_answer, tells_place_time, time_answer, time_there_answer)
+from core.timers import Timer, dial_nearest
 from core.timewords import amount_alone, amount_put_right, in_digits, whole_numbers_said
 from core.toolcall import parse_reply
 from core.toolsets import Bound, args_text
@@ -441,6 +442,24 @@ def _plain_request(said: str, phrasings: Sequence[Phrasing] | None = None) -> In
     return recognise(said, phrasings) or (recognise(sentences[0], phrasings) if len(sentences) > 1 else None)
 
 
+PLACE_WORDS_MAX = 3  # the longest run of words tried as a place's name ("los angeles", "нью-йорк")
+
+
+def _the_one_place_named(said: str) -> str:
+    """The one place the words name ("the London couple wants a call … their time": "London"); ""
+    when they name none or more than one."""
+    words = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", said)
+    named: dict[str, str] = {}
+    at = 0
+    while at < len(words):
+        runs = range(min(PLACE_WORDS_MAX, len(words) - at), 0, -1)
+        found = next((length for length in runs if words[at][:1].isupper() and zone_of(" ".join(words[at:at + length]))), 0)
+        if found:
+            named.setdefault(zone_of(" ".join(words[at:at + found])) or "", " ".join(words[at:at + found]))
+        at += found or 1
+    return next(iter(named.values())) if len(named) == 1 else ""
+
+
 def value_put_right(named: list[tuple[str, str]], args: dict) -> dict[str, str]:
     """The argument a second thought puts right by naming two values of one of the toolsets'
     lists (core.local_intents.LocalIntents.values_named), one the call was given and one it was
@@ -820,6 +839,25 @@ class ReflexSteps:
             clock = await self.data(turn, "get_current_time", intent.subject)
             return place_clock_answer(self.speaker(intent.russian), intent, clock) if isinstance(clock, ClockRead) and clock.place else None
         return answer
+
+    async def _reflex_time_there(self, turn: TurnState, intent: Intent) -> str | None:
+        """"what's 9 pm London time for me?", "сколько будет у меня, когда в Лондоне девять вечера?":
+        the next moment the place's clock (get_current_time for the place) reads the time said, on
+        the user's clock; a time said with no half of the day, the next such reading of a 12-hour
+        dial there. The place said, or the one place the words name ("the London couple … nine
+        o'clock their time"); None when there is none, or more than one: the model's."""
+        place = intent.subject or _the_one_place_named(self.turn_words(turn))
+        clock = await self.data(turn, "get_current_time", place) if place and zone_of(place) else None
+        if not isinstance(clock, ClockRead) or not clock.place:
+            return None
+        zone = zoneinfo.ZoneInfo(clock.place)
+        when = dial_nearest(intent.when, clock.at, zone) if intent.dial else intent.when
+        moment = moment_there(when, clock.place, clock.at)
+        if moment is None:
+            return None
+        here, today = dt.datetime.fromtimestamp(moment, self.s.tz), dt.datetime.fromtimestamp(clock.at, self.s.tz).date()
+        return time_there_answer(self.speaker(intent.russian), place, dt.datetime.fromtimestamp(moment, zone), here, today,
+                                 intent.russian)
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""

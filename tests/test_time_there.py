@@ -1,0 +1,57 @@
+"""Another place's clock time asked on the user's clock ("what's 9 pm London time for me?",
+"сколько будет у меня, когда в Лондоне девять вечера?"): the next moment the place's clock reads
+it, said on the user's clock, without the model. Before, the Russian form was answered with
+London's time now (a wrong answer), the English ones went to the model (h61 held out: it listed
+the watches)."""
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+import protocol as p
+from harness import inproc_system
+from llm.scripted import ScriptedBackend
+
+MOSCOW = ZoneInfo("Europe/Moscow")
+# Saturday 14 March 2026, 18:00 in Moscow (15:00 in London, 00:00 on Sunday in Tokyo): the blind blocks' clock
+CLOCK_START = datetime(2026, 3, 14, 18, 0, tzinfo=MOSCOW).timestamp()
+
+
+async def _answers(tmp_path, said: list[str]) -> tuple[list[str], list]:
+    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    shown = []
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: CLOCK_START, timezone="Europe/Moscow") as system:
+        for index, words in enumerate(said):
+            turn = await system.turn(f"s{index}", words)
+            shown.append([m.text for m in turn if isinstance(m, p.Display) and m.final][-1])
+    return shown, backend.calls
+
+
+async def test_a_places_clock_time_is_said_on_the_users_clock_without_the_model(tmp_path):
+    shown, model_calls = await _answers(tmp_path, [
+        "what's 9 pm London time for me?",
+        "сколько будет у меня, когда в Лондоне девять вечера?",
+        "when it's 8 am in Tokyo, what time is it here?",
+        "девять вечера по Лондону это сколько у нас",
+        # no half of the day said: the next time the place's dial shows it (London is at 15:00: 21:00)
+        "the London couple wants a call at nine o'clock their time, what's that for me here?",
+        "сестра в Нью-Йорке просит позвонить в девять утра по их времени, это сколько будет у нас?",
+    ])
+    assert shown == [
+        "When it's 21:00 in London, it's 00:00 on Sunday for you.",
+        "Лондон: 21:00 — у вас в это время 00:00, воскресенье.",
+        "When it's 08:00 in Tokyo, it's 02:00 on Sunday for you.",
+        "Лондон: 21:00 — у вас в это время 00:00, воскресенье.",
+        "When it's 21:00 in London, it's 00:00 on Sunday for you.",
+        "Нью-Йорк: 09:00 — у вас в это время 16:00, воскресенье.",
+    ]
+    assert not model_calls
+
+
+@pytest.mark.parametrize("said", [
+    "some friends want a call at nine their time, what's that for me?",  # whose time: no place named
+    "my sister in Tokyo and my brother in London both want a call at nine their time, what's that for me?",  # two
+])
+async def test_their_time_with_no_one_place_named_is_the_models(tmp_path, said):
+    shown, model_calls = await _answers(tmp_path, [said])
+    assert shown == ["MODEL"] and model_calls
