@@ -81,6 +81,13 @@ def override(config: Config, **sections: dict) -> Config:
     return replace(config, **{name: replace(getattr(config, name), **keys) for name, keys in sections.items() if keys})
 
 
+# How long a test's own asks (an event delivered, a session's info) wait: the runtime's default (2 s)
+# is the runtime's bound, and the suite runs three workers on two cores, where a first turn's
+# session open in PostgreSQL or a loop busy with 1,500 turns has answered after it (CI, twice). A
+# test's bound on what it checks is its own (anyio.fail_after, `until`).
+HELPER_ASK_TIMEOUT_S = 15.0
+
+
 class System:
     def __init__(self, config: Config, ctx: zmq.Context, actors: dict[str, Actor], client: Endpoint):
         self.config = config
@@ -91,7 +98,8 @@ class System:
     def deliver(self, session: str, text: str = "", kind: str = "user_text", event_id: str | None = None,
                 timeout: float | None = None, **data):
         event = p.Event(event_id=event_id or p.new_id(), kind=kind, source="user", channel="speech", content=text, ts=time.time(), data=data)
-        return self.client.ask("session", p.DeliverEvent(event=event), session=session, timeout=timeout)
+        return self.client.ask("session", p.DeliverEvent(event=event), session=session,
+                               timeout=HELPER_ASK_TIMEOUT_S if timeout is None else timeout)
 
     async def turn(self, session: str, text: str, kind: str = "user_text", timeout: float = 10) -> list[p.Msg]:
         """Deliver one event and wait until the session has handled it."""
@@ -101,11 +109,11 @@ class System:
         return await self.actors["glasses"].wait_event_done(session, event_id, timeout=timeout)
 
     async def history(self, session: str) -> list[dict[str, str]]:
-        info = await self.client.ask("session", p.SessionInfoRequest(), session=session)
+        info = await self.client.ask("session", p.SessionInfoRequest(), session=session, timeout=HELPER_ASK_TIMEOUT_S)
         return info.history
 
     async def info(self, session: str) -> p.SessionInfo:
-        return await self.client.ask("session", p.SessionInfoRequest(), session=session)
+        return await self.client.ask("session", p.SessionInfoRequest(), session=session, timeout=HELPER_ASK_TIMEOUT_S)
 
     async def queued(self, session: str, count: int = 1) -> bool:
         """Whether at least `count` events wait in the session's queue (for `until`)."""

@@ -106,9 +106,7 @@ async def test_a_bridge_that_falls_behind_pushes_back_and_the_session_actor_surv
         sessions = [f"s{i}" for i in range(1500)]
         with anyio.fail_after(60):
             for sid in sessions:  # each turn sends a final display and a TurnDone to the stalled bridge
-                # 1,500 turns in flight share the event loop with this ask, and the suite runs three
-                # workers on two cores: the overall bound above is the test's, not each ask's 2 s
-                assert isinstance(await system.deliver(sid, "hi", timeout=30), p.EventAccepted)
+                assert isinstance(await system.deliver(sid, "hi"), p.EventAccepted)
             await until(lambda: session._backlog)
             assert (await system.info("s0")).exists, "the session actor still answers while held back"
             gate.set()
