@@ -364,7 +364,7 @@ def addressed_elsewhere(said: str) -> bool:
     if endearing is not None and endearing["name"] not in _ASSISTANT_CALLED:
         return True
     called = _CAPITALISED_CALLED.match(said)
-    if called is not None and fold(called["name"]) not in _NOT_CALLED and not fold(called["name"]).endswith("ly"):
+    if called is not None and fold(called["name"]) not in _NOT_CALLED:
         return True
     named = _NAMED_FIRST.match(folded)  # "лен поставь чайник а?": speech written with no comma
     return named is not None and opens_an_order(folded[named.end():])
