@@ -68,6 +68,11 @@ _BARE_TOOL_NAME = re.compile(r"`?[a-z]+(?:_[a-z]+)+(?:\|[^\n]*)?`?\.?")
 # a marker of the model's own making, not words: "NO_TOOL_CALL", "NO_TOOL" (the embedded model, to a remark)
 # "NO TOOL" (h39), "NO TOOL_CALL" (h56), a bare "NO" or "NONE" in capitals (h41: the whole answer to "не-не, мне старый …")
 _CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*|\W*NO\s+TOOLS?(?:[\s_]+CALLS?)?\W*|\W*(?:NO|NONE|NULL|N/A)\W*")
+# "КОНЕЦ", "END" (h61: the whole answer to a question about background tasks): one word in capitals of
+# any script, asked again once (shown if said again: "NASA" may be an answer)
+_ONE_WORD_IN_CAPITALS = re.compile(r"\W*[A-ZА-ЯЁ]{3,}\W*")
+# a template's blanks ("КОНСТРУКТУРА: [Имя] [Предложение]", h61; "[Name], your [item] is ready"): never an answer
+_PLACEHOLDER = re.compile(r"\[[A-ZА-ЯЁ][a-zа-яё]+(?:\s[a-zа-яё]+)?\]")
 
 
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",
@@ -93,6 +98,10 @@ def echoed(reply: str, said: str) -> str:
         return "the name of a tool without TOOL_CALL: before it, which is not an answer"
     if _CODE_MARKER.fullmatch(text):  # "NO_TOOL_CALL" (h30): a marker of its own making, not words
         return "a marker, not words: answer the user in plain words"
+    if _ONE_WORD_IN_CAPITALS.fullmatch(text):
+        return "one word in capitals, which tells the user nothing: answer them in plain words"
+    if _PLACEHOLDER.search(text):
+        return "a template with blanks in brackets, not an answer: answer the user in plain words"
     if _ABOUT_TOOLS.fullmatch(text):  # "No tool needed." (h13): a note on the tools, not an answer to the user
         return "a note about tools, which is not an answer to the user"
     said_words = _said_words(said)

@@ -962,3 +962,13 @@ async def test_a_time_left_told_sets_no_timer(tmp_path, said):
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         assert system.actors["session"].sessions["s"].timers.pending() == []
+
+
+async def test_a_word_in_capitals_or_a_template_with_blanks_is_asked_again_once(tmp_path):
+    # h61: the embedded model's whole answer was "КОНЕЦ" to a question about background tasks, and
+    # "КОНСТРУКТУРА: [Имя] [Предложение]" to a watch on the mail; both reached the glasses
+    replies = iter(["КОНЕЦ", "Сейчас в фоне ничего не идёт.", "КОНСТРУКТУРА: [Имя] [Предложение]", "Хорошо, скажу, когда придёт."])
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: next(replies)),
+                             reflexes=False) as system:
+        assert finals(await system.turn("s", "слушай, а у тебя там ничего не крутится?"))[-1] == "Сейчас в фоне ничего не идёт."
+        assert finals(await system.turn("s", "ну и славно, спасибо"))[-1] == "Хорошо, скажу, когда придёт."
