@@ -72,7 +72,7 @@ _CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*|\W*NO\s+TOOLS?(?:[\s_]+CALL
 # any script, asked again once (shown if said again: "NASA" may be an answer)
 _ONE_WORD_IN_CAPITALS = re.compile(r"\W*[A-ZА-ЯЁ]{3,}\W*")
 # a template's blanks ("КОНСТРУКТУРА: [Имя] [Предложение]", h61; "[Name], your [item] is ready"): never an answer
-_PLACEHOLDER = re.compile(r"\[[A-ZА-ЯЁ][a-zа-яё]+(?:\s[a-zа-яё]+)?\]")
+_PLACEHOLDER = re.compile(r"(?<!\\)\[[A-ZА-ЯЁ][a-zа-яё]+(?:\s[a-zа-яё]+)?\]")  # (a label fenced as data, "\\[User said]", is a message's)
 
 
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",

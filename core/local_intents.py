@@ -125,7 +125,7 @@ class DeclaredCall(msgspec.Struct, frozen=True):
     refers: dict[str, str] = {}
 
 
-REFERENCE_KINDS = ("place", "text")  # what a slot may point back to (DeclaredCall.refers)
+REFERENCE_KINDS = ("place", "text", "answer")  # what a slot may point back to (DeclaredCall.refers)
 
 
 class FrameSpec(msgspec.Struct, frozen=True):

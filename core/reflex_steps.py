@@ -405,7 +405,7 @@ def with_referred(match: LocalMatch | None, refer: Callable[[str], str]) -> Loca
         return match
     slots = dict(match.slots)
     for slot, kind in match.call.refers.items():
-        if _points_back(str(slots.get(slot, ""))):
+        if slot not in slots or _points_back(str(slots[slot])):  # "send that to my phone": no slot, only "that"
             slots[slot] = refer(kind)
             if not slots[slot]:
                 return None
@@ -416,9 +416,10 @@ def declared_answer(match: LocalMatch, result: str) -> str:
     """The answer a toolset declared for its call, worded from the slots and the tool's result;
     the result itself when the template names a slot this sentence left empty."""
     try:
-        return match.call.answer.format_map({**slot_words(match), "result": result})
+        worded = match.call.answer.format_map({**slot_words(match), "result": result})
     except (KeyError, ValueError, IndexError):
         return result
+    return re.sub(r"(?<=[.!?…])\.$", "", worded)  # a slot's own full stop before the template's: "… 454.2 l."
 
 
 def _points_back(value: str) -> bool:
@@ -608,12 +609,26 @@ class ReflexSteps:
     def _referred(self, turn: TurnState, kind: str) -> str:
         """What a slot of `kind` points back to in this conversation (core.local_intents.REFERENCE_KINDS):
         the place the user last asked the time of, as a dictionary names it; the text the turn before
-        put on the glasses or sent to the phone ("и на очки то же самое"); "" when none."""
-        if kind == "text":
-            sent = [data.text for _name, data in self.results_before(turn) if isinstance(data, TextSent)]
-            return sent[-1] if len(set(sent)) == 1 else ""  # two texts: which one is the model's to ask
+        put on the glasses or sent to the phone ("и на очки то же самое"); an "answer": that text, else
+        the answer the turn before's lookup gave (shown on the glasses already: only elsewhere); "" when none."""
+        if kind in ("text", "answer"):
+            results = self.results_before(turn)
+            sent = [data.text for _name, data in results if isinstance(data, TextSent)]
+            if sent or kind == "text":
+                return sent[-1] if len(set(sent)) == 1 else ""  # two texts: which one is the model's to ask
+            looked_up = any((spec := self.s.registry.spec(name)) is not None and spec.read_only for name, _data in results)
+            return self._answer_before(turn) if looked_up else ""  # "вот это мне на телефон скинь" after a conversion
         place = self.place_talked_about(turn) if kind == "place" else ""
         return place_name(place) or place
+
+    def _answer_before(self, turn: TurnState) -> str:
+        """The answer the turn before ended with (its last reply that is no call); "" when none."""
+        for message in reversed(self.trajectory.messages()[:turn.start]):
+            if message.role == "user" and user_lines(message.content):
+                return ""
+            if message.role == "assistant" and parse_reply(message.content).call is None and message.content.strip():
+                return message.content.strip()
+        return ""
 
     def place_talked_about(self, turn: TurnState) -> str:
         return next((request.subject for request in self._requests_before(turn, PLACE_LOOKBACK)  # "and in LA?" too

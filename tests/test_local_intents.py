@@ -735,6 +735,14 @@ _FORMS_OF_H60_H61 = [
     (["set a reminder every saturday and sunday at seven a.m. to walk the dog",
       "wait, saturdays I'm out shooting at dawn anyway. make that just sundays"], "every Sunday at 07:00: walk the dog"),
     (["напоминай по выходным в семь утра гулять с собакой", "давай только по воскресеньям"], "по воскресеньям в 07:00"),
+    # h62: a count and a part alone put right in the timer's unit; "чего там в фоне крутится"; a lookup's answer sent on
+    (["разбуди через два часа, покемарю на стоянке", "не, давай через полтора, а то к разгрузке не успею"], "1 час 30 минут"),
+    (["set a timer for two hours", "no, make it one and a half"], "1 hour 30 minutes"),
+    (["чё-то телефон в держателе горячий как печка, аж трогать страшно. глянь, чего там у тебя в фоне крутится"],
+     "ничего не выполняется"),
+    (["сто галлонов солярки это сколько литров", "а сто двадцать?", "во, вот это мне на телефон скинь, для отчёта по топливу"],
+     "Отправил на телефон: 120 gal = 454.2 l."),
+    (["how many liters is 100 gallons", "send that to my phone"], "Sent to your phone: 100 gal = 378.5 l."),
 ]
 
 

@@ -343,7 +343,7 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
         if not _HALF_SAID.search(fast.turn_words(turn).casefold()) and 12 < hour < 24:
             hour -= 12  # "make it quarter to six" of a 06:30 alarm, read at 18:00 as 17:45: the alarm's half of the day
         when = _same_day_time(fast, old.due, hour, int(clock[2]))
-    elif when.isdigit():  # in the unit the timer it puts right was set in
+    elif re.fullmatch(r"\d+(?:\.\d+)?", when):  # in the unit the timer it puts right was set in ("через полтора": 1.5)
         when = _in_unit_of(old, when, intent.russian)
     if not when:
         return None

@@ -553,6 +553,7 @@ _LENGTH = r"(?:\d+(?:[.,]\d+)?\s*)?" + _SPAN_UNIT + r"(?:\s+(?:and\s+|и\s+)?\d+
 _MOVED = re.compile(rf"(?:(?:{_BY})\s+)?(?P<length>{_LENGTH})\s+(?:(?P<later>{_LATER})|{_EARLIER})|"
                     rf"(?:(?P<later_first>{_LATER})|{_EARLIER})\s+(?:{_BY})\s+(?P<length_after>{_LENGTH})")
 _MOVED_BACK = re.compile(r"\s(?:" + alternation("naming", "moved_back_words", WORDS) + r")(?:\s|$)")
+_BARE_PARTS = {str(said).casefold(): str(number) for said, number in table("naming", "bare_parts", WORDS).items()}
 _MINUTES_PAST = {phrase.casefold(): int(minute) for phrase, minute in table("naming", "minutes_past_its_hour", WORDS).items()}
 
 
@@ -585,6 +586,9 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
         return None  # a length alone ("20 minutes") may answer a question: no second thought said
     rest = text[opening.end():].strip(" ,.!?")
     rest = str(NUMBER_WORDS.get(rest.casefold(), rest))  # "make it seven": a lone number word is the number
+    part = re.fullmatch(r"(?P<prep>(?:in|for|на|через)\s+)?(?P<said>[^\W\d_]+(?:\s+[^\W\d_]+){0,3})", rest)
+    if part is not None and part["said"].casefold() in _BARE_PARTS:  # "давай через полтора": 1.5 of its unit
+        return Intent(kind="timer_change", russian=russian, when=_BARE_PARTS[part["said"].casefold()])
     # "давай на час вместо сорока", "давай через час лучше": a unit alone is one of it
     rest = re.sub(r"^(?P<prep>(?:in|for|на|через)\s+)?(?P<unit>" + _SPAN_UNIT + r")(?=\s|$)", r"\g<prep>1 \g<unit>", rest,
                   flags=re.IGNORECASE)
