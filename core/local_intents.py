@@ -280,7 +280,7 @@ class LocalIntents:
             return None  # no toolset declares a context in this language: no match to try (the per-event path)
         match, before = self._order_before_its_colon(text), []
         # the last sentence, else the last clause (a dash ends one: "мы ж не американцы — это сколько в градусах?")
-        for ends in (r"(?<=[.!?])\s+", r"(?<=[.!?,;:])\s+|\s+[—–]\s+"):
+        for ends in (lexicon.SENTENCE_END, r"(?<=[.!?,;:])\s+|\s+[—–]\s+"):
             parts = re.split(ends, text.strip()) or [""]
             for at in range(len(parts) - 1, 0, -1) if match is None else ():
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):

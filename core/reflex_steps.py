@@ -21,7 +21,7 @@ import msgspec
 
 import protocol as p
 from core import tracing
-from core.lexicon import alternation, digits_in_figures, fold, words
+from core.lexicon import SENTENCE_END, alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import addressed_elsewhere, opens_an_order, remark, says_repeat, small_talk, takes_back, words_offered_for
@@ -253,7 +253,7 @@ def _amount_then_remarks(words: str) -> str:
 def _clauses(said: str, *, commas: bool = True) -> list[str]:
     """Its sentences and comma clauses (`commas`; else its sentences alone), when there are 2 to
     REMARK_PARTS_MAX of them; else []."""
-    ends = r"(?<=[.!?])\s+|,\s*" if commas else r"(?<=[.!?])\s+"
+    ends = SENTENCE_END + r"|,\s*" if commas else SENTENCE_END
     parts = [part.strip(" ,.!?") for part in re.split(ends, without_polite_tail(said))]
     parts = [part for part in parts if part and not _POLITE_ALONE.fullmatch(part)]  # "переведи мне, пожалуйста, …"
     return parts if 2 <= len(parts) <= REMARK_PARTS_MAX else []
@@ -318,7 +318,12 @@ def recognised(match: LocalMatch | None, said: str, *, typed_only: bool = False,
     `typed_only`: the match alone."""
     first = match is not None and (not match.wildcard or match.read_first)
     intent = _unheld(said, match) if first else None
-    return intent if intent is not None or typed_only else recognise(said, phrasings)
+    if intent is not None or typed_only:
+        return intent
+    read = recognise(said, phrasings)
+    if read is not None and read.kind == "timer_set" and not read.every and says_repeat(said):
+        return None  # "remind me Tuesdays and Thursdays at 7": the reflex knows no such repeat; never a one-shot for it
+    return read
 
 
 def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:

@@ -912,7 +912,7 @@ async def test_a_request_to_someone_else_or_in_quoted_words_is_not_carried_out(t
      (2026, 3, 17, 15, 15)),
 ])
 async def test_a_reminder_is_set_for_the_time_and_day_the_words_mean(tmp_path, said, due):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend, clock=lambda: _AT_18_MSK, timezone="Europe/Moscow") as system:
         await system.turn("s", said)
         timers = system.actors["session"].sessions["s"].timers.pending()
@@ -929,11 +929,11 @@ async def test_a_reminder_is_set_for_the_time_and_day_the_words_mean(tmp_path, s
     "я сейчас очки сниму, скинь мне на телефон код домофона у Лёши: сто сорок семь, вызов, 228",
 ])
 async def test_part_of_what_was_said_is_never_answered_as_the_whole(tmp_path, said):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         final = finals(await system.turn("s", said))[-1]
         calls = [r["content"] for r in tool_results(await system.history("s"))]
-        assert final == "MODEL" and not calls or "228" in final, (final, calls)
+        assert final == "The model's answer." and not calls or "228" in final, (final, calls)
 
 
 @pytest.mark.parametrize("said", [
@@ -958,7 +958,7 @@ async def test_a_quoted_text_the_user_asks_to_send_or_show_is_sent(tmp_path, sai
     "7 hours to Glasgow",
 ])
 async def test_a_time_left_told_sets_no_timer(tmp_path, said):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         assert system.actors["session"].sessions["s"].timers.pending() == []

@@ -486,7 +486,7 @@ def test_the_frame_of_files_leaves_out_a_bad_one_as_a_session_does(tmp_path):
 async def test_another_amount_said_alone_after_a_conversion_converts_it_the_same_way(tmp_path):
     # h34 ("а пятьдесят пять?" after 65 inches: the model converted 50), h38 ("and minus forty?"): the turn
     # before's conversion again with the amount said now; after a timer, the same words change the timer
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "шестьдесят пять дюймов это сколько в сантиметрах?")
         assert [m.text for m in await system.turn("s", "а пятьдесят пять?") if isinstance(m, p.Display) and m.final][-1] \
@@ -530,17 +530,17 @@ _FORMS_OF_H42_H43 = [
 
 
 async def test_words_put_in_place_of_a_title_that_name_none_are_the_models(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "put on kung fu panda")
         answer = [m.text for m in await system.turn("s", "no, I had pasta instead") if isinstance(m, p.Display) and m.final][-1]
-        assert answer == "MODEL" and not [c for c in _calls(await system.history("s")) if c.startswith("media_play|")][1:]
+        assert answer == "The model's answer." and not [c for c in _calls(await system.history("s")) if c.startswith("media_play|")][1:]
 
 
 async def test_free_text_at_a_clauses_end_is_never_cut_at_a_comma(tmp_path):
     # a sentence read clause by clause (h43's "…, так что давай Дубай сделаем домашним, а то …") must not
     # send a message cut at its first comma: "код: сто сорок семь, вызов, два-два-восемь"
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "я сейчас очки сниму, скинь мне на телефон код домофона у Лёши: сто сорок семь, вызов, "
                                "два-два-восемь. он мне в подъезде понадобится")
@@ -576,7 +576,7 @@ _FORMS_OF_H44_H45 = [
 @pytest.mark.parametrize("said", ["my wife said: let me know when Oleg writes on telegram",
                                   "она мне говорит: дай знать, если Петя напишет"])
 async def test_a_watch_in_someones_words_told_after_a_colon_is_not_set(tmp_path, said):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", said)
         assert not [c for c in _calls(await system.history("s")) if c.startswith("channels_watch|")]
@@ -743,6 +743,12 @@ _FORMS_OF_H60_H61 = [
     (["сто галлонов солярки это сколько литров", "а сто двадцать?", "во, вот это мне на телефон скинь, для отчёта по топливу"],
      "Отправил на телефон: 120 gal = 454.2 l."),
     (["how many liters is 100 gallons", "send that to my phone"], "Sent to your phone: 100 gal = 378.5 l."),
+    # h62: days and a time said first; days in the plural; "a.m." and "L.A." end no sentence; "the first one" of a name
+    (["every weekend at ten in the morning remind me to video call my wife and Emma"], "at 10:00: video call my wife and Emma"),
+    (["I run the Dallas load every Tuesday and Thursday and I always forget to call the yard first, every single time. "
+      "remind me Tuesdays and Thursdays at seven a.m. to call the yard"], "at 07:00: call the yard"),
+    (["what time is it in L.A."], "In LA it's"),
+    (["got maybe a two hour break here, hmm. how long's Die Hard, the first one?"], "132 minutes"),
 ]
 
 
@@ -754,7 +760,7 @@ async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(t
     """Each a form a blind block's writer used that went to the model (which missed it, did harm or
     gave a wrong value). One runtime, a session of its own per form (a runtime per form cost the
     suite a second of CPU each)."""
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     missed = []
     async with inproc_system(tmp_path, backend=backend) as system:
         for index, (turns, shown_has) in enumerate(_FORMS_OF_THE_BLIND_BLOCKS):
@@ -768,12 +774,12 @@ async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(t
 
 async def test_a_fraction_said_in_words_as_a_put_right_is_the_models(tmp_path):
     # "six and a half miles" is read by no whole count: never converted as 6
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "ran five miles this morning, how many k is that")
         answer = [m.text for m in await system.turn("s", "no wait, it was six and a half miles, I did the extra loop")
                   if isinstance(m, p.Display) and m.final][-1]
-        assert answer == "MODEL" and not [c for c in _calls(await system.history("s")) if c.startswith("units_convert|6;")]
+        assert answer == "The model's answer." and not [c for c in _calls(await system.history("s")) if c.startswith("units_convert|6;")]
 
 
 def test_the_values_a_second_thought_names_are_read_from_the_toolsets_lists():

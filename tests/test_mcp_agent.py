@@ -283,14 +283,14 @@ async def test_an_mcp_servers_custom_sentences_call_its_tool_without_the_model_c
 
     def wording(messages):  # the model's step after the call: it words the result it reads
         last = messages[-1].content
-        return f"Готово: {last.split('home city set: ')[-1]}" if "home city set" in last else "MODEL"
+        return f"Готово: {last.split('home city set: ')[-1]}" if "home city set" in last else "The model's answer."
     async with system_with(tmp_path, {"worldclock": clock}, wording) as system:
         shown = await system.turn("s", "я туда на месяц улетаю, сделай Дубай домашним городом в часах", timeout=30)
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
         assert "Asia/Dubai" in finals(shown)[-1]
         shown = await system.turn("s", "make it my home city", timeout=30)
-        assert finals(shown)[-1] == "MODEL"  # "it": no city of the user's words nor asked about, the model's
+        assert finals(shown)[-1] == "The model's answer."  # "it": no city of the user's words nor asked about, the model's
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
         assert calls == ["TOOL_CALL: worldclock_set_home|Дубай"]
         # h37, h39: "его" after the time of a place was asked is that place (`refers: {city: place}`)
@@ -315,7 +315,7 @@ async def test_a_servers_sentences_naming_a_rule_or_list_as_a_toolset_does_leave
     went to the model (every eval since the world clock joined them). A file's names are its own."""
     clock = McpServerConfig(command=[sys.executable, str(HERE / "mcp_worldclock_server.py")], timeout_s=30.0,
                             intents=str(HERE / "mcp_worldclock_intents.yaml"))
-    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "MODEL") as system:
+    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "The model's answer.") as system:
         for said in ("разбуди меня завтра в полседьмого", "remind me every night at nine to take my meds"):
             shown = await system.turn("s", said, timeout=30)
             assert [m.model_calls for m in shown if isinstance(m, p.TurnDone)][-1] == 0, finals(shown)

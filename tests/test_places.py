@@ -43,7 +43,7 @@ async def test_a_city_by_its_colloquial_name_is_asked_of_the_world_clock_by_its_
     assert zone_of("владике") == "Asia/Vladivostok" and zone_of("новосибе") == "Asia/Novosibirsk"
     clock = McpServerConfig(command=[sys.executable, str(Path(__file__).with_name("mcp_worldclock_server.py"))],
                             env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=30.0)  # 2026-03-14 15:00 UTC
-    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "MODEL") as system:
+    async with system_with(tmp_path, {"worldclock": clock}, lambda messages: "The model's answer.") as system:
         shown = await system.turn("s", "который час щас во владике", timeout=30)
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "TOOL_CALL" in m["content"]]
     assert calls == ["TOOL_CALL: worldclock_time_now|владивосток"]

@@ -1705,7 +1705,7 @@ async def test_a_speeds_hour_asks_no_places_time_and_the_model_answers(tmp_path,
 async def test_a_title_of_the_last_results_named_by_a_word_of_its_own_alone_is_played(tmp_path):
     # h30: "put on the prisoner one, with the werewolf teacher" after Harry Potter's films were listed
     # went to the model, which played "prisoner one"; a word every title has, or none, names none
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "find harry potter")
         played = finals(await system.turn("s", "put on the prisoner one, with the werewolf teacher"))[-1]
@@ -1713,7 +1713,7 @@ async def test_a_title_of_the_last_results_named_by_a_word_of_its_own_alone_is_p
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
         assert calls == ["TOOL_CALL: media_play|harry-potter-3-2004"]
         assert not backend.calls
-        assert finals(await system.turn("s", "put on the harry potter one with the spiders"))[-1] == "MODEL"  # "harry": every title's
+        assert finals(await system.turn("s", "put on the harry potter one with the spiders"))[-1] == "The model's answer."  # "harry": every title's
         await system.turn("s", "а теперь включи ту где узника спасают")  # "узника": the same title again
         calls = [m["content"] for m in await system.history("s") if m["role"] == "assistant" and "media_play|" in m["content"]]
         assert calls == ["TOOL_CALL: media_play|harry-potter-3-2004"] * 2
@@ -1722,11 +1722,11 @@ async def test_a_title_of_the_last_results_named_by_a_word_of_its_own_alone_is_p
 async def test_the_second_one_of_a_list_is_never_a_one_second_timer(tmp_path):
     # h31: "start the second one" after the Godfather films were listed set a timer "in second"
     # (an English unit alone counts nothing); which list "start" means is the model's (titles, monitors)
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "find the godfather")
         for said in ("start the second one", "start the minute one"):
-            assert finals(await system.turn("s", said))[-1] == "MODEL"
+            assert finals(await system.turn("s", said))[-1] == "The model's answer."
         assert not system.actors["session"].sessions["s"].timers.pending()
         assert "Timer set" in finals(await system.turn("s", "set a timer for a minute"))[-1]  # "a minute" has its one
 
@@ -1735,13 +1735,13 @@ async def test_the_watches_asked_for_are_listed_and_one_named_or_just_talked_abo
     """Round 4: a watch ended by its name among those listed ("drop the Lena one", tried after the
     timers found none of that name) or as "эту слежку" right after it was talked about; never a
     watch the words do not name, nor one when the turn before was about something else."""
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "let me know when Lena messages me on telegram")
         await system.turn("s", "remind me in 20 minutes to check the soup")
         assert finals(await system.turn("s", "ok, what else are you keeping an eye on for me?"))[-1] == \
             "Watching: telegram — Lena messages me."
-        assert finals(await system.turn("s", "drop the Oleg one, he called"))[-1] == "MODEL"  # no such watch
+        assert finals(await system.turn("s", "drop the Oleg one, he called"))[-1] == "The model's answer."  # no such watch
         assert finals(await system.turn("s", "so, drop the Lena one, she called already"))[-1] == \
             "OK, I've stopped watching: Lena messages me."
         await system.turn("s", "следи за почтой: если придёт письмо от банка, дай знать")
@@ -1753,7 +1753,7 @@ async def test_the_watches_asked_for_are_listed_and_one_named_or_just_talked_abo
         assert finals(await system.turn("s", "всё, отбой, она ключи нашла у себя в сумке. сними это наблюдение"))[-1] \
             .startswith("Хорошо, больше не слежу")
         await system.turn("s", "напомни через час позвонить в банк")
-        assert finals(await system.turn("s", "эту слежку убери"))[-1] == "MODEL"  # the turn before set a timer
+        assert finals(await system.turn("s", "эту слежку убери"))[-1] == "The model's answer."  # the turn before set a timer
         pending = [t.text for t in system.actors["session"].sessions["s"].timers.pending()]
         assert pending == ["check the soup", "позвонить в банк"], pending
 
@@ -1761,29 +1761,29 @@ async def test_the_watches_asked_for_are_listed_and_one_named_or_just_talked_abo
 async def test_a_title_asked_for_before_the_question_is_searched_only_when_the_catalog_has_it(tmp_path):
     """"а X у нас есть?" (a title said before the question): the catalog's titles of that name; free
     words that name none ("а время у тебя есть?", "is it in there?" with nothing named) are the model's."""
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         found = finals(await system.turn("s", "а «Солярис» у нас есть? сто лет не видел"))[-1]
         assert found.startswith("Нашлось: «Солярис»"), found
         assert finals(await system.turn("s", "is Solaris in the catalog?"))[-1].startswith("Found: «Солярис»")
         assert not backend.calls
-        assert finals(await system.turn("s", "а время у тебя есть?"))[-1] == "MODEL"
-        assert finals(await system.turn("s", "what do you think, is it in there?"))[-1] == "MODEL"  # not the film «It»
+        assert finals(await system.turn("s", "а время у тебя есть?"))[-1] == "The model's answer."
+        assert finals(await system.turn("s", "what do you think, is it in there?"))[-1] == "The model's answer."  # not the film «It»
 
 
 async def test_a_retraction_right_after_a_watch_ends_it_and_one_after_a_search_changes_nothing(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "watch slack for me: if anyone writes about the deploy, let me know")
         shown = finals(await system.turn("s", "actually forget it, Maria is on call tonight, not me"))[-1]
         assert shown.startswith("OK, I've stopped watching"), shown
         await system.turn("s", "найди фильм Солярис")
-        assert finals(await system.turn("s", "ой, отбой, не то"))[-1] == "MODEL"  # a search: nothing to undo
+        assert finals(await system.turn("s", "ой, отбой, не то"))[-1] == "The model's answer."  # a search: nothing to undo
         assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("timers_cancel", "media_play")]
 
 
 async def test_a_play_from_the_first_episode_plays_the_title_and_a_correction_may_say_which_namesake(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         shown = finals(await system.turn("s", "long week. put on Chernobyl, episode one"))[-1]
         assert shown.startswith("Playing «Чернобыль»"), shown
@@ -1800,16 +1800,16 @@ async def test_words_of_another_toolsets_domain_or_a_description_are_no_title_th
     """h36: "запусти монитор backup …" was searched in the film catalog (a play verb), and "that show
     about the chemistry teacher who …" told "not found in the catalog": the model's, which sees the
     monitors and can ask; a short title the catalog lacks is still said to be missing."""
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
-        assert finals(await system.turn("s", "запусти сборку nightly и скажи, когда закончится"))[-1] == "MODEL"
-        assert finals(await system.turn("s", "do you have that series about the high school teacher who turns to crime?"))[-1] == "MODEL"
+        assert finals(await system.turn("s", "запусти сборку nightly и скажи, когда закончится"))[-1] == "The model's answer."
+        assert finals(await system.turn("s", "do you have that series about the high school teacher who turns to crime?"))[-1] == "The model's answer."
         assert not [r for r in tool_results(await system.history("s")) if r["name"] in ("media_search", "media_play")]
         assert finals(await system.turn("s", "find me flibbertigibbet"))[-1].startswith("“flibbertigibbet” was not found")
 
 
 async def test_what_the_assistant_watches_asked_with_show_me_is_listed(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda _messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda _messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "если Петя напишет в вотсапе, дай знать")
         listed = finals(await system.turn("s", "покажи-ка, за чем ты там у меня сейчас следишь"))[-1]
@@ -1825,12 +1825,12 @@ async def test_what_the_assistant_watches_asked_with_show_me_is_listed(tmp_path)
      "the canoe story, raise your glasses", "thank the parents, the canoe story, raise your glasses"),
 ])
 async def test_a_text_dictated_after_remarks_is_put_on_the_glasses_whole(tmp_path, said, shown):
-    calls, asked = await _calls_of_one_turn(tmp_path, said, "MODEL")
+    calls, asked = await _calls_of_one_turn(tmp_path, said, "The model's answer.")
     assert calls == [f"TOOL_CALL: show_text|{shown}"] and not asked, calls
 
 
 async def test_a_text_to_show_after_words_someone_said_is_the_models(tmp_path):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "жена вчера сказала, что я всё забываю. выведи на очки: купить молоко. ну я и не вывел")
     assert backend.calls
@@ -1838,7 +1838,7 @@ async def test_a_text_to_show_after_words_someone_said_is_the_models(tmp_path):
 
 async def test_a_title_split_in_speech_with_a_question_after_it_is_that_titles_runtime(tmp_path):
     # h38: "the irish man, can I actually finish it?" searched "irish man can i finish it", then the model
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         shown = finals(await system.turn("s", "we board at nine and I've got maybe three hours at the gate. how long is "
                                               "the irish man, can I actually finish it?"))[-1]

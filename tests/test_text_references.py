@@ -25,7 +25,7 @@ def _calls(history: list[dict]) -> list[str]:
      ["show_text|код 4471", "notify_user|код 4471; to=phone"]),
 ])
 async def test_the_same_text_elsewhere_is_the_text_the_turn_before_sent(tmp_path, turns, calls):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         for said in turns:
             shown = [m.text for m in await system.turn("s", said) if isinstance(m, p.Display) and m.final]
@@ -38,7 +38,7 @@ async def test_the_same_text_elsewhere_is_the_text_the_turn_before_sent(tmp_path
     ["send a note to my phone: buy milk", "what time is it"],  # a text sent, but not the turn before
 ])
 async def test_that_on_the_glasses_with_no_text_just_sent_shows_nothing_by_itself(tmp_path, before):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         for said in before:
             await system.turn("s", said)

@@ -18,7 +18,7 @@ CLOCK_START = datetime(2026, 3, 14, 18, 0, tzinfo=MOSCOW).timestamp()
 
 
 async def _answers(tmp_path, said: list[str]) -> tuple[list[str], list]:
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     shown = []
     async with inproc_system(tmp_path, backend=backend, clock=lambda: CLOCK_START, timezone="Europe/Moscow") as system:
         for index, words in enumerate(said):
@@ -54,4 +54,4 @@ async def test_a_places_clock_time_is_said_on_the_users_clock_without_the_model(
 ])
 async def test_their_time_with_no_one_place_named_is_the_models(tmp_path, said):
     shown, model_calls = await _answers(tmp_path, [said])
-    assert shown == ["MODEL"] and model_calls
+    assert shown == ["The model's answer."] and model_calls

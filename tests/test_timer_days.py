@@ -80,7 +80,7 @@ def _said(messages) -> list[str]:
     ("напоминай по вторникам и четвергам в шесть вечера про бассейн", "по вторникам и по четвергам в 18:00"),
 ])
 async def test_a_repeat_on_days_of_the_week_is_set_without_the_model(tmp_path, manual_clock, said, shown):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend, clock=manual_clock, timezone="Europe/Moscow") as system:
         assert shown in _said(await system.turn("s", said))[-1] and not backend.calls
         [timer] = system.actors["session"].sessions["s"].timers.pending()
@@ -129,7 +129,7 @@ async def test_the_models_call_for_days_the_user_said_is_carried_out(tmp_path, m
 ])
 async def test_a_timer_moved_to_another_day_or_repeated_on_one_more_keeps_its_time_and_text(
         tmp_path, manual_clock, turns, shown, days_left):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend, clock=manual_clock, timezone="Europe/Moscow") as system:
         for said in turns:
             answer = _said(await system.turn("s", said))[-1]
@@ -141,7 +141,7 @@ async def test_a_timer_moved_to_another_day_or_repeated_on_one_more_keeps_its_ti
 async def test_i_meant_friday_after_no_timer_moves_none(tmp_path, manual_clock):
     """The day named after a question about dates, with a timer set earlier in the conversation: no
     timer was talked about, nothing is moved (the model reads it)."""
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend, clock=manual_clock, timezone="Europe/Moscow") as system:
         await system.turn("s", "remind me tomorrow at 10 am to cover the sweet peas")
         await system.turn("s", "what's the date next thursday")

@@ -302,7 +302,7 @@ async def test_timers_named_in_a_reminders_text_are_no_list_of_timers(tmp_path):
 # ---- a clock time said by another place's clock -------------------------------------------------
 def _frame_or_model(command: str):
     def reply(messages):
-        return command if "ONE command from this list" in messages[0].content else "MODEL"
+        return command if "ONE command from this list" in messages[0].content else "The model's answer."
     return reply
 
 
@@ -333,7 +333,7 @@ async def test_the_frames_timer_by_their_clock_is_put_on_the_users_and_with_no_p
     async with inproc_system(tmp_path / "2", backend=ScriptedBackend(reply_fn=_frame_or_model("-"))) as system:
         shown = await system.turn("s", "напомни в 9 утра по их времени позвонить маме")
         assert not system.actors["session"].sessions["s"].timers.pending()  # whose clock: the model asks
-        assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "MODEL"
+        assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "The model's answer."
 
 
 def _confirms_in_the_text(messages):

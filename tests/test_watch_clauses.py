@@ -96,13 +96,13 @@ async def test_this_watch_is_the_one_there_is_and_what_is_watched_is_listed(tmp_
 async def test_dropping_a_watch_by_its_app_with_no_timer_set_cancels_no_timers(tmp_path):
     # h31: "drop the whatsapp one, …" was read as a timer's cancel: "There are no timers to cancel"
     # and a call cancelling them all; with no timer set, something else of that name is meant
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
         await system.turn("s", "keep an eye on whatsapp and wake me up if anyone mentions the apartment viewing")
         shown = await system.turn("s", "drop the whatsapp one, the agent just called me instead")
         history = await system.history("s")
     assert not [m for m in history if m["role"] == "assistant" and "timers_cancel" in m["content"]]
-    assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "MODEL"
+    assert [m.text for m in shown if isinstance(m, p.Display) and m.final][-1] == "The model's answer."
 
 
 async def test_that_one_after_the_watches_were_listed_is_the_watch(tmp_path):

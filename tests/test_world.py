@@ -326,7 +326,7 @@ class Phone(RecordingGlasses):
     ("скинь мне на телефон код от подъезда: ноль семь три два", "код от подъезда: 0732"),
 ])
 async def test_a_message_the_user_sends_to_the_phone_is_pushed_there_with_the_glasses_on(tmp_path, said, sent):
-    backend = ScriptedBackend(reply_fn=lambda messages: "MODEL")
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend, stand_ins={"glasses": Phone}) as system:
         answer = finals(await system.turn("s", said))[-1]
         glasses = system.actors["glasses"]

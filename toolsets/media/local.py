@@ -598,7 +598,9 @@ async def details(fast: FastPath, turn: TurnState, intent: Intent) -> str | None
         if not await _names_a_title(fast, turn, intent.subject):
             return None  # "сколько минут варить макароны": words that are no title, the model's
         result = await fast.data(turn, fast.tool("title_search"), intent.subject)
-        title = pick(intent.subject, shown_titles(result)) if result is not None else None
+        by_age = intent.reference is not None and (intent.reference.oldest or intent.reference.newest or intent.reference.year)
+        title = None if result is None else which_named(intent.subject, shown_titles(result), intent.reference) if by_age \
+            else pick(intent.subject, shown_titles(result))  # "Die Hard, the first one": the oldest of that name
         media_id = title.media_id if title is not None else ""
     if not media_id:  # no title named, or words that are none ("how long does it run"): the one talked about
         titles, last_id, known = _shown_media(fast)

@@ -215,8 +215,12 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             begin = raw.rfind(",", begin, found.start()) + 1
         rest = norm_words(raw[begin:found.start()] + " " + raw[end:stop])
         reference = _reference(norm_words(raw[:found.start()] + " " + raw[end:]))  # "а второй? кто режиссёр?"
-        if _ORIGINAL.search(" " + rest):
-            return Intent(kind="details", russian=russian, detail=detail, reference=Reference(oldest=True))
+        original = _ORIGINAL.search(" " + rest)
+        if original is not None:  # "how long's Die Hard, the first one?": the oldest of that name, or of those shown
+            left = f"{(' ' + rest)[:original.start()]} {(' ' + rest)[original.end():]}".split()
+            named = [w for w in left if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE and not casual(w)]
+            subject = _FILLER.sub(" ", " ".join(_glue_trimmed(named))).strip() if named else ""
+            return Intent(kind="details", russian=russian, detail=detail, subject=subject, reference=Reference(oldest=True))
         by_age = _by_age(rest)
         if by_age:  # "а кто снимал тот, который постарше?": which of the titles shown, by age
             return Intent(kind="details", russian=russian, detail=detail, reference=Reference(**{by_age: True}))

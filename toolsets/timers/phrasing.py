@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.fastpath import Intent, Phrasing
 from core.intent import remark
-from core.lexicon import alternation, table, words, words_of
+from core.lexicon import SENTENCE_END, alternation, table, words, words_of
 from core.reflex import (ANOTHER_DAY, ASKS_MORE, CANCEL_IT, LEAD, NO_WAIT, NUMBER_WORDS, TEENS, TENS, TIMER_WORD,
                          VERB_START, as_said, in_figures, is_russian, recognise, second_thought, tells_of_words,
                          without_polite_tail)
@@ -508,7 +508,7 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     на семь, они до восьми работают, давай на полвосьмого"), after it remarks only ("push that to
     half past eight, he's at choir practice until eight"); which timer is the session's to find
     (the one the turn before set)."""
-    *before, last = re.split(r"(?<=[.!?])\s+", raw.strip()) or [""]
+    *before, last = re.split(SENTENCE_END, raw.strip()) or [""]
     if all(remark(sentence) or _says_no(sentence) for sentence in before):
         if (changed := _changed_to(last, russian)) is not None:
             return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
@@ -516,7 +516,7 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
         if len(said_before) == 1 and _BARE_CHANGE.fullmatch(last.strip(" .!?")):
             return _changed_to(f"{last.strip(' .!?')} {said_before[0]}", russian)  # "…, там сорок пять. переставь"
     # (a dash ends a clause too: "make that forty-five — it's a long chapter")
-    clauses = [part for part in re.split(r"(?<=[.!?])\s+|,\s*|\s+[—–]\s+", raw.strip())
+    clauses = [part for part in re.split(SENTENCE_END + r"|,\s*|\s+[—–]\s+", raw.strip())
                if part.strip(" .!?") and not _FILLER_ALONE.fullmatch(part.strip(" .!?"))]
     changed = [_changed_to(clause, russian, after_no=at > 0 and _says_no(clauses[at - 1]))
                for at, clause in enumerate(clauses)]
