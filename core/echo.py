@@ -78,7 +78,7 @@ _PLACEHOLDER = re.compile(r"(?<!\\)\[[A-ZА-ЯЁ][a-zа-яё]+(?:\s[a-zа-яё]+
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",
 # "Вот результат вашего последнего вызова инструмента…" (the embedded model, after a refusal and
 # after the closing notice): never an answer the user can use
-_RUNTIME_NOTES = re.compile(r"(?i)not executed \(|\[system notice\]|\[tool result from|(?:last|previous)\s+tool\s+call|"
+_RUNTIME_NOTES = re.compile(r"(?i)not executed \(|^\W*not executed\W*$|\[system notice\]|\[tool result from|(?:last|previous)\s+tool\s+call|"
                             r"answers\s+the\s+user'?s\s+request|последн\w*\s+вызов\w*\s+инструмент\w*|"
                             r"результат\w*\s+ваше\w*\s+последн\w*|отвечает\s+на\s+ваш\s+запрос")
 

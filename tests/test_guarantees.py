@@ -496,7 +496,7 @@ async def test_a_note_about_tools_said_as_the_answer_is_never_shown(tmp_path):
         assert shown and "No tool needed" not in shown[-1]
 
 
-@pytest.mark.parametrize("marker", ["NO_TOOL_CALL", "NO TOOL", "NO TOOL_CALL", "NO"])  # h39, h41, h56: "NO TOOL", "NO", "NO TOOL_CALL" reached the glasses
+@pytest.mark.parametrize("marker", ["NO_TOOL_CALL", "NO TOOL", "NO TOOL_CALL", "NO", "not executed"])  # h39, h41, h56: "NO TOOL", "NO", "NO TOOL_CALL" reached the glasses; h63: "not executed"
 async def test_a_marker_of_the_models_own_making_is_never_shown(tmp_path, marker):
     # h30: the embedded model answered "NO_TOOL_CALL" to "не, таймер не надо, я сам … послежу", and it was shown
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=lambda messages: marker),
