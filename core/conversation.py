@@ -549,6 +549,16 @@ class Conversation(ReflexSteps):
         if self.trajectory.pending_calls():
             self._cancel() if self.cut_by == "cancelled" else self._interrupt()
 
+    async def _reflex_or_model(self, turn: TurnState) -> bool:
+        """The fast path's step; a bug in its reading of the words (h63: "pause, pause, …" raised a
+        ValueError, and the session's loop died with the turn) is logged and the turn left to the
+        model, which answers anyway. Storage and model failures go on as they would."""
+        try:
+            return await self._step_reflex(turn)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError, re.error):
+            _log.exception("session %s: the fast path failed on this turn; the model answers it", self.sid)
+            return False
+
     async def _steps(self, turn_id: str, consumed: list[str]) -> None:
         # a turn a crash cut goes on as the current turn: the request is the one the lost step made
         turn = TurnState(turn_id=turn_id,
@@ -556,7 +566,7 @@ class Conversation(ReflexSteps):
         self.resumed_turn_start = None
         if not self._take_queue(consumed):
             return
-        if self.s.config.reflexes and await self._step_reflex(turn):
+        if self.s.config.reflexes and await self._reflex_or_model(turn):
             return  # carried out without the model (core.reflex)
         await self._step_discovery(turn)
         for _ in range(self.s.config.max_steps):

@@ -284,7 +284,11 @@ class LocalIntents:
             parts = re.split(ends, text.strip()) or [""]
             for at in range(len(parts) - 1, 0, -1) if match is None else ():
                 if at < len(parts) - 1 and (remark is None or not all(remark(part) for part in parts[at + 1:])):
-                    break  # what follows the question asks for something: not this one
+                    # what follows asks for something: the question runs on past its comma ("это по-человечески
+                    # сколько, в цельсиях?"), read whole to its sentence's end, or it is not this one
+                    whole = " ".join(parts[at:]) if not any(part.rstrip().endswith((".", "!", "?")) for part in parts[at:-1]) else ""
+                    match, before = (self.match(whole.strip(" .!?")) if whole else None), parts[:at]
+                    break
                 match, before = self.match(parts[at].strip(" .!?")), parts[:at]
                 colon = next((at + 1 + k for k, part in enumerate(parts[at:]) if part.rstrip().endswith(":")), None)
                 if match is not None and colon is not None and not any(p.rstrip().endswith((".", "!", "?")) for p in parts[at:colon - 1]):

@@ -84,7 +84,8 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     matched = [(match, part) for part in parts for match in [local.match(part)] if match is not None]
     if len(matched) > 1 and len({(match.intent, repr(match.slots)) for match, _part in matched}) == 1:
         # one request said twice ("what can you monitor for me? like, which monitors are there?")
-        parts = [part for part in parts if part not in [said for _match, said in matched[1:]]]
+        first = parts.index(matched[0][1])  # the first saying kept, the others ("pause, pause, …": the same words) left out
+        parts = [part for at, part in enumerate(parts) if at == first or part not in [said for _match, said in matched[1:]]]
         matched = matched[:1]
     if len(matched) == 1 and _only_remarks_beside(parts, matched[0][1]) \
             and not _dictation_cut(matched[0][0], matched[0][1], said, matched[0][1]):

@@ -972,3 +972,18 @@ async def test_a_word_in_capitals_or_a_template_with_blanks_is_asked_again_once(
                              reflexes=False) as system:
         assert finals(await system.turn("s", "слушай, а у тебя там ничего не крутится?"))[-1] == "Сейчас в фоне ничего не идёт."
         assert finals(await system.turn("s", "ну и славно, спасибо"))[-1] == "Хорошо, скажу, когда придёт."
+
+
+async def test_a_bug_in_the_fast_paths_reading_leaves_the_turn_to_the_model(tmp_path, monkeypatch):
+    # h63: "pause, pause, my supervisor's calling" raised a ValueError in the reading of remarks, and
+    # the session's loop died with the turn; a bug there now costs the fast path, not the answer
+    import core.reflex_steps
+
+    def broken(*args, **kwargs):
+        raise ValueError("a reading's bug")
+
+    monkeypatch.setattr(core.reflex_steps, "request_among_remarks", broken)
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        assert finals(await system.turn("s", "ugh, long day. what time is it anyway, I lost track"))[-1] == "The model's answer."
+        assert finals(await system.turn("s", "thanks, that's all for now"))[-1] == "The model's answer."  # the session lives on

@@ -749,6 +749,14 @@ _FORMS_OF_H60_H61 = [
       "remind me Tuesdays and Thursdays at seven a.m. to call the yard"], "at 07:00: call the yard"),
     (["what time is it in L.A."], "In LA it's"),
     (["got maybe a two hour break here, hmm. how long's Die Hard, the first one?"], "132 minutes"),
+    # h63: a question run on past its comma; "mils"; a play from the first one, with "о, норм" before it
+    (["протокол у американцев, как всегда всё в фаренгейтах, бесит. греть до 140 по фаренгейту, это по-человечески сколько, "
+      "в цельсиях?"], "140 F = 60 C"),
+    (["one and a half cups in mils, how much is that"], "354.9 ml"),
+    (["сколько серий в ликвидации?", "о, норм, врубай с первой"], "Включаю «Ликвидация»"),
+    (["play Dune", "ok play it from the start"], "Playing «Дюна» / Dune"),
+    # h63: one request said twice before a remark (the session's loop died on it: the same words left out twice)
+    (["play Dune", "pause, pause, my supervisor's calling"], "Paused «Dune»"),
 ]
 
 

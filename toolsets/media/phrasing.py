@@ -500,6 +500,9 @@ def _play_intent(raw: str, said: str, russian: bool) -> Intent | None:
         return _titled("play", title_first["rest"], said, russian)
     if match is None:
         return None
+    left = _FROM_THE_START.sub(" ", " " + match["rest"]).strip(" ,")
+    if _FROM_THE_START.search(" " + match["rest"]) and (not left or _PRONOUN.match(left)):
+        return Intent(kind="play", russian=russian, reference=Reference())  # "play it from the start": the one talked about
     then_search = _THEN_SEARCH.search(match["rest"])
     if then_search is not None:
         return _titled("search", match["rest"][:then_search.start()], said, russian)
