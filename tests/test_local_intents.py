@@ -757,6 +757,9 @@ _FORMS_OF_H60_H61 = [
     (["play Dune", "ok play it from the start"], "Playing «Дюна» / Dune"),
     # h63: one request said twice before a remark (the session's loop died on it: the same words left out twice)
     (["play Dune", "pause, pause, my supervisor's calling"], "Paused «Dune»"),
+    # h63: the app only a remark names is said back
+    (["the cluster bot posts in our lab slack whenever a job finishes. I'm gonna take a nap, so wake me when it says my "
+      "run is done"], "when it says your run is done on Slack"),
 ]
 
 

@@ -280,7 +280,11 @@ def _where_from_remarks(intent: Intent, remarks: list[str]) -> Intent | None:
     named = {name for clause in remarks for name, pattern in CHANNELS if pattern.search(" " + clause)}
     if intent.channel != "any" or not named:
         return intent
-    return msgspec.structs.replace(intent, channel=named.pop()) if len(named) == 1 else None
+    if len(named) != 1:
+        return None
+    channel = named.pop()
+    where = str(topic("ru" if intent.russian else "en", "watching", WORDS).get("channel_said", {}).get(channel, ""))
+    return msgspec.structs.replace(intent, channel=channel, text=f"{intent.text} {where}".strip())  # the user hears where
 
 
 def _who_from_remarks(intent: Intent, remarks: list[str], said: str) -> Intent | None:
