@@ -67,7 +67,7 @@ def _time_there(match: LocalMatch, russian: bool) -> Intent | None:
     slots = dict(match.slots)
     if slots.get("half") == "night":
         slots["half"] = "pm" if isinstance(slots.get("hour"), float) and slots["hour"] >= 6 else "am"
-    when = clock_words({key: value for key, value in slots.items() if key != "day"})
+    when = clock_words(slots)  # "monday 09:00": the next Monday there
     hour = slots.get("hour")
     dial = not slots.get("half") and isinstance(hour, float) and 1 <= hour <= 11
     return Intent(kind="time_there", russian=russian, subject=str(slots.get("place", "")), when=when, dial=dial) if when else None

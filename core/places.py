@@ -138,8 +138,8 @@ def clock_elsewhere(said: str) -> re.Match[str] | None:
 
 
 def moment_there(clock: str, zone: str, now: float) -> float | None:
-    """The next moment `zone`'s clock reads `clock` ("08:00"), as epoch seconds; None for no clock."""
+    """The next moment `zone`'s clock reads `clock` ("08:00", "monday 09:00"), as epoch seconds; None for no clock."""
     try:
-        return parse_when(clock, now, zoneinfo.ZoneInfo(zone)) if re.fullmatch(r"\d{1,2}:\d{2}", clock) else None
+        return parse_when(clock, now, zoneinfo.ZoneInfo(zone)) if re.fullmatch(r"(?:[a-z]+\s+)?\d{1,2}:\d{2}", clock) else None
     except (TimerError, zoneinfo.ZoneInfoNotFoundError):
         return None

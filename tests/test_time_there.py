@@ -36,6 +36,9 @@ async def test_a_places_clock_time_is_said_on_the_users_clock_without_the_model(
         # no half of the day said: the next time the place's dial shows it (London is at 15:00: 21:00)
         "the London couple wants a call at nine o'clock their time, what's that for me here?",
         "сестра в Нью-Йорке просит позвонить в девять утра по их времени, это сколько будет у нас?",
+        # a day said: the next such day there (h63: Monday 09:00 in Tokyo is Monday 03:00 in Moscow)
+        "соавтор из Токио зовёт созвониться в понедельник в девять утра по их времени. это у меня во сколько выходит?",
+        "my Tokyo co-author wants a call on Monday at nine a.m. their time, what's that for me?",
     ])
     assert shown == [
         "When it's 21:00 in London, it's 00:00 on Sunday for you.",
@@ -44,6 +47,8 @@ async def test_a_places_clock_time_is_said_on_the_users_clock_without_the_model(
         "Лондон: 21:00 — у вас в это время 00:00, воскресенье.",
         "When it's 21:00 in London, it's 00:00 on Sunday for you.",
         "Нью-Йорк: 09:00 — у вас в это время 16:00, воскресенье.",
+        "Токио: 09:00 — у вас в это время 03:00, понедельник.",
+        "When it's 09:00 in Tokyo, it's 03:00 on Monday for you.",
     ]
     assert not model_calls
 
