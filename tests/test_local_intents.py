@@ -395,6 +395,12 @@ _THE_REFLEX_MISREAD = (
     "поставь будильник на полседьмого утра",  # the reflex: no alarm's name; the sentence: "будильник"
     "set an alarm for one in the afternoon on weekends",  # the reflex: 01:00 once, "in the afternoon on weekends" its text
     "wake me at two a.m.",  # the reflex: "a.m" its text
+    "wake me up at four thirty a.m.",  # the same alarm; the sentence names it
+    # h62/h63: a repeat on days the reflex read as a one-shot with the days in its text (the sentence among
+    # remarks reads the first in the session)
+    "I run the Dallas load every Tuesday and Thursday and I always forget to call the yard first, every single time. "
+    "remind me Tuesdays and Thursdays at seven a.m. to call the yard",
+    "remind me tuesdays and thursdays at nine thirty about lab meeting",
 )
 
 
