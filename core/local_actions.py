@@ -28,7 +28,9 @@ def clock_words(slots: dict[str, str | float]) -> str:
     hour, minute = slots.get("hour"), slots.get("minute", 0.0)
     if not isinstance(hour, float) or not isinstance(minute, float) or not 0 <= hour <= 23 or not 0 <= minute <= 59:
         return ""
-    if slots.get("half") == "pm" and hour < 12:
+    if slots.get("half") == "night":  # "в два ночи" is 02:00, "в одиннадцать ночи" 23:00
+        hour += 12 if 6 <= hour < 12 else 0
+    elif slots.get("half") == "pm" and hour < 12:
         hour += 12
     elif slots.get("half") == "am" and hour == 12:
         hour = 0
@@ -65,8 +67,6 @@ def _time_there(match: LocalMatch, russian: bool) -> Intent | None:
     """Another place's clock time asked on the user's: its hour read on a 12-hour dial when no half
     of the day is said ("nine o'clock their time"); "ночи" is the night's ("в два ночи", "в одиннадцать ночи")."""
     slots = dict(match.slots)
-    if slots.get("half") == "night":
-        slots["half"] = "pm" if isinstance(slots.get("hour"), float) and slots["hour"] >= 6 else "am"
     when = clock_words(slots)  # "monday 09:00": the next Monday there
     hour = slots.get("hour")
     dial = not slots.get("half") and isinstance(hour, float) and 1 <= hour <= 11

@@ -766,6 +766,9 @@ _FORMS_OF_H60_H61 = [
     # h63: the app only a remark names is said back
     (["the cluster bot posts in our lab slack whenever a job finishes. I'm gonna take a nap, so wake me when it says my "
       "run is done"], "when it says your run is done on Slack"),
+    # h62/h63: a remark of the title's length after the question; an alarm "ночи"
+    (["хочу на стоянках Ликвидацию начать, мужики хвалили. а там серий-то сколько, не бесконечная хоть?"], "14 серий"),
+    (["разбуди меня в одиннадцать ночи"], "23:00"),
 ]
 
 
