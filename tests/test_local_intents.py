@@ -769,6 +769,8 @@ _FORMS_OF_H60_H61 = [
     # h62/h63: a remark of the title's length after the question; an alarm "ночи"
     (["хочу на стоянках Ликвидацию начать, мужики хвалили. а там серий-то сколько, не бесконечная хоть?"], "14 серий"),
     (["разбуди меня в одиннадцать ночи"], "23:00"),
+    (["how many episodes is mr robot", "cool, start it from episode one", "pause, pause, my supervisor's calling"],
+     "Paused «Mr. Robot»"),
 ]
 
 

@@ -460,7 +460,9 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 _PLAY_IT = re.compile(LEAD + r"(?:(?:вот\s+)?(?:его|ее|её|это)\s+(?:и\s+|тогда\s+)?(?:включим|включи|включай|вруби|врубай|запусти|запускай|поставь|ставь)|"
                       r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
                       r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
-                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас|anyway|всё\s+равно|все\s+равно))*"
+                      r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас|anyway|всё\s+равно|все\s+равно|"
+                      # "start it from episode one", "врубай с первой": from its start
+                      + listed_alternation("titles", "from_the_start_patterns", _WORDS) + r"))*"
                       # "put it on anyway, the grandson's not coming till tomorrow": why, after it
                       r"(?:\s*,\s*(?P<why>[^,]{2,80}?))?[\s.!]*$")
 
