@@ -71,8 +71,9 @@ _CODE_MARKER = re.compile(r"\W*[A-Z]+(?:_[A-Z]+)+\W*|\W*NO\s+TOOLS?(?:[\s_]+CALL
 # "КОНЕЦ", "END" (h61: the whole answer to a question about background tasks): one word in capitals of
 # any script, asked again once (shown if said again: "NASA" may be an answer)
 _ONE_WORD_IN_CAPITALS = re.compile(r"\W*[A-ZА-ЯЁ]{3,}\W*")
-# a template's blanks ("КОНСТРУКТУРА: [Имя] [Предложение]", h61; "[Name], your [item] is ready"): never an answer
-_PLACEHOLDER = re.compile(r"(?<!\\)\[[A-ZА-ЯЁ][a-zа-яё]+(?:\s[a-zа-яё]+)?\]")  # (a label fenced as data, "\\[User said]", is a message's)
+# a template's blanks, one word each ("КОНСТРУКТУРА: [Имя] [Предложение]", h61; "[Name], your order is ready"):
+# never an answer (a label of two words, "[User said]", is the runtime's, quoted back)
+_PLACEHOLDER = re.compile(r"(?<!\\)\[[A-ZА-ЯЁ][a-zа-яё]+\]")  # (a label fenced as data, "\\[User said]", is a message's)
 
 
 # the runtime's notes to the model, repeated or translated: "not executed (ungrounded_text): …",

@@ -92,10 +92,21 @@ async def test_cancelling_one_task_while_a_progress_turn_runs_stops_that_task_al
 
 
 def _cancels_what_is_named(messages) -> str:
-    """world_model, which also reads a cancel batched with a progress report."""
-    last = messages[-1]
-    named = re.search(r"cancel task (\w+)", last.content) if last.role == "user" else None
-    return f"TOOL_CALL: tasks_cancel|{named.group(1)}" if named else world_model(messages)
+    """world_model, which also reads a cancel, or a call asked, batched with a progress report (a
+    report every 0.3 s may join the user's turn before the model is asked: a model covers both)."""
+    trailing = []
+    for message in reversed(messages):
+        if message.role != "user":
+            break
+        trailing.insert(0, message.content)
+    for said in trailing:
+        named = re.search(r"cancel task (\w+)", said)
+        if named:
+            return f"TOOL_CALL: tasks_cancel|{named.group(1)}"
+        asked = re.match(r"\[User said\] call (\S.*)", said)
+        if asked and not any(m.role == "tool" for m in messages[len(messages) - len(trailing):]):
+            return f"TOOL_CALL: {asked.group(1)}"
+    return world_model(messages)
 
 
 async def _busy(system) -> bool:
