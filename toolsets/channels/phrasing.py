@@ -218,13 +218,13 @@ _WATCH_APP_ALONE = re.compile(_WATCH_APP.pattern.split(r"(?P<app>[\w-]+)")[0] + 
 _AWAITED = re.compile(r"^(?:" + alternation("watching", "awaited_patterns", WORDS) + r")\s+(?P<what>.+)$")
 
 
-def _awaited_joined(clauses: list[str]) -> list[str]:
+def _awaited_joined(clauses: list[str], russian: bool) -> list[str]:
     """The clauses with an app said alone joined to the awaited thing after it, as "<app> за <what>"."""
     for at in range(len(clauses) - 1):
         awaited = _AWAITED.match(clauses[at + 1].casefold())
         if _WATCH_APP_ALONE.match(clauses[at]) and awaited is not None:
             what = clauses[at + 1][awaited.start("what"):]
-            joint = str(topic("ru" if re.search("[а-яё]", clauses[at], re.I) else "en", "watching", WORDS)["awaited_joint"])
+            joint = str(topic("ru" if russian else "en", "watching", WORDS)["awaited_joint"])
             return [*clauses[:at], f"{clauses[at]} {joint} {what}", *clauses[at + 2:]]
     return clauses
 
@@ -233,7 +233,7 @@ def _watch_app_for(raw: str, said: str, russian: bool) -> Intent | None:
     """A watch said as "watch <app> for <what>" (or "watch <app>, I'm expecting <what>"), after
     remarks at most, what goes with a watch after."""
     split = [c.strip(" .!?") for c in re.split(r"(?<=[.!?])\s+|[,:]\s*", raw.strip()) if c.strip(" .!?")]
-    clauses = _awaited_joined(split)
+    clauses = _awaited_joined(split, russian)
     said_as = "awaited_said" if len(clauses) < len(split) else "watch_app_said"
     for at, clause in enumerate(clauses):
         asked = _WATCH_APP.match(clause)
