@@ -449,6 +449,8 @@ def _plain_request(said: str, phrasings: Sequence[Phrasing] | None = None) -> In
     return recognise(said, phrasings) or (recognise(sentences[0], phrasings) if len(sentences) > 1 else None)
 
 
+PUT_RIGHT_WORDS_MAX = 40  # a second thought that puts a value right is short; longer words are not read for one (a
+                          # reading of 2,000 words took 4.5 s)
 PLACE_WORDS_MAX = 3  # the longest run of words tried as a place's name ("los angeles", "нью-йорк")
 
 
@@ -796,7 +798,8 @@ class ReflexSteps:
             return False
         amount = amount or amount_put_right(words, str(bound.args[spec.said_number_args[0]]))
         changed = {spec.said_number_args[0]: amount} if amount else {}
-        if not amount or not amount_alone(words):  # "не фунтов, а унций": a unit put right, its amount kept or not
+        if (not amount or not amount_alone(words)) and len(words.split()) <= PUT_RIGHT_WORDS_MAX:
+            # "не фунтов, а унций": a unit put right, its amount kept or not
             changed |= value_put_right(self.s.local_intents.values_named(words), bound.args)
         if not changed:
             return False

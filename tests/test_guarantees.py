@@ -987,3 +987,12 @@ async def test_a_bug_in_the_fast_paths_reading_leaves_the_turn_to_the_model(tmp_
     async with inproc_system(tmp_path, backend=backend) as system:
         assert finals(await system.turn("s", "ugh, long day. what time is it anyway, I lost track"))[-1] == "The model's answer."
         assert finals(await system.turn("s", "thanks, that's all for now"))[-1] == "The model's answer."  # the session lives on
+
+
+async def test_a_long_turn_after_a_conversion_is_not_read_for_a_value_put_right(tmp_path):
+    # the values a second thought names are read on short words only (a reading of 2,000 words took 4.5 s)
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "how many kilos is 120 pounds")
+        long = "not pounds, ounces. " + " ".join(["and not pounds but ounces"] * 60)
+        assert finals(await system.turn("s", long, timeout=10))[-1] == "The model's answer."
