@@ -112,8 +112,12 @@ def in_figures(text: str) -> str:
 _DOTTED_INITIALS = re.compile(r"(?<!\w)(?:[^\W\d_]\.){2,}")  # "L.A.", "a.m.": one word, its stops no punctuation
 
 
+def _initials_joined(text: str) -> str:
+    return _DOTTED_INITIALS.sub(lambda found: found.group(0).replace(".", ""), text)
+
+
 def norm_words(text: str) -> str:
-    text = _DOTTED_INITIALS.sub(lambda found: found.group(0).replace(".", ""), fold(text))
+    text = _initials_joined(fold(text))
     text = re.sub(r"[«»\"“”„'`!?.,;:()\[\]]", " ", text)
     return " ".join(text.split())
 
@@ -130,7 +134,7 @@ _SENTENCE_END = re.compile(r"(?:\.(?!\d)|(?<!\d)\.|[?!])+")
 
 def _plain_words(said: str) -> str:
     """Folded (core.lexicon.fold: lower case, ё as е), one space between words, a particle dropped ("включи-ка")."""
-    return _PARTICLE.sub("", " ".join(_DOTTED_INITIALS.sub(lambda found: found.group(0).replace(".", ""), fold(said)).split()))
+    return _PARTICLE.sub("", " ".join(_initials_joined(fold(said)).split()))
 
 
 _PARTICLE = re.compile(r"(?<=\w)[-\s](?:" + _any("particles") + r")(?=[\s,.!?]|$)")

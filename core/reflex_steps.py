@@ -97,19 +97,22 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     return (_clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])) if not whole else None
 
 
-def _name_within_its_sentence(local: LocalIntents, match: LocalMatch | None, said: str) -> LocalMatch | None:
-    """`match`, unless a free slot naming something (not a message dictated) took the remarks
-    before its sentence: "всё, они в вотсап скинули. почту можешь больше не караулить" names the
-    mail, as the request among remarks reads it (None: the caller reads them so)."""
-    if match is None or not match.wildcard or match.call is not None and match.call.free_text \
-            or len(_clauses(said, commas=False)) < 2:
-        return match
+def whole_or_among_remarks(local: LocalIntents, said: str) -> tuple[LocalMatch | None, LocalMatch | None]:
+    """(the words matched whole, the request among remarks): the second read only when the first
+    is None, or a free slot naming something (not a message dictated) took the remarks before its
+    sentence ("всё, они в вотсап скинули. почту можешь больше не караулить" names the mail, as the
+    request among remarks reads it: the whole match is then given up)."""
+    match = local.match(said)
+    if match is None:
+        return None, request_among_remarks(local, said)
+    if not match.wildcard or match.call is not None and match.call.free_text or len(_clauses(said, commas=False)) < 2:
+        return match, None
     aside = request_among_remarks(local, said)
     if aside is None or aside.intent != match.intent:
-        return match
+        return match, None
     free = [name for name, value in match.slots.items() if isinstance(value, str) and name in aside.slots]
     took_more = free and all(fold(str(match.slots[name])).endswith(" " + fold(str(aside.slots[name]))) for name in free)
-    return None if took_more else match  # ("… at seven a.m. to walk the dog": "a.m." ends no sentence's request)
+    return (None, aside) if took_more else (match, None)  # ("… at seven a.m. to walk the dog": "a.m." ends no sentence)
 
 
 def _dictation_cut(match: LocalMatch, text: str, said: str, last_part: str) -> bool:
@@ -515,8 +518,7 @@ class ReflexSteps:
         if first is not None:  # "wake me up at 6 tomorrow, no wait, make it 6:30": as put right, or the model's
             intent = put_right(first, read(self.s.local_intents.match(halves[1]), halves[1]))
             return intent is not None and await self._carry_out(turn, (intent,))
-        match = _name_within_its_sentence(self.s.local_intents, self.s.local_intents.match(words), words)
-        aside = request_among_remarks(self.s.local_intents, words) if match is None else None
+        match, aside = whole_or_among_remarks(self.s.local_intents, words)
         declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
         call = declared_call(declared, words)
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
