@@ -130,9 +130,22 @@ def plainly_spoken(text: str) -> str:
     written word knows the said one; a word addressing the assistant, said as a clause of its
     own ("голубчик, переведи …", "… for me, dear?"), left out."""
     pattern, forms = _spoken()
-    plain = pattern.sub(lambda m: forms[m.group(0).casefold()], text)
+    plain = _without_particles(pattern.sub(lambda m: forms[m.group(0).casefold()], text))
     unaddressed = _addressed().sub("", plain)
     return unaddressed.lstrip(" ,") if unaddressed != plain else plain
+
+
+@lru_cache(maxsize=1)
+def _particles() -> re.Pattern[str]:
+    own = "|".join(re.escape(str(word)) for word in sorted(words("spoken", "particle_own_words"), key=len, reverse=True))
+    particle = alternation("spoken", "emphatic_particles")
+    return re.compile(rf"(?<![\w-])(?!(?:{own or '(?!)'})-)(?P<word>[^\W\d_]+)-(?:{particle})(?![\w-])", re.IGNORECASE)
+
+
+def _without_particles(text: str) -> str:
+    """"а за чем ты ещё следишь-то?", "глянь-ка": a word's emphatic particle left off, as sentences
+    write the word; a word the particle makes ("что-то", "кто-то") kept."""
+    return _particles().sub(lambda m: m["word"], text) if "-" in text else text
 
 
 @lru_cache(maxsize=1)
@@ -143,10 +156,13 @@ def _addressed() -> re.Pattern[str]:
 
 @lru_cache(maxsize=1)
 def _hundreds() -> tuple[re.Pattern[str], dict[str, int]]:
-    values = {str(word).casefold(): int(n) for name in ("hundreds",) for word, n in table("spoken", name).items()}
+    values = {str(word).casefold(): int(n) for name in ("hundreds", "hundreds_oblique") for word, n in table("spoken", name).items()}
     values |= {str(word).casefold(): int(n) for key in ("tens", "teens", "units") for word, n in table("requests", key).items()}
-    def any_of(key: str, name: str = "requests") -> str:
-        return "|".join(re.escape(str(word)) for word in sorted(table(name, key), key=len, reverse=True))
+    values |= {str(word).casefold(): int(n) for key in ("tens_oblique", "teens_oblique", "units_oblique")
+               for word, n in table("spoken", key).items()}
+    def any_of(key: str, name: str = "requests") -> str:  # a number's word in any case after a hundred ("до трёхсот семидесяти пяти")
+        said = {**table(name, key), **table("spoken", f"{key}_oblique")}
+        return "|".join(re.escape(str(word)) for word in sorted(said, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?P<h>{any_of('hundreds', 'spoken')})(?:\s+(?:and\s+)?(?:(?P<t>{any_of('tens')})"
                       rf"(?:[\s-](?P<u>{any_of('units')}))?|(?P<teen>{any_of('teens')})|(?P<lone>{any_of('units')})))?"
                       r"(?![\w-])", re.IGNORECASE), values
@@ -217,4 +233,23 @@ def hundreds_in_figures(text: str) -> str:
     pattern, values = _hundreds()
     def figure(match: re.Match[str]) -> str:
         return str(sum(values[match[group].casefold()] for group in ("h", "t", "u", "teen", "lone") if match[group]))
+    return _decimals_in_figures(pattern.sub(figure, text))
+
+
+@lru_cache(maxsize=1)
+def _decimal_point() -> tuple[re.Pattern[str], dict[str, int]]:
+    digits = {str(word).casefold(): int(n) for word, n in table("spoken", "digits").items()}
+    digit = "|".join(re.escape(w) for w in sorted(digits, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.,-])(?P<whole>\d+|{digit})\s+(?:{alternation('spoken', 'decimal_point_words')})\s+"
+                      rf"(?P<part>\d+(?![\w.,]\d)|(?:(?:{digit})(?:[\s-]+(?=(?:{digit})(?![\w-])))?)+)(?![\w-])", re.IGNORECASE), digits
+
+
+def _decimals_in_figures(text: str) -> str:
+    """"101 point three" -> "101.3" (a temperature, a weight): the digits after the point one by one."""
+    pattern, digits = _decimal_point()
+    def figure(match: re.Match[str]) -> str:
+        part = match["part"] if match["part"].isdigit() else "".join(
+            str(digits[word.casefold()]) for word in re.split(r"[\s-]+", match["part"]))
+        whole = match["whole"] if match["whole"].isdigit() else str(digits[match["whole"].casefold()])
+        return f"{whole}.{part}"
     return pattern.sub(figure, text)

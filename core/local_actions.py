@@ -96,7 +96,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
             return None  # "поставь напоминание на 8 вечера, каждый день": a repeat left in the text is the model's
         return Intent(kind="timer_set", russian=russian, when=when, text=text, every=every) if when else None
     if action == "timer_day":  # "move that one to Monday", "oh and thursdays too": the timer talked about, on that day
-        return Intent(kind="timer_change", russian=russian, when=f"day:{match.slots.get('day', '')}",
+        days = ",".join(str(match.slots[slot]) for slot in ("day", "day_2", "day_3") if match.slots.get(slot))
+        return Intent(kind="timer_change", russian=russian, when=f"day:{days}",
                       action="add" if match.slots.get("also") else "")
     if action == "timer_cancel":  # "cancel the timer": the only one; "my 5 minute timer": the one so named
         said = duration_words(match.slots, _START_UNITS)

@@ -27,8 +27,8 @@ from functools import partial
 import msgspec
 
 from core.fastpath import Intent, Phrasing, Reference, ReflexKind
-from core.intent import REQUEST_VERB, addressed_elsewhere, asks_ability, asks_to_watch, quoted_request, casual, same_word, sent_to_phone
-from core.lexicon import alternation, fold, plainly_spoken, table, words
+from core.intent import REQUEST_VERB, addressed_elsewhere, asks_ability, asks_to_watch, quoted_request, casual, remark, same_word, sent_to_phone
+from core.lexicon import SENTENCE_END, alternation, fold, plainly_spoken, table, words
 from core.places import zone_of
 from core.timewords import in_digits
 
@@ -145,6 +145,10 @@ _RECALL_FIRST = re.compile(r"^(?:(?:" + _any("recall_lead") + r")[\s,]+)*(?:" + 
                            r"(?=(?:(?:" + _any("question_lead") + r")\s+)?(?:" + _any("question_words") + r")(?!\w))")
 
 
+# "а сколько там серий, напомни?", "how long is it again, remind me?": the question, the reminder's word after it
+_RECALL_LAST = re.compile(r"(?<=\w),\s*(?:" + _any("recall_verb_patterns") + r")\s*\?\s*$")
+
+
 def _last_sentence_asked(raw: str, phrasings: Sequence[Phrasing]) -> Intent | None:
     """The request of the last sentence, or of the clause a request verb opens after a comma ("у
     меня руки все в масле, засеки минут двадцать пять"), when everything before it is a plain
@@ -251,7 +255,7 @@ def _recognised(said: str, phrasings: Sequence[Phrasing]) -> Intent | None:
         return None
     said = in_digits(plainly_spoken(said))  # "в полвосьмого", "семьдесят девятого года", "через часик", "скока": as patterns read them
     russian = is_russian(said)
-    raw = _RECALL_FIRST.sub("", _plain_words(said))  # "напомни, кто снял Кин-дза-дзу?": the question
+    raw = _RECALL_LAST.sub("?", _RECALL_FIRST.sub("", _plain_words(said)))  # "напомни, кто снял Кин-дза-дзу?": the question
     joint = _second_request(raw)
     if joint is not None and re.fullmatch(LEAD, raw[:joint.start()].strip(" ,") + " "):
         joint = None  # "oh and another one for 45 minutes": one request, its "and" opens it
@@ -316,7 +320,20 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
         return True
     if kind in ("watch", "timer_cancel", "unwatch"):
         return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
-    return bool(_NOT_NOW.search(raw) or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
+    return bool(_NOT_NOW.search(_plain_words(in_digits(_from_the_request_on(said))))
+                or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
+
+
+def _from_the_request_on(said: str) -> str:
+    """The words from the request's sentence on: whole sentences before it that ask for nothing
+    ("…, а адрес я потом не найду. скинь мне на телефон: …", "I never remember it later. send …")
+    tell of the user's day, and a later time in them is not the request's. One that opens with a
+    condition ("если я усну. выключи фильм") is the request's condition, written as a sentence."""
+    sentences = re.split(SENTENCE_END, said.strip())
+    at = 0
+    while at < len(sentences) - 1 and remark(sentences[at]) and not _CONDITION.match(fold(sentences[at]).lstrip()):
+        at += 1
+    return " ".join(sentences[at:])
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"

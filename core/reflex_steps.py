@@ -338,6 +338,17 @@ def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:
     return _unheld(said, match) if match is not None and match.wildcard and match.kind_named else None
 
 
+def _aside_or_reflex(aside: LocalMatch, read: Intent | None, said: str,
+                     phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
+    """The request among remarks, or the reflex's reading of the whole words (`read`): the reflex's
+    first, as it keeps a timer's text, unless the sentence took no free text and says another kind
+    ("…. make it Mondays and Thursdays instead" is no title put on instead)."""
+    if read is not None and aside.wildcard:
+        return read
+    own = recognised(aside, said, typed_only=True, phrasings=phrasings)
+    return own if read is None or own is not None and own.kind != read.kind else read
+
+
 def _unheld(said: str, match: LocalMatch) -> Intent | None:
     """A match's request, unless the words hold it back (a negation, a condition, two requests:
     core.reflex.held_back) - a template matches words, not what the user means by them."""
@@ -529,8 +540,8 @@ class ReflexSteps:
         intent = recognised(match, words, phrasings=self.s.phrasings)
         if intent is not None and aside is not None and intent.kind == "timer_set" and ANOTHER_DAY.search(f" {fold(intent.text)} "):
             intent = None  # "remind me Tuesday at quarter past three to …": the sentence reads the day the reflex left in the text
-        if intent is None and aside is not None:  # the reflex's reading first: it keeps a timer's text
-            intent = recognised(aside, words, typed_only=True, phrasings=self.s.phrasings)
+        if aside is not None:
+            intent = _aside_or_reflex(aside, intent, words, self.s.phrasings)
         if intent is None and aside is None:  # "хотя знаешь, убери вообще все таймеры, сам послежу"
             intent = intent_among_remarks(words, self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
@@ -620,14 +631,14 @@ class ReflexSteps:
         """What a slot of `kind` points back to in this conversation (core.local_intents.REFERENCE_KINDS):
         the place the user last asked the time of, as a dictionary names it; the text the turn before
         put on the glasses or sent to the phone ("и на очки то же самое"); an "answer": that text, else
-        the answer the turn before's lookup gave (shown on the glasses already: only elsewhere); "" when none."""
+        the answer the turn before ended with (shown on the glasses already: only elsewhere: "вот это мне
+        на телефон скинь" after a conversion, "and send that to my phone as well" after a reminder set);
+        "" when none."""
         if kind in ("text", "answer"):
-            results = self.results_before(turn)
-            sent = [data.text for _name, data in results if isinstance(data, TextSent)]
+            sent = [data.text for _name, data in self.results_before(turn) if isinstance(data, TextSent)]
             if sent or kind == "text":
                 return sent[-1] if len(set(sent)) == 1 else ""  # two texts: which one is the model's to ask
-            looked_up = any((spec := self.s.registry.spec(name)) is not None and spec.read_only for name, _data in results)
-            return self._answer_before(turn) if looked_up else ""  # "вот это мне на телефон скинь" after a conversion
+            return self._answer_before(turn)
         place = self.place_talked_about(turn) if kind == "place" else ""
         return place_name(place) or place
 

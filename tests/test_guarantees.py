@@ -636,6 +636,10 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     ("media", "TOOL_CALL: show_text|I'm pricking out the seedlings and I need to see what I'm doing.",
      "don't put anything up on my glasses for now, I'm pricking out the seedlings and I need to see what I'm doing",
      "(not_requested)"),
+    # h65's trap: "don't you start reminding me about the dentist …" set a reminder in an hour
+    ("timers", "TOOL_CALL: timers_set|in 1 hour; I'll ring them when I'm good and ready",
+     "and don't you start reminding me about the dentist either, I know, I know, I've put it off twice already and I'll "
+     "ring them when I'm good and ready", "(not_requested)"),
     # h51's trap: "can you put stuff on the glasses screen …? just wondering" showed the user's words on it
     ("media", "TOOL_CALL: show_text|I'll try it tomorrow when I'm more human",
      "can you put stuff on the glasses screen, like a little feed log? just wondering, I'll try it tomorrow when I'm more human",

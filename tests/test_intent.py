@@ -290,3 +290,17 @@ def test_a_negated_statement_of_the_speaker_holds_back_no_request(said, held):
     from core.reflex import held_back
 
     assert held_back(said, "search") is held
+
+
+@pytest.mark.parametrize("said, held", [
+    # h61: "потом" in a remark before the request postponed it ("адрес я вечно потом не найду")
+    ("слушай, завтра венчание, а адрес я вечно потом не найду. скинь мне на телефон: проспект Андропова 39", False),
+    ("I never remember the code later. send this to my phone: gate code 3318", False),
+    ("если я усну. выключи фильм", True),  # a condition written as its own sentence is the request's
+    ("скинь мне потом на телефон код 3318", True),  # the request's own later time
+    ("maybe play Solaris later", True),
+])
+def test_a_later_time_in_a_remark_before_the_request_is_not_the_requests(said, held):
+    from core.reflex import held_back
+
+    assert held_back(said, "search") is held

@@ -774,8 +774,44 @@ _FORMS_OF_H60_H61 = [
 ]
 
 
+_FORMS_OF_H64_H65 = [
+    # h61 again, in its own words: a later time in a remark before the request ("вечно потом не найду") held it back
+    (["слушай, завтра венчание, а адрес я в переписке вечно потом не найду. скинь мне на телефон: проспект Андропова "
+      "тридцать девять, храм Вознесения, к двум часам"], "Андропова"),
+    # h64: "буди"; a part said as an ordinal; "минут на двадцать" put right; "и на телефон мне скинь" after a text shown
+    (["буди меня через сорок минут"], "40 минут"),
+    (["врубай брата второго"], "Включаю «Брат 2»"),
+    (["поставь будильник на полчаса, покемарю на станции", "не, давай минут на двадцать, а то вызов скинут"], "на 20 минут"),
+    (["выведи на очки адрес: Лесная семь, квартира сорок пять", "и на телефон мне скинь, напарнику перешлю"],
+     "Отправил на телефон: адрес: Лесная семь"),
+    (["put this on my glasses: sixty-seven male, chest pain", "and send that to my phone too, I need it for the run report"],
+     "Sent to your phone: sixty-seven male, chest pain"),
+    # h64: a decimal point said; "anyway" after a question of a title told before
+    (["what's a hundred and one point three fahrenheit in celsius"], "101.3 F = 38.5 C"),
+    (["my partner won't shut up about Band of Brothers, says it's the best thing ever made. how many episodes is it anyway?"],
+     "10 episodes"),
+    # h65: "-то" and a question's "напомни?" after it; "first" in a remark is no ordinal asked; a number in the genitive
+    (["мы с покойным мужем «Место встречи изменить нельзя» раз десять пересматривали, он Жеглова наизусть знал. хочу вот "
+      "опять начать, по вечерам. а сколько там серий-то, напомни?"], "5 серий"),
+    (["последи, пожалуйста, за почтой: если придёт письмо из пенсионного фонда, сразу мне скажи", "а за чем ты у меня ещё следишь-то?"],
+     "Слежу: mail"),
+    (["my late husband took me to see Roman Holiday on our very first outing, it was an old reshowing at the local picture "
+      "house even then. What year did it actually come out?"], "1953"),
+    (["духовку разогреть до трёхсот семидесяти пяти градусов по фаренгейту. это сколько по Цельсию?"], "375 F = 190.6 C"),
+    # h65: "тогда" inside a reminder; "send that to my phone" after a reminder set; a repeat put on other days
+    (["а сколько сейчас времени в Токио?", "ох, спит уже, значит. напомни мне тогда завтра в двенадцать дня ей позвонить"],
+     "завтра, 12:00"),
+    (["remind me at nine tonight to start Chernobyl", "and send that to my phone as well, I'll never remember otherwise"],
+     "Sent to your phone: Set for today at 21:00"),
+    (["remind me every Tuesday and Thursday at ten in the morning to do my physio exercises",
+      "oh no, hang on, the physio changed it last week. Make it Mondays and Thursdays instead"], "every Monday and every Thursday"),
+    (["напоминай по вторникам и четвергам в десять утра делать зарядку", "ой, давай лучше по понедельникам и четвергам"],
+     "по понедельникам и по четвергам в 10:00"),
+]
+
+
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
-                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61)
+                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65)
 
 
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from core.intent import addressed_elsewhere, remark
 from core.reflex import put_right, recognise_both, said_again_otherwise
-from core.reflex_steps import builtin_local_intents, declared_call, intent_among_remarks, recognised, request_among_remarks
+from core.reflex_steps import _aside_or_reflex, builtin_local_intents, declared_call, intent_among_remarks, recognised, request_among_remarks
 
 SETS = ("dev", "test", "traps")
 
@@ -45,8 +45,8 @@ def decision(said: str) -> str | None:
     if call is not None:  # a toolset's own sentence that calls its tool ("convert 5 miles to km")
         return "CALL " + "|".join(call)
     intent = recognised(match, said)
-    if intent is None and aside is not None:
-        intent = recognised(aside, said, typed_only=True)
+    if aside is not None:
+        intent = _aside_or_reflex(aside, intent, said)
     if intent is None and aside is None:
         intent = intent_among_remarks(said)
     if intent is not None:

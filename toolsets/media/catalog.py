@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.lexicon import numbers_in_figures
+from core.lexicon import numbers_in_figures, table
 from core.lexicon import words as listed_words
 from core.translit import transliterate
 from toolsets.media.fuzzy import FuzzyIndex
@@ -296,11 +296,11 @@ class EmbeddedCatalog:
             return [], "title"
         words = normalized.split()
         scored, by = self._by_title(normalized, words), "title"
-        if (in_figures := numbers_in_figures(normalized)) != normalized:
-            # "брат два" is "Брат 2" (it was a typo match of another title), "back to the future two"
-            # the second; "один дома", "двенадцать стульев" stay as written: their words name them better
+        if (in_figures := parts_in_figures(numbers_in_figures(normalized))) != normalized:
+            # "брат два", "брата второго" are "Брат 2" (it was a typo match of another title), "back to the
+            # future two" the second; "один дома", "двенадцать стульев" stay as written: their words name them better
             figured = self._by_title(in_figures, in_figures.split())
-            if figured and min(figured.values())[0] < min(scored.values(), default=(TIER_MENTION + 1,))[0]:
+            if figured and min(figured.values())[:2] < min(scored.values(), default=(TIER_MENTION + 1, 0.0))[:2]:
                 scored, words = figured, in_figures.split()
         if not scored:  # "films by Tarkovsky", "фильмы Рязанова": the director's titles, oldest first
             scored, by = {record.title.id: (TIER_MENTION, 1.0, record.title.year)
@@ -355,6 +355,17 @@ _ENDINGS = re.compile(r"(?:ого|его|ому|ему|ыми|ими|ыи|ии|�
                       r"ов|ев|ью|а|я|у|ю|ы|и|е|о|ь)$")
 
 
+@functools.lru_cache(maxsize=1)
+def _part_ordinals() -> dict[str, str]:
+    return {normalize(word): str(number) for word, number in table("titles", "part_ordinals", _WORDS).items()}
+
+
+def parts_in_figures(text: str) -> str:
+    """A title's part said as an ordinal, as figures: "брата второго" -> "брата 2" (words/*/titles.toml)."""
+    ordinals = _part_ordinals()
+    return " ".join(ordinals.get(normalize(word), word) for word in text.split())
+
+
 def stems(normalized: str) -> str:
     """Each Russian word of a normalized text without its case ending (a stem of 3 letters at least)."""
     def stem(word: str) -> str:
@@ -366,7 +377,8 @@ def stems(normalized: str) -> str:
 
 
 NAMED_INSIDE_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named inside one
-_NAME_GLUE = frozenset(listed_words("titles", "name_glue_words", Path(__file__).with_name("words")))
+_WORDS = Path(__file__).with_name("words")
+_NAME_GLUE = frozenset(listed_words("titles", "name_glue_words", _WORDS))
 
 
 def _name_words(name: str) -> frozenset[str]:

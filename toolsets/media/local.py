@@ -25,6 +25,7 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
+from toolsets.media.catalog import parts_in_figures
 from toolsets.media.phrasing import names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -84,9 +85,11 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     the request (or the request is its name plus the director's or the year's words); the most
     such words win, the catalog's order breaks a tie. A lone result close to the words (a typo)
     too. None when it is not plain: the model chooses."""
-    # a part's number said last, in words or in Roman figures, is its number: "godfather two" is "The Godfather Part II"
+    # a part's number said last, in words, as an ordinal or in Roman figures, is its number: "godfather two" is
+    # "The Godfather Part II", "брата второго" «Брат 2»
     said = norm_words(subject).split()
-    part = _ROMAN.get(said[-1], str(NUMBER_WORDS.get(said[-1], ""))) if said else ""
+    ordinal = parts_in_figures(said[-1]) if said else ""
+    part = _ROMAN.get(said[-1], str(NUMBER_WORDS.get(said[-1], "")) or (ordinal if ordinal.isdigit() else "")) if said else ""
     words = (set(said) | ({part} if part not in ("", "1") else set())) - {"the", "a", "an"}
     best, best_extra = None, -1
     for title in titles:
@@ -223,8 +226,8 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
     words = [w for w in norm_words(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in FUNCTION_WORDS]
     def has_all(name: str, title: Shown) -> bool:  # its name's words, and its director's ("гараж рязанова")
         name_words, fact_words = norm_words(name).split(), norm_words(title.facts).split()
-        in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) or numbers_in_figures(w) == other
-                                                                    for other in name_words)]  # "брат два": «Брат 2»
+        in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) or parts_in_figures(numbers_in_figures(w)) == other
+                                                                    for other in name_words)]  # "брат два", "брата второго": «Брат 2»
         by_facts = [w for w in words if w not in in_name and w != str(title.year) and any(near_word(w, f) for f in fact_words)]
         return bool(in_name) and len(in_name) + len(by_facts) == len([w for w in words if w != str(title.year)])
     def same_numbers(name: str, year: int) -> bool:  # "брат 3" is not close to «Брат 2»

@@ -240,6 +240,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             if (told[:m.start()].split() or [""])[-1].casefold() not in _PLACE_PREPOSITIONS]
         if len(named_before) == 1 and str(reference.ordinal) in named_before[0].split():
             reference = msgspec.structs.replace(reference, ordinal=0)  # "thinking Shrek 2 after dinner": the title's number
+        if len(named_before) == 1 and _reference(norm_words(raw[begin:found.start()] + " " + raw[end:])) == Reference():
+            reference = Reference()  # "… took me to see Roman Holiday on our very first outing. What year …?": told, not asked
         if reference == Reference() and len(named_before) == 1:  # "starting The Queen's Gambit soon. How many episodes is it?"
             return Intent(kind="details", russian=russian, detail=detail, subject=norm_words(named_before[0]))
         return Intent(kind="details", russian=russian, detail=detail, reference=reference)

@@ -362,11 +362,16 @@ async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> 
     becomes one on its days and that one, a one-shot gets a second on that day. A daily one, or
     no timer the words can mean: the model's."""
     old = _timer_to_change(fast, turn, intent) or _listed_alone(fast, turn)
-    if old is None or day not in WEEKDAYS:
+    days = tuple(day.split(","))
+    if old is None or not set(days) <= set(WEEKDAYS):
         return None
     clock = fast.clock_time(old.due)
     also, weekly = intent.action == "add", old.every_s == WEEK_S
-    if old.days or weekly and also:
+    if len(days) > 1:  # "make it Mondays and Thursdays instead": a repeat on days, on these days
+        if also or not (old.days or weekly):
+            return None  # a one-shot or a daily one put on several days: the model's to ask
+        when, every = clock, ",".join(days)
+    elif old.days or weekly and also:
         first = old.days or (WEEKDAYS[dt.datetime.fromtimestamp(old.due, fast.timezone()).weekday()],)
         when, every = clock, ",".join((*first, day) if also else (day,))
     elif old.every_s and not weekly:

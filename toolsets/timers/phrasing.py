@@ -24,7 +24,7 @@ from core.timewords import in_digits, lengths_in_units
 WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
 _SET_TIMER = re.compile(LEAD + r"(?:поставь|поставить|установи|установить|заведи|завести|засеки|засекай|засечь|запусти|"
-                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|разбуди(?:\s+меня)?|set|start|remind\s+me|"
+                        r"включи|сделай|нужен|нужна|напомни(?:\s+мне)?|(?:раз)?буди(?:\s+меня)?|set|start|remind\s+me|"
                         r"(?:i\s+need|can\s+i\s+(?:get|have)|give\s+me|get\s+me|i'?d\s+like|i\s+want)(?=\s+(?:a\s+|an\s+|one\s+|another\s+)?"
                         r"(?:[\w-]+\s+){0,2}(?:timer|reminder|alarm|countdown))|"
                         r"wake\s+me(?:\s+up)?|give\s+me\s+a\s+heads[\s-]?up|nudge\s+me|buzz\s+me)(?![\w-])")
@@ -259,6 +259,11 @@ _APPROXIMATE = re.compile(r"(?<!\w)(?P<unit>минут\w*|часа|часов|с
                           + "|".join(sorted({*NUMBER_WORDS, *TEENS}, key=len, reverse=True)) + r")(?!\w)")
 
 
+def _about_a_length(said: str) -> str:
+    """"минут на двадцать" as "на двадцать минут": the span said with its number first."""
+    return _APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", said)
+
+
 _TELL_ME = re.compile(r"^(?:скажи|сообщи|tell)\s+(?:мне|me)\s+(?:(?:что|that|to)\s+)?")
 
 
@@ -325,7 +330,7 @@ def _timer_intent_read(raw: str, said: str, russian: bool) -> Intent | None:
     it = CANCEL_IT.match(raw)  # after a remark ("the garlic bread's done early, kill that one"): _last_sentence_asked
     if it and not _asks_more(it["why"]):
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
-    raw = in_figures(_APPROXIMATE.sub(lambda m: f"{(m['prep'] or 'на ').strip()} {m['n']} {m['unit']}", raw))
+    raw = in_figures(_about_a_length(raw))
     one_more = _ONE_MORE.match(raw)  # before the lead words go: "и ещё через час …" keeps its "ещё"
     if one_more is not None and not one_more["bare"] and _CLOCK.match(" " + raw[one_more.end():]):
         return _timer_intent("set a timer " + raw[one_more.end():], said, russian)  # "and another one at 19:00, dinner"
@@ -577,7 +582,7 @@ def _changed_to(clause: str, russian: bool, *, after_no: bool = False) -> Intent
     """The put-right a clause says alone ("давай на 25", "make it seven"), or None. `after_no`:
     the clause before took the old time back ("ой нет, не в семь, в полвосьмого", "no no,
     fifty"), so the new time alone is the put-right."""
-    text = in_figures(lengths_in_units(clause)).strip(" .!?")  # "make it an hour", "давай на полчаса"
+    text = in_figures(lengths_in_units(_about_a_length(clause))).strip(" .!?")  # "make it an hour", "давай на полчаса"
     text = _INSTEAD_OF.sub("", text)  # "давай три вместо пяти": the old number said after the new
     opening = _CHANGE_OPENING.match(text)
     if _ONE_MORE_SAID.search(text):
