@@ -665,7 +665,7 @@ def _word_starts(words: tuple[str, ...]) -> re.Pattern[str]:
 
 
 # ---- a final answer that reports an action nobody made --------------------------------------
-_CLAIMED_KINDS = ("timer_set", "timer_cancel", "play", "playback", "show")  # tried in this order
+_CLAIMED_KINDS = ("timer_set", "timer_cancel", "play", "playback", "show", "task_cancel")  # tried in this order
 _CLAIM_STEMS: dict[str, tuple[str, ...]] = {kind: words("guards", f"claimed_{kind}") for kind in _CLAIMED_KINDS}
 _CLAIMS: dict[str, re.Pattern[str]] = {kind: _stems(*stems) for kind, stems in _CLAIM_STEMS.items()}
 

@@ -120,6 +120,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         named = norm_words(str(match.slots.get("watch_name", "")))
         return Intent(kind="unwatch", russian=russian, subject=named, found_only=match.wildcard,
                       reference=None if named else Reference(last=True))
+    if action == "watch_moved":  # "перекинь на телегу": the watch just set, on the app the words name
+        return Intent(kind="watch", russian=russian, action="move", subject=norm_words(str(match.slots.get("watch_app", ""))))
     if action == "play" and match.slots.get("search_query"):
         return Intent(kind="play", russian=russian, subject=str(match.slots["search_query"]).casefold())
     if action == "search" and match.slots.get("search_query"):  # "а X у нас есть?": X, if the catalog has it

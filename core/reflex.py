@@ -320,7 +320,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
         return True
     if kind in ("watch", "timer_cancel", "unwatch"):
         return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
-    return bool(_NOT_NOW.search(_plain_words(in_digits(_from_the_request_on(said))))
+    own = _from_the_request_on(said)
+    return bool(_NOT_NOW.search(raw if own == said.strip() else _plain_words(in_digits(own)))
                 or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
 
 
@@ -330,6 +331,8 @@ def _from_the_request_on(said: str) -> str:
     tell of the user's day, and a later time in them is not the request's. One that opens with a
     condition ("если я усну. выключи фильм") is the request's condition, written as a sentence."""
     sentences = re.split(SENTENCE_END, said.strip())
+    if len(sentences) == 1:
+        return said.strip()
     at = 0
     while at < len(sentences) - 1 and remark(sentences[at]) and not _CONDITION.match(fold(sentences[at]).lstrip()):
         at += 1
@@ -695,7 +698,8 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
             if asked is not None:  # "the older one, who directed it?": the question, of the one chosen
                 return msgspec.structs.replace(asked, subject="", reference=titled.reference)
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
-    if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)):
+    if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)) \
+            and not re.search(r"\d", raw):  # "у них стендап в 13:00 по-ихнему, это во сколько у нас?" asks of a time said
         return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
     if not _FOLLOW_UP_OPENS.match(raw):
         return None  # a place alone ("в Дубае") asks nothing

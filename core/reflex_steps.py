@@ -468,9 +468,8 @@ PUT_RIGHT_WORDS_MAX = 40  # a second thought that puts a value right is short; l
 PLACE_WORDS_MAX = 3  # the longest run of words tried as a place's name ("los angeles", "нью-йорк")
 
 
-def _the_one_place_named(said: str) -> str:
-    """The one place the words name ("the London couple wants a call … their time": "London"); ""
-    when they name none or more than one."""
+def _places_named(said: str) -> list[str]:
+    """The places the words name, a zone once ("the London couple wants a call … their time": "London")."""
     words = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", said)
     named: dict[str, str] = {}
     at = 0
@@ -480,7 +479,7 @@ def _the_one_place_named(said: str) -> str:
         if found:
             named.setdefault(zone_of(" ".join(words[at:at + found])) or "", " ".join(words[at:at + found]))
         at += found or 1
-    return next(iter(named.values())) if len(named) == 1 else ""
+    return list(named.values())
 
 
 def value_put_right(named: list[tuple[str, str]], args: dict) -> dict[str, str]:
@@ -882,8 +881,10 @@ class ReflexSteps:
         the next moment the place's clock (get_current_time for the place) reads the time said, on
         the user's clock; a time said with no half of the day, the next such reading of a 12-hour
         dial there. The place said, or the one place the words name ("the London couple … nine
-        o'clock their time"); None when there is none, or more than one: the model's."""
-        place = intent.subject or _the_one_place_named(self.turn_words(turn))
+        o'clock their time"), else the place the conversation asked the time of ("у них стендап в час дня
+        по-ихнему" after New York's time); None when there is none, or more than one: the model's."""
+        named = _places_named(self.turn_words(turn)) if not intent.subject else []
+        place = intent.subject or (named[0] if len(named) == 1 else "" if named else self.place_talked_about(turn))
         clock = await self.data(turn, "get_current_time", place) if place and zone_of(place) else None
         if not isinstance(clock, ClockRead) or not clock.place:
             return None

@@ -250,6 +250,15 @@ async def test_a_timer_claimed_but_never_set_is_asked_again_then_said_plainly(tm
         assert notices, "the model was asked once more with a notice"
 
 
+async def test_a_watch_said_ended_that_no_call_ended_is_asked_again_then_said_plainly(tmp_path):
+    # h67: "убирай эту слежку" answered "OK, I'll stop watching." with no call: the watch went on
+    backend = ScriptedBackend(reply_fn=lambda messages: "OK, I'll stop watching.")
+    async with inproc_system(tmp_path, backend=backend, reflexes=False, frame=False) as system:
+        answer = finals(await system.turn("s", "всё, хватит, она сама позвонила. не нужно больше ничего"))[-1]
+        assert "stop watching" not in answer and "не сделал" in answer
+        assert [m for m in backend.calls[-1] if m.content.startswith("[System notice] Your last reply said")]
+
+
 async def test_a_claim_asked_again_that_drops_the_claim_is_shown(tmp_path):
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=_copycat)) as system:
         shown = await system.turn("s", "хочу таймер на минуту")  # no plain request for a reflex: the model's turn
@@ -640,6 +649,9 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     ("timers", "TOOL_CALL: timers_set|in 1 hour; I'll ring them when I'm good and ready",
      "and don't you start reminding me about the dentist either, I know, I know, I've put it off twice already and I'll "
      "ring them when I'm good and ready", "(not_requested)"),
+    # h66's trap: "babe, can you set the oven timer for twenty?" was set
+    ("timers", "TOOL_CALL: timers_set|in 20 minutes; oven", "babe, can you set the oven timer for twenty? my hands are all "
+     "covered in dough", "(not_requested)"),
     # h51's trap: "can you put stuff on the glasses screen …? just wondering" showed the user's words on it
     ("media", "TOOL_CALL: show_text|I'll try it tomorrow when I'm more human",
      "can you put stuff on the glasses screen, like a little feed log? just wondering, I'll try it tomorrow when I'm more human",

@@ -401,6 +401,9 @@ _THE_REFLEX_MISREAD = (
     "I run the Dallas load every Tuesday and Thursday and I always forget to call the yard first, every single time. "
     "remind me Tuesdays and Thursdays at seven a.m. to call the yard",
     "remind me tuesdays and thursdays at nine thirty about lab meeting",
+    # h66/h67: a repeat on weekdays the reflex read as a one-shot ("on weekdays" its text); the alarm's name
+    "wake me up at six fifty on weekdays",
+    "поставь будильник на пять утра",
 )
 
 
@@ -807,6 +810,25 @@ _FORMS_OF_H64_H65 = [
       "oh no, hang on, the physio changed it last week. Make it Mondays and Thursdays instead"], "every Monday and every Thursday"),
     (["напоминай по вторникам и четвергам в десять утра делать зарядку", "ой, давай лучше по понедельникам и четвергам"],
      "по понедельникам и по четвергам в 10:00"),
+    # h66: another place's clock time "по-ихнему" (the fast path answered the time there now); the watch moved to
+    # another app; "её" sent on; "-ка"; a runtime asked "оно долгое?"; "буди … в полпятого"; "убирай эту слежку"
+    (["сколько сейчас в нью-йорке?", "ага, у них стендап в час дня по ихнему. это во сколько по-нашему будет?"],
+     "Нью-Йорк: 13:00 — у вас в это время"),
+    (["следи за ватсапом: если школа напишет, что в понедельник занятия отменили, сразу дёрни меня",
+      "а, не, они ж в телеге пишут, в чате класса. перекинь на телегу"], "теперь слежу в телеграме"),
+    (["keep an eye on WhatsApp for anything from the ward", "oh wait, they moved the ward chat to Telegram last week, "
+      "switch it to that"], "now watching on Telegram: anything from the ward"),
+    (["выведи на очки ссылку на созвон: meet.google.com/kfz-qwrt-abc", "и на телефон её скинь, я с него зайду"],
+     "Отправил на телефон: ссылку на созвон: meet.google.com/kfz-qwrt-abc"),
+    (["слушай, а сколько серий в семнадцати мгновениях весны?", "скинь-ка это мне на телефон, с соседом поспорили"],
+     "Отправил на телефон: В «Семнадцать мгновений весны» 12 серий"),
+    (["бабка моя Мимино хочет глядеть, а мне в пять вставать, скотину кормить. оно долгое вообще?"], "97 минут"),
+    (["буди меня завтра в полпятого"], "04:30"),
+    (["следи за телегой, если ветеринарша напишет про прививки телятам — сразу скажи",
+      "всё, отбой, она сама позвонила. убирай эту слежку"], "больше не слежу"),
+    # h67: an alarm made a daily one
+    (["поставь будильник на пять утра", "и пусть так каждый день будит, коровы выходных не знают"], "каждый день в 05:00"),
+    (["wake me up at 6 tomorrow", "actually, make it every day"], "every day at 06:00"),
 ]
 
 

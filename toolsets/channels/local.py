@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 
 from core.fastpath import FastPath, Intent, last_data
+from core.lexicon import topic
 from core.local_intents import Say
 from core.reflex import CHANNELS, FUNCTION_WORDS, near_word, norm_words
 from core.turn import TurnState
 from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
+from toolsets.channels.phrasing import WORDS
 
 # the user's words about themselves, said back to them: "when Anya writes to me" -> "to you"
 _TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
@@ -51,9 +53,33 @@ def unwatch_answer(say, ended: WatchRef | None) -> str | None:
 
 
 async def watch(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
+    if intent.action == "move":
+        return await _moved(fast, turn, intent)
     what = " ".join(intent.subject.split())
     result = await fast.data(turn, fast.tool("watch_set"), f"{intent.channel}; {what}")
     return watch_answer(fast.speaker(intent.russian), intent) if isinstance(result, Watching) and not result.already else None
+
+
+async def _moved(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
+    """"а, не, они ж в телеге пишут. перекинь на телегу": the watch the turn before set, set again
+    on the one app the words name (the new one first: if it cannot be set, the old one stays), then
+    the old one ended; "switch it to that" names the one app a remark before it did ("they moved the
+    chat to Telegram, …"). No such watch, no app or the same one: the model's."""
+    last = last_data(fast.results_before(turn))
+    old = last.watch if isinstance(last, Watching) else None
+    if old is None:
+        return None
+    named = [name for name, pattern in CHANNELS if pattern.search(" " + intent.subject)] or [
+        name for name, pattern in CHANNELS if name != old.channel and pattern.search(" " + norm_words(fast.turn_words(turn)))]
+    if len(named) != 1 or named[0] == old.channel:
+        return None
+    moved = await fast.data(turn, fast.tool("watch_set"), f"{named[0]}; {old.what}")
+    if not isinstance(moved, Watching) or moved.already:
+        return None
+    if not isinstance(await fast.data(turn, fast.tool("watch_end"), old.id), WatchEnded):
+        return None
+    where = str(topic("ru" if intent.russian else "en", "watching", WORDS).get("channel_said", {}).get(named[0], named[0]))
+    return fast.speaker(intent.russian)("watch_moved", where=where, what=old.what)
 
 
 def watch_talked_about(results: list[tuple[str, ToolData | None]]) -> WatchRef | None:

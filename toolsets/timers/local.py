@@ -189,7 +189,8 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         if intent is None:
             return None  # no place asked about, or no clock time: the model's
     when = _beside_the_one_before(fast, turn, intent) or (
-        intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere or _on_days(intent) else
+        intent.when if _MORNING_SAID.search(fast.turn_words(turn).casefold()) or elsewhere or _on_days(intent)
+        or intent.action == _AS_SET else
         dial_nearest(intent.when, now, fast.timezone()))  # "в полвосьмого" at 18:00: 19:30; "every Tuesday at 9": 09:00
     try:
         due = parse_when(when, now, fast.timezone())
@@ -358,16 +359,20 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
 async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> str | None:
     """"sorry, I meant Friday, same time", "move that one to Monday", "перенеси на четверг": the
     timer the turn before set or listed alone, at its clock time on that day (a weekly one stays
-    weekly), the old one cancelled; "oh and thursdays too": a weekly one or one on days of the week
+    weekly; "make it every day": daily), the old one cancelled; "oh and thursdays too": a weekly one or one on days of the week
     becomes one on its days and that one, a one-shot gets a second on that day. A daily one, or
     no timer the words can mean: the model's."""
     old = _timer_to_change(fast, turn, intent) or _listed_alone(fast, turn)
     days = tuple(day.split(","))
-    if old is None or not set(days) <= set(WEEKDAYS):
+    if old is None or not set(days) <= {*WEEKDAYS, "daily"}:
         return None
     clock = fast.clock_time(old.due)
     also, weekly = intent.action == "add", old.every_s == WEEK_S
-    if len(days) > 1:  # "make it Mondays and Thursdays instead": a repeat on days, on these days
+    if days == ("daily",):  # "и пусть так каждый день будит": every day at its clock time
+        if old.every_s == DAY_S and not old.days:
+            return None  # a daily one already: the model's to say so
+        when, every = clock, "1 day"
+    elif len(days) > 1:  # "make it Mondays and Thursdays instead": a repeat on days, on these days
         if also or not (old.days or weekly):
             return None  # a one-shot or a daily one put on several days: the model's to ask
         when, every = clock, ",".join(days)
@@ -379,11 +384,15 @@ async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> 
     else:
         when, every = f"{day} {clock}", "1 week" if weekly else ""
     text = "" if old.text in _UNNAMED else old.text
-    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text, every=every))
+    answer = await timer_set(fast, turn, Intent(kind="timer_set", russian=intent.russian, when=when, text=text, every=every,
+                                                action=_AS_SET))
     a_second_one = also and not old.days and not weekly  # a one-shot on one more day: both stand
     if answer is None or not a_second_one and await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
+
+
+_AS_SET = "as_set"  # a timer_set's `when` read off a timer already set: a 24-hour clock, no dial to read
 
 
 def _listed_alone(fast: FastPath, turn: TurnState) -> TimerSet | None:
