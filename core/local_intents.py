@@ -308,7 +308,8 @@ class LocalIntents:
             return None
         said_before = lexicon.paired_hundreds_in_figures(lexicon.hundreds_in_figures(" ".join(before)),  # "a hundred and forty"
                                                          self._list_words.get(match.language, ()))
-        given = _context_slots(said_before, match.intent, intents, lists, match.language)
+        asked = {value for value in match.slots.values() if isinstance(value, str)}
+        given = _context_slots(said_before, match.intent, intents, lists, match.language, asked)
         return None if given is None else msgspec.structs.replace(match, slots={**given, **match.slots})
 
     def values_named(self, text: str) -> list[tuple[str, str]]:
@@ -653,9 +654,12 @@ def _a_number(word: str, counts: Container[str]) -> bool:
     return word.replace(".", "").replace(",", "").isdigit() or word in counts
 
 
-def _context_slots(before: str, intent: str, intents, lists, language: str) -> dict[str, str | float] | None:
+def _context_slots(before: str, intent: str, intents, lists, language: str,
+                   asked: set[str] = frozenset()) -> dict[str, str | float] | None:  # type: ignore[assignment]
     """The slots of the last run of words in `before` (longest first) that `intent`'s context
-    template matches whole; None when none does, or a number is said just before it."""
+    template matches whole, and that names no value the question itself took (`asked`: "…50 фунтов,
+    а норма 23 кило. это сколько в килограммах?" converts the pounds, not 23 kg to kg); None when
+    none does, or a number is said just before it."""
     from hassil import recognize_all
 
     counts = _number_words()
@@ -673,7 +677,7 @@ def _context_slots(before: str, intent: str, intents, lists, language: str) -> d
             found = next((result for result in recognize_all(" ".join(words[start:end]), intents, slot_lists=lists,
                                                              intent_context=_HERE, language=language)
                           if result.intent.name == intent), None)
-            if found is None:
+            if found is None or any(isinstance(entity.value, str) and entity.value in asked for entity in found.entities.values()):
                 continue
             said_before = [lexicon.fold(word) for word in words[max(0, start - 2):start]]
             if said_before and (_a_number(said_before[-1], counts) or said_before[-1] in BELOW_ZERO

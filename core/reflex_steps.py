@@ -630,14 +630,21 @@ class ReflexSteps:
         """What a slot of `kind` points back to in this conversation (core.local_intents.REFERENCE_KINDS):
         the place the user last asked the time of, as a dictionary names it; the text the turn before
         put on the glasses or sent to the phone ("и на очки то же самое"); an "answer": that text, else
-        the answer the turn before ended with (shown on the glasses already: only elsewhere: "вот это мне
-        на телефон скинь" after a conversion, "and send that to my phone as well" after a reminder set);
-        "" when none."""
+        the answer the turn before's lookup gave (shown on the glasses already: only elsewhere: "вот это
+        мне на телефон скинь" after a conversion), or the reminder it set, as its time, date and text ("and
+        send that to my phone as well": not the words that said it was set, which read as a claim); ""
+        when none."""
         if kind in ("text", "answer"):
-            sent = [data.text for _name, data in self.results_before(turn) if isinstance(data, TextSent)]
+            results = self.results_before(turn)
+            sent = [data.text for _name, data in results if isinstance(data, TextSent)]
             if sent or kind == "text":
                 return sent[-1] if len(set(sent)) == 1 else ""  # two texts: which one is the model's to ask
-            return self._answer_before(turn)
+            last = last_data(results)
+            if isinstance(last, TimerSet):
+                day = dt.datetime.fromtimestamp(last.due, self.s.tz).strftime("%d.%m")
+                return f"{self._clock_time(last.due)} {day}: {last.text}"
+            looked_up = any((spec := self.s.registry.spec(name)) is not None and spec.read_only for name, _data in results)
+            return self._answer_before(turn) if looked_up else ""
         place = self.place_talked_about(turn) if kind == "place" else ""
         return place_name(place) or place
 

@@ -805,7 +805,7 @@ _FORMS_OF_H64_H65 = [
     (["а сколько сейчас времени в Токио?", "ох, спит уже, значит. напомни мне тогда завтра в двенадцать дня ей позвонить"],
      "завтра, 12:00"),
     (["remind me at nine tonight to start Chernobyl", "and send that to my phone as well, I'll never remember otherwise"],
-     "Sent to your phone: Set for today at 21:00"),
+     "Sent to your phone: 21:00 "),
     (["remind me every Tuesday and Thursday at ten in the morning to do my physio exercises",
       "oh no, hang on, the physio changed it last week. Make it Mondays and Thursdays instead"], "every Monday and every Thursday"),
     (["напоминай по вторникам и четвергам в десять утра делать зарядку", "ой, давай лучше по понедельникам и четвергам"],
@@ -829,6 +829,26 @@ _FORMS_OF_H64_H65 = [
     # h67: an alarm made a daily one
     (["поставь будильник на пять утра", "и пусть так каждый день будит, коровы выходных не знают"], "каждый день в 05:00"),
     (["wake me up at 6 tomorrow", "actually, make it every day"], "every day at 06:00"),
+    # h68: a reminder sent on as its time and text, not as the words that said it was set (read as a claim);
+    # a line quoted from a film after its name
+    (["напомни завтра в пять утра: трансфер, паспорт, пропуск", "и на телефон мне это скинь, на всякий"],
+     "Отправил на телефон: 05:00 "),
+    (["найди бриллиантовую руку, ну где «шёл, поскользнулся, упал»"], "Бриллиантовая рука"),
+    # h68: a value the question names is not what it converts (was 23 kg = 23 kg); the noun alone sets an
+    # alarm; "придёт что-то"; a length before a bare "разбуди меня"; a clause "is that …" after the question
+    (["в отеле встала с чемоданом на весы, показало пятьдесят фунтов, а у нас норма двадцать три кило. я ж опять "
+      "магнитиков и шоколада накупила. это сколько в килограммах?"], "50 lb = 22.68 kg"),
+    (["alarm for 7:40 tomorrow morning"], "07:40"),
+    (["будильник на завтра на 7:40"], "07:40"),
+    (["следи за телегой: если от планирования придёт что-то про замену рейса, сразу дёрни меня"], "в телеграме"),
+    (["у нас в кафе админ кидает график смен в телегу. короче, если в телеге будет что-то про смены, дёрни меня"],
+     "что-то про смены"),
+    (["лягу на сорок минут. разбуди меня"], "40 минут"),
+    (["everyone on this crew acts like I'm a criminal for never watching Breaking Bad. how many episodes is it though, is "
+      "that even doable on layovers?"], "62 episodes"),
+    # h69: a title said by its main title inside a remark; "много серий"
+    (["соседка по комнате все уши прожужжала, что надо посмотреть слово пацана, а у меня сессия на носу. там много серий "
+      "вообще?"], "8 серий"),
 ]
 
 

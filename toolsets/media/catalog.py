@@ -283,7 +283,7 @@ class EmbeddedCatalog:
         self._fuzzy_index = self._matcher([(record, record.names) for record in self._records.values()])
         self._stem_index = self._matcher([(record, tuple(stems(name) for name in record.names if _CYRILLIC.search(name)))
                                           for record in self._records.values()])
-        self._names_inside = [(record, words) for record in self._records.values() for name in record.names
+        self._names_inside = [(record, words) for record in self._records.values() for name in _names_and_main_titles(record)
                               for words in [_name_words(name)] if len(words) >= NAMED_INSIDE_MIN_WORDS]
 
     # --- searching ----------------------------------------------------------------------------
@@ -379,6 +379,13 @@ def stems(normalized: str) -> str:
 NAMED_INSIDE_MIN_WORDS = 2  # a one-word title ("Брат") is in too many sentences to be named inside one
 _WORDS = Path(__file__).with_name("words")
 _NAME_GLUE = frozenset(listed_words("titles", "name_glue_words", _WORDS))
+
+
+def _names_and_main_titles(record: _Indexed) -> set[str]:
+    """A title's names, and each name's main title before its subtitle ("Слово пацана. Кровь на асфальте"
+    is said "слово пацана" inside a sentence)."""
+    mains = {normalize(re.split(r"[.:]\s", name, maxsplit=1)[0]) for name in (record.title.title_ru, record.title.title_en) if name}
+    return {*record.names, *(main for main in mains if main)}
 
 
 def _name_words(name: str) -> frozenset[str]:

@@ -56,7 +56,7 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("director", re.compile(r"(?:кто\s+(?:его\s+|её\s+|ее\s+)?(?:снял|снимал|режисс)|режиссер|режиссёр|who\s+directed|"
                             r"director|who\s+made|who\s+shot)")),
     # "там серий-то сколько": the count said after what is counted
-    ("episodes", re.compile(r"(?:сколько\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
+    ("episodes", re.compile(r"(?:(?:сколько|много(?:\s+ли)?)\s+(?:в\s+нем\s+|в\s+нём\s+|там\s+)?(?:серий|эпизод|сезон)|"
                             r"(?:серий|эпизодов|сезонов)(?:-то)?\s+(?:там\s+|в\s+нём\s+|в\s+нем\s+)?сколько|"
                             r"how\s+many\s+(?:episodes|seasons)|episodes)")),
     ("year", re.compile(r"(?:какого\s+года|в\s+каком\s+году|когда\s+(?:он\s+|она\s+)?(?:вышел|вышла|снят)|"
@@ -183,6 +183,9 @@ _CONFIRM_DIRECTOR = re.compile(r"^(?:(?:а|и|ну|слушай|so|hey|wait)[\s,
 
 
 # a title in quotation marks in a sentence before the question ("требуют «Один дома». он сколько идёт?")
+# what opens a line quoted from a title, said after its name: "…, ну где «шёл, поскользнулся, упал»", "…, the one where
+# "I'll be back"" (words/*/titles.toml)
+_DESCRIBED_BY_A_QUOTE = re.compile(r"\s(?:" + listed_alternation("titles", "described_by_a_quote_patterns", _WORDS) + r")(?=\s)")
 _QUOTED_TITLE = re.compile(r"[«“\"](?P<title>[^«»“”\"]{2,60})[»”\"]")
 # a title written as a name in a sentence before the question (not a sentence's first word, not "I")
 _CAPITALISED = re.compile(r"(?<=[\w,] )(?:The\s+)?(?!I\b|I'm\b|I'd\b|I've\b|I'll\b)[A-ZА-ЯЁ][\w'’-]*"
@@ -618,6 +621,9 @@ def _titled(kind: ReflexKind, rest: str, said: str, russian: bool) -> Intent | N
     # "что-нибудь из Звёздных войн", "something from Star Wars": the titles of that name
     rest = re.sub(r"^(?:что-нибудь|что-то|что\s+нибудь|something|anything)\s+(?:из|from|of|in|про|about)\s+(?=\S)", "", rest)
     quoted = re.search(r"[«\"“](.+?)[»\"”]", said)
+    described = _DESCRIBED_BY_A_QUOTE.search(" " + norm_words(rest)) if quoted else None
+    if described is not None and described.start() > 0:  # "найди бриллиантовую руку, ну где «шёл, поскользнулся, упал»": a line of it
+        rest, quoted = norm_words(rest)[:max(described.start() - 1, 0)], None
     first = None if quoted else _FIRST_OF.search(norm_words(rest))  # "Шрека, первого", "X, the first one, not the sequels"
     if first is not None and re.search(r"[^\W\d_]{2,}", re.sub(r"(?:^|\s)(?:the|a|an|one|that|this)(?=\s|$)", " ",
                                                                 _FILLER.sub(" ", norm_words(rest)[:first.start()]))):
