@@ -233,7 +233,34 @@ def hundreds_in_figures(text: str) -> str:
     pattern, values = _hundreds()
     def figure(match: re.Match[str]) -> str:
         return str(sum(values[match[group].casefold()] for group in ("h", "t", "u", "teen", "lone") if match[group]))
-    return _decimals_in_figures(pattern.sub(figure, text))
+    return _decimals_in_figures(_thousands_in_figures(pattern.sub(figure, text)))
+
+
+@lru_cache(maxsize=1)
+def _thousands() -> tuple[re.Pattern[str], dict[str, int]]:
+    values = {str(word).casefold(): int(n) for key in ("tens", "teens", "units") for word, n in table("requests", key).items()}
+    def any_of(key: str) -> str:
+        return "|".join(re.escape(str(word)) for word in sorted(table("requests", key), key=len, reverse=True))
+    number = rf"\d+|(?:{any_of('tens')})(?:[\s-](?:{any_of('units')}))?|{any_of('teens')}|{any_of('units')}"
+    following = "|".join(re.escape(str(word)) for word in sorted(values, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.,-])(?:(?P<count>{number})\s+)?(?:{alternation('spoken', 'thousand_words')})"
+                      rf"(?!\w)(?!\s+(?:and\s+)?(?:\d|{following})(?!\w))", re.IGNORECASE), values
+
+
+def _thousands_in_figures(text: str) -> str:
+    """"тридцать восемь тысяч футов" -> "38000 футов", "eleven thousand km" -> "11000 km": a count of
+    thousands with nothing after it; "две тысячи двадцать шестого года" (a year, read by its own reader) stays."""
+    if not _THOUSAND_SAID.search(text):
+        return text
+    pattern, values = _thousands()
+    def figure(match: re.Match[str]) -> str:
+        count = match["count"] or "1"
+        number = int(count) if count.isdigit() else sum(values[word.casefold()] for word in re.split(r"[\s-]+", count))
+        return str(number * 1000)
+    return pattern.sub(figure, text)
+
+
+_THOUSAND_SAID = re.compile(r"тысяч|thousand", re.IGNORECASE)  # (a cheap test before the pattern: most words say none)
 
 
 @lru_cache(maxsize=1)

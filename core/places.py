@@ -18,6 +18,7 @@ import zoneinfo
 from core import lexicon
 from core.intent import same_word
 from core.timers import TimerError, parse_when
+from core.translit import transliterate
 
 
 def _zones() -> dict[str, tuple[str, ...]]:
@@ -32,6 +33,9 @@ def _zones() -> dict[str, tuple[str, ...]]:
 
 
 _ZONES = _zones()
+
+
+_CYRILLIC = re.compile(r"[а-яё]")
 
 
 def _norm(text: str) -> str:
@@ -122,8 +126,8 @@ def zone_of(place: str) -> str | None:
     for zone, names in _ZONES.items():
         if any(_names(said, name) for name in names):
             return zone
-    exact = _tz_cities().get(said)
-    clipped = _clipped(said) if exact is None else None
+    exact = _tz_cities().get(said) or (_tz_cities().get(transliterate(said)) if _CYRILLIC.search(said) else None)
+    clipped = _clipped(said) if exact is None else None  # (a city the tz database names, said in Cyrillic: "найроби")
     return exact if clipped is None else clipped[0]
 
 

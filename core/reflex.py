@@ -209,6 +209,16 @@ def says_not(text: str) -> bool:
     return not _NOT.isdisjoint(norm_words(text).split())
 
 
+# "room 241, not 214", "не 214, а 241": (the word taken back, the word in its place) (core/words/*/requests.toml)
+_WORD_PUT_RIGHT = tuple(re.compile(rf"(?:{pattern})[\s.!?]*$", re.IGNORECASE) for pattern in words("requests", "word_put_right_patterns"))
+
+
+def word_put_right(text: str) -> tuple[str, str] | None:
+    """(wrong, right) of a second thought that names both ("oops, it's room 241, not 214"); None when it names no such pair."""
+    found = next((match for pattern in _WORD_PUT_RIGHT for match in [pattern.search(text.strip())] if match is not None), None)
+    return (found["wrong"], found["right"]) if found is not None and found["wrong"].casefold() != found["right"].casefold() else None
+
+
 def tells_of_words(text: str) -> bool:
     """Whether `text` tells of someone's words ("my brother said", "она просила"): what follows is theirs, no request."""
     return _TOLD.search(norm_words(text)) is not None
@@ -699,7 +709,8 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
                 return msgspec.structs.replace(asked, subject="", reference=titled.reference)
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)) \
-            and not re.search(r"\d", raw):  # "у них стендап в 13:00 по-ихнему, это во сколько у нас?" asks of a time said
+            and not re.search(r"\d", raw) and not names_a_place(raw):  # "у них стендап в 13:00 по-ихнему, это во
+        # сколько у нас?" asks of a time said; "сколько у них там в Амстердаме?" of the place it names
         return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
     if not _FOLLOW_UP_OPENS.match(raw):
         return None  # a place alone ("в Дубае") asks nothing

@@ -30,7 +30,7 @@ from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import moment_there, place_name, zone_of
 from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
                          recognise_both, said_again_otherwise, says_not, second_thought, skill_named, tells_of_words,
-                         without_polite_tail)
+                         without_polite_tail, word_put_right)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
                                  show_answer, tells_place_time, time_answer, time_there_answer)
 from core.timers import Timer, dial_nearest
@@ -338,7 +338,7 @@ def loosely_recognised(match: LocalMatch | None, said: str) -> Intent | None:
     return _unheld(said, match) if match is not None and match.wildcard and match.kind_named else None
 
 
-def _aside_or_reflex(aside: LocalMatch, read: Intent | None, said: str,
+def aside_or_reflex(aside: LocalMatch, read: Intent | None, said: str,
                      phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """The request among remarks, or the reflex's reading of the whole words (`read`): the reflex's
     first, as it keeps a timer's text, unless the sentence took no free text and says another kind
@@ -522,6 +522,8 @@ class ReflexSteps:
             return False  # "Маш, включи детям «Морозко»": said to someone in the room; the guards hold back any change
         if await self._amount_again(turn, words):
             return True  # "а пятьдесят пять?" after 65 inches were converted
+        if await self._text_put_right(turn, words):
+            return True  # "oops, it's room 241, not 214" after a text shown
         halves = said_again_otherwise(words)
         read = partial(recognised, phrasings=self.s.phrasings)
         first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
@@ -540,7 +542,7 @@ class ReflexSteps:
         if intent is not None and aside is not None and intent.kind == "timer_set" and ANOTHER_DAY.search(f" {fold(intent.text)} "):
             intent = None  # "remind me Tuesday at quarter past three to …": the sentence reads the day the reflex left in the text
         if aside is not None:
-            intent = _aside_or_reflex(aside, intent, words, self.s.phrasings)
+            intent = aside_or_reflex(aside, intent, words, self.s.phrasings)
         if intent is None and aside is None:  # "хотя знаешь, убери вообще все таймеры, сам послежу"
             intent = intent_among_remarks(words, self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
@@ -825,6 +827,28 @@ class ReflexSteps:
         args = args_text({**bound.args, **changed})
         outcome = await self._reflex_outcome(turn, spec.name, args)
         return outcome is not None and self._answered(turn, outcome.text.rstrip(" .") + ".", "amount_again")
+
+    async def _text_put_right(self, turn: TurnState, words: str) -> bool:
+        """"oops, it's room 241, not 214" right after a text was shown or sent: the same call again
+        with the word the second thought names put right, when the text holds it once; answered as
+        the turn before was, that word put right. False when the words say no such pair, or the
+        turn before sent no text."""
+        if not says_not(words) or len(words.split()) > PUT_RIGHT_WORDS_MAX:
+            return False  # most turns: no history read
+        pair = word_put_right(words)
+        last = last_data(self.results_before(turn))
+        before = self._last_call_before(turn) if pair is not None and isinstance(last, TextSent) else None
+        if before is None:
+            return False
+        wrong, right = (re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.IGNORECASE) for word in pair)
+        if len(wrong.findall(last.text)) != 1 or len(wrong.findall(before.raw_args)) != 1 or right.search(last.text):
+            return False
+        outcome = await self._reflex_outcome(turn, before.name, wrong.sub(lambda _m: pair[1], before.raw_args, count=1))
+        if outcome is None or not isinstance(outcome.data, TextSent):
+            return False
+        said = self._answer_before(turn)  # the answer that told of the text ("Отправил на телефон: …"), put right too
+        answer = wrong.sub(lambda _m: pair[1], said, count=1) if len(wrong.findall(said)) == 1 else outcome.data.text
+        return self._answered(turn, answer, "text_put_right")
 
     def _last_call_before(self, turn: TurnState):
         """The last call the turn before this one made (core.toolcall.ToolCall), or None."""

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from core.intent import addressed_elsewhere, remark
 from core.reflex import put_right, recognise_both, said_again_otherwise
-from core.reflex_steps import _aside_or_reflex, builtin_local_intents, declared_call, intent_among_remarks, recognised, request_among_remarks
+from core.reflex_steps import aside_or_reflex, builtin_local_intents, declared_call, intent_among_remarks, recognised, request_among_remarks
 
 SETS = ("dev", "test", "traps")
 
@@ -46,7 +46,7 @@ def decision(said: str) -> str | None:
         return "CALL " + "|".join(call)
     intent = recognised(match, said)
     if aside is not None:
-        intent = _aside_or_reflex(aside, intent, said)
+        intent = aside_or_reflex(aside, intent, said)
     if intent is None and aside is None:
         intent = intent_among_remarks(said)
     if intent is not None:

@@ -25,7 +25,7 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
-from toolsets.media.catalog import parts_in_figures
+from toolsets.media.catalog import parts_in_figures, stems
 from toolsets.media.phrasing import names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -630,8 +630,7 @@ async def _title_in_remarks(fast: FastPath, turn: TurnState) -> str:
     """The id of the one title of two words or more whose every word the turn's words before the
     question say, in any case: "жена хочет москва слезам не верит посмотреть … сколько он идёт"
     is «Москва слезам не верит» (h29: the model listed the timers); "" when none or several."""
-    said = norm_words(fast.turn_words(turn))
-    clauses = [c for c in _CLAUSE_END.split(said) if c]
+    clauses = [norm_words(c) for c in _CLAUSE_END.split(fast.turn_words(turn).casefold()) if norm_words(c)]  # "…. там серий сколько?"
     if len(clauses) < 2:
         return ""
     words = " ".join(clauses[:-1])
@@ -640,7 +639,8 @@ async def _title_in_remarks(fast: FastPath, turn: TurnState) -> str:
     named = {title.media_id for title in titles for name in title.names
              for name_words in [set(norm_words(main_title(name)).split()) - _NAME_GLUE]
              if len(name_words) >= TITLE_IN_REMARKS_MIN_WORDS
-             and all(among(w, words.split()) or any(near_word(x, w) for x in words.split()) for w in name_words)}
+             and all(among(w, words.split()) or any(near_word(x, w) or stems(x) == stems(w) for x in words.split())
+                     for w in name_words)}  # ("со словом пацана": a word in another case, by its stem)
     if len(named) != 1:
         return ""
     await fast.data(turn, fast.tool("title_search"), words)  # now recorded: the id is one a result showed

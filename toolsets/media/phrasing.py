@@ -586,7 +586,10 @@ _REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+�
                            r"так\s+хочется|а\s+то|потому\s+что|it'?s|i'?m|i'?ve|i\s+feel|i\s+love|we\s+haven'?t|"
                            r"haven'?t|been\s+a\s+while|because|cause)\b.*$"
                            # "включи Ёжика в тумане, дочка просит": a clause with a verb of its own
-                           r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$", re.I)
+                           r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$"
+                           # "найди мне друзей, ну сериал который", "find me Friends, you know, the show": what kind it is
+                           r"|,\s*(?:ну|ну\s+тот|ну\s+этот)\s+(?:сериал|фильм|мультик|мультфильм|кино)\b.*$"
+                           r"|,\s*(?:you\s+know|like)[,\s]+the\s+(?:series|show|film|movie)\b.*$", re.I)
 
 
 # "play part two": which part of the title talked about, not a title of its own

@@ -517,7 +517,8 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     if all(remark(sentence) or _says_no(sentence) for sentence in before):
         if (changed := _changed_to(last, russian)) is not None:
             return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
-        said_before = re.findall(r"\d+", in_figures(" ".join(before)))
+        # (a length with its unit as said: "…, что через полчаса будет. переставь" is 30 minutes, whatever the timer's unit)
+        said_before = re.findall(r"\d+(?:[.,]\d+)?(?:\s*" + _SPAN_UNIT + r")?", in_figures(lengths_in_units(" ".join(before))))
         if len(said_before) == 1 and _BARE_CHANGE.fullmatch(last.strip(" .!?")):
             return _changed_to(f"{last.strip(' .!?')} {said_before[0]}", russian)  # "…, там сорок пять. переставь"
     # (a dash ends a clause too: "make that forty-five — it's a long chapter")
