@@ -709,8 +709,10 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
                 return msgspec.structs.replace(asked, subject="", reference=titled.reference)
             return Intent(kind="follow_up", russian=titled.russian, reference=titled.reference)
     if _THERE_TOO.search(raw) and _DAY_OR_TIME.search(raw) and ("?" in raw or _ASKING_WORD.match(raw)) \
-            and not re.search(r"\d", raw) and not names_a_place(raw):  # "у них стендап в 13:00 по-ихнему, это во
-        # сколько у нас?" asks of a time said; "сколько у них там в Амстердаме?" of the place it names
+            and not re.search(r"\d", raw):  # "у них стендап в 13:00 по-ихнему, это во сколько у нас?" asks of a time said
+        named = _zones_named(raw)
+        if len(named) == 1:  # "сколько у них там в Стамбуле сейчас?", "my sister lives in Tokyo. what time is it over there?"
+            return Intent(kind="time_elsewhere", russian=russian, subject=next(iter(named.values())))
         return Intent(kind="follow_up", russian=russian, text="there")  # "а день у них какой, уже завтрашний?"
     if not _FOLLOW_UP_OPENS.match(raw):
         return None  # a place alone ("в Дубае") asks nothing
@@ -718,6 +720,17 @@ def _follow_up_intent(raw: str, said: str, russian: bool, *, phrasings: Sequence
     if match is None or match["place"] is not None and zone_of(match["place"]) is None:
         return None
     return Intent(kind="follow_up", russian=russian, subject="" if match["here"] else match["place"])
+
+
+def _zones_named(raw: str) -> dict[str, str]:
+    """zone -> the place as said, of each place the words name after a preposition ("in Tokyo", "в Стамбуле")."""
+    named: dict[str, str] = {}
+    for found in _PLACE_NAMED.finditer(raw):
+        said = found["place"].split()
+        place = next((" ".join(said[:n]) for n in range(len(said), 0, -1) if zone_of(" ".join(said[:n]))), "")
+        if place:
+            named.setdefault(zone_of(place) or "", place)
+    return named
 
 
 def _question_about(raw: str, said: str, russian: bool, phrasings: Sequence[Phrasing]) -> Intent | None:

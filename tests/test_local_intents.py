@@ -849,7 +849,33 @@ _FORMS_OF_H64_H65 = [
     # h69: a title said by its main title inside a remark; "много серий"
     (["соседка по комнате все уши прожужжала, что надо посмотреть слово пацана, а у меня сессия на носу. там много серий "
       "вообще?"], "8 серий"),
+    # h70/h71: thousands said; a word of a shown or sent text put right; a city the tz database names, in Cyrillic;
+    # a title in another case in a remark; a length said before a bare "переставь"; what kind a title is, after it
+    (["тридцать восемь тысяч футов это сколько в метрах"], "38000 ft"),
+    (["how many miles is eleven thousand kilometers"], "11000 km"),
+    (["show on my glasses: bio exam Tuesday 10am, room 214", "oops, it's room 241, not 214"], "bio exam Tuesday 10am, room 241"),
+    (["скинь мне на телефон: подъезд 3, код 4471", "ой, не 4471, а 4417"], "Отправил на телефон: подъезд 3, код 4417"),
+    (["сколько щас времени в найроби"], "В Найроби сейчас"),
+    (["дочка пристала со словом пацана. там серий сколько вообще?"], "8 серий"),
+    (["поставь таймер на двадцать минут, клиентка за букетом заедет", "ой нет, она пишет, что через полчаса будет. переставь"],
+     "на 30 минут"),
+    (["найди мне друзей, ну сериал который"], "Друзья"),
+    # h71: a place named, "у них там … сейчас?"; a repeat and its time first; the watches asked of as "присматриваешь"
+    (["Мехмету звякнуть хочу, а он вечно то на рыбалке, то у внуков в гостях. сколько у них там в Стамбуле сейчас?"],
+     "В Стамбуле сейчас"),
+    (["каждый день в девять утра напоминай: таблетки от сердца"], "каждый день в 09:00: таблетки от сердца"),
+    (["доложи, за какими сообщениями ты у меня присматриваешь"], "ни за чем не слежу"),
 ]
+
+
+async def test_a_reminder_told_of_in_a_story_sets_nothing(tmp_path):
+    # h70's trap: "…, будильник на четыре стоял, а я его во сне вырубила …" set an alarm at 04:00 named "стоял"
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "в прошлую субботу проспала базу, будильник на четыре стоял, а я его во сне вырубила и дальше "
+                               "дрыхла. все хорошие пионы без меня разобрали")
+        assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
+        assert backend.calls, "the story is the model's to answer"
 
 
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
