@@ -216,7 +216,9 @@ async def test_a_slow_search_does_not_block_other_sessions(config):
 async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(config):
     """The session actor turns the silence into a tool error (test_session_flow); a restarted
     executor serves the next call."""
-    config = override(config, phone={"playback_wait_s": 30}, session={"tool_timeout_s": 1.0})
+    # the tool timeout (the executor's bound on a call's age) past a loaded machine's delivery: a CI run on three
+    # workers saw the call arrive after 1 s, dropped as stale, so the glasses never saw it (the ask's own 1 s stays)
+    config = override(config, phone={"playback_wait_s": 30}, session={"tool_timeout_s": 10.0})
     glasses = StandInGlasses(config, "silent")
     async with running(config, glasses) as client:
         async with anyio.create_task_group() as tg:
@@ -232,9 +234,8 @@ async def test_executor_killed_mid_call_gives_no_answer_and_a_new_one_serves(con
                 executor_group.cancel_scope.cancel()  # the executor dies with the call in flight
 
         async with anyio.create_task_group() as executor_group:
-            # what the supervisor's restart does; with its stale bound (the tool timeout) past a loaded
-            # machine's start-up, so the new call is served, not dropped as stale (a CI run saw 1.1 s)
-            await executor_group.start(MediaExecutor(override(config, session={"tool_timeout_s": 10.0})).run)
+            # what the supervisor's restart does (its stale bound past a loaded machine's start-up: a CI run saw 1.1 s)
+            await executor_group.start(MediaExecutor(config).run)
             with anyio.fail_after(10):
                 again = await client.ask("media", invoke("media_search", call_id="c2", query="lara croft"),
                                          session="s1", timeout=10)
