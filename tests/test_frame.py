@@ -264,3 +264,14 @@ async def test_this_before_a_colon_is_what_follows_it_never_the_remark_before(tm
     calls, _, _ = await _framed_turn(tmp_path, "my glasses are about to die so quick, push this to my phone: the gate code is 3318",
                                      "-", "notify_user")
     assert calls == ["TOOL_CALL: notify_user|the gate code is 3318; to=phone"]
+
+
+async def test_a_number_said_as_another_places_hour_is_no_timers_length(tmp_path):
+    # h72: "брат в Лос-Анджелесе раньше десяти утра по-ихнему трубку не берёт. напомни мне ему набрать, когда у него будет
+    # десять": the frame put it "set a timer for 10 minutes", and a 10-minute timer was set
+    said = "брат в Лос-Анджелесе раньше десяти утра по-ихнему трубку не берёт, проверено. напомни мне ему набрать, когда у него будет десять"
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("set a timer for 10 minutes to набрать"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", said)
+        history = await system.history("s")
+    assert not [m for m in history if m["role"] == "tool" and m.get("name") == "timers_set" and m["content"].startswith("Timer ")]

@@ -322,6 +322,20 @@ async def test_an_alarm_for_tomorrow_and_an_everyday_reminder_are_set_for_their_
     assert parse_when("tomorrow 07:00", moment) == moment + 26 * 3600
 
 
+async def test_a_clock_time_read_as_today_while_the_words_say_tomorrow_is_the_models(tmp_path):
+    """h72: "завтра дежурю, в восемь обход … напомни в семь сорок распечатать выписки" at 18:00 set 19:40 today;
+    which day's 7:40 is not plain. One whose nearest reading is tomorrow's is set ("… tomorrow at seven. wake me at 5:45")."""
+    import calendar
+
+    moment = calendar.timegm((2026, 3, 14, 15, 0, 0))  # 18:00 in Moscow
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: moment, timezone="Europe/Moscow") as system:
+        await system.turn("a", "завтра дежурю, в восемь обход с заведующим. напомни в семь сорок распечатать выписки для обхода")
+        await system.turn("b", "great, they want me in tomorrow at seven. wake me at 5:45")
+        assert not [c for c in _calls(await system.history("a")) if c.startswith("timers_set|")] and backend.calls
+        assert [c for c in _calls(await system.history("b")) if c.startswith("timers_set|")] == ["timers_set|5:45; timer"]
+
+
 async def test_a_repeat_said_with_its_evening_is_set_for_that_evening_every_day(tmp_path):
     """h29: "remind me every night at ten thirty to take my contacts out" was the model's (it
     asked what was meant); "every night", "каждый вечер" say the half of the day the hour is in."""

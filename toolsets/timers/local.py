@@ -20,7 +20,7 @@ from core.fastpath import FastPath, Intent
 from core.intent import counted_back
 from core.lexicon import alternation, fold, table, words, words_of
 from core.places import clock_elsewhere, moment_there, zone_of
-from core.reflex import TIMER_WORD, among, norm_words
+from core.reflex import ANOTHER_DAY, TIMER_WORD, among, norm_words
 from core.timers import WEEKDAYS, Timer, TimerError, day_names, dial_nearest, parse_days, parse_duration, parse_when, set_order
 from core.timewords import in_digits
 from core.turn import TurnState
@@ -184,6 +184,8 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         intent = msgspec.structs.replace(intent, when=_in_unit_of(set_before[-1], intent.when, intent.russian))
     now = fast.now()
     elsewhere = clock_elsewhere(fast.turn_words(turn))
+    if elsewhere is not None and intent.when.startswith("in ") and not _LENGTH_SAID.search(fold(fast.turn_words(turn))):
+        return None  # "… по-ихнему …, напомни, когда у него будет десять": an hour of their clock, no 10-minute timer (h72)
     if elsewhere is not None and not intent.when.startswith("in "):  # "at 8 am their time": that place's clock, put on the user's
         intent = _on_our_clock(fast, turn, intent, elsewhere)
         if intent is None:
@@ -196,6 +198,8 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         due = parse_when(when, now, fast.timezone())
     except TimerError:
         return None  # the model asks what was meant
+    if _today_though_another_day_said(fast, turn, when, due):
+        return None  # "завтра дежурю, в восемь обход. напомни в семь сорок …": 19:40 today or 07:40 tomorrow is the model's to ask
     before = len(fast.pending_timers())
     text = intent.text or words_of(_language(intent.russian), "naming", "unnamed_timer", _WORDS)[0]
     every = f"; every={intent.every}" if intent.every else ""
@@ -390,6 +394,20 @@ async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> 
     if answer is None or not a_second_one and await fast.call(turn, fast.tool("timer_cancel"), old.id) is None:
         return None
     return answer
+
+
+# a unit of length said ("минут", "hours"): a timer's length, not a clock hour (toolsets/timers/words/*/naming.toml)
+_LENGTH_SAID = re.compile(r"(?<!\w)(?:" + alternation("naming", "length_unit_patterns", _WORDS) + r")")
+
+
+def _today_though_another_day_said(fast: FastPath, turn: TurnState, when: str, due: float) -> bool:
+    """A bare clock time read as today's while the words say another day ("завтра", "tomorrow") that
+    the reading did not take: the day it is for is not plain."""
+    if not re.fullmatch(r"\d{1,2}:\d\d", when.strip()):
+        return False
+    zone = fast.timezone()
+    today = dt.datetime.fromtimestamp(fast.now(), zone).date()
+    return dt.datetime.fromtimestamp(due, zone).date() == today and ANOTHER_DAY.search(" " + fold(fast.turn_words(turn))) is not None
 
 
 _AS_SET = "as_set"  # a timer_set's `when` read off a timer already set: a 24-hour clock, no dial to read
