@@ -340,13 +340,23 @@ def _from_the_request_on(said: str) -> str:
     ("…, а адрес я потом не найду. скинь мне на телефон: …", "I never remember it later. send …")
     tell of the user's day, and a later time in them is not the request's. One that opens with a
     condition ("если я усну. выключи фильм") is the request's condition, written as a sentence."""
-    sentences = re.split(SENTENCE_END, said.strip())
+    sentences = re.split(SENTENCE_END, _without_own_plan(said.strip()))
     if len(sentences) == 1:
-        return said.strip()
+        return sentences[0]
     at = 0
     while at < len(sentences) - 1 and remark(sentences[at]) and not _CONDITION.match(fold(sentences[at]).lstrip()):
         at += 1
     return " ".join(sentences[at:])
+
+
+# a clause after the request telling what the speaker will do ("…, I'll order it in the app later"): their plan's time
+_OWN_PLAN_AFTER = re.compile(r"(?:,|\s[—–-])\s*(?:" + _any("own_plan_openers") + r")\s[^,.!?]*[.!?]?\s*$", re.IGNORECASE)
+
+
+def _without_own_plan(said: str) -> str:
+    """The words less a last clause telling the speaker's own plan, when it asks for nothing."""
+    plan = _OWN_PLAN_AFTER.search(said)
+    return said[:plan.start()] if plan is not None and remark(plan.group(0).lstrip(",—–- ")) else said
 
 
 # a stop, then what to put on in its place: "…, давай лучше X", "…, put on X instead"

@@ -299,6 +299,9 @@ def test_a_negated_statement_of_the_speaker_holds_back_no_request(said, held):
     ("если я усну. выключи фильм", True),  # a condition written as its own sentence is the request's
     ("скинь мне потом на телефон код 3318", True),  # the request's own later time
     ("maybe play Solaris later", True),
+    # h73: the speaker's own plan after the request ("…, I'll order it in the app later") is not the request's time
+    ("and send that to my phone too, I'll order it in the app later", False),
+    ("play Dune later", True),
 ])
 def test_a_later_time_in_a_remark_before_the_request_is_not_the_requests(said, held):
     from core.reflex import held_back

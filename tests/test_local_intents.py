@@ -879,6 +879,9 @@ _FORMS_OF_H64_H65 = [
      "В Стамбуле сейчас"),
     (["каждый день в девять утра напоминай: таблетки от сердца"], "каждый день в 09:00: таблетки от сердца"),
     (["доложи, за какими сообщениями ты у меня присматриваешь"], "ни за чем не слежу"),
+    # h73: the text shown, sent on with the speaker's own later plan after the request
+    (["put this on my screen: nappies size 3, wipes, formula", "and send that to my phone too, I'll order it in the app later"],
+     "Sent to your phone: nappies size 3, wipes, formula"),
 ]
 
 
