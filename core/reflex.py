@@ -339,7 +339,8 @@ def _from_the_request_on(said: str) -> str:
     """The words from the request's sentence on: whole sentences before it that ask for nothing
     ("…, а адрес я потом не найду. скинь мне на телефон: …", "I never remember it later. send …")
     tell of the user's day, and a later time in them is not the request's. One that opens with a
-    condition ("если я усну. выключи фильм") is the request's condition, written as a sentence."""
+    condition ("если я усну. выключи фильм") is the request's condition, written as a sentence. A
+    last clause telling the speaker's own plan ("…, I'll order it in the app later") is left out too."""
     sentences = re.split(SENTENCE_END, _without_own_plan(said.strip()))
     if len(sentences) == 1:
         return sentences[0]
