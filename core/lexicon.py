@@ -247,10 +247,15 @@ def _thousands() -> tuple[re.Pattern[str], dict[str, int]]:
                       rf"(?!\w)(?!\s+(?:and\s+)?(?:\d|{following})(?!\w))", re.IGNORECASE), values
 
 
+@lru_cache(maxsize=1)
+def _thousand_words() -> tuple[str, ...]:
+    return tuple(str(word).casefold() for word in words("spoken", "thousand_words"))
+
+
 def _thousands_in_figures(text: str) -> str:
     """"тридцать восемь тысяч футов" -> "38000 футов", "eleven thousand km" -> "11000 km": a count of
     thousands with nothing after it; "две тысячи двадцать шестого года" (a year, read by its own reader) stays."""
-    if not _THOUSAND_SAID.search(text):
+    if not any(word in text.casefold() for word in _thousand_words()):  # a cheap test first: most words say none
         return text
     pattern, values = _thousands()
     def figure(match: re.Match[str]) -> str:
@@ -258,9 +263,6 @@ def _thousands_in_figures(text: str) -> str:
         number = int(count) if count.isdigit() else sum(values[word.casefold()] for word in re.split(r"[\s-]+", count))
         return str(number * 1000)
     return pattern.sub(figure, text)
-
-
-_THOUSAND_SAID = re.compile(r"тысяч|thousand", re.IGNORECASE)  # (a cheap test before the pattern: most words say none)
 
 
 @lru_cache(maxsize=1)

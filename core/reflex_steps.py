@@ -24,7 +24,7 @@ from core import tracing
 from core.lexicon import SENTENCE_END, alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import (ActionKind, addressed_elsewhere, opens_an_order, remark, requested, says_repeat, small_talk, takes_back,
+from core.intent import (addressed_elsewhere, opens_an_order, remark, requested, says_repeat, small_talk, takes_back,
                          words_offered_for)
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
@@ -190,11 +190,6 @@ def _at_a_colon_before_an_order(clause: str) -> list[str]:
     return [head.strip(), rest.strip()] if colon and head.strip() and opens_an_order(rest) else [clause]
 
 
-# the change a request among remarks makes, as the call guards name it (core.intent.requested): the words must
-# ask for it as they must for the model's call
-_ASKED_AS: dict[str, ActionKind] = {"timer_set": "timer_set"}
-
-
 def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None) -> Intent | None:
     """The same for a request the reflex reads in one clause, where no toolset's sentence
     matches it whole: "хотя знаешь, убери вообще все таймеры, сам послежу"; held back, as a
@@ -214,7 +209,7 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.kind == "play" and intent.reference is not None \
             or held_back(said, intent.kind):
         return None  # "the second Back to the Future, the one with the hoverboard. can you put it on?"
-    if intent.kind in _ASKED_AS and not requested(_ASKED_AS[intent.kind], said):
+    if intent.kind == "timer_set" and not requested("timer_set", said):
         return None  # "…, будильник на четыре стоял, а я его во сне вырубила": a clause told, as the guards read it
     if intent.subject and _POINTING & set(fold(intent.subject).split()):
         return None  # "во, её и запускай": a title pointed at, not named

@@ -8,12 +8,11 @@ from __future__ import annotations
 import re
 
 from core.fastpath import FastPath, Intent, last_data
-from core.lexicon import topic
 from core.local_intents import Say
 from core.reflex import CHANNELS, FUNCTION_WORDS, near_word, norm_words
 from core.turn import TurnState
 from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
-from toolsets.channels.phrasing import WORDS
+from toolsets.channels.phrasing import channel_said
 
 # the user's words about themselves, said back to them: "when Anya writes to me" -> "to you"
 _TO_YOU_RU = {"мне": "вам", "меня": "вас", "мой": "ваш", "моя": "ваша", "мою": "вашу", "мое": "ваше", "моё": "ваше",
@@ -78,7 +77,7 @@ async def _moved(fast: FastPath, turn: TurnState, intent: Intent) -> str | None:
         return None
     if not isinstance(await fast.data(turn, fast.tool("watch_end"), old.id), WatchEnded):
         return None
-    where = str(topic("ru" if intent.russian else "en", "watching", WORDS).get("channel_said", {}).get(named[0], named[0]))
+    where = channel_said(named[0], intent.russian) or named[0]
     return fast.speaker(intent.russian)("watch_moved", where=where, what=old.what)
 
 

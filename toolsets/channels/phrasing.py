@@ -274,6 +274,11 @@ def _told_whole(clause: str) -> bool:
     return len(told.split()) >= 2 and not _NOTIFY.search(told) and not _CONDITION.search(told)
 
 
+def channel_said(channel: str, russian: bool) -> str:
+    """Where a watch waits, as the user hears it ("в телеграме", "on Telegram"); "" for an app the words file lacks."""
+    return str(topic("ru" if russian else "en", "watching", WORDS).get("channel_said", {}).get(channel, ""))
+
+
 def _where_from_remarks(intent: Intent, remarks: list[str]) -> Intent | None:
     """The app a remark names when the condition names none ("жду от Серёги в вотсапе адрес");
     None when remarks name more than one."""
@@ -283,7 +288,7 @@ def _where_from_remarks(intent: Intent, remarks: list[str]) -> Intent | None:
     if len(named) != 1:
         return None
     channel = named.pop()
-    where = str(topic("ru" if intent.russian else "en", "watching", WORDS).get("channel_said", {}).get(channel, ""))
+    where = channel_said(channel, intent.russian)
     return msgspec.structs.replace(intent, channel=channel, text=f"{intent.text} {where}".strip())  # the user hears where
 
 

@@ -381,10 +381,20 @@ _WORDS = Path(__file__).with_name("words")
 _NAME_GLUE = frozenset(listed_words("titles", "name_glue_words", _WORDS))
 
 
+# where a title's name ends and its subtitle begins (main_title; local.subtitle)
+SUBTITLE = re.compile(r"\s*(?:[:.!?(—–]|,\s*(?:или|or)\s|\s-\s)")
+
+
+def main_title(name: str) -> str:
+    """A title's name before its subtitle: «Ирония судьбы, или С лёгким паром!» is «Ирония
+    судьбы», "Star Wars: The Force Awakens" is "Star Wars" (what people call it)."""
+    return SUBTITLE.split(name, maxsplit=1)[0].strip() or name
+
+
 def _names_and_main_titles(record: _Indexed) -> set[str]:
-    """A title's names, and each name's main title before its subtitle ("Слово пацана. Кровь на асфальте"
-    is said "слово пацана" inside a sentence)."""
-    mains = {normalize(re.split(r"[.:]\s", name, maxsplit=1)[0]) for name in (record.title.title_ru, record.title.title_en) if name}
+    """A title's names, and each name's main title ("Слово пацана. Кровь на асфальте" is said "слово
+    пацана" inside a sentence)."""
+    mains = {normalize(main_title(name)) for name in (record.title.title_ru, record.title.title_en) if name}
     return {*record.names, *(main for main in mains if main)}
 
 

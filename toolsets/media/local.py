@@ -25,7 +25,7 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
-from toolsets.media.catalog import parts_in_figures, stems
+from toolsets.media.catalog import SUBTITLE, main_title, parts_in_figures, stems
 from toolsets.media.phrasing import names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -62,20 +62,11 @@ def shown_titles(data: ToolData | None) -> list[Shown]:
     return titles
 
 
-_SUBTITLE = re.compile(r"\s*(?:[:.!?(—–]|,\s*(?:или|or)\s|\s-\s)")
-
-
-def main_title(name: str) -> str:
-    """A title's name before its subtitle: «Ирония судьбы, или С лёгким паром!» is «Ирония
-    судьбы», "Star Wars: The Force Awakens" is "Star Wars" (what people call it)."""
-    return _SUBTITLE.split(name, maxsplit=1)[0].strip() or name
-
-
 def subtitle(name: str) -> str:
     """A title's subtitle when it names the film alone, as people call a part of a series: "The
     Fellowship of the Ring" of "The Lord of the Rings: The Fellowship of the Ring", «Братство
     кольца»; "" for none, or one of a single word («Ирония судьбы. Продолжение»: no name)."""
-    parts = _SUBTITLE.split(name, maxsplit=1)
+    parts = SUBTITLE.split(name, maxsplit=1)
     rest = parts[1].strip(" :.!?()—–-") if len(parts) == 2 else ""
     return rest if len(set(norm_words(rest).split()) - _NAME_GLUE) >= 2 else ""
 

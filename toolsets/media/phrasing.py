@@ -588,8 +588,7 @@ _REMARK_AFTER = re.compile(r",\s*(?:i|we|he|she|they|my|our|мне|нам|у\s+�
                            # "включи Ёжика в тумане, дочка просит": a clause with a verb of its own
                            r"|,\s*(?:[а-яё]+\s+){0,2}[а-яё]{2,}(?:ет|ит|ят|ют|ёт)\b.*$"
                            # "найди мне друзей, ну сериал который", "find me Friends, you know, the show": what kind it is
-                           r"|,\s*(?:ну|ну\s+тот|ну\s+этот)\s+(?:сериал|фильм|мультик|мультфильм|кино)\b.*$"
-                           r"|,\s*(?:you\s+know|like)[,\s]+the\s+(?:series|show|film|movie)\b.*$", re.I)
+                           r"|,\s*(?:" + listed_alternation("titles", "kind_after_a_title_patterns", _WORDS) + r")\b.*$", re.I)
 
 
 # "play part two": which part of the title talked about, not a title of its own
