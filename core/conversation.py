@@ -64,7 +64,7 @@ from core.parallel import parallel_prompt, parallel_tools, unavailable_text
 from core.timewords import progress_line, spoken_time, thinking_line
 from core.done_said import unsaid_done
 from core.intent import SMALL_TALK_NOTICE, CLAIM_NOTICE, REFUSED, Refusal, check_call, claimed_action, covers, executed_kind, small_talk, toolset_offerable, unasked_lookup, offerable
-from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, first_line,
+from core.echo import (ACKNOWLEDGED_TEXT, CHAT_REFUSAL_NOTICE, ECHO_NOTICE, NOT_AN_ANSWER_TEXT, REFUSAL_NOTICE, UNINFORMATIVE_NOTICE, WRONG_LANGUAGE_NOTICE, WRONG_LANGUAGE_QUOTED, echoed, example_name_echoed, example_names, first_line,
                        held_back, never_shown, refused, uninformative, wrong_language)
 from core.skills_notice import SKILLS_HOWTO, SkillChangeTracker
 from core import tracing, user_texts
@@ -694,8 +694,9 @@ class Conversation(ReflexSteps):
         if turn.echo_retried and refused(text):  # asked again and still refusing: never the answer (core/echo.py);
             # after an action that ran, what was done is (core.done_said), else the runtime's own line
             text = "" if turn.acted else self._not_an_answer(turn)
-        elif turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())):
-            text = self._not_an_answer(turn)  # asked again and still a call line or the user's words
+        elif turn.echo_retried and (never_shown(text) or echoed(text, self._last_user_words())
+                                    or self._example_echoed(text, self._last_user_words(), step.closing[0] if step.closing else None)):
+            text = self._not_an_answer(turn)  # asked again and still a call line, the user's words or an example's
         text = self._figures_put_right(text)
         if turn.acted:  # a timer set, a film started, a change made: the answer says so (core.done_said)
             results = zip(self.trajectory.results_since(turn.start), self.trajectory.data_since(turn.start))
@@ -752,11 +753,11 @@ class Conversation(ReflexSteps):
         of a lookup's result), as the notice to ask again with; "" when it is one. `closing`: the
         result the step's history ended with, and its kind."""
         said = self._last_user_words()
-        what = echoed(text, said)
+        answered, kind = closing if closing is not None else (None, "")
+        what = echoed(text, said) or self._example_echoed(text, said, answered)
         if what:  # not an answer: ask once more, unrecorded (core/echo.py)
             _log.info("session=%s the reply repeated %s; asking again", self.sid, what)
             return ECHO_NOTICE.format(what=what)
-        answered, kind = closing if closing is not None else (None, "")
         worked = answered is not None and kind not in FAILED_KINDS
         if refused(text) and worked:
             _log.info("session=%s the reply refused after a call that worked; asking again", self.sid)
@@ -772,6 +773,14 @@ class Conversation(ReflexSteps):
             _log.info("session=%s the reply was not in %s; asking again", self.sid, language)
             return WRONG_LANGUAGE_NOTICE.format(language=language, reply=" ".join(text.split())[:WRONG_LANGUAGE_QUOTED])
         return ""
+
+    def _example_echoed(self, text: str, said: str, answered: p.ChatMessage | None) -> str:
+        """What a reply copied from an active toolset's worked example: a name in it the user and
+        the step's result never said ("Скажу, когда Анна напишет." after a watch for Катя)."""
+        specs = (self.s.registry.toolset(name) for name in self.activity.active())
+        examples = "\n".join(spec.example for spec in specs if spec is not None)
+        name = example_name_echoed(text, example_names(examples), said, answered.content if answered is not None else "")
+        return f"the worked example of your instructions (its name {name!r}, which this user never said)" if name else ""
 
     def _step_invisible_call(self, turn: TurnState, call) -> None:
         """S7: invisible tools - no history; the next prompt already shows the new state. Past a

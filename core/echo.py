@@ -112,6 +112,31 @@ def echoed(reply: str, said: str) -> str:
     return ""
 
 
+# "Скажу, когда Анна напишет." after a watch for Катя (h75): the small model copies the answer of a
+# toolset's worked example, with the example's name in it. A name of an example (a word in capitals
+# inside its quoted words) that neither the user nor the turn's result said is the example's, not
+# this user's: asked again once, then not shown
+_EXAMPLE_QUOTE = re.compile(r'"([^"]+)"')
+_NAME_INSIDE = re.compile(r"(?<=[\w,;:] )[A-ZА-ЯЁ][a-zа-яё]{2,}")
+
+
+@functools.lru_cache(maxsize=64)
+def example_names(examples: str) -> frozenset[str]:
+    """The names (words in capitals, not a sentence's first) inside the quoted words of worked
+    examples (`ToolsetSpec.example` lines, joined), casefolded."""
+    return frozenset(name.casefold() for quoted in _EXAMPLE_QUOTE.findall(examples)
+                     for name in _NAME_INSIDE.findall(quoted))
+
+
+def example_name_echoed(reply: str, names: frozenset[str], *sources: str) -> str:
+    """The first of an example's `names` that `reply` says and none of `sources` (the user's
+    words, the result the step ended with) does; "" when none."""
+    if not names:
+        return ""
+    said = set(_words(" ".join(sources)).split())
+    return next((word for word in _words(reply).split() if word in names and word not in said), "")
+
+
 # "Sorry, but I can't find any information about «вечера на хуторе близ диканьки»" to a Russian
 # user (run.py eval, h6-missing-ru): the local model slips into English after a tool's English result
 # (the reply is quoted: it was not recorded, and "say the same" alone left the model guessing)

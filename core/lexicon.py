@@ -243,8 +243,12 @@ def _thousands() -> tuple[re.Pattern[str], dict[str, int]]:
         return "|".join(re.escape(str(word)) for word in sorted(table("requests", key), key=len, reverse=True))
     number = rf"\d+|(?:{any_of('tens')})(?:[\s-](?:{any_of('units')}))?|{any_of('teens')}|{any_of('units')}"
     following = "|".join(re.escape(str(word)) for word in sorted(values, key=len, reverse=True))
-    return re.compile(rf"(?<![\w.,-])(?:(?P<count>{number})\s+)?(?:{alternation('spoken', 'thousand_words')})"
-                      rf"(?!\w)(?!\s+(?:and\s+)?(?:\d|{following})(?!\w))", re.IGNORECASE), values
+    # the hundreds after the thousands were written as figures first ("seventy eight thousand five
+    # hundred" -> "78 thousand 500"): they are the number's rest; a number word left after them
+    # (an ordinal: "две тысячи двадцать шестого года") is no count of thousands
+    return re.compile(rf"(?<![\w.,-])(?:(?P<count>{number})\s+)?(?:{alternation('spoken', 'thousand_words')})(?!\w)"
+                      rf"(?:\s+(?:and\s+)?(?P<rest>\d{{1,3}})(?![\w.,]?\d))?"
+                      rf"(?!\s+(?:and\s+)?(?:\d|{following})(?!\w))", re.IGNORECASE), values
 
 
 @lru_cache(maxsize=1)
@@ -261,7 +265,7 @@ def _thousands_in_figures(text: str) -> str:
     def figure(match: re.Match[str]) -> str:
         count = match["count"] or "1"
         number = int(count) if count.isdigit() else sum(values[word.casefold()] for word in re.split(r"[\s-]+", count))
-        return str(number * 1000)
+        return str(number * 1000 + int(match["rest"] or 0))
     return pattern.sub(figure, text)
 
 

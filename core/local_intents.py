@@ -67,7 +67,7 @@ from core.timewords import BELOW_ZERO, in_digits
 
 # what opens a sentence and says nothing of it (core/words/*/requests.toml `sentence_opener_patterns`:
 # "тогда", "so"): a sentence matches without it too
-_OPENED = re.compile(r"^(?:(?:" + lexicon.alternation("requests", "sentence_opener_patterns") + r")[\s,!.]+)+",
+_OPENED = re.compile(r"^(?:(?:" + lexicon.alternation("requests", "sentence_opener_patterns") + r")[\s,!.:]+)+",
                      re.IGNORECASE)
 
 _log = logging.getLogger("porfiry.intents")

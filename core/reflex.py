@@ -39,7 +39,7 @@ def _any(key: str, topic: str = "requests") -> str:
     return alternation(topic, key)
 
 
-LEAD = (r"^(?:(?:" + _any("lead_patterns") + r")(?:[\s,!.]+|-(?=" + _any("lead_hyphened_patterns") + r")))*")
+LEAD = (r"^(?:(?:" + _any("lead_patterns") + r")(?:[\s,!.:]+|-(?=" + _any("lead_hyphened_patterns") + r")))*")
 _TIME_NOW = re.compile(r"(?:" + _any("time_now_patterns") + r")")
 # "который час в Токио", "what time is it in New York": another place's time is not the user's clock
 _PLACE = re.compile(r"(?:\s(?:" + _any("place_prepositions") + r")\s+(?!" + _any("here_now_patterns") + r")\w)")

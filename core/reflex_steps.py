@@ -52,6 +52,7 @@ REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart 
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
 _POINTING = frozenset(fold(word) for word in words("requests", "pointing_words"))  # "that", "это": no message
+_POINTING_PARTICLES = frozenset(fold(word) for word in words("requests", "pointing_particle_words"))  # "его тогда"
 _PLACE_POINTING = frozenset(fold(word) for word in words("places", "pointing_words"))  # "туда", "that city"
 _THING_NAMED = re.compile(r"^(?:(?:" + "|".join(map(re.escape, words("requests", "thing_determiners"))) + r")\s+)+")
 _THING_IS = "|".join(map(re.escape, words("requests", "thing_is_words")))
@@ -448,7 +449,10 @@ def declared_answer(match: LocalMatch, result: str) -> str:
 def _points_back(value: str) -> bool:
     """A slot's words that only point at something said before: "это", "it", "туда", "that city"."""
     said = fold(value).strip(" .,!?")
-    return said in _POINTING or said in _PLACE_POINTING
+    if said in _POINTING or said in _PLACE_POINTING:
+        return True
+    kept = [word for word in re.findall(r"[^\W_]+", said) if word not in _POINTING_PARTICLES]
+    return len(kept) == 1 and (kept[0] in _POINTING or kept[0] in _PLACE_POINTING)
 
 
 def slot_words(match: LocalMatch) -> dict[str, str]:

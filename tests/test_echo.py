@@ -204,3 +204,33 @@ async def test_a_reply_in_the_other_language_is_asked_again_in_the_users(tmp_pat
         shown = await system.turn("l1", "расскажи что-нибудь про вечера на хуторе близ диканьки")
     finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
     assert finals == ["Не знаю, но могу подсказать время или поставить таймер."]
+
+
+def test_a_name_of_a_worked_example_nobody_said_is_the_examples():
+    # h75: "Скажу, когда Анна напишет." after a watch for Катя: the channels example's answer, copied
+    from core.echo import example_name_echoed, example_names
+
+    names = example_names('"скажи, когда напишет Анна" -> TOOL_CALL: channels_watch|any; Анна -> "Скажу, когда Анна напишет."')
+    assert names == frozenset({"анна"})
+    assert example_name_echoed("Скажу, когда Анна напишет.", names, "если Катя из Лондона напишет, скажи", "watching: Катя") == "анна"
+    assert example_name_echoed("Скажу, когда Анна напишет.", names, "скажи, когда напишет анна", "") == ""
+    assert example_name_echoed("Скажу, когда Катя напишет.", names, "если Катя напишет, скажи", "") == ""
+
+
+async def test_an_answer_copied_from_a_toolsets_example_is_asked_again(tmp_path):
+    import protocol as p
+    from harness import inproc_system
+    from llm.scripted import ScriptedBackend
+
+    def model(messages):
+        if messages[-1].content.startswith("[System notice] Your last reply only repeated"):
+            return "Слежу за WhatsApp: напишу, когда придёт от Кати."
+        if any("channels_watch" in m.content for m in messages if m.role == "system"):
+            return "Скажу, когда Анна напишет."
+        return "TOOL_CALL: enable_toolset|channels"
+
+    async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
+        await system.turn("c1", "последи за вотсапом: если Катя из Лондона напишет — сразу мне скажи")
+        shown = await system.turn("c1", "а чего ты у меня вообще сейчас отслеживаешь? перечисли, только подробно и по порядку")
+    finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
+    assert finals[-1] == "Слежу за WhatsApp: напишу, когда придёт от Кати."

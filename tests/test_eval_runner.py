@@ -162,6 +162,18 @@ async def test_the_eval_loads_the_sentences_its_config_does_an_mcp_servers_custo
     assert report.passed == 1, report.per_scenario[0].why
 
 
+async def test_a_home_city_said_as_him_then_is_the_place_asked_about():
+    # h74: "ну и сделай его тогда домашним городом" set the home city to "его тогда"
+    home = Scenario(id="home", lang="ru", turns=[
+        Turn(say="скока щас в Стамбуле?", calls=[], mentions=["18:00"]),
+        Turn(say="о, как у нас. ну и сделай его тогда домашним городом, я там уже чаще торчу, чем дома",
+             calls=["worldclock_set_home|стамбул"], mentions=["Стамбул", "Istanbul"])])
+    config = load_config(None, env={})
+    report = await run_eval(with_worldclock(config), [home], backend=ScriptedBackend([Rule(r"", "Не понял.")]),
+                            profile="scripted", mode="progressive", progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why
+
+
 def test_a_changing_call_the_turn_did_not_ask_for_counts_and_a_refused_one_does_not():
     import protocol as p
     from core.budget import default_catalog

@@ -84,3 +84,14 @@ def test_no_list_is_empty_in_every_language(root):
             if isinstance(value, (list, dict)):  # a single word ("at") is read per language
                 joined = lexicon.words(name, key, root) if isinstance(value, list) else lexicon.table(name, key, root)
                 assert joined, f"{root or 'core/words'}/*/{name}.toml: {key} is empty in every language"
+
+
+def test_the_hundreds_after_a_count_of_thousands_are_the_numbers_rest():
+    # h74: "seventy eight thousand five hundred" was read as 78000 and 500, and a frame's 78000 passed as said
+    from core.timewords import numbers_said
+
+    assert lexicon.hundreds_in_figures("seventy eight thousand five hundred pounds") == "78500 pounds"
+    assert lexicon.hundreds_in_figures("семьдесят восемь тысяч пятьсот фунтов") == "78500 фунтов"
+    assert lexicon.hundreds_in_figures("тридцать восемь тысяч футов") == "38000 футов"
+    assert lexicon.hundreds_in_figures("две тысячи двадцать шестого года") == "две тысячи двадцать шестого года"
+    assert numbers_said("ticket says seventy eight thousand five hundred".split()) == {0, 78500}

@@ -418,6 +418,9 @@ _THE_REFLEX_MISREAD = (
     # h66/h67: a repeat on weekdays the reflex read as a one-shot ("on weekdays" its text); the alarm's name
     "wake me up at six fifty on weekdays",
     "поставь будильник на пять утра",
+    # h75: the reflex reads "Weekdays only." as the alarm's text, no sentence reads the repeat said after it
+    # (the session sets it once, at 06:15: a repeat dropped, left open in issue 50)
+    "Alarm for quarter past six. Weekdays only.",
 )
 
 
@@ -895,8 +898,28 @@ async def test_a_reminder_told_of_in_a_story_sets_nothing(tmp_path):
         assert backend.calls, "the story is the model's to answer"
 
 
+_FORMS_OF_H74_H75 = [
+    # h74/h75: an alarm's verb after the noun, its day and time in either order; the time asked with "got";
+    # what plays put back on, the found one stuck on; a title's number sign said as a word, a description
+    # after it; a request opened by "давай так:" among remarks
+    (["будильник на пять утра завтра кинь"], "05:00"),
+    (["будильник на завтра поставь, на полпятого утра"], "04:30"),
+    (["what time we got"], "It's "),
+    (["play band of brothers", "hold up, pause it, cop's waving me to move the rig", "ok parked again, put it back on"],
+     "Resuming «Band of Brothers»"),
+    (["Have you got any Hitchcock? Rear Window, specifically.", "Lovely. Stick it on."], "Playing «Окно во двор»"),
+    (["поставь Легенду номер семнадцать, про Харламова"], "Включаю «Легенда №17»"),
+    (["включи легенду 17", "на паузу", "всё, поел. давай дальше, с того же места"], "Продолжаю «Легенда №17»"),
+    (["врачиха опять отчитала, что я таблетки пропускаю. давай так: каждый день в восемь вечера напоминай мне "
+      "кардиомагнил выпить. а то я-то точно забуду"], "каждый день в 20:00: кардиомагнил выпить"),
+    # a wrong value closed: "seventy eight thousand five hundred" was 78000 (and 500)
+    (["how much is seventy eight thousand five hundred pounds in kilos"], "78500 lb"),
+    (["сколько будет семьдесят восемь тысяч пятьсот фунтов в килограммах"], "78500 lb"),
+]
+
+
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
-                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65)
+                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75)
 
 
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path):

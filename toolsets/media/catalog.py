@@ -64,7 +64,24 @@ def normalize(text: str) -> str:
     if _LATIN.search(stripped) and _CYRILLIC.search(stripped):
         stripped = _MIXED_WORD.sub(lambda word: word[0].translate(_LOOKALIKES) if _CYRILLIC.search(word[0]) else word[0],
                                    stripped)
-    return _NON_WORD.sub(" ", stripped).strip()
+    return _without_number_sign(_NON_WORD.sub(" ", stripped).strip())
+
+
+# "Легенда №17" is said "легенду номер семнадцать", "Legend No. 17" "legend number seventeen": the
+# sign's word before a number folds away on both sides of a comparison, as the sign itself does
+_NUMBER_SIGN = re.compile(r"\b(?:номер|number|no|nr)\s+(?=\d)")
+
+
+def _without_number_sign(normalized: str) -> str:
+    return _NUMBER_SIGN.sub("", normalized) if any(ch.isdigit() for ch in normalized) else normalized
+
+
+def number_sign_folded(normalized: str) -> str:
+    """Normalized words with a number sign's word folded away ("легенду номер семнадцать" ->
+    "легенду 17"): as the catalog reads a title's "№17"; the words unchanged when none is said."""
+    in_figures = numbers_in_figures(normalized)
+    folded = _without_number_sign(in_figures)
+    return folded if folded != in_figures else normalized
 
 
 _LATIN = re.compile(r"[a-z]")
@@ -296,7 +313,7 @@ class EmbeddedCatalog:
             return [], "title"
         words = normalized.split()
         scored, by = self._by_title(normalized, words), "title"
-        if (in_figures := parts_in_figures(numbers_in_figures(normalized))) != normalized:
+        if (in_figures := _without_number_sign(parts_in_figures(numbers_in_figures(normalized)))) != normalized:
             # "брат два", "брата второго" are "Брат 2" (it was a typo match of another title), "back to the
             # future two" the second; "один дома", "двенадцать стульев" stay as written: their words name them better
             figured = self._by_title(in_figures, in_figures.split())

@@ -25,7 +25,7 @@ from core.translit import transliterate
 from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
-from toolsets.media.catalog import SUBTITLE, main_title, parts_in_figures, stems
+from toolsets.media.catalog import SUBTITLE, main_title, number_sign_folded, parts_in_figures, stems
 from toolsets.media.phrasing import names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
@@ -78,7 +78,7 @@ def pick(subject: str, titles: list[Shown]) -> Shown | None:
     too. None when it is not plain: the model chooses."""
     # a part's number said last, in words, as an ordinal or in Roman figures, is its number: "godfather two" is
     # "The Godfather Part II", "брата второго" «Брат 2»
-    said = norm_words(subject).split()
+    said = number_sign_folded(norm_words(subject)).split()  # "легенду номер семнадцать": «Легенда №17»
     ordinal = parts_in_figures(said[-1]) if said else ""
     part = _ROMAN.get(said[-1], str(NUMBER_WORDS.get(said[-1], "")) or (ordinal if ordinal.isdigit() else "")) if said else ""
     words = (set(said) | ({part} if part not in ("", "1") else set())) - {"the", "a", "an"}
@@ -105,7 +105,13 @@ def _name_words(title: Shown) -> list[set[str]]:
     "война мир" names «Война и мир»."""
     names = (*title.names, *(main for name in title.names for main in [main_title(name)] if main != name),
              *(sub for name in title.names for sub in [subtitle(name)] if sub))
-    return [{_ROMAN.get(w, w) for w in norm_words(name).split()} - _NAME_GLUE for name in names]
+    return [{_ROMAN.get(w, w) for w in name_words_of(name).split()} - _NAME_GLUE for name in names]
+
+
+def name_words_of(name: str) -> str:
+    """A title's name as words to compare the request's with, its number sign left off as the
+    request's is ("Легенда №17", "Legend No. 17": "легенда 17", "legend 17")."""
+    return number_sign_folded(norm_words(name.replace("№", " ")))
 
 
 def _names(words: set[str], name_words: list[set[str]]) -> bool:
@@ -214,15 +220,15 @@ def names_none(subject: str, titles: list[Shown]) -> bool:
     """No title found is the one asked for: none has every word of the request (a Latin word as
     written, a Russian one in any case) nor is close to it as a whole (a typo). A fuzzy search
     answers "Barbie" with «The Barber of Siberia»: that is a title the catalog lacks."""
-    words = [w for w in norm_words(subject).split() if (len(w) >= 3 or w.isdigit()) and w not in FUNCTION_WORDS]
+    words = [w for w in number_sign_folded(norm_words(subject)).split() if (len(w) >= 3 or w.isdigit()) and w not in FUNCTION_WORDS]
     def has_all(name: str, title: Shown) -> bool:  # its name's words, and its director's ("гараж рязанова")
-        name_words, fact_words = norm_words(name).split(), norm_words(title.facts).split()
+        name_words, fact_words = name_words_of(name).split(), norm_words(title.facts).split()
         in_name = [w for w in words if w != str(title.year) and any(near_word(w, other) or parts_in_figures(numbers_in_figures(w)) == other
                                                                     for other in name_words)]  # "брат два", "брата второго": «Брат 2»
         by_facts = [w for w in words if w not in in_name and w != str(title.year) and any(near_word(w, f) for f in fact_words)]
         return bool(in_name) and len(in_name) + len(by_facts) == len([w for w in words if w != str(title.year)])
     def same_numbers(name: str, year: int) -> bool:  # "брат 3" is not close to «Брат 2»
-        return {w for w in words if w.isdigit()} <= set(norm_words(name).split()) | {str(year)}
+        return {w for w in words if w.isdigit()} <= set(name_words_of(name).split()) | {str(year)}
     return not any(has_all(name, title) or same_numbers(name, title.year) and close_to(subject, name)
                    for title in titles for name in title.names)
 

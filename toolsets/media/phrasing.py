@@ -362,6 +362,11 @@ _A_MOMENT = (r"(?:\s+(?:пока|на\s+(?:минутку|минуточку|м�
              r"for\s+a\s+(?:sec(?:ond)?|minute|moment|bit)|real\s+quick|quick(?:ly)?))?")
 
 
+# "давай дальше, с того же места", "carry on from where we stopped": a resume says where it goes on from
+_WHERE_LEFT_OFF = (r"(?:[\s,]+(?:с\s+того\s+(?:же\s+)?места|(?:оттуда\s+)?где\s+останови\w+|"
+                   r"from\s+where\s+(?:we|i|it|you)\s+(?:left\s+off|stopped)))?")
+
+
 _PLAYBACK = (("pause", re.compile(LEAD + r"(?:(?:поставь|поставить|ставь)(?:\s+пока)?(?:\s+(?:его|ее|её|фильм|сериал|кино|мультик|мультфильм|это))?"
                                   r"(?:\s+пока)?\s+на\s+паузу|"
                                   r"поставь\s+паузу|(?:на\s+)?паузу\s+(?:поставь|поставим|ставь)|паузу\s+нажми|нажми\s+паузу|(?:можно\s+)?на\s+паузу|(?:можно\s+)?паузу|пауза|приостанови|"
@@ -372,7 +377,10 @@ _PLAYBACK = (("pause", re.compile(LEAD + r"(?:(?:поставь|поставит
                                    r"давай\s+продолжим|продолжим|продолжай\s+смотреть|let'?s\s+(?:continue|keep\s+going|resume)|"
                                    r"resume|unpause|keep\s+playing|keep\s+it\s+(?:going|playing|rolling)|"
                                    r"(?:you\s+can\s+)?(?:carry\s+on|go\s+on|keep\s+going)(?:\s+with\s+(?:the\s+)?(?:movie|film|show))?|"
-                                   r"continue(?:\s+playing)?)" + _WHAT_PLAYS + _PLEASE_END)),
+                                   r"continue(?:\s+playing)?|"
+                                   # "ok parked again, put it back on": what plays, on again
+                                   r"(?:put|turn|switch|stick|pop)\s+(?:it|that|the\s+(?:movie|film|show))\s+back\s+on)"
+                                   + _WHAT_PLAYS + _WHERE_LEFT_OFF + _PLEASE_END)),
              ("stop", re.compile(LEAD + r"(?:выключи|выключай|выруби|останови|stop|turn\s+off)" + _WHAT_PLAYS
                                  + r"(?:\s+(?:the\s+)?(?:фильм|кино|сериал|воспроизведение|movie|film|playback|playing))" + _REASON + _PLEASE_END
                                  + r"|" + LEAD + r"(?:stop\s+playing|(?:i(?:'ll|\s+will)\s+)?stop\s+watching\s+(?:the\s+)?(?:movie|film|show)|"
@@ -464,7 +472,7 @@ _LATER = re.compile(r"(?:^|\s)(?:tonight|later|this\s+(?:evening|weekend)|веч
 # "давай его включим", "его включи": the title talked about, its pronoun first
 _PLAY_IT = re.compile(LEAD + r"(?:(?:вот\s+)?(?:его|ее|её|это)\s+(?:и\s+|тогда\s+)?(?:включим|включи|включай|вруби|врубай|запусти|запускай|поставь|ставь)|"
                       r"(?:давай\s+)?(?:врубай|запускай|включай)(?:\s+(?:его|ее|её|это))?|давай\s+(?:его|ее|её)|"
-                      r"(?:start|play|put\s+on)\s+(?:it|that|this)|put\s+it\s+on)"
+                      r"(?:start|play|put\s+on)\s+(?:it|that|this)|(?:put|stick|pop|throw|bung)\s+(?:it|that|this)\s+on)"
                       r"(?:\s+(?:please|пожалуйста|then|тогда|now|сейчас|anyway|всё\s+равно|все\s+равно|"
                       # "start it from episode one", "врубай с первой": from its start
                       + listed_alternation("titles", "from_the_start_patterns", _WORDS) + r"))*"
