@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 # ---- a request, as the runtime and the toolsets' phrasings recognise it ----------------------
 ReflexKind = Literal["time_now", "time_elsewhere", "time_there", "timer_set", "timer_list", "timer_cancel", "timer_change", "play",
-                     "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up"]
+                     "playback", "search", "details", "show", "watch", "unwatch", "tasks", "correction", "follow_up",
+                     "repeat"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
 

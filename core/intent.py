@@ -737,6 +737,20 @@ def remark(said: str) -> bool:
     return not _ORDER_FIRST.match(opening) and not _IMPERATIVE_FOR_ME.match(opening) and not _ORDER_ANYWHERE.search(text)
 
 
+_WONDERED = _grammar("wondered_tail_patterns", r"(?:{})\s*[?!.]*\s*$")
+
+
+def remark_or_wondered(said: str) -> bool:
+    """A remark, or a question the speaker asks of themself after a request ("это скока в
+    метрах, пролезу или нет?", "…, can I make it or not?"): a whether-question with no word of a
+    request in it asks the assistant for nothing more than the request before it."""
+    if remark(said):
+        return True
+    text = _norm(said)
+    rest = _WONDERED.sub("", text).strip(" ,")
+    return rest != text.strip(" ,") and bool(rest) and remark(rest)
+
+
 def opens_an_order(said: str) -> bool:
     """Whether the words open with an order to the assistant ("выключай кино …", "set a timer …"),
     by its verb's form or an opening the order lists name: where a request may begin inside speech

@@ -108,6 +108,8 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         return Intent(kind="timer_list", russian=russian)
     if action in ("time_now", "date_now"):
         return Intent(kind="time_now", russian=russian)
+    if action == "repeat":  # "чего? громче говори, не слышу я": the answer before, again
+        return Intent(kind="repeat", russian=russian)
     if action == "time_there":  # "what's 9 pm London time for me?": the place said, or the one the words name
         return _time_there(match, russian)
     if action in ("pause", "resume", "stop"):

@@ -400,6 +400,19 @@ def recognise_both(said: str, phrasings: Sequence[Phrasing] | None = None) -> tu
 
 
 _AROUND_TIME = frozenset(words("follow_ups", "around_time_words"))  # "который час у нас", "what time is it here"
+# "what time is it in London and in Chicago?": two places asked of at once
+_TWO_PLACES = re.compile(r"(?P<first>.+?)\s+(?:" + _any("place_joint_patterns", "follow_ups") + r")\s+(?P<second>.+)")
+
+
+def places_apart(intent: Intent) -> tuple[Intent, Intent] | None:
+    """Another place's time asked of two places at once, as two questions, each of one place
+    ("London and in Chicago": London, Chicago) that a dictionary knows; None otherwise."""
+    if intent.kind != "time_elsewhere":
+        return None
+    both = _TWO_PLACES.fullmatch(intent.subject)
+    if both is None or zone_of(both["first"]) is None or zone_of(both["second"]) is None:
+        return None
+    return (msgspec.structs.replace(intent, subject=both["first"]), msgspec.structs.replace(intent, subject=both["second"]))
 
 
 # what a question about a place's time asks: its clock, its day or its part of the day

@@ -24,12 +24,12 @@ from core import tracing
 from core.lexicon import SENTENCE_END, alternation, digits_in_figures, fold, words
 from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import (addressed_elsewhere, opens_an_order, remark, requested, says_repeat, small_talk, takes_back,
+from core.intent import (addressed_elsewhere, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
                          words_offered_for)
 from core.local_actions import DAY_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import moment_there, place_name, zone_of
-from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, put_right, recognise,
+from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, places_apart, put_right, recognise,
                          recognise_both, said_again_otherwise, says_not, second_thought, skill_named, tells_of_words,
                          without_polite_tail, word_put_right)
 from core.reflex_answers import (day_answer, fired_timer, place_clock_answer, place_time_answer, reminder_in_russian,
@@ -198,15 +198,16 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     shown = _shown_after_remarks(said, phrasings)
     if shown is not None:
         return None if held_back(said, "show") else shown
-    clauses = _clauses(said)
-    # whole sentences when the clauses are too many to read apart ("так, калитку покрасил, на банке написано — до
-    # отлипа два часа. напомни через два часа проверить. а то опять …"): one before may tell someone's words
-    sentences = [] if clauses else _clauses(said, commas=False)
-    parts = clauses or sentences or _spoken_parts(said, phrasings)
-    read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
-    if len(read) != 1 or not _only_remarks_beside(parts, read[0][1], told_before=bool(sentences)):
+    found = _request_among(_clauses(said), phrasings)
+    if found is None:
+        # whole sentences when the clauses are too many to read apart, or one of them tells someone's words
+        # ("Oh, blast. Forecast says gales off the Black Sea. Scrap that alarm."): one before may tell them
+        found = _request_among(_clauses(said, commas=False), phrasings, told_before=True)
+    if found is None:
+        found = _request_among(_spoken_parts(said, phrasings), phrasings)
+    if found is None:
         return None
-    intent, request = read[0]
+    intent, request, parts = found
     if intent.kind not in _WHOLE_IN_ONE_CLAUSE or intent.kind == "play" and intent.reference is not None \
             or held_back(said, intent.kind):
         return None  # "the second Back to the Future, the one with the hoverboard. can you put it on?"
@@ -221,6 +222,16 @@ def intent_among_remarks(said: str, phrasings: Sequence[Phrasing] | None = None)
     if intent.kind == "timer_set" and not intent.every and any(says_repeat(part) for part in parts if part != request):
         return None  # "set a reminder for 8 pm, every day": its repeat said in the next clause
     return intent
+
+
+def _request_among(parts: list[str], phrasings: Sequence[Phrasing] | None, *,
+                   told_before: bool = False) -> tuple[Intent, str, list[str]] | None:
+    """The one part of `parts` the reflex reads as a request, with that part and the parts, when
+    every other part is a remark (`_only_remarks_beside`); else None."""
+    read = [(intent, part) for part in parts for intent in [recognise(part, phrasings)] if intent is not None]
+    if len(read) != 1 or not _only_remarks_beside(parts, read[0][1], told_before=told_before):
+        return None
+    return read[0][0], read[0][1], parts
 
 
 def _shown_after_remarks(said: str, phrasings: Sequence[Phrasing] | None) -> Intent | None:
@@ -369,6 +380,21 @@ def _undoing(before: list[tuple[str, ToolData | None]], *, russian: bool) -> Int
         return Intent(kind="timer_cancel", russian=russian, last_timer=True)
     if isinstance(last, Watching):
         return Intent(kind="unwatch", russian=russian, reference=Reference(last=True))
+    return None
+
+
+_ENDS = ("timer_cancel", "unwatch")  # what "drop the X one" may end: a timer named X, or a watch on X
+
+
+def _other_end(tried: Intent, said: str, phrasings: Sequence[Phrasing]) -> Intent | None:
+    """An end of the other kind a toolset reads in the same words, when the end tried named
+    nothing: "you can drop the email one" is no timer's; the channels read it as the mail's watch."""
+    if tried.kind not in _ENDS:
+        return None
+    for phrasing in phrasings:
+        other = recognise(said, [phrasing])
+        if other is not None and other.kind in _ENDS and other.kind != tried.kind:
+            return other
     return None
 
 
@@ -541,7 +567,7 @@ class ReflexSteps:
         declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
         call = declared_call(declared, words)
         if call is None and match is None:  # "eight ounces of butter. how many grams is that?": slots from before
-            declared = self.s.local_intents.match_in_context(words, remark=remark)
+            declared = self.s.local_intents.match_in_context(words, remark=remark_or_wondered)
             call = declared_call(declared, words)
         if call is not None:  # a toolset's own sentence: its declared call, its declared answer
             return await self._declared_step(turn, declared, call)
@@ -554,7 +580,7 @@ class ReflexSteps:
             intent = intent_among_remarks(words, self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
-        both = recognise_both(words, self.s.phrasings) if intent is None else None
+        both = recognise_both(words, self.s.phrasings) if intent is None else places_apart(intent)
         if intent is None and both is None and takes_back(words):  # "actually forget it, …": what was just set
             intent = _undoing(self.results_before(turn), russian=is_russian(words))
         if intent is None and both is None:
@@ -578,7 +604,7 @@ class ReflexSteps:
         ("drop the Mike one" names no timer: the watch's)."""
         if intent.kind == "timer_cancel" and intent.last_timer:
             return await self._carry_out(turn, (Intent(kind="unwatch", russian=intent.russian, reference=Reference(last=True)),))
-        instead = _sentence_instead(declared, intent, words)
+        instead = _sentence_instead(declared, intent, words) or _other_end(intent, words, self.s.phrasings)
         return instead is not None and await self._carry_out(turn, (instead,))
 
     async def _declared_step(self, turn: TurnState, declared: LocalMatch, call: tuple[str, str], *,
@@ -884,6 +910,11 @@ class ReflexSteps:
             # model would be told to; changing calls are not repeated here
             outcome = await self._step_call(turn, parse_reply(f"TOOL_CALL: {tool}|{args}"), by_reflex=True)
         return outcome if outcome is not None and outcome.kind == "ok" else None
+
+    async def _reflex_repeat(self, turn: TurnState, intent: Intent) -> str | None:
+        """"Eh? say that again", "чего? громче, не слышу": the answer the turn before ended with, again
+        (none: the model's)."""
+        return self._answer_before(turn) or None
 
     async def _reflex_time_now(self, turn: TurnState, intent: Intent) -> str | None:
         clock = await self.data(turn, "get_current_time", "")

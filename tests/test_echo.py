@@ -231,6 +231,6 @@ async def test_an_answer_copied_from_a_toolsets_example_is_asked_again(tmp_path)
 
     async with inproc_system(tmp_path, backend=ScriptedBackend(reply_fn=model)) as system:
         await system.turn("c1", "последи за вотсапом: если Катя из Лондона напишет — сразу мне скажи")
-        shown = await system.turn("c1", "а чего ты у меня вообще сейчас отслеживаешь? перечисли, только подробно и по порядку")
+        shown = await system.turn("c1", "слушай, а вот эти твои наблюдения за вотсапом, они как вообще устроены?")
     finals = [m.text for m in shown if isinstance(m, p.Display) and m.final]
     assert finals[-1] == "Слежу за WhatsApp: напишу, когда придёт от Кати."

@@ -174,6 +174,19 @@ async def test_a_home_city_said_as_him_then_is_the_place_asked_about():
     assert report.passed == 1, report.per_scenario[0].why
 
 
+async def test_two_places_asked_at_once_are_both_answered_and_shown_when_asked():
+    # h75: "What time is it in London and in Chicago?" went to the model; "Pop them both up on the glasses"
+    # then showed the words "them both"
+    both = Scenario(id="both", lang="en", turns=[
+        Turn(say="What time is it in London and in Chicago?", calls=[], mentions=["15:00"]),
+        Turn(say="Eh? Can't hear you over this café racket. Pop them both up on the glasses.",
+             calls=["show_text|15:00"], mentions=["10:00"])])
+    config = load_config(None, env={})
+    report = await run_eval(with_worldclock(config), [both], backend=ScriptedBackend([Rule(r"", "I can't.")]),
+                            profile="scripted", mode="progressive", progress=lambda line: None)
+    assert report.passed == 1, report.per_scenario[0].why
+
+
 def test_a_changing_call_the_turn_did_not_ask_for_counts_and_a_refused_one_does_not():
     import protocol as p
     from core.budget import default_catalog

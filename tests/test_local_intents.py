@@ -913,6 +913,34 @@ _FORMS_OF_H74_H75 = [
     (["врачиха опять отчитала, что я таблетки пропускаю. давай так: каждый день в восемь вечера напоминай мне "
       "кардиомагнил выпить. а то я-то точно забуду"], "каждый день в 20:00: кардиомагнил выпить"),
     # a wrong value closed: "seventy eight thousand five hundred" was 78000 (and 500)
+    # a request after a sentence that tells someone's words; an end of a watch named by its app ("the email one",
+    # "that whatsapp thing"), read as the watch's when no timer is so named; the watches and tasks asked in other words
+    (["Wake me at five tomorrow", "Oh, blast. Forecast says gales off the Black Sea. Scrap that alarm."], "cancelled"),
+    (["keep an eye on whatsapp for me. if my wife writes anything about the little one's fever, buzz me right away",
+      "ah she just rang, kid's fine, fever's down. you can drop that whatsapp thing"], "stopped watching"),
+    (["If an email comes from the surgery about my scan, let me know straight away.",
+      "Well, there you go, the surgery's just rung me themselves. You can drop the email one."], "stopped watching"),
+    (["последи за вотсапом: если Катя из Лондона напишет — сразу мне скажи", "ладно, эту слежку сними, она сама уже позвонила"],
+     "больше не слежу"),
+    (["which chats you keeping an eye on for me right now"], "not watching"),
+    (["а чего ты у меня вообще сейчас отслеживаешь? перечисли"], "ни за чем не слежу"),
+    (["This phone's been warm as a radiator all afternoon and the battery's halved since lunch. Have you got something "
+      "grinding away in the background? Tell me what's running."], "Nothing is running"),
+    # a title told before a question about "the blasted thing", "он" (its number said in words), a remark after it
+    (["The wife wants Doctor Zhivago tonight. How long is the blasted thing? I'm not sitting there till midnight."], "197 minutes"),
+    (["пацаны на стоянке спорят, мол брат два лучше первого. а он сколько идёт-то? успею до отбоя глянуть"], "127 минут"),
+    # a conversion asked, then the speaker's own whether-question
+    (["тут перед складом мост, на табличке тринадцать с половиной футов, а у меня фура четыре метра с копейками. это скока "
+      "в метрах, пролезу или нет?"], "13.5 ft"),
+    # a daily reminder put on weekdays; a length put right after the one that was wrong ("не сорок, полчаса хватит")
+    (["напоминай мне каждый вечер в девять детям звонить, пока не уснули",
+      "хотя не, на выходные они у тёщи на даче, там связи нет. сделай только по будням"], "по будням в 21:00"),
+    (["таймер на сорок минут, пирог с капустой в печку поставил",
+      "тьфу ты. бабка говорит, не сорок, полчаса хватит, он у неё маленький. переставь"], "на 30 минут"),
+    (["выведи на очки: прицеп 7731", "ага, вижу. а теперь то же самое на телефон закинь, на таможне всё равно спросят"],
+     "Отправил на телефон: прицеп 7731"),
+    # the answer before asked for again
+    (["сколько времени?", "чего? громче говори, не слышу я"], "Сейчас "),
     (["how much is seventy eight thousand five hundred pounds in kilos"], "78500 lb"),
     (["сколько будет семьдесят восемь тысяч пятьсот фунтов в килограммах"], "78500 lb"),
 ]

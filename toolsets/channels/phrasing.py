@@ -307,7 +307,8 @@ def _who_from_remarks(intent: Intent, remarks: list[str], said: str) -> Intent |
 # "stop watching for Dave", "перестань следить за почтой", "cancel the telegram watch": a watch ended
 _UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:stop|quit|no\s+need\s+to\s+keep)\s+(?:watching|monitoring|tracking|checking|waiting)(?:\s+(?:out\s+)?for)?(?P<en>.*)|"
-                      r"(?:cancel|remove|delete|drop|turn\s+off)\s+(?:the\s+|that\s+|my\s+)?(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|"
+                      r"(?:you\s+can\s+)?(?:cancel|remove|delete|drop|turn\s+off|scrap|kill)\s+(?:the\s+|that\s+|my\s+)?"
+                      r"(?:(?P<en2>.*?)\s*(?:watch|alert)(?:es)?|(?P<en3>[^,]+?)\s+(?:one|thing))|"  # "you can drop the email one"
                       r"(?:перестань|хватит|прекрати|больше\s+не\s+надо|не\s+надо\s+больше|(?:можешь\s+)?(?:больше\s+)?не)\s+(?:следить|ждать)"
                       r"(?:\s+больше)?(?:\s+за)?(?P<ru>.*)|"
                       r"не\s+(?:надо\s+)?следи\w*\s+(?:больше\s+)?(?:за\s+)?(?P<ru2>.*)|"
@@ -315,7 +316,8 @@ _UNWATCH = re.compile(LEAD + r"(?:forget\s+(?:it|that|about\s+it)[\s,.!]+)?(?:"
                       r"(?:больше\s+)?за\s+(?P<ru4>[^,]+?)\s+(?:больше\s+)?(?:можешь\s+)?(?:больше\s+)?не\s+(?:надо\s+)?следи\w*(?:\s+больше)?(?:\s*,.*)?|"
                       r"(?:отмени|убери|удали|сними|выключи)\s+(?:эту\s+|ту\s+)?(?:слежку|наблюдение|отслеживание)(?:\s+за)?(?P<ru3>.*)|"
                       # "эту слежку можно убирать": what is watched named first
-                      r"(?:эту\s+|ту\s+)?(?:слежку|наблюдение)(?P<ru6>\s+за\s+\S+)?\s+(?:можно\s+)?(?:убирать|убрать|отменить|отменять|снять|снимать))[\s.!]*$")
+                      r"(?:эту\s+|ту\s+)?(?:слежку|наблюдение)(?P<ru6>\s+за\s+\S+)?\s+(?:можно\s+)?(?:убирать|убрать|отменить|отменять|снять|снимать|"
+                      r"сними|убери|отмени|удали))[\s.!]*$")
 
 
 def _unwatch_intent(raw: str, said: str, russian: bool) -> Intent | None:

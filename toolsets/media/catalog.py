@@ -323,7 +323,7 @@ class EmbeddedCatalog:
             scored, by = {record.title.id: (TIER_MENTION, 1.0, record.title.year)
                           for record in self._records.values() if _by_director(record, words)}, "director"
         if not scored:  # "жена хочет москва слезам не верит посмотреть": a title said inside a sentence
-            said = set(stems(normalized).split())
+            said = set(stems(normalized).split()) | set(stems(in_figures).split())  # "брат два": «Брат 2»
             scored, by = {record.title.id: (TIER_MENTION, 2.0, record.title.year)
                           for record, name in self._names_inside if name <= said}, "title"
         genres = genres_named(normalized) if not any(tier <= TIER_CONTAINS for tier, _, _ in scored.values()) else set()
@@ -417,8 +417,8 @@ def _names_and_main_titles(record: _Indexed) -> set[str]:
 
 def _name_words(name: str) -> frozenset[str]:
     """A normalized name's words that name it inside a sentence, each less its case ending (3
-    letters or more, not glue: «Москва слезам не верит» -> москв, слез, вер...)."""
-    return frozenset(word for word in stems(name).split() if len(word) >= 3 and word not in _NAME_GLUE)
+    letters or more, or a number; not glue: «Москва слезам не верит» -> москв, слез, вер...)."""
+    return frozenset(word for word in stems(name).split() if (len(word) >= 3 or word.isdigit()) and word not in _NAME_GLUE)
 
 
 def fuzzy_query(normalized: str) -> str:

@@ -26,7 +26,7 @@ from core.turn import ModelUnavailable, TurnState, user_lines
 from protocol import ChatMessage
 from protocol.results import TitleInfo, TitlesShown, ToolData
 from toolsets.media.catalog import SUBTITLE, main_title, number_sign_folded, parts_in_figures, stems
-from toolsets.media.phrasing import names_the_one_talked_about
+from toolsets.media.phrasing import asks_a_detail, names_the_one_talked_about
 
 _WORDS = Path(__file__).with_name("words")  # this toolset's own word lists (core.lexicon, root=)
 
@@ -627,10 +627,13 @@ async def _title_in_remarks(fast: FastPath, turn: TurnState) -> str:
     """The id of the one title of two words or more whose every word the turn's words before the
     question say, in any case: "жена хочет москва слезам не верит посмотреть … сколько он идёт"
     is «Москва слезам не верит» (h29: the model listed the timers); "" when none or several."""
-    clauses = [norm_words(c) for c in _CLAUSE_END.split(fast.turn_words(turn).casefold()) if norm_words(c)]  # "…. там серий сколько?"
+    said = fast.turn_words(turn).casefold()
+    clauses = [norm_words(c) for c in _CLAUSE_END.split(said) if norm_words(c)]  # "…. там серий сколько?"
     if len(clauses) < 2:
         return ""
-    words = " ".join(clauses[:-1])
+    # the clauses but the question's (a remark may follow it: "… how long is it? I'm not sitting there till midnight")
+    told = [clause for clause in clauses if not asks_a_detail(clause)]
+    words = numbers_in_figures(" ".join(told if 0 < len(told) < len(clauses) else clauses[:-1]))  # "брат два": «Брат 2»
     found = await fast.aside(turn, fast.tool("title_search"), words)
     titles = shown_titles(found.data) if found.kind == "ok" else []
     named = {title.media_id for title in titles for name in title.names

@@ -49,6 +49,7 @@ _SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|по�
 
 _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
     ("runtime", re.compile(r"(?:сколько\s+(?:по\s+времени\s+)?(?:он\s+|она\s+|оно\s+|они\s+)?(?:длится|длятся|идет|идёт|идут|минут)|"
+                           r"(?:он|она|оно|они)\s+сколько\s+(?:по\s+времени\s+)?(?:длится|длятся|идет|идёт|идут)|"  # "а он сколько идёт-то?"
                            r"какая\s+длительность|продолжительн|"
                            r"какой\s+длины|how\s+long|running\s+time|runtime|how\s+many\s+minutes|length|"
                            r"(?:он|она|оно|фильм|сериал)\s+(?:очень\s+|не\s+)?(?:длинн\w*|долг(?:ий|ая|ое)(?!\w))|is\s+it\s+(?:very\s+|too\s+)?long(?=[\s?.!]*$)|"
@@ -93,7 +94,9 @@ _FROM_THE_START = re.compile(r"(?:^|\s)(?:" + listed_alternation("titles", "from
 
 
 _PRONOUN = re.compile(r"^(?:его|её|ее|это|этот|эту|это\s+кино|его\s+же|её\s+же|ее\s+же|it|this|that|this\s+one|"
-                      r"that\s+one|him|her|the\s+one)$")
+                      r"that\s+one|him|her|the\s+one|"
+                      # "how long is the blasted thing?": the thing talked about, with a word of feeling
+                      r"(?:(?:the|that|this)\s+)?(?:\w+\s+)?thing)$")
 
 
 def names_the_one_talked_about(subject: str) -> bool:
@@ -229,6 +232,8 @@ def _details_intent(raw: str, said: str, russian: bool) -> Intent | None:
             return Intent(kind="details", russian=russian, detail=detail, reference=Reference(**{by_age: True}))
         named = [w for w in rest.split() if w not in _ABOUT_SHOWN and w not in _DETAIL_GLUE
                  and not YEAR.fullmatch(w) and not _ORDINAL.fullmatch(" " + w) and not casual(w)]
+        if named and _PRONOUN.fullmatch(" ".join(named)):
+            named = []  # "how long is the blasted thing?": the one talked about, with a word of feeling
         if named:  # "кто снял Служебный роман?": that title, searched first
             if any(not w.isdigit() and _ORDINAL.fullmatch(" " + w) for w in rest.split()):
                 return None  # "the first lord of the rings", "второго брата": which of a title's parts, the model's
@@ -692,6 +697,11 @@ def _reference(words: str) -> Reference:
 
 # "Найди Брат. Кто его снял?": a details question anywhere in the words
 _DETAILS_ANYWHERE = re.compile("|".join(pattern.pattern for _detail, pattern in _DETAIL_WORDS))
+
+
+def asks_a_detail(words: str) -> bool:
+    """Whether the (lower-case) words ask a title's detail: its runtime, director, episodes, year, plot."""
+    return bool(_DETAILS_ANYWHERE.search(words))
 
 
 # ---- its requests as commands of its frame list (intents.yaml: frame), for the frame bank ----------

@@ -360,6 +360,10 @@ async def timer_change(fast: FastPath, turn: TurnState, intent: Intent) -> str |
     return answer
 
 
+# the days a repeat's set names: a daily reminder "only on weekdays" keeps its clock time on those days
+_DAY_SETS = {"weekdays": WEEKDAYS[:5], "weekends": WEEKDAYS[5:]}
+
+
 async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> str | None:
     """"sorry, I meant Friday, same time", "move that one to Monday", "перенеси на четверг": the
     timer the turn before set or listed alone, at its clock time on that day (a weekly one stays
@@ -367,7 +371,7 @@ async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> 
     becomes one on its days and that one, a one-shot gets a second on that day. A daily one, or
     no timer the words can mean: the model's."""
     old = _timer_to_change(fast, turn, intent) or _listed_alone(fast, turn)
-    days = tuple(day.split(","))
+    days = _DAY_SETS.get(day, tuple(day.split(",")))  # "сделай только по будням": Monday to Friday
     if old is None or not set(days) <= {*WEEKDAYS, "daily"}:
         return None
     clock = fast.clock_time(old.due)
@@ -377,8 +381,8 @@ async def _to_day(fast: FastPath, turn: TurnState, intent: Intent, day: str) -> 
             return None  # a daily one already: the model's to say so
         when, every = clock, "1 day"
     elif len(days) > 1:  # "make it Mondays and Thursdays instead": a repeat on days, on these days
-        if also or not (old.days or weekly):
-            return None  # a one-shot or a daily one put on several days: the model's to ask
+        if also or not (old.days or weekly or day in _DAY_SETS and old.every_s == DAY_S):
+            return None  # a one-shot put on several days, a daily one on days named one by one: the model's to ask
         when, every = clock, ",".join(days)
     elif old.days or weekly and also:
         first = old.days or (WEEKDAYS[dt.datetime.fromtimestamp(old.due, fast.timezone()).weekday()],)

@@ -507,6 +507,10 @@ _BARE_CHANGE = re.compile(r"(?:" + alternation("naming", "bare_change_patterns",
 _FILLER_ALONE = re.compile(r"(?:" + alternation("requests", "filler_clause_patterns") + r")", re.IGNORECASE)
 
 
+# a length said as the wrong one ("не сорок", "not forty"): not the one it is put right to
+_WRONG_LENGTH = re.compile(r"(?<!\w)(?:не|not)\s+(?:(?:на|в|for|in)\s+)?\d+(?:[.,]\d+)?(?:\s*" + _SPAN_UNIT + r")?")
+
+
 def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     """A new length or clock time for the timer just set, said as a second thought, among
     clauses that ask for nothing: before it remarks, a no, the time that was wrong ("ой нет, не
@@ -514,11 +518,16 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     half past eight, he's at choir practice until eight"); which timer is the session's to find
     (the one the turn before set)."""
     *before, last = re.split(SENTENCE_END, raw.strip()) or [""]
+    *told, order = re.split(r",\s*", last)
+    if told and _BARE_CHANGE.fullmatch(order.strip(" .!?")):  # "…, полчаса хватит, переставь": the change said last
+        before, last = [*before, ", ".join(told)], order
     if all(remark(sentence) or _says_no(sentence) for sentence in before):
         if (changed := _changed_to(last, russian)) is not None:
             return changed  # "нет, давай на 25", "wait, 15"; "ой, нет, это ж эпоксидка, там сорок надо. переставь на сорок"
         # (a length with its unit as said: "…, что через полчаса будет. переставь" is 30 minutes, whatever the timer's unit)
-        said_before = re.findall(r"\d+(?:[.,]\d+)?(?:\s*" + _SPAN_UNIT + r")?", in_figures(lengths_in_units(" ".join(before))))
+        # (the length that was wrong left out: "бабка говорит, не сорок, полчаса хватит")
+        said = _WRONG_LENGTH.sub(" ", in_figures(lengths_in_units(" ".join(before))))
+        said_before = re.findall(r"\d+(?:[.,]\d+)?(?:\s*" + _SPAN_UNIT + r")?", said)
         if len(said_before) == 1 and _BARE_CHANGE.fullmatch(last.strip(" .!?")):
             return _changed_to(f"{last.strip(' .!?')} {said_before[0]}", russian)  # "…, там сорок пять. переставь"
     # (a dash ends a clause too: "make that forty-five — it's a long chapter")
