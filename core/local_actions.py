@@ -7,8 +7,11 @@ hours" arrives as {"hours": 1, "minutes": 30} and is set as 90 minutes.
 """
 from __future__ import annotations
 
+import re
+
 from core.fastpath import Reference
 from core.intent import says_repeat
+from core.lexicon import alternation
 from core.local_intents import LocalMatch
 from core.reflex import NUMBER_WORDS, TEENS, TENS, Intent, norm_words
 from core.timers import WEEKDAYS
@@ -19,6 +22,14 @@ _START_UNITS = (("start_hours", "hours"), ("start_minutes", "minutes"), ("start_
 _TEXT_SLOTS = ("conversation_command", "timer_name", "name")
 _TIMER_WORD = {True: "таймер", False: "timer"}  # a cancel's words name a timer: the only one is meant
 _ALARM_WORD = {True: "будильник", False: "alarm"}
+# the speaker's reason after what to remind of ("кардиомагнил выпить. а то я-то точно забуду"): no part of the
+# reminder's text (the sentence matcher reads the words with their full stops gone)
+_REASON_AFTER = re.compile(r"\s+(?:" + alternation("requests", "reason_after_patterns") + r")(?:\s.*)?$", re.IGNORECASE)
+
+
+def _without_reason(text: str) -> str:
+    """A reminder's text less the speaker's reason said after it; the text as said when that leaves nothing."""
+    return _REASON_AFTER.sub("", text).strip() or text
 DAY_SLOTS = ("day", "repeat")  # slots that read the day said: "tomorrow", "every day"
 
 
@@ -86,7 +97,7 @@ def reflex_intent(match: LocalMatch) -> Intent | None:
         return Intent(kind="timer_set", russian=russian, when=f"in {when}", text=text) if when else None
     if action == "alarm":  # a clock time, its day, its repeat: "wake me tomorrow at 6:45"
         when = clock_words(match.slots)
-        text = str(match.slots.get("reminder") or _ALARM_WORD[russian])
+        text = _without_reason(str(match.slots.get("reminder") or _ALARM_WORD[russian]))
         if _first_word_a_number(text):
             return None  # "в девять ноль пять вечера полить …": a part of the time not read, left in the text
         every = {"day": "1 day", "week": "1 week"}.get(str(match.slots.get("repeat", "")), "")

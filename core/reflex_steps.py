@@ -361,6 +361,8 @@ def aside_or_reflex(aside: LocalMatch, read: Intent | None, said: str,
     if read is not None and aside.wildcard:
         return read
     own = recognised(aside, said, typed_only=True, phrasings=phrasings)
+    if own is not None and own.kind == "timer_set" and not own.every and says_repeat(said):
+        return None  # "Alarm for quarter past six. Weekdays only.": its repeat said in a sentence of its own, the model's
     return own if read is None or own is not None and own.kind != read.kind else read
 
 

@@ -419,7 +419,7 @@ _THE_REFLEX_MISREAD = (
     "wake me up at six fifty on weekdays",
     "поставь будильник на пять утра",
     # h75: the reflex reads "Weekdays only." as the alarm's text, no sentence reads the repeat said after it
-    # (the session sets it once, at 06:15: a repeat dropped, left open in issue 50)
+    # (the session leaves it to the model: a one-shot would drop the repeat)
     "Alarm for quarter past six. Weekdays only.",
 )
 
@@ -911,7 +911,7 @@ _FORMS_OF_H74_H75 = [
     (["поставь Легенду номер семнадцать, про Харламова"], "Включаю «Легенда №17»"),
     (["включи легенду 17", "на паузу", "всё, поел. давай дальше, с того же места"], "Продолжаю «Легенда №17»"),
     (["врачиха опять отчитала, что я таблетки пропускаю. давай так: каждый день в восемь вечера напоминай мне "
-      "кардиомагнил выпить. а то я-то точно забуду"], "каждый день в 20:00: кардиомагнил выпить"),
+      "кардиомагнил выпить. а то я-то точно забуду"], "каждый день в 20:00: кардиомагнил выпить."),
     # a wrong value closed: "seventy eight thousand five hundred" was 78000 (and 500)
     # a request after a sentence that tells someone's words; an end of a watch named by its app ("the email one",
     # "that whatsapp thing"), read as the watch's when no timer is so named; the watches and tasks asked in other words
@@ -944,6 +944,15 @@ _FORMS_OF_H74_H75 = [
     (["how much is seventy eight thousand five hundred pounds in kilos"], "78500 lb"),
     (["сколько будет семьдесят восемь тысяч пятьсот фунтов в килограммах"], "78500 lb"),
 ]
+
+
+async def test_an_alarm_whose_repeat_is_said_in_a_sentence_of_its_own_is_never_set_once(tmp_path):
+    # h75: "Alarm for quarter past six. Weekdays only." set a one-shot alarm at 06:15: the repeat dropped
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "Alarm for quarter past six. Weekdays only.")
+        assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
+        assert backend.calls, "the model reads the repeat"
 
 
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
