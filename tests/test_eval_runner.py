@@ -168,9 +168,7 @@ async def test_a_home_city_said_as_him_then_is_the_place_asked_about():
         Turn(say="скока щас в Стамбуле?", calls=[], mentions=["18:00"]),
         Turn(say="о, как у нас. ну и сделай его тогда домашним городом, я там уже чаще торчу, чем дома",
              calls=["worldclock_set_home|стамбул"], mentions=["Стамбул", "Istanbul"])])
-    config = load_config(None, env={})
-    report = await run_eval(with_worldclock(config), [home], backend=ScriptedBackend([Rule(r"", "Не понял.")]),
-                            profile="scripted", mode="progressive", progress=lambda line: None)
+    report = await _played_with_the_fast_path(home, "Не понял.")
     assert report.passed == 1, report.per_scenario[0].why
 
 
@@ -181,10 +179,14 @@ async def test_two_places_asked_at_once_are_both_answered_and_shown_when_asked()
         Turn(say="What time is it in London and in Chicago?", calls=[], mentions=["15:00"]),
         Turn(say="Eh? Can't hear you over this café racket. Pop them both up on the glasses.",
              calls=["show_text|15:00"], mentions=["10:00"])])
-    config = load_config(None, env={})
-    report = await run_eval(with_worldclock(config), [both], backend=ScriptedBackend([Rule(r"", "I can't.")]),
-                            profile="scripted", mode="progressive", progress=lambda line: None)
+    report = await _played_with_the_fast_path(both, "I can't.")
     assert report.passed == 1, report.per_scenario[0].why
+
+
+async def _played_with_the_fast_path(scenario: Scenario, reply: str):
+    """`scenario` played with the default config (the fast path on) and the world clock, the model's every reply `reply`."""
+    return await run_eval(with_worldclock(load_config(None, env={})), [scenario], backend=ScriptedBackend([Rule(r"", reply)]),
+                          profile="scripted", mode="progressive", progress=lambda line: None)
 
 
 def test_a_changing_call_the_turn_did_not_ask_for_counts_and_a_refused_one_does_not():

@@ -888,14 +888,19 @@ _FORMS_OF_H64_H65 = [
 ]
 
 
-async def test_a_reminder_told_of_in_a_story_sets_nothing(tmp_path):
+@pytest.mark.parametrize("said", [
     # h70's trap: "…, будильник на четыре стоял, а я его во сне вырубила …" set an alarm at 04:00 named "стоял"
+    "в прошлую субботу проспала базу, будильник на четыре стоял, а я его во сне вырубила и дальше дрыхла. все хорошие пионы "
+    "без меня разобрали",
+    # h75: "Alarm for quarter past six. Weekdays only." set a one-shot alarm at 06:15: its repeat dropped
+    "Alarm for quarter past six. Weekdays only.",
+])
+async def test_a_timer_the_fast_path_would_misread_is_the_models(tmp_path, said):
     backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
     async with inproc_system(tmp_path, backend=backend) as system:
-        await system.turn("s", "в прошлую субботу проспала базу, будильник на четыре стоял, а я его во сне вырубила и дальше "
-                               "дрыхла. все хорошие пионы без меня разобрали")
+        await system.turn("s", said)
         assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
-        assert backend.calls, "the story is the model's to answer"
+        assert backend.calls, "the words are the model's to read"
 
 
 _FORMS_OF_H74_H75 = [
@@ -944,15 +949,6 @@ _FORMS_OF_H74_H75 = [
     (["how much is seventy eight thousand five hundred pounds in kilos"], "78500 lb"),
     (["сколько будет семьдесят восемь тысяч пятьсот фунтов в килограммах"], "78500 lb"),
 ]
-
-
-async def test_an_alarm_whose_repeat_is_said_in_a_sentence_of_its_own_is_never_set_once(tmp_path):
-    # h75: "Alarm for quarter past six. Weekdays only." set a one-shot alarm at 06:15: the repeat dropped
-    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
-    async with inproc_system(tmp_path, backend=backend) as system:
-        await system.turn("s", "Alarm for quarter past six. Weekdays only.")
-        assert not [c for c in _calls(await system.history("s")) if c.startswith("timers_set|")]
-        assert backend.calls, "the model reads the repeat"
 
 
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
