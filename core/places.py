@@ -11,6 +11,7 @@ list, read once.
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import re
 import zoneinfo
@@ -46,8 +47,17 @@ def _names(said: str, name: str) -> bool:
     """Whether the words said are the name, a Russian word in any case ("дубае" is "дубай"); an
     English one as written ("miles" is no "milan")."""
     words, parts = said.split(), name.split()
-    return len(words) == len(parts) and all(same_word(w, n) if re.search(r"[а-я]", n) else w == n
+    return len(words) == len(parts) and all((same_word(w, n) or _misspelt(w, n)) if re.search(r"[а-я]", n) else w == n
                                             for w, n in zip(words, parts))
+
+
+MISSPELT_MIN_LETTERS = 6  # a shorter Russian name has too many near words to be told by one letter
+MISSPELT_RATIO = 0.85
+
+
+def _misspelt(word: str, name: str) -> bool:
+    """A long Russian name said with a letter lost or changed, in any case ("анжелесе": "анджелес")."""
+    return len(name) >= MISSPELT_MIN_LETTERS and difflib.SequenceMatcher(None, word, name).ratio() >= MISSPELT_RATIO
 
 
 @functools.lru_cache(maxsize=1)

@@ -322,6 +322,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
         return True
     if kind == "show" and sent_to_phone(said):  # "скинь мне на телефон код: 147": the phone's, not the screen's
         return True
+    if kind == "show" and ":" in said:  # "glasses: table twelve, no sesame, no pesto": the text dictated is data
+        said = said.split(":", 1)[0]
     raw = _plain_words(in_digits(said))
     joint = _second_request(raw)
     if joint is not None and not REQUEST_VERB.search(raw[:joint.start()]):
@@ -515,7 +517,9 @@ _SHOWN_OBJECT = r"(?:\s+(?:" + _any("shown_object_patterns") + r"))"  # "put thi
 _SHOW = (re.compile(LEAD + r"(?:" + _any("show_verbs") + r")(?P<object>" + _SHOWN_OBJECT + r")?\s+" + _SCREEN
                     + r"(?:" + _SHOWN_OBJECT + r"(?=\s*[:—-]))?(?P<mark>\s*[:—-])?[\s,]*(?P<text>.+)$"),
          re.compile(LEAD + r"(?:" + _any("show_text_verbs") + r")\s+(?P<text>.+?)\s+" + _SCREEN
-                    + r"[\s.!]*$"))
+                    + r"[\s.!]*$"),
+         # "glasses: table twelve, nut allergy", "на очки: …": the screen named alone, the text after its colon
+         re.compile(LEAD + r"(?:" + _any("screen_alone_patterns") + r")(?P<mark>\s*:)\s*(?P<text>.+)$"))
 # a screen's words that ask for something to be found or thought of ("погоду", "мои таймеры",
 # "что ты думаешь о …", "который час"), not a text to put there: the model's
 _NOT_DICTATED = re.compile(r"^(?:" + _any("not_dictated_patterns") + r")")

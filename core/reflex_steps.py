@@ -559,12 +559,8 @@ class ReflexSteps:
             return True  # "а пятьдесят пять?" after 65 inches were converted
         if await self._text_put_right(turn, words):
             return True  # "oops, it's room 241, not 214" after a text shown
-        halves = said_again_otherwise(words)
-        read = partial(recognised, phrasings=self.s.phrasings)
-        first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
-        if first is not None:  # "wake me up at 6 tomorrow, no wait, make it 6:30": as put right, or the model's
-            intent = put_right(first, read(self.s.local_intents.match(halves[1]), halves[1]))
-            return intent is not None and await self._carry_out(turn, (intent,))
+        if (put_right_now := await self._put_right_in_one_breath(turn, words)) is not None:
+            return put_right_now
         match, aside = whole_or_among_remarks(self.s.local_intents, words)
         declared = free_text_as_said(with_referred(match or aside, partial(self._referred, turn)), words)
         call = declared_call(declared, words)
@@ -598,6 +594,18 @@ class ReflexSteps:
         if await self._carry_out(turn, both or (intent,)):
             return True
         return both is None and await self._read_otherwise(turn, intent, match or aside, words)
+
+    async def _put_right_in_one_breath(self, turn: TurnState, words: str) -> bool | None:
+        """"wake me up at 6 tomorrow, no wait, make it 6:30": the request as put right, True when carried
+        out, False when the model's; None when the words put nothing right in one breath (a "no" in a
+        text dictated: "glasses: table twelve, nut allergy, no sesame, no pesto")."""
+        halves = said_again_otherwise(words)
+        read = partial(recognised, phrasings=self.s.phrasings)
+        first = read(self.s.local_intents.match(halves[0]), halves[0]) if halves else None
+        if first is None or first.kind == "show":
+            return None
+        intent = put_right(first, read(self.s.local_intents.match(halves[1]), halves[1]))
+        return intent is not None and await self._carry_out(turn, (intent,))
 
     async def _read_otherwise(self, turn: TurnState, intent: Intent, declared: LocalMatch | None, words: str) -> bool:
         """A request read another way when the reading tried did nothing: "drop that one" with no

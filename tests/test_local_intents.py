@@ -951,8 +951,27 @@ _FORMS_OF_H74_H75 = [
 ]
 
 
+_FORMS_OF_H76_H77 = [
+    # h76/h77: who of a watch from the remark that names the app when the condition names nobody ("как напишет");
+    # the screen named alone before a colon, a "no" in the text dictated; "time check"; a put-right after a no
+    # and remarks; slang of units, tasks and watches; a city misspelt; one more reminder, its verb left out
+    (["Мурат из Стамбула обещал в телегу фотку новой подачи дорадо скинуть, а у меня телефон в шкафчике, я на раздаче "
+      "до ночи. как напишет — дёрни меня"], "в телегу"),
+    (["glasses: table twelve, nut allergy, no sesame, no pesto"], "table twelve, nut allergy, no sesame, no pesto"),
+    (["time check"], "It's "),
+    (["таймер на восемь минут, карамель", "не-не-не, стоп, сахар другой, двенадцать давай"], "на 12 минут"),
+    (["собачье сердце у тебя есть? старое, чёрно-белое", "длинный?"], "136 минут"),
+    (["шестьдесят кило это скок в паундах"], "132.3 lb"),
+    (["чё у тебя щас в бэкграунде крутится, глянь таски"], "ничего не выполняется"),
+    (["а чё у меня ваще щас отслеживается?"], "ни за чем не слежу"),
+    (["скока щас в лос анжелесе?"], "Анжелесе сейчас"),
+    (["remind me in 40 minutes to take my laundry out", "and tomorrow at noon to finish the history essay, it's due monday"],
+     "tomorrow at 12:00"),
+]
+
+
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
-                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75)
+                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75 + _FORMS_OF_H76_H77)
 
 
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path):

@@ -184,9 +184,10 @@ def _watch_in_clauses_of(raw: str, said: str, russian: bool) -> Intent | None:
     if intent is None or not interest_words(intent.subject) and any(_WATCH_APP.match(clause) for clause in clauses):
         return None  # "следи в телеге за сообщениями от Х, если напишет — дёрни меня": who is the app clause's (_watch_app_for)
     remarks = [clause for index, clause in enumerate(clauses) if index != at]
-    if _by_pronoun(intent) and any(_WATCH_APP.match(clause) for clause in clauses):
+    nobody_named = _by_pronoun(intent) or not interest_words(intent.subject)  # "как напишет — дёрни меня": who is the remark's
+    if nobody_named and any(_WATCH_APP.match(clause) for clause in clauses):
         return None  # "watch telegram for messages from Oleg, if he writes ping me": who is the app clause's (_watch_app_for)
-    if _by_pronoun(intent):  # who, from a remark; never from a call to tell ("последи за телегой и дёрни меня, … от него")
+    if nobody_named:  # who, from a remark; never from a call to tell ("последи за телегой и дёрни меня, … от него")
         calls = {index for index in told if _NOTIFY.match(re.sub(LEAD, "", clauses[index]))}
         return _who_from_remarks(intent, [clause for index, clause in enumerate(clauses) if index != at and index not in calls], said)
     return _where_from_remarks(intent, remarks)

@@ -481,7 +481,7 @@ _CHANGE_OPENING = re.compile(
 
 
 # what may follow a put-right's new time and says nothing of it: "make it 10 instead", "давай на 25, ставь"
-_AFTER_NEW_TIME = r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем))*"
+_AFTER_NEW_TIME = r"(?:\s+(?:instead|then|please|лучше|тогда|пожалуйста|поставим|ставим|поставь|засеки|засекай|заведём|заведем|давай))*"
 # (a length of two units as well: "make it an hour ten" is read "1 hour 10 minutes" by core.timewords.in_digits)
 _NEW_TIME = re.compile(r"(?:(?P<prep>in|for|at|на|через|в|к)\s+)?(?P<when>\d+(?:[:.]\d\d|[.,]\d(?=\s*" + _SPAN_UNIT
                        + r"))?(?:\s*" + _SPAN_UNIT
@@ -533,7 +533,8 @@ def _timer_change_intent(raw: str, said: str, russian: bool) -> Intent | None:
     # (a dash ends a clause too: "make that forty-five — it's a long chapter")
     clauses = [part for part in re.split(SENTENCE_END + r"|,\s*|\s+[—–]\s+", raw.strip())
                if part.strip(" .!?") and not _FILLER_ALONE.fullmatch(part.strip(" .!?"))]
-    changed = [_changed_to(clause, russian, after_no=at > 0 and _says_no(clauses[at - 1]))
+    # (the no may open the words, remarks between: "не-не-не, стоп, сахар другой, двенадцать давай")
+    changed = [_changed_to(clause, russian, after_no=any(_says_no(before) for before in clauses[:at]))
                for at, clause in enumerate(clauses)]
     changes = [at for at, change in enumerate(changed) if change is not None]
     if len(changes) != 1:
