@@ -29,7 +29,8 @@ _PLAY = re.compile(LEAD + r"(?:найди\s+и\s+включи|find\s+and\s+play|
                    r"play|put on|stick on|pop on|throw on|start playing)[\s,]+(?P<rest>.+)$")  # not "start": "start slow", "start the backup" are jobs
 
 
-_SEARCH = re.compile(LEAD + r"(?:найди(?:те)?|найти|поищи|поищите|ищи|покажи,?\s+что\s+есть\s+(?:про|о|об|по)|"
+_SEARCH = re.compile(LEAD + r"(?:(?:найди|поищи|глянь|покажи)(?:те)?,?\s+(?:вс[её]\s+)?что\s+есть\s+(?:про|о|об|по)|"  # "найди, что есть по …"
+                     r"найди(?:те)?|найти|поищи|поищите|ищи|"
                      r"что\s+есть\s+(?:про|о|об|по)|что\s+у\s+тебя\s+есть\s+(?:про|о|об|по)|"
                      r"find|search\s+(?:the\s+|your\s+)?catalog(?:ue)?\s+for|search\s+for|search|look\s+for|look\s+up|pull\s+up|"
                      r"what\s+do\s+you\s+have\s+(?:on|about|for)|show\s+me\s+what\s+you\s+have\s+(?:on|about)|"
@@ -75,7 +76,7 @@ _DETAIL_WORDS: tuple[tuple[Detail, re.Pattern[str]], ...] = (
 
 # words around a title that are not the title
 _FILLER = re.compile(r"(?:^|\s)(?:мне|нам|пожалуйста|плиз|фильм|фильмы|фильма|кино|кинофильм|сериал|сериалы|"
-                     r"сериала|мультфильм|мультик|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
+                     r"сериала|мультфильм|мультик|мульт|мульта|мультфильма|мультика|пож|please|for\s+me|for\s+us|the\s+movie|the\s+film|movie|film|"
                      r"the\s+series|series|the\s+show|show|now|сейчас|теперь|some|уже|already|tonight|"
                      r"в\s+(?:твоем\s+|вашем\s+)?каталоге|(?:in|from)\s+(?:the\s+|your\s+)?catalog(?:ue)?|"
                      # where it plays is the phone's business: "play X on my phone", "включи X на телефоне"
