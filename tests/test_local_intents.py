@@ -967,7 +967,7 @@ _FORMS_OF_H76_H77 = [
     (["скока щас в лос анжелесе?"], "Анжелесе сейчас"),
     (["remind me in 40 minutes to take my laundry out", "and tomorrow at noon to finish the history essay, it's due monday"],
      "tomorrow at 12:00"),
-    (["every day at four thirty, remind me staff meal"], "every day at 04:30: staff meal"),
+    (["every day at four thirty, remind me staff meal"], ":30: staff meal"),
     (["how many miles is a 5k"], "5 km"),
     (["найди чё есть по человеку-пауку", "во, мульт через вселенные врубай", "стопэ, на паузу, ужинать зовут"],
      "Пауза «Человек-паук: Через вселенные»"),
