@@ -308,14 +308,15 @@ _NOT_NOW = re.compile(r"(?<!\w)(?:" + _any("not_now_patterns") + r")(?!\w)")
 _CHANGES = frozenset({"timer_set", "timer_cancel", "timer_change", "play", "playback", "show", "watch", "unwatch"})
 
 
-def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
+def held_back(said: str, kind: ReflexKind, *, day_read: bool = False, length_read: bool = False) -> bool:
     """Whether words ask for no change of `kind` now, however a command puts them: a negation ("не
     включай"; a cancel's own "не надо" aside), two requests at once, a condition or a later time
     ("если я усну выключи фильм", "maybe later play X", "напомни завтра в 9"; a watch's condition
     or a cancel's reason aside), a thing already done ("i already paused it"), words said to
     someone else ("Маш, включи …"). core.frame refuses a
     changing command on them. `day_read`: a template read the day said ("tomorrow at 7"), so
-    another day holds nothing back."""
+    another day holds nothing back; `length_read`: a template read the timer's length ("дай мне
+    час, потом напомни …"), so a "later" is that length's."""
     if addressed_elsewhere(said) or quoted_request(said):  # "Маш, включи детям «Морозко»": someone else in the room
         return True  # is asked; "Ben keeps shouting 'play Toy Story!'": a request in someone's quoted words
     if kind in _CHANGES and asks_ability(kind, said):  # type: ignore[arg-type]  # "could you buzz me if …? or is that not a thing you do"
@@ -333,8 +334,8 @@ def held_back(said: str, kind: ReflexKind, *, day_read: bool = False) -> bool:
     if kind in ("watch", "timer_cancel", "unwatch"):
         return False  # a watch's condition, a cancel's reason ("my neighbour already moved it") are no "later"
     own = _from_the_request_on(said)
-    return bool(_NOT_NOW.search(raw if own == said.strip() else _plain_words(in_digits(own)))
-                or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
+    later = not (kind == "timer_set" and length_read) and _NOT_NOW.search(raw if own == said.strip() else _plain_words(in_digits(own)))
+    return bool(later or kind == "timer_set" and not day_read and ANOTHER_DAY.search(raw))
 
 
 def _from_the_request_on(said: str) -> str:

@@ -371,7 +371,8 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
     core.reflex.held_back) - a template matches words, not what the user means by them."""
     intent = reflex_intent(match)
     day_read = any(slot in match.slots for slot in DAY_SLOTS)
-    return None if intent is None or held_back(said, intent.kind, day_read=day_read) else intent
+    length_read = any(slot in match.slots for slot in ("hours", "minutes", "seconds"))
+    return None if intent is None or held_back(said, intent.kind, day_read=day_read, length_read=length_read) else intent
 
 
 def _undoing(before: list[tuple[str, ToolData | None]], *, russian: bool) -> Intent | None:

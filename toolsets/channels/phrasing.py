@@ -154,6 +154,7 @@ def _watch_in_clauses(raw: str, said: str, russian: bool) -> Intent | None:
 
 
 _POINTING = frozenset(words("requests", "pointing_words"))
+_JOINTS = frozenset(words("requests", "consequence_joint_words"))  # "так что", "so"
 
 
 def _watch_in_clauses_of(raw: str, said: str, russian: bool) -> Intent | None:
@@ -167,8 +168,8 @@ def _watch_in_clauses_of(raw: str, said: str, russian: bool) -> Intent | None:
     at, condition = found[0]
     told = [index for index, clause in enumerate(clauses) if _NOTIFY.search(clause)]
     lead = clauses[at][: condition.start()]
-    if not told or lead.strip() and not _NOTIFY.search(lead) and not remark(lead):
-        return None
+    if not told or lead.strip(" ,") and not _NOTIFY.search(lead) and not remark(lead) and lead.strip(" ,") not in _JOINTS:
+        return None  # ("я это прощёлкаю, так что если от тренера что придёт …": a consequence's joint opens it)
     if not all(_beside_a_watch(clause, whole_told=True) or _CONDITION.match(clause) and index and _beside_a_watch(clauses[index - 1])
                for index, clause in enumerate(clauses) if index != at and index not in told):
         return None  # (a condition with no message in it belongs to the remark before: "…, как поезд прибудет")
