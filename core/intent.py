@@ -242,7 +242,8 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     # "ты в принципе умеешь за телегой следить, чтоб если начальник напишет, ты меня будил?": asked before
     # the condition's "you would" goes (it takes "умеешь" with it)
     asks_ability = _ABLE_QUESTION.search(text) is not None
-    if kind not in ("timer_cancel", "task_cancel"):  # "не надо напоминать" is a cancel, not a cancel not given
+    negated = kind not in ("timer_cancel", "task_cancel") and _NEGATED_ORDER.search(text) is not None
+    if negated:  # "не надо напоминать" is a cancel, not a cancel not given
         text = _NEGATED_ORDER.sub(" ", text)  # "don't put anything up on my glasses for now": an order not given (h57)
     # "if I ever move to Tokyo I'd have to switch the home city": what the user would have to do, not a request
     if_said = _IF_CLAUSE.search(text) is not None
@@ -276,8 +277,9 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
         return bool(_SHOW_VERBS.search(text) and (_SHOW_PLACE.search(text) or ":" in said or _quoted(said))) \
             and not sent_to_phone(said)
     # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk, nor
-    # the user's own chore in a hypothetical ("if I ever move to Tokyo I'd have to switch the home city")
-    return bool(_CHANGE_VERBS.search(text)) or not hypothetical and not casual(said)
+    # the user's own chore in a hypothetical ("if I ever move to Tokyo I'd have to switch the home city"),
+    # nor words whose only order is one not given ("Don't set anything for tomorrow. Full rest day …", h79)
+    return bool(_CHANGE_VERBS.search(text)) or not hypothetical and not negated and not casual(said)
 
 
 _CASUAL = _listed("casual")

@@ -30,7 +30,7 @@ class LexiconError(LookupError):
 
 # where a sentence ends in written speech: after its stop and a space, not after an abbreviation's
 # stops ("remind me at seven a.m. to call the yard", "what time is it in L.A.? and Chicago?")
-SENTENCE_END = r"(?<=[.!?])(?<!\b[^\W\d_]\.[^\W\d_]\.)\s+"
+SENTENCE_END = r"(?<=[.!?…])(?<!\b[^\W\d_]\.[^\W\d_]\.)\s+"
 
 def _folder(root: Path | None) -> Path:
     return _DIR if root is None else root

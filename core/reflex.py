@@ -634,7 +634,7 @@ _CORRECTION = re.compile(LEAD + r"(?:(?:" + _any("not_words") + r")\s+(?P<wrong>
 
 # a request put right in the same breath: "wake me up at 6 tomorrow, no wait, make it 6:30",
 # "включи Шрека, ой, нет, лучше Шрека 2"
-_PUT_RIGHT = re.compile(r"[,.;!?]\s*(?:(?:" + _any("oops_words") + r")[\s,.!]+)?(?:" + _any("put_right_patterns")
+_PUT_RIGHT = re.compile(r"[,.;!?…]\s*(?:(?:" + _any("oops_words") + r")[\s,.!]+)?(?:" + _any("put_right_patterns")
                         + r"|" + NO_WAIT + r")(?:[\s,.!]+(?:" + _any("put_right_again_words") + r"))*[\s,.!]+(?=\S)")
 
 
@@ -645,6 +645,9 @@ def said_again_otherwise(said: str) -> tuple[str, str] | None:
     if found is None or not said[:found.start()].strip():
         return None
     return said[:found.start()].strip(), said[found.start() + 1:].strip()  # the second with its "no": a correction's opening
+
+
+PUT_RIGHT_HOURS_MAX = 6  # a clock time put right further than this from the first is read in the other half of the day
 
 
 def put_right(first: Intent | None, second: Intent | None) -> Intent | None:
@@ -661,6 +664,9 @@ def put_right(first: Intent | None, second: Intent | None) -> Intent | None:
             when = f"in {when} {span[1]}" if span else f"{when}:00"
         if re.fullmatch(r"\d{1,2}:\d\d", when):  # a clock time, in the day the request named
             hour, _, minute = when.partition(":")
+            first_hour = re.search(r"(\d{1,2}):\d\d$", first.when)
+            if first_hour is not None and abs(int(hour) - int(first_hour[1])) > PUT_RIGHT_HOURS_MAX:
+                return None  # "на завтра на шесть... не, на без четверти семь" read as 18:45: which half of the day, the model's
             when = f"{'tomorrow ' if first.when.startswith('tomorrow ') else ''}{int(hour):02d}:{minute}"
         return msgspec.structs.replace(first, when=when)
     if second.kind == "correction" and first.kind in ("play", "search", "details"):

@@ -96,7 +96,15 @@ def request_among_remarks(local: LocalIntents, said: str) -> LocalMatch | None:
     whole = [(match, part) for part in sentences for match in [local.match(part)] if match is not None]
     if len(whole) == 1 and _only_remarks_beside(sentences, whole[0][1], told_before=True):
         return whole[0][0]  # (its free text runs to its sentence's end: "…. напоминай мне каждый день в девять про витамин Д")
-    return (_clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])) if not whole else None
+    if whole:
+        return None
+    found = _clause_of_a_sentence(local, sentences) or _dictated_after_remarks(local, sentences or [said])
+    if found is None and not matched and _DASH.search(said):  # "22 pounds to kilos — the gimbal case": a dash ends a clause too
+        return request_among_remarks(local, _DASH.sub(", ", said))
+    return found
+
+
+_DASH = re.compile(r"\s+[—–]\s+")
 
 
 def whole_or_among_remarks(local: LocalIntents, said: str) -> tuple[LocalMatch | None, LocalMatch | None]:

@@ -183,6 +183,18 @@ async def test_two_places_asked_at_once_are_both_answered_and_shown_when_asked()
     assert report.passed == 1, report.per_scenario[0].why
 
 
+async def test_a_change_of_an_mcp_tool_is_refused_when_the_words_only_order_nothing():
+    # h79's trap: "Don't set anything for tomorrow. Full rest day: …" — the model set the home city to New York
+    # (the server's tool named "set", and "don't set" counted as words asking for a change)
+    rest = Scenario(id="rest", lang="en", turns=[Turn(
+        say="Don't set anything for tomorrow. Full rest day: no alarms, no reminders, I'm sleeping until my body says otherwise.",
+        calls=[], mentions=[], forbid=["worldclock_set_home"])])
+    rules = [Rule(r"Don't set anything", "TOOL_CALL: worldclock_set_home|New York", role="user"), Rule(r"", "Rest well!")]
+    report = await run_eval(with_worldclock(load_config(None, env={})), [rest], backend=ScriptedBackend(rules),
+                            profile="scripted", mode="progressive", progress=lambda line: None)
+    assert report.per_scenario[0].unrequested_side_effects == []  # tried (the eval counts a refused call as called), refused
+
+
 async def _played_with_the_fast_path(scenario: Scenario, reply: str):
     """`scenario` played with the default config (the fast path on) and the world clock, the model's every reply `reply`."""
     return await run_eval(with_worldclock(load_config(None, env={})), [scenario], backend=ScriptedBackend([Rule(r"", reply)]),

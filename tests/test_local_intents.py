@@ -421,6 +421,7 @@ _THE_REFLEX_MISREAD = (
     # h75: the reflex reads "Weekdays only." as the alarm's text, no sentence reads the repeat said after it
     # (the session leaves it to the model: a one-shot would drop the repeat)
     "Alarm for quarter past six. Weekdays only.",
+    "alarm for ten a.m. on weekdays",  # h79: the same, "on weekdays" its text (the model's)
 )
 
 
@@ -976,6 +977,11 @@ _FORMS_OF_H76_H77 = [
      "на 1 час"),
     (["тренер сказал завтрашнюю трень могут перенести и он в телегу кинет. я это сто пудов прощёлкаю, так что если от "
       "тренера чё придёт в телеге, сразу меня дёрни"], "от тренера"),
+    # h78: a remark after a dash; the verb after a conversion; a put-right after an ellipsis
+    (["22 pounds to kilos — the gimbal case"], "22 lb = 9.979 kg"),
+    (["восемь с половиной фунтов в килограммы переведи"], "8.5 lb"),
+    (["напомни через сорок минут глянуть рендер", "а, не, он там ещё ползёт еле-еле… давай лучше через полтора часа"],
+     "1 час 30 минут"),
 ]
 
 
