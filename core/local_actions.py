@@ -31,6 +31,7 @@ def _without_reason(text: str) -> str:
     """A reminder's text less the speaker's reason said after it; the text as said when that leaves nothing."""
     return _REASON_AFTER.sub("", text).strip() or text
 DAY_SLOTS = ("day", "repeat")  # slots that read the day said: "tomorrow", "every day"
+LENGTH_SLOTS = tuple(slot for slot, _unit in _UNITS)  # slots that read a timer's length: "дай мне час, потом напомни …"
 
 
 def clock_words(slots: dict[str, str | float]) -> str:

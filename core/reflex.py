@@ -647,7 +647,7 @@ def said_again_otherwise(said: str) -> tuple[str, str] | None:
     return said[:found.start()].strip(), said[found.start() + 1:].strip()  # the second with its "no": a correction's opening
 
 
-PUT_RIGHT_HOURS_MAX = 6  # a clock time put right further than this from the first is read in the other half of the day
+PUT_RIGHT_HOURS_MAX = 6  # a clock time put right further than this from the first may be in the other half of the day: the model's
 
 
 def put_right(first: Intent | None, second: Intent | None) -> Intent | None:

@@ -26,7 +26,7 @@ from core.fastpath import Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
 from core.intent import (addressed_elsewhere, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
                          words_offered_for)
-from core.local_actions import DAY_SLOTS, reflex_intent
+from core.local_actions import DAY_SLOTS, LENGTH_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
 from core.places import moment_there, place_name, zone_of
 from core.reflex import (ANOTHER_DAY, Intent, corrected, followed, held_back, is_russian, names_a_place, names_a_skill, places_apart, put_right, recognise,
@@ -379,7 +379,7 @@ def _unheld(said: str, match: LocalMatch) -> Intent | None:
     core.reflex.held_back) - a template matches words, not what the user means by them."""
     intent = reflex_intent(match)
     day_read = any(slot in match.slots for slot in DAY_SLOTS)
-    length_read = any(slot in match.slots for slot in ("hours", "minutes", "seconds"))
+    length_read = any(slot in match.slots for slot in LENGTH_SLOTS)
     return None if intent is None or held_back(said, intent.kind, day_read=day_read, length_read=length_read) else intent
 
 
