@@ -279,7 +279,12 @@ def requested(kind: ActionKind, said: str, offered: str = "") -> bool:
     # a tool the lexicons do not know (an MCP server's): any request will do, but not small talk, nor
     # the user's own chore in a hypothetical ("if I ever move to Tokyo I'd have to switch the home city"),
     # nor words whose only order is one not given ("Don't set anything for tomorrow. Full rest day …", h79)
-    return bool(_CHANGE_VERBS.search(text)) or not hypothetical and not negated and not casual(said)
+    return bool(_CHANGE_VERBS.search(text)) or not hypothetical and not (negated and not _gives_an_order(text)) and not casual(said)
+
+
+def _gives_an_order(text: str) -> bool:
+    """Whether a clause of the (normalised) words opens with an order to the assistant."""
+    return any(opens_an_order(clause) for clause in re.split(r"[.,;:!?]+", text) if clause.strip())
 
 
 _CASUAL = _listed("casual")
