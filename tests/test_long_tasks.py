@@ -42,7 +42,10 @@ async def test_a_long_task_runs_past_timeout_s_while_it_reports_and_stops_when_i
         glasses = system.actors["glasses"]
         await session_knows(system, "jobs")
         for args in ("5; 0.2", "60; 30", "60; 0.2", "60; 0.3"):  # done past timeout_s; stalls; runs out; cancelled
-            assert finals(await system.turn("s", f"call jobs_count|{args}"))[-1] == "Started."
+            # the turn is answered; under load an earlier task's progress report may join it at a safe
+            # point and have the scripted model's last word ("Progress noted."), so the start is read
+            # from the history below
+            assert finals(await system.turn("s", f"call jobs_count|{args}"))
         history = await system.history("s")
         done, stalls, runs_out, cancelled = (_task_of(history, a) for a in ("5; 0.2", "60; 30", "60; 0.2", "60; 0.3"))
 
