@@ -649,9 +649,27 @@ class Conversation(ReflexSteps):
         for tool in ("enable_toolset", "read_skill"):  # the world's toolsets: only when the words are about them
             choices[tool] = [name for name in choices.get(tool, [])
                              if toolset_offerable(self.s.registry.toolset(name), said)]
+        tools = self._routed(turn, tools, choices, active)
         choices.update(self._id_choices(tools))
         return _Step(history=history, messages=messages, tools=tools, choices=choices,
                      asked_notice=notice, plain_only=plain_only, closing=answered)
+
+    def _routed(self, turn: TurnState, tools: list[str], choices: dict[str, list[str]], active: list[str]) -> list[str]:
+        """The tools a step offers when the frame read the words as a request of one toolset
+        (`TurnState.routed_to`) that is not on yet: that toolset is the only one the model may turn
+        on or read the skill of among the built-in ones, and no other built-in toolset's tools are
+        offered until it is on (the local model turned timers on for a conversion of pounds, and
+        answered "No timers set."). Core tools, a plain answer and the toolsets the frame does not
+        know (an MCP server's: the world clock's home city) stay."""
+        routed, registry = turn.routed_to, self.s.registry
+        if not routed or routed in active or routed not in choices.get("enable_toolset", ()):
+            return tools
+        def kept(name: str | None) -> bool:  # a toolset's name (None: a core tool's; a skill of no toolset's)
+            spec = registry.toolset(name) if name else None
+            return spec is None or name == routed or spec.origin != "builtin"
+        choices["enable_toolset"] = [name for name in choices["enable_toolset"] if kept(name)]
+        choices["read_skill"] = [name for name in choices.get("read_skill", []) if kept(name)]
+        return [tool for tool in tools if kept(registry.toolset_of(tool))]
 
     async def _step_generate(self, turn: TurnState, step: _Step) -> str | object:
         """The model's reply; _STEP_AGAIN when the step is to be asked again, _TURN_OVER when the

@@ -167,12 +167,24 @@ def words_name_tool(spec, toolset: str, said: str) -> bool:
     a side effect nobody asked for (core.intent.check_call)."""
     tool_text = " ".join((toolset, spec.name.replace("_", " "), spec.summary, *(arg.name for arg in spec.args)))
     said_terms, tool_terms = set(stems(said)), set(stems(tool_text))
-    if not said_terms.isdisjoint(tool_terms):
+    # its verb alone names no tool: "set a reminder for then" shares "set" with worldclock_set_home
+    # (the local model set the home city to Tokyo), "make" with "Make a city the home city"
+    verbs = _verbs_of(spec, toolset)
+    if not said_terms.isdisjoint(tool_terms - verbs if tool_terms - verbs else tool_terms):
         return True
     # a Russian word the word list lacks, of the same root as the tool's English one: "анализ"/"analyze", "архив"/"archive"
     spelled = {transliterate(term) for term in said_terms if _CYRILLIC_WORD.search(term) and len(term) >= 3}
     return any(difflib.SequenceMatcher(None, word, term).ratio() >= COGNATE_RATIO
                for word in spelled for term in tool_terms if len(term) >= 3)
+
+
+def _verbs_of(spec, toolset: str) -> set[str]:
+    """The stems of the words that say what a tool does rather than to what: the first word of its
+    own name when the name says more ("set" of worldclock_set_home; "flights" alone is its object)
+    and the first word of its summary ("Make a city the home city of the clock")."""
+    own = _split(spec.name[len(toolset) + 1:] if spec.name.startswith(toolset + "_") else spec.name)
+    first = _split(spec.summary)[:1]
+    return {_stem(word) for word in (own[:1] if len(own) > 1 else []) + first}
 
 
 @dataclass(frozen=True, slots=True)

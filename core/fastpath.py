@@ -34,6 +34,14 @@ ReflexKind = Literal["time_now", "time_elsewhere", "time_there", "timer_set", "t
                      "repeat"]
 Detail = Literal["runtime", "director", "episodes", "year", "about"]
 
+# the request a toolset serves for each kind of a plain request (protocol.ToolSpec.serves): which
+# toolset's request the words are, for the kinds a toolset carries out ("" for the runtime's own:
+# the clock, the screen, a correction)
+REQUEST_OF_KIND: dict[str, Serves] = {
+    "play": "title_play", "playback": "title_play", "search": "title_search", "details": "title_info",
+    "timer_set": "timer_set", "timer_list": "timer_list", "timer_cancel": "timer_cancel", "timer_change": "timer_set",
+    "watch": "watch_set", "unwatch": "watch_end", "tasks": "task_list"}
+
 
 class Intent(msgspec.Struct, frozen=True, kw_only=True):
     """What a turn's words ask, as far as a reflex can carry it out.

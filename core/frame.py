@@ -83,6 +83,16 @@ class Frame(msgspec.Struct, frozen=True):
     intent: Intent | None
     refused: str = ""  # why not: "none", "unknown", "unsaid: <word>", "unrequested", "held back", "several"
     declared: LocalMatch | None = None
+    # what the command reads as, taken or not: a reading refused for a word the user did not say
+    # still tells which toolset's request the words are (`routing`)
+    read_as: Intent | LocalMatch | None = None
+
+    @property
+    def routing(self) -> Intent | LocalMatch | None:
+        """Whose request the words are, as the command reads: taken, or refused for its words alone
+        (a word or a number the model changed); words that ask for nothing ("-", "unrequested",
+        "held back") or for two things route nowhere."""
+        return self.intent or self.declared or (self.read_as if self.refused.startswith("unsaid") else None)
 
     @property
     def taken(self) -> bool:
@@ -151,17 +161,18 @@ def _read_line(line: str, said: str, before: str, phrasings: Sequence[Phrasing] 
     # to do now: a timer or a play grounded in it is the last request said again
     unsaid = _unsaid(command, f"{said}\n{before}" if intent is not None and intent.kind in _ASKING else said, own)
     if unsaid:
-        return Frame(command, None, f"unsaid: {unsaid}")
+        framed = intent if intent is not None and intent.kind in _FRAMED_KINDS else None
+        return Frame(command, None, f"unsaid: {unsaid}", read_as=framed)
     if intent is None or intent.kind not in _FRAMED_KINDS:
         return Frame(command, None, "unknown")
     if intent.reference is not None and not intent.subject and not _reference_said(intent.reference, said):
-        return Frame(command, None, "unsaid: reference")  # "включи мне Назад в будущее" is no "the oldest one"
+        return Frame(command, None, "unsaid: reference", read_as=intent)  # "включи мне Назад в будущее" is no "the oldest one"
     if intent.kind in _ACTION_OF and not _asked_for(_ACTION_OF[intent.kind], said, before):
         return Frame(command, None, "unrequested")  # "мне через 10 минут выходить": a timer's words, no request
     if intent.kind in _ACTION_OF and held_back(said, intent.kind):
         return Frame(command, None, "held back")  # "maybe later play X", "если я усну выключи фильм"
     if intent.kind == "timer_cancel" and intent.all_timers and not _EVERY_TIMER.search(_fold(said)):
-        return Frame(command, None, "unsaid: all")  # "cancel all timers" needs words that say all of them
+        return Frame(command, None, "unsaid: all", read_as=intent)  # "cancel all timers" needs words that say all of them
     russian = is_russian(said)
     if intent.kind == "timer_set" and set(_WORD.findall(_fold(intent.text))) <= _ADDRESS:
         intent = msgspec.structs.replace(intent, text="")  # "порфирий, поставь таймер": the name is no reminder
@@ -182,7 +193,7 @@ def _declared(command: str, said: str, own: frozenset[str], local: LocalIntents)
         return None
     unsaid = _unsaid(command, said, own)
     if unsaid:
-        return Frame(command, None, f"unsaid: {unsaid}")
+        return Frame(command, None, f"unsaid: {unsaid}", read_as=match)
     spoken = language_of(said)  # answered in the user's language, where the toolset words it so
     match = msgspec.structs.replace(match, language=spoken, call=local.calls.get((match.intent, spoken), match.call))
     return Frame(command, None, declared=match)

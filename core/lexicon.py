@@ -270,6 +270,44 @@ def _thousands_in_figures(text: str) -> str:
 
 
 @lru_cache(maxsize=1)
+def _number_words() -> dict[str, int]:
+    """Every word a whole number up to 999 is said with (its hundreds, tens, teens and units)."""
+    values = {str(word).casefold(): int(n) for key in ("tens", "teens", "units") for word, n in table("requests", key).items()}
+    return values | {str(word).casefold(): int(n) for word, n in table("spoken", "hundreds").items()}
+
+
+def tenths_said_with_and(text: str, followers: Container[str], *, alone: bool = False) -> str:
+    """"сто один и три по Фаренгейту" -> "101.3 по Фаренгейту", "тридцать шесть и шесть градусов" ->
+    "36.6 градусов": a whole number, the language's `decimal_and_words` and one digit, said before a
+    word of `followers` (folded: the units a sentence names) are tenths, as a temperature is said; "серии
+    пять и шесть", "в семь и восемь" (no unit after them) stay two numbers. `alone`: or said last
+    (an amount said alone after a conversion: "а девяносто семь и семь?")."""
+    joins = {str(word).casefold() for word in words("spoken", "decimal_and_words")}
+    tokens = text.split(" ")
+    if not joins or not joins.intersection(word.casefold() for word in tokens):  # most words say none
+        return text
+    numbers, digits = _number_words(), {str(w).casefold(): int(n) for w, n in table("spoken", "digits").items()}
+    at = len(tokens) - 1
+    while (at := at - 1) > 0:  # from the end: a replacement leaves the words before it where they were
+        part, after = tokens[at + 1].casefold(), re.sub(r"\W+$", "", tokens[at + 2] if at + 2 < len(tokens) else "")
+        if tokens[at].casefold() not in joins or fold(after) not in followers and not (alone and not after):
+            continue
+        tenth = int(part) if part.isdigit() and len(part) == 1 else digits.get(part)
+        start = at
+        while start > 0 and (tokens[start - 1].isdigit() or tokens[start - 1].casefold() in numbers):
+            start -= 1
+        whole = tokens[start:at]
+        if tenth is None or not whole or (len(whole) > 1 and any(word.isdigit() for word in whole)):
+            continue
+        said = [int(word) if word.isdigit() else numbers[word.casefold()] for word in whole]
+        if any(len(str(bigger)) <= len(str(smaller)) for bigger, smaller in zip(said, said[1:])):
+            continue  # "пять шесть": two numbers, not one said by its hundreds, tens and units
+        tokens[start:at + 2] = [f"{sum(said)}.{tenth}"]
+        at = start
+    return " ".join(tokens)
+
+
+@lru_cache(maxsize=1)
 def _decimal_point() -> tuple[re.Pattern[str], dict[str, int]]:
     digits = {str(word).casefold(): int(n) for word, n in table("spoken", "digits").items()}
     digit = "|".join(re.escape(w) for w in sorted(digits, key=len, reverse=True))

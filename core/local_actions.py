@@ -82,7 +82,9 @@ def _time_there(match: LocalMatch, russian: bool) -> Intent | None:
     when = clock_words(slots)  # "monday 09:00": the next Monday there
     hour = slots.get("hour")
     dial = not slots.get("half") and isinstance(hour, float) and 1 <= hour <= 11
-    return Intent(kind="time_there", russian=russian, subject=str(slots.get("place", "")), when=when, dial=dial) if when else None
+    # `text`: the place whose clock it is asked on, when the words name one ("это во сколько по Москве?")
+    return Intent(kind="time_there", russian=russian, subject=str(slots.get("place", "")), when=when, dial=dial,
+                  text=str(slots.get("here_place", ""))) if when else None
 
 
 def reflex_intent(match: LocalMatch) -> Intent | None:

@@ -385,6 +385,9 @@ class LocalIntents:
             if not results and (paired := lexicon.paired_hundreds_in_figures(text, self._list_words.get(language, ()))) != text:
                 # "one eighty celsius in fahrenheit?": hundreds said as two numbers before a unit a list names
                 results = list(recognize_all(paired, intents, slot_lists=lists, intent_context=_HERE, language=language))
+            if not results and (tenths := lexicon.tenths_said_with_and(text, self._list_words.get(language, ()))) != text:
+                # "сто один и три по Фаренгейту это сколько по Цельсию": 101.3, as a temperature is said
+                results = list(recognize_all(tenths, intents, slot_lists=lists, intent_context=_HERE, language=language))
             if results and all(_opened_wildcard(result) for result in results) \
                     and (bare := _OPENED.sub("", text, count=1)) != text and bare.strip():
                 # "так что давай Дубай сделаем домашним": a free slot that took the words opening the sentence

@@ -345,12 +345,19 @@ def _from_the_request_on(said: str) -> str:
     condition ("если я усну. выключи фильм") is the request's condition, written as a sentence. A
     last clause telling the speaker's own plan ("…, I'll order it in the app later") is left out too."""
     sentences = re.split(SENTENCE_END, _without_own_plan(said.strip()))
-    if len(sentences) == 1:
-        return sentences[0]
     at = 0
     while at < len(sentences) - 1 and remark(sentences[at]) and not _CONDITION.match(fold(sentences[at]).lstrip()):
         at += 1
+    # a remark, then its consequence: "Mochi screams the house down if her dinner is late, so please remind
+    # me …" (the "if" is the remark's, not a condition of the request)
+    joint = _CONSEQUENCE.search(sentences[at])
+    before = sentences[at][:joint.start()] if joint is not None else ""
+    if before and remark(before) and not _CONDITION.match(fold(before).lstrip()) and not remark(sentences[at][joint.end():]):
+        sentences[at] = sentences[at][joint.end():]
     return " ".join(sentences[at:])
+
+
+_CONSEQUENCE = re.compile(r",\s*(?:" + _any("consequence_joint_words") + r")\s+", re.IGNORECASE)
 
 
 # a clause after the request telling what the speaker will do ("…, I'll order it in the app later"): their plan's time

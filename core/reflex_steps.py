@@ -22,9 +22,9 @@ import msgspec
 import protocol as p
 from core import tracing
 from core.lexicon import SENTENCE_END, alternation, digits_in_figures, fold, words
-from core.fastpath import Phrasing, Reference, last_data
+from core.fastpath import REQUEST_OF_KIND, Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import (addressed_elsewhere, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
+from core.intent import (addressed_elsewhere, asks_ability, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
                          words_offered_for)
 from core.local_actions import DAY_SLOTS, LENGTH_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
@@ -411,8 +411,10 @@ def _other_end(tried: Intent, said: str, phrasings: Sequence[Phrasing]) -> Inten
 
 def _sentence_instead(match: LocalMatch | None, tried: Intent, said: str) -> Intent | None:
     """A toolset's sentence that took free text, of another kind than the reflex's reading the
-    session tried and found not plain: "drop the Mike one" names no timer; it is the watch's."""
-    if match is None or not match.wildcard or match.read_first:
+    session tried and found not plain: "drop the Mike one" names no timer; it is the watch's. A
+    playback control is never a title ("поставь фильм на паузу, кошка орёт" with nothing playing
+    searched the catalog for "на паузу кошка опять орёт")."""
+    if match is None or not match.wildcard or match.read_first or tried.kind == "playback":
         return None
     other = _unheld(said, match)
     return other if other is not None and other.kind != tried.kind else None
@@ -512,6 +514,22 @@ PUT_RIGHT_WORDS_MAX = 40  # a second thought that puts a value right is short; l
 PLACE_WORDS_MAX = 3  # the longest run of words tried as a place's name ("los angeles", "нью-йорк")
 
 
+def _and_another(intent: Intent, said: str, phrasings: Sequence[Phrasing]) -> tuple[Intent, ...] | None:
+    """Two requests in one breath whose first is the one read ("stop it, I can't keep my eyes open.
+    wake me in three hours" stopped the film and set no alarm): both, or None when the words hold
+    one request."""
+    two = recognise_both(said, phrasings)
+    return two if two is not None and intent.kind in (asked.kind for asked in two) else None
+
+
+def _place_opening(said: str) -> str:
+    """The place the words open with ("Москве вечно я путаюсь с этой разницей": a free slot ran on
+    past the sentence's end); "" when they open with none."""
+    words = said.split()
+    return next((" ".join(words[:length]) for length in range(1, min(PLACE_WORDS_MAX, len(words)) + 1)
+                 if zone_of(" ".join(words[:length]))), "")
+
+
 def _places_named(said: str) -> list[str]:
     """The places the words name, a zone once ("the London couple wants a call … their time": "London")."""
     words = re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", said)
@@ -587,7 +605,7 @@ class ReflexSteps:
             intent = intent_among_remarks(words, self.s.phrasings)
         if intent is not None and intent.kind == "follow_up":  # "а в Дубае?": the request before, again
             intent = followed(intent, self._request_before(turn, back=FOLLOW_UP_LOOKBACK))
-        both = recognise_both(words, self.s.phrasings) if intent is None else places_apart(intent)
+        both = recognise_both(words, self.s.phrasings) if intent is None else places_apart(intent) or _and_another(intent, words, self.s.phrasings)
         if intent is None and both is None and takes_back(words):  # "actually forget it, …": what was just set
             intent = _undoing(self.results_before(turn), russian=is_russian(words))
         if intent is None and both is None:
@@ -633,8 +651,10 @@ class ReflexSteps:
         frame's reading, the model's, not the user's words: the call guards judge it first, as they
         judge the model's calls, and one they refuse leaves the turn to the model, unrecorded; a
         change needs words that ask for something, as the frame's own commands do (core.frame)."""
+        spec = self.s.registry.spec(call[0])
+        if spec is not None and not spec.read_only and asks_ability(spec.action or "change", self._turn_words(turn.start)):
+            return False  # "can you send things to my phone, like, in general? I'm just curious" sent "things"
         if guarded:
-            spec = self.s.registry.spec(call[0])
             if spec is not None and not spec.read_only and _only_remarks(self._turn_words(turn.start)):
                 return False  # "my wife sent the list to my phone this morning": a story asks for no change
             if (refusal := self._guard(*call, turn.start, ())) is not None:
@@ -819,9 +839,18 @@ class ReflexSteps:
             return None  # the model's own step says so, or works again
         frame = read_frame(reply, words, before[:300], self.s.phrasings, self.s.local_intents.frame, self.s.local_intents)
         turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
+        turn.routed_to = self._toolset_of(frame.routing)
         _log.info("session=%s frame %r -> %s", self.sid, frame.command, frame.intent.kind if frame.intent else
                   frame.declared.intent if frame.declared else f"the model ({frame.refused})")
         return frame.intent or frame.declared
+
+    def _toolset_of(self, reading: Intent | LocalMatch | None) -> str:
+        """The toolset whose tool a reading of the words calls ("": none, or the runtime's own)."""
+        if isinstance(reading, LocalMatch):
+            tool = reading.call.tool if reading.call is not None else ""
+        else:
+            tool = self.tool(REQUEST_OF_KIND.get(reading.kind, "")) if reading is not None else ""
+        return self.s.registry.toolset_of(tool) or "" if tool else ""
 
     async def _ask_quietly(self, turn_id: str, messages: list[p.ChatMessage], max_tokens: int = FRAME_MAX_TOKENS) -> str:
         """One short generation nobody sees (no Display): counted and observed as a model call."""
@@ -971,7 +1000,11 @@ class ReflexSteps:
         dial there. The place said, or the one place the words name ("the London couple … nine
         o'clock their time"), else the place the conversation asked the time of ("у них стендап в час дня
         по-ихнему" after New York's time); None when there is none, or more than one: the model's."""
-        named = _places_named(self.turn_words(turn)) if not intent.subject else []
+        if intent.text and not self._on_my_clock(_place_opening(intent.text)):
+            return None  # "…, это во сколько по Дубаю?": asked on a third place's clock, the model's
+        # a place named on the user's own clock ("… по их времени. это во сколько по Москве?") is here, not there
+        named = [place for place in _places_named(self.turn_words(turn)) if not self._on_my_clock(place)] \
+            if not intent.subject else []
         place = intent.subject or (named[0] if len(named) == 1 else "" if named else self.place_talked_about(turn))
         clock = await self.data(turn, "get_current_time", place) if place and zone_of(place) else None
         if not isinstance(clock, ClockRead) or not clock.place:
@@ -984,6 +1017,11 @@ class ReflexSteps:
         here, today = dt.datetime.fromtimestamp(moment, self.s.tz), dt.datetime.fromtimestamp(clock.at, self.s.tz).date()
         return time_there_answer(self.speaker(intent.russian), place, dt.datetime.fromtimestamp(moment, zone), here, today,
                                  intent.russian)
+
+    def _on_my_clock(self, place: str) -> bool:
+        """Whether a place keeps the user's time now (their own city named: "по Москве")."""
+        zone, now = zone_of(place), dt.datetime.fromtimestamp(self.now(), dt.timezone.utc)
+        return zone is not None and zoneinfo.ZoneInfo(zone).utcoffset(now) == now.astimezone(self.s.tz).utcoffset()
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""

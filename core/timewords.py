@@ -653,6 +653,7 @@ def amount_alone(said: str) -> str:
     """The amount a follow-up says and nothing else ("а пятьдесят пять?": "55", "and minus forty?":
     "-40", "и 2.5?": "2.5"); "" when the words say more than one amount."""
     text = _AMOUNT_OPENS.sub("", lexicon.fold(said).strip(" ?!.,")).strip(" ?!.,")
+    text = lexicon.tenths_said_with_and(text, (), alone=True)  # "а девяносто семь и семь?": 97.7
     words = re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+|-(?=\d)", text)
     below = bool(words) and (words[0] in BELOW_ZERO or words[0] == "-")
     counted = _counted([w for w in re.findall(r"\d+(?:[.,]\d+)?|[^\W\d_]+", lexicon.hundreds_in_figures(

@@ -45,5 +45,6 @@ class TurnState:
     claim_retried: bool = False  # a reply that claimed an action nobody made was asked again once
     withheld: set[str] = dataclasses.field(default_factory=set)  # tools not offered in this turn (core.reflex)
     remark: bool = False  # words that ask for nothing, and the frame found no command in them: a plain answer
+    routed_to: str = ""  # the toolset whose request the frame read the words as (the only one the model may turn on)
     parts: list[str] = dataclasses.field(default_factory=list)  # a request of several tasks, each its own tools (core.discovery.part_tools)
     parts_told: set[str] = dataclasses.field(default_factory=set)  # parts the model was told were left (once each)

@@ -8,7 +8,7 @@ import protocol as p
 from core.frame import frame_messages, read_frame
 from core.reflex import recognise
 from core.reflex_steps import builtin_local_intents
-from harness import inproc_system, until
+from harness import ToolsSeen, inproc_system, until
 from llm.scripted import ScriptedBackend
 
 
@@ -275,3 +275,69 @@ async def test_a_number_said_as_another_places_hour_is_no_timers_length(tmp_path
         await system.turn("s", said)
         history = await system.history("s")
     assert not [m for m in history if m["role"] == "tool" and m.get("name") == "timers_set" and m["content"].startswith("Timer ")]
+
+
+_HEPARIN = "the transfer chart is American again, patient weighs one seventy six pounds. I need kilos for the heparin dose"
+
+
+def _converter(frame_command: str):
+    """The local model on a conversion the fast path missed: the frame's command with a number the
+    user did not say; as the agent, it turns on what it is offered first and converts."""
+    def reply(messages):
+        if "ONE command from this list" in messages[0].content:
+            return frame_command
+        last = messages[-1]
+        if last.role == "tool":
+            return "176 lb = 79.83 kg."
+        if "Toolset units activated" in last.content:
+            return "TOOL_CALL: units_convert|176; lb; kg"
+        return "TOOL_CALL: enable_toolset|units"
+    return reply
+
+
+async def test_words_the_frame_reads_as_one_toolsets_request_let_the_model_turn_on_that_toolset_alone(tmp_path):
+    """h80: "…patient weighs one seventy six pounds, what's that in kilos" went to the model, which
+    read the media skill and searched the catalog for the sentence; the frame had read it as a
+    conversion (refused: its number was not the one said). While that toolset is off, it is the
+    only one the model may turn on, and no other toolset's tools are offered."""
+    backend = ToolsSeen(reply_fn=_converter("convert 167 pounds to kilograms"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", "найди Сталкер")  # media is on from the turn before
+        await system.turn("s", _HEPARIN)
+        first_step = backend.choices.index(next(c for c in backend.choices if c.get("enable_toolset") == ["units"]))
+        assert not [tool for tool in backend.offered[first_step] if tool.startswith(("media_", "timers_"))]
+        assert backend.choices[first_step]["read_skill"] == []  # units has no skill; media's is not offered
+        assert "units_convert" in backend.offered[first_step + 1]  # on, its tools are offered
+        history = await system.history("s")
+        assert [m["content"] for m in history if m["role"] == "assistant" and "units_convert" in m["content"]]
+
+
+async def test_words_the_frame_reads_as_no_request_route_nowhere(tmp_path):
+    backend = ToolsSeen(reply_fn=_converter("-"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", _HEPARIN)
+        assert {"media", "timers", "units"} <= set(backend.choices[1]["enable_toolset"])  # [0]: the frame's question
+
+
+async def test_a_routed_turn_still_offers_the_toolsets_the_frame_does_not_know(tmp_path):
+    """The frame knows the built-in toolsets' commands, not an MCP server's: "… you keep giving me Moscow
+    time, make Chicago my home" framed as a timer (refused: its 7 unsaid) must leave the world clock's
+    home city to the model."""
+    import sys
+    from pathlib import Path
+
+    import msgspec
+
+    from core.config import McpConfig, McpServerConfig
+    from harness import make_config, session_knows
+
+    server = McpServerConfig(command=[sys.executable, str(Path(__file__).parent / "mcp_worldclock_server.py")],
+                             env={"WORLDCLOCK_NOW": "1773500400"}, timeout_s=10.0)
+    config = msgspec.structs.replace(make_config(tmp_path, frame=True), mcp=McpConfig(servers={"worldclock": server}))
+    backend = ToolsSeen(reply_fn=_converter("set a timer for 7:00 AM to Chicago"))
+    async with inproc_system(tmp_path, backend=backend, config=config) as system:
+        await session_knows(system, "worldclock")
+        await system.turn("s", "I'm stuck at this conference in Chicago all week and you keep giving me Moscow time, "
+                               "so make Chicago home", timeout=30)
+        offered = next(c["enable_toolset"] for c in backend.choices if "enable_toolset" in c)
+        assert "timers" in offered and "worldclock" in offered and "media" not in offered, offered

@@ -783,6 +783,10 @@ async def test_a_change_the_users_words_say_nothing_of_is_refused_and_one_they_n
                           timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert not any("home city set" in r for r in results), results
+        # h80: "set" alone is the tool's verb, not its object: a reminder "for then" set the home city to Tokyo
+        await system.turn("s", "set a reminder for then to call my daughter", timeout=30)
+        results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
+        assert not any("home city set" in r for r in results), results
         await system.turn("s", "set my home city to London", timeout=30)
         results = [m["content"] for m in await system.history("s") if m["role"] == "tool"]
         assert any("home city set: London" in r for r in results), results

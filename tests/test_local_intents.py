@@ -422,6 +422,9 @@ _THE_REFLEX_MISREAD = (
     # (the session leaves it to the model: a one-shot would drop the repeat)
     "Alarm for quarter past six. Weekdays only.",
     "alarm for ten a.m. on weekdays",  # h79: the same, "on weekdays" its text (the model's)
+    "разбуди меня в семь вечера",  # h80: the reflex: no alarm's name; the sentence: "будильник"
+    # h80: the reflex: the request before asked again "there"; the sentence: 8 a.m. there on the user's clock
+    "so when is it eight in the morning there, my time?",
 )
 
 
@@ -984,9 +987,47 @@ _FORMS_OF_H76_H77 = [
      "1 час 30 минут"),
 ]
 
+_FORMS_OF_H80_H81 = [
+    # h80: tenths said with "и", as a temperature is said in Russian (the model converted 101, not 101.3); a
+    # temperature said with tenths keeps them
+    (["сто один и три по Фаренгейту это сколько по Цельсию"], "101.3 F = 38.5 C"),
+    (["сто два и два по Фаренгейту сколько в Цельсиях?", "а девяносто семь и семь?"], "97.7 F = 36.5 C"),
+    (["convert thirty seven point two Celsius to Fahrenheit"], "37.2 C = 99.0 F"),
+    # h80/h81: another place's clock time asked on the user's, in more words: "there" (the place asked about
+    # before), the user's own city named ("по Москве", not the place converted), a deadline "by" a time, "к" a day
+    (["what time is it in Tokyo", "so when is it eight in the morning there, my time?"], "When it's 08:00 in Tokyo, it's 02:00"),
+    (["сколько сейчас в Берлине?", "а когда у сестры там будет девять вечера, это по-нашему во сколько?"],
+     "Берлин: 21:00 — у вас в это время"),
+    (["клиент из Токио хочет перевод к понедельнику, к девяти утра по их времени. а это сколько у нас по Москве? вечно я "
+      "путаюсь с этой разницей"], "Токио: 09:00 — у вас в это время 03:00, понедельник"),
+    (["сколько сейчас в Лос-Анджелесе?", "у меня с ними созвон в одиннадцать утра по их времени. это во сколько по Москве?"],
+     "Лос-Анджелес: 11:00 — у вас в это время"),
+    (["and my LA client wants the draft by five pm Monday their time. when is that for me?"], "When it's 17:00 in Los Angeles, it's 0"),
+    # a second request in the next sentence (the film stopped, the alarm lost); a remark and its consequence ("…
+    # if her dinner is late, so please remind me …": the "if" is the remark's); monitors and tasks in more words
+    (["find House", "the medical one. put it on", "stop it, I can't keep my eyes open. wake me in three hours"],
+     "Timer set for 3 hours"),
+    (["Mochi screams the whole house down if her dinner is late, so please remind me every day at seven thirty pm to feed "
+      "her"], "every day at 19:30: feed her"),
+    (["and is anything else running in the background"], "Nothing"),
+]
+
+
+async def test_an_ability_question_or_a_pause_with_nothing_playing_changes_nothing(tmp_path):
+    # h81's trap: "can you send things to my phone, like, in general? I'm just curious" sent "things" to the phone;
+    # "поставь фильм на паузу, кошка орёт, …" with nothing playing searched the catalog for the sentence
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    async with inproc_system(tmp_path, backend=backend) as system:
+        await system.turn("s", "can you send things to my phone, like, in general? I'm just curious")
+        await system.turn("s", "поставь фильм на паузу, кошка опять орёт, похоже, пора её кормить")
+        assert _calls(await system.history("s")) == []
+        await system.turn("s", "list the monitors you have")  # called by its sentence, the result worded by the model
+        assert _calls(await system.history("s")) == ["monitors_list|"]
+
 
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
-                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75 + _FORMS_OF_H76_H77)
+                              + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75 + _FORMS_OF_H76_H77
+                              + _FORMS_OF_H80_H81)
 
 
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path):

@@ -91,8 +91,10 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     except ValueError as exc:
         reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
         return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
-    # a temperature to a tenth of a degree, as a thermometer shows it ("55 F = 12.8 C", not 12.78)
-    shown = f"{round(result, 1):g}" if unit_to.casefold() in _TEMPERATURES else _figure(result)
+    # a temperature to a tenth of a degree, as a thermometer shows it ("55 F = 12.8 C", not 12.78); said
+    # with tenths, it keeps them ("37.2 C = 99.0 F": a fever chart's reading, not "99")
+    tenths = ".1f" if value != int(value) else "g"
+    shown = f"{round(result, 1):{tenths}}" if unit_to.casefold() in _TEMPERATURES else _figure(result)
     return CallOutcome(kind="ok", text=f"{value:g} {unit_from} = {shown} {unit_to}")
 
 
