@@ -1010,6 +1010,11 @@ _FORMS_OF_H80_H81 = [
     (["Mochi screams the whole house down if her dinner is late, so please remind me every day at seven thirty pm to feed "
       "her"], "every day at 19:30: feed her"),
     (["and is anything else running in the background"], "Nothing"),
+    # a watch of an app said alone, with its call to tell, then what is awaited ("…, только если там про замену",
+    # "…, я жду правки от студии")
+    (["в отделенческом чате в телеграме вечно флуд, мемы и поздравления, а мне важно только про замены смен. следи за "
+      "телеграмом и буди меня, только если там про замену"], "про замену"),
+    (["следи за почтой, я жду правки от студии из Лос-Анджелеса"], "правки от студии из Лос-Анджелеса"),
 ]
 
 

@@ -216,18 +216,19 @@ _WATCH_APP = re.compile(LEAD + r"(?:also\s+|и\s+ещ[её]\s+|ещ[её]\s+|и\
 
 
 # the app alone, then what is awaited in the clause after it: "следи за почтой, жду договор от пары из Казани"
-_WATCH_APP_ALONE = re.compile(_WATCH_APP.pattern.split(r"(?P<app>[\w-]+)")[0] + r"(?P<app>[\w-]+)$")
+_WATCH_APP_ALONE = re.compile(_WATCH_APP.pattern.split(r"(?P<app>[\w-]+)")[0] + r"(?P<app>[\w-]+)(?:\s+(?:"
+                              + alternation("watching", "app_alone_tell_patterns", WORDS) + r"))?$")
 _AWAITED = re.compile(r"^(?:" + alternation("watching", "awaited_patterns", WORDS) + r")\s+(?P<what>.+)$")
 
 
 def _awaited_joined(clauses: list[str], russian: bool) -> list[str]:
     """The clauses with an app said alone joined to the awaited thing after it, as "<app> за <what>"."""
     for at in range(len(clauses) - 1):
-        awaited = _AWAITED.match(clauses[at + 1].casefold())
-        if _WATCH_APP_ALONE.match(clauses[at]) and awaited is not None:
+        awaited, alone = _AWAITED.match(clauses[at + 1].casefold()), _WATCH_APP_ALONE.match(clauses[at])
+        if alone is not None and awaited is not None:  # (the call to tell after the app is the watch's own)
             what = clauses[at + 1][awaited.start("what"):]
             joint = str(topic("ru" if russian else "en", "watching", WORDS)["awaited_joint"])
-            return [*clauses[:at], f"{clauses[at]} {joint} {what}", *clauses[at + 2:]]
+            return [*clauses[:at], f"{clauses[at][:alone.end('app')]} {joint} {what}", *clauses[at + 2:]]
     return clauses
 
 
