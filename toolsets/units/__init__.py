@@ -19,6 +19,7 @@ _SIZES: dict[str, tuple[str, float]] = {
     "g": ("mass", 0.001), "kg": ("mass", 1.0), "t": ("mass", 1000.0), "oz": ("mass", 0.028349523125),
     "lb": ("mass", 0.45359237),
     "ml": ("volume", 0.001), "l": ("volume", 1.0), "gal": ("volume", 3.785411784), "cup": ("volume", 0.2365882365),
+    "fl oz": ("volume", 0.0295735295625),  # the US fluid ounce (an airport's liquids, a recipe's)
     "km/h": ("speed", 1 / 3.6), "m/s": ("speed", 1.0), "mph": ("speed", 0.44704), "kn": ("speed", 0.514444),
 }
 _TEMPERATURES = {"c": (1.0, 0.0), "f": (5 / 9, -32.0), "k": (1.0, -273.15)}  # to °C: (x + shift) * scale
@@ -48,6 +49,14 @@ def unit_meant(unit_from: str, unit_to: str) -> str:
     if a in _SIZES and _SIZES[a][0] == "speed" and b in _PER_HOUR:
         return _PER_HOUR[b]
     return unit_to
+
+
+def ounces_meant(unit: str, other: str) -> str:
+    """"oz" beside a volume is the fluid ounce ("сто миллилитров — это сколько унций?": 3.38 fl oz,
+    not a mass); any other unit as given."""
+    if unit.casefold() == "oz" and _SIZES.get(other.casefold(), ("",))[0] == "volume":
+        return "fl oz"
+    return unit
 
 
 def degrees_meant(unit_from: str, unit_to: str) -> str:
@@ -87,6 +96,7 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
         value = float(args["value"].replace(",", "."))
         unit_to = unit_meant(args["from"].strip(), args["to"].strip())
         unit_from = degrees_meant(args["from"].strip(), unit_to)
+        unit_from, unit_to = ounces_meant(unit_from, unit_to), ounces_meant(unit_to, unit_from)
         result = convert(value, unit_from, unit_to)
     except ValueError as exc:
         reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
