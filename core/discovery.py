@@ -179,12 +179,11 @@ def words_name_tool(spec, toolset: str, said: str) -> bool:
 
 
 def _verbs_of(spec, toolset: str) -> set[str]:
-    """The stems of the words that say what a tool does rather than to what: the first word of its
-    own name when the name says more ("set" of worldclock_set_home; "flights" alone is its object)
-    and the first word of its summary ("Make a city the home city of the clock")."""
+    """The stems of the words that say what a tool does rather than to what, when its own name says
+    both ("set" of worldclock_set_home, and its summary's first word: "Make a city the home city of
+    the clock"); none when the name is one word ("notes_add": "add milk" names it; "flights")."""
     own = _split(spec.name[len(toolset) + 1:] if spec.name.startswith(toolset + "_") else spec.name)
-    first = _split(spec.summary)[:1]
-    return {_stem(word) for word in (own[:1] if len(own) > 1 else []) + first}
+    return {_stem(word) for word in own[:1] + _split(spec.summary)[:1]} if len(own) > 1 else set()
 
 
 @dataclass(frozen=True, slots=True)

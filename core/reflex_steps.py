@@ -1019,9 +1019,14 @@ class ReflexSteps:
                                  intent.russian)
 
     def _on_my_clock(self, place: str) -> bool:
-        """Whether a place keeps the user's time now (their own city named: "по Москве")."""
-        zone, now = zone_of(place), dt.datetime.fromtimestamp(self.now(), dt.timezone.utc)
-        return zone is not None and zoneinfo.ZoneInfo(zone).utcoffset(now) == now.astimezone(self.s.tz).utcoffset()
+        """Whether a place is in the user's own time zone (their city named: "по Москве"); Istanbul,
+        on the same offset as Moscow today, is another place (the user's zone by its name, where
+        it has one; else by its offset now)."""
+        zone, mine = zone_of(place), getattr(self.s.tz, "key", None)
+        if zone is None or mine is not None:
+            return zone is not None and zone == mine
+        now = dt.datetime.fromtimestamp(self.now(), dt.timezone.utc)
+        return zoneinfo.ZoneInfo(zone).utcoffset(now) == now.astimezone(self.s.tz).utcoffset()
 
     def _place_clock(self):
         """The read-only tool that tells a place's time (its one required argument the place)."""
