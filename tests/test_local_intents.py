@@ -1084,3 +1084,15 @@ def test_a_value_is_put_right_only_when_one_given_and_one_new_are_named(named, a
     from core.reflex_steps import value_put_right
 
     assert value_put_right(named, args) == changed
+
+
+def test_a_conversion_to_no_finite_number_is_a_clear_error_and_ounces_beside_a_volume_are_fluid():
+    from toolsets.units import _run
+
+    def converted(value: str, unit_from: str = "C", unit_to: str = "F"):
+        return _run(None, "units_convert", {"value": value, "from": unit_from, "to": unit_to})
+    for value in ("inf", "nan", "-inf", "1e308"):  # a float() reads them; no reading to give (was "inf C = inf F")
+        assert converted(value).kind == "invalid" and "no finite number" in converted(value).text
+    assert "'abc' is not a number" in converted("abc").text
+    assert converted("100", "ml", "oz").text == "100 ml = 3.381 fl oz"
+    assert converted("8", "oz", "g").text == "8 oz = 226.8 g"

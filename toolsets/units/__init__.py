@@ -5,6 +5,7 @@ without the model) and nothing else; one line in core.loading.REGISTRY adds it.
 Runs in the session: a conversion is arithmetic."""
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import partial
 
@@ -94,16 +95,20 @@ def _figure(value: float) -> str:
 def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOutcome:
     try:
         value = float(args["value"].replace(",", "."))
+    except ValueError:
+        return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], f"value {args['value']!r} is not a number"))
+    try:
         unit_to = unit_meant(args["from"].strip(), args["to"].strip())
         unit_from = degrees_meant(args["from"].strip(), unit_to)
         unit_from, unit_to = ounces_meant(unit_from, unit_to), ounces_meant(unit_to, unit_from)
         result = convert(value, unit_from, unit_to)
-    except ValueError as exc:
-        reason = str(exc) if "unit" in str(exc) or "convert" in str(exc) else f"value {args['value']!r} is not a number"
-        return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], reason))
+        if not math.isfinite(value) or not math.isfinite(result):  # "inf", "nan", 1e308 °C: no reading to give
+            raise ValueError(f"value {args['value']!r} converts to no finite number")
+    except ValueError as exc:  # an unknown unit, two that do not convert, no finite number
+        return CallOutcome(kind="invalid", text=invalid_args_text(UNITS_TOOLSET.tools[0], str(exc)))
     # a temperature to a tenth of a degree, as a thermometer shows it ("55 F = 12.8 C", not 12.78); said
     # with tenths, it keeps them ("37.2 C = 99.0 F": a fever chart's reading, not "99")
-    tenths = ".1f" if value != int(value) else "g"
+    tenths = ".1f" if not value.is_integer() else "g"
     shown = f"{round(result, 1):{tenths}}" if unit_to.casefold() in _TEMPERATURES else _figure(result)
     return CallOutcome(kind="ok", text=f"{value:g} {unit_from} = {shown} {unit_to}")
 
