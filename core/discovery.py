@@ -169,8 +169,7 @@ def words_name_tool(spec, toolset: str, said: str) -> bool:
     said_terms, tool_terms = set(stems(said)), set(stems(tool_text))
     # its verb alone names no tool: "set a reminder for then" shares "set" with worldclock_set_home
     # (the local model set the home city to Tokyo), "make" with "Make a city the home city"
-    verbs = _verbs_of(spec, toolset)
-    if not said_terms.isdisjoint(tool_terms - verbs if tool_terms - verbs else tool_terms):
+    if not said_terms.isdisjoint((tool_terms - _verbs_of(spec, toolset)) or tool_terms):
         return True
     # a Russian word the word list lacks, of the same root as the tool's English one: "анализ"/"analyze", "архив"/"archive"
     spelled = {transliterate(term) for term in said_terms if _CYRILLIC_WORD.search(term) and len(term) >= 3}
