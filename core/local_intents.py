@@ -52,6 +52,7 @@ finds them in the toolsets' folders), `match` returns a typed `LocalMatch`.
 """
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import re
@@ -161,14 +162,11 @@ def frame_spec(declared: Iterable[tuple[Path, dict]]) -> FrameSpec:
 
 def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> FrameSpec:
     """The frame the intents `files` declare (the warm-up's, the tools'), of the files a session
-    loads: one that cannot be used is left out, as `LocalIntents.load` leaves it out."""
-    declared = []
-    for path in files:
-        try:
-            declared.append((path, _checked(path, _read(path), tuple(languages))))
-        except IntentFileError as exc:
-            _log.warning("%s; its frame commands are left out", exc)
-    return frame_spec(declared)
+    loads: one that cannot be used is left out, as `LocalIntents.load` leaves it out (compiled once
+    for both)."""
+    def left_out(exc: IntentFileError) -> None:
+        _log.warning("%s; its frame commands are left out", exc)
+    return LocalIntents.load(files, languages, on_error=left_out).frame
 
 
 def _only_free(result) -> bool:
@@ -223,15 +221,38 @@ class LocalIntents:
     def load(cls, files: Iterable[Path], languages: Iterable[str] = LANGUAGES,
              on_error: Callable[[IntentFileError], None] | None = None) -> "LocalIntents":
         """The intents the files declare, compiled per language. A file that cannot be used
-        raises IntentFileError, or with `on_error` is told to it and left out (the others load)."""
+        raises IntentFileError, or with `on_error` is told to it and left out (the others load).
+        Compiling takes seconds of CPU, so the same files (path and bytes) in the same languages
+        are compiled once per process: a restarted session actor, or the next of many runtimes a
+        process starts, gets its own copy of what was compiled, and the same errors told again."""
+        read = tuple((Path(path), _bytes_of(Path(path))) for path in files)
         languages = tuple(languages)
+        key = (tuple((str(path), raw) for path, raw in read), languages)
+        if (known := _COMPILED.get(key)) is None:
+            errors: list[IntentFileError] = []
+            known = cls._compiled_from(read, languages, errors.append), tuple(errors)
+            _COMPILED[key] = known
+            while len(_COMPILED) > COMPILED_KEPT:
+                _COMPILED.pop(next(iter(_COMPILED)))
+        loaded, errors = known
+        for error in errors:
+            if on_error is None:
+                raise error
+            on_error(error)
+        return copy.copy(loaded)._fresh()
+
+    def _fresh(self) -> "LocalIntents":
+        self._told = set()  # each runtime logs a bad template once itself
+        return self
+
+    @classmethod
+    def _compiled_from(cls, files: tuple[tuple[Path, bytes | None], ...], languages: tuple[str, ...],
+                       on_error: Callable[[IntentFileError], None]) -> "LocalIntents":
         declared = []
-        for path in files:
+        for path, raw in files:
             try:
-                declared.append((path, _checked(path, _read(path), languages)))
+                declared.append((path, _checked(path, _read(path, raw), languages)))
             except IntentFileError as exc:
-                if on_error is None:
-                    raise
                 on_error(exc)
         actions = {name: action for _path, spec in declared for name, action in spec.get("home_assistant", {}).items()}
         responses = {(name, language): template for _path, spec in declared
@@ -464,10 +485,21 @@ def _value(value) -> str | float:
     return str(value).strip()
 
 
-def _read(path: Path) -> dict:
+COMPILED_KEPT = 4  # sets of files compiled and kept per process (each holds tens of MB)
+_COMPILED: dict[tuple, tuple["LocalIntents", tuple[IntentFileError, ...]]] = {}
+
+
+def _bytes_of(path: Path) -> bytes | None:
     try:
-        spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        return path.read_bytes()
+    except OSError:
+        return None  # _read says why
+
+
+def _read(path: Path, raw: bytes | None) -> dict:
+    try:
+        spec = yaml.safe_load(path.read_text(encoding="utf-8") if raw is None else raw.decode("utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise IntentFileError(f"{path}: cannot read it: {exc}") from None
     if not isinstance(spec, dict) or not set(spec) <= {"home_assistant", "sentences", "responses", "frame"}:
         raise IntentFileError(f"{path}: expected a mapping with 'home_assistant', 'sentences', 'responses' and/or 'frame'")

@@ -156,8 +156,10 @@ def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtim
     for i in range(20_000):
         env = p.Envelope(body=p.SessionStart(event_id=f"e{i}", ts=0.0), session=f"flood-{i}")
         flooder.send(codec.encode(env))
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and flooder.poll(3000):  # until the runtime has gone quiet
+    # until the runtime has gone quiet: on a loaded CI machine the 20,000 turns take minutes, and a
+    # turn asked for before they are done waits behind them (what is judged is that it is answered)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and flooder.poll(5000):
         body = codec.decode(flooder.recv()).body
         kind = type(body).__name__
         answers[kind] = answers.get(kind, 0) + 1
@@ -171,7 +173,7 @@ def test_twenty_thousand_session_starts_from_one_connection_crash_nothing(runtim
     status = _status(config)
     assert _pids(config) == before, "no actor was restarted"
     assert all(row[3] == "0" for row in status.values()), status
-    said = _cli(config, "say", "--session", "after", "--timeout", "20", "hello there")
+    said = _cli(config, "say", "--session", "after", "--timeout", "60", "hello there", timeout=90)
     assert said.returncode == 0, said.stderr
 
 
