@@ -553,7 +553,7 @@ def _checked(path: Path, spec: dict, languages: tuple[str, ...]) -> dict:
             if "context" in intent:
                 data["intents"][f"{name}.context"] = {"data": [{"sentences": [intent["context"]]}]}
         try:
-            _compile(data)  # templates parse on their first match: one is made here
+            _parsed(data)
         except Exception as exc:  # noqa: BLE001 - hassil's parse errors have no common base
             raise IntentFileError(f"{path}: sentences.{language}: {type(exc).__name__}: {exc}") from None
     return spec
@@ -660,6 +660,16 @@ def _value_lists(merged: dict) -> tuple | None:
                        for alternative in re.split(r"[|()\[\]]", text) if (words := alternative.split()))
     intents = {name: {"data": [{"sentences": [f"{{{name}:value}}"]}]} for name in valued}
     return _compile({**merged, "lists": valued, "intents": intents, "skip_words": []}), firsts
+
+
+def _parsed(merged: dict) -> None:
+    """Every template of `merged` parsed (hassil parses a template on its first match): a file's
+    own check, without the cost of matching (the merged files are compiled and warmed up once)."""
+    from hassil import Intents
+
+    for intent in Intents.from_dict(merged).intents.values():
+        for data in intent.data:
+            data.sentences  # noqa: B018 - a cached property: parsing is what is asked for
 
 
 def _compile(merged: dict):
