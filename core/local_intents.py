@@ -212,6 +212,7 @@ class LocalIntents:
         self.read_first = read_first  # intents whose reading goes first even with free text
         self.borrowed = borrowed  # Home Assistant's intents: on a tie a toolset's own sentence wins
         self._told: set = set()  # template errors already logged
+        self._matches: dict[tuple[str, str], LocalMatch | None] = {}  # the last answers of `match`, oldest first
 
     @classmethod
     def empty(cls) -> "LocalIntents":
@@ -242,7 +243,7 @@ class LocalIntents:
         return copy.copy(loaded)._fresh()
 
     def _fresh(self) -> "LocalIntents":
-        self._told = set()  # each runtime logs a bad template once itself
+        self._told, self._matches = set(), {}  # each runtime logs a bad template once itself
         return self
 
     @classmethod
@@ -386,7 +387,18 @@ class LocalIntents:
 
     def match(self, text: str, language: str = "") -> LocalMatch | None:
         """The best whole match of `text` in its language (see `_closeness`), or in `language` (the
-        frame's English commands hold the user's words in theirs); None when none."""
+        frame's English commands hold the user's words in theirs); None when none. A turn's stages
+        ask for the same words more than once (a fifth of the asks over the eval sets' turns), and
+        each costs milliseconds, so the last MATCHES_KEPT answers are kept."""
+        key = (text, language)
+        if key in self._matches:
+            return self._matches[key]
+        found = self._matches[key] = self._match(text, language)
+        if len(self._matches) > MATCHES_KEPT:
+            del self._matches[next(iter(self._matches))]
+        return found
+
+    def _match(self, text: str, language: str) -> LocalMatch | None:
         from hassil import recognize_all
         from hassil.errors import HassilError
 
@@ -485,6 +497,7 @@ def _value(value) -> str | float:
     return str(value).strip()
 
 
+MATCHES_KEPT = 64  # answers of `match` kept per runtime (a turn asks for a few words a few times)
 COMPILED_KEPT = 4  # sets of files compiled and kept per process (each holds tens of MB)
 _COMPILED: dict[tuple, tuple["LocalIntents", tuple[IntentFileError, ...]]] = {}
 

@@ -66,8 +66,31 @@ def _cli(config: Path, *args: str, timeout: float = 30) -> subprocess.CompletedP
 
 
 def _status(config: Path) -> dict[str, list[str]]:
-    out = _cli(config, "status").stdout.splitlines()
-    return {line.split()[0]: line.split() for line in out[2:] if line.strip()}
+    """Each actor's row as `run.py status` prints it (name, alive, pid, restarts, inbox, last exit),
+    {} while nothing answers. Asked from this process: tests poll it, and a CLI process per poll
+    cost most of a CPU core while the runtime it waited for started (`status` itself: its own test)."""
+    import concurrent.futures
+
+    import anyio
+
+    import protocol as p
+    from actors.base import AskTimeout
+    from core.loading import load_config
+    from run import ask_runtime
+    from transport.keys import KeyFileError
+
+    def ask() -> p.SystemStatus | None:  # in a thread of its own: some tests call this from a trio task
+        try:
+            return anyio.run(ask_runtime, load_config(config), "supervisor", p.StatusRequest(), 2.0, backend="trio")
+        except (AskTimeout, KeyFileError):  # the CLI prints nothing then
+            return None
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        status = pool.submit(ask).result()
+    if status is None:
+        return {}
+    return {row.name: [row.name, "yes" if row.alive else "NO", str(row.pid), str(row.restarts), str(row.inbox_depth),
+                       *row.detail.split()] for row in status.actors}
 
 
 
@@ -98,6 +121,10 @@ def served(tmp_path, ipc_dir):
 def test_serve_status_say_and_a_killed_actor_is_restarted(served):
     config, _ = served(extra=MCP_SERVERS)
     status = _status(config)
+    printed = _cli(config, "status")
+    assert printed.returncode == 0 and printed.stdout.splitlines()[2:] != [], printed
+    assert {line.split()[0]: line.split()[:4] for line in printed.stdout.splitlines()[2:]} == \
+        {name: row[:4] for name, row in status.items()}, "the CLI prints what the supervisor says"
     pids = {name: int(row[2]) for name, row in status.items()}
     assert len(set(pids.values())) == 6, "each actor runs in its own process"
 
