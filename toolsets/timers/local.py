@@ -292,12 +292,17 @@ def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: r
     """A timer whose clock time is another place's ("remind me at 8 am their time to call Kenji"
     after "what time is it in Tokyo"): set for the moment that place's clock reads it, on the
     user's clock, its text without the words that said whose clock; None when the conversation
-    asked the time of no place it knows, or the time is no clock time."""
-    zone = zone_of(fast.place_talked_about(turn))
+    asked the time of no place it knows, or the time is no clock time. The place is one the
+    turn's own words name ("сын в Чикаго …, напомни, когда у него будет десять утра"), else the
+    one the conversation asked the time of."""
+    named = next((word for word in re.findall(r"[^\W\d_]+", fast.turn_words(turn)) if zone_of(word)), "")
+    zone = zone_of(named or fast.place_talked_about(turn))
     due = moment_there(intent.when, zone, fast.now()) if zone else None
     if due is None:
         return None
     text = " ".join(re.sub(re.escape(said_there.group(0)), " ", intent.text, flags=re.IGNORECASE).split())
+    if (left := clock_elsewhere(text)) is not None:  # "… when it's there": the time itself was read out of the text
+        text = " ".join(f"{text[:left.start()]} {text[left.end():]}".split())
     text = _CLOCK_LEAD_LEFT.sub("", text).strip(" ,")
     moment = dt.datetime.fromtimestamp(due, fast.timezone()).strftime("%Y-%m-%dT%H:%M")
     return msgspec.structs.replace(intent, when=moment, text=text)
