@@ -24,7 +24,8 @@ from typing import Literal
 import msgspec
 
 from core.lexicon import alternation, fold, words
-from core.timewords import clock_without_length, signed_numbers_said, unsaid_length, unsaid_number, whole_numbers_said
+from core.timewords import (clock_without_length, no_length_said, signed_numbers_said, unsaid_length, unsaid_number,
+                            whole_numbers_said)
 from protocol.tools import ToolSpec, ToolsetSpec
 
 ActionKind = Literal["timer_set", "timer_cancel", "play", "playback", "show", "watch", "task_cancel", "notify", "change"]
@@ -310,7 +311,8 @@ _ADDRESSED = re.compile(r"^\W*(?:(?:" + "|".join(map(re.escape, words("guards", 
 
 # words in quotation marks after a colon: what someone said or wrote, quoted; a request of the
 # user's own is outside them ("выведи на очки: «пароль 1234»" asks for the screen)
-_QUOTED = re.compile(r":\s*[«\"“„][^«»\"“”„]{1,300}[»\"”“]")
+# (a title quoted inside the quote: "сестра пишет: «включи мне „Бриллиантовую руку“, я соскучилась»")
+_QUOTED = re.compile(r":\s*(?:«[^«»]{1,300}»|[\"“„][^«»\"“”„]{1,300}[»\"”“])")
 # a person called by name first, with no comma after (a recogniser's text), before an order
 _ENDEARING_NAME = re.compile(r"^\W*(?P<name>" + _alternation("addressee_name_patterns") + r")\s*[,!]")
 _ASSISTANT_CALLED = frozenset(fold(word) for word in words("spoken", "address_words"))  # "деточка": the assistant
@@ -594,6 +596,9 @@ def _timer_refusal(tool: str, args: dict[str, str], said: str, sources: tuple[st
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "за полчаса до начала" set "in 30 minutes"
             f"«{args.get('when', '')}» counts from now, but the user asked for a time before an event. Set the "
             "clock time (the event's time less that), or ask the user when it starts."))
+    if when.startswith(("in ", "через ")) and no_length_said(said, *sources):
+        return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h84: "If I ever open a real shop, I'll need
+            f"the user said no time for it, so «{when}» is made up. Ask the user when."))  # reminders …" set "in 1 hour"
     if length := unsaid_length(args.get("when", ""), said, *sources):
         return Refusal(kind="ungrounded_text", tool=tool, reason=(  # h23: "полтора часа" set "in 1 hour"
             f"the time «{args.get('when', '')}» is not the length the user said ({length}). Set the timer for "

@@ -598,8 +598,10 @@ _VAGUE_COUNTS = frozenset(word for word in lexicon.table(_CLOCK, "said_numbers")
                           if word not in _SPAN_UNITS and word not in _COUNT_WORDS) | set(lexicon.words("durations", "vague_count_words"))
 
 
-_ARTICLES = frozenset(word for word in lexicon.table("durations", "number_words") if not word.isdigit()) - frozenset(
-    w for key in ("units", "teens", "tens") for w in lexicon.table("requests", key))  # "a", "an": a count only before a unit
+# "a", "an": a count only before a unit ("zero", "ноль" are numbers of their own)
+_ARTICLES = frozenset(word for word, n in lexicon.table("durations", "number_words").items()
+                      if str(n) == "1" and not word.isdigit()) - frozenset(
+    w for key in ("units", "teens", "tens") for w in lexicon.table("requests", key))
 
 
 def _counted(tokens: list[str]) -> list[str]:
@@ -719,6 +721,15 @@ def unsaid_length(when: str, said: str, *sources: str) -> str:
     # "10 minutes before the film ends" with a result's "136 min": a length counted from both
     allowed = lengths | shown | {a + b for a in lengths for b in shown} | {abs(a - b) for a in lengths for b in shown}
     return "" if any(abs(length - other) < 1 for other in allowed) else _spoken_span(min(lengths, key=lambda s: abs(s - length)))
+
+
+def no_length_said(said: str, *sources: str) -> bool:
+    """Whether the user's words say no length of time at all, nor a time of day or a number, and no
+    result of the turn shows one: a timer "in 1 hour" for "If I ever open a shop, I'll need reminders
+    for everything" is the model's own. False when the words cannot be judged ("in a few minutes")."""
+    if spans_said(said) != frozenset() or clock_without_length(said) or whole_numbers_said(said) - {1}:
+        return False
+    return not any(spans_said(source) for source in sources)
 
 
 def _spoken_span(seconds: float) -> str:

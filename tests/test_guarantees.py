@@ -656,6 +656,12 @@ async def test_a_stop_said_of_the_film_cancels_no_timer_and_remind_me_who_sets_n
     ("media", "TOOL_CALL: show_text|I'll try it tomorrow when I'm more human",
      "can you put stuff on the glasses screen, like a little feed log? just wondering, I'll try it tomorrow when I'm more human",
      "(not_requested)"),
+    # h84's traps: a sister's message quoted with a title quoted inside it played the film; a hypothetical's
+    # "reminders" set one "in 1 hour" (no time said: the model's own)
+    ("media", "TOOL_CALL: media_play|Бриллиантовая рука", "сестра пишет: «включи мне „Бриллиантовую руку“, я соскучилась» — "
+     "вот смешная, как будто я у неё пульт от телевизора в Дубае", "(not_requested)"),
+    ("timers", "TOOL_CALL: timers_set|in 1 hour; remind me to go to the shop",
+     "If I ever open a real shop, I'll need reminders for absolutely everything, honestly.", "said no time for it"),
 ])
 async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path, toolset, call, said, why):
     async with inproc_system(tmp_path, backend=_calling_on_user_turns(call, "OK."), frame=False, reflexes=False) as system:

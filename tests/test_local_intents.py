@@ -1022,6 +1022,15 @@ _FORMS_OF_H80_H81 = [
       "последи за телеграмом и скажи мне, если там напишут про экскурсию или про деньги на автобус"], "про экскурсию"),
 ]
 
+_FORMS_OF_H84_H85 = [
+    # h85: tonnes, zero and hundreds past ten were no amount or unit the sentences knew (the model took them and
+    # read the time, the timers, the history)
+    (["сорок четыре тысячи фунтов — это сколько тонн?"], "44000 lb = 19.96 t"),
+    (["ноль по Фаренгейту это сколько по Цельсию?"], "0 F = -17.8 C"),
+    (["в накладной на реф написано 0 по Фаренгейту. это сколько по-нормальному, по Цельсию?"], "0 F = -17.8 C"),
+    (["how many kilometres is eleven hundred miles?"], "1100 mi = 1770 km"),
+]
+
 
 async def test_an_ability_question_or_a_pause_with_nothing_playing_changes_nothing(tmp_path):
     # h81's trap: "can you send things to my phone, like, in general? I'm just curious" sent "things" to the phone;
@@ -1037,7 +1046,7 @@ async def test_an_ability_question_or_a_pause_with_nothing_playing_changes_nothi
 
 _FORMS_OF_THE_BLIND_BLOCKS = (_FORMS_OF_H42_H43 + _FORMS_OF_H44_H45 + _FORMS_OF_H46_H47 + _FORMS_OF_H48_TO_H51
                               + _FORMS_OF_H58_H59 + _FORMS_OF_H60_H61 + _FORMS_OF_H64_H65 + _FORMS_OF_H74_H75 + _FORMS_OF_H76_H77
-                              + _FORMS_OF_H80_H81)
+                              + _FORMS_OF_H80_H81 + _FORMS_OF_H84_H85)
 
 
 async def test_the_forms_of_the_blind_blocks_are_carried_out_without_the_model(tmp_path):
