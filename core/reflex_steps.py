@@ -15,6 +15,7 @@ import logging
 import re
 import zoneinfo
 from collections.abc import Callable, Iterator, Sequence
+from typing import get_args
 from functools import partial
 
 import msgspec
@@ -24,7 +25,7 @@ from core import tracing
 from core.lexicon import SENTENCE_END, alternation, digits_in_figures, fold, words
 from core.fastpath import REQUEST_OF_KIND, Phrasing, Reference, last_data
 from core.frame import FRAME_MAX_TOKENS, frame_messages, read_frame
-from core.intent import (addressed_elsewhere, asks_ability, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
+from core.intent import (ActionKind, addressed_elsewhere, asks_ability, opens_an_order, remark, remark_or_wondered, requested, says_repeat, small_talk, takes_back,
                          words_offered_for)
 from core.local_actions import DAY_SLOTS, LENGTH_SLOTS, reflex_intent
 from core.local_intents import LocalIntents, LocalMatch, Say
@@ -50,6 +51,8 @@ PLACE_LOOKBACK = 4  # the user's requests looked back through for the place "the
 REMARK_PARTS_MAX = 4  # sentences and clauses request_among_remarks reads apart (each is one more match)
 # commands said while the model works that are carried out at the next safe point (_step_queued_reflex):
 # actions whose answer is their own; a question or a follow-up is the model's, with the earlier request
+# the kinds of change the request guard knows (core.intent.requested): a frame's reading of one needs words that ask for it
+_GUARDED_KINDS = frozenset(get_args(ActionKind)) - {"change"}
 QUEUED_REFLEXES = frozenset({"play", "playback", "timer_set", "timer_cancel", "show"})
 _POINTING = frozenset(fold(word) for word in words("requests", "pointing_words"))  # "that", "это": no message
 _POINTING_PARTICLES = frozenset(fold(word) for word in words("requests", "pointing_particle_words"))  # "его тогда"
@@ -831,7 +834,7 @@ class ReflexSteps:
             return None
         earlier = next((m.content for m in reversed(self.trajectory.messages()[:turn.start]) if m.role == "user"), "")
         before = "\n".join(user_lines(earlier))
-        words = in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
+        said, words = words, in_digits(words)  # the model copies "20:45", it does not count it from "quarter to nine"
         try:
             reply = await self._ask_quietly(turn.turn_id, frame_messages(
                 words, before[:300], nearest=self.s.config.frame_examples, spec=self.s.local_intents.frame))
@@ -840,6 +843,10 @@ class ReflexSteps:
         frame = read_frame(reply, words, before[:300], self.s.phrasings, self.s.local_intents.frame, self.s.local_intents)
         turn.remark = frame.refused == "none" and remark(words)  # "я сегодня встал в семь": nothing to look up
         turn.routed_to = self._toolset_of(frame.routing)
+        if frame.intent is not None and frame.intent.kind in _GUARDED_KINDS and not requested(frame.intent.kind, said):
+            # h84: "сестра пишет: «включи мне „Бриллиантовую руку“» — вот смешная": the model put a quote as a play
+            _log.info("session=%s frame's %s: the words ask for none", self.sid, frame.intent.kind)
+            return None
         _log.info("session=%s frame %r -> %s", self.sid, frame.command, frame.intent.kind if frame.intent else
                   frame.declared.intent if frame.declared else f"the model ({frame.refused})")
         return frame.intent or frame.declared

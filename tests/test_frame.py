@@ -105,6 +105,16 @@ async def test_words_no_reflex_knows_are_played_through_the_frame(tmp_path):
         assert len(backend.calls) == 1  # the frame's one question; the model took no step
 
 
+async def test_a_request_quoted_from_someone_else_is_not_played_through_the_frame(tmp_path):
+    # h84's trap: the local model put a sister's quoted words (a title quoted inside the quote) as a play, and
+    # the film played; a frame's reading of a change needs words that ask for it, as the model's calls do
+    backend = ScriptedBackend(reply_fn=_frame_or_answer("play Бриллиантовую руку"))
+    async with inproc_system(tmp_path, backend=backend, frame=True) as system:
+        await system.turn("s", "сестра пишет: «включи мне „Бриллиантовую руку“, я соскучилась» — вот смешная, как будто я у "
+                               "неё пульт от телевизора в Дубае")
+        assert not [m for m in await system.history("s") if m["role"] == "tool"]  # nothing searched, nothing played
+
+
 async def test_a_frame_naming_a_title_nobody_said_plays_nothing(tmp_path):
     backend = ScriptedBackend(reply_fn=_frame_or_answer("play Мастера и Маргариту"))  # not what was said
     async with inproc_system(tmp_path, backend=backend, frame=True) as system:
