@@ -1029,6 +1029,12 @@ _FORMS_OF_H84_H85 = [
     (["ноль по Фаренгейту это сколько по Цельсию?"], "0 F = -17.8 C"),
     (["в накладной на реф написано 0 по Фаренгейту. это сколько по-нормальному, по Цельсию?"], "0 F = -17.8 C"),
     (["how many kilometres is eleven hundred miles?"], "1100 mi = 1770 km"),
+    (["the broker in Chicago wants everything in pounds, like the rest of the world doesn't exist. I'm at forty tonnes "
+      "gross — what's that in pounds?"], "40 t = 88180 lb"),
+    (["how many litres is a hundred and twenty US gallons?"], "120 gal = 454.2 l"),
+    # the repeat and the time said before the noun
+    (["жена опять обиделась, что я вчера не позвонил. ставь мне каждый день в девять вечера напоминалку ей набрать"],
+     "каждый день в 21:00: ей набрать"),
 ]
 
 
