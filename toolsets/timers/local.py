@@ -295,9 +295,13 @@ def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: r
     asked the time of no place it knows, or the time is no clock time. The place is one the
     turn's own words name ("сын в Чикаго …, напомни, когда у него будет десять утра"), else the
     one the conversation asked the time of."""
-    named = next((word for word in re.findall(r"[^\W\d_]+", fast.turn_words(turn)) if zone_of(word)), "")
+    words = fast.turn_words(turn)
+    named = next((word for word in re.findall(r"[^\W\d_]+", words) if zone_of(word)), "")
     zone = zone_of(named or fast.place_talked_about(turn))
-    due = moment_there(intent.when, zone, fast.now()) if zone else None
+    # no half of the day said ("at six his time"): the next time their dial shows it, as the user's own clock is read
+    clock = intent.when if _HALF_SAID.search(words.casefold()) or not zone else \
+        dial_nearest(re.sub(r"^0(?=\d:)", "", intent.when), fast.now(), zoneinfo.ZoneInfo(zone))
+    due = moment_there(clock, zone, fast.now()) if zone else None
     if due is None:
         return None
     text = " ".join(re.sub(re.escape(said_there.group(0)), " ", intent.text, flags=re.IGNORECASE).split())
