@@ -30,7 +30,7 @@ serve: $(VENV)/.installed
 	$(PY) run.py serve
 
 # The suite waits more than it computes (processes started and killed, real timeouts, a model's
-# answers): it runs on TEST_JOBS worker processes (pytest-xdist), about 10 minutes here instead of
+# answers): it runs on TEST_JOBS worker processes (pytest-xdist), about 15 minutes here instead of
 # far longer with one; the tests marked `alone` (the web console in a browser) run after them, with the
 # machine to themselves. `make test TEST_JOBS=0` runs everything in one process, in order.
 TEST_JOBS ?= 3
