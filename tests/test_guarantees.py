@@ -671,6 +671,19 @@ async def test_a_watch_told_of_or_a_repeat_nobody_asked_for_is_not_made(tmp_path
         assert results and all(r["content"].startswith("not executed") for r in results) and why in results[-1]["content"]
 
 
+async def test_a_watch_on_every_message_of_every_app_is_not_set(tmp_path):
+    # h84: "keep an eye on my website, tell me when it's back up" (a monitor was meant): the model's watch on any
+    # channel with nothing to wait for would have woken the user for every message of every app
+    backend = _calling_on_user_turns("TOOL_CALL: channels_watch|any", "OK.")
+    async with inproc_system(tmp_path, backend=backend, frame=False, reflexes=False) as system:
+        await system.turn("s", "call enable_toolset|channels")
+        await system.turn("s", "My website's down and that's where half my orders come from. Keep an eye on it and "
+                               "tell me when it's back up.")
+        results = [r["content"] for r in await _results_of(system, "channels_watch")]
+        assert results and "not watched: no app and nothing to wait for" in results[-1], results
+        assert not any("set:" in r for r in results)
+
+
 @pytest.mark.parametrize("said", [
     # h49's trap: the fast path set a WhatsApp watch for a question whether it can set one
     "out of curiosity, could you buzz me if someone texts me on WhatsApp while I'm cooking? or is that not a thing you do",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.channels import Watch, channel_name, interest_words
+from core.channels import ANY_CHANNEL, Watch, channel_name, interest_words
 from core.toolsets import SessionContext, SessionToolset
 from protocol import ArgSpec, CallOutcome, ToolSpec, ToolsetSpec
 from protocol.results import ToolData, WatchEnded, Watching, WatchesListed, WatchRef
@@ -14,6 +14,9 @@ from toolsets.channels.local import STEPS
 from toolsets.channels.phrasing import PHRASING
 
 UNAVAILABLE = "channels are not available in this runtime (no session actor)"
+# h84: "keep an eye on my website, tell me when it's back up" set a watch on every message of every app
+EVERYTHING_EVERYWHERE = ("not watched: no app and nothing to wait for, so every message of every app would wake the user. "
+                         "Ask the user which app or whose message to watch for.")
 
 CHANNELS_TOOLSET = ToolsetSpec(
     example=("\"скажи, когда напишет Анна\" -> TOOL_CALL: channels_watch|any; Анна -> \"Скажу, когда Анна напишет.\""),
@@ -43,6 +46,8 @@ def _run(context: SessionContext, tool: str, args: Mapping[str, str]) -> CallOut
     watches = world.of(context.sid).watches
     if tool == "channels_list":
         return CallOutcome(kind="ok", text=watches.list(), data=WatchesListed(watches=[_ref(w) for w in watches.watches]))
+    if tool == "channels_watch" and channel_name(args["channel"]) in ANY_CHANNEL and not interest_words(args.get("what") or ""):
+        return CallOutcome(kind="error", text=EVERYTHING_EVERYWHERE)
     before = {w.watch_id: w for w in watches.watches}
     text = (watches.add(args["channel"], args.get("what") or "", asked=context.asked) if tool == "channels_watch"
             else watches.remove(args["id"]))
