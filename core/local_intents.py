@@ -162,11 +162,15 @@ def frame_spec(declared: Iterable[tuple[Path, dict]]) -> FrameSpec:
 
 def read_frame_spec(files: Iterable[Path], languages: Iterable[str] = LANGUAGES) -> FrameSpec:
     """The frame the intents `files` declare (the warm-up's, the tools'), of the files a session
-    loads: one that cannot be used is left out, as `LocalIntents.load` leaves it out (compiled once
-    for both)."""
-    def left_out(exc: IntentFileError) -> None:
-        _log.warning("%s; its frame commands are left out", exc)
-    return LocalIntents.load(files, languages, on_error=left_out).frame
+    loads: one that cannot be used is left out, as `LocalIntents.load` leaves it out. Checked, not
+    compiled: the LLM worker asks for it and matches nothing."""
+    declared = []
+    for path in files:
+        try:
+            declared.append((path, _checked(path, _read(path, _bytes_of(path)), tuple(languages))))
+        except IntentFileError as exc:
+            _log.warning("%s; its frame commands are left out", exc)
+    return frame_spec(declared)
 
 
 def _only_free(result) -> bool:

@@ -198,7 +198,7 @@ async def timer_set(fast: FastPath, turn: TurnState, intent: Intent) -> str | No
         due = parse_when(when, now, fast.timezone())
     except TimerError:
         return None  # the model asks what was meant
-    if _today_though_another_day_said(fast, turn, when, due):
+    if not intent.every and _today_though_another_day_said(fast, turn, when, due):  # a repeat's days are its own
         return None  # "завтра дежурю, в восемь обход. напомни в семь сорок …": 19:40 today or 07:40 tomorrow is the model's to ask
     before = len(fast.pending_timers())
     text = intent.text or words_of(_language(intent.russian), "naming", "unnamed_timer", _WORDS)[0]
@@ -270,8 +270,7 @@ def _event_moment(fast: FastPath, turn: TurnState, said: str) -> tuple[float, st
     hour -= 12 if half == "morning" and hour == 12 else 0
     tz, elsewhere = fast.timezone(), clock_elsewhere(said)
     if elsewhere is not None:  # the place named with the time, else in the words, else the one asked about
-        place = next((word for text in (clause, said) for word in re.findall(r"[^\W\d_]+", text) if zone_of(word)), "") \
-            or fast.place_talked_about(turn)
+        place = _place_named(clause, said) or fast.place_talked_about(turn)
         zone = zone_of(place) if place else None
         if zone is None:
             return None
@@ -288,6 +287,11 @@ def _event_moment(fast: FastPath, turn: TurnState, said: str) -> tuple[float, st
     return moment, words or words_of(_language(re.search(r"[а-яё]", said, re.I) is not None), "naming", "unnamed_timer", _WORDS)[0]
 
 
+def _place_named(*texts: str) -> str:
+    """The first word of `texts` that names a place with a time zone; "" when none does."""
+    return next((word for text in texts for word in re.findall(r"[^\W\d_]+", text) if zone_of(word)), "")
+
+
 def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: re.Match[str]) -> Intent | None:
     """A timer whose clock time is another place's ("remind me at 8 am their time to call Kenji"
     after "what time is it in Tokyo"): set for the moment that place's clock reads it, on the
@@ -296,8 +300,7 @@ def _on_our_clock(fast: FastPath, turn: TurnState, intent: Intent, said_there: r
     turn's own words name ("сын в Чикаго …, напомни, когда у него будет десять утра"), else the
     one the conversation asked the time of."""
     words = fast.turn_words(turn)
-    named = next((word for word in re.findall(r"[^\W\d_]+", words) if zone_of(word)), "")
-    zone = zone_of(named or fast.place_talked_about(turn))
+    zone = zone_of(_place_named(words) or fast.place_talked_about(turn))
     # no half of the day said ("at six his time"): the next time their dial shows it, as the user's own clock is read
     clock = intent.when if _HALF_SAID.search(words.casefold()) or not zone else \
         dial_nearest(re.sub(r"^0(?=\d:)", "", intent.when), fast.now(), zoneinfo.ZoneInfo(zone))
